@@ -1,0 +1,242 @@
+//! Webhook events: the catalogue, the envelope, and which events a change emits.
+//!
+//! The envelope is serialized once, in the transaction that makes the change, and those bytes are
+//! what every attempt sends and signs (contract section 4).
+
+use serde::Serialize;
+use std::fmt;
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use crate::{Handoff, Lead, Stage};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub enum EventType {
+    #[serde(rename = "lead.created")]
+    LeadCreated,
+    #[serde(rename = "lead.updated")]
+    LeadUpdated,
+    #[serde(rename = "lead.stage_changed")]
+    LeadStageChanged,
+    #[serde(rename = "lead.qualified")]
+    LeadQualified,
+    #[serde(rename = "handoff.created")]
+    HandoffCreated,
+    #[serde(rename = "handoff.accepted")]
+    HandoffAccepted,
+    #[serde(rename = "handoff.released")]
+    HandoffReleased,
+}
+
+impl EventType {
+    pub const ALL: [EventType; 7] = [
+        EventType::LeadCreated,
+        EventType::LeadUpdated,
+        EventType::LeadStageChanged,
+        EventType::LeadQualified,
+        EventType::HandoffCreated,
+        EventType::HandoffAccepted,
+        EventType::HandoffReleased,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventType::LeadCreated => "lead.created",
+            EventType::LeadUpdated => "lead.updated",
+            EventType::LeadStageChanged => "lead.stage_changed",
+            EventType::LeadQualified => "lead.qualified",
+            EventType::HandoffCreated => "handoff.created",
+            EventType::HandoffAccepted => "handoff.accepted",
+            EventType::HandoffReleased => "handoff.released",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<EventType> {
+        EventType::ALL.into_iter().find(|t| t.as_str() == s)
+    }
+}
+
+impl fmt::Display for EventType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// `data`: the lead snapshot plus the event's own fields. Field order matches `events.md`.
+#[derive(Debug, Clone, Serialize)]
+pub struct EventData {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub previous_stage: Option<Stage>,
+    pub lead: Lead,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub handoff: Option<Handoff>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Envelope {
+    pub id: Uuid,
+    #[serde(rename = "type")]
+    pub event_type: EventType,
+    pub version: &'static str,
+    #[serde(with = "crate::timefmt::millis")]
+    pub occurred_at: OffsetDateTime,
+    pub org_id: Uuid,
+    pub data: EventData,
+}
+
+impl Envelope {
+    pub fn new(
+        event_type: EventType,
+        org_id: Uuid,
+        occurred_at: OffsetDateTime,
+        data: EventData,
+    ) -> Self {
+        Envelope {
+            id: Uuid::now_v7(),
+            event_type,
+            version: "1",
+            occurred_at,
+            org_id,
+            data,
+        }
+    }
+
+    /// The exact bytes that are stored, signed and sent.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        // Serializing plain structs of strings, numbers and maps cannot fail.
+        serde_json::to_vec(self).expect("envelope serializes")
+    }
+}
+
+/// What a lead change emits, in order: `lead.updated` when contact or profile fields changed,
+/// `lead.stage_changed` when the stage changed, and `lead.qualified` beside it when the new stage
+/// is `qualified`. `external_ref`, `ai_paused` and `route_target` emit nothing (contract 2-3).
+pub fn lead_change_events(before: &Lead, after: &Lead) -> Vec<(EventType, Option<Stage>)> {
+    let mut out = Vec::new();
+    let contact_changed = before.name != after.name
+        || before.email != after.email
+        || before.phone != after.phone
+        || before.profile != after.profile;
+    if contact_changed {
+        out.push((EventType::LeadUpdated, None));
+    }
+    if before.qualification_stage != after.qualification_stage {
+        let prev = Some(before.qualification_stage);
+        out.push((EventType::LeadStageChanged, prev));
+        if after.qualification_stage == Stage::Qualified {
+            out.push((EventType::LeadQualified, prev));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::timefmt::now_millis;
+
+    fn lead() -> Lead {
+        let now = now_millis();
+        Lead {
+            id: Uuid::nil(),
+            name: "Ada".into(),
+            email: None,
+            phone: "+447700900123".into(),
+            channel: "whatsapp".into(),
+            qualification_stage: Stage::Qualifying,
+            route_target: None,
+            profile: serde_json::Map::new(),
+            external_ref: None,
+            ai_paused: false,
+            conversation_url: "https://x/conversations/0".into(),
+            created_at: now,
+            updated_at: now,
+        }
+    }
+
+    #[test]
+    fn event_type_names_round_trip() {
+        for t in EventType::ALL {
+            assert_eq!(EventType::parse(t.as_str()), Some(t));
+            assert_eq!(serde_json::to_value(t).unwrap(), t.as_str());
+        }
+        assert_eq!(EventType::parse("lead.deleted"), None);
+    }
+
+    #[test]
+    fn moving_into_qualified_emits_stage_changed_then_qualified() {
+        let a = lead();
+        let mut b = a.clone();
+        b.qualification_stage = Stage::Qualified;
+        let ev = lead_change_events(&a, &b);
+        assert_eq!(
+            ev,
+            vec![
+                (EventType::LeadStageChanged, Some(Stage::Qualifying)),
+                (EventType::LeadQualified, Some(Stage::Qualifying))
+            ]
+        );
+    }
+
+    #[test]
+    fn closing_emits_only_stage_changed_and_no_change_emits_nothing() {
+        let a = lead();
+        let mut b = a.clone();
+        b.qualification_stage = Stage::Closed;
+        assert_eq!(
+            lead_change_events(&a, &b),
+            vec![(EventType::LeadStageChanged, Some(Stage::Qualifying))]
+        );
+        assert!(lead_change_events(&b, &b).is_empty());
+    }
+
+    #[test]
+    fn write_back_fields_emit_nothing_but_profile_does() {
+        let a = lead();
+        let mut b = a.clone();
+        b.ai_paused = true;
+        b.route_target = Some("hotLead".into());
+        b.external_ref = Some(ExternalRefFixture::hubspot());
+        assert!(lead_change_events(&a, &b).is_empty());
+        b.profile.insert("bedrooms".into(), 2.into());
+        assert_eq!(
+            lead_change_events(&a, &b),
+            vec![(EventType::LeadUpdated, None)]
+        );
+    }
+
+    struct ExternalRefFixture;
+    impl ExternalRefFixture {
+        fn hubspot() -> crate::ExternalRef {
+            crate::ExternalRef {
+                system: "hubspot".into(),
+                id: "1".into(),
+                url: None,
+            }
+        }
+    }
+
+    #[test]
+    fn envelope_has_the_documented_shape() {
+        let l = lead();
+        let env = Envelope::new(
+            EventType::LeadStageChanged,
+            Uuid::nil(),
+            l.updated_at,
+            EventData {
+                previous_stage: Some(Stage::Qualified),
+                lead: l,
+                handoff: None,
+            },
+        );
+        let v: serde_json::Value = serde_json::from_slice(&env.to_bytes()).unwrap();
+        let keys: Vec<_> = v.as_object().unwrap().keys().cloned().collect();
+        assert_eq!(keys.len(), 6);
+        assert_eq!(v["version"], "1");
+        assert_eq!(v["type"], "lead.stage_changed");
+        assert_eq!(v["data"]["previous_stage"], "qualified");
+        assert!(v["data"].get("handoff").is_none());
+        assert_eq!(v["data"]["lead"]["profile"], serde_json::json!({}));
+        assert!(v["data"]["lead"]["email"].is_null());
+    }
+}

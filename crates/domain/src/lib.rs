@@ -1,0 +1,15 @@
+//! Qualifier's domain: leads, stages, handoffs, webhook events and the validated values they are
+//! made of. No IO lives here, so both services and the receiver kit can share it and every rule
+//! is unit-tested beside the type that enforces it ("parse, don't validate").
+
+pub mod event;
+pub mod handoff;
+pub mod lead;
+pub mod netguard;
+pub mod timefmt;
+pub mod validate;
+
+pub use event::{Envelope, EventData, EventType};
+pub use handoff::{Handoff, HandoffState};
+pub use lead::{ExternalRef, Lead, Stage};
+pub use validate::FieldError;
