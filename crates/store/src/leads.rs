@@ -1,0 +1,417 @@
+//! Leads and the transactions that change them together with the events they emit.
+
+use diesel::{
+    ExpressionMethods, OptionalExtension, QueryDsl, Queryable, Selectable, SelectableHelper,
+};
+use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+use qualifier_domain::event::lead_change_events;
+use qualifier_domain::lead::conversation_url;
+use qualifier_domain::timefmt::now_millis;
+use qualifier_domain::validate::{Channel, Email, Name, Phone, RouteTarget};
+use qualifier_domain::{Envelope, EventData, EventType, ExternalRef, FieldError, Lead, Stage};
+use serde_json::{Map, Value};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use crate::schema::leads;
+use crate::{Store, StoreError, outbox};
+
+const PHONE_UNIQUE: &str = "leads_org_phone";
+
+#[derive(Debug, Clone, Queryable, Selectable, diesel::Insertable, diesel::AsChangeset)]
+#[diesel(table_name = leads, treat_none_as_null = true)]
+pub struct LeadRow {
+    pub id: Uuid,
+    pub org_id: Uuid,
+    pub name: String,
+    pub email: Option<String>,
+    pub phone: String,
+    pub channel: String,
+    pub qualification_stage: String,
+    pub route_target: Option<String>,
+    pub profile: Value,
+    pub external_system: Option<String>,
+    pub external_id: Option<String>,
+    pub external_url: Option<String>,
+    pub ai_paused: bool,
+    pub created_at: OffsetDateTime,
+    pub updated_at: OffsetDateTime,
+}
+
+impl LeadRow {
+    pub fn to_lead(&self, app_base_url: &str) -> Lead {
+        let external_ref = match (&self.external_system, &self.external_id) {
+            (Some(system), Some(id)) => Some(ExternalRef {
+                system: system.clone(),
+                id: id.clone(),
+                url: self.external_url.clone(),
+            }),
+            _ => None,
+        };
+        Lead {
+            id: self.id,
+            name: self.name.clone(),
+            email: self.email.clone(),
+            phone: self.phone.clone(),
+            channel: self.channel.clone(),
+            // The CHECK constraint guarantees one of the three; a row that somehow holds another
+            // value is shown as qualifying rather than failing every read of the lead.
+            qualification_stage: Stage::parse(&self.qualification_stage)
+                .unwrap_or(Stage::Qualifying),
+            route_target: self.route_target.clone(),
+            profile: self.profile.as_object().cloned().unwrap_or_default(),
+            external_ref,
+            ai_paused: self.ai_paused,
+            conversation_url: conversation_url(app_base_url, self.id),
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+        }
+    }
+
+    fn from_lead(org_id: Uuid, l: &Lead) -> LeadRow {
+        LeadRow {
+            id: l.id,
+            org_id,
+            name: l.name.clone(),
+            email: l.email.clone(),
+            phone: l.phone.clone(),
+            channel: l.channel.clone(),
+            qualification_stage: l.qualification_stage.as_str().to_owned(),
+            route_target: l.route_target.clone(),
+            profile: Value::Object(l.profile.clone()),
+            external_system: l.external_ref.as_ref().map(|r| r.system.clone()),
+            external_id: l.external_ref.as_ref().map(|r| r.id.clone()),
+            external_url: l.external_ref.as_ref().and_then(|r| r.url.clone()),
+            ai_paused: l.ai_paused,
+            created_at: l.created_at,
+            updated_at: l.updated_at,
+        }
+    }
+}
+
+/// A lead to create (public POST).
+#[derive(Debug, Clone)]
+pub struct NewLead {
+    pub name: Name,
+    pub phone: Phone,
+    pub email: Option<Email>,
+    pub channel: Channel,
+    pub profile: Map<String, Value>,
+    pub external_ref: Option<ExternalRef>,
+    pub route_target: Option<RouteTarget>,
+}
+
+/// An inbound contact (internal API): a new phone creates the lead, a known phone updates it.
+#[derive(Debug, Clone)]
+pub struct InboundContact {
+    pub name: Name,
+    pub phone: Phone,
+    pub email: Option<Email>,
+    pub channel: Channel,
+    /// Merged key by key into a known lead's profile (null removes a key).
+    pub profile: Option<Value>,
+}
+
+/// The public PATCH: only write-back fields and closing.
+#[derive(Debug, Clone, Default)]
+pub struct PublicPatch {
+    pub external_ref: Option<ExternalRef>,
+    pub ai_paused: Option<bool>,
+    pub close: bool,
+}
+
+/// The internal PATCH used by the AI agent.
+#[derive(Debug, Clone, Default)]
+pub struct InternalPatch {
+    pub name: Option<Name>,
+    pub email: Option<Email>,
+    pub phone: Option<Phone>,
+    pub profile: Option<Value>,
+    pub route_target: Option<RouteTarget>,
+    pub stage: Option<Stage>,
+}
+
+pub(crate) async fn lock_lead(
+    conn: &mut AsyncPgConnection,
+    org_id: Uuid,
+    lead_id: Uuid,
+) -> Result<LeadRow, StoreError> {
+    leads::table
+        .filter(leads::id.eq(lead_id))
+        .filter(leads::org_id.eq(org_id))
+        .select(LeadRow::as_select())
+        .for_update()
+        .first(conn)
+        .await
+        .optional()?
+        .ok_or(StoreError::NotFound("Lead not found"))
+}
+
+/// Appends one envelope per emitted event, all carrying the same snapshot.
+pub(crate) async fn emit(
+    conn: &mut AsyncPgConnection,
+    org_id: Uuid,
+    lead: &Lead,
+    events: &[(EventType, Option<Stage>)],
+) -> Result<(), StoreError> {
+    for (event_type, previous_stage) in events {
+        let data = EventData {
+            previous_stage: *previous_stage,
+            lead: lead.clone(),
+            handoff: None,
+        };
+        outbox::append(
+            conn,
+            &Envelope::new(*event_type, org_id, lead.updated_at, data),
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+impl Store {
+    pub async fn get_lead(&self, org_id: Uuid, lead_id: Uuid) -> Result<Lead, StoreError> {
+        let mut conn = self.conn().await?;
+        let row = leads::table
+            .filter(leads::id.eq(lead_id))
+            .filter(leads::org_id.eq(org_id))
+            .select(LeadRow::as_select())
+            .first(&mut conn)
+            .await
+            .optional()?
+            .ok_or(StoreError::NotFound("Lead not found"))?;
+        Ok(row.to_lead(&self.app_base_url))
+    }
+
+    async fn lead_id_by_phone(
+        &self,
+        org_id: Uuid,
+        phone: &str,
+    ) -> Result<Option<Uuid>, StoreError> {
+        let mut conn = self.conn().await?;
+        Ok(leads::table
+            .filter(leads::org_id.eq(org_id))
+            .filter(leads::phone.eq(phone))
+            .select(leads::id)
+            .first(&mut conn)
+            .await
+            .optional()?)
+    }
+
+    /// Maps a phone uniqueness violation to `LeadExists` naming the lead that holds the phone.
+    async fn phone_conflict(&self, org_id: Uuid, phone: &str, e: StoreError) -> StoreError {
+        match &e {
+            StoreError::Db(db) if StoreError::is_unique_violation(db, PHONE_UNIQUE) => {
+                match self.lead_id_by_phone(org_id, phone).await {
+                    Ok(Some(id)) => StoreError::LeadExists(id),
+                    Ok(None) => StoreError::Conflict("Lead already exists".into()),
+                    Err(other) => other,
+                }
+            }
+            _ => e,
+        }
+    }
+
+    /// Public POST: creates the lead and emits nothing (never `lead.created`).
+    pub async fn create_lead(&self, org_id: Uuid, new: NewLead) -> Result<Lead, StoreError> {
+        let now = now_millis();
+        let id = Uuid::now_v7();
+        let lead = Lead {
+            id,
+            name: new.name.into_inner(),
+            email: new.email.map(Email::into_inner),
+            phone: new.phone.into_inner(),
+            channel: new.channel.into_inner(),
+            qualification_stage: Stage::Qualifying,
+            route_target: new.route_target.map(RouteTarget::into_inner),
+            profile: new.profile,
+            external_ref: new.external_ref,
+            ai_paused: false,
+            conversation_url: conversation_url(&self.app_base_url, id),
+            created_at: now,
+            updated_at: now,
+        };
+        let mut conn = self.conn().await?;
+        let res = diesel::insert_into(leads::table)
+            .values(LeadRow::from_lead(org_id, &lead))
+            .execute(&mut conn)
+            .await;
+        drop(conn);
+        match res {
+            Ok(_) => Ok(lead),
+            Err(e) => Err(self
+                .phone_conflict(org_id, &lead.phone, crate::orgs::org_missing(e))
+                .await),
+        }
+    }
+
+    /// Locks the lead, applies `change` to a copy, writes it if anything changed, and appends the
+    /// events the change emits, all in one transaction.
+    async fn change_lead<F>(
+        &self,
+        org_id: Uuid,
+        lead_id: Uuid,
+        change: F,
+    ) -> Result<Lead, StoreError>
+    where
+        F: FnOnce(&mut Lead) -> Result<(), FieldError> + Send + 'static,
+    {
+        let base = self.app_base_url.clone();
+        let mut conn = self.conn().await?;
+        let res = conn
+            .transaction::<Lead, StoreError, _>(async move |conn| {
+                let before = lock_lead(conn, org_id, lead_id).await?.to_lead(&base);
+                let mut after = before.clone();
+                change(&mut after).map_err(StoreError::Invalid)?;
+                if after == before {
+                    return Ok(before);
+                }
+                after.updated_at = now_millis().max(before.updated_at);
+                diesel::update(leads::table.filter(leads::id.eq(lead_id)))
+                    .set(LeadRow::from_lead(org_id, &after))
+                    .execute(conn)
+                    .await?;
+                emit(conn, org_id, &after, &lead_change_events(&before, &after)).await?;
+                Ok(after)
+            })
+            .await;
+        drop(conn);
+        match res {
+            Err(StoreError::Db(e)) if StoreError::is_unique_violation(&e, PHONE_UNIQUE) => {
+                Err(StoreError::Conflict("Lead already exists".into()))
+            }
+            other => other,
+        }
+    }
+
+    /// Public PATCH. Only closing emits (`lead.stage_changed`, when the stage actually changes).
+    pub async fn patch_lead_public(
+        &self,
+        org_id: Uuid,
+        lead_id: Uuid,
+        patch: PublicPatch,
+    ) -> Result<Lead, StoreError> {
+        self.change_lead(org_id, lead_id, move |lead| {
+            if let Some(r) = patch.external_ref {
+                lead.external_ref = Some(r);
+            }
+            if let Some(p) = patch.ai_paused {
+                lead.ai_paused = p;
+            }
+            if patch.close {
+                lead.qualification_stage = Stage::Closed;
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    /// Internal PATCH by the agent: contact and profile changes emit `lead.updated`, stage changes
+    /// `lead.stage_changed` (and `lead.qualified` into qualified).
+    pub async fn patch_lead_internal(
+        &self,
+        org_id: Uuid,
+        lead_id: Uuid,
+        patch: InternalPatch,
+    ) -> Result<Lead, StoreError> {
+        self.change_lead(org_id, lead_id, move |lead| {
+            if let Some(n) = patch.name {
+                lead.name = n.into_inner();
+            }
+            if let Some(e) = patch.email {
+                lead.email = Some(e.into_inner());
+            }
+            if let Some(p) = patch.phone {
+                lead.phone = p.into_inner();
+            }
+            if let Some(p) = &patch.profile {
+                lead.profile = qualifier_domain::validate::merge_profile(&lead.profile, p)?;
+            }
+            if let Some(r) = patch.route_target {
+                lead.route_target = Some(r.into_inner());
+            }
+            if let Some(s) = patch.stage {
+                lead.qualification_stage = s;
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    /// An inbound contact: creates the lead with `lead.created`, or updates the known contact with
+    /// `lead.updated` when its contact or profile fields changed. Returns `(lead, created)`.
+    pub async fn inbound_contact(
+        &self,
+        org_id: Uuid,
+        c: InboundContact,
+    ) -> Result<(Lead, bool), StoreError> {
+        let base = self.app_base_url.clone();
+        let mut conn = self.conn().await?;
+        conn.transaction::<(Lead, bool), StoreError, _>(async move |conn| {
+            let now = now_millis();
+            let id = Uuid::now_v7();
+            let profile = match &c.profile {
+                Some(p) => {
+                    qualifier_domain::validate::parse_profile(p).map_err(StoreError::Invalid)?
+                }
+                None => Map::new(),
+            };
+            let fresh = Lead {
+                id,
+                name: c.name.as_str().to_owned(),
+                email: c.email.as_ref().map(|e| e.as_str().to_owned()),
+                phone: c.phone.as_str().to_owned(),
+                channel: c.channel.as_str().to_owned(),
+                qualification_stage: Stage::Qualifying,
+                route_target: None,
+                profile,
+                external_ref: None,
+                ai_paused: false,
+                conversation_url: conversation_url(&base, id),
+                created_at: now,
+                updated_at: now,
+            };
+            // ON CONFLICT DO NOTHING makes two simultaneous first messages from one phone create
+            // one lead: the loser falls through to the update path below.
+            let inserted = diesel::insert_into(leads::table)
+                .values(LeadRow::from_lead(org_id, &fresh))
+                .on_conflict((leads::org_id, leads::phone))
+                .do_nothing()
+                .execute(conn)
+                .await
+                .map_err(crate::orgs::org_missing)?;
+            if inserted == 1 {
+                emit(conn, org_id, &fresh, &[(EventType::LeadCreated, None)]).await?;
+                return Ok((fresh, true));
+            }
+            let row = leads::table
+                .filter(leads::org_id.eq(org_id))
+                .filter(leads::phone.eq(c.phone.as_str()))
+                .select(LeadRow::as_select())
+                .for_update()
+                .first(conn)
+                .await?;
+            let before = row.to_lead(&base);
+            let mut after = before.clone();
+            after.name = c.name.into_inner();
+            if let Some(e) = c.email {
+                after.email = Some(e.into_inner());
+            }
+            if let Some(p) = &c.profile {
+                after.profile = qualifier_domain::validate::merge_profile(&after.profile, p)
+                    .map_err(StoreError::Invalid)?;
+            }
+            if after == before {
+                return Ok((before, false));
+            }
+            after.updated_at = now.max(before.updated_at);
+            diesel::update(leads::table.filter(leads::id.eq(after.id)))
+                .set(LeadRow::from_lead(org_id, &after))
+                .execute(conn)
+                .await?;
+            emit(conn, org_id, &after, &lead_change_events(&before, &after)).await?;
+            Ok((after, false))
+        })
+        .await
+    }
+}

@@ -1,0 +1,59 @@
+//! Organisations.
+
+use diesel::{
+    ExpressionMethods, OptionalExtension, QueryDsl, Queryable, Selectable, SelectableHelper,
+};
+use diesel_async::RunQueryDsl;
+use qualifier_domain::timefmt::now_millis;
+use serde::Serialize;
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use crate::schema::orgs;
+use crate::{Store, StoreError};
+
+#[derive(Debug, Clone, Queryable, Selectable, diesel::Insertable, Serialize)]
+#[diesel(table_name = orgs)]
+pub struct Org {
+    pub id: Uuid,
+    pub name: String,
+    #[serde(with = "qualifier_domain::timefmt::millis")]
+    pub created_at: OffsetDateTime,
+}
+
+impl Store {
+    pub async fn create_org(&self, name: &str) -> Result<Org, StoreError> {
+        let org = Org {
+            id: Uuid::now_v7(),
+            name: name.to_owned(),
+            created_at: now_millis(),
+        };
+        let mut conn = self.conn().await?;
+        diesel::insert_into(orgs::table)
+            .values(&org)
+            .execute(&mut conn)
+            .await?;
+        Ok(org)
+    }
+
+    pub async fn find_org(&self, id: Uuid) -> Result<Option<Org>, StoreError> {
+        let mut conn = self.conn().await?;
+        Ok(orgs::table
+            .filter(orgs::id.eq(id))
+            .select(Org::as_select())
+            .first(&mut conn)
+            .await
+            .optional()?)
+    }
+}
+
+/// Foreign-key violations on an `org_id` column mean the org does not exist.
+pub(crate) fn org_missing(e: diesel::result::Error) -> StoreError {
+    use diesel::result::{DatabaseErrorKind, Error};
+    match e {
+        Error::DatabaseError(DatabaseErrorKind::ForeignKeyViolation, _) => {
+            StoreError::NotFound("Org not found")
+        }
+        other => other.into(),
+    }
+}

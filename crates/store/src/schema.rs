@@ -1,0 +1,81 @@
+//! Diesel schema, kept by hand in step with `migrations/` (the one source of truth).
+
+diesel::table! {
+    orgs (id) {
+        id -> Uuid,
+        name -> Text,
+        created_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    api_tokens (id) {
+        id -> Uuid,
+        org_id -> Uuid,
+        name -> Nullable<Text>,
+        token_hash -> Bytea,
+        created_at -> Timestamptz,
+        revoked_at -> Nullable<Timestamptz>,
+        bucket_level -> Nullable<Double>,
+        bucket_updated_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
+    leads (id) {
+        id -> Uuid,
+        org_id -> Uuid,
+        name -> Text,
+        email -> Nullable<Text>,
+        phone -> Text,
+        channel -> Text,
+        qualification_stage -> Text,
+        route_target -> Nullable<Text>,
+        profile -> Jsonb,
+        external_system -> Nullable<Text>,
+        external_id -> Nullable<Text>,
+        external_url -> Nullable<Text>,
+        ai_paused -> Bool,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    handoffs (id) {
+        id -> Uuid,
+        org_id -> Uuid,
+        lead_id -> Uuid,
+        state -> Text,
+        reason -> Nullable<Text>,
+        operator -> Nullable<Text>,
+        requested_at -> Timestamptz,
+        accepted_at -> Nullable<Timestamptz>,
+        released_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
+    webhooks (org_id) {
+        org_id -> Uuid,
+        url -> Text,
+        event_types -> Array<Text>,
+        enabled -> Bool,
+        secret_sealed -> Bytea,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    outbox (seq) {
+        seq -> Int8,
+        event_id -> Uuid,
+        org_id -> Uuid,
+        event_type -> Text,
+        payload -> Bytea,
+        created_at -> Timestamptz,
+    }
+}
+
+diesel::allow_tables_to_appear_in_same_query!(orgs, api_tokens, leads, handoffs, webhooks, outbox);

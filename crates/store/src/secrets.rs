@@ -1,0 +1,163 @@
+//! Secrets: org API tokens (stored as a SHA-256 hash) and webhook signing secrets (sealed with
+//! AES-256-GCM under `QUALIFIER_SECRET_KEY`). Nothing here implements Debug with the secret in it.
+
+use base64::Engine;
+use rand::Rng;
+use ring::aead::{AES_256_GCM, Aad, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
+use ring::rand::{SecureRandom, SystemRandom};
+
+pub const ORG_TOKEN_PREFIX: &str = "qlf_org_";
+pub const WEBHOOK_SECRET_PREFIX: &str = "qlf_whsec_";
+const RANDOM_CHARS: usize = 40;
+const BASE62: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+
+fn random_base62(n: usize) -> String {
+    // rand's thread RNG is a CSPRNG seeded from the OS; sampling by index avoids modulo bias.
+    let mut rng = rand::rng();
+    (0..n)
+        .map(|_| BASE62[rng.random_range(0..BASE62.len())] as char)
+        .collect()
+}
+
+/// A new org token: `qlf_org_` + 40 base62 characters (~238 bits).
+pub fn new_org_token() -> String {
+    format!("{ORG_TOKEN_PREFIX}{}", random_base62(RANDOM_CHARS))
+}
+
+/// A new signing secret: `qlf_whsec_` + 40 base62 characters.
+pub fn new_webhook_secret() -> String {
+    format!("{WEBHOOK_SECRET_PREFIX}{}", random_base62(RANDOM_CHARS))
+}
+
+/// The stored form of a token. Tokens carry ~238 bits of randomness, so a fast unsalted hash is
+/// enough (no password stretching needed) and lets the lookup use a unique index.
+pub fn hash_token(token: &str) -> Vec<u8> {
+    ring::digest::digest(&ring::digest::SHA256, token.as_bytes())
+        .as_ref()
+        .to_vec()
+}
+
+/// Cheap shape check done before any database work: wrong prefix or length is 401 at once.
+pub fn looks_like_org_token(token: &str) -> bool {
+    token.strip_prefix(ORG_TOKEN_PREFIX).is_some_and(|rest| {
+        rest.len() >= 32 && rest.len() <= 128 && rest.bytes().all(|b| b.is_ascii_alphanumeric())
+    })
+}
+
+/// The key that seals webhook secrets at rest.
+#[derive(Clone)]
+pub struct SecretKey {
+    key: std::sync::Arc<LessSafeKey>,
+}
+
+impl std::fmt::Debug for SecretKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SecretKey(..)")
+    }
+}
+
+impl SecretKey {
+    /// From `QUALIFIER_SECRET_KEY`: 32 bytes, base64 (standard or URL-safe, padding optional).
+    pub fn from_base64(b64: &str) -> Result<SecretKey, String> {
+        let s = b64.trim();
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(s)
+            .or_else(|_| base64::engine::general_purpose::STANDARD_NO_PAD.decode(s))
+            .or_else(|_| base64::engine::general_purpose::URL_SAFE.decode(s))
+            .or_else(|_| base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(s))
+            .map_err(|_| "must be base64".to_owned())?;
+        if bytes.len() != 32 {
+            return Err(format!("must decode to 32 bytes, got {}", bytes.len()));
+        }
+        let unbound =
+            UnboundKey::new(&AES_256_GCM, &bytes).map_err(|_| "invalid key".to_owned())?;
+        Ok(SecretKey {
+            key: std::sync::Arc::new(LessSafeKey::new(unbound)),
+        })
+    }
+
+    /// A fresh random key, base64: what `qualifierctl` and `make run` generate for development.
+    pub fn generate_base64() -> String {
+        let mut k = [0u8; 32];
+        SystemRandom::new().fill(&mut k).expect("OS randomness");
+        base64::engine::general_purpose::STANDARD.encode(k)
+    }
+
+    /// nonce || ciphertext || tag, with a random 96-bit nonce per secret.
+    pub fn seal(&self, plaintext: &str) -> Vec<u8> {
+        let mut nonce = [0u8; NONCE_LEN];
+        SystemRandom::new().fill(&mut nonce).expect("OS randomness");
+        let mut buf = plaintext.as_bytes().to_vec();
+        self.key
+            .seal_in_place_append_tag(Nonce::assume_unique_for_key(nonce), Aad::empty(), &mut buf)
+            .expect("AES-GCM seal of a short secret");
+        let mut out = nonce.to_vec();
+        out.extend_from_slice(&buf);
+        out
+    }
+
+    pub fn open(&self, sealed: &[u8]) -> Result<String, String> {
+        if sealed.len() < NONCE_LEN {
+            return Err("sealed secret too short".into());
+        }
+        let (nonce, ct) = sealed.split_at(NONCE_LEN);
+        let nonce = Nonce::try_assume_unique_for_key(nonce).map_err(|_| "bad nonce".to_owned())?;
+        let mut buf = ct.to_vec();
+        let plain = self
+            .key
+            .open_in_place(nonce, Aad::empty(), &mut buf)
+            .map_err(|_| "secret cannot be opened with QUALIFIER_SECRET_KEY".to_owned())?;
+        String::from_utf8(plain.to_vec()).map_err(|_| "sealed secret is not UTF-8".into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_have_prefix_and_length_and_differ() {
+        let a = new_org_token();
+        let b = new_org_token();
+        assert!(a.starts_with("qlf_org_") && a.len() == 8 + 40);
+        assert!(looks_like_org_token(&a));
+        assert_ne!(a, b);
+        assert!(new_webhook_secret().starts_with("qlf_whsec_"));
+    }
+
+    #[test]
+    fn token_shape_check_rejects_junk() {
+        assert!(!looks_like_org_token("qlf_org_short"));
+        assert!(!looks_like_org_token(&format!(
+            "qlf_xxx_{}",
+            "a".repeat(40)
+        )));
+        assert!(!looks_like_org_token(&format!(
+            "qlf_org_{}!",
+            "a".repeat(40)
+        )));
+    }
+
+    #[test]
+    fn sealed_secret_round_trips_and_hides_plaintext() {
+        let key = SecretKey::from_base64(&SecretKey::generate_base64()).unwrap();
+        let sealed = key.seal("qlf_whsec_abc");
+        assert!(!sealed.windows(8).any(|w| w == b"whsec_ab"));
+        assert_eq!(key.open(&sealed).unwrap(), "qlf_whsec_abc");
+        let other = SecretKey::from_base64(&SecretKey::generate_base64()).unwrap();
+        assert!(other.open(&sealed).is_err());
+        let mut tampered = sealed.clone();
+        *tampered.last_mut().unwrap() ^= 1;
+        assert!(key.open(&tampered).is_err());
+    }
+
+    #[test]
+    fn secret_key_must_be_32_bytes_of_base64() {
+        assert!(SecretKey::from_base64("not base64!").is_err());
+        assert!(
+            SecretKey::from_base64("AAAA")
+                .unwrap_err()
+                .contains("32 bytes")
+        );
+    }
+}

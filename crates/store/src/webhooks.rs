@@ -1,0 +1,180 @@
+//! Webhook settings: one endpoint per org, its event selection, and its sealed signing secret.
+
+use diesel::{
+    ExpressionMethods, OptionalExtension, QueryDsl, Queryable, Selectable, SelectableHelper,
+};
+use diesel_async::{AsyncConnection, RunQueryDsl};
+use qualifier_domain::timefmt::now_millis;
+use serde::Serialize;
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use crate::schema::webhooks;
+use crate::secrets::new_webhook_secret;
+use crate::{Store, StoreError};
+
+#[derive(Debug, Clone, Queryable, Selectable)]
+#[diesel(table_name = webhooks)]
+struct WebhookRow {
+    org_id: Uuid,
+    url: String,
+    event_types: Vec<String>,
+    enabled: bool,
+    secret_sealed: Vec<u8>,
+    created_at: OffsetDateTime,
+    updated_at: OffsetDateTime,
+}
+
+/// The settings as the settings screen sees them: never the secret.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Webhook {
+    pub url: String,
+    pub event_types: Vec<String>,
+    pub enabled: bool,
+    #[serde(with = "qualifier_domain::timefmt::millis")]
+    pub created_at: OffsetDateTime,
+    #[serde(with = "qualifier_domain::timefmt::millis")]
+    pub updated_at: OffsetDateTime,
+}
+
+/// What a delivery attempt needs: the settings plus the opened secret.
+pub struct WebhookForDelivery {
+    pub webhook: Webhook,
+    pub signing_secret: String,
+}
+
+impl WebhookRow {
+    fn public(&self) -> Webhook {
+        Webhook {
+            url: self.url.clone(),
+            event_types: self.event_types.clone(),
+            enabled: self.enabled,
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+        }
+    }
+}
+
+impl Store {
+    /// Creates or replaces the org's webhook. The secret is generated on creation only and
+    /// returned then (`Some`); an update keeps the existing secret.
+    pub async fn put_webhook(
+        &self,
+        org_id: Uuid,
+        url: String,
+        event_types: Vec<String>,
+        enabled: bool,
+    ) -> Result<(Webhook, Option<String>), StoreError> {
+        let key = self.secret_key.clone();
+        let mut conn = self.conn().await?;
+        conn.transaction::<(Webhook, Option<String>), StoreError, _>(async move |conn| {
+            let now = now_millis();
+            let existing = webhooks::table
+                .filter(webhooks::org_id.eq(org_id))
+                .select(WebhookRow::as_select())
+                .for_update()
+                .first(conn)
+                .await
+                .optional()?;
+            if let Some(mut row) = existing {
+                diesel::update(webhooks::table.filter(webhooks::org_id.eq(org_id)))
+                    .set((
+                        webhooks::url.eq(&url),
+                        webhooks::event_types.eq(&event_types),
+                        webhooks::enabled.eq(enabled),
+                        webhooks::updated_at.eq(now),
+                    ))
+                    .execute(conn)
+                    .await?;
+                row.url = url;
+                row.event_types = event_types;
+                row.enabled = enabled;
+                row.updated_at = now;
+                return Ok((row.public(), None));
+            }
+            let secret = new_webhook_secret();
+            let row = WebhookRow {
+                org_id,
+                url,
+                event_types,
+                enabled,
+                secret_sealed: key.seal(&secret),
+                created_at: now,
+                updated_at: now,
+            };
+            // A concurrent first PUT for the same org loses on the primary key and is retried by
+            // the caller as an update; the secret of the winner is the one that holds.
+            diesel::insert_into(webhooks::table)
+                .values((
+                    webhooks::org_id.eq(row.org_id),
+                    webhooks::url.eq(&row.url),
+                    webhooks::event_types.eq(&row.event_types),
+                    webhooks::enabled.eq(row.enabled),
+                    webhooks::secret_sealed.eq(&row.secret_sealed),
+                    webhooks::created_at.eq(row.created_at),
+                    webhooks::updated_at.eq(row.updated_at),
+                ))
+                .execute(conn)
+                .await
+                .map_err(crate::orgs::org_missing)?;
+            Ok((row.public(), Some(secret)))
+        })
+        .await
+    }
+
+    pub async fn get_webhook(&self, org_id: Uuid) -> Result<Option<Webhook>, StoreError> {
+        let mut conn = self.conn().await?;
+        let row = webhooks::table
+            .filter(webhooks::org_id.eq(org_id))
+            .select(WebhookRow::as_select())
+            .first(&mut conn)
+            .await
+            .optional()?;
+        Ok(row.map(|r| r.public()))
+    }
+
+    /// The settings with the opened secret, read fresh at every delivery attempt.
+    pub async fn webhook_for_delivery(
+        &self,
+        org_id: Uuid,
+    ) -> Result<Option<WebhookForDelivery>, StoreError> {
+        let mut conn = self.conn().await?;
+        let row = webhooks::table
+            .filter(webhooks::org_id.eq(org_id))
+            .select(WebhookRow::as_select())
+            .first(&mut conn)
+            .await
+            .optional()?;
+        match row {
+            None => Ok(None),
+            Some(r) => {
+                let signing_secret = self
+                    .secret_key
+                    .open(&r.secret_sealed)
+                    .map_err(StoreError::Unavailable)?;
+                Ok(Some(WebhookForDelivery {
+                    webhook: r.public(),
+                    signing_secret,
+                }))
+            }
+        }
+    }
+
+    /// Replaces the signing secret; deliveries already queued sign with the new one.
+    pub async fn rotate_webhook_secret(&self, org_id: Uuid) -> Result<String, StoreError> {
+        let secret = new_webhook_secret();
+        let mut conn = self.conn().await?;
+        let n = diesel::update(webhooks::table.filter(webhooks::org_id.eq(org_id)))
+            .set((
+                webhooks::secret_sealed.eq(self.secret_key.seal(&secret)),
+                webhooks::updated_at.eq(now_millis()),
+            ))
+            .execute(&mut conn)
+            .await?;
+        if n == 0 {
+            Err(StoreError::NotFound("Webhook not configured"))
+        } else {
+            Ok(secret)
+        }
+    }
+}
