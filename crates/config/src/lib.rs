@@ -1,1 +1,145 @@
-pub fn x() {}
+//! Configuration from the environment (contract section 1) and logging setup.
+//!
+//! Every reader names its variable in its error, and each binary validates all of its
+//! configuration once at start: a missing or malformed variable stops the process with one line
+//! such as `configuration error: QUALIFIER_SECRET_KEY must decode to 32 bytes, got 3`.
+
+use std::fmt;
+use std::str::FromStr;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EnvError {
+    pub var: &'static str,
+    pub problem: String,
+}
+
+impl EnvError {
+    pub fn new(var: &'static str, problem: impl Into<String>) -> Self {
+        EnvError {
+            var,
+            problem: problem.into(),
+        }
+    }
+}
+
+impl fmt::Display for EnvError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "configuration error: {} {}", self.var, self.problem)
+    }
+}
+
+impl std::error::Error for EnvError {}
+
+/// Reads a variable; empty counts as unset, as it does for most shells' `VAR=` lines.
+fn raw(var: &str) -> Option<String> {
+    std::env::var(var).ok().filter(|v| !v.trim().is_empty())
+}
+
+pub fn required(var: &'static str) -> Result<String, EnvError> {
+    raw(var).ok_or_else(|| EnvError::new(var, "is required but not set"))
+}
+
+pub fn optional(var: &'static str) -> Option<String> {
+    raw(var)
+}
+
+pub fn with_default(var: &'static str, default: &str) -> String {
+    raw(var).unwrap_or_else(|| default.to_owned())
+}
+
+pub fn parsed<T: FromStr>(var: &'static str, default: &str) -> Result<T, EnvError>
+where
+    T::Err: fmt::Display,
+{
+    let v = with_default(var, default);
+    v.trim()
+        .parse()
+        .map_err(|e| EnvError::new(var, format!("is malformed ({v:?}): {e}")))
+}
+
+/// A positive integer (0 would disable the thing it sizes).
+pub fn positive(var: &'static str, default: &str) -> Result<u64, EnvError> {
+    let n: u64 = parsed(var, default)?;
+    if n == 0 {
+        Err(EnvError::new(var, "must be at least 1"))
+    } else {
+        Ok(n)
+    }
+}
+
+/// A comma-separated list of CIDRs (a bare address counts as a /32 or /128).
+pub fn cidrs(var: &'static str) -> Result<Vec<ipnet::IpNet>, EnvError> {
+    parse_cidrs(&with_default(var, "")).map_err(|e| EnvError::new(var, e))
+}
+
+pub fn parse_cidrs(s: &str) -> Result<Vec<ipnet::IpNet>, String> {
+    s.split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            p.parse::<ipnet::IpNet>()
+                .or_else(|_| p.parse::<std::net::IpAddr>().map(ipnet::IpNet::from))
+                .map_err(|_| format!("has an invalid CIDR {p:?}"))
+        })
+        .collect()
+}
+
+/// A comma-separated list of millisecond durations.
+pub fn millis_list(var: &'static str, default: &str) -> Result<Vec<u64>, EnvError> {
+    with_default(var, default)
+        .split(',')
+        .map(|p| {
+            p.trim()
+                .parse::<u64>()
+                .map_err(|_| EnvError::new(var, format!("has an invalid number {p:?}")))
+        })
+        .collect()
+}
+
+/// `RUST_LOG` (default `info`) and `QUALIFIER_LOG_FORMAT` (`json` default, or `pretty`).
+pub fn init_logging() -> Result<(), EnvError> {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_new(with_default("RUST_LOG", "info"))
+        .map_err(|e| EnvError::new("RUST_LOG", format!("is malformed: {e}")))?;
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_target(true);
+    match with_default("QUALIFIER_LOG_FORMAT", "json").as_str() {
+        "json" => builder
+            .json()
+            .flatten_event(true)
+            .with_current_span(true)
+            .init(),
+        "pretty" => builder.init(),
+        other => {
+            return Err(EnvError::new(
+                "QUALIFIER_LOG_FORMAT",
+                format!("must be json or pretty, got {other:?}"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cidrs_accept_nets_and_bare_addresses() {
+        let v = parse_cidrs(" 127.0.0.0/8, ::1 ,10.0.0.1").unwrap();
+        assert_eq!(v.len(), 3);
+        assert!(v[1].contains(&"::1".parse::<std::net::IpAddr>().unwrap()));
+        assert!(parse_cidrs("").unwrap().is_empty());
+        assert!(parse_cidrs("10.0.0.0/33").is_err());
+    }
+
+    #[test]
+    fn error_names_the_variable() {
+        let e = EnvError::new("DATABASE_URL", "is required but not set");
+        assert_eq!(
+            e.to_string(),
+            "configuration error: DATABASE_URL is required but not set"
+        );
+    }
+}

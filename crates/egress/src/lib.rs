@@ -1,1 +1,105 @@
-pub fn x() {}
+//! Outbound safety: resolving a webhook endpoint and refusing it unless every address it resolves
+//! to is public (or inside `QUALIFIER_WEBHOOK_ALLOW_CIDRS`, which exists for development and
+//! tests only). Used when an endpoint is configured and again before every connection.
+
+use std::net::{IpAddr, SocketAddr};
+
+use ipnet::IpNet;
+use qualifier_domain::netguard::{WebhookUrl, is_public_ip};
+
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+pub enum EgressError {
+    #[error("url host does not resolve")]
+    Unresolvable,
+    #[error("url resolves to a non-public address ({0})")]
+    NotPublic(IpAddr),
+}
+
+/// The allow-list a deployment configured; empty in production.
+#[derive(Debug, Clone, Default)]
+pub struct EgressPolicy {
+    pub allow: Vec<IpNet>,
+}
+
+impl EgressPolicy {
+    pub fn new(allow: Vec<IpNet>) -> Self {
+        EgressPolicy { allow }
+    }
+
+    pub fn permits(&self, ip: IpAddr) -> bool {
+        // Judge IPv4-mapped IPv6 as the IPv4 address it carries, for the allow-list as well.
+        let ip = match ip {
+            IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(ip),
+            v4 => v4,
+        };
+        is_public_ip(ip) || self.allow.iter().any(|net| net.contains(&ip))
+    }
+
+    /// Every address the endpoint resolves to, all of them permitted; one bad answer refuses the
+    /// whole endpoint (a resolver could otherwise round-robin us into a private network).
+    pub async fn resolve(&self, url: &WebhookUrl) -> Result<Vec<SocketAddr>, EgressError> {
+        let port = url.port();
+        let addrs: Vec<SocketAddr> = match url.ip_literal() {
+            Some(ip) => vec![SocketAddr::new(ip, port)],
+            None => tokio::net::lookup_host((url.host_str(), port))
+                .await
+                .map_err(|_| EgressError::Unresolvable)?
+                .collect(),
+        };
+        if addrs.is_empty() {
+            return Err(EgressError::Unresolvable);
+        }
+        if let Some(bad) = addrs.iter().find(|a| !self.permits(a.ip())) {
+            return Err(EgressError::NotPublic(bad.ip()));
+        }
+        Ok(addrs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn loopback_name_and_literals_are_refused_without_allow_list() {
+        let p = EgressPolicy::default();
+        for u in [
+            "https://localhost/x",
+            "https://127.0.0.1/",
+            "https://[::1]/",
+            "https://[::ffff:127.0.0.1]/",
+        ] {
+            let url = WebhookUrl::parse(u).unwrap();
+            assert!(
+                matches!(p.resolve(&url).await, Err(EgressError::NotPublic(_))),
+                "{u}"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn allow_list_admits_exactly_its_ranges() {
+        let p = EgressPolicy::new(vec!["127.0.0.0/8".parse().unwrap()]);
+        let ok = WebhookUrl::parse("https://127.0.0.1:8443/").unwrap();
+        assert_eq!(
+            p.resolve(&ok).await.unwrap(),
+            vec!["127.0.0.1:8443".parse().unwrap()]
+        );
+        let mapped = WebhookUrl::parse("https://[::ffff:127.0.0.1]/").unwrap();
+        assert!(p.resolve(&mapped).await.is_ok());
+        let other = WebhookUrl::parse("https://10.0.0.1/").unwrap();
+        assert_eq!(
+            p.resolve(&other).await,
+            Err(EgressError::NotPublic("10.0.0.1".parse().unwrap()))
+        );
+    }
+
+    #[tokio::test]
+    async fn public_literal_passes() {
+        let url = WebhookUrl::parse("https://93.184.216.34/hook").unwrap();
+        assert_eq!(
+            EgressPolicy::default().resolve(&url).await.unwrap().len(),
+            1
+        );
+    }
+}

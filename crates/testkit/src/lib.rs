@@ -1,1 +1,146 @@
-pub fn x() {}
+//! Test infrastructure shared by every crate's integration tests.
+//!
+//! Each test gets its own PostgreSQL database, copied from a template that was migrated once
+//! (`CREATE DATABASE ... TEMPLATE`, as crates.io's test-db does), and dropped when the test ends,
+//! so tests run in parallel against the real server and leave nothing behind.
+
+use std::path::Path;
+
+use tokio_postgres::NoTls;
+
+/// The server tests run against: `QUALIFIER_TEST_PG` (a base URL without a database), or the
+/// local trust-auth server.
+pub fn pg_base() -> String {
+    std::env::var("QUALIFIER_TEST_PG")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432".into())
+}
+
+fn url_for(db: &str) -> String {
+    format!("{}/{db}", pg_base().trim_end_matches('/'))
+}
+
+async fn admin() -> tokio_postgres::Client {
+    let (client, conn) = tokio_postgres::connect(&url_for("postgres"), NoTls)
+        .await
+        .expect("connect to PostgreSQL as postgres (is it running on 127.0.0.1:5432?)");
+    tokio::spawn(conn);
+    client
+}
+
+/// A name that changes whenever a migration file changes, so a stale template is never used.
+fn template_name() -> String {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../migrations");
+    let mut files: Vec<_> = walk(&dir);
+    files.sort();
+    // FNV-1a over paths and contents: stable across runs and processes, unlike std's hasher.
+    let mut h: u64 = 0xcbf29ce484222325;
+    for f in files {
+        let bytes = std::fs::read(&f).unwrap_or_default();
+        for b in f.to_string_lossy().bytes().chain(bytes) {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x100000001b3);
+        }
+    }
+    format!("qualifier_tpl_{h:016x}")
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                out.extend(walk(&p))
+            } else {
+                out.push(p)
+            }
+        }
+    }
+    out
+}
+
+/// Creates the migrated template once per migration set, under an advisory lock so parallel
+/// test processes never race; built under a temporary name and renamed, so a crash half way
+/// never leaves a half-migrated template behind.
+async fn ensure_template(admin: &tokio_postgres::Client) -> String {
+    let tpl = template_name();
+    admin
+        .execute("SELECT pg_advisory_lock(727274)", &[])
+        .await
+        .expect("advisory lock");
+    let exists = admin
+        .query_opt("SELECT 1 FROM pg_database WHERE datname = $1", &[&tpl])
+        .await
+        .expect("pg_database")
+        .is_some();
+    if !exists {
+        let tmp = format!("qualifier_tplbuild_{}", uuid::Uuid::new_v4().simple());
+        admin
+            .batch_execute(&format!("CREATE DATABASE {tmp}"))
+            .await
+            .expect("create template db");
+        qualifier_store::run_migrations(&url_for(&tmp))
+            .await
+            .expect("migrate template");
+        admin
+            .batch_execute(&format!("ALTER DATABASE {tmp} RENAME TO {tpl}"))
+            .await
+            .expect("rename template");
+    }
+    admin
+        .execute("SELECT pg_advisory_unlock(727274)", &[])
+        .await
+        .expect("advisory unlock");
+    tpl
+}
+
+/// A database of this test's own, dropped (with any connections still open) on drop.
+pub struct TestDb {
+    pub name: String,
+    pub url: String,
+}
+
+impl TestDb {
+    pub async fn new() -> TestDb {
+        let admin = admin().await;
+        let tpl = ensure_template(&admin).await;
+        let name = format!("qualifier_test_{}", uuid::Uuid::new_v4().simple());
+        admin
+            .batch_execute(&format!("CREATE DATABASE {name} TEMPLATE {tpl}"))
+            .await
+            .expect("create test database from template");
+        TestDb {
+            url: url_for(&name),
+            name,
+        }
+    }
+
+    /// A plain SQL client for assertions, independent of the code under test.
+    pub async fn client(&self) -> tokio_postgres::Client {
+        let (client, conn) = tokio_postgres::connect(&self.url, NoTls)
+            .await
+            .expect("connect test db");
+        tokio::spawn(conn);
+        client
+    }
+}
+
+impl Drop for TestDb {
+    fn drop(&mut self) {
+        let name = self.name.clone();
+        // Drop runs outside any async context guarantee, so use a small runtime of its own.
+        let _ = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
+            rt.block_on(async {
+                let admin = admin().await;
+                let _ = admin
+                    .batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                    .await;
+            });
+        })
+        .join();
+    }
+}

@@ -1,0 +1,158 @@
+//! Building and running the two listeners: the public API and the internal API (which also
+//! serves `/metrics` later). Both share one state and one pool.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use actix_web::body::MessageBody;
+use actix_web::dev::{ServerHandle, Service, ServiceResponse};
+use actix_web::http::header::{HeaderName, HeaderValue};
+use actix_web::{App, HttpMessage, HttpResponse, HttpServer, web};
+use qualifier_egress::EgressPolicy;
+use qualifier_store::Store;
+use tracing::Instrument;
+use uuid::Uuid;
+
+use crate::config::ApiConfig;
+use crate::error::{ApiError, not_found};
+use crate::state::{AppState, RateHeaders};
+
+const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+const RL_LIMIT: HeaderName = HeaderName::from_static("x-ratelimit-limit");
+const RL_REMAINING: HeaderName = HeaderName::from_static("x-ratelimit-remaining");
+
+/// A client's own request id is echoed when it is a sane header value; otherwise we make one.
+fn request_id(req: &actix_web::dev::ServiceRequest) -> String {
+    req.headers()
+        .get(&REQUEST_ID)
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| !v.is_empty() && v.len() <= 128 && v.bytes().all(|b| b.is_ascii_graphic()))
+        .map(str::to_owned)
+        .unwrap_or_else(|| Uuid::new_v4().to_string())
+}
+
+/// Adds `X-Request-Id` and the rate-limit headers, and logs the hidden cause of 5xx responses.
+fn finish_response<B: MessageBody>(rid: &str, res: &mut ServiceResponse<B>) {
+    let status = res.status();
+    if status.is_server_error() {
+        let cause = res
+            .response()
+            .error()
+            .and_then(|e| e.as_error::<ApiError>())
+            .and_then(ApiError::cause);
+        tracing::error!(
+            status = status.as_u16(),
+            cause = cause.unwrap_or("unknown"),
+            "request failed"
+        );
+    }
+    let rate = res.request().extensions().get::<RateHeaders>().copied();
+    let headers = res.headers_mut();
+    if let Ok(v) = HeaderValue::from_str(rid) {
+        headers.insert(REQUEST_ID, v);
+    }
+    if let Some(r) = rate {
+        headers.insert(RL_LIMIT, HeaderValue::from(r.limit));
+        headers.insert(RL_REMAINING, HeaderValue::from(r.remaining));
+    }
+}
+
+async fn healthz() -> HttpResponse {
+    HttpResponse::Ok().json(serde_json::json!({ "status": "ok" }))
+}
+
+async fn readyz(st: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+    st.store.ping().await?;
+    Ok(HttpResponse::Ok().json(serde_json::json!({ "status": "ready" })))
+}
+
+macro_rules! app {
+    ($state:expr, $routes:expr) => {
+        App::new()
+            .app_data($state.clone())
+            .configure($routes)
+            .route("/healthz", web::get().to(healthz))
+            .route("/readyz", web::get().to(readyz))
+            .default_service(web::to(not_found))
+            .wrap_fn(|req, srv| {
+                let rid = request_id(&req);
+                let span = tracing::info_span!(
+                    "http",
+                    request_id = %rid,
+                    method = %req.method(),
+                    path = %req.path(),
+                    org_id = tracing::field::Empty,
+                );
+                let fut = srv.call(req);
+                async move {
+                    let mut res = fut.await?;
+                    finish_response(&rid, &mut res);
+                    tracing::debug!(status = res.status().as_u16(), "request done");
+                    Ok(res)
+                }
+                .instrument(span)
+            })
+    };
+}
+
+/// A running `lead-api`: its bound addresses and the handles to stop it.
+pub struct RunningApi {
+    pub public_addr: SocketAddr,
+    pub internal_addr: SocketAddr,
+    public: ServerHandle,
+    internal: ServerHandle,
+    tasks: Vec<tokio::task::JoinHandle<std::io::Result<()>>>,
+}
+
+impl RunningApi {
+    /// Stops accepting, lets in-flight requests finish (graceful) and waits for both servers.
+    pub async fn stop(self, graceful: bool) {
+        tokio::join!(self.public.stop(graceful), self.internal.stop(graceful));
+        for t in self.tasks {
+            let _ = t.await;
+        }
+    }
+}
+
+/// Connects to the database, binds both listeners (port 0 picks a free port) and starts serving.
+pub async fn start(cfg: ApiConfig) -> anyhow::Result<RunningApi> {
+    let pool = qualifier_store::connect(&cfg.database_url, cfg.db_pool_size)
+        .map_err(anyhow::Error::msg)?;
+    let store = Store::new(pool, cfg.app_base_url.clone(), cfg.secret_key.clone());
+    let state = web::Data::from(Arc::new(AppState {
+        store,
+        rate_limit_per_minute: cfg.rate_limit_per_minute,
+        internal_token_digest: AppState::new_internal_digest(&cfg.internal_token),
+        egress: EgressPolicy::new(cfg.allow_cidrs.clone()),
+    }));
+    let workers = cfg.http_workers;
+
+    let st = state.clone();
+    let public = HttpServer::new(move || app!(st, crate::public::routes))
+        .workers(workers)
+        .disable_signals()
+        .shutdown_timeout(30)
+        .bind(cfg.http_addr)?;
+    let public_addr = public.addrs()[0];
+    let public = public.run();
+
+    let st = state.clone();
+    let internal = HttpServer::new(move || app!(st, crate::internal::routes))
+        .workers(workers.min(2))
+        .disable_signals()
+        .shutdown_timeout(30)
+        .bind(cfg.internal_addr)?;
+    let internal_addr = internal.addrs()[0];
+    let internal = internal.run();
+
+    let (ph, ih) = (public.handle(), internal.handle());
+    let tasks = vec![tokio::spawn(public), tokio::spawn(internal)];
+    tracing::info!(%public_addr, %internal_addr, "lead-api listening");
+    Ok(RunningApi {
+        public_addr,
+        internal_addr,
+        public: ph,
+        internal: ih,
+        tasks,
+    })
+}

@@ -1,0 +1,58 @@
+//! `lead-api` configuration (contract section 1), read and validated once at start.
+
+use std::net::SocketAddr;
+
+use qualifier_config::{EnvError, cidrs, optional, parsed, positive, required, with_default};
+use qualifier_store::SecretKey;
+
+#[derive(Clone, Debug)]
+pub struct ApiConfig {
+    pub database_url: String,
+    pub amqp_url: String,
+    pub http_addr: SocketAddr,
+    pub internal_addr: SocketAddr,
+    pub internal_token: String,
+    pub secret_key: SecretKey,
+    pub app_base_url: String,
+    pub rate_limit_per_minute: u32,
+    pub allow_cidrs: Vec<ipnet::IpNet>,
+    pub db_pool_size: usize,
+    pub http_workers: usize,
+}
+
+impl ApiConfig {
+    pub fn from_env() -> Result<ApiConfig, EnvError> {
+        let secret_key = SecretKey::from_base64(&required("QUALIFIER_SECRET_KEY")?)
+            .map_err(|e| EnvError::new("QUALIFIER_SECRET_KEY", e))?;
+        let internal_token = required("QUALIFIER_INTERNAL_TOKEN")?;
+        if internal_token.len() < 16 {
+            return Err(EnvError::new(
+                "QUALIFIER_INTERNAL_TOKEN",
+                "must be at least 16 characters",
+            ));
+        }
+        let app_base_url = with_default("QUALIFIER_APP_BASE_URL", "https://app.qualifier.local");
+        url::Url::parse(&app_base_url)
+            .map_err(|e| EnvError::new("QUALIFIER_APP_BASE_URL", format!("is not a URL: {e}")))?;
+        let rate = positive("QUALIFIER_RATE_LIMIT_PER_MINUTE", "120")?;
+        Ok(ApiConfig {
+            database_url: required("DATABASE_URL")?,
+            amqp_url: required("AMQP_URL")?,
+            http_addr: parsed("QUALIFIER_HTTP_ADDR", "0.0.0.0:8080")?,
+            internal_addr: parsed("QUALIFIER_INTERNAL_ADDR", "127.0.0.1:8081")?,
+            internal_token,
+            secret_key,
+            app_base_url,
+            rate_limit_per_minute: u32::try_from(rate)
+                .map_err(|_| EnvError::new("QUALIFIER_RATE_LIMIT_PER_MINUTE", "is too large"))?,
+            allow_cidrs: cidrs("QUALIFIER_WEBHOOK_ALLOW_CIDRS")?,
+            db_pool_size: optional("QUALIFIER_DB_POOL_SIZE").map_or(Ok(16), |_| {
+                positive("QUALIFIER_DB_POOL_SIZE", "16").map(|n| n as usize)
+            })?,
+            http_workers: match optional("QUALIFIER_HTTP_WORKERS") {
+                Some(_) => positive("QUALIFIER_HTTP_WORKERS", "1")? as usize,
+                None => std::thread::available_parallelism().map_or(2, |n| n.get()),
+            },
+        })
+    }
+}

@@ -1,0 +1,123 @@
+//! The one place errors become HTTP responses.
+//!
+//! Policy: every error body is the seed's `{"error": "<message>"}` with the contract's exact
+//! message and status. Client errors say what was wrong; a database that cannot be reached is 503
+//! with `Retry-After`; anything else is an opaque 500 whose cause goes to the log (with the
+//! request id, by the request-id middleware), never to the client.
+
+use actix_web::http::{StatusCode, header};
+use actix_web::{HttpResponse, ResponseError};
+use qualifier_store::StoreError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error("Unauthorized")]
+    Unauthorized,
+    #[error("Rate limit exceeded")]
+    RateLimited { retry_after_secs: u64 },
+    #[error("Request body too large")]
+    PayloadTooLarge,
+    #[error("Content-Type must be application/json")]
+    UnsupportedMediaType,
+    #[error("Invalid JSON body")]
+    InvalidJson,
+    #[error("{0}")]
+    Unprocessable(String),
+    #[error("{0}")]
+    NotFound(&'static str),
+    #[error("Method not allowed")]
+    MethodNotAllowed,
+    #[error("{message}")]
+    Conflict {
+        message: String,
+        location: Option<String>,
+    },
+    #[error("Service unavailable")]
+    Unavailable(String),
+    #[error("Internal server error")]
+    Internal(String),
+}
+
+impl ApiError {
+    /// The cause behind an opaque 500/503, for the log only.
+    pub fn cause(&self) -> Option<&str> {
+        match self {
+            ApiError::Unavailable(c) | ApiError::Internal(c) => Some(c),
+            _ => None,
+        }
+    }
+}
+
+impl From<qualifier_domain::FieldError> for ApiError {
+    fn from(e: qualifier_domain::FieldError) -> Self {
+        ApiError::Unprocessable(e.message().to_owned())
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::NotFound(m) => ApiError::NotFound(m),
+            StoreError::LeadExists(id) => ApiError::Conflict {
+                message: "Lead already exists".into(),
+                location: Some(format!("/api/v1/leads/{id}")),
+            },
+            StoreError::Conflict(message) => ApiError::Conflict {
+                message,
+                location: None,
+            },
+            StoreError::Invalid(f) => f.into(),
+            StoreError::Unavailable(c) => ApiError::Unavailable(c),
+            StoreError::Db(e) => ApiError::Internal(e.to_string()),
+        }
+    }
+}
+
+impl ResponseError for ApiError {
+    fn status_code(&self) -> StatusCode {
+        match self {
+            ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
+            ApiError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ApiError::InvalidJson => StatusCode::BAD_REQUEST,
+            ApiError::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::Conflict { .. } => StatusCode::CONFLICT,
+            ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        let mut res = HttpResponse::build(self.status_code());
+        match self {
+            ApiError::Unauthorized => {
+                res.insert_header((header::WWW_AUTHENTICATE, "Bearer"));
+            }
+            ApiError::RateLimited { retry_after_secs } => {
+                res.insert_header((header::RETRY_AFTER, retry_after_secs.to_string()));
+            }
+            ApiError::Unavailable(_) => {
+                res.insert_header((header::RETRY_AFTER, "5"));
+            }
+            ApiError::Conflict {
+                location: Some(loc),
+                ..
+            } => {
+                res.insert_header((header::LOCATION, loc.as_str()));
+            }
+            _ => {}
+        }
+        res.json(serde_json::json!({ "error": self.to_string() }))
+    }
+}
+
+pub async fn not_found() -> Result<HttpResponse, ApiError> {
+    Err(ApiError::NotFound("Not found"))
+}
+
+pub async fn method_not_allowed() -> Result<HttpResponse, ApiError> {
+    Err(ApiError::MethodNotAllowed)
+}

@@ -1,0 +1,302 @@
+//! The internal API, `/internal/v1`, authenticated with `QUALIFIER_INTERNAL_TOKEN`: what the
+//! settings screen, the AI agent and the inbound channels call.
+
+use actix_web::{HttpRequest, HttpResponse, web};
+use qualifier_domain::netguard::WebhookUrl;
+use qualifier_domain::validate::{Channel, Email, Name, Phone, RouteTarget, body, parse_profile};
+use qualifier_domain::{EventType, Stage};
+use qualifier_store::leads::{InboundContact, InternalPatch};
+use serde_json::{Map, Value, json};
+
+use crate::error::{ApiError, method_not_allowed};
+use crate::state::{AppState, path_id};
+
+pub fn routes(cfg: &mut web::ServiceConfig) {
+    let r = |path: &str| web::resource(path).default_service(web::to(method_not_allowed));
+    cfg.service(r("/internal/v1/orgs").route(web::post().to(create_org)))
+        .service(r("/internal/v1/orgs/{org}/tokens").route(web::post().to(create_token)))
+        .service(r("/internal/v1/orgs/{org}/tokens/{id}").route(web::delete().to(revoke_token)))
+        .service(
+            r("/internal/v1/orgs/{org}/webhook")
+                .route(web::put().to(put_webhook))
+                .route(web::get().to(get_webhook)),
+        )
+        .service(
+            r("/internal/v1/orgs/{org}/webhook/rotate-secret").route(web::post().to(rotate_secret)),
+        )
+        .service(r("/internal/v1/orgs/{org}/inbound").route(web::post().to(inbound)))
+        .service(r("/internal/v1/orgs/{org}/leads/{id}").route(web::patch().to(patch_lead)))
+        .service(
+            r("/internal/v1/orgs/{org}/leads/{id}/handoffs").route(web::post().to(create_handoff)),
+        )
+        .service(
+            r("/internal/v1/orgs/{org}/leads/{id}/handoffs/{hid}/accept")
+                .route(web::post().to(accept_handoff)),
+        )
+        .service(
+            r("/internal/v1/orgs/{org}/leads/{id}/handoffs/{hid}/release")
+                .route(web::post().to(release_handoff)),
+        );
+}
+
+const ORG_NOT_FOUND: &str = "Org not found";
+
+async fn create_org(
+    req: HttpRequest,
+    payload: web::Payload,
+    st: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    st.authenticate_internal(&req)?;
+    let obj = crate::body::object(&req, payload, "Request body must be a JSON object").await?;
+    let name = Name::parse("name", body::required_string(&obj, "name")?)?;
+    let org = st.store.create_org(name.as_str()).await?;
+    Ok(HttpResponse::Created().json(json!({ "org": org })))
+}
+
+async fn create_token(
+    req: HttpRequest,
+    path: web::Path<String>,
+    payload: web::Payload,
+    st: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    st.authenticate_internal(&req)?;
+    let obj = crate::body::optional_object(&req, payload).await?;
+    let name = body::string(&obj, "name")?
+        .map(|n| Name::parse("name", n))
+        .transpose()?;
+    let org_id = path_id(&path, ORG_NOT_FOUND)?;
+    let (token, secret) = st
+        .store
+        .create_token(org_id, name.map(Name::into_inner))
+        .await?;
+    Ok(HttpResponse::Created().json(json!({ "token": token, "secret": secret })))
+}
+
+async fn revoke_token(
+    req: HttpRequest,
+    path: web::Path<(String, String)>,
+    st: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    st.authenticate_internal(&req)?;
+    let org_id = path_id(&path.0, ORG_NOT_FOUND)?;
+    let token_id = path_id(&path.1, "Token not found")?;
+    st.store.revoke_token(org_id, token_id).await?;
+    Ok(HttpResponse::NoContent().finish())
+}
+
+/// `event_types`: a non-empty list of known types; duplicates collapse, order is the catalogue's.
+fn parse_event_types(obj: &Map<String, Value>) -> Result<Vec<String>, ApiError> {
+    let bad =
+        || ApiError::Unprocessable("event_types must be a non-empty list of event types".into());
+    let list = body::get(obj, "event_types")
+        .and_then(Value::as_array)
+        .ok_or_else(bad)?;
+    if list.is_empty() {
+        return Err(bad());
+    }
+    let mut chosen = Vec::new();
+    for item in list {
+        let s = item.as_str().ok_or_else(bad)?;
+        let t = EventType::parse(s).ok_or_else(|| {
+            ApiError::Unprocessable(format!("event_types has an unknown event type: {s}"))
+        })?;
+        chosen.push(t);
+    }
+    Ok(EventType::ALL
+        .iter()
+        .filter(|t| chosen.contains(t))
+        .map(|t| t.as_str().to_owned())
+        .collect())
+}
+
+async fn put_webhook(
+    req: HttpRequest,
+    path: web::Path<String>,
+    payload: web::Payload,
+    st: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    st.authenticate_internal(&req)?;
+    let obj = crate::body::object(&req, payload, "Request body must be a JSON object").await?;
+    let url = WebhookUrl::parse(body::required_string(&obj, "url")?)?;
+    let event_types = parse_event_types(&obj)?;
+    let enabled = body::boolean(&obj, "enabled")?.unwrap_or(true);
+    // The endpoint must be public now; delivery checks again before every connection.
+    st.egress
+        .resolve(&url)
+        .await
+        .map_err(|e| ApiError::Unprocessable(e.to_string()))?;
+    let org_id = path_id(&path, ORG_NOT_FOUND)?;
+    let (webhook, secret) = st
+        .store
+        .put_webhook(org_id, url.as_str().to_owned(), event_types, enabled)
+        .await?;
+    let mut out = json!({ "webhook": webhook });
+    if let Some(s) = secret {
+        out["signing_secret"] = Value::String(s);
+    }
+    Ok(HttpResponse::Ok().json(out))
+}
+
+async fn get_webhook(
+    req: HttpRequest,
+    path: web::Path<String>,
+    st: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    st.authenticate_internal(&req)?;
+    let org_id = path_id(&path, ORG_NOT_FOUND)?;
+    let webhook = st
+        .store
+        .get_webhook(org_id)
+        .await?
+        .ok_or(ApiError::NotFound("Webhook not configured"))?;
+    Ok(HttpResponse::Ok().json(json!({ "webhook": webhook })))
+}
+
+async fn rotate_secret(
+    req: HttpRequest,
+    path: web::Path<String>,
+    st: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    st.authenticate_internal(&req)?;
+    let org_id = path_id(&path, ORG_NOT_FOUND)?;
+    let secret = st.store.rotate_webhook_secret(org_id).await?;
+    Ok(HttpResponse::Ok().json(json!({ "signing_secret": secret })))
+}
+
+async fn inbound(
+    req: HttpRequest,
+    path: web::Path<String>,
+    payload: web::Payload,
+    st: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    st.authenticate_internal(&req)?;
+    let obj = crate::body::object(&req, payload, "Request body must be a JSON object").await?;
+    let profile = body::get(&obj, "profile").cloned();
+    if let Some(p) = &profile {
+        parse_profile(p)?;
+    }
+    let contact = InboundContact {
+        name: Name::parse("name", body::required_string(&obj, "name")?)?,
+        phone: Phone::parse(body::required_string(&obj, "phone")?)?,
+        email: body::string(&obj, "email")?.map(Email::parse).transpose()?,
+        channel: Channel::parse(body::required_string(&obj, "channel")?)?,
+        profile,
+    };
+    let org_id = path_id(&path, ORG_NOT_FOUND)?;
+    let (lead, created) = st.store.inbound_contact(org_id, contact).await?;
+    let mut res = if created {
+        HttpResponse::Created()
+    } else {
+        HttpResponse::Ok()
+    };
+    Ok(res.json(json!({ "lead": lead })))
+}
+
+const INTERNAL_FIELDS: [&str; 6] = [
+    "name",
+    "email",
+    "phone",
+    "profile",
+    "route_target",
+    "qualification_stage",
+];
+
+fn parse_internal_patch(obj: &Map<String, Value>) -> Result<InternalPatch, ApiError> {
+    if INTERNAL_FIELDS.iter().all(|f| body::get(obj, f).is_none()) {
+        return Err(ApiError::Unprocessable(
+            "Provide at least one of name, email, phone, profile, route_target, qualification_stage.".into(),
+        ));
+    }
+    let profile = body::get(obj, "profile").cloned();
+    if let Some(p) = &profile
+        && !p.is_object()
+    {
+        return Err(ApiError::Unprocessable("profile must be an object".into()));
+    }
+    Ok(InternalPatch {
+        name: body::string(obj, "name")?
+            .map(|n| Name::parse("name", n))
+            .transpose()?,
+        email: body::string(obj, "email")?.map(Email::parse).transpose()?,
+        phone: body::string(obj, "phone")?.map(Phone::parse).transpose()?,
+        profile,
+        route_target: body::string(obj, "route_target")?
+            .map(RouteTarget::parse)
+            .transpose()?,
+        stage: body::string(obj, "qualification_stage")?
+            .map(Stage::parse)
+            .transpose()?,
+    })
+}
+
+async fn patch_lead(
+    req: HttpRequest,
+    path: web::Path<(String, String)>,
+    payload: web::Payload,
+    st: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    st.authenticate_internal(&req)?;
+    let obj = crate::body::object(&req, payload, "Request body must be a JSON object").await?;
+    let patch = parse_internal_patch(&obj)?;
+    let org_id = path_id(&path.0, ORG_NOT_FOUND)?;
+    let lead_id = path_id(&path.1, "Lead not found")?;
+    let lead = st.store.patch_lead_internal(org_id, lead_id, patch).await?;
+    Ok(HttpResponse::Ok().json(json!({ "lead": lead })))
+}
+
+async fn create_handoff(
+    req: HttpRequest,
+    path: web::Path<(String, String)>,
+    payload: web::Payload,
+    st: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    st.authenticate_internal(&req)?;
+    let obj = crate::body::optional_object(&req, payload).await?;
+    let reason = body::string(&obj, "reason")?
+        .map(|r| {
+            if r.chars().count() > 1000 {
+                Err(ApiError::Unprocessable(
+                    "reason must be at most 1000 characters".into(),
+                ))
+            } else {
+                Ok(r.to_owned())
+            }
+        })
+        .transpose()?;
+    let org_id = path_id(&path.0, ORG_NOT_FOUND)?;
+    let lead_id = path_id(&path.1, "Lead not found")?;
+    let handoff = st.store.create_handoff(org_id, lead_id, reason).await?;
+    Ok(HttpResponse::Created().json(json!({ "handoff": handoff })))
+}
+
+async fn accept_handoff(
+    req: HttpRequest,
+    path: web::Path<(String, String, String)>,
+    payload: web::Payload,
+    st: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    st.authenticate_internal(&req)?;
+    let obj = crate::body::object(&req, payload, "Request body must be a JSON object").await?;
+    let operator = Name::parse("operator", body::required_string(&obj, "operator")?)?;
+    let org_id = path_id(&path.0, ORG_NOT_FOUND)?;
+    let lead_id = path_id(&path.1, "Lead not found")?;
+    let hid = path_id(&path.2, "Handoff not found")?;
+    let handoff = st
+        .store
+        .accept_handoff(org_id, lead_id, hid, operator.into_inner())
+        .await?;
+    Ok(HttpResponse::Ok().json(json!({ "handoff": handoff })))
+}
+
+async fn release_handoff(
+    req: HttpRequest,
+    path: web::Path<(String, String, String)>,
+    st: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    st.authenticate_internal(&req)?;
+    let org_id = path_id(&path.0, ORG_NOT_FOUND)?;
+    let lead_id = path_id(&path.1, "Lead not found")?;
+    let hid = path_id(&path.2, "Handoff not found")?;
+    let handoff = st.store.release_handoff(org_id, lead_id, hid).await?;
+    Ok(HttpResponse::Ok().json(json!({ "handoff": handoff })))
+}

@@ -1,0 +1,12 @@
+#![doc = include_str!("../README.md")]
+
+pub mod app;
+pub mod body;
+pub mod config;
+pub mod error;
+pub mod internal;
+pub mod public;
+pub mod state;
+
+pub use app::{RunningApi, start};
+pub use config::ApiConfig;

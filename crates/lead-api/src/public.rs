@@ -1,0 +1,163 @@
+//! The public API, `/api/v1`, authenticated with org tokens.
+
+use actix_web::{HttpRequest, HttpResponse, http::header, web};
+use qualifier_domain::validate::{
+    Channel, Email, Name, Phone, RouteTarget, body, parse_external_ref, parse_profile,
+};
+use qualifier_store::leads::{NewLead, PublicPatch};
+use serde_json::{Map, Value, json};
+
+use crate::error::{ApiError, method_not_allowed};
+use crate::state::{AppState, path_id};
+
+pub fn routes(cfg: &mut web::ServiceConfig) {
+    cfg.service(
+        web::resource("/api/v1/leads")
+            .route(web::post().to(create_lead))
+            .default_service(web::to(method_not_allowed)),
+    )
+    .service(
+        web::resource("/api/v1/leads/{lead_id}")
+            .route(web::get().to(get_lead))
+            .route(web::patch().to(patch_lead))
+            .default_service(web::to(method_not_allowed)),
+    );
+}
+
+async fn get_lead(
+    req: HttpRequest,
+    path: web::Path<String>,
+    st: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let auth = st.authenticate_org(&req).await?;
+    let lead_id = path_id(&path, "Lead not found")?;
+    let lead = st.store.get_lead(auth.org_id, lead_id).await?;
+    Ok(HttpResponse::Ok().json(json!({ "lead": lead })))
+}
+
+const PROVIDE_ONE: &str = "Provide at least one of external_ref, ai_paused, status.";
+
+/// Checks the PATCH body in the order the contract lists its 422s: nothing provided, then the
+/// status value, then the other fields.
+pub fn parse_public_patch(v: &Value) -> Result<PublicPatch, ApiError> {
+    let empty = Map::new();
+    let obj = v.as_object().unwrap_or(&empty);
+    let external_ref = body::get(obj, "external_ref");
+    let ai_paused = body::get(obj, "ai_paused");
+    let status = body::get(obj, "status");
+    if external_ref.is_none() && ai_paused.is_none() && status.is_none() {
+        return Err(ApiError::Unprocessable(PROVIDE_ONE.into()));
+    }
+    if let Some(s) = status
+        && s.as_str() != Some("closed")
+    {
+        return Err(ApiError::Unprocessable(
+            "Invalid status: only \"closed\" can be set.".into(),
+        ));
+    }
+    Ok(PublicPatch {
+        external_ref: external_ref.map(parse_external_ref).transpose()?,
+        ai_paused: body::boolean(obj, "ai_paused")?,
+        close: status.is_some(),
+    })
+}
+
+async fn patch_lead(
+    req: HttpRequest,
+    path: web::Path<String>,
+    payload: web::Payload,
+    st: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let auth = st.authenticate_org(&req).await?;
+    let v = crate::body::json_value(&req, payload).await?;
+    let patch = parse_public_patch(&v)?;
+    let lead_id = path_id(&path, "Lead not found")?;
+    let lead = st
+        .store
+        .patch_lead_public(auth.org_id, lead_id, patch)
+        .await?;
+    Ok(HttpResponse::Ok().json(json!({ "lead": lead })))
+}
+
+fn parse_new_lead(obj: &Map<String, Value>) -> Result<NewLead, ApiError> {
+    Ok(NewLead {
+        name: Name::parse("name", body::required_string(obj, "name")?)?,
+        phone: Phone::parse(body::required_string(obj, "phone")?)?,
+        email: body::string(obj, "email")?.map(Email::parse).transpose()?,
+        channel: body::string(obj, "channel")?
+            .map(Channel::parse)
+            .transpose()?
+            .unwrap_or_else(Channel::api_default),
+        profile: body::get(obj, "profile")
+            .map(parse_profile)
+            .transpose()?
+            .unwrap_or_default(),
+        external_ref: body::get(obj, "external_ref")
+            .map(parse_external_ref)
+            .transpose()?,
+        route_target: body::string(obj, "route_target")?
+            .map(RouteTarget::parse)
+            .transpose()?,
+    })
+}
+
+async fn create_lead(
+    req: HttpRequest,
+    payload: web::Payload,
+    st: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let auth = st.authenticate_org(&req).await?;
+    let obj = crate::body::object(&req, payload, "Request body must be a JSON object").await?;
+    let new = parse_new_lead(&obj)?;
+    let lead = st.store.create_lead(auth.org_id, new).await?;
+    Ok(HttpResponse::Created()
+        .insert_header((header::LOCATION, format!("/api/v1/leads/{}", lead.id)))
+        .json(json!({ "lead": lead })))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn msg(v: Value) -> String {
+        match parse_public_patch(&v) {
+            Err(ApiError::Unprocessable(m)) => m,
+            other => panic!("expected 422, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn nothing_provided_wins_over_other_problems() {
+        assert_eq!(msg(json!({})), PROVIDE_ONE);
+        assert_eq!(
+            msg(json!({"external_ref": null, "ai_paused": null, "status": null})),
+            PROVIDE_ONE
+        );
+        assert_eq!(msg(json!([1, 2])), PROVIDE_ONE);
+        assert_eq!(msg(json!("closed")), PROVIDE_ONE);
+        assert_eq!(msg(json!({"name": "x"})), PROVIDE_ONE);
+    }
+
+    #[test]
+    fn status_is_checked_before_other_fields() {
+        assert_eq!(
+            msg(json!({"status": "qualified", "ai_paused": "x"})),
+            "Invalid status: only \"closed\" can be set."
+        );
+        assert_eq!(
+            msg(json!({"status": 5})),
+            "Invalid status: only \"closed\" can be set."
+        );
+        assert_eq!(
+            msg(json!({"ai_paused": "yes"})),
+            "ai_paused must be a boolean"
+        );
+    }
+
+    #[test]
+    fn a_valid_patch_parses() {
+        let p = parse_public_patch(&json!({"status": "closed", "ai_paused": true, "extra": 1}))
+            .unwrap();
+        assert!(p.close && p.ai_paused == Some(true) && p.external_ref.is_none());
+    }
+}

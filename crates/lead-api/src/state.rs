@@ -1,0 +1,95 @@
+//! Shared application state and the two authentication schemes.
+
+use actix_web::{HttpMessage, HttpRequest, http::header};
+use qualifier_egress::EgressPolicy;
+use qualifier_store::Store;
+use qualifier_store::tokens::Admission;
+use uuid::Uuid;
+
+use crate::error::ApiError;
+
+pub struct AppState {
+    pub store: Store,
+    pub rate_limit_per_minute: u32,
+    /// SHA-256 of `QUALIFIER_INTERNAL_TOKEN`: compared digest to digest, so the comparison time
+    /// says nothing about the token.
+    pub internal_token_digest: Vec<u8>,
+    pub egress: EgressPolicy,
+}
+
+/// What the rate-limit headers of an authenticated response say; stored in the request's
+/// extensions so the middleware adds them to every response after authentication, errors too.
+#[derive(Clone, Copy, Debug)]
+pub struct RateHeaders {
+    pub limit: u32,
+    pub remaining: u32,
+}
+
+/// The org a public request acts for, with the request id for the log.
+#[derive(Clone, Copy, Debug)]
+pub struct OrgAuth {
+    pub org_id: Uuid,
+}
+
+fn bearer(req: &HttpRequest) -> Option<&str> {
+    let v = req.headers().get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = v.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+}
+
+fn sha256(b: &[u8]) -> Vec<u8> {
+    ring::digest::digest(&ring::digest::SHA256, b)
+        .as_ref()
+        .to_vec()
+}
+
+impl AppState {
+    /// Public API: the org token, then one unit of its rate-limit bucket (401, then 429).
+    pub async fn authenticate_org(&self, req: &HttpRequest) -> Result<OrgAuth, ApiError> {
+        let token = bearer(req).ok_or(ApiError::Unauthorized)?;
+        match self.store.admit(token, self.rate_limit_per_minute).await? {
+            Admission::Unauthorized => Err(ApiError::Unauthorized),
+            Admission::Allowed {
+                org_id, remaining, ..
+            } => {
+                req.extensions_mut().insert(RateHeaders {
+                    limit: self.rate_limit_per_minute,
+                    remaining,
+                });
+                tracing::Span::current().record("org_id", tracing::field::display(org_id));
+                Ok(OrgAuth { org_id })
+            }
+            Admission::Limited {
+                retry_after_secs,
+                org_id,
+                ..
+            } => {
+                req.extensions_mut().insert(RateHeaders {
+                    limit: self.rate_limit_per_minute,
+                    remaining: 0,
+                });
+                tracing::info!(%org_id, retry_after_secs, "rate limit refused a request");
+                Err(ApiError::RateLimited { retry_after_secs })
+            }
+        }
+    }
+
+    /// Internal API: the shared internal token.
+    pub fn authenticate_internal(&self, req: &HttpRequest) -> Result<(), ApiError> {
+        let token = bearer(req).ok_or(ApiError::Unauthorized)?;
+        if sha256(token.as_bytes()) == self.internal_token_digest {
+            Ok(())
+        } else {
+            Err(ApiError::Unauthorized)
+        }
+    }
+
+    pub fn new_internal_digest(token: &str) -> Vec<u8> {
+        sha256(token.as_bytes())
+    }
+}
+
+/// A path id that is not a UUID is simply not found (contract: `Lead not found` for a bad id).
+pub fn path_id(raw: &str, not_found: &'static str) -> Result<Uuid, ApiError> {
+    Uuid::parse_str(raw).map_err(|_| ApiError::NotFound(not_found))
+}

@@ -1,0 +1,173 @@
+use lead_api::{ApiConfig, RunningApi};
+use qualifier_store::SecretKey;
+use qualifier_testkit::TestDb;
+use reqwest::{Client, Method, Response};
+use serde_json::{Value, json};
+
+pub const INTERNAL_TOKEN: &str = "test-internal-token-0123456789";
+
+pub struct TestApp {
+    pub db: TestDb,
+    pub api: Option<RunningApi>,
+    pub public: String,
+    pub internal: String,
+    pub http: Client,
+}
+
+pub fn client() -> Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+}
+
+pub fn config(db: &TestDb) -> ApiConfig {
+    ApiConfig {
+        database_url: db.url.clone(),
+        amqp_url: "amqp://guest:guest@127.0.0.1:5672/%2f".into(),
+        http_addr: "127.0.0.1:0".parse().unwrap(),
+        internal_addr: "127.0.0.1:0".parse().unwrap(),
+        internal_token: INTERNAL_TOKEN.into(),
+        secret_key: SecretKey::from_base64(&SecretKey::generate_base64()).unwrap(),
+        app_base_url: "https://app.qualifier.test".into(),
+        rate_limit_per_minute: 120,
+        allow_cidrs: vec![],
+        db_pool_size: 4,
+        http_workers: 1,
+    }
+}
+
+impl TestApp {
+    pub async fn spawn() -> TestApp {
+        Self::spawn_with(|_| {}).await
+    }
+
+    pub async fn spawn_with(tweak: impl FnOnce(&mut ApiConfig)) -> TestApp {
+        let db = TestDb::new().await;
+        let mut cfg = config(&db);
+        tweak(&mut cfg);
+        let api = lead_api::start(cfg).await.expect("start lead-api");
+        TestApp {
+            public: format!("http://{}", api.public_addr),
+            internal: format!("http://{}", api.internal_addr),
+            api: Some(api),
+            db,
+            http: client(),
+        }
+    }
+
+    pub async fn internal(&self, method: Method, path: &str, body: Option<Value>) -> Response {
+        let mut rb = self
+            .http
+            .request(method, format!("{}{path}", self.internal))
+            .bearer_auth(INTERNAL_TOKEN);
+        if let Some(b) = body {
+            rb = rb.json(&b);
+        }
+        rb.send().await.unwrap()
+    }
+
+    pub async fn public(
+        &self,
+        method: Method,
+        path: &str,
+        token: &str,
+        body: Option<Value>,
+    ) -> Response {
+        let mut rb = self
+            .http
+            .request(method, format!("{}{path}", self.public))
+            .bearer_auth(token);
+        if let Some(b) = body {
+            rb = rb.json(&b);
+        }
+        rb.send().await.unwrap()
+    }
+
+    /// A new org and a token for it: (org_id, token).
+    pub async fn org(&self) -> (String, String) {
+        let r = self
+            .internal(
+                Method::POST,
+                "/internal/v1/orgs",
+                Some(json!({"name": "Acme"})),
+            )
+            .await;
+        assert_eq!(r.status(), 201);
+        let org_id = r.json::<Value>().await.unwrap()["org"]["id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let r = self
+            .internal(
+                Method::POST,
+                &format!("/internal/v1/orgs/{org_id}/tokens"),
+                Some(json!({"name": "crm"})),
+            )
+            .await;
+        assert_eq!(r.status(), 201);
+        let token = r.json::<Value>().await.unwrap()["secret"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        (org_id, token)
+    }
+
+    /// A lead that arrived through an inbound channel (emits lead.created).
+    pub async fn inbound_lead(&self, org_id: &str, phone: &str) -> Value {
+        let r = self
+            .internal(
+                Method::POST,
+                &format!("/internal/v1/orgs/{org_id}/inbound"),
+                Some(json!({"name": "Ada Lovelace", "phone": phone, "email": "ada@example.com", "channel": "whatsapp",
+                            "profile": {"budget": "500k", "bedrooms": 2}})),
+            )
+            .await;
+        assert_eq!(r.status(), 201);
+        r.json::<Value>().await.unwrap()["lead"].clone()
+    }
+
+    /// Outbox rows in commit order: (event_type, parsed envelope, raw bytes).
+    pub async fn outbox(&self) -> Vec<(String, Value, Vec<u8>)> {
+        let c = self.db.client().await;
+        c.query("SELECT event_type, payload FROM outbox ORDER BY seq", &[])
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|r| {
+                let bytes: Vec<u8> = r.get(1);
+                (
+                    r.get::<_, String>(0),
+                    serde_json::from_slice(&bytes).unwrap(),
+                    bytes,
+                )
+            })
+            .collect()
+    }
+
+    pub async fn outbox_types(&self) -> Vec<String> {
+        self.outbox().await.into_iter().map(|(t, _, _)| t).collect()
+    }
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        // Stop the servers before the database is dropped; forced, the test is over.
+        if let Some(api) = self.api.take() {
+            let handle = tokio::runtime::Handle::current();
+            let _ = std::thread::spawn(move || handle.block_on(api.stop(false))).join();
+        }
+    }
+}
+
+pub async fn error_of(r: Response) -> (u16, String) {
+    let status = r.status().as_u16();
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(
+        v.as_object().unwrap().len(),
+        1,
+        "error body has one key: {v}"
+    );
+    (status, v["error"].as_str().unwrap().to_owned())
+}

@@ -1,0 +1,150 @@
+//! The internal API's own rules: its token, org lookups and shapes.
+
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::helpers::{TestApp, error_of};
+
+#[tokio::test(flavor = "multi_thread")]
+async fn internal_token_is_required_and_org_tokens_do_not_work() {
+    let app = TestApp::spawn().await;
+    let (_, org_token) = app.org().await;
+    for auth in [
+        None,
+        Some("Bearer wrong-token-wrong-token"),
+        Some(&*format!("Bearer {org_token}")),
+    ] {
+        let mut rb = app
+            .http
+            .post(format!("{}/internal/v1/orgs", app.internal))
+            .json(&json!({"name": "x"}));
+        if let Some(a) = auth {
+            rb = rb.header("Authorization", a);
+        }
+        assert_eq!(
+            error_of(rb.send().await.unwrap()).await,
+            (401, "Unauthorized".into())
+        );
+    }
+    // The internal API is not on the public listener at all.
+    let r = app
+        .http
+        .post(format!("{}/internal/v1/orgs", app.public))
+        .bearer_auth(crate::helpers::INTERNAL_TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(error_of(r).await, (404, "Not found".into()));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn org_and_token_shapes() {
+    let app = TestApp::spawn().await;
+    let r = app
+        .internal(
+            Method::POST,
+            "/internal/v1/orgs",
+            Some(json!({"name": "Acme Homes"})),
+        )
+        .await;
+    assert_eq!(r.status(), 201);
+    let org = r.json::<Value>().await.unwrap()["org"].clone();
+    assert_eq!(org["name"], "Acme Homes");
+    assert_eq!(org.as_object().unwrap().len(), 3);
+    let id = org["id"].as_str().unwrap();
+    let r = app
+        .internal(
+            Method::POST,
+            &format!("/internal/v1/orgs/{id}/tokens"),
+            Some(json!({"name": "hubspot"})),
+        )
+        .await;
+    assert_eq!(r.status(), 201);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["token"]["name"], "hubspot");
+    assert!(v["token"].get("secret").is_none());
+    assert!(v["secret"].as_str().unwrap().starts_with("qlf_org_"));
+
+    let r = app
+        .internal(Method::POST, "/internal/v1/orgs", Some(json!({"name": ""})))
+        .await;
+    assert_eq!(
+        error_of(r).await,
+        (422, "name must be a string of 1 to 200 characters".into())
+    );
+    let r = app
+        .internal(
+            Method::POST,
+            &format!("/internal/v1/orgs/{}/tokens", uuid::Uuid::new_v4()),
+            None,
+        )
+        .await;
+    assert_eq!(error_of(r).await, (404, "Org not found".into()));
+    let r = app
+        .internal(Method::POST, "/internal/v1/orgs/not-a-uuid/tokens", None)
+        .await;
+    assert_eq!(error_of(r).await, (404, "Org not found".into()));
+    let r = app.internal(Method::GET, "/internal/v1/orgs", None).await;
+    assert_eq!(error_of(r).await, (405, "Method not allowed".into()));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn inbound_validates_and_scopes_to_the_org() {
+    let app = TestApp::spawn().await;
+    let (org_a, _) = app.org().await;
+    let (org_b, token_b) = app.org().await;
+    let a = app.inbound_lead(&org_a, "+447700900123").await;
+    // The same phone in another org is another contact.
+    let b = app.inbound_lead(&org_b, "+447700900123").await;
+    assert_ne!(a["id"], b["id"]);
+    let r = app
+        .public(
+            Method::GET,
+            &format!("/api/v1/leads/{}", a["id"].as_str().unwrap()),
+            &token_b,
+            None,
+        )
+        .await;
+    assert_eq!(r.status(), 404);
+    let r = app
+        .internal(
+            Method::POST,
+            &format!("/internal/v1/orgs/{org_a}/inbound"),
+            Some(json!({"name": "X", "phone": "+447700900555"})),
+        )
+        .await;
+    assert_eq!(error_of(r).await, (422, "channel is required".into()));
+    let r = app
+        .internal(
+            Method::POST,
+            &format!("/internal/v1/orgs/{}/inbound", uuid::Uuid::new_v4()),
+            Some(json!({"name": "X", "phone": "+447700900555", "channel": "sms"})),
+        )
+        .await;
+    assert_eq!(error_of(r).await, (404, "Org not found".into()));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn health_and_readiness() {
+    let app = TestApp::spawn().await;
+    for base in [&app.public, &app.internal] {
+        assert_eq!(
+            app.http
+                .get(format!("{base}/healthz"))
+                .send()
+                .await
+                .unwrap()
+                .status(),
+            200
+        );
+        assert_eq!(
+            app.http
+                .get(format!("{base}/readyz"))
+                .send()
+                .await
+                .unwrap()
+                .status(),
+            200
+        );
+    }
+}

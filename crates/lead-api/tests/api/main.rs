@@ -1,0 +1,8 @@
+//! Integration tests of `lead-api` against the real PostgreSQL: one database per test.
+
+mod helpers;
+mod internal_api;
+mod outbox_events;
+mod public_api;
+mod rate_limit;
+mod webhook_settings;

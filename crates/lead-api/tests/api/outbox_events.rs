@@ -1,0 +1,377 @@
+//! Every event rule: which changes write which outbox rows, with which envelope bytes.
+
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::helpers::{TestApp, error_of};
+
+fn assert_envelope(env: &Value, bytes: &[u8], event_type: &str, org: &str) {
+    assert!(
+        bytes.starts_with(b"{\"id\":\""),
+        "envelope field order starts with id"
+    );
+    let keys: Vec<&str> = env
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    let mut sorted = keys.clone();
+    sorted.sort();
+    assert_eq!(
+        sorted,
+        ["data", "id", "occurred_at", "org_id", "type", "version"]
+    );
+    assert_eq!(env["type"], event_type);
+    assert_eq!(env["version"], "1");
+    assert_eq!(env["org_id"], org);
+    assert_eq!(env["occurred_at"].as_str().unwrap().len(), 24);
+    uuid_of(&env["id"]);
+}
+
+fn uuid_of(v: &Value) {
+    assert!(uuid::Uuid::parse_str(v.as_str().unwrap()).is_ok(), "{v}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn inbound_creates_with_lead_created_and_updates_with_lead_updated() {
+    let app = TestApp::spawn().await;
+    let (org, _) = app.org().await;
+    let lead = app.inbound_lead(&org, "+447700900123").await;
+    let rows = app.outbox().await;
+    assert_eq!(rows.len(), 1);
+    let (t, env, bytes) = &rows[0];
+    assert_eq!(t, "lead.created");
+    assert_envelope(env, bytes, "lead.created", &org);
+    assert_eq!(
+        env["data"],
+        json!({"lead": lead}),
+        "data holds exactly the snapshot"
+    );
+    assert_eq!(env["occurred_at"], lead["created_at"]);
+
+    // The same contact again with nothing new: 200, no event.
+    let same = json!({"name": "Ada Lovelace", "phone": "+447700900123", "email": "ada@example.com", "channel": "whatsapp"});
+    let r = app
+        .internal(
+            Method::POST,
+            &format!("/internal/v1/orgs/{org}/inbound"),
+            Some(same),
+        )
+        .await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(app.outbox().await.len(), 1);
+
+    // A profile detail arrives: lead.updated with the merged profile.
+    let more = json!({"name": "Ada Lovelace", "phone": "+447700900123", "channel": "whatsapp", "profile": {"area": "Soho", "bedrooms": null}});
+    let r = app
+        .internal(
+            Method::POST,
+            &format!("/internal/v1/orgs/{org}/inbound"),
+            Some(more),
+        )
+        .await;
+    assert_eq!(r.status(), 200);
+    let updated = r.json::<Value>().await.unwrap()["lead"].clone();
+    assert_eq!(
+        updated["profile"],
+        json!({"budget": "500k", "area": "Soho"})
+    );
+    assert_eq!(updated["id"], lead["id"]);
+    let rows = app.outbox().await;
+    assert_eq!(
+        rows.iter().map(|r| r.0.as_str()).collect::<Vec<_>>(),
+        ["lead.created", "lead.updated"]
+    );
+    assert_eq!(rows[1].1["data"], json!({"lead": updated}));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn closing_emits_stage_changed_once_and_write_back_emits_nothing() {
+    let app = TestApp::spawn().await;
+    let (org, token) = app.org().await;
+    let lead = app.inbound_lead(&org, "+447700900123").await;
+    let path = format!("/api/v1/leads/{}", lead["id"].as_str().unwrap());
+
+    for body in [
+        json!({"external_ref": {"system": "hubspot", "id": "9001"}}),
+        json!({"ai_paused": true}),
+        json!({"ai_paused": false}),
+    ] {
+        assert_eq!(
+            app.public(Method::PATCH, &path, &token, Some(body))
+                .await
+                .status(),
+            200
+        );
+    }
+    assert_eq!(app.outbox_types().await, ["lead.created"]);
+
+    let r = app
+        .public(
+            Method::PATCH,
+            &path,
+            &token,
+            Some(json!({"status": "closed"})),
+        )
+        .await;
+    let closed = r.json::<Value>().await.unwrap()["lead"].clone();
+    assert_eq!(closed["qualification_stage"], "closed");
+    let r = app
+        .public(
+            Method::PATCH,
+            &path,
+            &token,
+            Some(json!({"status": "closed"})),
+        )
+        .await;
+    assert_eq!(r.status(), 200);
+    let rows = app.outbox().await;
+    assert_eq!(
+        rows.iter().map(|r| r.0.as_str()).collect::<Vec<_>>(),
+        ["lead.created", "lead.stage_changed"]
+    );
+    let (_, env, bytes) = &rows[1];
+    assert_envelope(env, bytes, "lead.stage_changed", &org);
+    assert_eq!(
+        env["data"],
+        json!({"previous_stage": "qualifying", "lead": closed})
+    );
+    assert_eq!(
+        env["data"]["lead"]["external_ref"],
+        json!({"system": "hubspot", "id": "9001", "url": null})
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn agent_updates_emit_updated_stage_changed_and_qualified() {
+    let app = TestApp::spawn().await;
+    let (org, _) = app.org().await;
+    let lead = app.inbound_lead(&org, "+447700900123").await;
+    let path = format!(
+        "/internal/v1/orgs/{org}/leads/{}",
+        lead["id"].as_str().unwrap()
+    );
+
+    let r = app
+        .internal(
+            Method::PATCH,
+            &path,
+            Some(json!({"route_target": "hotLead"})),
+        )
+        .await;
+    assert_eq!(
+        r.json::<Value>().await.unwrap()["lead"]["route_target"],
+        "hotLead"
+    );
+    assert_eq!(
+        app.outbox_types().await,
+        ["lead.created"],
+        "route_target alone emits nothing"
+    );
+
+    let r = app
+        .internal(
+            Method::PATCH,
+            &path,
+            Some(json!({"qualification_stage": "qualified", "profile": {"bedrooms": 3}})),
+        )
+        .await;
+    assert_eq!(r.status(), 200);
+    let q = r.json::<Value>().await.unwrap()["lead"].clone();
+    let rows = app.outbox().await;
+    assert_eq!(
+        rows.iter().map(|r| r.0.as_str()).collect::<Vec<_>>(),
+        [
+            "lead.created",
+            "lead.updated",
+            "lead.stage_changed",
+            "lead.qualified"
+        ]
+    );
+    assert_eq!(rows[1].1["data"], json!({"lead": q}));
+    assert_eq!(
+        rows[2].1["data"],
+        json!({"previous_stage": "qualifying", "lead": q})
+    );
+    assert_eq!(
+        rows[3].1["data"],
+        json!({"previous_stage": "qualifying", "lead": q})
+    );
+    let ids: std::collections::HashSet<_> = rows.iter().map(|r| r.1["id"].clone()).collect();
+    assert_eq!(ids.len(), 4, "each event has its own id");
+
+    // Any direction: back to qualifying emits stage_changed only; the same stage emits nothing.
+    app.internal(
+        Method::PATCH,
+        &path,
+        Some(json!({"qualification_stage": "qualifying"})),
+    )
+    .await;
+    app.internal(
+        Method::PATCH,
+        &path,
+        Some(json!({"qualification_stage": "qualifying"})),
+    )
+    .await;
+    let rows = app.outbox().await;
+    assert_eq!(rows.len(), 5);
+    assert_eq!(rows[4].0, "lead.stage_changed");
+    assert_eq!(rows[4].1["data"]["previous_stage"], "qualified");
+    // Earlier snapshots are what the lead was then, not what it is now.
+    assert_eq!(
+        rows[3].1["data"]["lead"]["qualification_stage"],
+        "qualified"
+    );
+
+    let r = app
+        .internal(
+            Method::PATCH,
+            &path,
+            Some(json!({"qualification_stage": "won"})),
+        )
+        .await;
+    assert_eq!(
+        error_of(r).await,
+        (
+            422,
+            "qualification_stage must be one of qualifying, qualified, closed".into()
+        )
+    );
+    let r = app.internal(Method::PATCH, &path, Some(json!({}))).await;
+    assert_eq!(error_of(r).await.0, 422);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn handoff_state_machine_and_its_events() {
+    let app = TestApp::spawn().await;
+    let (org, _) = app.org().await;
+    let lead = app.inbound_lead(&org, "+447700900123").await;
+    let base = format!(
+        "/internal/v1/orgs/{org}/leads/{}/handoffs",
+        lead["id"].as_str().unwrap()
+    );
+
+    let r = app
+        .internal(
+            Method::POST,
+            &base,
+            Some(json!({"reason": "asks for a human"})),
+        )
+        .await;
+    assert_eq!(r.status(), 201);
+    let h = r.json::<Value>().await.unwrap()["handoff"].clone();
+    assert_eq!(h["state"], "requested");
+    assert_eq!(h["accepted_at"], Value::Null);
+    let hid = h["id"].as_str().unwrap().to_owned();
+
+    let r = app.internal(Method::POST, &base, Some(json!({}))).await;
+    assert_eq!(error_of(r).await, (409, "Handoff already open".into()));
+    let r = app
+        .internal(Method::POST, &format!("{base}/{hid}/release"), None)
+        .await;
+    assert_eq!(
+        error_of(r).await,
+        (
+            409,
+            "Handoff cannot be released from state requested".into()
+        )
+    );
+
+    let r = app
+        .internal(
+            Method::POST,
+            &format!("{base}/{hid}/accept"),
+            Some(json!({"operator": "op-7"})),
+        )
+        .await;
+    assert_eq!(r.status(), 200);
+    let accepted = r.json::<Value>().await.unwrap()["handoff"].clone();
+    assert_eq!(accepted["state"], "accepted");
+    assert_eq!(accepted["operator"], "op-7");
+    let r = app
+        .internal(
+            Method::POST,
+            &format!("{base}/{hid}/accept"),
+            Some(json!({"operator": "op-8"})),
+        )
+        .await;
+    assert_eq!(
+        error_of(r).await,
+        (409, "Handoff cannot be accepted from state accepted".into())
+    );
+    let r = app.internal(Method::POST, &base, None).await;
+    assert_eq!(error_of(r).await, (409, "Handoff already open".into()));
+
+    let r = app
+        .internal(Method::POST, &format!("{base}/{hid}/release"), None)
+        .await;
+    let released = r.json::<Value>().await.unwrap()["handoff"].clone();
+    assert_eq!(released["state"], "released");
+    assert!(released["released_at"].is_string());
+    let r = app
+        .internal(Method::POST, &format!("{base}/{hid}/release"), None)
+        .await;
+    assert_eq!(error_of(r).await.0, 409);
+    let r = app
+        .internal(
+            Method::POST,
+            &format!("{base}/{}/accept", uuid::Uuid::new_v4()),
+            Some(json!({"operator": "x"})),
+        )
+        .await;
+    assert_eq!(error_of(r).await, (404, "Handoff not found".into()));
+
+    // After release a new handoff may open.
+    assert_eq!(app.internal(Method::POST, &base, None).await.status(), 201);
+
+    let rows = app.outbox().await;
+    let types: Vec<_> = rows.iter().map(|r| r.0.as_str()).collect();
+    assert_eq!(
+        types,
+        [
+            "lead.created",
+            "handoff.created",
+            "handoff.accepted",
+            "handoff.released",
+            "handoff.created"
+        ]
+    );
+    assert_eq!(rows[1].1["data"], json!({"lead": lead, "handoff": h}));
+    assert_eq!(rows[2].1["data"]["handoff"], accepted);
+    assert_eq!(rows[3].1["data"]["handoff"], released);
+    assert_envelope(&rows[3].1, &rows[3].2, "handoff.released", &org);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failed_change_writes_no_event() {
+    let app = TestApp::spawn().await;
+    let (org, _) = app.org().await;
+    let a = app.inbound_lead(&org, "+447700900123").await;
+    app.inbound_lead(&org, "+447700900999").await;
+    let path = format!(
+        "/internal/v1/orgs/{org}/leads/{}",
+        a["id"].as_str().unwrap()
+    );
+    // Taking another lead's phone fails inside the transaction: no change, no event.
+    let r = app
+        .internal(
+            Method::PATCH,
+            &path,
+            Some(json!({"phone": "+447700900999", "qualification_stage": "qualified"})),
+        )
+        .await;
+    assert_eq!(error_of(r).await, (409, "Lead already exists".into()));
+    assert_eq!(app.outbox_types().await, ["lead.created", "lead.created"]);
+    let stage = app
+        .db
+        .client()
+        .await
+        .query_one(
+            "SELECT qualification_stage FROM leads WHERE phone = '+447700900123'",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(stage.get::<_, String>(0), "qualifying");
+}

@@ -1,0 +1,103 @@
+//! The shared token bucket: 120 at once, then 429 with Retry-After; exact across replicas.
+
+use std::time::Instant;
+
+use reqwest::Method;
+
+use crate::helpers::{TestApp, client, config, error_of};
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_fresh_token_gets_120_then_429_and_refusals_cost_nothing() {
+    let app = TestApp::spawn().await;
+    let (_, token) = app.org().await;
+    let path = format!("/api/v1/leads/{}", uuid::Uuid::new_v4());
+    let started = Instant::now();
+    for i in 0..120u32 {
+        let r = app.public(Method::GET, &path, &token, None).await;
+        assert_eq!(
+            r.status(),
+            404,
+            "request {i} is admitted (and finds nothing)"
+        );
+    }
+    let r = app.public(Method::GET, &path, &token, None).await;
+    let elapsed = started.elapsed().as_secs_f64();
+    if elapsed < 0.5 {
+        // Refill is 2/s, so within half a second the 121st is certainly refused.
+        assert_eq!(r.headers()["x-ratelimit-remaining"], "0");
+        assert_eq!(r.headers()["x-ratelimit-limit"], "120");
+        let retry: u64 = r.headers()["retry-after"]
+            .to_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(retry >= 1);
+        assert_eq!(error_of(r).await, (429, "Rate limit exceeded".into()));
+    }
+    // An unknown token is refused without touching anyone's bucket.
+    let r = app
+        .public(
+            Method::GET,
+            &path,
+            "qlf_org_0000000000000000000000000000000000000000",
+            None,
+        )
+        .await;
+    assert_eq!(r.status(), 401);
+    // Waiting for Retry-After refills enough for one more request.
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    assert_eq!(
+        app.public(Method::GET, &path, &token, None).await.status(),
+        404
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_instances_on_one_database_admit_no_more_than_one_bucket() {
+    let app = TestApp::spawn().await;
+    let (_, token) = app.org().await;
+    // A second lead-api process-equivalent: its own pool and servers, the same database.
+    let second = lead_api::start(config(&app.db)).await.unwrap();
+    let urls = [app.public.clone(), format!("http://{}", second.public_addr)];
+    let http = client();
+    let path = format!("/api/v1/leads/{}", uuid::Uuid::new_v4());
+
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for i in 0..300usize {
+        let url = format!("{}{path}", urls[i % 2]);
+        let (http, token) = (http.clone(), token.clone());
+        tasks.push(tokio::spawn(async move {
+            http.get(url)
+                .bearer_auth(token)
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
+        }));
+    }
+    let mut admitted = 0u32;
+    let mut limited = 0u32;
+    for t in tasks {
+        match t.await.unwrap() {
+            404 => admitted += 1,
+            429 => limited += 1,
+            other => panic!("unexpected status {other}"),
+        }
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    // The bucket holds 120 and refills 2/s: nothing beyond that may get through, whichever
+    // instance served the request.
+    let ceiling = 120 + (2.0 * elapsed).ceil() as u32;
+    assert!(
+        admitted <= ceiling,
+        "admitted {admitted} > {ceiling} in {elapsed:.2}s"
+    );
+    assert!(
+        admitted >= 120,
+        "the full bucket was available: admitted {admitted}"
+    );
+    assert_eq!(admitted + limited, 300);
+    second.stop(false).await;
+}

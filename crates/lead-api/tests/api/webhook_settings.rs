@@ -1,0 +1,240 @@
+//! Webhook settings: creation shows the secret once, the secret is sealed at rest, rotation, and
+//! the endpoint URL rules.
+
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::helpers::{TestApp, error_of};
+
+const PUBLIC_URL: &str = "https://93.184.216.34/hooks/qualifier";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn create_shows_secret_once_then_get_and_update_never_do() {
+    let app = TestApp::spawn().await;
+    let (org, _) = app.org().await;
+    let path = format!("/internal/v1/orgs/{org}/webhook");
+    let r = app.internal(Method::GET, &path, None).await;
+    assert_eq!(error_of(r).await, (404, "Webhook not configured".into()));
+
+    let body = json!({"url": PUBLIC_URL, "event_types": ["lead.stage_changed", "lead.created", "lead.created"], "enabled": true});
+    let r = app.internal(Method::PUT, &path, Some(body)).await;
+    assert_eq!(r.status(), 200);
+    let v: Value = r.json().await.unwrap();
+    let secret = v["signing_secret"].as_str().unwrap().to_owned();
+    assert!(secret.starts_with("qlf_whsec_") && secret.len() >= 42);
+    assert_eq!(v["webhook"]["url"], PUBLIC_URL);
+    assert_eq!(
+        v["webhook"]["event_types"],
+        json!(["lead.created", "lead.stage_changed"])
+    );
+    assert_eq!(v["webhook"]["enabled"], true);
+
+    let r = app
+        .internal(
+            Method::PUT,
+            &path,
+            Some(json!({"url": PUBLIC_URL, "event_types": ["handoff.created"], "enabled": false})),
+        )
+        .await;
+    let v: Value = r.json().await.unwrap();
+    assert!(v.get("signing_secret").is_none());
+    assert_eq!(v["webhook"]["enabled"], false);
+
+    let r = app.internal(Method::GET, &path, None).await;
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["webhook"]["event_types"], json!(["handoff.created"]));
+    assert!(!v.to_string().contains("qlf_whsec_"));
+
+    // Sealed at rest: the stored bytes do not contain the secret.
+    let row = app
+        .db
+        .client()
+        .await
+        .query_one("SELECT secret_sealed FROM webhooks", &[])
+        .await
+        .unwrap();
+    let sealed: Vec<u8> = row.get(0);
+    assert!(!sealed.windows(secret.len()).any(|w| w == secret.as_bytes()));
+
+    let r = app
+        .internal(Method::POST, &format!("{path}/rotate-secret"), None)
+        .await;
+    assert_eq!(r.status(), 200);
+    let rotated = r.json::<Value>().await.unwrap()["signing_secret"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(rotated.starts_with("qlf_whsec_"));
+    assert_ne!(rotated, secret);
+    let row = app
+        .db
+        .client()
+        .await
+        .query_one("SELECT secret_sealed FROM webhooks", &[])
+        .await
+        .unwrap();
+    assert_ne!(row.get::<_, Vec<u8>>(0), sealed);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn rotate_without_webhook_and_unknown_org() {
+    let app = TestApp::spawn().await;
+    let (org, _) = app.org().await;
+    let r = app
+        .internal(
+            Method::POST,
+            &format!("/internal/v1/orgs/{org}/webhook/rotate-secret"),
+            None,
+        )
+        .await;
+    assert_eq!(error_of(r).await, (404, "Webhook not configured".into()));
+    let missing = uuid::Uuid::new_v4();
+    let r = app
+        .internal(
+            Method::PUT,
+            &format!("/internal/v1/orgs/{missing}/webhook"),
+            Some(json!({"url": PUBLIC_URL, "event_types": ["lead.created"]})),
+        )
+        .await;
+    assert_eq!(error_of(r).await, (404, "Org not found".into()));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn endpoint_rules_refuse_non_public_and_non_https() {
+    let app = TestApp::spawn().await;
+    let (org, _) = app.org().await;
+    let path = format!("/internal/v1/orgs/{org}/webhook");
+    let refused = [
+        (
+            "http://93.184.216.34/h",
+            "url must be an absolute https URL",
+        ),
+        ("not a url", "url must be an absolute https URL"),
+        (
+            "https://localhost/h",
+            "url resolves to a non-public address (127.0.0.1)",
+        ),
+        (
+            "https://127.0.0.1/h",
+            "url resolves to a non-public address (127.0.0.1)",
+        ),
+        (
+            "https://2130706433/h",
+            "url resolves to a non-public address (127.0.0.1)",
+        ),
+        (
+            "https://0x7f.1/h",
+            "url resolves to a non-public address (127.0.0.1)",
+        ),
+        (
+            "https://0177.0.0.1/h",
+            "url resolves to a non-public address (127.0.0.1)",
+        ),
+        (
+            "https://10.0.0.7/h",
+            "url resolves to a non-public address (10.0.0.7)",
+        ),
+        (
+            "https://172.16.3.4/h",
+            "url resolves to a non-public address (172.16.3.4)",
+        ),
+        (
+            "https://192.168.1.1/h",
+            "url resolves to a non-public address (192.168.1.1)",
+        ),
+        (
+            "https://169.254.169.254/latest",
+            "url resolves to a non-public address (169.254.169.254)",
+        ),
+        (
+            "https://100.64.0.1/h",
+            "url resolves to a non-public address (100.64.0.1)",
+        ),
+        (
+            "https://0.0.0.0/h",
+            "url resolves to a non-public address (0.0.0.0)",
+        ),
+        (
+            "https://[::1]/h",
+            "url resolves to a non-public address (::1)",
+        ),
+        (
+            "https://[::ffff:127.0.0.1]/h",
+            "url resolves to a non-public address (::ffff:127.0.0.1)",
+        ),
+        (
+            "https://[::ffff:a00:1]/h",
+            "url resolves to a non-public address (::ffff:10.0.0.1)",
+        ),
+        (
+            "https://[fe80::1]/h",
+            "url resolves to a non-public address (fe80::1)",
+        ),
+        (
+            "https://[fd00::1]/h",
+            "url resolves to a non-public address (fd00::1)",
+        ),
+        (
+            "https://[64:ff9b::7f00:1]/h",
+            "url resolves to a non-public address (64:ff9b::7f00:1)",
+        ),
+    ];
+    for (url, msg) in refused {
+        let r = app
+            .internal(
+                Method::PUT,
+                &path,
+                Some(json!({"url": url, "event_types": ["lead.created"], "enabled": true})),
+            )
+            .await;
+        assert_eq!(error_of(r).await, (422, msg.into()), "{url}");
+    }
+    for (types, msg) in [
+        (
+            json!([]),
+            "event_types must be a non-empty list of event types",
+        ),
+        (
+            json!("lead.created"),
+            "event_types must be a non-empty list of event types",
+        ),
+        (
+            json!(["lead.deleted"]),
+            "event_types has an unknown event type: lead.deleted",
+        ),
+    ] {
+        let r = app
+            .internal(
+                Method::PUT,
+                &path,
+                Some(json!({"url": PUBLIC_URL, "event_types": types})),
+            )
+            .await;
+        assert_eq!(error_of(r).await, (422, msg.into()));
+    }
+    let r = app.internal(Method::GET, &path, None).await;
+    assert_eq!(r.status(), 404, "nothing refused was stored");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn allow_cidrs_admit_a_development_endpoint() {
+    let app = TestApp::spawn_with(|c| c.allow_cidrs = vec!["127.0.0.0/8".parse().unwrap()]).await;
+    let (org, _) = app.org().await;
+    let path = format!("/internal/v1/orgs/{org}/webhook");
+    let r = app
+        .internal(
+            Method::PUT,
+            &path,
+            Some(json!({"url": "https://127.0.0.1:9443/h", "event_types": ["lead.created"]})),
+        )
+        .await;
+    assert_eq!(r.status(), 200);
+    let r = app
+        .internal(
+            Method::PUT,
+            &path,
+            Some(json!({"url": "https://10.0.0.1/h", "event_types": ["lead.created"]})),
+        )
+        .await;
+    assert_eq!(r.status(), 422);
+}
