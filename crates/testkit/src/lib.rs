@@ -12,7 +12,7 @@ use tokio_postgres::NoTls;
 /// local trust-auth server.
 pub fn pg_base() -> String {
     std::env::var("QUALIFIER_TEST_PG")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432".into())
+        .unwrap_or_else(|_| "postgres://postgres:postgres@127.0.0.1:5432".into())
 }
 
 fn url_for(db: &str) -> String {

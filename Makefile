@@ -1,0 +1,29 @@
+# Qualifier: `make run` starts everything, `make test` runs every test.
+SHELL := /bin/bash
+CARGO ?= cargo
+
+.PHONY: run test build lint fmt services migrate clean-test-dbs
+
+run: build          ## services, migrations, both binaries, a printed dev org and token
+	scripts/run-dev.sh
+
+test: services      ## unit and integration tests against the local PostgreSQL and RabbitMQ
+	$(CARGO) test --workspace --all-targets
+
+build:
+	$(CARGO) build --workspace --bins
+
+lint:               ## what CI checks besides the tests
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+fmt:
+	$(CARGO) fmt --all
+
+services:           ## start (or install) PostgreSQL and RabbitMQ
+	scripts/ensure-services.sh
+
+clean-test-dbs:     ## drop databases left by interrupted test runs
+	psql postgres://postgres:postgres@127.0.0.1:5432/postgres -Atc \
+	  "SELECT 'DROP DATABASE ' || datname || ' WITH (FORCE);' FROM pg_database WHERE datname LIKE 'qualifier_test_%' OR datname LIKE 'qualifier_tpl%'" \
+	  | psql postgres://postgres:postgres@127.0.0.1:5432/postgres -q

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# `make run`: services, a dev database, migrations, both services, and a dev org and token.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/ensure-services.sh
+
+mkdir -p .dev
+[ -f .dev/secret_key ] || target/debug/qualifierctl gen-secret-key | sed 's/.*"secret_key":"\([^"]*\)".*/\1/' > .dev/secret_key
+[ -f .dev/internal_token ] || head -c 24 /dev/urandom | base64 | tr -d '/+=' > .dev/internal_token
+
+export PGBASE="${QUALIFIER_DEV_PG:-postgres://postgres:postgres@127.0.0.1:5432}"
+export DATABASE_URL="$PGBASE/qualifier_dev"
+export AMQP_URL="${AMQP_URL:-amqp://guest:guest@127.0.0.1:5672/%2f}"
+export QUALIFIER_SECRET_KEY="$(cat .dev/secret_key)"
+export QUALIFIER_INTERNAL_TOKEN="$(cat .dev/internal_token)"
+export QUALIFIER_HTTP_ADDR="${QUALIFIER_HTTP_ADDR:-127.0.0.1:8080}"
+export QUALIFIER_LOG_FORMAT="${QUALIFIER_LOG_FORMAT:-pretty}"
+# The dev receiver (`make receiver`) listens on loopback; allow it in development only.
+export QUALIFIER_WEBHOOK_ALLOW_CIDRS="${QUALIFIER_WEBHOOK_ALLOW_CIDRS:-127.0.0.0/8}"
+
+psql "$PGBASE/postgres" -Atqc "SELECT 1 FROM pg_database WHERE datname='qualifier_dev'" | grep -q 1 \
+  || psql "$PGBASE/postgres" -qc "CREATE DATABASE qualifier_dev"
+target/debug/qualifierctl migrate >/dev/null
+
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done; wait || true; }
+trap cleanup EXIT INT TERM
+
+target/debug/lead-api & pids+=($!)
+for bin in webhook-delivery; do
+  [ -x "target/debug/$bin" ] && { "target/debug/$bin" & pids+=($!); }
+done
+for _ in $(seq 1 50); do curl -fsS "http://127.0.0.1:8081/readyz" >/dev/null 2>&1 && break; sleep 0.2; done
+
+dev=$(target/debug/qualifierctl bootstrap-dev)
+first_id() { grep -o '"id":"[0-9a-f-]*"' | head -n1 | cut -d'"' -f4; }
+org=$(echo "$dev" | first_id)
+token=$(echo "$dev" | grep -o '"secret":"[^"]*"' | cut -d'"' -f4)
+lead=$(curl -fsS -X POST "http://127.0.0.1:8081/internal/v1/orgs/$org/inbound" \
+  -H "Authorization: Bearer $QUALIFIER_INTERNAL_TOKEN" -H 'Content-Type: application/json' \
+  -d '{"name":"Ada Lovelace","phone":"+447700900123","channel":"whatsapp","profile":{"budget":"500k"}}' \
+  | first_id)
+
+cat <<MSG
+
+Qualifier is running (Ctrl-C stops it).
+  public API    http://$QUALIFIER_HTTP_ADDR/api/v1
+  internal API  http://127.0.0.1:8081/internal/v1   (token in .dev/internal_token)
+  dev org       $org
+  org token     $token
+  a lead        $lead
+
+Try:
+  curl -s http://$QUALIFIER_HTTP_ADDR/api/v1/leads/$lead -H 'Authorization: Bearer $token'
+  curl -s -X PATCH http://$QUALIFIER_HTTP_ADDR/api/v1/leads/$lead -H 'Authorization: Bearer $token' \\
+       -H 'Content-Type: application/json' -d '{"status":"closed"}'
+MSG
+wait -n "${pids[@]}"
