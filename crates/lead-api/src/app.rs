@@ -63,6 +63,13 @@ async fn healthz() -> HttpResponse {
 
 async fn readyz(st: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     st.store.ping().await?;
+    if !st
+        .relay
+        .broker_ready
+        .load(std::sync::atomic::Ordering::Relaxed)
+    {
+        return Err(ApiError::Unavailable("RabbitMQ not connected".into()));
+    }
     Ok(HttpResponse::Ok().json(serde_json::json!({ "status": "ready" })))
 }
 
@@ -102,6 +109,8 @@ pub struct RunningApi {
     public: ServerHandle,
     internal: ServerHandle,
     tasks: Vec<tokio::task::JoinHandle<std::io::Result<()>>>,
+    relay: tokio::task::JoinHandle<()>,
+    shutdown: tokio_util::sync::CancellationToken,
 }
 
 impl RunningApi {
@@ -111,6 +120,9 @@ impl RunningApi {
         for t in self.tasks {
             let _ = t.await;
         }
+        // The relay stops after the servers, so events of the last requests still leave.
+        self.shutdown.cancel();
+        let _ = self.relay.await;
     }
 }
 
@@ -119,7 +131,23 @@ pub async fn start(cfg: ApiConfig) -> anyhow::Result<RunningApi> {
     let pool = qualifier_store::connect(&cfg.database_url, cfg.db_pool_size)
         .map_err(anyhow::Error::msg)?;
     let store = Store::new(pool, cfg.app_base_url.clone(), cfg.secret_key.clone());
+    let relay_status = Arc::new(crate::relay::RelayStatus::default());
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let relay = tokio::spawn(
+        crate::relay::Relay {
+            store: store.clone(),
+            database_url: cfg.database_url.clone(),
+            amqp_url: cfg.amqp_url.clone(),
+            topology: qualifier_bus::Topology::new(
+                cfg.topology_prefix.clone(),
+                cfg.retry_delays_ms.clone(),
+            ),
+            status: relay_status.clone(),
+        }
+        .run(shutdown.clone()),
+    );
     let state = web::Data::from(Arc::new(AppState {
+        relay: relay_status,
         store,
         rate_limit_per_minute: cfg.rate_limit_per_minute,
         internal_token_digest: AppState::new_internal_digest(&cfg.internal_token),
@@ -154,5 +182,7 @@ pub async fn start(cfg: ApiConfig) -> anyhow::Result<RunningApi> {
         public: ph,
         internal: ih,
         tasks,
+        relay,
+        shutdown,
     })
 }

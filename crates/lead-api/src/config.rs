@@ -18,6 +18,8 @@ pub struct ApiConfig {
     pub allow_cidrs: Vec<ipnet::IpNet>,
     pub db_pool_size: usize,
     pub http_workers: usize,
+    pub topology_prefix: String,
+    pub retry_delays_ms: Vec<u64>,
 }
 
 impl ApiConfig {
@@ -49,10 +51,41 @@ impl ApiConfig {
             db_pool_size: optional("QUALIFIER_DB_POOL_SIZE").map_or(Ok(16), |_| {
                 positive("QUALIFIER_DB_POOL_SIZE", "16").map(|n| n as usize)
             })?,
+            topology_prefix: topology_prefix()?,
+            retry_delays_ms: retry_delays()?,
             http_workers: match optional("QUALIFIER_HTTP_WORKERS") {
                 Some(_) => positive("QUALIFIER_HTTP_WORKERS", "1")? as usize,
                 None => std::thread::available_parallelism().map_or(2, |n| n.get()),
             },
         })
     }
+}
+
+/// `QUALIFIER_TOPOLOGY_PREFIX`: letters, digits, `.`, `_`, `-` (it becomes part of queue names).
+pub fn topology_prefix() -> Result<String, EnvError> {
+    let p = with_default("QUALIFIER_TOPOLOGY_PREFIX", "qualifier");
+    if p.len() > 100
+        || !p
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
+    {
+        return Err(EnvError::new(
+            "QUALIFIER_TOPOLOGY_PREFIX",
+            "must be 1-100 of [A-Za-z0-9._-]",
+        ));
+    }
+    Ok(p)
+}
+
+/// `QUALIFIER_RETRY_DELAYS_MS`: exactly the 4 waits before attempts 2..5.
+pub fn retry_delays() -> Result<Vec<u64>, EnvError> {
+    let d =
+        qualifier_config::millis_list("QUALIFIER_RETRY_DELAYS_MS", "30000,120000,480000,1920000")?;
+    if d.len() != 4 || d.contains(&0) {
+        return Err(EnvError::new(
+            "QUALIFIER_RETRY_DELAYS_MS",
+            "must be 4 positive millisecond waits (attempts 2..5)",
+        ));
+    }
+    Ok(d)
 }

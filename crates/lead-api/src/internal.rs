@@ -36,6 +36,12 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .service(
             r("/internal/v1/orgs/{org}/leads/{id}/handoffs/{hid}/release")
                 .route(web::post().to(release_handoff)),
+        )
+        .service(r("/internal/v1/orgs/{org}/deliveries").route(web::get().to(list_deliveries)))
+        .service(r("/internal/v1/orgs/{org}/deliveries/{id}").route(web::get().to(get_delivery)))
+        .service(
+            r("/internal/v1/orgs/{org}/deliveries/{id}/replay")
+                .route(web::post().to(replay_delivery)),
         );
 }
 
@@ -299,4 +305,67 @@ async fn release_handoff(
     let hid = path_id(&path.2, "Handoff not found")?;
     let handoff = st.store.release_handoff(org_id, lead_id, hid).await?;
     Ok(HttpResponse::Ok().json(json!({ "handoff": handoff })))
+}
+
+#[derive(serde::Deserialize)]
+struct DeliveryQuery {
+    status: Option<String>,
+    limit: Option<String>,
+}
+
+async fn list_deliveries(
+    req: HttpRequest,
+    path: web::Path<String>,
+    st: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    st.authenticate_internal(&req)?;
+    // Parsed by hand so a bad query string gets the contract's 422, not actix's own error.
+    let q = web::Query::<DeliveryQuery>::from_query(req.query_string())
+        .map_err(|_| ApiError::Unprocessable("Invalid query string".into()))?;
+    let status = match q.status.as_deref().filter(|s| !s.is_empty()) {
+        Some(s) if qualifier_store::deliveries::status::ALL.contains(&s) => Some(s),
+        Some(_) => {
+            return Err(ApiError::Unprocessable(
+                "status must be one of pending, succeeded, failed, dead, skipped".into(),
+            ));
+        }
+        None => None,
+    };
+    let limit = match q.limit.as_deref().filter(|s| !s.is_empty()) {
+        None => 50,
+        Some(l) => l
+            .parse::<i64>()
+            .ok()
+            .filter(|n| (1..=500).contains(n))
+            .ok_or_else(|| {
+                ApiError::Unprocessable("limit must be an integer from 1 to 500".into())
+            })?,
+    };
+    let org_id = path_id(&path, ORG_NOT_FOUND)?;
+    let deliveries = st.store.list_deliveries(org_id, status, limit).await?;
+    Ok(HttpResponse::Ok().json(json!({ "deliveries": deliveries })))
+}
+
+async fn get_delivery(
+    req: HttpRequest,
+    path: web::Path<(String, String)>,
+    st: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    st.authenticate_internal(&req)?;
+    let org_id = path_id(&path.0, ORG_NOT_FOUND)?;
+    let id = path_id(&path.1, "Delivery not found")?;
+    let delivery = st.store.get_delivery(org_id, id).await?;
+    Ok(HttpResponse::Ok().json(json!({ "delivery": delivery })))
+}
+
+async fn replay_delivery(
+    req: HttpRequest,
+    path: web::Path<(String, String)>,
+    st: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    st.authenticate_internal(&req)?;
+    let org_id = path_id(&path.0, ORG_NOT_FOUND)?;
+    let id = path_id(&path.1, "Delivery not found")?;
+    st.store.replay_delivery(org_id, id).await?;
+    Ok(HttpResponse::Accepted().json(json!({ "status": "pending" })))
 }

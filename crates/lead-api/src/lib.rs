@@ -6,6 +6,7 @@ pub mod config;
 pub mod error;
 pub mod internal;
 pub mod public;
+pub mod relay;
 pub mod state;
 
 pub use app::{RunningApi, start};

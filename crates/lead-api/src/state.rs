@@ -15,6 +15,7 @@ pub struct AppState {
     /// says nothing about the token.
     pub internal_token_digest: Vec<u8>,
     pub egress: EgressPolicy,
+    pub relay: std::sync::Arc<crate::relay::RelayStatus>,
 }
 
 /// What the rate-limit headers of an authenticated response say; stored in the request's

@@ -18,6 +18,7 @@ pub async fn append(
             outbox::org_id.eq(env.org_id),
             outbox::event_type.eq(env.event_type.as_str()),
             outbox::payload.eq(env.to_bytes()),
+            outbox::delivery_id.eq(uuid::Uuid::new_v4()),
         ))
         .execute(conn)
         .await?;

@@ -75,6 +75,14 @@ diesel::table! {
         event_type -> Text,
         payload -> Bytea,
         created_at -> Timestamptz,
+        delivery_id -> Uuid,
+        published_at -> Nullable<Timestamptz>,
+        status -> Text,
+        attempts -> Int4,
+        last_status_code -> Nullable<Int4>,
+        last_error -> Nullable<Text>,
+        attempt_log -> Jsonb,
+        updated_at -> Timestamptz,
     }
 }
 

@@ -144,3 +144,49 @@ impl Drop for TestDb {
         .join();
     }
 }
+
+/// The broker tests run against.
+pub fn amqp_url() -> String {
+    std::env::var("QUALIFIER_TEST_AMQP")
+        .unwrap_or_else(|_| "amqp://guest:guest@127.0.0.1:5672/%2f".into())
+}
+
+/// A topology prefix of this test's own; its exchanges and queues are deleted on drop.
+pub struct TestTopology {
+    pub prefix: String,
+    pub retry_delays_ms: Vec<u64>,
+}
+
+impl TestTopology {
+    pub fn new(retry_delays_ms: Vec<u64>) -> TestTopology {
+        TestTopology {
+            prefix: format!("qtest_{}", uuid::Uuid::new_v4().simple()),
+            retry_delays_ms,
+        }
+    }
+
+    pub fn topology(&self) -> qualifier_bus::Topology {
+        qualifier_bus::Topology::new(self.prefix.clone(), self.retry_delays_ms.clone())
+    }
+}
+
+impl Drop for TestTopology {
+    fn drop(&mut self) {
+        let topo = self.topology();
+        let _ = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
+            rt.block_on(async {
+                if let Ok(conn) = qualifier_bus::connect(&amqp_url()).await
+                    && let Ok(ch) = conn.create_channel().await
+                {
+                    let _ = topo.delete(&ch).await;
+                    let _ = conn.close(200, "test done".into()).await;
+                }
+            });
+        })
+        .join();
+    }
+}

@@ -1,6 +1,6 @@
 use lead_api::{ApiConfig, RunningApi};
 use qualifier_store::SecretKey;
-use qualifier_testkit::TestDb;
+use qualifier_testkit::{TestDb, TestTopology};
 use reqwest::{Client, Method, Response};
 use serde_json::{Value, json};
 
@@ -8,6 +8,7 @@ pub const INTERNAL_TOKEN: &str = "test-internal-token-0123456789";
 
 pub struct TestApp {
     pub db: TestDb,
+    pub topo: TestTopology,
     pub api: Option<RunningApi>,
     pub public: String,
     pub internal: String,
@@ -22,10 +23,12 @@ pub fn client() -> Client {
         .unwrap()
 }
 
-pub fn config(db: &TestDb) -> ApiConfig {
+pub fn config(db: &TestDb, topo: &TestTopology) -> ApiConfig {
     ApiConfig {
         database_url: db.url.clone(),
-        amqp_url: "amqp://guest:guest@127.0.0.1:5672/%2f".into(),
+        amqp_url: qualifier_testkit::amqp_url(),
+        topology_prefix: topo.prefix.clone(),
+        retry_delays_ms: topo.retry_delays_ms.clone(),
         http_addr: "127.0.0.1:0".parse().unwrap(),
         internal_addr: "127.0.0.1:0".parse().unwrap(),
         internal_token: INTERNAL_TOKEN.into(),
@@ -44,8 +47,13 @@ impl TestApp {
     }
 
     pub async fn spawn_with(tweak: impl FnOnce(&mut ApiConfig)) -> TestApp {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()))
+            .with_test_writer()
+            .try_init();
         let db = TestDb::new().await;
-        let mut cfg = config(&db);
+        let topo = TestTopology::new(vec![50, 50, 50, 50]);
+        let mut cfg = config(&db, &topo);
         tweak(&mut cfg);
         let api = lead_api::start(cfg).await.expect("start lead-api");
         TestApp {
@@ -53,6 +61,7 @@ impl TestApp {
             internal: format!("http://{}", api.internal_addr),
             api: Some(api),
             db,
+            topo,
             http: client(),
         }
     }

@@ -128,23 +128,23 @@ async fn inbound_validates_and_scopes_to_the_org() {
 async fn health_and_readiness() {
     let app = TestApp::spawn().await;
     for base in [&app.public, &app.internal] {
-        assert_eq!(
-            app.http
-                .get(format!("{base}/healthz"))
-                .send()
-                .await
-                .unwrap()
-                .status(),
-            200
-        );
-        assert_eq!(
-            app.http
-                .get(format!("{base}/readyz"))
-                .send()
-                .await
-                .unwrap()
-                .status(),
-            200
-        );
+        let healthz = app
+            .http
+            .get(format!("{base}/healthz"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(healthz.status(), 200);
+        // Ready once the relay has connected to RabbitMQ (a few milliseconds after start).
+        let mut status = 0;
+        for _ in 0..100 {
+            let r = app.http.get(format!("{base}/readyz")).send().await.unwrap();
+            status = r.status().as_u16();
+            if status == 200 {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        assert_eq!(status, 200);
     }
 }

@@ -57,7 +57,7 @@ async fn two_instances_on_one_database_admit_no_more_than_one_bucket() {
     let app = TestApp::spawn().await;
     let (_, token) = app.org().await;
     // A second lead-api process-equivalent: its own pool and servers, the same database.
-    let second = lead_api::start(config(&app.db)).await.unwrap();
+    let second = lead_api::start(config(&app.db, &app.topo)).await.unwrap();
     let urls = [app.public.clone(), format!("http://{}", second.public_addr)];
     let http = client();
     let path = format!("/api/v1/leads/{}", uuid::Uuid::new_v4());

@@ -1,0 +1,259 @@
+#![doc = include_str!("../README.md")]
+
+use lapin::options::{
+    BasicPublishOptions, ConfirmSelectOptions, ExchangeDeclareOptions, ExchangeDeleteOptions,
+    QueueBindOptions, QueueDeclareOptions, QueueDeleteOptions,
+};
+use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
+use lapin::{BasicProperties, Channel, Connection, ConnectionProperties, ExchangeKind};
+
+pub use lapin;
+
+/// Message headers the relay sets and the worker reads.
+pub mod headers {
+    pub const DELIVERY_ID: &str = "x-qualifier-delivery-id";
+    pub const EVENT_ID: &str = "x-qualifier-event-id";
+    pub const ORG_ID: &str = "x-qualifier-org-id";
+    pub const EVENT_TYPE: &str = "x-qualifier-event-type";
+    /// 1-based attempt number within the current cycle of 5 (a replay starts a new cycle).
+    pub const ATTEMPT: &str = "x-qualifier-attempt";
+    /// W3C trace context of the request that caused the event.
+    pub const TRACEPARENT: &str = "traceparent";
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum BusError {
+    #[error("amqp: {0}")]
+    Amqp(#[from] lapin::Error),
+    #[error("broker refused the message (nack)")]
+    Nacked,
+}
+
+/// Every exchange and queue name, under `QUALIFIER_TOPOLOGY_PREFIX`.
+#[derive(Debug, Clone)]
+pub struct Topology {
+    pub prefix: String,
+    /// The waits before attempts 2..5, in milliseconds.
+    pub retry_delays_ms: Vec<u64>,
+}
+
+impl Topology {
+    pub fn new(prefix: impl Into<String>, retry_delays_ms: Vec<u64>) -> Self {
+        Topology {
+            prefix: prefix.into(),
+            retry_delays_ms,
+        }
+    }
+    pub fn events_exchange(&self) -> String {
+        format!("{}.events", self.prefix)
+    }
+    pub fn work_queue(&self) -> String {
+        format!("{}.deliveries", self.prefix)
+    }
+    /// The wait is part of the name: queue arguments cannot change in place, so a new
+    /// configuration gets new queues instead of a PRECONDITION_FAILED at start.
+    pub fn retry_queue(&self, index: usize) -> String {
+        format!(
+            "{}.retry.{}.{}ms",
+            self.prefix,
+            index + 1,
+            self.retry_delays_ms[index]
+        )
+    }
+    pub fn dead_exchange(&self) -> String {
+        format!("{}.dead", self.prefix)
+    }
+    pub fn dead_queue(&self) -> String {
+        format!("{}.dead", self.prefix)
+    }
+
+    fn quorum_args() -> FieldTable {
+        let mut t = FieldTable::default();
+        // Quorum queues replicate and fsync: a broker restart or node loss keeps the messages.
+        t.insert(
+            "x-queue-type".into(),
+            AMQPValue::LongString("quorum".into()),
+        );
+        t
+    }
+
+    /// Declares everything; safe to call from every process at every start.
+    pub async fn declare(&self, ch: &Channel) -> Result<(), BusError> {
+        let durable = ExchangeDeclareOptions {
+            durable: true,
+            ..Default::default()
+        };
+        let qdurable = QueueDeclareOptions {
+            durable: true,
+            ..Default::default()
+        };
+        ch.exchange_declare(
+            self.events_exchange().into(),
+            ExchangeKind::Topic,
+            durable,
+            FieldTable::default(),
+        )
+        .await?;
+        ch.queue_declare(self.work_queue().into(), qdurable, Self::quorum_args())
+            .await?;
+        // Every event type goes to the work queue; the worker decides per org what to send.
+        ch.queue_bind(
+            self.work_queue().into(),
+            self.events_exchange().into(),
+            "#".into(),
+            QueueBindOptions::default(),
+            FieldTable::default(),
+        )
+        .await?;
+        for i in 0..self.retry_delays_ms.len() {
+            let mut args = Self::quorum_args();
+            // Messages wait here for the delay, then expire back to the work queue.
+            args.insert(
+                "x-message-ttl".into(),
+                AMQPValue::LongLongInt(self.retry_delays_ms[i] as i64),
+            );
+            args.insert(
+                "x-dead-letter-exchange".into(),
+                AMQPValue::LongString("".into()),
+            );
+            args.insert(
+                "x-dead-letter-routing-key".into(),
+                AMQPValue::LongString(self.work_queue().into()),
+            );
+            // At-least-once dead-lettering: the broker keeps the message until the work queue
+            // confirmed it (the default for quorum queues is at-most-once). Requires reject-publish.
+            args.insert(
+                "x-dead-letter-strategy".into(),
+                AMQPValue::LongString("at-least-once".into()),
+            );
+            args.insert(
+                "x-overflow".into(),
+                AMQPValue::LongString("reject-publish".into()),
+            );
+            ch.queue_declare(self.retry_queue(i).into(), qdurable, args)
+                .await?;
+        }
+        ch.exchange_declare(
+            self.dead_exchange().into(),
+            ExchangeKind::Fanout,
+            durable,
+            FieldTable::default(),
+        )
+        .await?;
+        ch.queue_declare(self.dead_queue().into(), qdurable, Self::quorum_args())
+            .await?;
+        ch.queue_bind(
+            self.dead_queue().into(),
+            self.dead_exchange().into(),
+            "".into(),
+            QueueBindOptions::default(),
+            FieldTable::default(),
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// Removes everything (tests own a prefix and remove it when done).
+    pub async fn delete(&self, ch: &Channel) -> Result<(), BusError> {
+        let mut queues = vec![self.work_queue(), self.dead_queue()];
+        queues.extend((0..self.retry_delays_ms.len()).map(|i| self.retry_queue(i)));
+        for q in queues {
+            ch.queue_delete(q.into(), QueueDeleteOptions::default())
+                .await?;
+        }
+        for x in [self.events_exchange(), self.dead_exchange()] {
+            ch.exchange_delete(x.into(), ExchangeDeleteOptions::default())
+                .await?;
+        }
+        Ok(())
+    }
+}
+
+pub async fn connect(url: &str) -> Result<Connection, BusError> {
+    let props = ConnectionProperties::default().with_connection_name("qualifier".into());
+    Ok(Connection::connect(url, props).await?)
+}
+
+/// A message to publish: body bytes plus headers.
+#[derive(Debug, Clone)]
+pub struct Outgoing<'a> {
+    pub exchange: &'a str,
+    pub routing_key: &'a str,
+    pub body: &'a [u8],
+    pub headers: Vec<(&'static str, String)>,
+    pub message_id: Option<String>,
+}
+
+/// A channel in confirm mode. `publish_all` sends a batch and returns only when the broker has
+/// confirmed every message (persisted, for durable queues), so callers may then forget them.
+#[derive(Clone)]
+pub struct Publisher {
+    channel: Channel,
+}
+
+impl Publisher {
+    pub async fn new(conn: &Connection) -> Result<Publisher, BusError> {
+        let channel = conn.create_channel().await?;
+        channel
+            .confirm_select(ConfirmSelectOptions::default())
+            .await?;
+        Ok(Publisher { channel })
+    }
+
+    pub fn channel(&self) -> &Channel {
+        &self.channel
+    }
+
+    pub fn properties(msg: &Outgoing<'_>) -> BasicProperties {
+        let mut table = FieldTable::default();
+        for (k, v) in &msg.headers {
+            table.insert(
+                ShortString::from(*k),
+                AMQPValue::LongString(LongString::from(v.as_str())),
+            );
+        }
+        let mut props = BasicProperties::default()
+            .with_delivery_mode(2) // persistent
+            .with_content_type("application/json".into())
+            .with_headers(table);
+        if let Some(id) = &msg.message_id {
+            props = props.with_message_id(id.as_str().into());
+        }
+        props
+    }
+
+    pub async fn publish_all(&self, msgs: &[Outgoing<'_>]) -> Result<(), BusError> {
+        let mut confirms = Vec::with_capacity(msgs.len());
+        for m in msgs {
+            let c = self
+                .channel
+                .basic_publish(
+                    m.exchange.into(),
+                    m.routing_key.into(),
+                    BasicPublishOptions::default(),
+                    m.body,
+                    Self::properties(m),
+                )
+                .await?;
+            confirms.push(c);
+        }
+        for c in confirms {
+            if !c.await?.is_ack() {
+                return Err(BusError::Nacked);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Reads a string header set by [`Publisher`].
+pub fn header_str(props: &BasicProperties, key: &str) -> Option<String> {
+    let table = props.headers().as_ref()?;
+    match table.inner().get(key)? {
+        AMQPValue::LongString(s) => Some(String::from_utf8_lossy(s.as_bytes()).into_owned()),
+        AMQPValue::ShortString(s) => Some(s.as_str().to_owned()),
+        AMQPValue::LongLongInt(n) => Some(n.to_string()),
+        AMQPValue::LongInt(n) => Some(n.to_string()),
+        _ => None,
+    }
+}

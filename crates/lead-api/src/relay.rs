@@ -1,0 +1,168 @@
+//! The outbox relay: moves committed events from the `outbox` table to RabbitMQ.
+//!
+//! It runs inside every `lead-api` process (one less thing to deploy; replicas are safe because
+//! each batch is claimed with `FOR UPDATE SKIP LOCKED`). A batch is published with publisher
+//! confirms and marked published in the same transaction only after every confirm arrived, so a
+//! crash at any point re-publishes (same delivery ids) and never drops. It wakes on the
+//! `qualifier_outbox` NOTIFY sent at commit, with a one-second poll as a safety net.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use qualifier_bus::{Outgoing, Publisher, Topology, headers};
+use qualifier_store::Store;
+use qualifier_store::deliveries::{Unpublished, relay_batch};
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+const BATCH: i64 = 500;
+const POLL: Duration = Duration::from_secs(1);
+
+#[derive(Default)]
+pub struct RelayStatus {
+    /// True while connected to RabbitMQ with the topology declared (half of `/readyz`).
+    pub broker_ready: AtomicBool,
+}
+
+pub struct Relay {
+    pub store: Store,
+    pub database_url: String,
+    pub amqp_url: String,
+    pub topology: Topology,
+    pub status: Arc<RelayStatus>,
+}
+
+async fn sleep_or_cancel(d: Duration, shutdown: &CancellationToken) {
+    tokio::select! { _ = tokio::time::sleep(d) => {}, _ = shutdown.cancelled() => {} }
+}
+
+/// Keeps a LISTEN connection open and turns each notification into a wake-up.
+async fn listen(database_url: String, wake: Arc<Notify>, shutdown: CancellationToken) {
+    while !shutdown.is_cancelled() {
+        match tokio_postgres::connect(&database_url, tokio_postgres::NoTls).await {
+            Ok((client, mut connection)) => {
+                let wake2 = wake.clone();
+                let pump = tokio::spawn(async move {
+                    let mut messages =
+                        futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
+                    while let Some(Ok(msg)) = messages.next().await {
+                        if matches!(msg, tokio_postgres::AsyncMessage::Notification(_)) {
+                            wake2.notify_one();
+                        }
+                    }
+                });
+                if client
+                    .batch_execute("LISTEN qualifier_outbox")
+                    .await
+                    .is_ok()
+                {
+                    // Anything committed while we were not listening is picked up now.
+                    wake.notify_one();
+                    tokio::select! { _ = pump => {}, _ = shutdown.cancelled() => return }
+                } else {
+                    pump.abort();
+                }
+                tracing::warn!("outbox LISTEN connection lost; reconnecting");
+            }
+            Err(e) => tracing::warn!(error = %e, "outbox LISTEN connection failed"),
+        }
+        sleep_or_cancel(Duration::from_secs(1), &shutdown).await;
+    }
+}
+
+fn to_message<'a>(topology_exchange: &'a str, row: &'a Unpublished) -> Outgoing<'a> {
+    Outgoing {
+        exchange: topology_exchange,
+        routing_key: &row.event_type,
+        body: &row.payload,
+        headers: vec![
+            (headers::DELIVERY_ID, row.delivery_id.to_string()),
+            (headers::EVENT_ID, row.event_id.to_string()),
+            (headers::ORG_ID, row.org_id.to_string()),
+            (headers::EVENT_TYPE, row.event_type.clone()),
+            (headers::ATTEMPT, "1".to_owned()),
+        ],
+        message_id: Some(row.delivery_id.to_string()),
+    }
+}
+
+impl Relay {
+    /// Publishes batches until the outbox is empty; returns how many rows left.
+    async fn drain(&self, publisher: &Publisher) -> Result<usize, String> {
+        let exchange = self.topology.events_exchange();
+        let mut total = 0;
+        loop {
+            let mut conn = self.store.pool.get().await.map_err(|e| e.to_string())?;
+            let exchange = &exchange;
+            let n = relay_batch(&mut conn, BATCH, |rows| async move {
+                let msgs: Vec<Outgoing<'_>> =
+                    rows.iter().map(|r| to_message(exchange, r)).collect();
+                publisher
+                    .publish_all(&msgs)
+                    .await
+                    .map_err(|e| e.to_string())
+            })
+            .await
+            .map_err(|e| e.to_string())?;
+            total += n;
+            if n < BATCH as usize {
+                return Ok(total);
+            }
+        }
+    }
+
+    pub async fn run(self, shutdown: CancellationToken) {
+        let wake = Arc::new(Notify::new());
+        let listener = tokio::spawn(listen(
+            self.database_url.clone(),
+            wake.clone(),
+            shutdown.clone(),
+        ));
+        while !shutdown.is_cancelled() {
+            let connected = async {
+                let conn = qualifier_bus::connect(&self.amqp_url).await?;
+                let publisher = Publisher::new(&conn).await?;
+                self.topology.declare(publisher.channel()).await?;
+                Ok::<_, qualifier_bus::BusError>((conn, publisher))
+            }
+            .await;
+            let (conn, publisher) = match connected {
+                Ok(c) => c,
+                Err(e) => {
+                    tracing::warn!(error = %e, "relay cannot reach RabbitMQ; retrying");
+                    self.status.broker_ready.store(false, Ordering::Relaxed);
+                    sleep_or_cancel(Duration::from_secs(1), &shutdown).await;
+                    continue;
+                }
+            };
+            self.status.broker_ready.store(true, Ordering::Relaxed);
+            tracing::info!("outbox relay connected");
+            while !shutdown.is_cancelled() {
+                match self.drain(&publisher).await {
+                    Ok(n) => {
+                        if n > 0 {
+                            tracing::debug!(published = n, "outbox relayed");
+                        }
+                        tokio::select! {
+                            _ = wake.notified() => {}
+                            _ = tokio::time::sleep(POLL) => {}
+                            _ = shutdown.cancelled() => {}
+                        }
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "outbox relay batch failed; it stays in the outbox");
+                        if !conn.status().connected() {
+                            break;
+                        }
+                        sleep_or_cancel(Duration::from_millis(200), &shutdown).await;
+                    }
+                }
+            }
+            self.status.broker_ready.store(false, Ordering::Relaxed);
+            let _ = conn.close(200, "shutdown".into()).await;
+        }
+        listener.abort();
+    }
+}

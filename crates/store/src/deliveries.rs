@@ -1,0 +1,281 @@
+//! The delivery log: one delivery per event (the outbox row), its status and its attempts;
+//! and the relay's view of the outbox (unpublished rows).
+
+use diesel::sql_types::{Array, Int8};
+use diesel::{
+    ExpressionMethods, OptionalExtension, QueryDsl, Queryable, Selectable, SelectableHelper,
+};
+use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+use serde::Serialize;
+use serde_json::{Value, json};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use crate::schema::outbox;
+use crate::{Store, StoreError};
+
+/// Delivery statuses (contract section 3).
+pub mod status {
+    pub const PENDING: &str = "pending";
+    pub const SUCCEEDED: &str = "succeeded";
+    pub const FAILED: &str = "failed";
+    pub const DEAD: &str = "dead";
+    pub const SKIPPED: &str = "skipped";
+    pub const ALL: [&str; 5] = [PENDING, SUCCEEDED, FAILED, DEAD, SKIPPED];
+}
+
+/// An outbox row the relay must publish.
+#[derive(Debug, Clone, Queryable, Selectable)]
+#[diesel(table_name = outbox)]
+pub struct Unpublished {
+    pub seq: i64,
+    pub delivery_id: Uuid,
+    pub event_id: Uuid,
+    pub org_id: Uuid,
+    pub event_type: String,
+    pub payload: Vec<u8>,
+    pub created_at: OffsetDateTime,
+}
+
+#[derive(Debug, Clone, Queryable, Selectable)]
+#[diesel(table_name = outbox)]
+struct DeliveryRow {
+    delivery_id: Uuid,
+    event_id: Uuid,
+    event_type: String,
+    status: String,
+    attempts: i32,
+    last_status_code: Option<i32>,
+    last_error: Option<String>,
+    attempt_log: Value,
+    created_at: OffsetDateTime,
+    updated_at: OffsetDateTime,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Delivery {
+    pub id: Uuid,
+    pub event_id: Uuid,
+    pub event_type: String,
+    pub status: String,
+    pub attempts: i32,
+    pub last_status_code: Option<i32>,
+    pub last_error: Option<String>,
+    #[serde(with = "qualifier_domain::timefmt::millis")]
+    pub created_at: OffsetDateTime,
+    #[serde(with = "qualifier_domain::timefmt::millis")]
+    pub updated_at: OffsetDateTime,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct DeliveryDetail {
+    #[serde(flatten)]
+    pub delivery: Delivery,
+    pub attempt_log: Value,
+}
+
+impl DeliveryRow {
+    fn summary(&self) -> Delivery {
+        Delivery {
+            id: self.delivery_id,
+            event_id: self.event_id,
+            event_type: self.event_type.clone(),
+            status: self.status.clone(),
+            attempts: self.attempts,
+            last_status_code: self.last_status_code,
+            last_error: self.last_error.clone(),
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+        }
+    }
+}
+
+/// One attempt's outcome, as recorded in `attempt_log`.
+#[derive(Debug, Clone)]
+pub struct AttemptRecord {
+    pub started_at: OffsetDateTime,
+    pub duration_ms: u64,
+    pub status_code: Option<u16>,
+    pub error: Option<String>,
+}
+
+/// Claims up to `limit` unpublished rows (skipping rows another relay holds), lets `publish`
+/// send them, and marks them published in the same transaction once it returns Ok. A crash or
+/// an error before the commit leaves them unpublished, to be sent again (same delivery ids).
+pub async fn relay_batch<F, Fut>(
+    conn: &mut AsyncPgConnection,
+    limit: i64,
+    publish: F,
+) -> Result<usize, StoreError>
+where
+    F: FnOnce(Vec<Unpublished>) -> Fut + Send,
+    Fut: std::future::Future<Output = Result<(), String>> + Send,
+{
+    conn.transaction::<usize, StoreError, _>(async move |conn| {
+        let rows: Vec<Unpublished> = outbox::table
+            .filter(outbox::published_at.is_null())
+            .order(outbox::seq.asc())
+            .limit(limit)
+            .select(Unpublished::as_select())
+            .for_update()
+            .skip_locked()
+            .load(conn)
+            .await?;
+        if rows.is_empty() {
+            return Ok(0);
+        }
+        let seqs: Vec<i64> = rows.iter().map(|r| r.seq).collect();
+        publish(rows).await.map_err(StoreError::Unavailable)?;
+        diesel::sql_query("UPDATE outbox SET published_at = clock_timestamp() WHERE seq = ANY($1)")
+            .bind::<Array<Int8>, _>(&seqs)
+            .execute(conn)
+            .await?;
+        Ok(seqs.len())
+    })
+    .await
+}
+
+/// Rows not yet published and the age of the oldest (for metrics and the backlog alert).
+pub async fn backlog(
+    conn: &mut AsyncPgConnection,
+) -> Result<(i64, Option<OffsetDateTime>), StoreError> {
+    use diesel::dsl::{count_star, min};
+    let (n, oldest): (i64, Option<OffsetDateTime>) = outbox::table
+        .filter(outbox::published_at.is_null())
+        .select((count_star(), min(outbox::created_at)))
+        .first(conn)
+        .await?;
+    Ok((n, oldest))
+}
+
+impl Store {
+    /// The status of a delivery, to drop duplicates of work already finished.
+    pub async fn delivery_status(&self, delivery_id: Uuid) -> Result<Option<String>, StoreError> {
+        let mut conn = self.conn().await?;
+        Ok(outbox::table
+            .filter(outbox::delivery_id.eq(delivery_id))
+            .select(outbox::status)
+            .first(&mut conn)
+            .await
+            .optional()?)
+    }
+
+    /// Records an attempt and the status it leads to, in one write.
+    pub async fn record_attempt(
+        &self,
+        delivery_id: Uuid,
+        attempt: u32,
+        rec: &AttemptRecord,
+        new_status: &str,
+    ) -> Result<(), StoreError> {
+        let entry = json!({
+            "attempt": attempt,
+            "started_at": qualifier_domain::timefmt::format(rec.started_at),
+            "duration_ms": rec.duration_ms,
+            "status_code": rec.status_code,
+            "error": rec.error,
+        });
+        let mut conn = self.conn().await?;
+        diesel::sql_query(
+            "UPDATE outbox SET status = $2, attempts = attempts + 1, last_status_code = $3, last_error = $4,
+                    attempt_log = attempt_log || jsonb_build_array($5::jsonb), updated_at = clock_timestamp()
+             WHERE delivery_id = $1",
+        )
+        .bind::<diesel::sql_types::Uuid, _>(delivery_id)
+        .bind::<diesel::sql_types::Text, _>(new_status)
+        .bind::<diesel::sql_types::Nullable<diesel::sql_types::Int4>, _>(rec.status_code.map(i32::from))
+        .bind::<diesel::sql_types::Nullable<diesel::sql_types::Text>, _>(rec.error.as_deref())
+        .bind::<diesel::sql_types::Jsonb, _>(entry)
+        .execute(&mut conn)
+        .await?;
+        Ok(())
+    }
+
+    /// Ends a delivery without a request (webhook missing, disabled or not subscribed).
+    pub async fn mark_skipped(&self, delivery_id: Uuid, reason: &str) -> Result<(), StoreError> {
+        let mut conn = self.conn().await?;
+        diesel::update(outbox::table.filter(outbox::delivery_id.eq(delivery_id)))
+            .set((
+                outbox::status.eq(status::SKIPPED),
+                outbox::last_error.eq(reason),
+                outbox::updated_at.eq(qualifier_domain::timefmt::now_millis()),
+            ))
+            .execute(&mut conn)
+            .await?;
+        Ok(())
+    }
+
+    pub async fn list_deliveries(
+        &self,
+        org_id: Uuid,
+        status: Option<&str>,
+        limit: i64,
+    ) -> Result<Vec<Delivery>, StoreError> {
+        let mut conn = self.conn().await?;
+        let mut q = outbox::table.filter(outbox::org_id.eq(org_id)).into_boxed();
+        if let Some(s) = status {
+            q = q.filter(outbox::status.eq(s.to_owned()));
+        }
+        let rows: Vec<DeliveryRow> = q
+            .order(outbox::seq.desc())
+            .limit(limit)
+            .select(DeliveryRow::as_select())
+            .load(&mut conn)
+            .await?;
+        Ok(rows.iter().map(DeliveryRow::summary).collect())
+    }
+
+    pub async fn get_delivery(
+        &self,
+        org_id: Uuid,
+        delivery_id: Uuid,
+    ) -> Result<DeliveryDetail, StoreError> {
+        let mut conn = self.conn().await?;
+        let row: DeliveryRow = outbox::table
+            .filter(outbox::org_id.eq(org_id))
+            .filter(outbox::delivery_id.eq(delivery_id))
+            .select(DeliveryRow::as_select())
+            .first(&mut conn)
+            .await
+            .optional()?
+            .ok_or(StoreError::NotFound("Delivery not found"))?;
+        Ok(DeliveryDetail {
+            delivery: row.summary(),
+            attempt_log: row.attempt_log.clone(),
+        })
+    }
+
+    /// Replay: a finished delivery (dead, succeeded or skipped) gets a fresh cycle of 5 attempts
+    /// under the same delivery id. The row goes back to the relay (unpublished), which sends it
+    /// again with attempt 1; no broker access is needed in the request.
+    pub async fn replay_delivery(&self, org_id: Uuid, delivery_id: Uuid) -> Result<(), StoreError> {
+        let mut conn = self.conn().await?;
+        conn.transaction::<(), StoreError, _>(async move |conn| {
+            let current: String = outbox::table
+                .filter(outbox::org_id.eq(org_id))
+                .filter(outbox::delivery_id.eq(delivery_id))
+                .select(outbox::status)
+                .for_update()
+                .first(conn)
+                .await
+                .optional()?
+                .ok_or(StoreError::NotFound("Delivery not found"))?;
+            if current == status::PENDING || current == status::FAILED {
+                return Err(StoreError::Conflict("Delivery is still in progress".into()));
+            }
+            diesel::update(outbox::table.filter(outbox::delivery_id.eq(delivery_id)))
+                .set((
+                    outbox::status.eq(status::PENDING),
+                    outbox::published_at.eq(None::<OffsetDateTime>),
+                    outbox::updated_at.eq(qualifier_domain::timefmt::now_millis()),
+                ))
+                .execute(conn)
+                .await?;
+            diesel::sql_query("SELECT pg_notify('qualifier_outbox', '')")
+                .execute(conn)
+                .await?;
+            Ok(())
+        })
+        .await
+    }
+}
