@@ -121,6 +121,34 @@ pub fn init_logging() -> Result<(), EnvError> {
     Ok(())
 }
 
+/// `QUALIFIER_TOPOLOGY_PREFIX`: letters, digits, `.`, `_`, `-` (it becomes part of queue names).
+pub fn topology_prefix() -> Result<String, EnvError> {
+    let p = with_default("QUALIFIER_TOPOLOGY_PREFIX", "qualifier");
+    if p.len() > 100
+        || !p
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
+    {
+        return Err(EnvError::new(
+            "QUALIFIER_TOPOLOGY_PREFIX",
+            "must be 1-100 of [A-Za-z0-9._-]",
+        ));
+    }
+    Ok(p)
+}
+
+/// `QUALIFIER_RETRY_DELAYS_MS`: exactly the 4 waits before attempts 2..5.
+pub fn retry_delays() -> Result<Vec<u64>, EnvError> {
+    let d = millis_list("QUALIFIER_RETRY_DELAYS_MS", "30000,120000,480000,1920000")?;
+    if d.len() != 4 || d.contains(&0) {
+        return Err(EnvError::new(
+            "QUALIFIER_RETRY_DELAYS_MS",
+            "must be 4 positive millisecond waits (attempts 2..5)",
+        ));
+    }
+    Ok(d)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

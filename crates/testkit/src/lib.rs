@@ -4,6 +4,8 @@
 //! (`CREATE DATABASE ... TEMPLATE`, as crates.io's test-db does), and dropped when the test ends,
 //! so tests run in parallel against the real server and leave nothing behind.
 
+pub mod receiver;
+
 use std::path::Path;
 
 use tokio_postgres::NoTls;

@@ -1,0 +1,210 @@
+//! A real HTTPS webhook receiver for tests: rustls with a certificate generated per receiver,
+//! every request recorded, every signature checked with RustCrypto's HMAC (independent of the
+//! project's signing code), and a behaviour the test can change (answer, fail, hang).
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
+
+/// One request as the receiver saw it.
+#[derive(Debug, Clone)]
+pub struct Received {
+    pub headers: HashMap<String, String>,
+    pub body: Vec<u8>,
+    /// Index into the secrets set with [`Receiver::set_secrets`] of the one that verified the
+    /// signature, if any did.
+    pub verified_with: Option<usize>,
+    pub at: Instant,
+}
+
+impl Received {
+    pub fn header(&self, name: &str) -> &str {
+        self.headers
+            .get(&name.to_ascii_lowercase())
+            .map(String::as_str)
+            .unwrap_or("")
+    }
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body).expect("receiver got JSON")
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Behaviour {
+    /// 200 at once.
+    Ok,
+    /// This status at once.
+    Status(u16),
+    /// Answer 200 only after this long (past the sender's timeout, to simulate a hang).
+    Hang(Duration),
+}
+
+#[derive(Default)]
+struct State {
+    secrets: Vec<String>,
+    received: Vec<Received>,
+    behaviour: Option<Behaviour>,
+    /// Answers for the next requests, before `behaviour` applies.
+    script: Vec<Behaviour>,
+}
+
+pub struct Receiver {
+    /// `https://127.0.0.1:<port>/hooks/qualifier`
+    pub url: String,
+    /// The receiver's certificate, as the CA file webhook-delivery must trust.
+    pub ca_file: PathBuf,
+    state: Arc<Mutex<State>>,
+    handle: actix_web::dev::ServerHandle,
+}
+
+fn expected_signature(secret: &str, body: &[u8]) -> String {
+    let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).expect("any key length");
+    mac.update(body);
+    let tag = mac.finalize().into_bytes();
+    let hex: String = tag.iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256={hex}")
+}
+
+async fn hook(
+    req: HttpRequest,
+    body: web::Bytes,
+    state: web::Data<Arc<Mutex<State>>>,
+) -> HttpResponse {
+    let behaviour = {
+        let mut st = state.lock().unwrap();
+        let sig = req
+            .headers()
+            .get("x-qualifier-signature")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_owned();
+        let verified_with = st
+            .secrets
+            .iter()
+            .position(|s| expected_signature(s, &body) == sig);
+        let headers = req
+            .headers()
+            .iter()
+            .map(|(k, v)| (k.as_str().to_owned(), v.to_str().unwrap_or("").to_owned()))
+            .collect();
+        st.received.push(Received {
+            headers,
+            body: body.to_vec(),
+            verified_with,
+            at: Instant::now(),
+        });
+        if st.script.is_empty() {
+            st.behaviour.unwrap_or(Behaviour::Ok)
+        } else {
+            st.script.remove(0)
+        }
+    };
+    match behaviour {
+        Behaviour::Ok => HttpResponse::Ok().body("ok"),
+        Behaviour::Status(code) => {
+            HttpResponse::build(actix_web::http::StatusCode::from_u16(code).unwrap())
+                .insert_header(("Location", "https://127.0.0.1:1/elsewhere"))
+                .body("no")
+        }
+        Behaviour::Hang(d) => {
+            tokio::time::sleep(d).await;
+            HttpResponse::Ok().body("late")
+        }
+    }
+}
+
+impl Receiver {
+    pub async fn start() -> Receiver {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let ck = rcgen::generate_simple_self_signed(vec!["localhost".into(), "127.0.0.1".into()])
+            .expect("cert");
+        let cert_der = rustls::pki_types::CertificateDer::from(ck.cert.der().to_vec());
+        let key_der =
+            rustls::pki_types::PrivateKeyDer::Pkcs8(ck.signing_key.serialize_der().into());
+        let tls = rustls::ServerConfig::builder()
+            .with_no_client_auth()
+            .with_single_cert(vec![cert_der], key_der)
+            .expect("tls config");
+        let ca_file = std::env::temp_dir().join(format!(
+            "qualifier-test-ca-{}.pem",
+            uuid::Uuid::new_v4().simple()
+        ));
+        std::fs::write(&ca_file, ck.cert.pem()).expect("write ca file");
+
+        let state = Arc::new(Mutex::new(State::default()));
+        let data = web::Data::new(state.clone());
+        let server = HttpServer::new(move || {
+            App::new()
+                .app_data(data.clone())
+                .route("/hooks/qualifier", web::post().to(hook))
+        })
+        .workers(2)
+        .disable_signals()
+        .shutdown_timeout(1)
+        .bind_rustls_0_23("127.0.0.1:0", tls)
+        .expect("bind receiver");
+        let port = server.addrs()[0].port();
+        let server = server.run();
+        let handle = server.handle();
+        tokio::spawn(server);
+        Receiver {
+            url: format!("https://127.0.0.1:{port}/hooks/qualifier"),
+            ca_file,
+            state,
+            handle,
+        }
+    }
+
+    pub fn set_secrets(&self, secrets: Vec<String>) {
+        self.state.lock().unwrap().secrets = secrets;
+    }
+
+    pub fn set_behaviour(&self, b: Behaviour) {
+        self.state.lock().unwrap().behaviour = Some(b);
+    }
+
+    /// The next answers, in order, before the standing behaviour applies again.
+    pub fn script(&self, answers: Vec<Behaviour>) {
+        self.state.lock().unwrap().script = answers;
+    }
+
+    pub fn received(&self) -> Vec<Received> {
+        self.state.lock().unwrap().received.clone()
+    }
+
+    /// Waits until at least `n` requests arrived (or the timeout passed) and returns them all.
+    pub async fn wait_for(&self, n: usize, timeout: Duration) -> Vec<Received> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let got = self.received();
+            if got.len() >= n || Instant::now() >= deadline {
+                return got;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.ca_file);
+        let h = self.handle.clone();
+        tokio::spawn(async move { h.stop(false).await });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn expected_signature_matches_rfc4231_case_2() {
+        assert_eq!(
+            super::expected_signature("Jefe", b"what do ya want for nothing?"),
+            "sha256=5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        );
+    }
+}

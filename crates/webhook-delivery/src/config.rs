@@ -1,0 +1,61 @@
+//! `webhook-delivery` configuration (contract section 1).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use qualifier_config::{
+    EnvError, cidrs, optional, parsed, positive, required, retry_delays, topology_prefix,
+    with_default,
+};
+use qualifier_store::SecretKey;
+
+#[derive(Clone, Debug)]
+pub struct DeliveryConfig {
+    pub database_url: String,
+    pub amqp_url: String,
+    pub secret_key: SecretKey,
+    pub topology_prefix: String,
+    pub addr: SocketAddr,
+    pub concurrency: usize,
+    pub timeout_ms: u64,
+    pub retry_delays_ms: Vec<u64>,
+    pub allow_cidrs: Vec<ipnet::IpNet>,
+    pub ca_file: Option<PathBuf>,
+    pub app_base_url: String,
+    pub db_pool_size: usize,
+}
+
+impl DeliveryConfig {
+    pub fn from_env() -> Result<DeliveryConfig, EnvError> {
+        let secret_key = SecretKey::from_base64(&required("QUALIFIER_SECRET_KEY")?)
+            .map_err(|e| EnvError::new("QUALIFIER_SECRET_KEY", e))?;
+        let concurrency = positive("QUALIFIER_DELIVERY_CONCURRENCY", "64")? as usize;
+        let ca_file = optional("QUALIFIER_WEBHOOK_CA_FILE").map(PathBuf::from);
+        if let Some(p) = &ca_file
+            && !p.is_file()
+        {
+            return Err(EnvError::new(
+                "QUALIFIER_WEBHOOK_CA_FILE",
+                format!("is not a readable file: {}", p.display()),
+            ));
+        }
+        Ok(DeliveryConfig {
+            database_url: required("DATABASE_URL")?,
+            amqp_url: required("AMQP_URL")?,
+            secret_key,
+            topology_prefix: topology_prefix()?,
+            addr: parsed("QUALIFIER_DELIVERY_ADDR", "127.0.0.1:8082")?,
+            concurrency,
+            timeout_ms: positive("QUALIFIER_DELIVERY_TIMEOUT_MS", "10000")?,
+            retry_delays_ms: retry_delays()?,
+            allow_cidrs: cidrs("QUALIFIER_WEBHOOK_ALLOW_CIDRS")?,
+            ca_file,
+            app_base_url: with_default("QUALIFIER_APP_BASE_URL", "https://app.qualifier.local"),
+            // Each in-flight delivery uses a connection for its reads and its outcome write.
+            db_pool_size: optional("QUALIFIER_DB_POOL_SIZE")
+                .map_or(Ok((concurrency / 2).clamp(4, 32) as u64), |_| {
+                    positive("QUALIFIER_DB_POOL_SIZE", "16")
+                })? as usize,
+        })
+    }
+}

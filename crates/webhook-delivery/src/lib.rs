@@ -1,0 +1,112 @@
+#![doc = include_str!("../README.md")]
+
+pub mod config;
+pub mod sender;
+pub mod worker;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use actix_web::{App, HttpResponse, HttpServer, web};
+use qualifier_bus::Topology;
+use qualifier_egress::EgressPolicy;
+use qualifier_store::Store;
+use tokio_util::sync::CancellationToken;
+
+pub use config::DeliveryConfig;
+use worker::{Worker, WorkerStatus};
+
+struct Health {
+    store: Store,
+    status: Arc<WorkerStatus>,
+}
+
+async fn healthz() -> HttpResponse {
+    HttpResponse::Ok().json(serde_json::json!({ "status": "ok" }))
+}
+
+async fn readyz(h: web::Data<Health>) -> HttpResponse {
+    let db = h.store.ping().await.is_ok();
+    let broker = h.status.broker_ready.load(Ordering::Relaxed);
+    if db && broker {
+        HttpResponse::Ok().json(serde_json::json!({ "status": "ready" }))
+    } else {
+        HttpResponse::ServiceUnavailable()
+            .insert_header(("Retry-After", "5"))
+            .json(serde_json::json!({ "error": "Service unavailable" }))
+    }
+}
+
+/// A running `webhook-delivery`.
+pub struct RunningDelivery {
+    pub addr: SocketAddr,
+    server: actix_web::dev::ServerHandle,
+    server_task: tokio::task::JoinHandle<std::io::Result<()>>,
+    worker: tokio::task::JoinHandle<()>,
+    shutdown: CancellationToken,
+}
+
+impl RunningDelivery {
+    /// Stops consuming, waits for in-flight deliveries, then stops the health server.
+    pub async fn stop(self) {
+        self.shutdown.cancel();
+        let _ = self.worker.await;
+        self.server.stop(true).await;
+        let _ = self.server_task.await;
+    }
+}
+
+pub async fn start(cfg: DeliveryConfig) -> anyhow::Result<RunningDelivery> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let pool = qualifier_store::connect(&cfg.database_url, cfg.db_pool_size)
+        .map_err(anyhow::Error::msg)?;
+    let store = Store::new(pool, cfg.app_base_url.clone(), cfg.secret_key.clone());
+    let roots = match &cfg.ca_file {
+        Some(p) => Some(std::fs::read(p)?),
+        None => None,
+    };
+    let timeout = Duration::from_millis(cfg.timeout_ms);
+    let sender = sender::Sender::new(
+        store.clone(),
+        EgressPolicy::new(cfg.allow_cidrs.clone()),
+        timeout,
+        roots.as_deref(),
+    )?;
+    let status = Arc::new(WorkerStatus::default());
+    let worker = Arc::new(Worker {
+        store: store.clone(),
+        sender,
+        topology: Topology::new(cfg.topology_prefix.clone(), cfg.retry_delays_ms.clone()),
+        amqp_url: cfg.amqp_url.clone(),
+        concurrency: cfg.concurrency,
+        status: status.clone(),
+        drain_timeout: timeout + Duration::from_secs(5),
+    });
+    let shutdown = CancellationToken::new();
+    let worker = tokio::spawn(worker.run(shutdown.clone()));
+
+    let health = web::Data::new(Health { store, status });
+    let server = HttpServer::new(move || {
+        App::new()
+            .app_data(health.clone())
+            .route("/healthz", web::get().to(healthz))
+            .route("/readyz", web::get().to(readyz))
+    })
+    .workers(1)
+    .disable_signals()
+    .bind(cfg.addr)?;
+    let addr = server.addrs()[0];
+    let server = server.run();
+    let handle = server.handle();
+    let server_task = tokio::spawn(server);
+    tracing::info!(%addr, "webhook-delivery started");
+    Ok(RunningDelivery {
+        addr,
+        server: handle,
+        server_task,
+        worker,
+        shutdown,
+    })
+}

@@ -1,0 +1,204 @@
+//! One delivery attempt: read the org's webhook now, sign, POST, classify the outcome.
+//!
+//! Outbound HTTP is hostile territory: no redirects, a whole-request timeout, and a resolver that
+//! answers only with addresses it checked against the egress policy, so the connection goes to
+//! exactly the address that was judged (a DNS answer that changes later cannot redirect it).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use qualifier_domain::EventType;
+use qualifier_domain::netguard::WebhookUrl;
+use qualifier_domain::timefmt;
+use qualifier_egress::EgressPolicy;
+use qualifier_store::Store;
+use qualifier_store::deliveries::AttemptRecord;
+use reqwest::dns::{Addrs, Name, Resolve, Resolving};
+use uuid::Uuid;
+
+/// A resolver that refuses a name unless every address it resolves to is permitted.
+struct GuardedResolver {
+    policy: EgressPolicy,
+}
+
+impl Resolve for GuardedResolver {
+    fn resolve(&self, name: Name) -> Resolving {
+        let policy = self.policy.clone();
+        let host = name.as_str().to_owned();
+        Box::pin(async move {
+            let addrs: Vec<SocketAddr> =
+                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            if addrs.is_empty() {
+                return Err(format!("{host} does not resolve").into());
+            }
+            if let Some(bad) = addrs.iter().find(|a| !policy.permits(a.ip())) {
+                return Err(
+                    format!("{host} resolves to a non-public address ({})", bad.ip()).into(),
+                );
+            }
+            Ok(Box::new(addrs.into_iter()) as Addrs)
+        })
+    }
+}
+
+/// What one attempt came to.
+#[derive(Debug)]
+pub enum Outcome {
+    /// No request was made: the webhook is missing, disabled or not subscribed to the type.
+    Skipped(&'static str),
+    Delivered(AttemptRecord),
+    Failed(AttemptRecord),
+}
+
+/// The message being delivered.
+#[derive(Debug, Clone)]
+pub struct DeliveryJob {
+    pub delivery_id: Uuid,
+    pub event_id: Uuid,
+    pub org_id: Uuid,
+    pub event_type: String,
+    pub attempt: u32,
+    pub body: Vec<u8>,
+}
+
+#[derive(Clone)]
+pub struct Sender {
+    client: reqwest::Client,
+    policy: EgressPolicy,
+    store: Store,
+    timeout: Duration,
+}
+
+/// How much of a response body we read (to reuse the connection); the rest is dropped.
+const RESPONSE_READ_LIMIT: usize = 16 * 1024;
+
+impl Sender {
+    pub fn new(
+        store: Store,
+        policy: EgressPolicy,
+        timeout: Duration,
+        extra_roots_pem: Option<&[u8]>,
+    ) -> anyhow::Result<Sender> {
+        let mut b = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(timeout)
+            .connect_timeout(timeout.min(Duration::from_secs(5)))
+            .user_agent("Qualifier-Webhooks/1")
+            .pool_idle_timeout(Duration::from_secs(60))
+            .dns_resolver(Arc::new(GuardedResolver {
+                policy: policy.clone(),
+            }));
+        if let Some(pem) = extra_roots_pem {
+            b = b.tls_certs_merge(reqwest::Certificate::from_pem_bundle(pem)?);
+        }
+        Ok(Sender {
+            client: b.build()?,
+            policy,
+            store,
+            timeout,
+        })
+    }
+
+    pub async fn attempt(&self, job: &DeliveryJob) -> Result<Outcome, qualifier_store::StoreError> {
+        let Some(hook) = self.store.webhook_for_delivery(job.org_id).await? else {
+            return Ok(Outcome::Skipped("webhook not configured"));
+        };
+        if !hook.webhook.enabled {
+            return Ok(Outcome::Skipped("webhook disabled"));
+        }
+        let subscribed = EventType::parse(&job.event_type)
+            .is_some_and(|t| hook.webhook.event_types.iter().any(|s| s == t.as_str()));
+        if !subscribed {
+            return Ok(Outcome::Skipped("event type not subscribed"));
+        }
+        let started_at = timefmt::now_millis();
+        let clock = Instant::now();
+        let failed = |code: Option<u16>, error: String, clock: Instant| {
+            Outcome::Failed(AttemptRecord {
+                started_at,
+                duration_ms: clock.elapsed().as_millis() as u64,
+                status_code: code,
+                error: Some(error),
+            })
+        };
+        let url = match WebhookUrl::parse(&hook.webhook.url) {
+            Ok(u) => u,
+            Err(e) => return Ok(failed(None, e.to_string(), clock)),
+        };
+        // IP literals never reach the resolver, so they are judged here.
+        if let Some(ip) = url.ip_literal()
+            && !self.policy.permits(ip)
+        {
+            return Ok(failed(
+                None,
+                format!("endpoint is a non-public address ({ip})"),
+                clock,
+            ));
+        }
+        let signature = qualifier_signing::sign(&hook.signing_secret, &job.body);
+        let sent = self
+            .client
+            .post(url.url().clone())
+            .header("Content-Type", "application/json")
+            .header("X-Qualifier-Event", &job.event_type)
+            .header("X-Qualifier-Signature", signature)
+            .header("X-Qualifier-Delivery", job.delivery_id.to_string())
+            .header("X-Qualifier-Timestamp", timefmt::format(started_at))
+            .body(job.body.clone())
+            .send()
+            .await;
+        let mut resp = match sent {
+            Ok(r) => r,
+            Err(e) => return Ok(failed(None, describe(&e, self.timeout), clock)),
+        };
+        let code = resp.status().as_u16();
+        // Read a little of the body so the connection can be reused; stop at the limit or error.
+        let mut read = 0;
+        while read < RESPONSE_READ_LIMIT {
+            match resp.chunk().await {
+                Ok(Some(c)) => read += c.len(),
+                _ => break,
+            }
+        }
+        let record = AttemptRecord {
+            started_at,
+            duration_ms: clock.elapsed().as_millis() as u64,
+            status_code: Some(code),
+            error: None,
+        };
+        if (200..300).contains(&code) {
+            Ok(Outcome::Delivered(record))
+        } else {
+            let error = if (300..400).contains(&code) {
+                format!("HTTP {code} (redirects are not followed)")
+            } else {
+                format!("HTTP {code}")
+            };
+            Ok(Outcome::Failed(AttemptRecord {
+                error: Some(error),
+                ..record
+            }))
+        }
+    }
+}
+
+/// A one-line cause for the delivery log, without any secret (URLs carry no credentials).
+fn describe(e: &reqwest::Error, timeout: Duration) -> String {
+    use std::error::Error;
+    if e.is_timeout() {
+        return format!("timed out after {} ms", timeout.as_millis());
+    }
+    let mut msg = if e.is_connect() {
+        "connection failed".to_owned()
+    } else {
+        "request failed".to_owned()
+    };
+    let mut src = e.source();
+    while let Some(s) = src {
+        msg.push_str(": ");
+        msg.push_str(&s.to_string());
+        src = s.source();
+    }
+    msg
+}

@@ -1,0 +1,248 @@
+//! The consumer loop: bounded concurrency, ack only after the outcome is durable, reconnect on
+//! broker loss, drain in-flight work on shutdown (unacked messages return to the queue).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use qualifier_bus::lapin::message::Delivery;
+use qualifier_bus::lapin::options::{
+    BasicAckOptions, BasicCancelOptions, BasicConsumeOptions, BasicNackOptions, BasicQosOptions,
+};
+use qualifier_bus::lapin::types::FieldTable;
+use qualifier_bus::{Outgoing, Publisher, Topology, header_str, headers};
+use qualifier_store::Store;
+use qualifier_store::deliveries::status;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use uuid::Uuid;
+
+use crate::sender::{DeliveryJob, Outcome, Sender};
+
+pub const MAX_ATTEMPTS: u32 = 5;
+
+#[derive(Default)]
+pub struct WorkerStatus {
+    pub broker_ready: AtomicBool,
+}
+
+pub struct Worker {
+    pub store: Store,
+    pub sender: Sender,
+    pub topology: Topology,
+    pub amqp_url: String,
+    pub concurrency: usize,
+    pub status: Arc<WorkerStatus>,
+    /// How long shutdown waits for in-flight attempts (the attempt timeout plus a margin).
+    pub drain_timeout: Duration,
+}
+
+fn parse_job(d: &Delivery) -> Result<DeliveryJob, String> {
+    let get = |k: &str| header_str(&d.properties, k).ok_or_else(|| format!("missing header {k}"));
+    let uuid =
+        |k: &str| get(k).and_then(|v| Uuid::parse_str(&v).map_err(|_| format!("bad header {k}")));
+    Ok(DeliveryJob {
+        delivery_id: uuid(headers::DELIVERY_ID)?,
+        event_id: uuid(headers::EVENT_ID)?,
+        org_id: uuid(headers::ORG_ID)?,
+        event_type: get(headers::EVENT_TYPE)?,
+        attempt: get(headers::ATTEMPT)?
+            .parse()
+            .map_err(|_| "bad attempt header".to_owned())?,
+        body: d.data.clone(),
+    })
+}
+
+fn job_message<'a>(
+    job: &'a DeliveryJob,
+    exchange: &'a str,
+    routing_key: &'a str,
+    attempt: u32,
+) -> Outgoing<'a> {
+    Outgoing {
+        exchange,
+        routing_key,
+        body: &job.body,
+        headers: vec![
+            (headers::DELIVERY_ID, job.delivery_id.to_string()),
+            (headers::EVENT_ID, job.event_id.to_string()),
+            (headers::ORG_ID, job.org_id.to_string()),
+            (headers::EVENT_TYPE, job.event_type.clone()),
+            (headers::ATTEMPT, attempt.to_string()),
+        ],
+        message_id: Some(job.delivery_id.to_string()),
+    }
+}
+
+impl Worker {
+    /// Makes one attempt and makes its outcome durable. Err means "not durable": the message
+    /// must go back to the queue.
+    async fn process(&self, publisher: &Publisher, job: &DeliveryJob) -> Result<(), String> {
+        // A duplicate of a delivery that already ended (a redelivery after a crash between the
+        // outcome and the ack) is dropped instead of being sent again.
+        let current = self
+            .store
+            .delivery_status(job.delivery_id)
+            .await
+            .map_err(|e| e.to_string())?;
+        match current.as_deref() {
+            None => return Err("delivery row not found".into()),
+            Some(status::SUCCEEDED | status::SKIPPED | status::DEAD) => return Ok(()),
+            _ => {}
+        }
+        let outcome = self.sender.attempt(job).await.map_err(|e| e.to_string())?;
+        match outcome {
+            Outcome::Skipped(reason) => {
+                tracing::info!(delivery_id = %job.delivery_id, reason, "delivery skipped");
+                self.store
+                    .mark_skipped(job.delivery_id, reason)
+                    .await
+                    .map_err(|e| e.to_string())
+            }
+            Outcome::Delivered(rec) => {
+                tracing::debug!(delivery_id = %job.delivery_id, status = ?rec.status_code, ms = rec.duration_ms, "delivered");
+                self.store
+                    .record_attempt(job.delivery_id, job.attempt, &rec, status::SUCCEEDED)
+                    .await
+                    .map_err(|e| e.to_string())
+            }
+            Outcome::Failed(rec) if job.attempt < MAX_ATTEMPTS => {
+                tracing::info!(delivery_id = %job.delivery_id, attempt = job.attempt, error = ?rec.error, "attempt failed; retrying later");
+                self.store
+                    .record_attempt(job.delivery_id, job.attempt, &rec, status::FAILED)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                let idx = (job.attempt - 1) as usize;
+                let queue = self
+                    .topology
+                    .retry_queue(idx.min(self.topology.retry_delays_ms.len() - 1));
+                let msg = job_message(job, "", &queue, job.attempt + 1);
+                publisher
+                    .publish_all(&[msg])
+                    .await
+                    .map_err(|e| e.to_string())
+            }
+            Outcome::Failed(rec) => {
+                tracing::warn!(delivery_id = %job.delivery_id, error = ?rec.error, "last attempt failed; dead-lettering");
+                self.store
+                    .record_attempt(job.delivery_id, job.attempt, &rec, status::DEAD)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                let exchange = self.topology.dead_exchange();
+                let msg = job_message(job, &exchange, "", job.attempt);
+                publisher
+                    .publish_all(&[msg])
+                    .await
+                    .map_err(|e| e.to_string())
+            }
+        }
+    }
+
+    async fn handle(self: Arc<Self>, publisher: Publisher, d: Delivery) {
+        let job = match parse_job(&d) {
+            Ok(j) => j,
+            Err(e) => {
+                // A message we cannot read will never become readable: drop it loudly.
+                tracing::error!(error = %e, "unreadable delivery message dropped");
+                let _ = d.acker.ack(BasicAckOptions::default()).await;
+                return;
+            }
+        };
+        let span = tracing::info_span!("delivery", delivery_id = %job.delivery_id, event_id = %job.event_id,
+            org_id = %job.org_id, attempt = job.attempt);
+        match tracing::Instrument::instrument(self.process(&publisher, &job), span).await {
+            Ok(()) => {
+                let _ = d.acker.ack(BasicAckOptions::default()).await;
+            }
+            Err(e) => {
+                tracing::warn!(delivery_id = %job.delivery_id, error = %e, "outcome not durable; requeueing");
+                // A short pause keeps a database outage from spinning the message in a hot loop.
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                let _ = d
+                    .acker
+                    .nack(BasicNackOptions {
+                        requeue: true,
+                        ..Default::default()
+                    })
+                    .await;
+            }
+        }
+    }
+
+    pub async fn run(self: Arc<Self>, shutdown: CancellationToken) {
+        let tracker = TaskTracker::new();
+        while !shutdown.is_cancelled() {
+            let setup = async {
+                let conn = qualifier_bus::connect(&self.amqp_url).await?;
+                let publisher = Publisher::new(&conn).await?;
+                self.topology.declare(publisher.channel()).await?;
+                let ch = conn.create_channel().await?;
+                // Prefetch = concurrency: the broker never gives us more than we work on at once,
+                // so other replicas get the rest.
+                ch.basic_qos(
+                    self.concurrency.min(u16::MAX as usize) as u16,
+                    BasicQosOptions::default(),
+                )
+                .await?;
+                let consumer = ch
+                    .basic_consume(
+                        self.topology.work_queue().into(),
+                        "".into(),
+                        BasicConsumeOptions::default(),
+                        FieldTable::default(),
+                    )
+                    .await?;
+                Ok::<_, qualifier_bus::BusError>((conn, publisher, ch, consumer))
+            }
+            .await;
+            let (conn, publisher, ch, mut consumer) = match setup {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot reach RabbitMQ; retrying");
+                    self.status.broker_ready.store(false, Ordering::Relaxed);
+                    tokio::select! { _ = tokio::time::sleep(Duration::from_secs(1)) => {}, _ = shutdown.cancelled() => {} }
+                    continue;
+                }
+            };
+            self.status.broker_ready.store(true, Ordering::Relaxed);
+            tracing::info!(queue = %self.topology.work_queue(), concurrency = self.concurrency, "consuming");
+            loop {
+                tokio::select! {
+                    next = consumer.next() => match next {
+                        Some(Ok(d)) => {
+                            tracker.spawn(self.clone().handle(publisher.clone(), d));
+                        }
+                        Some(Err(e)) => {
+                            tracing::warn!(error = %e, "consumer error; reconnecting");
+                            break;
+                        }
+                        None => {
+                            tracing::warn!("consumer closed; reconnecting");
+                            break;
+                        }
+                    },
+                    _ = shutdown.cancelled() => {
+                        // Stop taking new messages, finish what is in flight, then close: whatever
+                        // is still unacked returns to the queue for another replica.
+                        let _ = ch.basic_cancel(consumer.tag(), BasicCancelOptions::default()).await;
+                        break;
+                    }
+                }
+            }
+            self.status.broker_ready.store(false, Ordering::Relaxed);
+            if shutdown.is_cancelled() {
+                tracker.close();
+                if tokio::time::timeout(self.drain_timeout, tracker.wait())
+                    .await
+                    .is_err()
+                {
+                    tracing::warn!(
+                        "in-flight deliveries did not finish in time; they return to the queue"
+                    );
+                }
+            }
+            let _ = conn.close(200, "bye".into()).await;
+        }
+    }
+}

@@ -1,0 +1,198 @@
+//! Crash tests: the real binaries, killed with SIGKILL at the worst moments, lose no event.
+
+use std::collections::{HashMap, HashSet};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use qualifier_testkit::amqp_url;
+use qualifier_testkit::receiver::Behaviour;
+use serde_json::json;
+
+use crate::stack::{INTERNAL_TOKEN, Stack};
+
+const WAIT: Duration = Duration::from_secs(30);
+
+/// A child process that is killed (SIGKILL) when dropped.
+struct Proc(Child);
+
+impl Proc {
+    fn kill9(&mut self) {
+        let _ = self.0.kill(); // SIGKILL on Unix
+        let _ = self.0.wait();
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        self.kill9();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn common_env(s: &Stack) -> Vec<(&'static str, String)> {
+    vec![
+        ("DATABASE_URL", s.db.url.clone()),
+        ("AMQP_URL", amqp_url()),
+        ("QUALIFIER_SECRET_KEY", s.key_b64.clone()),
+        ("QUALIFIER_TOPOLOGY_PREFIX", s.topo.prefix.clone()),
+        ("QUALIFIER_RETRY_DELAYS_MS", "100,100,100,100".into()),
+        ("QUALIFIER_WEBHOOK_ALLOW_CIDRS", "127.0.0.0/8".into()),
+        ("RUST_LOG", "warn".into()),
+    ]
+}
+
+fn spawn_delivery(s: &Stack) -> Proc {
+    let child = Command::new(env!("CARGO_BIN_EXE_webhook-delivery"))
+        .envs(common_env(s))
+        .env("QUALIFIER_DELIVERY_ADDR", "127.0.0.1:0")
+        .env("QUALIFIER_DELIVERY_TIMEOUT_MS", "5000")
+        .env("QUALIFIER_WEBHOOK_CA_FILE", &s.receiver.ca_file)
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("spawn webhook-delivery");
+    Proc(child)
+}
+
+/// The lead-api binary sits beside this test's binary's directory (target/debug). It is built
+/// by `cargo test --workspace`; when only this crate's tests are built, build it here.
+fn lead_api_binary() -> std::path::PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let bin = exe.parent().unwrap().parent().unwrap().join("lead-api");
+    if !bin.exists() {
+        let ok = Command::new(env!("CARGO"))
+            .args(["build", "-p", "lead-api", "--bin", "lead-api"])
+            .status()
+            .unwrap();
+        assert!(ok.success());
+    }
+    bin
+}
+
+fn spawn_api(s: &Stack, port: u16) -> Proc {
+    let child = Command::new(lead_api_binary())
+        .envs(common_env(s))
+        .env("QUALIFIER_INTERNAL_TOKEN", INTERNAL_TOKEN)
+        .env("QUALIFIER_HTTP_ADDR", "127.0.0.1:0")
+        .env("QUALIFIER_INTERNAL_ADDR", format!("127.0.0.1:{port}"))
+        .env("QUALIFIER_HTTP_WORKERS", "1")
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("spawn lead-api");
+    Proc(child)
+}
+
+async fn wait_ready(http: &reqwest::Client, url: &str) {
+    for _ in 0..300 {
+        if let Ok(r) = http.get(url).send().await
+            && r.status() == 200
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{url} never became ready");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn killing_the_delivery_worker_mid_request_loses_nothing() {
+    let mut s = Stack::start().await;
+    s.stop_delivery().await;
+    // The first request hangs, so the worker is killed while it is in flight.
+    s.receiver
+        .script(vec![Behaviour::Hang(Duration::from_secs(4))]);
+    let mut worker = spawn_delivery(&s);
+    s.inbound("+447700900123").await;
+    let first = s.receiver.wait_for(1, WAIT).await;
+    assert_eq!(first.len(), 1);
+    worker.kill9();
+
+    let _worker = spawn_delivery(&s);
+    let got = s.receiver.wait_for(2, WAIT).await;
+    assert!(got.len() >= 2, "the event came back after the restart");
+    let id = first[0].header("x-qualifier-delivery");
+    assert!(
+        got.iter().all(|g| g.header("x-qualifier-delivery") == id),
+        "a duplicate keeps its delivery id"
+    );
+    assert_eq!(got[1].body, first[0].body);
+    s.wait_status(id, "succeeded", WAIT).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn killing_lead_api_right_after_commits_loses_no_event() {
+    let mut s = Stack::start().await;
+    // Only the process under test may relay: stop the in-process API (and its relay).
+    s.stop_api().await;
+    let port = free_port();
+    let internal = format!("http://127.0.0.1:{port}");
+    let mut api = spawn_api(&s, port);
+    wait_ready(&s.http, &format!("{internal}/readyz")).await;
+
+    // A burst of commits, then SIGKILL the moment the last one has answered: some events are
+    // still in the outbox, some may be mid-publish.
+    const N: usize = 40;
+    let mut tasks = Vec::new();
+    for i in 0..N {
+        let (http, url, org) = (s.http.clone(), internal.clone(), s.org.clone());
+        tasks.push(tokio::spawn(async move {
+            let body =
+                json!({"name": "Contact", "phone": format!("+44770090{i:04}"), "channel": "sms"});
+            let r = http
+                .post(format!("{url}/internal/v1/orgs/{org}/inbound"))
+                .bearer_auth(INTERNAL_TOKEN)
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status(), 201);
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    api.kill9();
+
+    let committed: HashSet<String> =
+        s.db.client()
+            .await
+            .query("SELECT event_id::text FROM outbox", &[])
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|r| r.get(0))
+            .collect();
+    assert_eq!(committed.len(), N);
+
+    let _api = spawn_api(&s, port);
+    let got = s.receiver.wait_for(N, WAIT).await;
+    let mut by_event: HashMap<String, HashSet<String>> = HashMap::new();
+    for g in &got {
+        let ev = g.json()["id"].as_str().unwrap().to_owned();
+        by_event
+            .entry(ev)
+            .or_default()
+            .insert(g.header("x-qualifier-delivery").to_owned());
+    }
+    let delivered: HashSet<String> = by_event.keys().cloned().collect();
+    assert_eq!(
+        delivered, committed,
+        "every committed event was delivered, nothing else"
+    );
+    assert!(
+        by_event.values().all(|ids| ids.len() == 1),
+        "duplicates keep their delivery id"
+    );
+    eprintln!(
+        "lead-api kill -9: {N} committed, {} delivered, {} requests (duplicates {})",
+        delivered.len(),
+        got.len(),
+        got.len() - delivered.len()
+    );
+}

@@ -1,0 +1,306 @@
+//! Delivery behaviour as a receiver and an operator see it.
+
+use std::time::Duration;
+
+use qualifier_testkit::receiver::Behaviour;
+use reqwest::Method;
+use serde_json::json;
+
+use crate::stack::Stack;
+
+const WAIT: Duration = Duration::from_secs(15);
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_patch_reaches_the_receiver_signed_with_the_contract_headers() {
+    let s = Stack::start().await;
+    let lead = s.inbound("+447700900123").await;
+    let id = lead["id"].as_str().unwrap();
+    let r = s
+        .http
+        .patch(format!("{}/api/v1/leads/{id}", s.public))
+        .bearer_auth(&s.token)
+        .json(&json!({"status": "closed"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let got = s.receiver.wait_for(2, WAIT).await;
+    assert_eq!(got.len(), 2, "lead.created and lead.stage_changed");
+    let closed = got
+        .iter()
+        .find(|g| g.header("x-qualifier-event") == "lead.stage_changed")
+        .expect("stage_changed");
+    assert_eq!(
+        closed.verified_with,
+        Some(0),
+        "signature verifies with the org's secret"
+    );
+    assert_eq!(closed.header("content-type"), "application/json");
+    assert_eq!(closed.header("user-agent"), "Qualifier-Webhooks/1");
+    let delivery_id = closed.header("x-qualifier-delivery").to_owned();
+    assert!(uuid::Uuid::parse_str(&delivery_id).is_ok());
+    let ts = closed.header("x-qualifier-timestamp");
+    assert!(ts.len() == 24 && ts.ends_with('Z'), "{ts}");
+    let env = closed.json();
+    assert_eq!(env["type"], "lead.stage_changed");
+    assert_eq!(env["data"]["previous_stage"], "qualifying");
+    assert_eq!(env["data"]["lead"]["qualification_stage"], "closed");
+    assert_eq!(env["org_id"], s.org.as_str());
+
+    // The body is exactly the bytes stored with the change.
+    let row =
+        s.db.client()
+            .await
+            .query_one(
+                "SELECT payload FROM outbox WHERE event_type = 'lead.stage_changed'",
+                &[],
+            )
+            .await
+            .unwrap();
+    assert_eq!(row.get::<_, Vec<u8>>(0), closed.body);
+
+    let d = s.wait_status(&delivery_id, "succeeded", WAIT).await;
+    assert_eq!(d["attempts"], 1);
+    assert_eq!(d["last_status_code"], 200);
+    assert_eq!(d["event_type"], "lead.stage_changed");
+    assert_eq!(d["attempt_log"][0]["attempt"], 1);
+    assert_eq!(d["attempt_log"][0]["status_code"], 200);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn five_failed_attempts_go_dead_and_replay_redelivers_under_the_same_id() {
+    let s = Stack::start().await;
+    s.receiver.set_behaviour(Behaviour::Status(500));
+    s.inbound("+447700900123").await;
+    let got = s.receiver.wait_for(5, WAIT).await;
+    assert_eq!(got.len(), 5);
+    let id = got[0].header("x-qualifier-delivery").to_owned();
+    for g in &got {
+        assert_eq!(
+            g.header("x-qualifier-delivery"),
+            id,
+            "every retry reuses the delivery id"
+        );
+        assert_eq!(g.body, got[0].body, "retried body bytes are identical");
+        assert_eq!(g.verified_with, Some(0));
+    }
+    let d = s.wait_status(&id, "dead", WAIT).await;
+    assert_eq!(d["attempts"], 5);
+    assert_eq!(d["last_status_code"], 500);
+    assert_eq!(d["last_error"], "HTTP 500");
+    assert_eq!(d["attempt_log"].as_array().unwrap().len(), 5);
+    let dead_q = s.topo.topology().dead_queue();
+    assert_eq!(
+        s.queue_depth(&dead_q).await,
+        1,
+        "the dead-letter queue holds the event"
+    );
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(s.receiver.received().len(), 5, "no sixth attempt");
+
+    s.receiver.set_behaviour(Behaviour::Ok);
+    let path = format!("/internal/v1/orgs/{}/deliveries/{id}/replay", s.org);
+    let r = s
+        .http
+        .post(format!("{}{path}", s.internal))
+        .bearer_auth(crate::stack::INTERNAL_TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 202);
+    let got = s.receiver.wait_for(6, WAIT).await;
+    assert_eq!(got[5].header("x-qualifier-delivery"), id);
+    assert_eq!(got[5].body, got[0].body);
+    let d = s.wait_status(&id, "succeeded", WAIT).await;
+    assert_eq!(d["attempts"], 6);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn replay_of_a_delivery_in_progress_is_refused() {
+    let s = Stack::start_with(|c| c.timeout_ms = 1000).await;
+    s.receiver
+        .set_behaviour(Behaviour::Hang(Duration::from_secs(3)));
+    s.inbound("+447700900123").await;
+    let got = s.receiver.wait_for(1, WAIT).await;
+    let id = got[0].header("x-qualifier-delivery").to_owned();
+    let path = format!(
+        "{}/internal/v1/orgs/{}/deliveries/{id}/replay",
+        s.internal, s.org
+    );
+    let r = s
+        .http
+        .post(path)
+        .bearer_auth(crate::stack::INTERNAL_TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 409);
+    assert_eq!(
+        r.json::<serde_json::Value>().await.unwrap()["error"],
+        "Delivery is still in progress"
+    );
+    let path = format!(
+        "{}/internal/v1/orgs/{}/deliveries/{}",
+        s.internal,
+        s.org,
+        uuid::Uuid::new_v4()
+    );
+    let r = s
+        .http
+        .get(path)
+        .bearer_auth(crate::stack::INTERNAL_TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rotated_secret_signs_deliveries_already_queued() {
+    let s = Stack::start().await;
+    s.receiver.script(vec![Behaviour::Status(503)]);
+    s.inbound("+447700900123").await;
+    let first = s.receiver.wait_for(1, WAIT).await;
+    assert_eq!(first[0].verified_with, Some(0));
+    let rotated = s
+        .call(
+            Method::POST,
+            &format!("/internal/v1/orgs/{}/webhook/rotate-secret", s.org),
+            None,
+        )
+        .await;
+    let new_secret = rotated["signing_secret"].as_str().unwrap().to_owned();
+    s.receiver.set_secrets(vec![s.secret.clone(), new_secret]);
+    let got = s.receiver.wait_for(2, WAIT).await;
+    assert_eq!(got.len(), 2);
+    assert_eq!(
+        got[1].verified_with,
+        Some(1),
+        "the retry is signed with the new secret only"
+    );
+    assert_eq!(got[1].body, got[0].body);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn disabling_skips_deliveries_already_queued() {
+    let s = Stack::start().await;
+    s.receiver.set_behaviour(Behaviour::Status(500));
+    s.inbound("+447700900123").await;
+    let first = s.receiver.wait_for(1, WAIT).await;
+    let id = first[0].header("x-qualifier-delivery").to_owned();
+    let url = s.receiver.url.clone();
+    s.put_webhook(json!({"url": url, "event_types": ["lead.created"], "enabled": false}))
+        .await;
+    let d = s.wait_status(&id, "skipped", WAIT).await;
+    assert_eq!(d["last_error"], "webhook disabled");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(s.receiver.received().len(), 1, "no request after disabling");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn only_subscribed_event_types_are_sent() {
+    let s = Stack::start().await;
+    let url = s.receiver.url.clone();
+    s.put_webhook(json!({"url": url, "event_types": ["lead.qualified"], "enabled": true}))
+        .await;
+    let lead = s.inbound("+447700900123").await;
+    let path = format!(
+        "/internal/v1/orgs/{}/leads/{}",
+        s.org,
+        lead["id"].as_str().unwrap()
+    );
+    s.call(
+        Method::PATCH,
+        &path,
+        Some(json!({"qualification_stage": "qualified"})),
+    )
+    .await;
+    let got = s.receiver.wait_for(1, WAIT).await;
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].header("x-qualifier-event"), "lead.qualified");
+    // The other two events end as skipped, without a request.
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        let all = s.deliveries().await;
+        let skipped = all.iter().filter(|d| d["status"] == "skipped").count();
+        if skipped == 2 {
+            let types: Vec<_> = all
+                .iter()
+                .filter(|d| d["status"] == "skipped")
+                .map(|d| d["event_type"].clone())
+                .collect();
+            assert!(
+                types.contains(&json!("lead.created"))
+                    && types.contains(&json!("lead.stage_changed"))
+            );
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{all:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(s.receiver.received().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_name_resolving_to_a_private_address_is_refused_at_send_time() {
+    // Configuration allowed loopback (as a misconfigured or rebinding DNS might), but the
+    // delivery worker has no allow-list: every attempt is refused before connecting.
+    let s = Stack::start_with(|c| c.allow_cidrs = vec![]).await;
+    let port = s
+        .receiver
+        .url
+        .split(':')
+        .nth(2)
+        .unwrap()
+        .split('/')
+        .next()
+        .unwrap()
+        .to_owned();
+    let url = format!("https://localhost:{port}/hooks/qualifier");
+    s.put_webhook(json!({"url": url, "event_types": ["lead.created"], "enabled": true}))
+        .await;
+    s.inbound("+447700900123").await;
+    let deadline = std::time::Instant::now() + WAIT;
+    let d = loop {
+        let all = s.deliveries().await;
+        if let Some(d) = all.first().filter(|d| d["status"] == "dead") {
+            break d.clone();
+        }
+        assert!(std::time::Instant::now() < deadline, "{all:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert!(
+        d["last_error"]
+            .as_str()
+            .unwrap()
+            .contains("non-public address"),
+        "{d}"
+    );
+    assert_eq!(s.receiver.received().len(), 0, "no connection was made");
+
+    // An IP literal is judged too.
+    let url = s.receiver.url.clone();
+    s.put_webhook(json!({"url": url, "event_types": ["lead.created"], "enabled": true}))
+        .await;
+    s.inbound("+447700900999").await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(s.receiver.received().len(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn redirects_are_failures_and_are_not_followed() {
+    let s = Stack::start().await;
+    s.receiver.script(vec![Behaviour::Status(302)]);
+    s.inbound("+447700900123").await;
+    let got = s.receiver.wait_for(2, WAIT).await;
+    assert_eq!(got.len(), 2, "the 302 was retried, not followed");
+    let id = got[0].header("x-qualifier-delivery").to_owned();
+    let d = s.wait_status(&id, "succeeded", WAIT).await;
+    assert_eq!(d["attempt_log"][0]["status_code"], 302);
+    assert_eq!(
+        d["attempt_log"][0]["error"],
+        "HTTP 302 (redirects are not followed)"
+    );
+    assert_eq!(d["attempts"], 2);
+}

@@ -1,0 +1,6 @@
+//! End-to-end delivery tests: lead-api (with its relay), RabbitMQ, webhook-delivery and a real
+//! HTTPS receiver, each test with its own database and topology prefix.
+
+mod crash;
+mod delivery;
+mod stack;

@@ -1,0 +1,259 @@
+use std::time::Duration;
+
+use lead_api::{ApiConfig, RunningApi};
+use qualifier_store::SecretKey;
+use qualifier_testkit::receiver::Receiver;
+use qualifier_testkit::{TestDb, TestTopology, amqp_url};
+use reqwest::{Client, Method};
+use serde_json::{Value, json};
+use webhook_delivery::{DeliveryConfig, RunningDelivery};
+
+pub const INTERNAL_TOKEN: &str = "test-internal-token-0123456789";
+
+pub struct Stack {
+    pub db: TestDb,
+    pub topo: TestTopology,
+    pub key: SecretKey,
+    /// The same key as base64, for services started as separate processes.
+    pub key_b64: String,
+    pub api: Option<RunningApi>,
+    pub delivery: Option<RunningDelivery>,
+    pub receiver: Receiver,
+    pub http: Client,
+    pub internal: String,
+    pub public: String,
+    pub org: String,
+    pub token: String,
+    pub secret: String,
+}
+
+pub fn api_config(db: &TestDb, topo: &TestTopology, key: &SecretKey) -> ApiConfig {
+    ApiConfig {
+        database_url: db.url.clone(),
+        amqp_url: amqp_url(),
+        http_addr: "127.0.0.1:0".parse().unwrap(),
+        internal_addr: "127.0.0.1:0".parse().unwrap(),
+        internal_token: INTERNAL_TOKEN.into(),
+        secret_key: key.clone(),
+        app_base_url: "https://app.qualifier.test".into(),
+        rate_limit_per_minute: 100_000,
+        // The receiver runs on loopback: allowed for configuration in tests only.
+        allow_cidrs: vec!["127.0.0.0/8".parse().unwrap(), "::1/128".parse().unwrap()],
+        db_pool_size: 4,
+        http_workers: 1,
+        topology_prefix: topo.prefix.clone(),
+        retry_delays_ms: topo.retry_delays_ms.clone(),
+    }
+}
+
+pub fn delivery_config(
+    db: &TestDb,
+    topo: &TestTopology,
+    key: &SecretKey,
+    receiver: &Receiver,
+) -> DeliveryConfig {
+    DeliveryConfig {
+        database_url: db.url.clone(),
+        amqp_url: amqp_url(),
+        secret_key: key.clone(),
+        topology_prefix: topo.prefix.clone(),
+        addr: "127.0.0.1:0".parse().unwrap(),
+        concurrency: 8,
+        timeout_ms: 1500,
+        retry_delays_ms: topo.retry_delays_ms.clone(),
+        allow_cidrs: vec!["127.0.0.0/8".parse().unwrap(), "::1/128".parse().unwrap()],
+        ca_file: Some(receiver.ca_file.clone()),
+        app_base_url: "https://app.qualifier.test".into(),
+        db_pool_size: 4,
+    }
+}
+
+impl Stack {
+    pub async fn start() -> Stack {
+        Self::start_with(|_| {}).await
+    }
+
+    pub async fn start_with(tweak: impl FnOnce(&mut DeliveryConfig)) -> Stack {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()))
+            .with_test_writer()
+            .try_init();
+        let db = TestDb::new().await;
+        let topo = TestTopology::new(vec![100, 100, 100, 100]);
+        let key_b64 = SecretKey::generate_base64();
+        let key = SecretKey::from_base64(&key_b64).unwrap();
+        let receiver = Receiver::start().await;
+        let api = lead_api::start(api_config(&db, &topo, &key)).await.unwrap();
+        let mut dcfg = delivery_config(&db, &topo, &key, &receiver);
+        tweak(&mut dcfg);
+        let delivery = webhook_delivery::start(dcfg).await.unwrap();
+        let http = qualifier_testkit_client();
+        let mut s = Stack {
+            internal: format!("http://{}", api.internal_addr),
+            public: format!("http://{}", api.public_addr),
+            api: Some(api),
+            delivery: Some(delivery),
+            db,
+            topo,
+            key,
+            key_b64,
+            receiver,
+            http,
+            org: String::new(),
+            token: String::new(),
+            secret: String::new(),
+        };
+        let r = s
+            .call(
+                Method::POST,
+                "/internal/v1/orgs",
+                Some(json!({"name": "Acme"})),
+            )
+            .await;
+        s.org = r["org"]["id"].as_str().unwrap().to_owned();
+        let r = s
+            .call(
+                Method::POST,
+                &format!("/internal/v1/orgs/{}/tokens", s.org),
+                None,
+            )
+            .await;
+        s.token = r["secret"].as_str().unwrap().to_owned();
+        let url = s.receiver.url.clone();
+        let r = s.put_webhook(json!({"url": url, "event_types": ["lead.created", "lead.updated", "lead.stage_changed", "lead.qualified", "handoff.created"], "enabled": true})).await;
+        s.secret = r["signing_secret"].as_str().unwrap().to_owned();
+        s.receiver.set_secrets(vec![s.secret.clone()]);
+        s
+    }
+
+    pub async fn call(&self, method: Method, path: &str, body: Option<Value>) -> Value {
+        let mut rb = self
+            .http
+            .request(method, format!("{}{path}", self.internal))
+            .bearer_auth(INTERNAL_TOKEN);
+        if let Some(b) = body {
+            rb = rb.json(&b);
+        }
+        let r = rb.send().await.unwrap();
+        assert!(r.status().is_success(), "{path}: {}", r.status());
+        if r.status() == 204 {
+            Value::Null
+        } else {
+            r.json().await.unwrap()
+        }
+    }
+
+    pub async fn put_webhook(&self, body: Value) -> Value {
+        self.call(
+            Method::PUT,
+            &format!("/internal/v1/orgs/{}/webhook", self.org),
+            Some(body),
+        )
+        .await
+    }
+
+    pub async fn inbound(&self, phone: &str) -> Value {
+        let body = json!({"name": "Ada Lovelace", "phone": phone, "channel": "whatsapp"});
+        self.call(
+            Method::POST,
+            &format!("/internal/v1/orgs/{}/inbound", self.org),
+            Some(body),
+        )
+        .await["lead"]
+            .clone()
+    }
+
+    pub async fn deliveries(&self) -> Vec<Value> {
+        let v = self
+            .call(
+                Method::GET,
+                &format!("/internal/v1/orgs/{}/deliveries?limit=500", self.org),
+                None,
+            )
+            .await;
+        v["deliveries"].as_array().unwrap().clone()
+    }
+
+    pub async fn delivery(&self, id: &str) -> Value {
+        self.call(
+            Method::GET,
+            &format!("/internal/v1/orgs/{}/deliveries/{id}", self.org),
+            None,
+        )
+        .await["delivery"]
+            .clone()
+    }
+
+    /// Polls the delivery until its status is `want` (or fails after the timeout).
+    pub async fn wait_status(&self, id: &str, want: &str, timeout: Duration) -> Value {
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            let d = self.delivery(id).await;
+            if d["status"] == want {
+                return d;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "delivery {id} never became {want}: {d}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Messages waiting in a queue of this test's topology.
+    pub async fn queue_depth(&self, queue: &str) -> u32 {
+        use qualifier_bus::lapin::options::QueueDeclareOptions;
+        let conn = qualifier_bus::connect(&amqp_url()).await.unwrap();
+        let ch = conn.create_channel().await.unwrap();
+        let q = ch
+            .queue_declare(
+                queue.into(),
+                QueueDeclareOptions {
+                    passive: true,
+                    ..Default::default()
+                },
+                Default::default(),
+            )
+            .await
+            .unwrap();
+        let n = q.message_count();
+        let _ = conn.close(200, "ok".into()).await;
+        n
+    }
+
+    pub async fn stop_api(&mut self) {
+        if let Some(a) = self.api.take() {
+            a.stop(true).await;
+        }
+    }
+
+    pub async fn stop_delivery(&mut self) {
+        if let Some(d) = self.delivery.take() {
+            d.stop().await;
+        }
+    }
+}
+
+pub fn qualifier_testkit_client() -> Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    Client::builder().build().unwrap()
+}
+
+impl Drop for Stack {
+    fn drop(&mut self) {
+        let api = self.api.take();
+        let delivery = self.delivery.take();
+        let handle = tokio::runtime::Handle::current();
+        let _ = std::thread::spawn(move || {
+            handle.block_on(async {
+                if let Some(d) = delivery {
+                    d.stop().await;
+                }
+                if let Some(a) = api {
+                    a.stop(false).await;
+                }
+            })
+        })
+        .join();
+    }
+}
