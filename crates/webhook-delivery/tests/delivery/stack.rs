@@ -13,7 +13,6 @@ pub const INTERNAL_TOKEN: &str = "test-internal-token-0123456789";
 pub struct Stack {
     pub db: TestDb,
     pub topo: TestTopology,
-    pub key: SecretKey,
     /// The same key as base64, for services started as separate processes.
     pub key_b64: String,
     pub api: Option<RunningApi>,
@@ -95,7 +94,6 @@ impl Stack {
             delivery: Some(delivery),
             db,
             topo,
-            key,
             key_b64,
             receiver,
             http,
