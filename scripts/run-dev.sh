@@ -26,16 +26,24 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done; wait || true; }
 trap cleanup EXIT INT TERM
 
+# The dev receiver: a local HTTPS endpoint that prints each event and checks its signature.
+target/debug/dev-receiver --port 9443 --dir .dev & pids+=($!)
+for _ in $(seq 1 50); do [ -f .dev/receiver-cert.pem ] && break; sleep 0.1; done
+export QUALIFIER_WEBHOOK_CA_FILE="$PWD/.dev/receiver-cert.pem"
+export QUALIFIER_RETRY_DELAYS_MS="${QUALIFIER_RETRY_DELAYS_MS:-2000,8000,32000,128000}"
+
 target/debug/lead-api & pids+=($!)
-for bin in webhook-delivery; do
-  [ -x "target/debug/$bin" ] && { "target/debug/$bin" & pids+=($!); }
-done
+target/debug/webhook-delivery & pids+=($!)
 for _ in $(seq 1 50); do curl -fsS "http://127.0.0.1:8081/readyz" >/dev/null 2>&1 && break; sleep 0.2; done
 
 dev=$(target/debug/qualifierctl bootstrap-dev)
 first_id() { grep -o '"id":"[0-9a-f-]*"' | head -n1 | cut -d'"' -f4; }
 org=$(echo "$dev" | first_id)
 token=$(echo "$dev" | grep -o '"secret":"[^"]*"' | cut -d'"' -f4)
+# Point the dev org's webhook at the dev receiver and hand the receiver the signing secret.
+target/debug/qualifierctl set-webhook --org "$org" --url https://127.0.0.1:9443/hooks/qualifier \
+  | grep -o '"signing_secret":"[^"]*"' | cut -d'"' -f4 > .dev/receiver-secret
+
 lead=$(curl -fsS -X POST "http://127.0.0.1:8081/internal/v1/orgs/$org/inbound" \
   -H "Authorization: Bearer $QUALIFIER_INTERNAL_TOKEN" -H 'Content-Type: application/json' \
   -d '{"name":"Ada Lovelace","phone":"+447700900123","channel":"whatsapp","profile":{"budget":"500k"}}' \
@@ -46,6 +54,7 @@ cat <<MSG
 Qualifier is running (Ctrl-C stops it).
   public API    http://$QUALIFIER_HTTP_ADDR/api/v1
   internal API  http://127.0.0.1:8081/internal/v1   (token in .dev/internal_token)
+  receiver      https://127.0.0.1:9443/hooks/qualifier (events print below)
   dev org       $org
   org token     $token
   a lead        $lead
@@ -54,5 +63,7 @@ Try:
   curl -s http://$QUALIFIER_HTTP_ADDR/api/v1/leads/$lead -H 'Authorization: Bearer $token'
   curl -s -X PATCH http://$QUALIFIER_HTTP_ADDR/api/v1/leads/$lead -H 'Authorization: Bearer $token' \\
        -H 'Content-Type: application/json' -d '{"status":"closed"}'
+  # then watch "✔ lead.stage_changed ... signature=valid" arrive here
+  curl -s http://127.0.0.1:8081/internal/v1/orgs/$org/deliveries -H "Authorization: Bearer \$(cat .dev/internal_token)"
 MSG
 wait -n "${pids[@]}"
