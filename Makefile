@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: run test build lint fmt services migrate clean-test-dbs
+.PHONY: run test build lint fmt services migrate clean-test-dbs latency
 
 run: build          ## services, migrations, both binaries, a printed dev org and token
 	scripts/run-dev.sh
@@ -27,3 +27,6 @@ clean-test-dbs:     ## drop databases left by interrupted test runs
 	psql postgres://postgres:postgres@127.0.0.1:5432/postgres -Atc \
 	  "SELECT 'DROP DATABASE ' || datname || ' WITH (FORCE);' FROM pg_database WHERE datname LIKE 'qualifier_test_%' OR datname LIKE 'qualifier_tpl%'" \
 	  | psql postgres://postgres:postgres@127.0.0.1:5432/postgres -q
+
+latency:            ## commit-to-receipt latency of signed webhooks on an idle system
+	$(CARGO) run --release -p webhook-delivery --example e2e_latency
