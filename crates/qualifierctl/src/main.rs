@@ -18,6 +18,8 @@ Commands:
   set-webhook --org ID --url URL [--events T1,T2] [--disabled]
                                            create or update the org's webhook endpoint
   rotate-secret --org ID                   replace the org's signing secret
+  dead-letters --org ID [--limit N]        list the org's dead deliveries (newest first)
+  replay --org ID --delivery ID            give a finished delivery 5 fresh attempts (same id)
   bootstrap-dev [--name NAME]              create an org and a token in one go
   gen-secret-key                           print a fresh QUALIFIER_SECRET_KEY
 
@@ -126,6 +128,30 @@ async fn run(args: Vec<String>) -> Result<serde_json::Value, String> {
                 .await
                 .map_err(|e| e.to_string())?;
             Ok(json!({ "signing_secret": secret }))
+        }
+        "dead-letters" => {
+            let limit = flag(rest, "--limit").map_or(Ok(100), |l| {
+                l.parse::<i64>()
+                    .map_err(|_| "--limit must be a number".to_owned())
+            })?;
+            let dead = store()?
+                .list_deliveries(
+                    org_arg(rest)?,
+                    Some(qualifier_store::deliveries::status::DEAD),
+                    limit.clamp(1, 500),
+                )
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok(json!({ "deliveries": dead }))
+        }
+        "replay" => {
+            let id = Uuid::parse_str(&need(rest, "--delivery")?)
+                .map_err(|_| "--delivery must be a UUID".to_owned())?;
+            store()?
+                .replay_delivery(org_arg(rest)?, id)
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok(json!({ "delivery": id, "status": "pending" }))
         }
         "gen-secret-key" => Ok(json!({ "secret_key": SecretKey::generate_base64() })),
         _ => Err(HELP.to_owned()),

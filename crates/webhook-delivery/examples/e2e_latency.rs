@@ -21,17 +21,28 @@ fn pct(sorted: &[Duration], p: f64) -> f64 {
 
 #[tokio::main]
 async fn main() {
-    let n: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(300);
+    let n: usize = std::env::args()
+        .nth(1)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(300);
     let s = stack::Stack::start().await;
     let lead = s.inbound("+447700900123").await;
     s.receiver.wait_for(1, Duration::from_secs(10)).await;
-    let path = format!("/internal/v1/orgs/{}/leads/{}", s.org, lead["id"].as_str().unwrap());
+    let path = format!(
+        "/internal/v1/orgs/{}/leads/{}",
+        s.org,
+        lead["id"].as_str().unwrap()
+    );
     let mut lat = Vec::with_capacity(n);
     for i in 0..n {
         let before = s.receiver.received().len();
         let sent = Instant::now();
-        s.call(Method::PATCH, &path, Some(json!({"profile": {"note": i}}))).await;
-        let got = s.receiver.wait_for(before + 1, Duration::from_secs(10)).await;
+        s.call(Method::PATCH, &path, Some(json!({"profile": {"note": i}})))
+            .await;
+        let got = s
+            .receiver
+            .wait_for(before + 1, Duration::from_secs(10))
+            .await;
         let at = got.last().expect("delivered").at;
         lat.push(at.saturating_duration_since(sent));
     }
