@@ -41,9 +41,12 @@ impl From<diesel::result::Error> for StoreError {
         use diesel::result::{DatabaseErrorKind, Error};
         match e {
             Error::NotFound => StoreError::NotFound("Not found"),
-            Error::DatabaseError(DatabaseErrorKind::ClosedConnection, info) => {
-                StoreError::Unavailable(info.message().to_owned())
-            }
+            // diesel-async reports errors without an SQLSTATE (socket closed, server gone) as
+            // UnableToSendCommand: the database is unreachable, not the request wrong.
+            Error::DatabaseError(
+                DatabaseErrorKind::ClosedConnection | DatabaseErrorKind::UnableToSendCommand,
+                info,
+            ) => StoreError::Unavailable(info.message().to_owned()),
             Error::BrokenTransactionManager => StoreError::Unavailable("broken transaction".into()),
             other => StoreError::Db(other),
         }
