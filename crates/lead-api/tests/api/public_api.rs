@@ -509,3 +509,30 @@ async fn a_revoked_token_is_refused_at_once() {
         assert!(!h.windows(8).any(|w| w == b"qlf_org_"));
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unreachable_database_is_503_with_retry_after_and_no_details() {
+    // Nothing listens on port 1: every pool checkout fails at once.
+    let app =
+        TestApp::spawn_with(|c| c.database_url = "postgres://postgres@127.0.0.1:1/none".into())
+            .await;
+    let token = format!("qlf_org_{}", "A".repeat(40));
+    let r = app
+        .public(
+            Method::GET,
+            &format!("/api/v1/leads/{}", uuid()),
+            &token,
+            None,
+        )
+        .await;
+    assert_eq!(r.headers()["retry-after"], "5");
+    assert!(r.headers().contains_key("x-request-id"));
+    assert_eq!(error_of(r).await, (503, "Service unavailable".into()));
+    let r = app
+        .http
+        .get(format!("{}/readyz", app.internal))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 503);
+}
