@@ -149,6 +149,32 @@ pub fn retry_delays() -> Result<Vec<u64>, EnvError> {
     Ok(d)
 }
 
+/// The start of every service binary: prints `help` for `--help`, reads the configuration and
+/// sets up logging; a configuration error ends the process with its one line and exit code 2.
+pub fn service_start<C>(help: &str, read: impl FnOnce() -> Result<C, EnvError>) -> Option<C> {
+    if std::env::args().any(|a| a == "--help" || a == "-h") {
+        print!("{help}");
+        return None;
+    }
+    match read().and_then(|c| init_logging().map(|()| c)) {
+        Ok(c) => Some(c),
+        Err(e) => {
+            eprintln!("{e}");
+            std::process::exit(2);
+        }
+    }
+}
+
+/// Resolves on SIGTERM (orchestrators) or Ctrl-C (developers).
+pub async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = tokio::signal::ctrl_c() => {}
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -21,39 +21,17 @@ Environment:
 
 #[tokio::main]
 async fn main() {
-    if std::env::args().any(|a| a == "--help" || a == "-h") {
-        print!("{HELP}");
+    let Some(cfg) = qualifier_config::service_start(HELP, ApiConfig::from_env) else {
         return;
-    }
-    let cfg = match ApiConfig::from_env() {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("{e}");
-            std::process::exit(2);
-        }
     };
-    if let Err(e) = qualifier_config::init_logging() {
-        eprintln!("{e}");
-        std::process::exit(2);
-    }
     let api = match lead_api::start(cfg).await {
         Ok(a) => a,
         Err(e) => {
-            tracing::error!(error = %e, "lead-api failed to start");
             eprintln!("lead-api failed to start: {e}");
             std::process::exit(1);
         }
     };
-    wait_for_shutdown_signal().await;
+    qualifier_config::shutdown_signal().await;
     tracing::info!("shutting down: finishing in-flight requests");
     api.stop(true).await;
-}
-
-async fn wait_for_shutdown_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = tokio::signal::ctrl_c() => {}
-    }
 }

@@ -122,15 +122,18 @@ impl Store {
         .await
     }
 
-    pub async fn get_webhook(&self, org_id: Uuid) -> Result<Option<Webhook>, StoreError> {
+    async fn webhook_row(&self, org_id: Uuid) -> Result<Option<WebhookRow>, StoreError> {
         let mut conn = self.conn().await?;
-        let row = webhooks::table
+        Ok(webhooks::table
             .filter(webhooks::org_id.eq(org_id))
             .select(WebhookRow::as_select())
             .first(&mut conn)
             .await
-            .optional()?;
-        Ok(row.map(|r| r.public()))
+            .optional()?)
+    }
+
+    pub async fn get_webhook(&self, org_id: Uuid) -> Result<Option<Webhook>, StoreError> {
+        Ok(self.webhook_row(org_id).await?.map(|r| r.public()))
     }
 
     /// The settings with the opened secret, read fresh at every delivery attempt.
@@ -138,14 +141,7 @@ impl Store {
         &self,
         org_id: Uuid,
     ) -> Result<Option<WebhookForDelivery>, StoreError> {
-        let mut conn = self.conn().await?;
-        let row = webhooks::table
-            .filter(webhooks::org_id.eq(org_id))
-            .select(WebhookRow::as_select())
-            .first(&mut conn)
-            .await
-            .optional()?;
-        match row {
+        match self.webhook_row(org_id).await? {
             None => Ok(None),
             Some(r) => {
                 let signing_secret = self

@@ -96,6 +96,19 @@ async fn ensure_template(admin: &tokio_postgres::Client) -> String {
     tpl
 }
 
+/// Runs cleanup from `Drop`, which may happen inside or outside a runtime: on a thread with a
+/// small runtime of its own, waited for, so the resource is gone when the drop returns.
+fn block_on_own_runtime(fut: impl std::future::Future<Output = ()> + Send + 'static) {
+    let _ = std::thread::spawn(move || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime")
+            .block_on(fut)
+    })
+    .join();
+}
+
 /// A database of this test's own, dropped (with any connections still open) on drop.
 pub struct TestDb {
     pub name: String,
@@ -130,20 +143,12 @@ impl TestDb {
 impl Drop for TestDb {
     fn drop(&mut self) {
         let name = self.name.clone();
-        // Drop runs outside any async context guarantee, so use a small runtime of its own.
-        let _ = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("runtime");
-            rt.block_on(async {
-                let admin = admin().await;
-                let _ = admin
-                    .batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-                    .await;
-            });
-        })
-        .join();
+        block_on_own_runtime(async move {
+            let admin = admin().await;
+            let _ = admin
+                .batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                .await;
+        });
     }
 }
 
@@ -175,20 +180,13 @@ impl TestTopology {
 impl Drop for TestTopology {
     fn drop(&mut self) {
         let topo = self.topology();
-        let _ = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("runtime");
-            rt.block_on(async {
-                if let Ok(conn) = qualifier_bus::connect(&amqp_url()).await
-                    && let Ok(ch) = conn.create_channel().await
-                {
-                    let _ = topo.delete(&ch).await;
-                    let _ = conn.close(200, "test done".into()).await;
-                }
-            });
-        })
-        .join();
+        block_on_own_runtime(async move {
+            if let Ok(conn) = qualifier_bus::connect(&amqp_url()).await
+                && let Ok(ch) = conn.create_channel().await
+            {
+                let _ = topo.delete(&ch).await;
+                let _ = conn.close(200, "test done".into()).await;
+            }
+        });
     }
 }

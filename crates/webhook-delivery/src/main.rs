@@ -18,21 +18,9 @@ Environment:
 
 #[tokio::main]
 async fn main() {
-    if std::env::args().any(|a| a == "--help" || a == "-h") {
-        print!("{HELP}");
+    let Some(cfg) = qualifier_config::service_start(HELP, DeliveryConfig::from_env) else {
         return;
-    }
-    let cfg = match DeliveryConfig::from_env() {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("{e}");
-            std::process::exit(2);
-        }
     };
-    if let Err(e) = qualifier_config::init_logging() {
-        eprintln!("{e}");
-        std::process::exit(2);
-    }
     let running = match webhook_delivery::start(cfg).await {
         Ok(r) => r,
         Err(e) => {
@@ -40,9 +28,7 @@ async fn main() {
             std::process::exit(1);
         }
     };
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
-    tokio::select! { _ = term.recv() => {}, _ = tokio::signal::ctrl_c() => {} }
+    qualifier_config::shutdown_signal().await;
     tracing::info!("shutting down: draining in-flight deliveries");
     running.stop().await;
 }
