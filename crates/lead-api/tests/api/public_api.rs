@@ -536,3 +536,32 @@ async fn an_unreachable_database_is_503_with_retry_after_and_no_details() {
         .unwrap();
     assert_eq!(r.status(), 503);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unexpected_database_error_is_an_opaque_500() {
+    let app = TestApp::spawn().await;
+    let (org, token) = app.org().await;
+    let lead = app.inbound_lead(&org, "+447700900123").await;
+    // Break the schema under the running service: the query fails with an SQL error.
+    app.db
+        .client()
+        .await
+        .batch_execute("ALTER TABLE leads RENAME COLUMN channel TO channel_gone")
+        .await
+        .unwrap();
+    let r = app
+        .public(
+            Method::GET,
+            &format!("/api/v1/leads/{}", lead["id"].as_str().unwrap()),
+            &token,
+            None,
+        )
+        .await;
+    assert!(r.headers().contains_key("x-request-id"));
+    assert_eq!(r.status(), 500);
+    let text = r.text().await.unwrap();
+    assert_eq!(
+        text, r#"{"error":"Internal server error"}"#,
+        "no detail of the cause leaks"
+    );
+}
