@@ -11,7 +11,8 @@ use serde_json::{Value, json};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use crate::schema::outbox;
+use crate::schema::{outbox, webhooks};
+use crate::webhooks::{WebhookForDelivery, WebhookRow};
 use crate::{Store, StoreError};
 
 /// Delivery statuses (contract section 3).
@@ -90,6 +91,12 @@ impl DeliveryRow {
     }
 }
 
+/// The state an attempt starts from (see [`Store::delivery_context`]).
+pub struct DeliveryContext {
+    pub status: String,
+    pub webhook: Option<WebhookForDelivery>,
+}
+
 /// One attempt's outcome, as recorded in `attempt_log`.
 #[derive(Debug, Clone)]
 pub struct AttemptRecord {
@@ -135,29 +142,28 @@ where
     .await
 }
 
-/// Rows not yet published and the age of the oldest (for metrics and the backlog alert).
-pub async fn backlog(
-    conn: &mut AsyncPgConnection,
-) -> Result<(i64, Option<OffsetDateTime>), StoreError> {
-    use diesel::dsl::{count_star, min};
-    let (n, oldest): (i64, Option<OffsetDateTime>) = outbox::table
-        .filter(outbox::published_at.is_null())
-        .select((count_star(), min(outbox::created_at)))
-        .first(conn)
-        .await?;
-    Ok((n, oldest))
-}
-
 impl Store {
-    /// The status of a delivery, to drop duplicates of work already finished.
-    pub async fn delivery_status(&self, delivery_id: Uuid) -> Result<Option<String>, StoreError> {
+    /// What an attempt needs to know, in one round trip: the delivery's current status (to drop
+    /// duplicates of finished work) and the org's webhook as it is now, secret opened.
+    /// `None` when the delivery does not exist.
+    pub async fn delivery_context(
+        &self,
+        delivery_id: Uuid,
+    ) -> Result<Option<DeliveryContext>, StoreError> {
         let mut conn = self.conn().await?;
-        Ok(outbox::table
+        let row: Option<(String, Option<WebhookRow>)> = outbox::table
+            .left_join(webhooks::table)
             .filter(outbox::delivery_id.eq(delivery_id))
-            .select(outbox::status)
+            .select((outbox::status, Option::<WebhookRow>::as_select()))
             .first(&mut conn)
             .await
-            .optional()?)
+            .optional()?;
+        drop(conn);
+        let Some((status, hook)) = row else {
+            return Ok(None);
+        };
+        let webhook = hook.map(|r| self.open_for_delivery(r)).transpose()?;
+        Ok(Some(DeliveryContext { status, webhook }))
     }
 
     /// Records an attempt and the status it leads to, in one write.

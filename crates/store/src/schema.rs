@@ -86,4 +86,7 @@ diesel::table! {
     }
 }
 
+// An outbox row's org has at most one webhook (webhooks.org_id is its primary key).
+diesel::joinable!(outbox -> webhooks (org_id));
+
 diesel::allow_tables_to_appear_in_same_query!(orgs, api_tokens, leads, handoffs, webhooks, outbox);

@@ -15,7 +15,7 @@ use crate::{Store, StoreError};
 
 #[derive(Debug, Clone, Queryable, Selectable)]
 #[diesel(table_name = webhooks)]
-struct WebhookRow {
+pub(crate) struct WebhookRow {
     org_id: Uuid,
     url: String,
     event_types: Vec<String>,
@@ -136,24 +136,19 @@ impl Store {
         Ok(self.webhook_row(org_id).await?.map(|r| r.public()))
     }
 
-    /// The settings with the opened secret, read fresh at every delivery attempt.
-    pub async fn webhook_for_delivery(
+    /// The settings with the opened secret, for a delivery attempt.
+    pub(crate) fn open_for_delivery(
         &self,
-        org_id: Uuid,
-    ) -> Result<Option<WebhookForDelivery>, StoreError> {
-        match self.webhook_row(org_id).await? {
-            None => Ok(None),
-            Some(r) => {
-                let signing_secret = self
-                    .secret_key
-                    .open(&r.secret_sealed)
-                    .map_err(StoreError::Unavailable)?;
-                Ok(Some(WebhookForDelivery {
-                    webhook: r.public(),
-                    signing_secret,
-                }))
-            }
-        }
+        r: WebhookRow,
+    ) -> Result<WebhookForDelivery, StoreError> {
+        let signing_secret = self
+            .secret_key
+            .open(&r.secret_sealed)
+            .map_err(StoreError::Unavailable)?;
+        Ok(WebhookForDelivery {
+            webhook: r.public(),
+            signing_secret,
+        })
     }
 
     /// Replaces the signing secret; deliveries already queued sign with the new one.

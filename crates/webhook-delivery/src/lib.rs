@@ -69,7 +69,6 @@ pub async fn start(cfg: DeliveryConfig) -> anyhow::Result<RunningDelivery> {
     };
     let timeout = Duration::from_millis(cfg.timeout_ms);
     let sender = sender::Sender::new(
-        store.clone(),
         EgressPolicy::new(cfg.allow_cidrs.clone()),
         timeout,
         roots.as_deref(),

@@ -12,8 +12,8 @@ use qualifier_domain::EventType;
 use qualifier_domain::netguard::WebhookUrl;
 use qualifier_domain::timefmt;
 use qualifier_egress::EgressPolicy;
-use qualifier_store::Store;
 use qualifier_store::deliveries::AttemptRecord;
+use qualifier_store::webhooks::WebhookForDelivery;
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use uuid::Uuid;
 
@@ -66,7 +66,6 @@ pub struct DeliveryJob {
 pub struct Sender {
     client: reqwest::Client,
     policy: EgressPolicy,
-    store: Store,
     timeout: Duration,
 }
 
@@ -75,7 +74,6 @@ const RESPONSE_READ_LIMIT: usize = 16 * 1024;
 
 impl Sender {
     pub fn new(
-        store: Store,
         policy: EgressPolicy,
         timeout: Duration,
         extra_roots_pem: Option<&[u8]>,
@@ -95,22 +93,22 @@ impl Sender {
         Ok(Sender {
             client: b.build()?,
             policy,
-            store,
             timeout,
         })
     }
 
-    pub async fn attempt(&self, job: &DeliveryJob) -> Result<Outcome, qualifier_store::StoreError> {
-        let Some(hook) = self.store.webhook_for_delivery(job.org_id).await? else {
-            return Ok(Outcome::Skipped("webhook not configured"));
+    /// One attempt with the org's webhook as it is now (`None`: not configured).
+    pub async fn attempt(&self, job: &DeliveryJob, hook: Option<&WebhookForDelivery>) -> Outcome {
+        let Some(hook) = hook else {
+            return Outcome::Skipped("webhook not configured");
         };
         if !hook.webhook.enabled {
-            return Ok(Outcome::Skipped("webhook disabled"));
+            return Outcome::Skipped("webhook disabled");
         }
         let subscribed = EventType::parse(&job.event_type)
             .is_some_and(|t| hook.webhook.event_types.iter().any(|s| s == t.as_str()));
         if !subscribed {
-            return Ok(Outcome::Skipped("event type not subscribed"));
+            return Outcome::Skipped("event type not subscribed");
         }
         let started_at = timefmt::now_millis();
         let clock = Instant::now();
@@ -124,17 +122,17 @@ impl Sender {
         };
         let url = match WebhookUrl::parse(&hook.webhook.url) {
             Ok(u) => u,
-            Err(e) => return Ok(failed(None, e.to_string(), clock)),
+            Err(e) => return failed(None, e.to_string(), clock),
         };
         // IP literals never reach the resolver, so they are judged here.
         if let Some(ip) = url.ip_literal()
             && !self.policy.permits(ip)
         {
-            return Ok(failed(
+            return failed(
                 None,
                 format!("endpoint is a non-public address ({ip})"),
                 clock,
-            ));
+            );
         }
         let signature = qualifier_signing::sign(&hook.signing_secret, &job.body);
         let sent = self
@@ -150,7 +148,7 @@ impl Sender {
             .await;
         let mut resp = match sent {
             Ok(r) => r,
-            Err(e) => return Ok(failed(None, describe(&e, self.timeout), clock)),
+            Err(e) => return failed(None, describe(&e, self.timeout), clock),
         };
         let code = resp.status().as_u16();
         // Read a little of the body so the connection can be reused; stop at the limit or error.
@@ -168,17 +166,17 @@ impl Sender {
             error: None,
         };
         if (200..300).contains(&code) {
-            Ok(Outcome::Delivered(record))
+            Outcome::Delivered(record)
         } else {
             let error = if (300..400).contains(&code) {
                 format!("HTTP {code} (redirects are not followed)")
             } else {
                 format!("HTTP {code}")
             };
-            Ok(Outcome::Failed(AttemptRecord {
+            Outcome::Failed(AttemptRecord {
                 error: Some(error),
                 ..record
-            }))
+            })
         }
     }
 }

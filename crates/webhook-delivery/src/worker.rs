@@ -79,19 +79,22 @@ impl Worker {
     /// Makes one attempt and makes its outcome durable. Err means "not durable": the message
     /// must go back to the queue.
     async fn process(&self, publisher: &Publisher, job: &DeliveryJob) -> Result<(), String> {
-        // A duplicate of a delivery that already ended (a redelivery after a crash between the
-        // outcome and the ack) is dropped instead of being sent again.
-        let current = self
+        // One read: the delivery's status and the org's webhook as it is now. A duplicate of a
+        // delivery that already ended (a redelivery after a crash between the outcome and the
+        // ack) is dropped instead of being sent again.
+        let ctx = self
             .store
-            .delivery_status(job.delivery_id)
+            .delivery_context(job.delivery_id)
             .await
-            .map_err(|e| e.to_string())?;
-        match current.as_deref() {
-            None => return Err("delivery row not found".into()),
-            Some(status::SUCCEEDED | status::SKIPPED | status::DEAD) => return Ok(()),
-            _ => {}
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| "delivery row not found".to_owned())?;
+        if matches!(
+            ctx.status.as_str(),
+            status::SUCCEEDED | status::SKIPPED | status::DEAD
+        ) {
+            return Ok(());
         }
-        let outcome = self.sender.attempt(job).await.map_err(|e| e.to_string())?;
+        let outcome = self.sender.attempt(job, ctx.webhook.as_ref()).await;
         match outcome {
             Outcome::Skipped(reason) => {
                 tracing::info!(delivery_id = %job.delivery_id, reason, "delivery skipped");
