@@ -7,6 +7,7 @@ use qualifier_domain::validate::{Channel, Email, Name, Phone, RouteTarget, body,
 use qualifier_domain::{EventType, Stage};
 use qualifier_store::leads::{InboundContact, InternalPatch};
 use serde_json::{Map, Value, json};
+use uuid::Uuid;
 
 use crate::error::{ApiError, method_not_allowed};
 use crate::state::{AppState, path_id};
@@ -47,6 +48,23 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
 
 const ORG_NOT_FOUND: &str = "Org not found";
 
+/// `/orgs/{org}/<thing>/{id}`: the org, then the thing; each not-a-UUID is its own 404.
+fn org_and(path: &(String, String), not_found: &'static str) -> Result<(Uuid, Uuid), ApiError> {
+    Ok((
+        path_id(&path.0, ORG_NOT_FOUND)?,
+        path_id(&path.1, not_found)?,
+    ))
+}
+
+/// `/orgs/{org}/leads/{id}/handoffs/{hid}`.
+fn handoff_path(path: &(String, String, String)) -> Result<(Uuid, Uuid, Uuid), ApiError> {
+    Ok((
+        path_id(&path.0, ORG_NOT_FOUND)?,
+        path_id(&path.1, "Lead not found")?,
+        path_id(&path.2, "Handoff not found")?,
+    ))
+}
+
 async fn create_org(
     req: HttpRequest,
     payload: web::Payload,
@@ -84,8 +102,7 @@ async fn revoke_token(
     st: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     st.authenticate_internal(&req)?;
-    let org_id = path_id(&path.0, ORG_NOT_FOUND)?;
-    let token_id = path_id(&path.1, "Token not found")?;
+    let (org_id, token_id) = org_and(&path, "Token not found")?;
     st.store.revoke_token(org_id, token_id).await?;
     Ok(HttpResponse::NoContent().finish())
 }
@@ -244,8 +261,7 @@ async fn patch_lead(
     st.authenticate_internal(&req)?;
     let obj = crate::body::object(&req, payload, "Request body must be a JSON object").await?;
     let patch = parse_internal_patch(&obj)?;
-    let org_id = path_id(&path.0, ORG_NOT_FOUND)?;
-    let lead_id = path_id(&path.1, "Lead not found")?;
+    let (org_id, lead_id) = org_and(&path, "Lead not found")?;
     let lead = st.store.patch_lead_internal(org_id, lead_id, patch).await?;
     Ok(HttpResponse::Ok().json(json!({ "lead": lead })))
 }
@@ -269,8 +285,7 @@ async fn create_handoff(
             }
         })
         .transpose()?;
-    let org_id = path_id(&path.0, ORG_NOT_FOUND)?;
-    let lead_id = path_id(&path.1, "Lead not found")?;
+    let (org_id, lead_id) = org_and(&path, "Lead not found")?;
     let handoff = st.store.create_handoff(org_id, lead_id, reason).await?;
     Ok(HttpResponse::Created().json(json!({ "handoff": handoff })))
 }
@@ -284,9 +299,7 @@ async fn accept_handoff(
     st.authenticate_internal(&req)?;
     let obj = crate::body::object(&req, payload, "Request body must be a JSON object").await?;
     let operator = Name::parse("operator", body::required_string(&obj, "operator")?)?;
-    let org_id = path_id(&path.0, ORG_NOT_FOUND)?;
-    let lead_id = path_id(&path.1, "Lead not found")?;
-    let hid = path_id(&path.2, "Handoff not found")?;
+    let (org_id, lead_id, hid) = handoff_path(&path)?;
     let handoff = st
         .store
         .accept_handoff(org_id, lead_id, hid, operator.into_inner())
@@ -300,9 +313,7 @@ async fn release_handoff(
     st: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     st.authenticate_internal(&req)?;
-    let org_id = path_id(&path.0, ORG_NOT_FOUND)?;
-    let lead_id = path_id(&path.1, "Lead not found")?;
-    let hid = path_id(&path.2, "Handoff not found")?;
+    let (org_id, lead_id, hid) = handoff_path(&path)?;
     let handoff = st.store.release_handoff(org_id, lead_id, hid).await?;
     Ok(HttpResponse::Ok().json(json!({ "handoff": handoff })))
 }
@@ -352,8 +363,7 @@ async fn get_delivery(
     st: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     st.authenticate_internal(&req)?;
-    let org_id = path_id(&path.0, ORG_NOT_FOUND)?;
-    let id = path_id(&path.1, "Delivery not found")?;
+    let (org_id, id) = org_and(&path, "Delivery not found")?;
     let delivery = st.store.get_delivery(org_id, id).await?;
     Ok(HttpResponse::Ok().json(json!({ "delivery": delivery })))
 }
@@ -364,8 +374,7 @@ async fn replay_delivery(
     st: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     st.authenticate_internal(&req)?;
-    let org_id = path_id(&path.0, ORG_NOT_FOUND)?;
-    let id = path_id(&path.1, "Delivery not found")?;
+    let (org_id, id) = org_and(&path, "Delivery not found")?;
     st.store.replay_delivery(org_id, id).await?;
     Ok(HttpResponse::Accepted().json(json!({ "status": "pending" })))
 }

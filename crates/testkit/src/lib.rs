@@ -190,3 +190,21 @@ impl Drop for TestTopology {
         });
     }
 }
+
+/// The HTTP client tests call the services with: ring as the TLS provider (installed once) and no
+/// redirects followed, so a test sees exactly what the service answered.
+pub fn http_client() -> reqwest::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("client")
+}
+
+/// Service logs in test output, at `RUST_LOG` (default `warn`); once per test binary.
+pub fn init_test_logging() {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()))
+        .with_test_writer()
+        .try_init();
+}

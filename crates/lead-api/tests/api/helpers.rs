@@ -15,13 +15,7 @@ pub struct TestApp {
     pub http: Client,
 }
 
-pub fn client() -> Client {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap()
-}
+pub use qualifier_testkit::http_client as client;
 
 pub fn config(db: &TestDb, topo: &TestTopology) -> ApiConfig {
     ApiConfig {
@@ -47,10 +41,7 @@ impl TestApp {
     }
 
     pub async fn spawn_with(tweak: impl FnOnce(&mut ApiConfig)) -> TestApp {
-        let _ = tracing_subscriber::fmt()
-            .with_env_filter(std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()))
-            .with_test_writer()
-            .try_init();
+        qualifier_testkit::init_test_logging();
         let db = TestDb::new().await;
         let topo = TestTopology::new(vec![50, 50, 50, 50]);
         let mut cfg = config(&db, &topo);

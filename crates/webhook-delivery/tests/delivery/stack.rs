@@ -73,10 +73,7 @@ impl Stack {
     }
 
     pub async fn start_with(tweak: impl FnOnce(&mut DeliveryConfig)) -> Stack {
-        let _ = tracing_subscriber::fmt()
-            .with_env_filter(std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()))
-            .with_test_writer()
-            .try_init();
+        qualifier_testkit::init_test_logging();
         let db = TestDb::new().await;
         let topo = TestTopology::new(vec![100, 100, 100, 100]);
         let key_b64 = SecretKey::generate_base64();
@@ -86,7 +83,7 @@ impl Stack {
         let mut dcfg = delivery_config(&db, &topo, &key, &receiver);
         tweak(&mut dcfg);
         let delivery = webhook_delivery::start(dcfg).await.unwrap();
-        let http = qualifier_testkit_client();
+        let http = qualifier_testkit::http_client();
         let mut s = Stack {
             internal: format!("http://{}", api.internal_addr),
             public: format!("http://{}", api.public_addr),
@@ -230,11 +227,6 @@ impl Stack {
             d.stop().await;
         }
     }
-}
-
-pub fn qualifier_testkit_client() -> Client {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    Client::builder().build().unwrap()
 }
 
 impl Drop for Stack {
