@@ -19,6 +19,8 @@ pub mod headers {
     pub const ATTEMPT: &str = "x-qualifier-attempt";
     /// W3C trace context of the request that caused the event.
     pub const TRACEPARENT: &str = "traceparent";
+    /// When the event committed (Unix milliseconds), for the event-to-delivery latency metric.
+    pub const OCCURRED_AT: &str = "x-qualifier-occurred-at";
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -1,4 +1,4 @@
-//! Configuration from the environment (contract section 1) and logging setup.
+//! Configuration from the environment (contract section 1).
 //!
 //! Every reader names its variable in its error, and each binary validates all of its
 //! configuration once at start: a missing or malformed variable stops the process with one line
@@ -96,31 +96,6 @@ pub fn millis_list(var: &'static str, default: &str) -> Result<Vec<u64>, EnvErro
         .collect()
 }
 
-/// `RUST_LOG` (default `info`) and `QUALIFIER_LOG_FORMAT` (`json` default, or `pretty`).
-pub fn init_logging() -> Result<(), EnvError> {
-    use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_new(with_default("RUST_LOG", "info"))
-        .map_err(|e| EnvError::new("RUST_LOG", format!("is malformed: {e}")))?;
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_target(true);
-    match with_default("QUALIFIER_LOG_FORMAT", "json").as_str() {
-        "json" => builder
-            .json()
-            .flatten_event(true)
-            .with_current_span(true)
-            .init(),
-        "pretty" => builder.init(),
-        other => {
-            return Err(EnvError::new(
-                "QUALIFIER_LOG_FORMAT",
-                format!("must be json or pretty, got {other:?}"),
-            ));
-        }
-    }
-    Ok(())
-}
-
 /// `QUALIFIER_TOPOLOGY_PREFIX`: letters, digits, `.`, `_`, `-` (it becomes part of queue names).
 pub fn topology_prefix() -> Result<String, EnvError> {
     let p = with_default("QUALIFIER_TOPOLOGY_PREFIX", "qualifier");
@@ -147,22 +122,6 @@ pub fn retry_delays() -> Result<Vec<u64>, EnvError> {
         ));
     }
     Ok(d)
-}
-
-/// The start of every service binary: prints `help` for `--help`, reads the configuration and
-/// sets up logging; a configuration error ends the process with its one line and exit code 2.
-pub fn service_start<C>(help: &str, read: impl FnOnce() -> Result<C, EnvError>) -> Option<C> {
-    if std::env::args().any(|a| a == "--help" || a == "-h") {
-        print!("{help}");
-        return None;
-    }
-    match read().and_then(|c| init_logging().map(|()| c)) {
-        Ok(c) => Some(c),
-        Err(e) => {
-            eprintln!("{e}");
-            std::process::exit(2);
-        }
-    }
 }
 
 /// Resolves on SIGTERM (orchestrators) or Ctrl-C (developers).

@@ -1,5 +1,5 @@
 //! Building and running the two listeners: the public API and the internal API (which also
-//! serves `/metrics` later). Both share one state and one pool.
+//! serves `/metrics`). Both share one state and one pool.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -10,6 +10,7 @@ use actix_web::http::header::{HeaderName, HeaderValue};
 use actix_web::{App, HttpMessage, HttpResponse, HttpServer, web};
 use qualifier_egress::EgressPolicy;
 use qualifier_store::Store;
+use qualifier_telemetry::metrics::{self as m, metrics};
 use tracing::Instrument;
 use uuid::Uuid;
 
@@ -88,18 +89,56 @@ macro_rules! app {
                     request_id = %rid,
                     method = %req.method(),
                     path = %req.path(),
+                    trace_id = tracing::field::Empty,
                     org_id = tracing::field::Empty,
+                    lead_id = tracing::field::Empty,
+                    delivery_id = tracing::field::Empty,
                 );
+                // A caller's W3C trace context makes this request (and the webhooks it causes)
+                // part of the caller's trace.
+                qualifier_telemetry::set_remote_parent(
+                    &span,
+                    req.headers()
+                        .get(qualifier_telemetry::TRACEPARENT)
+                        .and_then(|v| v.to_str().ok()),
+                );
+                if let Some(t) = qualifier_telemetry::trace_id(&span) {
+                    span.record("trace_id", t);
+                }
+                let started = std::time::Instant::now();
                 let fut = srv.call(req);
                 async move {
                     let mut res = fut.await?;
                     finish_response(&rid, &mut res);
+                    record_request(&res, started.elapsed());
                     tracing::debug!(status = res.status().as_u16(), "request done");
                     Ok(res)
                 }
                 .instrument(span)
             })
     };
+}
+
+/// Request count and latency by matched route pattern (never the raw path, whose ids would make
+/// one time series per lead).
+fn record_request<B>(res: &ServiceResponse<B>, took: std::time::Duration) {
+    let route = res
+        .request()
+        .match_pattern()
+        .unwrap_or_else(|| "unmatched".to_owned());
+    let labels = [
+        ("route", route),
+        ("method", res.request().method().as_str().to_owned()),
+        ("status", res.status().as_u16().to_string()),
+    ];
+    metrics::counter!(m::HTTP_REQUESTS, &labels).increment(1);
+    metrics::histogram!(m::HTTP_DURATION, &labels).record(took.as_secs_f64());
+}
+
+async fn metrics_page() -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type(m::CONTENT_TYPE)
+        .body(m::render())
 }
 
 /// A running `lead-api`: its bound addresses and the handles to stop it.
@@ -128,6 +167,9 @@ impl RunningApi {
 
 /// Connects to the database, binds both listeners (port 0 picks a free port) and starts serving.
 pub async fn start(cfg: ApiConfig) -> anyhow::Result<RunningApi> {
+    m::install();
+    m::zero_counter(m::RATE_LIMITED, &[]);
+    m::zero_counter(m::OUTBOX_PUBLISHED, &[]);
     let pool = qualifier_store::connect(&cfg.database_url, cfg.db_pool_size)
         .map_err(anyhow::Error::msg)?;
     let store = Store::new(pool, cfg.app_base_url.clone(), cfg.secret_key.clone());
@@ -165,11 +207,16 @@ pub async fn start(cfg: ApiConfig) -> anyhow::Result<RunningApi> {
     let public = public.run();
 
     let st = state.clone();
-    let internal = HttpServer::new(move || app!(st, crate::internal::routes))
-        .workers(workers.min(2))
-        .disable_signals()
-        .shutdown_timeout(30)
-        .bind(cfg.internal_addr)?;
+    let internal = HttpServer::new(move || {
+        app!(st, |cfg: &mut web::ServiceConfig| {
+            crate::internal::routes(cfg);
+            cfg.route("/metrics", web::get().to(metrics_page));
+        })
+    })
+    .workers(workers.min(2))
+    .disable_signals()
+    .shutdown_timeout(30)
+    .bind(cfg.internal_addr)?;
     let internal_addr = internal.addrs()[0];
     let internal = internal.run();
 

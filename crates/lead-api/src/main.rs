@@ -17,11 +17,14 @@ Environment:
   QUALIFIER_HTTP_WORKERS           HTTP worker threads (default: number of CPUs)
   QUALIFIER_DB_POOL_SIZE           PostgreSQL connections (default 16)
   RUST_LOG, QUALIFIER_LOG_FORMAT   logging (info, json|pretty)
+  OTEL_EXPORTER_OTLP_ENDPOINT      export traces over OTLP/gRPC when set
 ";
 
 #[tokio::main]
 async fn main() {
-    let Some(cfg) = qualifier_config::service_start(HELP, ApiConfig::from_env) else {
+    let Some((cfg, telemetry)) =
+        qualifier_telemetry::service_start(HELP, "lead-api", ApiConfig::from_env)
+    else {
         return;
     };
     let api = match lead_api::start(cfg).await {
@@ -34,4 +37,5 @@ async fn main() {
     qualifier_config::shutdown_signal().await;
     tracing::info!("shutting down: finishing in-flight requests");
     api.stop(true).await;
+    telemetry.shutdown();
 }

@@ -14,11 +14,13 @@ use futures_util::StreamExt;
 use qualifier_bus::{Outgoing, Publisher, Topology, headers};
 use qualifier_store::Store;
 use qualifier_store::deliveries::{Unpublished, relay_batch};
+use qualifier_telemetry::metrics::{self as m, metrics};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 const BATCH: i64 = 500;
 const POLL: Duration = Duration::from_secs(1);
+const BACKLOG_SAMPLE: Duration = Duration::from_secs(2);
 
 #[derive(Default)]
 pub struct RelayStatus {
@@ -77,13 +79,23 @@ fn to_message<'a>(topology_exchange: &'a str, row: &'a Unpublished) -> Outgoing<
         exchange: topology_exchange,
         routing_key: &row.event_type,
         body: &row.payload,
-        headers: vec![
-            (headers::DELIVERY_ID, row.delivery_id.to_string()),
-            (headers::EVENT_ID, row.event_id.to_string()),
-            (headers::ORG_ID, row.org_id.to_string()),
-            (headers::EVENT_TYPE, row.event_type.clone()),
-            (headers::ATTEMPT, "1".to_owned()),
-        ],
+        headers: {
+            let mut h = vec![
+                (headers::DELIVERY_ID, row.delivery_id.to_string()),
+                (headers::EVENT_ID, row.event_id.to_string()),
+                (headers::ORG_ID, row.org_id.to_string()),
+                (headers::EVENT_TYPE, row.event_type.clone()),
+                (headers::ATTEMPT, "1".to_owned()),
+                (
+                    headers::OCCURRED_AT,
+                    (row.created_at.unix_timestamp_nanos() / 1_000_000).to_string(),
+                ),
+            ];
+            if let Some(tp) = &row.traceparent {
+                h.push((headers::TRACEPARENT, tp.clone()));
+            }
+            h
+        },
         message_id: Some(row.delivery_id.to_string()),
     }
 }
@@ -113,7 +125,20 @@ impl Relay {
         }
     }
 
+    /// Samples the backlog gauges every few seconds (a scrape never touches the database).
+    async fn sample_backlog(store: Store, shutdown: CancellationToken) {
+        let mut tick = tokio::time::interval(BACKLOG_SAMPLE);
+        while !shutdown.is_cancelled() {
+            tokio::select! { _ = tick.tick() => {}, _ = shutdown.cancelled() => return }
+            if let Ok(b) = store.outbox_backlog().await {
+                metrics::gauge!(m::OUTBOX_BACKLOG).set(b.count as f64);
+                metrics::gauge!(m::OUTBOX_OLDEST_AGE).set(b.oldest_age_seconds);
+            }
+        }
+    }
+
     pub async fn run(self, shutdown: CancellationToken) {
+        let sampler = tokio::spawn(Self::sample_backlog(self.store.clone(), shutdown.clone()));
         let wake = Arc::new(Notify::new());
         let listener = tokio::spawn(listen(
             self.database_url.clone(),
@@ -143,6 +168,7 @@ impl Relay {
                 match self.drain(&publisher).await {
                     Ok(n) => {
                         if n > 0 {
+                            metrics::counter!(m::OUTBOX_PUBLISHED).increment(n as u64);
                             tracing::debug!(published = n, "outbox relayed");
                         }
                         tokio::select! {
@@ -164,5 +190,6 @@ impl Relay {
             let _ = conn.close(200, "shutdown".into()).await;
         }
         listener.abort();
+        sampler.abort();
     }
 }

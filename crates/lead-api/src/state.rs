@@ -4,6 +4,7 @@ use actix_web::{HttpMessage, HttpRequest, http::header};
 use qualifier_egress::EgressPolicy;
 use qualifier_store::Store;
 use qualifier_store::tokens::Admission;
+use qualifier_telemetry::metrics::metrics;
 use uuid::Uuid;
 
 use crate::error::ApiError;
@@ -69,6 +70,7 @@ impl AppState {
                     limit: self.rate_limit_per_minute,
                     remaining: 0,
                 });
+                metrics::counter!(qualifier_telemetry::metrics::RATE_LIMITED).increment(1);
                 tracing::info!(%org_id, retry_after_secs, "rate limit refused a request");
                 Err(ApiError::RateLimited { retry_after_secs })
             }
@@ -91,6 +93,15 @@ impl AppState {
 }
 
 /// A path id that is not a UUID is simply not found (contract: `Lead not found` for a bad id).
+/// The id also goes on the request's span, so every log line of the request names it.
 pub fn path_id(raw: &str, not_found: &'static str) -> Result<Uuid, ApiError> {
-    Uuid::parse_str(raw).map_err(|_| ApiError::NotFound(not_found))
+    let id = Uuid::parse_str(raw).map_err(|_| ApiError::NotFound(not_found))?;
+    let field = match not_found {
+        "Org not found" => "org_id",
+        "Lead not found" => "lead_id",
+        "Delivery not found" => "delivery_id",
+        _ => return Ok(id),
+    };
+    tracing::Span::current().record(field, tracing::field::display(id));
+    Ok(id)
 }

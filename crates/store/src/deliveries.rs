@@ -36,6 +36,7 @@ pub struct Unpublished {
     pub event_type: String,
     pub payload: Vec<u8>,
     pub created_at: OffsetDateTime,
+    pub traceparent: Option<String>,
 }
 
 #[derive(Debug, Clone, Queryable, Selectable)]
@@ -142,7 +143,30 @@ where
     .await
 }
 
+/// The relay's backlog: unpublished events and the age of the oldest, in seconds.
+#[derive(Debug, Clone, Copy, diesel::QueryableByName)]
+pub struct Backlog {
+    #[diesel(sql_type = Int8)]
+    pub count: i64,
+    #[diesel(sql_type = diesel::sql_types::Double)]
+    pub oldest_age_seconds: f64,
+}
+
 impl Store {
+    /// Reads the backlog through the partial index of unpublished rows (small by design).
+    pub async fn outbox_backlog(&self) -> Result<Backlog, StoreError> {
+        let mut conn = self.conn().await?;
+        let b = diesel::sql_query(
+            "SELECT count(*) AS count,
+                    COALESCE(EXTRACT(EPOCH FROM clock_timestamp() - min(created_at)), 0)::float8
+                        AS oldest_age_seconds
+             FROM outbox WHERE published_at IS NULL",
+        )
+        .get_result(&mut conn)
+        .await?;
+        Ok(b)
+    }
+
     /// What an attempt needs to know, in one round trip: the delivery's current status (to drop
     /// duplicates of finished work) and the org's webhook as it is now, secret opened.
     /// `None` when the delivery does not exist.

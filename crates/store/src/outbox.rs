@@ -19,6 +19,8 @@ pub async fn append(
             outbox::event_type.eq(env.event_type.as_str()),
             outbox::payload.eq(env.to_bytes()),
             outbox::delivery_id.eq(uuid::Uuid::new_v4()),
+            // The request's trace context, so the delivery attempt joins the same trace.
+            outbox::traceparent.eq(qualifier_telemetry::current_traceparent()),
         ))
         .execute(conn)
         .await?;

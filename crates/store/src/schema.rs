@@ -83,6 +83,7 @@ diesel::table! {
         last_error -> Nullable<Text>,
         attempt_log -> Jsonb,
         updated_at -> Timestamptz,
+        traceparent -> Nullable<Text>,
     }
 }
 

@@ -5,6 +5,7 @@
 //! so tests run in parallel against the real server and leave nothing behind.
 
 pub mod receiver;
+pub mod telemetry;
 
 use std::path::Path;
 
@@ -201,10 +202,8 @@ pub fn http_client() -> reqwest::Client {
         .expect("client")
 }
 
-/// Service logs in test output, at `RUST_LOG` (default `warn`); once per test binary.
+/// Service logs in test output, at `RUST_LOG` (default `warn`), plus the in-memory capture of
+/// logs and spans ([`telemetry`]); once per test binary.
 pub fn init_test_logging() {
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()))
-        .with_test_writer()
-        .try_init();
+    telemetry::init();
 }

@@ -39,6 +39,13 @@ async fn readyz(h: web::Data<Health>) -> HttpResponse {
     }
 }
 
+async fn metrics_page() -> HttpResponse {
+    use qualifier_telemetry::metrics as m;
+    HttpResponse::Ok()
+        .content_type(m::CONTENT_TYPE)
+        .body(m::render())
+}
+
 /// A running `webhook-delivery`.
 pub struct RunningDelivery {
     pub addr: SocketAddr,
@@ -60,6 +67,13 @@ impl RunningDelivery {
 
 pub async fn start(cfg: DeliveryConfig) -> anyhow::Result<RunningDelivery> {
     let _ = rustls::crypto::ring::default_provider().install_default();
+    {
+        use qualifier_telemetry::metrics as m;
+        m::install();
+        for outcome in ["delivered", "retrying", "dead", "skipped"] {
+            m::zero_counter(m::DELIVERIES, &[("outcome", outcome)]);
+        }
+    }
     let pool = qualifier_store::connect(&cfg.database_url, cfg.db_pool_size)
         .map_err(anyhow::Error::msg)?;
     let store = Store::new(pool, cfg.app_base_url.clone(), cfg.secret_key.clone());
@@ -92,6 +106,7 @@ pub async fn start(cfg: DeliveryConfig) -> anyhow::Result<RunningDelivery> {
             .app_data(health.clone())
             .route("/healthz", web::get().to(healthz))
             .route("/readyz", web::get().to(readyz))
+            .route("/metrics", web::get().to(metrics_page))
     })
     .workers(1)
     .disable_signals()

@@ -14,11 +14,14 @@ Environment:
   QUALIFIER_WEBHOOK_ALLOW_CIDRS    CIDRs exempt from the private-address ban (dev/tests only)
   QUALIFIER_WEBHOOK_CA_FILE        extra PEM roots for endpoints (dev/tests only)
   RUST_LOG, QUALIFIER_LOG_FORMAT   logging (info, json|pretty)
+  OTEL_EXPORTER_OTLP_ENDPOINT      export traces over OTLP/gRPC when set
 ";
 
 #[tokio::main]
 async fn main() {
-    let Some(cfg) = qualifier_config::service_start(HELP, DeliveryConfig::from_env) else {
+    let Some((cfg, telemetry)) =
+        qualifier_telemetry::service_start(HELP, "webhook-delivery", DeliveryConfig::from_env)
+    else {
         return;
     };
     let running = match webhook_delivery::start(cfg).await {
@@ -31,4 +34,5 @@ async fn main() {
     qualifier_config::shutdown_signal().await;
     tracing::info!("shutting down: draining in-flight deliveries");
     running.stop().await;
+    telemetry.shutdown();
 }

@@ -60,6 +60,10 @@ pub struct DeliveryJob {
     pub event_type: String,
     pub attempt: u32,
     pub body: Vec<u8>,
+    /// W3C trace context of the request that caused the event (carried on every retry).
+    pub traceparent: Option<String>,
+    /// When the event committed, in Unix milliseconds (for the event-to-delivery metric).
+    pub occurred_at_ms: Option<i64>,
 }
 
 #[derive(Clone)]

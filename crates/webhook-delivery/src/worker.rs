@@ -14,6 +14,7 @@ use qualifier_bus::lapin::types::FieldTable;
 use qualifier_bus::{Outgoing, Publisher, Topology, header_str, headers};
 use qualifier_store::Store;
 use qualifier_store::deliveries::status;
+use qualifier_telemetry::metrics::{self as m, metrics};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use uuid::Uuid;
@@ -21,6 +22,7 @@ use uuid::Uuid;
 use crate::sender::{DeliveryJob, Outcome, Sender};
 
 pub const MAX_ATTEMPTS: u32 = 5;
+const QUEUE_SAMPLE: Duration = Duration::from_secs(2);
 
 #[derive(Default)]
 pub struct WorkerStatus {
@@ -51,6 +53,9 @@ fn parse_job(d: &Delivery) -> Result<DeliveryJob, String> {
             .parse()
             .map_err(|_| "bad attempt header".to_owned())?,
         body: d.data.clone(),
+        traceparent: header_str(&d.properties, headers::TRACEPARENT),
+        occurred_at_ms: header_str(&d.properties, headers::OCCURRED_AT)
+            .and_then(|v| v.parse().ok()),
     })
 }
 
@@ -64,14 +69,79 @@ fn job_message<'a>(
         exchange,
         routing_key,
         body: &job.body,
-        headers: vec![
-            (headers::DELIVERY_ID, job.delivery_id.to_string()),
-            (headers::EVENT_ID, job.event_id.to_string()),
-            (headers::ORG_ID, job.org_id.to_string()),
-            (headers::EVENT_TYPE, job.event_type.clone()),
-            (headers::ATTEMPT, attempt.to_string()),
-        ],
+        headers: {
+            let mut h = vec![
+                (headers::DELIVERY_ID, job.delivery_id.to_string()),
+                (headers::EVENT_ID, job.event_id.to_string()),
+                (headers::ORG_ID, job.org_id.to_string()),
+                (headers::EVENT_TYPE, job.event_type.clone()),
+                (headers::ATTEMPT, attempt.to_string()),
+            ];
+            if let Some(tp) = &job.traceparent {
+                h.push((headers::TRACEPARENT, tp.clone()));
+            }
+            if let Some(ms) = job.occurred_at_ms {
+                h.push((headers::OCCURRED_AT, ms.to_string()));
+            }
+            h
+        },
         message_id: Some(job.delivery_id.to_string()),
+    }
+}
+
+/// Attempt latency, event-to-delivery latency and the outcome count of one attempt.
+fn record_outcome(job: &DeliveryJob, outcome: &Outcome) {
+    let (outcome_label, rec) = match outcome {
+        Outcome::Skipped(_) => ("skipped", None),
+        Outcome::Delivered(r) => ("delivered", Some((r, "success"))),
+        Outcome::Failed(r) if job.attempt < MAX_ATTEMPTS => ("retrying", Some((r, "failure"))),
+        Outcome::Failed(r) => ("dead", Some((r, "failure"))),
+    };
+    metrics::counter!(m::DELIVERIES, "outcome" => outcome_label).increment(1);
+    if let Some((r, result)) = rec {
+        metrics::histogram!(m::ATTEMPT_DURATION, "result" => result)
+            .record(r.duration_ms as f64 / 1000.0);
+    }
+    if let (Outcome::Delivered(_), Some(at)) = (outcome, job.occurred_at_ms) {
+        let now = qualifier_domain::timefmt::now_millis().unix_timestamp_nanos() / 1_000_000;
+        metrics::histogram!(m::EVENT_TO_DELIVERY).record((now as i64 - at).max(0) as f64 / 1000.0);
+    }
+}
+
+/// Samples the queue depths every few seconds with passive declares (they never create a queue).
+async fn sample_queues(ch: qualifier_bus::lapin::Channel, topology: Topology) {
+    use qualifier_bus::lapin::options::QueueDeclareOptions;
+    let passive = QueueDeclareOptions {
+        passive: true,
+        ..Default::default()
+    };
+    let depth = |q: String| {
+        let ch = ch.clone();
+        async move {
+            ch.queue_declare(q.as_str().into(), passive, FieldTable::default())
+                .await
+                .map(|q| q.message_count() as f64)
+        }
+    };
+    let mut tick = tokio::time::interval(QUEUE_SAMPLE);
+    loop {
+        tick.tick().await;
+        let mut retry = 0.0;
+        for i in 0..topology.retry_delays_ms.len() {
+            let Ok(n) = depth(topology.retry_queue(i)).await else {
+                return;
+            };
+            retry += n;
+        }
+        let (Ok(work), Ok(dead)) = (
+            depth(topology.work_queue()).await,
+            depth(topology.dead_queue()).await,
+        ) else {
+            return;
+        };
+        metrics::gauge!(m::QUEUE_DEPTH, "queue" => "work").set(work);
+        metrics::gauge!(m::QUEUE_DEPTH, "queue" => "retry").set(retry);
+        metrics::gauge!(m::QUEUE_DEPTH, "queue" => "dead").set(dead);
     }
 }
 
@@ -95,6 +165,7 @@ impl Worker {
             return Ok(());
         }
         let outcome = self.sender.attempt(job, ctx.webhook.as_ref()).await;
+        record_outcome(job, &outcome);
         match outcome {
             Outcome::Skipped(reason) => {
                 tracing::info!(delivery_id = %job.delivery_id, reason, "delivery skipped");
@@ -152,9 +223,19 @@ impl Worker {
                 return;
             }
         };
-        let span = tracing::info_span!("delivery", delivery_id = %job.delivery_id, event_id = %job.event_id,
-            org_id = %job.org_id, attempt = job.attempt);
-        match tracing::Instrument::instrument(self.process(&publisher, &job), span).await {
+        let span = tracing::info_span!("delivery.attempt", delivery_id = %job.delivery_id,
+            event_id = %job.event_id, org_id = %job.org_id, attempt = job.attempt,
+            trace_id = tracing::field::Empty);
+        // The attempt joins the trace of the request that caused the event.
+        qualifier_telemetry::set_remote_parent(&span, job.traceparent.as_deref());
+        if let Some(t) = qualifier_telemetry::trace_id(&span) {
+            span.record("trace_id", t);
+        }
+        let in_flight = metrics::gauge!(m::IN_FLIGHT);
+        in_flight.increment(1.0);
+        let result = tracing::Instrument::instrument(self.process(&publisher, &job), span).await;
+        in_flight.decrement(1.0);
+        match result {
             Ok(()) => {
                 let _ = d.acker.ack(BasicAckOptions::default()).await;
             }
@@ -209,6 +290,10 @@ impl Worker {
                 }
             };
             self.status.broker_ready.store(true, Ordering::Relaxed);
+            let sampler = match conn.create_channel().await {
+                Ok(c) => Some(tokio::spawn(sample_queues(c, self.topology.clone()))),
+                Err(_) => None,
+            };
             tracing::info!(queue = %self.topology.work_queue(), concurrency = self.concurrency, "consuming");
             loop {
                 tokio::select! {
@@ -234,6 +319,9 @@ impl Worker {
                 }
             }
             self.status.broker_ready.store(false, Ordering::Relaxed);
+            if let Some(s) = sampler {
+                s.abort();
+            }
             if shutdown.is_cancelled() {
                 tracker.close();
                 if tokio::time::timeout(self.drain_timeout, tracker.wait())

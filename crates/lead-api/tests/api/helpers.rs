@@ -57,6 +57,18 @@ impl TestApp {
         }
     }
 
+    /// The Prometheus page of the internal listener (no token needed).
+    pub async fn metrics(&self) -> String {
+        let r = self
+            .http
+            .get(format!("{}/metrics", self.internal))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        r.text().await.unwrap()
+    }
+
     pub async fn internal(&self, method: Method, path: &str, body: Option<Value>) -> Response {
         let mut rb = self
             .http

@@ -2,6 +2,7 @@
 
 use std::time::Instant;
 
+use qualifier_testkit::telemetry::metric;
 use reqwest::Method;
 
 use crate::helpers::{TestApp, client, config, error_of};
@@ -11,6 +12,7 @@ async fn a_fresh_token_gets_120_then_429_and_refusals_cost_nothing() {
     let app = TestApp::spawn().await;
     let (_, token) = app.org().await;
     let path = format!("/api/v1/leads/{}", uuid::Uuid::new_v4());
+    let metrics_before = app.metrics().await;
     let started = Instant::now();
     for i in 0..120u32 {
         let r = app.public(Method::GET, &path, &token, None).await;
@@ -33,6 +35,13 @@ async fn a_fresh_token_gets_120_then_429_and_refusals_cost_nothing() {
             .unwrap();
         assert!(retry >= 1);
         assert_eq!(error_of(r).await, (429, "Rate limit exceeded".into()));
+        // Operators see the refusal, and the 429 under its route pattern (not the raw path).
+        let after = app.metrics().await;
+        let refused = |p: &str| metric(p, "qualifier_rate_limited_total", &[]);
+        assert!(refused(&after) >= refused(&metrics_before) + 1.0);
+        let route_429 = [("route", "/api/v1/leads/{lead_id}"), ("status", "429")];
+        assert!(metric(&after, "qualifier_http_requests_total", &route_429) >= 1.0);
+        assert!(!after.contains(&path), "no per-lead series");
     }
     // An unknown token is refused without touching anyone's bucket.
     let r = app

@@ -4,3 +4,4 @@
 mod crash;
 mod delivery;
 mod stack;
+mod telemetry;

@@ -1,0 +1,194 @@
+//! Logs, traces and metrics for both services.
+//!
+//! - Logs: `tracing` with JSON lines (or pretty) on stdout. Spans carry `request_id`, `org_id`,
+//!   `lead_id`, `event_id` and `delivery_id` where they apply, and the JSON formatter prints the
+//!   fields of every open span, so each line says which request or delivery it belongs to.
+//! - Traces: every span also becomes an OpenTelemetry span. They are exported over OTLP/gRPC only
+//!   when `OTEL_EXPORTER_OTLP_ENDPOINT` is set, but trace ids exist either way, because the W3C
+//!   `traceparent` of the API request is stored on the outbox row, carried in the AMQP headers
+//!   and becomes the parent of the delivery attempt's span: one trace covers a PATCH and the
+//!   webhook it caused.
+//! - Metrics: a process-wide Prometheus recorder ([`metrics`]).
+//!
+//! Nothing here ever records a header value or a request body, which is how tokens and signing
+//! secrets stay out of the logs (a test in each service's suite checks the captured output).
+
+pub mod metrics;
+
+use std::collections::HashMap;
+
+use opentelemetry::propagation::TextMapPropagator;
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry_sdk::propagation::TraceContextPropagator;
+use opentelemetry_sdk::trace::SdkTracerProvider;
+use qualifier_config::{EnvError, with_default};
+use tracing_opentelemetry::OpenTelemetrySpanExt;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{EnvFilter, Layer, Registry};
+
+/// The W3C header (and AMQP header) name of the trace context.
+pub const TRACEPARENT: &str = "traceparent";
+
+/// Keeps the tracer provider alive; [`Telemetry::shutdown`] flushes spans still buffered.
+pub struct Telemetry {
+    provider: SdkTracerProvider,
+}
+
+impl Telemetry {
+    pub fn shutdown(self) {
+        let _ = self.provider.shutdown();
+    }
+}
+
+/// The OpenTelemetry layer for a subscriber built on [`Registry`]: spans of `provider`'s tracer.
+pub fn otel_layer<S>(provider: &SdkTracerProvider, service: &'static str) -> impl Layer<S> + use<S>
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+{
+    tracing_opentelemetry::layer().with_tracer(provider.tracer(service))
+}
+
+fn provider(service: &'static str) -> Result<SdkTracerProvider, EnvError> {
+    let resource = opentelemetry_sdk::Resource::builder()
+        .with_service_name(service)
+        .build();
+    let mut builder = SdkTracerProvider::builder().with_resource(resource);
+    // With no endpoint there is no exporter at all: spans still get ids (which propagate) but
+    // cost no I/O, and shutdown never waits for a collector that is not there.
+    if qualifier_config::optional("OTEL_EXPORTER_OTLP_ENDPOINT").is_some() {
+        let exporter = opentelemetry_otlp::SpanExporter::builder()
+            .with_tonic()
+            .build()
+            .map_err(|e| {
+                EnvError::new("OTEL_EXPORTER_OTLP_ENDPOINT", format!("is unusable: {e}"))
+            })?;
+        builder = builder.with_batch_exporter(exporter);
+    }
+    Ok(builder.build())
+}
+
+/// Logging and tracing from the environment: `RUST_LOG` (default `info`), `QUALIFIER_LOG_FORMAT`
+/// (`json` default, or `pretty`) and `OTEL_EXPORTER_OTLP_ENDPOINT`. Call inside the runtime.
+pub fn init(service: &'static str) -> Result<Telemetry, EnvError> {
+    let filter = EnvFilter::try_new(with_default("RUST_LOG", "info"))
+        .map_err(|e| EnvError::new("RUST_LOG", format!("is malformed: {e}")))?;
+    let provider = provider(service)?;
+    let fmt = tracing_subscriber::fmt::layer().with_target(true);
+    let fmt = match with_default("QUALIFIER_LOG_FORMAT", "json").as_str() {
+        "json" => fmt
+            .json()
+            .flatten_event(true)
+            .with_current_span(true)
+            .with_span_list(true)
+            .boxed(),
+        "pretty" => fmt.boxed(),
+        other => {
+            return Err(EnvError::new(
+                "QUALIFIER_LOG_FORMAT",
+                format!("must be json or pretty, got {other:?}"),
+            ));
+        }
+    };
+    Registry::default()
+        .with(fmt.with_filter(filter))
+        .with(otel_layer(&provider, service))
+        .try_init()
+        .map_err(|e| EnvError::new("RUST_LOG", format!("logging already set up: {e}")))?;
+    Ok(Telemetry { provider })
+}
+
+/// The start of every service binary: prints `help` for `--help`, reads the configuration and
+/// sets up telemetry; a configuration error ends the process with its one line and exit code 2.
+pub fn service_start<C>(
+    help: &str,
+    service: &'static str,
+    read: impl FnOnce() -> Result<C, EnvError>,
+) -> Option<(C, Telemetry)> {
+    if std::env::args().any(|a| a == "--help" || a == "-h") {
+        print!("{help}");
+        return None;
+    }
+    match read().and_then(|c| init(service).map(|t| (c, t))) {
+        Ok(c) => Some(c),
+        Err(e) => {
+            eprintln!("{e}");
+            std::process::exit(2);
+        }
+    }
+}
+
+/// The `traceparent` of the current span, if tracing is on and the span is sampled.
+pub fn current_traceparent() -> Option<String> {
+    let cx = tracing::Span::current().context();
+    let mut carrier = HashMap::new();
+    TraceContextPropagator::new().inject_context(&cx, &mut carrier);
+    carrier.remove(TRACEPARENT)
+}
+
+/// Makes the remote context in `traceparent` the parent of `span` (which must not have been
+/// entered yet). A missing or malformed value leaves the span as the root of a new trace.
+pub fn set_remote_parent(span: &tracing::Span, traceparent: Option<&str>) {
+    let Some(tp) = traceparent else { return };
+    let carrier = HashMap::from([(TRACEPARENT.to_owned(), tp.to_owned())]);
+    let cx = TraceContextPropagator::new().extract(&carrier);
+    use opentelemetry::trace::TraceContextExt as _;
+    if cx.span().span_context().is_valid() {
+        let _ = span.set_parent(cx);
+    }
+}
+
+/// The trace id (32 lowercase hex digits) of `span`, for log lines and tests.
+pub fn trace_id(span: &tracing::Span) -> Option<String> {
+    use opentelemetry::trace::TraceContextExt as _;
+    let cx = span.context();
+    let sc = cx.span().span_context().clone();
+    sc.is_valid().then(|| sc.trace_id().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use opentelemetry_sdk::trace::InMemorySpanExporter;
+
+    #[test]
+    fn a_remote_parent_puts_the_span_in_the_callers_trace() {
+        let exporter = InMemorySpanExporter::default();
+        let provider = SdkTracerProvider::builder()
+            .with_simple_exporter(exporter.clone())
+            .build();
+        let subscriber = Registry::default().with(otel_layer(&provider, "test"));
+        tracing::subscriber::with_default(subscriber, || {
+            let tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+            let span = tracing::info_span!("child");
+            set_remote_parent(&span, Some(tp));
+            let inner = span.in_scope(current_traceparent).expect("a traceparent");
+            assert!(
+                inner.starts_with("00-4bf92f3577b34da6a3ce929d0e0e4736-"),
+                "{inner}"
+            );
+            assert!(
+                !inner.contains("00f067aa0ba902b7"),
+                "a span of its own: {inner}"
+            );
+            drop(span);
+
+            // Garbage is ignored: a new trace starts.
+            let span = tracing::info_span!("root");
+            set_remote_parent(&span, Some("00-zz-yy-01"));
+            let id = trace_id(&span).expect("sampled");
+            assert_ne!(id, "4bf92f3577b34da6a3ce929d0e0e4736");
+        });
+        let spans = exporter.get_finished_spans().unwrap();
+        assert_eq!(spans.len(), 2);
+        assert_eq!(
+            spans[0].span_context.trace_id().to_string(),
+            "4bf92f3577b34da6a3ce929d0e0e4736"
+        );
+    }
+
+    #[test]
+    fn without_tracing_there_is_no_traceparent() {
+        assert_eq!(current_traceparent(), None);
+    }
+}
