@@ -2,13 +2,17 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: run test build lint fmt services migrate clean-test-dbs latency
+.PHONY: run test build lint fmt services migrate clean-test-dbs latency receiver-kit
 
 run: build          ## services, migrations, both binaries, a printed dev org and token
 	scripts/run-dev.sh
 
 test: services      ## unit and integration tests against the local PostgreSQL and RabbitMQ
 	$(CARGO) test --workspace --all-targets
+	$(MAKE) receiver-kit
+
+receiver-kit:       ## the receiver guide's Python and Node snippets against the signature vectors
+	python3 scripts/check-receiver-snippets.py
 
 build:
 	$(CARGO) build --workspace --bins
