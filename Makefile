@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: run test build lint fmt services migrate clean-test-dbs latency receiver-kit
+.PHONY: run test build lint fmt services migrate clean-test-dbs latency receiver-kit conformance deploy-check
 
 run: build          ## services, migrations, both binaries, a printed dev org and token
 	scripts/run-dev.sh
@@ -10,6 +10,12 @@ run: build          ## services, migrations, both binaries, a printed dev org an
 test: services      ## unit and integration tests against the local PostgreSQL and RabbitMQ
 	$(CARGO) test --workspace --all-targets
 	$(MAKE) receiver-kit
+
+conformance:        ## schemathesis against docs/openapi.yaml on a live lead-api (no 5xx, as documented)
+	scripts/api-conformance.sh 100
+
+deploy-check:       ## docker-compose.yml and deploy/kubernetes/ are well-formed and agree
+	scripts/deploy-check.sh
 
 receiver-kit:       ## the receiver guide's Python and Node snippets against the signature vectors
 	python3 scripts/check-receiver-snippets.py

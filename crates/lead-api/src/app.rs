@@ -40,12 +40,18 @@ fn finish_response<B: MessageBody>(rid: &str, res: &mut ServiceResponse<B>) {
             .response()
             .error()
             .and_then(|e| e.as_error::<ApiError>())
-            .and_then(ApiError::cause);
-        tracing::error!(
-            status = status.as_u16(),
-            cause = cause.unwrap_or("unknown"),
-            "request failed"
-        );
+            .and_then(ApiError::cause)
+            .unwrap_or("unknown");
+        // 503 is a dependency outage the caller is told to retry (warn); anything else is a bug.
+        if status == actix_web::http::StatusCode::SERVICE_UNAVAILABLE {
+            tracing::warn!(
+                status = 503,
+                cause,
+                "request refused: a dependency is unavailable"
+            );
+        } else {
+            tracing::error!(status = status.as_u16(), cause, "request failed");
+        }
     }
     let rate = res.request().extensions().get::<RateHeaders>().copied();
     let headers = res.headers_mut();

@@ -22,6 +22,8 @@ Commands:
   replay --org ID --delivery ID            give a finished delivery 5 fresh attempts (same id)
   bootstrap-dev [--name NAME]              create an org and a token in one go
   gen-secret-key                           print a fresh QUALIFIER_SECRET_KEY
+  delete-topology --prefix P               delete a throwaway environment's exchanges and queues
+                                           (AMQP_URL, QUALIFIER_RETRY_DELAYS_MS; messages are lost)
 
 Environment: DATABASE_URL (all but gen-secret-key), QUALIFIER_SECRET_KEY (set-webhook,
 rotate-secret), QUALIFIER_APP_BASE_URL, QUALIFIER_WEBHOOK_ALLOW_CIDRS.
@@ -154,6 +156,22 @@ async fn run(args: Vec<String>) -> Result<serde_json::Value, String> {
             Ok(json!({ "delivery": id, "status": "pending" }))
         }
         "gen-secret-key" => Ok(json!({ "secret_key": SecretKey::generate_base64() })),
+        "delete-topology" => {
+            // For throwaway environments (CI stacks, previews): removes every exchange and
+            // queue of one prefix, messages included.
+            let prefix = need(rest, "--prefix")?;
+            let amqp = required("AMQP_URL").map_err(|e| e.to_string())?;
+            // Retry queue names carry their wait, so the same QUALIFIER_RETRY_DELAYS_MS applies.
+            let delays = qualifier_config::retry_delays().map_err(|e| e.to_string())?;
+            let topo = qualifier_bus::Topology::new(prefix.clone(), delays);
+            let conn = qualifier_bus::connect(&amqp)
+                .await
+                .map_err(|e| e.to_string())?;
+            let ch = conn.create_channel().await.map_err(|e| e.to_string())?;
+            topo.delete(&ch).await.map_err(|e| e.to_string())?;
+            let _ = conn.close(200, "done".into()).await;
+            Ok(json!({ "deleted_prefix": prefix }))
+        }
         _ => Err(HELP.to_owned()),
     }
 }

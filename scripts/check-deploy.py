@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""Cross-checks of docker-compose.yml and deploy/kubernetes/ that schema validators cannot do:
+every name one file uses exists in the other, every configured variable is one the services
+read, probes point at the health routes, and KEDA watches the real work queue.
+Needs PyYAML (installed with kubernetes-validate)."""
+import pathlib
+import re
+import sys
+
+import yaml
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+K8S = ROOT / "deploy" / "kubernetes"
+errors = []
+
+
+def err(msg):
+    errors.append(msg)
+
+
+def docs(path):
+    return [d for d in yaml.safe_load_all(path.read_text()) if d]
+
+
+# Variables the services document (.env.example is the reference list, contract section 1).
+known = set(re.findall(r"^#?\s*([A-Z][A-Z0-9_]+)=", (ROOT / ".env.example").read_text(), re.M))
+known |= {"RUST_LOG", "QUALIFIER_LOG_FORMAT", "OTEL_EXPORTER_OTLP_ENDPOINT"}
+
+# --- Kubernetes ---
+kust = yaml.safe_load((K8S / "kustomization.yaml").read_text())
+objects = {}
+for res in kust["resources"]:
+    p = K8S / res
+    if not p.exists():
+        err(f"kustomization lists missing file {res}")
+        continue
+    for d in docs(p):
+        objects[(d["kind"], d["metadata"]["name"])] = d
+for p in K8S.glob("*.yaml"):
+    if p.name != "kustomization.yaml" and p.name not in kust["resources"]:
+        err(f"{p.name} is not listed in kustomization.yaml")
+
+cm = objects.get(("ConfigMap", "qualifier-config"))
+secret = objects.get(("Secret", "qualifier-secrets"))
+if not cm or not secret:
+    err("qualifier-config ConfigMap and qualifier-secrets Secret must exist")
+else:
+    for k in list(cm["data"]) + list(secret["stringData"]):
+        if k not in known:
+            err(f"variable {k} is not one the services read (.env.example)")
+    for k in ["DATABASE_URL", "AMQP_URL", "QUALIFIER_SECRET_KEY", "QUALIFIER_INTERNAL_TOKEN"]:
+        if k not in secret["stringData"]:
+            err(f"required secret {k} missing from qualifier-secrets")
+
+commands = {"lead-api", "webhook-delivery", "qualifierctl"}
+for (kind, name), d in objects.items():
+    if kind not in ("Deployment", "Job"):
+        continue
+    for c in d["spec"]["template"]["spec"]["containers"]:
+        if c["command"][0] not in commands:
+            err(f"{name}: unknown command {c['command']}")
+        for ref in c.get("envFrom", []):
+            if "configMapRef" in ref and ("ConfigMap", ref["configMapRef"]["name"]) not in objects:
+                err(f"{name}: missing ConfigMap {ref['configMapRef']['name']}")
+            if "secretRef" in ref and ("Secret", ref["secretRef"]["name"]) not in objects:
+                err(f"{name}: missing Secret {ref['secretRef']['name']}")
+        if kind == "Deployment":
+            ports = {p["name"]: p["containerPort"] for p in c["ports"]}
+            for probe, path in [("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")]:
+                get = c.get(probe, {}).get("httpGet", {})
+                if get.get("path") != path or get.get("port") not in ports:
+                    err(f"{name}: {probe} must GET {path} on a declared port")
+
+so = objects.get(("ScaledObject", "webhook-delivery"))
+if not so:
+    err("the webhook-delivery ScaledObject is missing")
+else:
+    if ("Deployment", so["spec"]["scaleTargetRef"]["name"]) not in objects:
+        err("ScaledObject targets a Deployment that does not exist")
+    prefix = cm["data"]["QUALIFIER_TOPOLOGY_PREFIX"] if cm else "qualifier"
+    for t in so["spec"]["triggers"]:
+        if t["type"] != "rabbitmq" or t["metadata"]["queueName"] != f"{prefix}.deliveries":
+            err(f"ScaledObject must watch {prefix}.deliveries, not {t['metadata'].get('queueName')}")
+        auth = t.get("authenticationRef", {}).get("name")
+        if ("TriggerAuthentication", auth) not in objects:
+            err(f"ScaledObject uses missing TriggerAuthentication {auth}")
+    if so["spec"]["minReplicaCount"] < 1:
+        err("webhook-delivery must keep at least one replica (retries arrive without new events)")
+
+# --- docker compose ---
+compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+svcs = compose["services"]
+for s in ["postgres", "rabbitmq", "migrate", "lead-api", "webhook-delivery"]:
+    if s not in svcs:
+        err(f"compose: service {s} missing")
+if svcs.get("webhook-delivery", {}).get("deploy", {}).get("replicas") != 2:
+    err("compose: webhook-delivery must run 2 replicas")
+for s, d in svcs.items():
+    if s in ("postgres", "rabbitmq", "lead-api", "webhook-delivery") and "healthcheck" not in d:
+        err(f"compose: {s} has no healthcheck")
+    if d.get("build", {}).get("dockerfile") and not (ROOT / d["build"]["dockerfile"]).exists():
+        err(f"compose: {s} builds from a missing Dockerfile")
+    for k in (d.get("environment") or {}):
+        if k.startswith(("QUALIFIER_", "DATABASE_", "AMQP_")) and k not in known:
+            err(f"compose: {s} sets unknown variable {k}")
+dockerfile = (ROOT / "deploy" / "Dockerfile").read_text()
+if dockerfile.count("FROM ") < 2:
+    err("deploy/Dockerfile must be multi-stage")
+
+for e in errors:
+    print("deploy check:", e)
+print(f"deploy check: {len(objects)} Kubernetes objects, {len(svcs)} compose services, "
+      f"{len(errors)} problems")
+sys.exit(1 if errors else 0)
