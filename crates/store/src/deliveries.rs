@@ -95,7 +95,10 @@ impl DeliveryRow {
 /// The state an attempt starts from (see [`Store::delivery_context`]).
 pub struct DeliveryContext {
     pub status: String,
-    pub webhook: Option<WebhookForDelivery>,
+    /// `Some(Err(_))` when the webhook exists but its sealed secret cannot be opened (the
+    /// `QUALIFIER_SECRET_KEY` changed): the attempt fails like any other and can be replayed
+    /// after the secret is rotated, instead of requeueing forever.
+    pub webhook: Option<Result<WebhookForDelivery, String>>,
 }
 
 /// One attempt's outcome, as recorded in `attempt_log`.
@@ -186,7 +189,7 @@ impl Store {
         let Some((status, hook)) = row else {
             return Ok(None);
         };
-        let webhook = hook.map(|r| self.open_for_delivery(r)).transpose()?;
+        let webhook = hook.map(|r| self.open_for_delivery(r).map_err(|e| e.to_string()));
         Ok(Some(DeliveryContext { status, webhook }))
     }
 

@@ -13,7 +13,7 @@ use qualifier_bus::lapin::options::{
 use qualifier_bus::lapin::types::FieldTable;
 use qualifier_bus::{Outgoing, Publisher, Topology, header_str, headers};
 use qualifier_store::Store;
-use qualifier_store::deliveries::status;
+use qualifier_store::deliveries::{AttemptRecord, status};
 use qualifier_telemetry::metrics::{self as m, metrics};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -164,7 +164,22 @@ impl Worker {
         ) {
             return Ok(());
         }
-        let outcome = self.sender.attempt(job, ctx.webhook.as_ref()).await;
+        let outcome = match ctx.webhook {
+            Some(Err(e)) => {
+                tracing::error!(delivery_id = %job.delivery_id, error = %e, "signing secret unreadable");
+                Outcome::Failed(AttemptRecord {
+                    started_at: qualifier_domain::timefmt::now_millis(),
+                    duration_ms: 0,
+                    status_code: None,
+                    error: Some(
+                        "signing secret unreadable (QUALIFIER_SECRET_KEY changed?); rotate the secret"
+                            .into(),
+                    ),
+                })
+            }
+            Some(Ok(hook)) => self.sender.attempt(job, Some(&hook)).await,
+            None => self.sender.attempt(job, None).await,
+        };
         record_outcome(job, &outcome);
         match outcome {
             Outcome::Skipped(reason) => {

@@ -304,3 +304,31 @@ async fn redirects_are_failures_and_are_not_followed() {
     );
     assert_eq!(d["attempts"], 2);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unreadable_signing_secret_fails_attempts_instead_of_spinning() {
+    // A worker started with another QUALIFIER_SECRET_KEY cannot open the org's secret.
+    let mut s = Stack::start().await;
+    s.stop_delivery().await;
+    let other =
+        qualifier_store::SecretKey::from_base64(&qualifier_store::SecretKey::generate_base64())
+            .unwrap();
+    let cfg = crate::stack::delivery_config(&s.db, &s.topo, &other, &s.receiver);
+    s.delivery = Some(webhook_delivery::start(cfg).await.unwrap());
+
+    s.inbound("+447700900777").await;
+    let id = s.deliveries().await[0]["id"].as_str().unwrap().to_owned();
+    let d = s.wait_status(&id, "dead", WAIT).await;
+    assert_eq!(d["attempts"], 5, "each try used an attempt: {d}");
+    assert!(
+        d["last_error"]
+            .as_str()
+            .unwrap()
+            .starts_with("signing secret unreadable"),
+        "{d}"
+    );
+    assert!(
+        s.receiver.received().is_empty(),
+        "nothing unsigned was sent"
+    );
+}
