@@ -4,6 +4,9 @@
 # Usage: scripts/api-conformance.sh [max-examples per operation, default 60]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Binaries from `cargo build` (CARGO_TARGET_DIR respected).
+BIN="${CARGO_TARGET_DIR:-target}/debug"
+mkdir -p target
 EXAMPLES="${1:-60}"
 scripts/ensure-services.sh >/dev/null
 
@@ -15,7 +18,7 @@ PGBASE="${QUALIFIER_DEV_PG:-postgres://postgres:postgres@127.0.0.1:5432}"
 export DATABASE_URL="$PGBASE/qualifier_$id"
 export AMQP_URL="${AMQP_URL:-amqp://guest:guest@127.0.0.1:5672/%2f}"
 export QUALIFIER_TOPOLOGY_PREFIX="$id"
-export QUALIFIER_SECRET_KEY="$(target/debug/qualifierctl gen-secret-key | sed 's/.*"secret_key":"\([^"]*\)".*/\1/')"
+export QUALIFIER_SECRET_KEY="$("$BIN"/qualifierctl gen-secret-key | sed 's/.*"secret_key":"\([^"]*\)".*/\1/')"
 export QUALIFIER_INTERNAL_TOKEN="conformance-$RANDOM$RANDOM$RANDOM"
 export QUALIFIER_RATE_LIMIT_PER_MINUTE=1000000
 export QUALIFIER_LOG_FORMAT=json RUST_LOG=warn
@@ -27,16 +30,16 @@ psql "$PGBASE/postgres" -qc "CREATE DATABASE qualifier_$id"
 api_pid=""
 cleanup() {
   [ -n "$api_pid" ] && kill -TERM "$api_pid" 2>/dev/null && wait "$api_pid" 2>/dev/null || true
-  target/debug/qualifierctl delete-topology --prefix "$id" >/dev/null 2>&1 || true
+  "$BIN"/qualifierctl delete-topology --prefix "$id" >/dev/null 2>&1 || true
   psql "$PGBASE/postgres" -qc "DROP DATABASE IF EXISTS qualifier_$id WITH (FORCE)" || true
   rm -f "target/openapi-conformance-$id.yaml"
 }
 trap cleanup EXIT
-target/debug/qualifierctl migrate >/dev/null
-target/debug/lead-api > "target/conformance-lead-api.log" 2>&1 & api_pid=$!
+"$BIN"/qualifierctl migrate >/dev/null
+"$BIN"/lead-api > "target/conformance-lead-api.log" 2>&1 & api_pid=$!
 for _ in $(seq 1 100); do curl -fsS "http://127.0.0.1:$INT/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
 
-dev=$(target/debug/qualifierctl bootstrap-dev)
+dev=$("$BIN"/qualifierctl bootstrap-dev)
 org=$(echo "$dev" | grep -o '"id":"[0-9a-f-]*"' | head -n1 | cut -d'"' -f4)
 token=$(echo "$dev" | grep -o '"secret":"[^"]*"' | cut -d'"' -f4)
 # A real lead, so generated requests also reach existing data, not only 404s.

@@ -4,6 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV="${CI_VENV:-target/ci-venv}"
+mkdir -p "$(dirname "$VENV")"
 if [ ! -x "$VENV/bin/schemathesis" ] || [ ! -x "$VENV/bin/kubernetes-validate" ]; then
   python3 -m venv "$VENV" >&2
   "$VENV/bin/pip" install -q 'schemathesis>=4,<5' 'kubernetes-validate>=1.30' >&2

@@ -2,10 +2,12 @@
 # `make run`: services, a dev database, migrations, both services, and a dev org and token.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Binaries from `cargo build` (CARGO_TARGET_DIR respected).
+BIN="${CARGO_TARGET_DIR:-target}/debug"
 scripts/ensure-services.sh
 
 mkdir -p .dev
-[ -f .dev/secret_key ] || target/debug/qualifierctl gen-secret-key | sed 's/.*"secret_key":"\([^"]*\)".*/\1/' > .dev/secret_key
+[ -f .dev/secret_key ] || "$BIN"/qualifierctl gen-secret-key | sed 's/.*"secret_key":"\([^"]*\)".*/\1/' > .dev/secret_key
 [ -f .dev/internal_token ] || head -c 24 /dev/urandom | base64 | tr -d '/+=' > .dev/internal_token
 
 export PGBASE="${QUALIFIER_DEV_PG:-postgres://postgres:postgres@127.0.0.1:5432}"
@@ -20,28 +22,28 @@ export QUALIFIER_WEBHOOK_ALLOW_CIDRS="${QUALIFIER_WEBHOOK_ALLOW_CIDRS:-127.0.0.0
 
 psql "$PGBASE/postgres" -Atqc "SELECT 1 FROM pg_database WHERE datname='qualifier_dev'" | grep -q 1 \
   || psql "$PGBASE/postgres" -qc "CREATE DATABASE qualifier_dev"
-target/debug/qualifierctl migrate >/dev/null
+"$BIN"/qualifierctl migrate >/dev/null
 
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done; wait || true; }
 trap cleanup EXIT INT TERM
 
 # The dev receiver: a local HTTPS endpoint that prints each event and checks its signature.
-target/debug/dev-receiver --port 9443 --dir .dev & pids+=($!)
+"$BIN"/dev-receiver --port 9443 --dir .dev & pids+=($!)
 for _ in $(seq 1 50); do [ -f .dev/receiver-cert.pem ] && break; sleep 0.1; done
 export QUALIFIER_WEBHOOK_CA_FILE="$PWD/.dev/receiver-cert.pem"
 export QUALIFIER_RETRY_DELAYS_MS="${QUALIFIER_RETRY_DELAYS_MS:-2000,8000,32000,128000}"
 
-target/debug/lead-api & pids+=($!)
-target/debug/webhook-delivery & pids+=($!)
+"$BIN"/lead-api & pids+=($!)
+"$BIN"/webhook-delivery & pids+=($!)
 for _ in $(seq 1 50); do curl -fsS "http://127.0.0.1:8081/readyz" >/dev/null 2>&1 && break; sleep 0.2; done
 
-dev=$(target/debug/qualifierctl bootstrap-dev)
+dev=$("$BIN"/qualifierctl bootstrap-dev)
 first_id() { grep -o '"id":"[0-9a-f-]*"' | head -n1 | cut -d'"' -f4; }
 org=$(echo "$dev" | first_id)
 token=$(echo "$dev" | grep -o '"secret":"[^"]*"' | cut -d'"' -f4)
 # Point the dev org's webhook at the dev receiver and hand the receiver the signing secret.
-target/debug/qualifierctl set-webhook --org "$org" --url https://127.0.0.1:9443/hooks/qualifier \
+"$BIN"/qualifierctl set-webhook --org "$org" --url https://127.0.0.1:9443/hooks/qualifier \
   | grep -o '"signing_secret":"[^"]*"' | cut -d'"' -f4 > .dev/receiver-secret
 
 lead=$(curl -fsS -X POST "http://127.0.0.1:8081/internal/v1/orgs/$org/inbound" \
