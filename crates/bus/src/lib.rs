@@ -21,6 +21,8 @@ pub mod headers {
     pub const TRACEPARENT: &str = "traceparent";
     /// When the event committed (Unix milliseconds), for the event-to-delivery latency metric.
     pub const OCCURRED_AT: &str = "x-qualifier-occurred-at";
+    /// The receiver asked for a pause (`Retry-After`): no attempt before this time (Unix ms).
+    pub const NOT_BEFORE: &str = "x-qualifier-not-before";
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -30,6 +32,9 @@ pub enum BusError {
     #[error("broker refused the message (nack)")]
     Nacked,
 }
+
+/// How long a parked message waits before it is looked at again.
+pub const PARK_MS: u64 = 1000;
 
 /// Every exchange and queue name, under `QUALIFIER_TOPOLOGY_PREFIX`.
 #[derive(Debug, Clone)]
@@ -61,6 +66,11 @@ impl Topology {
             index + 1,
             self.retry_delays_ms[index]
         )
+    }
+    /// Where a message waits without using an attempt: its org is at its in-flight cap or asked
+    /// us to back off (`Retry-After`). It expires back to the work queue after [`PARK_MS`].
+    pub fn parked_queue(&self) -> String {
+        format!("{}.parked.{}ms", self.prefix, PARK_MS)
     }
     pub fn dead_exchange(&self) -> String {
         format!("{}.dead", self.prefix)
@@ -107,13 +117,15 @@ impl Topology {
             FieldTable::default(),
         )
         .await?;
-        for i in 0..self.retry_delays_ms.len() {
+        let delays = self
+            .retry_delays_ms
+            .iter()
+            .enumerate()
+            .map(|(i, d)| (self.retry_queue(i), *d));
+        for (queue, ttl) in delays.chain([(self.parked_queue(), PARK_MS)]) {
             let mut args = Self::quorum_args();
             // Messages wait here for the delay, then expire back to the work queue.
-            args.insert(
-                "x-message-ttl".into(),
-                AMQPValue::LongLongInt(self.retry_delays_ms[i] as i64),
-            );
+            args.insert("x-message-ttl".into(), AMQPValue::LongLongInt(ttl as i64));
             args.insert(
                 "x-dead-letter-exchange".into(),
                 AMQPValue::LongString("".into()),
@@ -132,8 +144,7 @@ impl Topology {
                 "x-overflow".into(),
                 AMQPValue::LongString("reject-publish".into()),
             );
-            ch.queue_declare(self.retry_queue(i).into(), qdurable, args)
-                .await?;
+            ch.queue_declare(queue.into(), qdurable, args).await?;
         }
         ch.exchange_declare(
             self.dead_exchange().into(),
@@ -157,7 +168,7 @@ impl Topology {
 
     /// Removes everything (tests own a prefix and remove it when done).
     pub async fn delete(&self, ch: &Channel) -> Result<(), BusError> {
-        let mut queues = vec![self.work_queue(), self.dead_queue()];
+        let mut queues = vec![self.work_queue(), self.dead_queue(), self.parked_queue()];
         queues.extend((0..self.retry_delays_ms.len()).map(|i| self.retry_queue(i)));
         for q in queues {
             ch.queue_delete(q.into(), QueueDeleteOptions::default())

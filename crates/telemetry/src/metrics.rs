@@ -27,6 +27,9 @@ pub const ATTEMPT_DURATION: &str = "qualifier_delivery_attempt_duration_seconds"
 pub const EVENT_TO_DELIVERY: &str = "qualifier_event_to_delivery_seconds";
 /// Messages in the work queue, all retry queues together, and the dead-letter queue (`queue`).
 pub const QUEUE_DEPTH: &str = "qualifier_queue_depth";
+/// Messages parked without an attempt, by `reason`: at_cap (the org's in-flight cap) or
+/// backing_off (the receiver's `Retry-After`).
+pub const PARKED: &str = "qualifier_delivery_parked_total";
 /// Attempts in flight in this process.
 pub const IN_FLIGHT: &str = "qualifier_delivery_in_flight";
 
@@ -64,6 +67,10 @@ fn describe() {
     describe_gauge!(
         QUEUE_DEPTH,
         "messages ready in the work, retry and dead queues"
+    );
+    describe_counter!(
+        PARKED,
+        "messages parked without using an attempt, by reason"
     );
     describe_gauge!(IN_FLIGHT, "webhook attempts in flight in this process");
 }

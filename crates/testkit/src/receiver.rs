@@ -42,6 +42,8 @@ pub enum Behaviour {
     Status(u16),
     /// Answer 200 only after this long (past the sender's timeout, to simulate a hang).
     Hang(Duration),
+    /// This status (429 or 503, say) with `Retry-After: <seconds>`.
+    RetryAfter(u16, u64),
 }
 
 #[derive(Default)]
@@ -115,17 +117,32 @@ async fn hook(
             tokio::time::sleep(d).await;
             HttpResponse::Ok().body("late")
         }
+        Behaviour::RetryAfter(code, secs) => {
+            HttpResponse::build(actix_web::http::StatusCode::from_u16(code).unwrap())
+                .insert_header(("Retry-After", secs.to_string()))
+                .body("slow down")
+        }
     }
 }
 
 impl Receiver {
     pub async fn start() -> Receiver {
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let ck = rcgen::generate_simple_self_signed(vec!["localhost".into(), "127.0.0.1".into()])
-            .expect("cert");
-        let cert_der = rustls::pki_types::CertificateDer::from(ck.cert.der().to_vec());
-        let key_der =
-            rustls::pki_types::PrivateKeyDer::Pkcs8(ck.signing_key.serialize_der().into());
+        // One certificate per test binary: every receiver can then be trusted through any
+        // receiver's CA file (a test with two orgs has two receivers and one worker).
+        static CERT: std::sync::OnceLock<(Vec<u8>, Vec<u8>, String)> = std::sync::OnceLock::new();
+        let (cert, key, pem) = CERT.get_or_init(|| {
+            let ck =
+                rcgen::generate_simple_self_signed(vec!["localhost".into(), "127.0.0.1".into()])
+                    .expect("cert");
+            (
+                ck.cert.der().to_vec(),
+                ck.signing_key.serialize_der(),
+                ck.cert.pem(),
+            )
+        });
+        let cert_der = rustls::pki_types::CertificateDer::from(cert.clone());
+        let key_der = rustls::pki_types::PrivateKeyDer::Pkcs8(key.clone().into());
         let tls = rustls::ServerConfig::builder()
             .with_no_client_auth()
             .with_single_cert(vec![cert_der], key_der)
@@ -134,7 +151,7 @@ impl Receiver {
             "qualifier-test-ca-{}.pem",
             uuid::Uuid::new_v4().simple()
         ));
-        std::fs::write(&ca_file, ck.cert.pem()).expect("write ca file");
+        std::fs::write(&ca_file, pem).expect("write ca file");
 
         let state = Arc::new(Mutex::new(State::default()));
         let data = web::Data::new(state.clone());

@@ -17,6 +17,8 @@ pub struct DeliveryConfig {
     pub topology_prefix: String,
     pub addr: SocketAddr,
     pub concurrency: usize,
+    /// The most of this process's slots one org may hold (its extra messages are parked).
+    pub org_concurrency: usize,
     pub timeout_ms: u64,
     pub retry_delays_ms: Vec<u64>,
     pub allow_cidrs: Vec<ipnet::IpNet>,
@@ -46,6 +48,12 @@ impl DeliveryConfig {
             topology_prefix: topology_prefix()?,
             addr: parsed("QUALIFIER_DELIVERY_ADDR", "127.0.0.1:8082")?,
             concurrency,
+            // Default: a quarter of the slots, so at least four orgs with hanging endpoints are
+            // needed to fill a process, and a healthy org still gets 16 at once.
+            org_concurrency: optional("QUALIFIER_DELIVERY_ORG_CONCURRENCY")
+                .map_or(Ok((concurrency / 4).max(1) as u64), |_| {
+                    positive("QUALIFIER_DELIVERY_ORG_CONCURRENCY", "16")
+                })? as usize,
             timeout_ms: positive("QUALIFIER_DELIVERY_TIMEOUT_MS", "10000")?,
             retry_delays_ms: retry_delays()?,
             allow_cidrs: cidrs("QUALIFIER_WEBHOOK_ALLOW_CIDRS")?,

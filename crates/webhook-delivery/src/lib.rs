@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 pub mod config;
+pub mod gate;
 pub mod sender;
 pub mod worker;
 
@@ -94,6 +95,7 @@ pub async fn start(cfg: DeliveryConfig) -> anyhow::Result<RunningDelivery> {
         topology: Topology::new(cfg.topology_prefix.clone(), cfg.retry_delays_ms.clone()),
         amqp_url: cfg.amqp_url.clone(),
         concurrency: cfg.concurrency,
+        gate: gate::OrgGate::new(cfg.org_concurrency),
         status: status.clone(),
         drain_timeout: timeout + Duration::from_secs(5),
     });

@@ -9,6 +9,7 @@ Environment:
   QUALIFIER_TOPOLOGY_PREFIX        exchange/queue prefix (default qualifier)
   QUALIFIER_DELIVERY_ADDR          /healthz, /readyz, /metrics (default 127.0.0.1:8082)
   QUALIFIER_DELIVERY_CONCURRENCY   in-flight deliveries per process (default 64)
+  QUALIFIER_DELIVERY_ORG_CONCURRENCY  the most of them one org may hold (default a quarter)
   QUALIFIER_DELIVERY_TIMEOUT_MS    whole-request timeout of one attempt (default 10000)
   QUALIFIER_RETRY_DELAYS_MS        4 waits before attempts 2..5 (default 30000,120000,480000,1920000)
   QUALIFIER_WEBHOOK_ALLOW_CIDRS    CIDRs exempt from the private-address ban (dev/tests only)

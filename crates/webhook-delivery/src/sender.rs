@@ -48,7 +48,11 @@ pub enum Outcome {
     /// No request was made: the webhook is missing, disabled or not subscribed to the type.
     Skipped(&'static str),
     Delivered(AttemptRecord),
-    Failed(AttemptRecord),
+    /// `retry_after`: the receiver answered 429 or 503 with a `Retry-After` it wants honoured.
+    Failed {
+        record: AttemptRecord,
+        retry_after: Option<Duration>,
+    },
 }
 
 /// The message being delivered.
@@ -64,6 +68,8 @@ pub struct DeliveryJob {
     pub traceparent: Option<String>,
     /// When the event committed, in Unix milliseconds (for the event-to-delivery metric).
     pub occurred_at_ms: Option<i64>,
+    /// No attempt before this time (Unix ms): the receiver's `Retry-After`.
+    pub not_before_ms: Option<i64>,
 }
 
 #[derive(Clone)]
@@ -116,13 +122,14 @@ impl Sender {
         }
         let started_at = timefmt::now_millis();
         let clock = Instant::now();
-        let failed = |code: Option<u16>, error: String, clock: Instant| {
-            Outcome::Failed(AttemptRecord {
+        let failed = |code: Option<u16>, error: String, clock: Instant| Outcome::Failed {
+            record: AttemptRecord {
                 started_at,
                 duration_ms: clock.elapsed().as_millis() as u64,
                 status_code: code,
                 error: Some(error),
-            })
+            },
+            retry_after: None,
         };
         let url = match WebhookUrl::parse(&hook.webhook.url) {
             Ok(u) => u,
@@ -155,6 +162,11 @@ impl Sender {
             Err(e) => return failed(None, describe(&e, self.timeout), clock),
         };
         let code = resp.status().as_u16();
+        let retry_after = matches!(code, 429 | 503)
+            .then(|| resp.headers().get(reqwest::header::RETRY_AFTER))
+            .flatten()
+            .and_then(|v| v.to_str().ok())
+            .and_then(crate::gate::parse_retry_after);
         // Read a little of the body so the connection can be reused; stop at the limit or error.
         let mut read = 0;
         while read < RESPONSE_READ_LIMIT {
@@ -177,10 +189,13 @@ impl Sender {
             } else {
                 format!("HTTP {code}")
             };
-            Outcome::Failed(AttemptRecord {
-                error: Some(error),
-                ..record
-            })
+            Outcome::Failed {
+                record: AttemptRecord {
+                    error: Some(error),
+                    ..record
+                },
+                retry_after,
+            }
         }
     }
 }

@@ -19,7 +19,12 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use uuid::Uuid;
 
+use crate::gate;
 use crate::sender::{DeliveryJob, Outcome, Sender};
+
+fn unix_ms() -> i64 {
+    (qualifier_domain::timefmt::now_millis().unix_timestamp_nanos() / 1_000_000) as i64
+}
 
 pub const MAX_ATTEMPTS: u32 = 5;
 const QUEUE_SAMPLE: Duration = Duration::from_secs(2);
@@ -36,6 +41,8 @@ pub struct Worker {
     pub amqp_url: String,
     pub concurrency: usize,
     pub status: Arc<WorkerStatus>,
+    /// Per-org in-flight cap and `Retry-After` back-off.
+    pub gate: Arc<gate::OrgGate>,
     /// How long shutdown waits for in-flight attempts (the attempt timeout plus a margin).
     pub drain_timeout: Duration,
 }
@@ -56,15 +63,12 @@ fn parse_job(d: &Delivery) -> Result<DeliveryJob, String> {
         traceparent: header_str(&d.properties, headers::TRACEPARENT),
         occurred_at_ms: header_str(&d.properties, headers::OCCURRED_AT)
             .and_then(|v| v.parse().ok()),
+        not_before_ms: header_str(&d.properties, headers::NOT_BEFORE).and_then(|v| v.parse().ok()),
     })
 }
 
-fn job_message<'a>(
-    job: &'a DeliveryJob,
-    exchange: &'a str,
-    routing_key: &'a str,
-    attempt: u32,
-) -> Outgoing<'a> {
+/// `job` as a message again (retry, park or dead letter), with all of its headers.
+fn job_message<'a>(job: &'a DeliveryJob, exchange: &'a str, routing_key: &'a str) -> Outgoing<'a> {
     Outgoing {
         exchange,
         routing_key,
@@ -75,8 +79,11 @@ fn job_message<'a>(
                 (headers::EVENT_ID, job.event_id.to_string()),
                 (headers::ORG_ID, job.org_id.to_string()),
                 (headers::EVENT_TYPE, job.event_type.clone()),
-                (headers::ATTEMPT, attempt.to_string()),
+                (headers::ATTEMPT, job.attempt.to_string()),
             ];
+            if let Some(t) = job.not_before_ms {
+                h.push((headers::NOT_BEFORE, t.to_string()));
+            }
             if let Some(tp) = &job.traceparent {
                 h.push((headers::TRACEPARENT, tp.clone()));
             }
@@ -94,8 +101,10 @@ fn record_outcome(job: &DeliveryJob, outcome: &Outcome) {
     let (outcome_label, rec) = match outcome {
         Outcome::Skipped(_) => ("skipped", None),
         Outcome::Delivered(r) => ("delivered", Some((r, "success"))),
-        Outcome::Failed(r) if job.attempt < MAX_ATTEMPTS => ("retrying", Some((r, "failure"))),
-        Outcome::Failed(r) => ("dead", Some((r, "failure"))),
+        Outcome::Failed { record: r, .. } if job.attempt < MAX_ATTEMPTS => {
+            ("retrying", Some((r, "failure")))
+        }
+        Outcome::Failed { record: r, .. } => ("dead", Some((r, "failure"))),
     };
     metrics::counter!(m::DELIVERIES, "outcome" => outcome_label).increment(1);
     if let Some((r, result)) = rec {
@@ -167,15 +176,18 @@ impl Worker {
         let outcome = match ctx.webhook {
             Some(Err(e)) => {
                 tracing::error!(delivery_id = %job.delivery_id, error = %e, "signing secret unreadable");
-                Outcome::Failed(AttemptRecord {
-                    started_at: qualifier_domain::timefmt::now_millis(),
-                    duration_ms: 0,
-                    status_code: None,
-                    error: Some(
-                        "signing secret unreadable (QUALIFIER_SECRET_KEY changed?); rotate the secret"
-                            .into(),
-                    ),
-                })
+                Outcome::Failed {
+                    record: AttemptRecord {
+                        started_at: qualifier_domain::timefmt::now_millis(),
+                        duration_ms: 0,
+                        status_code: None,
+                        error: Some(
+                            "signing secret unreadable (QUALIFIER_SECRET_KEY changed?); rotate the secret"
+                                .into(),
+                        ),
+                    },
+                    retry_after: None,
+                }
             }
             Some(Ok(hook)) => self.sender.attempt(job, Some(&hook)).await,
             None => self.sender.attempt(job, None).await,
@@ -196,30 +208,48 @@ impl Worker {
                     .await
                     .map_err(|e| e.to_string())
             }
-            Outcome::Failed(rec) if job.attempt < MAX_ATTEMPTS => {
+            Outcome::Failed {
+                record: rec,
+                retry_after,
+            } if job.attempt < MAX_ATTEMPTS => {
                 tracing::info!(delivery_id = %job.delivery_id, attempt = job.attempt, error = ?rec.error, "attempt failed; retrying later");
                 self.store
                     .record_attempt(job.delivery_id, job.attempt, &rec, status::FAILED)
                     .await
                     .map_err(|e| e.to_string())?;
-                let idx = (job.attempt - 1) as usize;
-                let queue = self
-                    .topology
-                    .retry_queue(idx.min(self.topology.retry_delays_ms.len() - 1));
-                let msg = job_message(job, "", &queue, job.attempt + 1);
+                let delays = &self.topology.retry_delays_ms;
+                let scheduled = (job.attempt as usize - 1).min(delays.len() - 1);
+                let mut next = job.clone();
+                next.attempt = job.attempt + 1;
+                let queue = match retry_after {
+                    // The receiver asked for a pause: the whole org waits at least that long,
+                    // and this message carries the time so any replica honours it.
+                    Some(wait) if Duration::from_millis(delays[scheduled]) < wait => {
+                        self.gate.back_off(job.org_id, wait);
+                        next.not_before_ms = Some(unix_ms() + wait.as_millis() as i64);
+                        gate::retry_queue_for(delays, wait)
+                    }
+                    Some(wait) => {
+                        self.gate.back_off(job.org_id, wait);
+                        scheduled
+                    }
+                    None => scheduled,
+                };
+                let queue = self.topology.retry_queue(queue);
+                let msg = job_message(&next, "", &queue);
                 publisher
                     .publish_all(&[msg])
                     .await
                     .map_err(|e| e.to_string())
             }
-            Outcome::Failed(rec) => {
+            Outcome::Failed { record: rec, .. } => {
                 tracing::warn!(delivery_id = %job.delivery_id, error = ?rec.error, "last attempt failed; dead-lettering");
                 self.store
                     .record_attempt(job.delivery_id, job.attempt, &rec, status::DEAD)
                     .await
                     .map_err(|e| e.to_string())?;
                 let exchange = self.topology.dead_exchange();
-                let msg = job_message(job, &exchange, "", job.attempt);
+                let msg = job_message(job, &exchange, "");
                 publisher
                     .publish_all(&[msg])
                     .await
@@ -246,10 +276,40 @@ impl Worker {
         if let Some(t) = qualifier_telemetry::trace_id(&span) {
             span.record("trace_id", t);
         }
+        // Wait without using an attempt when the receiver asked for a pause, or when the org
+        // already holds its share of this process's slots.
+        let permit = if job.not_before_ms.is_some_and(|t| t > unix_ms()) {
+            Err(gate::Wait::BackingOff)
+        } else {
+            self.gate.enter(job.org_id)
+        };
+        let permit = match permit {
+            Ok(p) => p,
+            Err(why) => {
+                metrics::counter!(m::PARKED, "reason" => match why {
+                    gate::Wait::AtCap => "at_cap",
+                    gate::Wait::BackingOff => "backing_off",
+                })
+                .increment(1);
+                let queue = self.topology.parked_queue();
+                let parked = publisher
+                    .publish_all(&[job_message(&job, "", &queue)])
+                    .await;
+                self.settle(d, &job, parked.map_err(|e| e.to_string()))
+                    .await;
+                return;
+            }
+        };
         let in_flight = metrics::gauge!(m::IN_FLIGHT);
         in_flight.increment(1.0);
         let result = tracing::Instrument::instrument(self.process(&publisher, &job), span).await;
         in_flight.decrement(1.0);
+        drop(permit);
+        self.settle(d, &job, result).await;
+    }
+
+    /// Acks once the outcome is durable; otherwise the message goes back to the queue.
+    async fn settle(&self, d: Delivery, job: &DeliveryJob, result: Result<(), String>) {
         match result {
             Ok(()) => {
                 let _ = d.acker.ack(BasicAckOptions::default()).await;

@@ -332,3 +332,77 @@ async fn an_unreadable_signing_secret_fails_attempts_instead_of_spinning() {
         "nothing unsigned was sent"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn org_b_keeps_flowing_while_org_a_hangs() {
+    // 8 slots, at most 2 per org; A's endpoint hangs until the 3 s timeout.
+    let s = Stack::start_with(|c| {
+        c.org_concurrency = 2;
+        c.timeout_ms = 3000;
+    })
+    .await;
+    let b = crate::stack::SecondOrg::add(&s).await;
+    s.receiver
+        .set_behaviour(Behaviour::Hang(Duration::from_secs(10)));
+    // A floods first: 12 events, enough to fill every slot of the process without the cap.
+    for i in 0..12 {
+        s.inbound(&format!("+4477009001{i:02}")).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let started = std::time::Instant::now();
+    for i in 0..10 {
+        b.inbound(&s, &format!("+4477009002{i:02}")).await;
+    }
+    let got = b.receiver.wait_for(10, WAIT).await;
+    let b_took = started.elapsed();
+    assert_eq!(got.len(), 10, "all of B's events arrive");
+    assert!(got.iter().all(|g| g.verified_with == Some(0)));
+    // B finished while A's first attempts were still hanging: not one of them has timed out
+    // yet, so B never waited for an A slot to free up.
+    let a = s.deliveries().await;
+    assert!(
+        a.iter().all(|d| d["attempts"] == 0),
+        "B took {b_took:?}; A's attempts had already ended: {a:?}"
+    );
+    // A's extra messages waited parked, without using an attempt, and A still gets through once
+    // its endpoint recovers.
+    s.receiver.set_behaviour(Behaviour::Ok);
+    for d in &a {
+        s.wait_status(
+            d["id"].as_str().unwrap(),
+            "succeeded",
+            Duration::from_secs(30),
+        )
+        .await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn retry_after_on_429_and_503_delays_the_next_attempt_at_least_that_long() {
+    let s = Stack::start().await; // retry waits are 100 ms in tests
+    for code in [429u16, 503] {
+        s.receiver
+            .script(vec![Behaviour::RetryAfter(code, 2), Behaviour::Ok]);
+        let before = s.receiver.received().len();
+        s.inbound(&format!("+44770090{code}")).await;
+        let got = s.receiver.wait_for(before + 2, WAIT).await;
+        let (first, second) = (&got[before], &got[before + 1]);
+        assert_eq!(
+            first.header("x-qualifier-delivery"),
+            second.header("x-qualifier-delivery")
+        );
+        let gap = second.at - first.at;
+        assert!(
+            gap >= Duration::from_secs(2),
+            "{code}: the second attempt came {gap:?} after the first, before Retry-After"
+        );
+    }
+    // Retry-After is honoured within the 5-attempt budget: both deliveries succeeded on their
+    // second attempt.
+    for d in s.deliveries().await {
+        let d = s
+            .wait_status(d["id"].as_str().unwrap(), "succeeded", WAIT)
+            .await;
+        assert_eq!(d["attempts"], 2, "{d}");
+    }
+}

@@ -58,6 +58,7 @@ pub fn delivery_config(
         topology_prefix: topo.prefix.clone(),
         addr: "127.0.0.1:0".parse().unwrap(),
         concurrency: 8,
+        org_concurrency: 8,
         timeout_ms: 1500,
         retry_delays_ms: topo.retry_delays_ms.clone(),
         allow_cidrs: vec!["127.0.0.0/8".parse().unwrap(), "::1/128".parse().unwrap()],
@@ -226,6 +227,48 @@ impl Stack {
         if let Some(d) = self.delivery.take() {
             d.stop().await;
         }
+    }
+}
+
+/// A second org with a receiver of its own, on the same stack.
+pub struct SecondOrg {
+    pub org: String,
+    pub receiver: Receiver,
+}
+
+impl SecondOrg {
+    pub async fn add(s: &Stack) -> SecondOrg {
+        let receiver = Receiver::start().await;
+        let r = s
+            .call(
+                Method::POST,
+                "/internal/v1/orgs",
+                Some(json!({"name": "Beta"})),
+            )
+            .await;
+        let org = r["org"]["id"].as_str().unwrap().to_owned();
+        let r = s
+            .call(
+                Method::PUT,
+                &format!("/internal/v1/orgs/{org}/webhook"),
+                Some(
+                    json!({"url": receiver.url, "event_types": ["lead.created"], "enabled": true}),
+                ),
+            )
+            .await;
+        receiver.set_secrets(vec![r["signing_secret"].as_str().unwrap().to_owned()]);
+        SecondOrg { org, receiver }
+    }
+
+    pub async fn inbound(&self, s: &Stack, phone: &str) -> Value {
+        let body = json!({"name": "Grace Hopper", "phone": phone, "channel": "sms"});
+        s.call(
+            Method::POST,
+            &format!("/internal/v1/orgs/{}/inbound", self.org),
+            Some(body),
+        )
+        .await["lead"]
+            .clone()
     }
 }
 
