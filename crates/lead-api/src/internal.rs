@@ -108,7 +108,7 @@ async fn revoke_token(
 }
 
 /// `event_types`: a non-empty list of known types; duplicates collapse, order is the catalogue's.
-fn parse_event_types(obj: &Map<String, Value>) -> Result<Vec<String>, ApiError> {
+pub fn parse_event_types(obj: &Map<String, Value>) -> Result<Vec<String>, ApiError> {
     let bad =
         || ApiError::Unprocessable("event_types must be a non-empty list of event types".into());
     let list = body::get(obj, "event_types")
@@ -224,7 +224,7 @@ const INTERNAL_FIELDS: [&str; 6] = [
     "qualification_stage",
 ];
 
-fn parse_internal_patch(obj: &Map<String, Value>) -> Result<InternalPatch, ApiError> {
+pub fn parse_internal_patch(obj: &Map<String, Value>) -> Result<InternalPatch, ApiError> {
     if INTERNAL_FIELDS.iter().all(|f| body::get(obj, f).is_none()) {
         return Err(ApiError::Unprocessable(
             "Provide at least one of name, email, phone, profile, route_target, qualification_stage.".into(),

@@ -79,7 +79,7 @@ async fn patch_lead(
     Ok(HttpResponse::Ok().json(json!({ "lead": lead })))
 }
 
-fn parse_new_lead(obj: &Map<String, Value>) -> Result<NewLead, ApiError> {
+pub fn parse_new_lead(obj: &Map<String, Value>) -> Result<NewLead, ApiError> {
     Ok(NewLead {
         name: Name::parse("name", body::required_string(obj, "name")?)?,
         phone: Phone::parse(body::required_string(obj, "phone")?)?,

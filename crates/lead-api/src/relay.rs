@@ -176,6 +176,12 @@ impl Relay {
                             _ = tokio::time::sleep(POLL) => {}
                             _ = shutdown.cancelled() => {}
                         }
+                        // An idle relay publishes nothing, so it would not notice a lost broker
+                        // by itself: checked every poll, which keeps `/readyz` honest.
+                        if !conn.status().connected() {
+                            tracing::warn!("relay lost RabbitMQ; reconnecting");
+                            break;
+                        }
                     }
                     Err(e) => {
                         tracing::warn!(error = %e, "outbox relay batch failed; it stays in the outbox");

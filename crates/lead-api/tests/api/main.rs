@@ -1,6 +1,7 @@
 //! Integration tests of `lead-api` against the real PostgreSQL: one database per test.
 
 mod helpers;
+mod hostile;
 mod internal_api;
 mod outbox_events;
 mod public_api;

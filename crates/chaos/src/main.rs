@@ -1,0 +1,502 @@
+//! `qualifier-chaos` (`make chaos`): streams events through the real `lead-api` and
+//! `webhook-delivery` binaries to a real HTTPS receiver while injecting faults, then checks that
+//! every committed event was delivered with a valid signature.
+//!
+//! Faults, one at a time at random moments:
+//! - `kill -9` of `lead-api` or of `webhook-delivery`, then a restart;
+//! - RabbitMQ `stop_app` / `start_app` and a PostgreSQL stop / start, checking that both
+//!   services' `/readyz` answers 503 while the dependency is down and 200 once it is back;
+//! - the receiver answering 500s, hanging past the attempt timeout, or dropping connections.
+//!
+//! The outbox is the list of committed events (an event exists if and only if its change
+//! committed). At the end: sent, committed, delivered, lost (must be 0) and duplicates (each
+//! must carry its original delivery id), printed and written to `target/chaos/latest.json`.
+//!
+//! Usage: `qualifier-chaos [--events N] [--faults N] [--bin DIR]`.
+
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use qualifier_store::SecretKey;
+use qualifier_testkit::receiver::{Behaviour, Receiver};
+use qualifier_testkit::{TestDb, TestTopology, amqp_url};
+use rand::Rng;
+use serde_json::{Value, json};
+use tokio::io::AsyncWriteExt;
+use tokio::net::{TcpListener, TcpStream};
+
+const INTERNAL_TOKEN: &str = "chaos-internal-token-0123456789";
+/// Five attempts span 0.5 + 1 + 2 + 4 = 7.5 s, longer than any receiver fault phase (2 s), so
+/// no delivery dies of a fault that ends; a fault that outlasted the budget would be a real loss.
+const RETRY_DELAYS: [u64; 4] = [500, 1000, 2000, 4000];
+const ATTEMPT_TIMEOUT_MS: &str = "1500";
+
+fn arg(name: &str, default: u64) -> u64 {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn bin_dir() -> PathBuf {
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(i) = args.iter().position(|a| a == "--bin") {
+        return PathBuf::from(&args[i + 1]);
+    }
+    std::env::current_exe()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A service process; killed with SIGKILL when dropped.
+struct Service {
+    name: &'static str,
+    cmd: Command,
+    child: Option<Child>,
+}
+
+impl Service {
+    fn start(&mut self) {
+        self.child = Some(
+            self.cmd
+                .spawn()
+                .unwrap_or_else(|e| panic!("{}: {e}", self.name)),
+        );
+    }
+    fn kill9(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        self.kill9();
+    }
+}
+
+/// Puts RabbitMQ and PostgreSQL back whatever happens (a panic mid-fault included).
+struct Restore;
+
+impl Drop for Restore {
+    fn drop(&mut self) {
+        let _ = rabbit("start_app");
+        let _ = postgres("start");
+    }
+}
+
+fn rabbit(action: &str) -> bool {
+    Command::new("rabbitmqctl")
+        .arg(action)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+fn postgres(action: &str) -> bool {
+    let version = std::fs::read_dir("/etc/postgresql")
+        .ok()
+        .and_then(|mut d| d.next())
+        .and_then(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .unwrap_or_else(|| "15".into());
+    let mut cmd = Command::new("pg_ctlcluster");
+    cmd.args(["--skip-systemctl-redirect", &version, "main", action]);
+    if action == "stop" {
+        cmd.args(["-m", "fast"]);
+    }
+    cmd.stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// A TCP hop in front of the receiver that can drop connections (before the TLS handshake).
+async fn dropping_proxy(target: u16, drop_ratio: Arc<AtomicU64>) -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut inbound, _)) = listener.accept().await else {
+                continue;
+            };
+            let ratio = drop_ratio.load(Ordering::Relaxed);
+            if rand::rng().random_range(0..100) < ratio {
+                let _ = inbound.shutdown().await;
+                continue;
+            }
+            tokio::spawn(async move {
+                if let Ok(mut out) = TcpStream::connect(("127.0.0.1", target)).await {
+                    let _ = tokio::io::copy_bidirectional(&mut inbound, &mut out).await;
+                }
+            });
+        }
+    });
+    port
+}
+
+async fn readyz(http: &reqwest::Client, url: &str) -> Option<u16> {
+    http.get(url)
+        .timeout(Duration::from_secs(2))
+        .send()
+        .await
+        .ok()
+        .map(|r| r.status().as_u16())
+}
+
+/// Polls until `/readyz` answers `want` on every url (or the time is up).
+async fn wait_ready_state(
+    http: &reqwest::Client,
+    urls: &[String],
+    want: u16,
+    within: Duration,
+) -> bool {
+    let deadline = Instant::now() + within;
+    loop {
+        let mut all = true;
+        for u in urls {
+            if readyz(http, u).await != Some(want) {
+                all = false;
+            }
+        }
+        if all {
+            return true;
+        }
+        if Instant::now() > deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[derive(Default)]
+struct Figures {
+    faults: HashMap<&'static str, u64>,
+    readiness_failures: Vec<String>,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let events = arg("--events", 5000);
+    let fault_count = arg("--faults", 12);
+    let bins = bin_dir();
+    let _ = rustls_provider();
+
+    let db = TestDb::new().await;
+    let topo = TestTopology::new(RETRY_DELAYS.to_vec());
+    let key = SecretKey::generate_base64();
+    let receiver = Receiver::start().await;
+    let receiver_port: u16 = receiver
+        .url
+        .split(':')
+        .nth(2)
+        .unwrap()
+        .split('/')
+        .next()
+        .unwrap()
+        .parse()?;
+    let drop_ratio = Arc::new(AtomicU64::new(0));
+    let proxy_port = dropping_proxy(receiver_port, drop_ratio.clone()).await;
+    let (public, internal, health) = (free_port(), free_port(), free_port());
+
+    let common = |cmd: &mut Command| {
+        cmd.env("DATABASE_URL", &db.url)
+            .env("AMQP_URL", amqp_url())
+            .env("QUALIFIER_SECRET_KEY", &key)
+            .env("QUALIFIER_TOPOLOGY_PREFIX", &topo.prefix)
+            .env(
+                "QUALIFIER_RETRY_DELAYS_MS",
+                RETRY_DELAYS.map(|d| d.to_string()).join(","),
+            )
+            .env("QUALIFIER_WEBHOOK_ALLOW_CIDRS", "127.0.0.0/8")
+            .env("RUST_LOG", "error")
+            .stdout(Stdio::null());
+    };
+    let mut api_cmd = Command::new(bins.join("lead-api"));
+    common(&mut api_cmd);
+    api_cmd
+        .env("QUALIFIER_INTERNAL_TOKEN", INTERNAL_TOKEN)
+        .env("QUALIFIER_HTTP_ADDR", format!("127.0.0.1:{public}"))
+        .env("QUALIFIER_INTERNAL_ADDR", format!("127.0.0.1:{internal}"))
+        .env("QUALIFIER_RATE_LIMIT_PER_MINUTE", "1000000");
+    let mut delivery_cmd = Command::new(bins.join("webhook-delivery"));
+    common(&mut delivery_cmd);
+    delivery_cmd
+        .env("QUALIFIER_DELIVERY_ADDR", format!("127.0.0.1:{health}"))
+        .env("QUALIFIER_DELIVERY_TIMEOUT_MS", ATTEMPT_TIMEOUT_MS)
+        .env("QUALIFIER_WEBHOOK_CA_FILE", &receiver.ca_file);
+    let mut api = Service {
+        name: "lead-api",
+        cmd: api_cmd,
+        child: None,
+    };
+    let mut delivery = Service {
+        name: "webhook-delivery",
+        cmd: delivery_cmd,
+        child: None,
+    };
+    let _restore = Restore;
+    api.start();
+    delivery.start();
+
+    let http = qualifier_testkit::http_client();
+    let ready_urls = vec![
+        format!("http://127.0.0.1:{internal}/readyz"),
+        format!("http://127.0.0.1:{health}/readyz"),
+    ];
+    anyhow::ensure!(
+        wait_ready_state(&http, &ready_urls, 200, Duration::from_secs(30)).await,
+        "services never became ready"
+    );
+    let base = format!("http://127.0.0.1:{internal}/internal/v1");
+    let org = http
+        .post(format!("{base}/orgs"))
+        .bearer_auth(INTERNAL_TOKEN)
+        .json(&json!({"name": "Chaos"}))
+        .send()
+        .await?
+        .json::<Value>()
+        .await?["org"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let hook = http
+        .put(format!("{base}/orgs/{org}/webhook"))
+        .bearer_auth(INTERNAL_TOKEN)
+        .json(
+            &json!({"url": format!("https://127.0.0.1:{proxy_port}/hooks/qualifier"),
+            "event_types": ["lead.created"], "enabled": true}),
+        )
+        .send()
+        .await?
+        .json::<Value>()
+        .await?;
+    receiver.set_secrets(vec![hook["signing_secret"].as_str().unwrap().to_owned()]);
+
+    // The producer: one new lead (one lead.created) per request; a request that fails is sent
+    // again (a known phone creates nothing twice), so every lead is committed exactly once.
+    let sent = Arc::new(AtomicU64::new(0));
+    let producing = Arc::new(AtomicBool::new(true));
+    let producer = {
+        let (http, base, org, sent, producing) = (
+            http.clone(),
+            base.clone(),
+            org.clone(),
+            sent.clone(),
+            producing.clone(),
+        );
+        tokio::spawn(async move {
+            let started = Instant::now();
+            for i in 0..events {
+                // Paced over about 3 s per fault, so faults land among the events.
+                let due = Duration::from_millis(i * (fault_count * 3000) / events.max(1));
+                if let Some(wait) = due.checked_sub(started.elapsed()) {
+                    tokio::time::sleep(wait).await;
+                }
+                let body = json!({"name": "Chaos Lead", "phone": format!("+4477{:08}", i), "channel": "sms"});
+                loop {
+                    let r = http
+                        .post(format!("{base}/orgs/{org}/inbound"))
+                        .bearer_auth(INTERNAL_TOKEN)
+                        .json(&body)
+                        .timeout(Duration::from_secs(5))
+                        .send()
+                        .await;
+                    if r.is_ok_and(|r| r.status().is_success()) {
+                        sent.fetch_add(1, Ordering::Relaxed);
+                        break;
+                    }
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            }
+            producing.store(false, Ordering::Relaxed);
+        })
+    };
+
+    let mut fig = Figures::default();
+    let kinds = [
+        "kill_lead_api",
+        "kill_webhook_delivery",
+        "rabbitmq_restart",
+        "postgres_restart",
+        "receiver_500",
+        "receiver_hang",
+        "receiver_drop",
+    ];
+    for n in 0..fault_count {
+        // Every kind at least once, then at random.
+        let kind = if (n as usize) < kinds.len() {
+            kinds[n as usize]
+        } else {
+            kinds[rand::rng().random_range(0..kinds.len())]
+        };
+        tokio::time::sleep(Duration::from_millis(rand::rng().random_range(500..2000))).await;
+        *fig.faults.entry(kind).or_default() += 1;
+        println!("fault {n}: {kind}");
+        match kind {
+            "kill_lead_api" => {
+                api.kill9();
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                api.start();
+            }
+            "kill_webhook_delivery" => {
+                delivery.kill9();
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                delivery.start();
+            }
+            "rabbitmq_restart" | "postgres_restart" => {
+                let (stop, start): (fn() -> bool, fn() -> bool) = if kind == "rabbitmq_restart" {
+                    (|| rabbit("stop_app"), || rabbit("start_app"))
+                } else {
+                    (|| postgres("stop"), || postgres("start"))
+                };
+                anyhow::ensure!(stop(), "{kind}: could not stop the dependency");
+                if !wait_ready_state(&http, &ready_urls, 503, Duration::from_secs(15)).await {
+                    fig.readiness_failures
+                        .push(format!("{kind}: /readyz did not answer 503 while down"));
+                }
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                anyhow::ensure!(start(), "{kind}: could not start the dependency");
+                if !wait_ready_state(&http, &ready_urls, 200, Duration::from_secs(60)).await {
+                    fig.readiness_failures
+                        .push(format!("{kind}: /readyz did not return to 200"));
+                }
+            }
+            "receiver_500" | "receiver_hang" => {
+                receiver.set_behaviour(if kind == "receiver_500" {
+                    Behaviour::Status(500)
+                } else {
+                    Behaviour::Hang(Duration::from_secs(3))
+                });
+                tokio::time::sleep(Duration::from_secs(2)).await;
+                receiver.set_behaviour(Behaviour::Ok);
+            }
+            _ => {
+                drop_ratio.store(70, Ordering::Relaxed);
+                tokio::time::sleep(Duration::from_secs(2)).await;
+                drop_ratio.store(0, Ordering::Relaxed);
+            }
+        }
+    }
+    producer.await?;
+    let _ = producing;
+
+    // Everything committed must arrive: wait until every outbox row has been delivered.
+    let pg = db.client().await;
+    let deadline = Instant::now() + Duration::from_secs(180);
+    let (committed, delivered_ids) = loop {
+        let rows = pg
+            .query("SELECT delivery_id::text, status FROM outbox", &[])
+            .await?;
+        let committed: HashSet<String> = rows.iter().map(|r| r.get::<_, String>(0)).collect();
+        let received: HashSet<String> = receiver
+            .received()
+            .iter()
+            .filter(|r| r.verified_with.is_some())
+            .map(|r| r.header("x-qualifier-delivery").to_owned())
+            .collect();
+        if committed.is_subset(&received) || Instant::now() > deadline {
+            break (committed, received);
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    };
+    let received = receiver.received();
+    let leads: i64 = pg
+        .query_one("SELECT count(*) FROM leads", &[])
+        .await?
+        .get(0);
+    let statuses: HashMap<String, i64> = pg
+        .query("SELECT status, count(*) FROM outbox GROUP BY status", &[])
+        .await?
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    let lost: Vec<&String> = committed.difference(&delivered_ids).collect();
+    let foreign = delivered_ids.difference(&committed).count();
+    let unsigned = received
+        .iter()
+        .filter(|r| r.verified_with.is_none())
+        .count();
+    let mut per_id: HashMap<&str, u64> = HashMap::new();
+    for r in received.iter().filter(|r| r.verified_with.is_some()) {
+        *per_id.entry(r.header("x-qualifier-delivery")).or_default() += 1;
+    }
+    // A duplicate is a second 2xx-able receipt of one delivery id (same id, by construction).
+    let duplicates: u64 = per_id.values().map(|n| n.saturating_sub(1)).sum();
+    let figures = json!({
+        "events_requested": events,
+        "requests_succeeded": sent.load(Ordering::Relaxed),
+        "leads_committed": leads,
+        "events_committed": committed.len(),
+        "events_delivered": delivered_ids.intersection(&committed).count(),
+        "events_lost": lost.len(),
+        "duplicate_receipts": duplicates,
+        "receipts_total": received.len(),
+        "receipts_unsigned_or_invalid": unsigned,
+        "foreign_delivery_ids": foreign,
+        "delivery_statuses": statuses,
+        "faults": fig.faults,
+        "readiness_failures": fig.readiness_failures,
+    });
+    println!("{}", serde_json::to_string_pretty(&figures)?);
+    let out = PathBuf::from(std::env::var("CARGO_TARGET_DIR").unwrap_or_else(|_| "target".into()))
+        .join("chaos");
+    std::fs::create_dir_all(&out)?;
+    std::fs::write(
+        out.join("latest.json"),
+        serde_json::to_vec_pretty(&figures)?,
+    )?;
+
+    println!(
+        "chaos: sent {} / committed {} / delivered {} / lost {} / duplicates {}",
+        sent.load(Ordering::Relaxed),
+        committed.len(),
+        delivered_ids.intersection(&committed).count(),
+        lost.len(),
+        duplicates
+    );
+    api.kill9();
+    delivery.kill9();
+    anyhow::ensure!(
+        lost.is_empty(),
+        "{} committed events were never delivered: {:?}",
+        lost.len(),
+        lost.iter().take(5).collect::<Vec<_>>()
+    );
+    anyhow::ensure!(
+        leads as usize == committed.len(),
+        "every lead has exactly its one lead.created event"
+    );
+    anyhow::ensure!(foreign == 0, "deliveries arrived that were never committed");
+    anyhow::ensure!(
+        fig.readiness_failures.is_empty(),
+        "readiness: {:?}",
+        fig.readiness_failures
+    );
+    Ok(())
+}
+
+fn rustls_provider() -> bool {
+    // The testkit client installs ring; done once here so the receiver and client agree.
+    qualifier_testkit::http_client();
+    true
+}
