@@ -364,18 +364,19 @@ async fn main() -> anyhow::Result<()> {
                 delivery.start();
             }
             "rabbitmq_restart" | "postgres_restart" => {
-                let (stop, start): (fn() -> bool, fn() -> bool) = if kind == "rabbitmq_restart" {
-                    (|| rabbit("stop_app"), || rabbit("start_app"))
-                } else {
-                    (|| postgres("stop"), || postgres("start"))
+                let toggle = |up: bool| match (kind, up) {
+                    ("rabbitmq_restart", false) => rabbit("stop_app"),
+                    ("rabbitmq_restart", true) => rabbit("start_app"),
+                    (_, false) => postgres("stop"),
+                    (_, true) => postgres("start"),
                 };
-                anyhow::ensure!(stop(), "{kind}: could not stop the dependency");
+                anyhow::ensure!(toggle(false), "{kind}: could not stop the dependency");
                 if !wait_ready_state(&http, &ready_urls, 503, Duration::from_secs(15)).await {
                     fig.readiness_failures
                         .push(format!("{kind}: /readyz did not answer 503 while down"));
                 }
                 tokio::time::sleep(Duration::from_secs(1)).await;
-                anyhow::ensure!(start(), "{kind}: could not start the dependency");
+                anyhow::ensure!(toggle(true), "{kind}: could not start the dependency");
                 if !wait_ready_state(&http, &ready_urls, 200, Duration::from_secs(60)).await {
                     fig.readiness_failures
                         .push(format!("{kind}: /readyz did not return to 200"));
