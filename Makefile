@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: run test build lint fmt services migrate clean-test-dbs latency receiver-kit conformance deploy-check
+.PHONY: run test build lint fmt services migrate clean-test-dbs latency receiver-kit conformance deploy-check chaos chaos-short fuzz fuzz-short
 
 run: build          ## services, migrations, both binaries, a printed dev org and token
 	scripts/run-dev.sh
@@ -16,6 +16,22 @@ conformance:        ## schemathesis against docs/openapi.yaml on a live lead-api
 
 deploy-check:       ## docker-compose.yml and deploy/kubernetes/ are well-formed and agree
 	scripts/deploy-check.sh
+
+BIN := $(or $(CARGO_TARGET_DIR),target)/debug
+
+chaos:              ## 5,000 events under kill -9, broker and database restarts, receiver faults
+	$(CARGO) build -p lead-api -p webhook-delivery -p qualifier-chaos
+	$(BIN)/qualifier-chaos --events 5000 --faults 16
+
+chaos-short:        ## the same with 800 events and one fault of each kind (CI)
+	$(CARGO) build -p lead-api -p webhook-delivery -p qualifier-chaos
+	$(BIN)/qualifier-chaos --events 800 --faults 7
+
+fuzz:               ## each cargo-fuzz target for FUZZ_SECONDS (default 60)
+	scripts/fuzz.sh $(or $(FUZZ_SECONDS),60)
+
+fuzz-short:         ## each target for 20 s (CI)
+	scripts/fuzz.sh 20
 
 receiver-kit:       ## the receiver guide's Python and Node snippets against the signature vectors
 	python3 scripts/check-receiver-snippets.py
