@@ -412,7 +412,7 @@ async fn main() -> anyhow::Result<()> {
         let received: HashSet<String> = receiver
             .received()
             .iter()
-            .filter(|r| r.verified_with.is_some())
+            .filter(|r| r.verified_with.is_some() && r.accepted)
             .map(|r| r.header("x-qualifier-delivery").to_owned())
             .collect();
         if committed.is_subset(&received) || Instant::now() > deadline {
@@ -438,10 +438,14 @@ async fn main() -> anyhow::Result<()> {
         .filter(|r| r.verified_with.is_none())
         .count();
     let mut per_id: HashMap<&str, u64> = HashMap::new();
-    for r in received.iter().filter(|r| r.verified_with.is_some()) {
+    for r in received
+        .iter()
+        .filter(|r| r.verified_with.is_some() && r.accepted)
+    {
         *per_id.entry(r.header("x-qualifier-delivery")).or_default() += 1;
     }
-    // A duplicate is a second 2xx-able receipt of one delivery id (same id, by construction).
+    // A duplicate is a delivery id the receiver accepted more than once (after a crash between
+    // the 2xx and the durable outcome); it always carries the original id, by construction.
     let duplicates: u64 = per_id.values().map(|n| n.saturating_sub(1)).sum();
     let figures = json!({
         "events_requested": events,
@@ -452,6 +456,7 @@ async fn main() -> anyhow::Result<()> {
         "events_lost": lost.len(),
         "duplicate_receipts": duplicates,
         "receipts_total": received.len(),
+        "receipts_refused_by_fault": received.iter().filter(|r| !r.accepted).count(),
         "receipts_unsigned_or_invalid": unsigned,
         "foreign_delivery_ids": foreign,
         "delivery_statuses": statuses,

@@ -20,6 +20,9 @@ pub struct Received {
     /// signature, if any did.
     pub verified_with: Option<usize>,
     pub at: Instant,
+    /// The receiver answered 2xx at once (not an error status, not a hang past the timeout):
+    /// from the receiver's side, this request delivered the event.
+    pub accepted: bool,
 }
 
 impl Received {
@@ -94,17 +97,19 @@ async fn hook(
             .iter()
             .map(|(k, v)| (k.as_str().to_owned(), v.to_str().unwrap_or("").to_owned()))
             .collect();
+        let behaviour = if st.script.is_empty() {
+            st.behaviour.unwrap_or(Behaviour::Ok)
+        } else {
+            st.script.remove(0)
+        };
         st.received.push(Received {
             headers,
             body: body.to_vec(),
             verified_with,
             at: Instant::now(),
+            accepted: behaviour == Behaviour::Ok,
         });
-        if st.script.is_empty() {
-            st.behaviour.unwrap_or(Behaviour::Ok)
-        } else {
-            st.script.remove(0)
-        }
+        behaviour
     };
     match behaviour {
         Behaviour::Ok => HttpResponse::Ok().body("ok"),
