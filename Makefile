@@ -9,6 +9,7 @@ run: build          ## services, migrations, both binaries, a printed dev org an
 
 test: services      ## unit and integration tests against the local PostgreSQL and RabbitMQ
 	$(CARGO) test --workspace --all-targets
+	$(CARGO) test --workspace --doc
 	$(MAKE) receiver-kit
 
 conformance:        ## schemathesis against docs/openapi.yaml on a live lead-api (no 5xx, as documented)
