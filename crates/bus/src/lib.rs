@@ -25,6 +25,71 @@ pub mod headers {
     pub const NOT_BEFORE: &str = "x-qualifier-not-before";
 }
 
+/// What a delivery message says about itself, in its headers. The relay creates it, and the
+/// worker carries it unchanged (but for `attempt` and `not_before_ms`) through retries, parking
+/// and dead letters: one place reads and writes the headers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeliveryMeta {
+    pub delivery_id: uuid::Uuid,
+    pub event_id: uuid::Uuid,
+    pub org_id: uuid::Uuid,
+    pub event_type: String,
+    /// 1-based attempt number within the current cycle of 5.
+    pub attempt: u32,
+    /// When the event committed, in Unix milliseconds (for the event-to-delivery metric).
+    pub occurred_at_ms: Option<i64>,
+    /// W3C trace context of the request that caused the event.
+    pub traceparent: Option<String>,
+    /// No attempt before this time (Unix ms): the receiver's `Retry-After`.
+    pub not_before_ms: Option<i64>,
+}
+
+impl DeliveryMeta {
+    pub fn headers(&self) -> Vec<(&'static str, String)> {
+        let mut h = vec![
+            (headers::DELIVERY_ID, self.delivery_id.to_string()),
+            (headers::EVENT_ID, self.event_id.to_string()),
+            (headers::ORG_ID, self.org_id.to_string()),
+            (headers::EVENT_TYPE, self.event_type.clone()),
+            (headers::ATTEMPT, self.attempt.to_string()),
+        ];
+        let optional = [
+            (
+                headers::OCCURRED_AT,
+                self.occurred_at_ms.map(|t| t.to_string()),
+            ),
+            (headers::TRACEPARENT, self.traceparent.clone()),
+            (
+                headers::NOT_BEFORE,
+                self.not_before_ms.map(|t| t.to_string()),
+            ),
+        ];
+        h.extend(optional.into_iter().filter_map(|(k, v)| Some((k, v?))));
+        h
+    }
+
+    /// Reads the headers back; the required ones missing or malformed is an error.
+    pub fn from_properties(props: &BasicProperties) -> Result<DeliveryMeta, String> {
+        let get = |k: &str| header_str(props, k).ok_or_else(|| format!("missing header {k}"));
+        let uuid = |k: &str| {
+            get(k).and_then(|v| uuid::Uuid::parse_str(&v).map_err(|_| format!("bad header {k}")))
+        };
+        let number = |k: &str| header_str(props, k).and_then(|v| v.parse().ok());
+        Ok(DeliveryMeta {
+            delivery_id: uuid(headers::DELIVERY_ID)?,
+            event_id: uuid(headers::EVENT_ID)?,
+            org_id: uuid(headers::ORG_ID)?,
+            event_type: get(headers::EVENT_TYPE)?,
+            attempt: get(headers::ATTEMPT)?
+                .parse()
+                .map_err(|_| "bad attempt header".to_owned())?,
+            occurred_at_ms: number(headers::OCCURRED_AT),
+            traceparent: header_str(props, headers::TRACEPARENT),
+            not_before_ms: number(headers::NOT_BEFORE),
+        })
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum BusError {
     #[error("amqp: {0}")]
@@ -268,5 +333,39 @@ pub fn header_str(props: &BasicProperties, key: &str) -> Option<String> {
         AMQPValue::LongLongInt(n) => Some(n.to_string()),
         AMQPValue::LongInt(n) => Some(n.to_string()),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod meta_tests {
+    use super::*;
+
+    #[test]
+    fn delivery_meta_survives_the_headers_round_trip() {
+        let mut meta = DeliveryMeta {
+            delivery_id: uuid::Uuid::new_v4(),
+            event_id: uuid::Uuid::new_v4(),
+            org_id: uuid::Uuid::new_v4(),
+            event_type: "lead.created".into(),
+            attempt: 3,
+            occurred_at_ms: Some(1_763_720_000_123),
+            traceparent: Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".into()),
+            not_before_ms: Some(1_763_720_009_000),
+        };
+        let props = |m: &DeliveryMeta| {
+            Publisher::properties(&Outgoing {
+                exchange: "",
+                routing_key: "",
+                body: b"",
+                headers: m.headers(),
+                message_id: None,
+            })
+        };
+        assert_eq!(DeliveryMeta::from_properties(&props(&meta)).unwrap(), meta);
+        (meta.occurred_at_ms, meta.traceparent, meta.not_before_ms) = (None, None, None);
+        assert_eq!(DeliveryMeta::from_properties(&props(&meta)).unwrap(), meta);
+        let mut bare = props(&meta);
+        bare = bare.with_headers(FieldTable::default());
+        assert!(DeliveryMeta::from_properties(&bare).is_err());
     }
 }

@@ -13,6 +13,11 @@ pub fn now_millis() -> OffsetDateTime {
     truncate_millis(OffsetDateTime::now_utc())
 }
 
+/// Unix milliseconds (the form timestamps take in message headers).
+pub fn unix_millis(t: OffsetDateTime) -> i64 {
+    (t.unix_timestamp_nanos() / 1_000_000) as i64
+}
+
 pub fn truncate_millis(t: OffsetDateTime) -> OffsetDateTime {
     let t = t.to_offset(UtcOffset::UTC);
     let ms = t.millisecond();

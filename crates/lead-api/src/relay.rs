@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use qualifier_bus::{Outgoing, Publisher, Topology, headers};
+use qualifier_bus::{DeliveryMeta, Outgoing, Publisher, Topology};
 use qualifier_store::Store;
 use qualifier_store::deliveries::{Unpublished, relay_batch};
 use qualifier_telemetry::metrics::{self as m, metrics};
@@ -75,27 +75,21 @@ async fn listen(database_url: String, wake: Arc<Notify>, shutdown: CancellationT
 }
 
 fn to_message<'a>(topology_exchange: &'a str, row: &'a Unpublished) -> Outgoing<'a> {
+    let meta = DeliveryMeta {
+        delivery_id: row.delivery_id,
+        event_id: row.event_id,
+        org_id: row.org_id,
+        event_type: row.event_type.clone(),
+        attempt: 1,
+        occurred_at_ms: Some(qualifier_domain::timefmt::unix_millis(row.created_at)),
+        traceparent: row.traceparent.clone(),
+        not_before_ms: None,
+    };
     Outgoing {
         exchange: topology_exchange,
         routing_key: &row.event_type,
         body: &row.payload,
-        headers: {
-            let mut h = vec![
-                (headers::DELIVERY_ID, row.delivery_id.to_string()),
-                (headers::EVENT_ID, row.event_id.to_string()),
-                (headers::ORG_ID, row.org_id.to_string()),
-                (headers::EVENT_TYPE, row.event_type.clone()),
-                (headers::ATTEMPT, "1".to_owned()),
-                (
-                    headers::OCCURRED_AT,
-                    (row.created_at.unix_timestamp_nanos() / 1_000_000).to_string(),
-                ),
-            ];
-            if let Some(tp) = &row.traceparent {
-                h.push((headers::TRACEPARENT, tp.clone()));
-            }
-            h
-        },
+        headers: meta.headers(),
         message_id: Some(row.delivery_id.to_string()),
     }
 }

@@ -4,6 +4,7 @@
 //! answers only with addresses it checked against the egress policy, so the connection goes to
 //! exactly the address that was judged (a DNS answer that changes later cannot redirect it).
 
+use qualifier_bus::DeliveryMeta;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -15,7 +16,6 @@ use qualifier_egress::EgressPolicy;
 use qualifier_store::deliveries::AttemptRecord;
 use qualifier_store::webhooks::WebhookForDelivery;
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
-use uuid::Uuid;
 
 /// A resolver that refuses a name unless every address it resolves to is permitted.
 struct GuardedResolver {
@@ -55,21 +55,11 @@ pub enum Outcome {
     },
 }
 
-/// The message being delivered.
+/// The message being delivered: what its headers say, and the body bytes to send.
 #[derive(Debug, Clone)]
 pub struct DeliveryJob {
-    pub delivery_id: Uuid,
-    pub event_id: Uuid,
-    pub org_id: Uuid,
-    pub event_type: String,
-    pub attempt: u32,
+    pub meta: DeliveryMeta,
     pub body: Vec<u8>,
-    /// W3C trace context of the request that caused the event (carried on every retry).
-    pub traceparent: Option<String>,
-    /// When the event committed, in Unix milliseconds (for the event-to-delivery metric).
-    pub occurred_at_ms: Option<i64>,
-    /// No attempt before this time (Unix ms): the receiver's `Retry-After`.
-    pub not_before_ms: Option<i64>,
 }
 
 #[derive(Clone)]
@@ -115,7 +105,7 @@ impl Sender {
         if !hook.webhook.enabled {
             return Outcome::Skipped("webhook disabled");
         }
-        let subscribed = EventType::parse(&job.event_type)
+        let subscribed = EventType::parse(&job.meta.event_type)
             .is_some_and(|t| hook.webhook.event_types.iter().any(|s| s == t.as_str()));
         if !subscribed {
             return Outcome::Skipped("event type not subscribed");
@@ -150,9 +140,9 @@ impl Sender {
             .client
             .post(url.url().clone())
             .header("Content-Type", "application/json")
-            .header("X-Qualifier-Event", &job.event_type)
+            .header("X-Qualifier-Event", &job.meta.event_type)
             .header("X-Qualifier-Signature", signature)
-            .header("X-Qualifier-Delivery", job.delivery_id.to_string())
+            .header("X-Qualifier-Delivery", job.meta.delivery_id.to_string())
             .header("X-Qualifier-Timestamp", timefmt::format(started_at))
             .body(job.body.clone())
             .send()

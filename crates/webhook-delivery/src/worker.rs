@@ -11,19 +11,18 @@ use qualifier_bus::lapin::options::{
     BasicAckOptions, BasicCancelOptions, BasicConsumeOptions, BasicNackOptions, BasicQosOptions,
 };
 use qualifier_bus::lapin::types::FieldTable;
-use qualifier_bus::{Outgoing, Publisher, Topology, header_str, headers};
+use qualifier_bus::{DeliveryMeta, Outgoing, Publisher, Topology};
 use qualifier_store::Store;
 use qualifier_store::deliveries::{AttemptRecord, status};
 use qualifier_telemetry::metrics::{self as m, metrics};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-use uuid::Uuid;
 
 use crate::gate;
 use crate::sender::{DeliveryJob, Outcome, Sender};
 
 fn unix_ms() -> i64 {
-    (qualifier_domain::timefmt::now_millis().unix_timestamp_nanos() / 1_000_000) as i64
+    qualifier_domain::timefmt::unix_millis(qualifier_domain::timefmt::now_millis())
 }
 
 pub const MAX_ATTEMPTS: u32 = 5;
@@ -48,22 +47,9 @@ pub struct Worker {
 }
 
 fn parse_job(d: &Delivery) -> Result<DeliveryJob, String> {
-    let get = |k: &str| header_str(&d.properties, k).ok_or_else(|| format!("missing header {k}"));
-    let uuid =
-        |k: &str| get(k).and_then(|v| Uuid::parse_str(&v).map_err(|_| format!("bad header {k}")));
     Ok(DeliveryJob {
-        delivery_id: uuid(headers::DELIVERY_ID)?,
-        event_id: uuid(headers::EVENT_ID)?,
-        org_id: uuid(headers::ORG_ID)?,
-        event_type: get(headers::EVENT_TYPE)?,
-        attempt: get(headers::ATTEMPT)?
-            .parse()
-            .map_err(|_| "bad attempt header".to_owned())?,
+        meta: DeliveryMeta::from_properties(&d.properties)?,
         body: d.data.clone(),
-        traceparent: header_str(&d.properties, headers::TRACEPARENT),
-        occurred_at_ms: header_str(&d.properties, headers::OCCURRED_AT)
-            .and_then(|v| v.parse().ok()),
-        not_before_ms: header_str(&d.properties, headers::NOT_BEFORE).and_then(|v| v.parse().ok()),
     })
 }
 
@@ -73,26 +59,8 @@ fn job_message<'a>(job: &'a DeliveryJob, exchange: &'a str, routing_key: &'a str
         exchange,
         routing_key,
         body: &job.body,
-        headers: {
-            let mut h = vec![
-                (headers::DELIVERY_ID, job.delivery_id.to_string()),
-                (headers::EVENT_ID, job.event_id.to_string()),
-                (headers::ORG_ID, job.org_id.to_string()),
-                (headers::EVENT_TYPE, job.event_type.clone()),
-                (headers::ATTEMPT, job.attempt.to_string()),
-            ];
-            if let Some(t) = job.not_before_ms {
-                h.push((headers::NOT_BEFORE, t.to_string()));
-            }
-            if let Some(tp) = &job.traceparent {
-                h.push((headers::TRACEPARENT, tp.clone()));
-            }
-            if let Some(ms) = job.occurred_at_ms {
-                h.push((headers::OCCURRED_AT, ms.to_string()));
-            }
-            h
-        },
-        message_id: Some(job.delivery_id.to_string()),
+        headers: job.meta.headers(),
+        message_id: Some(job.meta.delivery_id.to_string()),
     }
 }
 
@@ -101,7 +69,7 @@ fn record_outcome(job: &DeliveryJob, outcome: &Outcome) {
     let (outcome_label, rec) = match outcome {
         Outcome::Skipped(_) => ("skipped", None),
         Outcome::Delivered(r) => ("delivered", Some((r, "success"))),
-        Outcome::Failed { record: r, .. } if job.attempt < MAX_ATTEMPTS => {
+        Outcome::Failed { record: r, .. } if job.meta.attempt < MAX_ATTEMPTS => {
             ("retrying", Some((r, "failure")))
         }
         Outcome::Failed { record: r, .. } => ("dead", Some((r, "failure"))),
@@ -111,9 +79,8 @@ fn record_outcome(job: &DeliveryJob, outcome: &Outcome) {
         metrics::histogram!(m::ATTEMPT_DURATION, "result" => result)
             .record(r.duration_ms as f64 / 1000.0);
     }
-    if let (Outcome::Delivered(_), Some(at)) = (outcome, job.occurred_at_ms) {
-        let now = qualifier_domain::timefmt::now_millis().unix_timestamp_nanos() / 1_000_000;
-        metrics::histogram!(m::EVENT_TO_DELIVERY).record((now as i64 - at).max(0) as f64 / 1000.0);
+    if let (Outcome::Delivered(_), Some(at)) = (outcome, job.meta.occurred_at_ms) {
+        metrics::histogram!(m::EVENT_TO_DELIVERY).record((unix_ms() - at).max(0) as f64 / 1000.0);
     }
 }
 
@@ -163,7 +130,7 @@ impl Worker {
         // ack) is dropped instead of being sent again.
         let ctx = self
             .store
-            .delivery_context(job.delivery_id)
+            .delivery_context(job.meta.delivery_id)
             .await
             .map_err(|e| e.to_string())?
             .ok_or_else(|| "delivery row not found".to_owned())?;
@@ -175,7 +142,7 @@ impl Worker {
         }
         let outcome = match ctx.webhook {
             Some(Err(e)) => {
-                tracing::error!(delivery_id = %job.delivery_id, error = %e, "signing secret unreadable");
+                tracing::error!(delivery_id = %job.meta.delivery_id, error = %e, "signing secret unreadable");
                 Outcome::Failed {
                     record: AttemptRecord {
                         started_at: qualifier_domain::timefmt::now_millis(),
@@ -195,42 +162,47 @@ impl Worker {
         record_outcome(job, &outcome);
         match outcome {
             Outcome::Skipped(reason) => {
-                tracing::info!(delivery_id = %job.delivery_id, reason, "delivery skipped");
+                tracing::info!(delivery_id = %job.meta.delivery_id, reason, "delivery skipped");
                 self.store
-                    .mark_skipped(job.delivery_id, reason)
+                    .mark_skipped(job.meta.delivery_id, reason)
                     .await
                     .map_err(|e| e.to_string())
             }
             Outcome::Delivered(rec) => {
-                tracing::debug!(delivery_id = %job.delivery_id, status = ?rec.status_code, ms = rec.duration_ms, "delivered");
+                tracing::debug!(delivery_id = %job.meta.delivery_id, status = ?rec.status_code, ms = rec.duration_ms, "delivered");
                 self.store
-                    .record_attempt(job.delivery_id, job.attempt, &rec, status::SUCCEEDED)
+                    .record_attempt(
+                        job.meta.delivery_id,
+                        job.meta.attempt,
+                        &rec,
+                        status::SUCCEEDED,
+                    )
                     .await
                     .map_err(|e| e.to_string())
             }
             Outcome::Failed {
                 record: rec,
                 retry_after,
-            } if job.attempt < MAX_ATTEMPTS => {
-                tracing::info!(delivery_id = %job.delivery_id, attempt = job.attempt, error = ?rec.error, "attempt failed; retrying later");
+            } if job.meta.attempt < MAX_ATTEMPTS => {
+                tracing::info!(delivery_id = %job.meta.delivery_id, attempt = job.meta.attempt, error = ?rec.error, "attempt failed; retrying later");
                 self.store
-                    .record_attempt(job.delivery_id, job.attempt, &rec, status::FAILED)
+                    .record_attempt(job.meta.delivery_id, job.meta.attempt, &rec, status::FAILED)
                     .await
                     .map_err(|e| e.to_string())?;
                 let delays = &self.topology.retry_delays_ms;
-                let scheduled = (job.attempt as usize - 1).min(delays.len() - 1);
+                let scheduled = (job.meta.attempt as usize - 1).min(delays.len() - 1);
                 let mut next = job.clone();
-                next.attempt = job.attempt + 1;
+                next.meta.attempt = job.meta.attempt + 1;
                 let queue = match retry_after {
                     // The receiver asked for a pause: the whole org waits at least that long,
                     // and this message carries the time so any replica honours it.
                     Some(wait) if Duration::from_millis(delays[scheduled]) < wait => {
-                        self.gate.back_off(job.org_id, wait);
-                        next.not_before_ms = Some(unix_ms() + wait.as_millis() as i64);
+                        self.gate.back_off(job.meta.org_id, wait);
+                        next.meta.not_before_ms = Some(unix_ms() + wait.as_millis() as i64);
                         gate::retry_queue_for(delays, wait)
                     }
                     Some(wait) => {
-                        self.gate.back_off(job.org_id, wait);
+                        self.gate.back_off(job.meta.org_id, wait);
                         scheduled
                     }
                     None => scheduled,
@@ -243,9 +215,9 @@ impl Worker {
                     .map_err(|e| e.to_string())
             }
             Outcome::Failed { record: rec, .. } => {
-                tracing::warn!(delivery_id = %job.delivery_id, error = ?rec.error, "last attempt failed; dead-lettering");
+                tracing::warn!(delivery_id = %job.meta.delivery_id, error = ?rec.error, "last attempt failed; dead-lettering");
                 self.store
-                    .record_attempt(job.delivery_id, job.attempt, &rec, status::DEAD)
+                    .record_attempt(job.meta.delivery_id, job.meta.attempt, &rec, status::DEAD)
                     .await
                     .map_err(|e| e.to_string())?;
                 let exchange = self.topology.dead_exchange();
@@ -268,20 +240,20 @@ impl Worker {
                 return;
             }
         };
-        let span = tracing::info_span!("delivery.attempt", delivery_id = %job.delivery_id,
-            event_id = %job.event_id, org_id = %job.org_id, attempt = job.attempt,
+        let span = tracing::info_span!("delivery.attempt", delivery_id = %job.meta.delivery_id,
+            event_id = %job.meta.event_id, org_id = %job.meta.org_id, attempt = job.meta.attempt,
             trace_id = tracing::field::Empty);
         // The attempt joins the trace of the request that caused the event.
-        qualifier_telemetry::set_remote_parent(&span, job.traceparent.as_deref());
+        qualifier_telemetry::set_remote_parent(&span, job.meta.traceparent.as_deref());
         if let Some(t) = qualifier_telemetry::trace_id(&span) {
             span.record("trace_id", t);
         }
         // Wait without using an attempt when the receiver asked for a pause, or when the org
         // already holds its share of this process's slots.
-        let permit = if job.not_before_ms.is_some_and(|t| t > unix_ms()) {
+        let permit = if job.meta.not_before_ms.is_some_and(|t| t > unix_ms()) {
             Err(gate::Wait::BackingOff)
         } else {
-            self.gate.enter(job.org_id)
+            self.gate.enter(job.meta.org_id)
         };
         let permit = match permit {
             Ok(p) => p,
@@ -315,7 +287,7 @@ impl Worker {
                 let _ = d.acker.ack(BasicAckOptions::default()).await;
             }
             Err(e) => {
-                tracing::warn!(delivery_id = %job.delivery_id, error = %e, "outcome not durable; requeueing");
+                tracing::warn!(delivery_id = %job.meta.delivery_id, error = %e, "outcome not durable; requeueing");
                 // A short pause keeps a database outage from spinning the message in a hot loop.
                 tokio::time::sleep(Duration::from_millis(500)).await;
                 let _ = d

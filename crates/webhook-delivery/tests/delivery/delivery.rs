@@ -15,15 +15,7 @@ async fn a_patch_reaches_the_receiver_signed_with_the_contract_headers() {
     let s = Stack::start().await;
     let lead = s.inbound("+447700900123").await;
     let id = lead["id"].as_str().unwrap();
-    let r = s
-        .http
-        .patch(format!("{}/api/v1/leads/{id}", s.public))
-        .bearer_auth(&s.token)
-        .json(&json!({"status": "closed"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200);
+    s.close_lead(id, None).await;
     let got = s.receiver.wait_for(2, WAIT).await;
     assert_eq!(got.len(), 2, "lead.created and lead.stage_changed");
     let closed = got

@@ -159,6 +159,20 @@ impl Stack {
             .clone()
     }
 
+    /// The CRM closes lead `id` through the public API (emits `lead.stage_changed`), optionally
+    /// inside the caller's trace; the PATCH must succeed.
+    pub async fn close_lead(&self, id: &str, traceparent: Option<&str>) {
+        let mut rb = self
+            .http
+            .patch(format!("{}/api/v1/leads/{id}", self.public))
+            .bearer_auth(&self.token);
+        if let Some(tp) = traceparent {
+            rb = rb.header("traceparent", tp);
+        }
+        let r = rb.json(&json!({"status": "closed"})).send().await.unwrap();
+        assert_eq!(r.status(), 200);
+    }
+
     pub async fn deliveries(&self) -> Vec<Value> {
         let v = self
             .call(

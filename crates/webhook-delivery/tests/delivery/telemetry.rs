@@ -6,7 +6,6 @@ use std::time::Duration;
 use qualifier_testkit::receiver::Behaviour;
 use qualifier_testkit::telemetry::{captured_logs, metric, wait_for_spans};
 use reqwest::Method;
-use serde_json::json;
 
 use crate::stack::{INTERNAL_TOKEN, Stack};
 
@@ -18,16 +17,8 @@ async fn a_patch_and_the_webhook_it_causes_share_one_trace() {
     let lead = s.inbound("+447700900555").await;
     let id = lead["id"].as_str().unwrap();
     let trace_id = uuid::Uuid::new_v4().simple().to_string();
-    let r = s
-        .http
-        .patch(format!("{}/api/v1/leads/{id}", s.public))
-        .bearer_auth(&s.token)
-        .header("traceparent", format!("00-{trace_id}-00f067aa0ba902b7-01"))
-        .json(&json!({"status": "closed"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200);
+    let traceparent = format!("00-{trace_id}-00f067aa0ba902b7-01");
+    s.close_lead(id, Some(&traceparent)).await;
     let got = s.receiver.wait_for(2, WAIT).await;
     let delivery_id = got
         .iter()
@@ -80,15 +71,7 @@ async fn metrics_of_both_services_move_with_traffic() {
 
     let lead = s.inbound("+447700900556").await;
     let id = lead["id"].as_str().unwrap();
-    let r = s
-        .http
-        .patch(format!("{}/api/v1/leads/{id}", s.public))
-        .bearer_auth(&s.token)
-        .json(&json!({"status": "closed"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200);
+    s.close_lead(id, None).await;
     s.receiver.wait_for(2, WAIT).await;
 
     let deadline = std::time::Instant::now() + WAIT;
@@ -179,15 +162,7 @@ async fn tokens_and_secrets_never_reach_the_logs_or_error_bodies() {
     let id = lead["id"].as_str().unwrap();
     // A failing attempt first (its error path logs), then success.
     s.receiver.script(vec![Behaviour::Status(500)]);
-    let r = s
-        .http
-        .patch(format!("{}/api/v1/leads/{id}", s.public))
-        .bearer_auth(&s.token)
-        .json(&json!({"status": "closed"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200);
+    s.close_lead(id, None).await;
     // A wrong token and a wrong internal token: refused without echoing them.
     let wrong = format!("qlf_org_{}", uuid::Uuid::new_v4().simple());
     for (url, tok) in [
