@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: run test build lint fmt services migrate clean-test-dbs latency receiver-kit conformance deploy-check chaos chaos-short fuzz fuzz-short
+.PHONY: run test build lint fmt services migrate clean-test-dbs bench bench-quick latency receiver-kit conformance deploy-check chaos chaos-short fuzz fuzz-short
 
 run: build          ## services, migrations, both binaries, a printed dev org and token
 	scripts/run-dev.sh
@@ -54,6 +54,16 @@ clean-test-dbs:     ## drop databases left by interrupted test runs
 	psql postgres://postgres:postgres@127.0.0.1:5432/postgres -Atc \
 	  "SELECT 'DROP DATABASE ' || datname || ' WITH (FORCE);' FROM pg_database WHERE datname LIKE 'qualifier_test_%' OR datname LIKE 'qualifier_tpl%'" \
 	  | psql postgres://postgres:postgres@127.0.0.1:5432/postgres -q
+
+REL := $(or $(CARGO_TARGET_DIR),target)/release
+
+bench:              ## the benchmark harness (docs/performance.md): table + target/bench/latest.json
+	$(CARGO) build --release -p lead-api -p webhook-delivery -p qualifier-bench
+	$(REL)/qualifier-bench $(BENCH_ARGS)
+
+bench-quick:        ## the same, short (4,000 events per run; about two minutes once built)
+	$(CARGO) build --release -p lead-api -p webhook-delivery -p qualifier-bench
+	$(REL)/qualifier-bench --quick $(BENCH_ARGS)
 
 latency:            ## commit-to-receipt latency of signed webhooks on an idle system
 	$(CARGO) run --release -p webhook-delivery --example e2e_latency

@@ -1,0 +1,720 @@
+//! `qualifier-bench` (`make bench`, `make bench-quick`): how fast the system is on this machine,
+//! beside what its parts can do bare in the same run, and what each delivered event costs.
+//!
+//! Phases, each on a database and topology prefix of its own:
+//! 1. API: GET and PATCH on the public API at fixed concurrency (16 tokens, raised limit), and
+//!    the ceiling: an actix-web server with the same workers and pool size doing one primary-key
+//!    select.
+//! 2. End to end: events caused through the internal API (a new contact, `lead.created`) and the
+//!    public API (closing it, `lead.stage_changed`), through the release binaries, to an HTTPS
+//!    sink that verifies every signature: delivered/s, commit-to-receipt latency, lost,
+//!    duplicates; then again paced at half that rate. Ceilings: the sink driven by bare reqwest,
+//!    lapin publish-with-confirm and consume.
+//! 3. Backlog drains and scale: a queued backlog drained by 1 and by 2 `webhook-delivery`
+//!    processes, with an instant sink (CPU-bound) and with a 25 ms sink (slot-bound).
+//! 4. Noisy neighbour: org B's rate and p99 alone, then while org A's endpoint hangs.
+//! 5. Cost: PostgreSQL rows written, WAL syncs and broker publishes per delivered event.
+//!
+//! Usage: `qualifier-bench [--quick] [--events N] [--json PATH]`; the figures always go to
+//! `target/bench/latest.json` too.
+
+mod ceilings;
+mod load;
+mod services;
+mod sink;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use load::{pct, r3};
+use serde_json::{Value, json};
+use services::{DeliverySettings, Env, INTERNAL_TOKEN, Org};
+use sink::{Answer, Receipt, Sink, now_us};
+
+struct Opts {
+    quick: bool,
+    events: u64,
+    json: Option<PathBuf>,
+    api_secs: u64,
+}
+
+fn opts() -> Opts {
+    let args: Vec<String> = std::env::args().collect();
+    let val = |name: &str| {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1))
+            .cloned()
+    };
+    let quick = args.iter().any(|a| a == "--quick");
+    Opts {
+        quick,
+        events: val("--events")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(if quick { 4000 } else { 20_000 }),
+        json: val("--json").map(PathBuf::from),
+        api_secs: if quick { 3 } else { 10 },
+    }
+}
+
+/// Delivery processes as deployed by default, except that one org may use every slot (the
+/// per-org cap exists for many orgs; the noisy-neighbour phase measures it).
+fn default_delivery() -> DeliverySettings {
+    DeliverySettings {
+        concurrency: 64,
+        org_concurrency: 64,
+        timeout_ms: 2000,
+    }
+}
+
+/// Causes `iterations` changes for `org`: a new contact through the internal API
+/// (`lead.created`), then, when `close`, the CRM closing it through the public API
+/// (`lead.stage_changed`). A failed step is retried; a retried inbound finds the known contact
+/// unchanged and a retried close finds the lead closed, so each event is caused exactly once.
+async fn produce(
+    env: &Env,
+    org: &Org,
+    iterations: u64,
+    offset: u64,
+    concurrency: usize,
+    pace_per_s: Option<f64>,
+    close: bool,
+) -> u64 {
+    let (http, internal, public) = (env.http.clone(), env.internal.clone(), env.public.clone());
+    let (org_id, tokens) = (org.id.clone(), Arc::new(org.tokens.clone()));
+    load::run_n(iterations, concurrency, pace_per_s, move |i| {
+        let (http, internal, public, org_id, tokens) = (
+            http.clone(),
+            internal.clone(),
+            public.clone(),
+            org_id.clone(),
+            tokens.clone(),
+        );
+        async move {
+            let body = json!({"name": "Bench Lead", "phone": format!("+4477{:08}", offset + i), "channel": "sms"});
+            let Ok(r) = http
+                .post(format!("{internal}/internal/v1/orgs/{org_id}/inbound"))
+                .bearer_auth(INTERNAL_TOKEN)
+                .json(&body)
+                .send()
+                .await
+            else {
+                return false;
+            };
+            if !r.status().is_success() {
+                return false;
+            }
+            if !close {
+                return true;
+            }
+            let Ok(v) = r.json::<Value>().await else {
+                return false;
+            };
+            let Some(id) = v["lead"]["id"].as_str() else {
+                return false;
+            };
+            http.patch(format!("{public}/api/v1/leads/{id}"))
+                .bearer_auth(&tokens[i as usize % tokens.len()])
+                .json(&json!({"status": "closed"}))
+                .send()
+                .await
+                .is_ok_and(|r| r.status().is_success())
+        }
+    })
+    .await
+}
+
+/// What the sink received against what committed.
+#[derive(Debug, Default)]
+struct Tally {
+    committed: u64,
+    delivered: u64,
+    lost: u64,
+    duplicates: u64,
+    invalid: u64,
+    lat_ms: Vec<f64>,
+    first_us: i64,
+    last_us: i64,
+}
+
+impl Tally {
+    fn of(
+        committed: &[(u128, i64, String)],
+        receipts: &[Receipt],
+        endpoint: usize,
+        org: &str,
+        since_us: i64,
+    ) -> Tally {
+        let mut by_id: HashMap<u128, Vec<i64>> = HashMap::new();
+        let mut t = Tally {
+            first_us: i64::MAX,
+            ..Default::default()
+        };
+        for r in receipts.iter().filter(|r| r.endpoint == endpoint) {
+            if r.valid {
+                by_id.entry(r.delivery).or_default().push(r.at_us);
+            } else {
+                t.invalid += 1;
+            }
+        }
+        for (id, created, o) in committed {
+            if o != org || *created < since_us {
+                continue;
+            }
+            t.committed += 1;
+            match by_id.get(id) {
+                Some(ats) => {
+                    let first = *ats.iter().min().unwrap_or(&0);
+                    t.delivered += 1;
+                    t.duplicates += ats.len() as u64 - 1;
+                    t.lat_ms.push((first - created) as f64 / 1000.0);
+                    t.first_us = t.first_us.min(first);
+                    t.last_us = t.last_us.max(*ats.iter().max().unwrap_or(&0));
+                }
+                None => t.lost += 1,
+            }
+        }
+        t.lat_ms.sort_by(f64::total_cmp);
+        t
+    }
+
+    fn json(&self) -> Value {
+        json!({"events_committed": self.committed, "events_delivered": self.delivered,
+               "events_lost": self.lost, "duplicates": self.duplicates,
+               "invalid_signatures": self.invalid,
+               "commit_to_receipt_p50_ms": r3(pct(&self.lat_ms, 0.5)),
+               "commit_to_receipt_p99_ms": r3(pct(&self.lat_ms, 0.99)),
+               "commit_to_receipt_max_ms": r3(self.lat_ms.last().copied().unwrap_or(f64::NAN))})
+    }
+}
+
+/// Waits until the sink has `n` validly signed receipts on `endpoint` (or the time is up).
+async fn wait_delivered(sink: &Sink, endpoint: usize, n: u64, within: Duration) {
+    let deadline = Instant::now() + within;
+    while Instant::now() < deadline {
+        if sink.count_valid(endpoint) >= n as usize {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn patience(events: u64) -> Duration {
+    Duration::from_secs(60 + events / 100)
+}
+
+/// Cluster-wide and broker-wide counters, read before and after a run (nothing else runs).
+#[derive(Debug, Default, Clone, Copy)]
+struct Counters {
+    wal_records: i64,
+    wal_syncs: i64,
+    broker_publishes: Option<i64>,
+}
+
+async fn counters(env: &Env) -> Counters {
+    let pg = env.db.client().await;
+    let (wal_records, wal_syncs) = match pg
+        .query_one("SELECT wal_records::int8, wal_sync::int8 FROM pg_stat_wal", &[])
+        .await
+    {
+        Ok(r) => (r.get(0), r.get(1)),
+        Err(_) => (0, 0),
+    };
+    Counters {
+        wal_records,
+        wal_syncs,
+        broker_publishes: broker_publishes().await,
+    }
+}
+
+/// Messages the broker accepted from publishers since it started (its global counters).
+async fn broker_publishes() -> Option<i64> {
+    let out = tokio::process::Command::new("rabbitmqctl")
+        .args([
+            "eval",
+            "maps:get(messages_received_total, maps:get([{protocol,amqp091}], rabbit_global_counters:overview())).",
+        ])
+        .output()
+        .await
+        .ok()?;
+    String::from_utf8_lossy(&out.stdout).trim().parse().ok()
+}
+
+/// Rows written per table in this run's database (its statistics start at zero).
+async fn rows_written(env: &Env) -> anyhow::Result<HashMap<String, i64>> {
+    let pg = env.db.client().await;
+    // Statistics reach the collector when a session ends (the services were stopped) or within
+    // a second; a short wait covers the latter.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let rows = pg
+        .query(
+            "SELECT relname::text, (n_tup_ins + n_tup_upd + n_tup_del)::int8 FROM pg_stat_user_tables",
+            &[],
+        )
+        .await?;
+    Ok(rows
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .filter(|(_, n): &(String, i64)| *n > 0)
+        .collect())
+}
+
+struct E2e {
+    tally: Tally,
+    delivered_per_s: f64,
+    ingest_per_s: f64,
+    cost: Option<Value>,
+}
+
+/// One end-to-end run: `workers` delivery processes running while events are caused.
+async fn e2e(
+    sink: &Sink,
+    events: u64,
+    workers: usize,
+    pace: Option<f64>,
+    with_cost: bool,
+) -> anyhow::Result<E2e> {
+    sink.clear();
+    let mut env = Env::new(sink.ca_file.clone()).await;
+    let api = env.start_api().await?;
+    let mut procs = Vec::new();
+    for _ in 0..workers {
+        procs.push(env.start_delivery(&default_delivery()).await?);
+    }
+    let (ep, url) = sink.endpoint(Answer::Ok);
+    let org = env.org(&url, 16).await?;
+    sink.set_secret(ep, &org.secret);
+    let before = if with_cost {
+        Some(counters(&env).await)
+    } else {
+        None
+    };
+    let start = now_us();
+    produce(&env, &org, events / 2, 0, 32, pace.map(|r| r / 2.0), true).await;
+    let produced = (now_us() - start) as f64 / 1e6;
+    wait_delivered(sink, ep, events, patience(events)).await;
+    let committed = env.committed().await?;
+    api.stop();
+    for p in procs {
+        p.stop();
+    }
+    let tally = Tally::of(&committed, &sink.receipts(), ep, &org.id, 0);
+    let cost = match before {
+        Some(b) => {
+            let after = counters(&env).await;
+            let rows = rows_written(&env).await?;
+            let d = tally.delivered.max(1) as f64;
+            let total: i64 = rows.values().sum();
+            let outbox = rows.get("outbox").copied().unwrap_or(0);
+            Some(json!({
+                "delivered_events": tally.delivered,
+                "pg_rows_written_by_table": rows,
+                "pg_row_writes_per_delivered_event": r3(total as f64 / d),
+                "pg_event_pipeline_row_writes_per_delivered_event": r3(outbox as f64 / d),
+                "pg_wal_syncs_per_delivered_event": r3((after.wal_syncs - b.wal_syncs) as f64 / d),
+                "pg_wal_records_per_delivered_event": r3((after.wal_records - b.wal_records) as f64 / d),
+                "broker_publishes_per_delivered_event": match (b.broker_publishes, after.broker_publishes) {
+                    (Some(x), Some(y)) => json!(r3((y - x) as f64 / d)),
+                    _ => Value::Null,
+                },
+            }))
+        }
+        None => None,
+    };
+    Ok(E2e {
+        delivered_per_s: tally.delivered as f64 / ((tally.last_us - start) as f64 / 1e6),
+        ingest_per_s: tally.committed as f64 / produced,
+        tally,
+        cost,
+    })
+}
+
+/// A backlog of `events` queued with no consumer, then drained by `workers` processes.
+async fn drain(
+    sink: &Sink,
+    events: u64,
+    workers: usize,
+    answer: Answer,
+    settings: DeliverySettings,
+) -> anyhow::Result<Value> {
+    sink.clear();
+    let mut env = Env::new(sink.ca_file.clone()).await;
+    let api = env.start_api().await?;
+    let (ep, url) = sink.endpoint(answer);
+    let org = env.org(&url, 16).await?;
+    sink.set_secret(ep, &org.secret);
+    produce(&env, &org, events / 2, 0, 32, None, true).await;
+    // Queued: every committed event published (confirmed) by the relay.
+    let pg = env.db.client().await;
+    let deadline = Instant::now() + patience(events);
+    while Instant::now() < deadline {
+        let n: i64 = pg
+            .query_one("SELECT count(*) FROM outbox WHERE published_at IS NULL", &[])
+            .await?
+            .get(0);
+        if n == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let start = now_us();
+    let procs = futures_util::future::try_join_all(
+        (0..workers).map(|_| env.start_delivery(&settings)),
+    )
+    .await?;
+    wait_delivered(sink, ep, events, patience(events)).await;
+    let committed = env.committed().await?;
+    api.stop();
+    for p in procs {
+        p.stop();
+    }
+    let t = Tally::of(&committed, &sink.receipts(), ep, &org.id, 0);
+    let window = (t.last_us - t.first_us) as f64 / 1e6;
+    let mut v = t.json();
+    v["workers"] = json!(workers);
+    v["concurrency_per_worker"] = json!(settings.concurrency);
+    v["receiver_latency_ms"] = json!(match answer {
+        Answer::Ok => 0,
+        Answer::After(d) => d.as_millis() as u64,
+    });
+    v["drained_per_s"] = json!(r3(t.delivered as f64 / window));
+    v["drained_per_s_from_start"] = json!(r3(t.delivered as f64 / ((t.last_us - start) as f64 / 1e6)));
+    Ok(v)
+}
+
+/// Org B alone, then beside org A whose endpoint hangs past the attempt timeout.
+async fn noisy(sink: &Sink, b_events: u64, a_events: u64) -> anyhow::Result<Value> {
+    sink.clear();
+    let mut env = Env::new(sink.ca_file.clone()).await;
+    let api = env.start_api().await?;
+    let settings = DeliverySettings {
+        concurrency: 64,
+        org_concurrency: 16,
+        timeout_ms: 1000,
+    };
+    let worker = env.start_delivery(&settings).await?;
+    let (ea, ua) = sink.endpoint(Answer::After(Duration::from_secs(5)));
+    let (eb, ub) = sink.endpoint(Answer::Ok);
+    let org_a = env.org(&ua, 1).await?;
+    let org_b = env.org(&ub, 16).await?;
+    sink.set_secret(ea, &org_a.secret);
+    sink.set_secret(eb, &org_b.secret);
+
+    let run_b = |offset: u64| {
+        let (env, sink, org_b) = (&env, sink, &org_b);
+        async move {
+            let start = now_us();
+            let before = sink.count_valid(eb) as u64;
+            produce(env, org_b, b_events / 2, offset, 32, None, true).await;
+            wait_delivered(sink, eb, before + b_events, patience(b_events)).await;
+            let committed = env.committed().await?;
+            let t = Tally::of(&committed, &sink.receipts(), eb, &org_b.id, start);
+            let rate = t.delivered as f64 / ((t.last_us - start) as f64 / 1e6);
+            Ok::<_, anyhow::Error>((t, rate))
+        }
+    };
+    let (alone, alone_rate) = run_b(0).await?;
+    // A's backlog: every one of its attempts hangs until the timeout.
+    produce(&env, &org_a, a_events, 0, 32, None, false).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let a_started = sink.count_valid(ea);
+    let (beside, beside_rate) = run_b(1_000_000).await?;
+    let a_attempts = sink.count_valid(ea) - a_started;
+    api.stop();
+    worker.stop();
+    let mut a = alone.json();
+    a["delivered_per_s"] = json!(r3(alone_rate));
+    let mut b = beside.json();
+    b["delivered_per_s"] = json!(r3(beside_rate));
+    Ok(json!({
+        "settings": {"concurrency": settings.concurrency, "org_concurrency": settings.org_concurrency,
+                     "timeout_ms": settings.timeout_ms, "org_a_hang_ms": 5000, "org_a_events": a_events},
+        "org_b_alone": a,
+        "org_b_beside_hanging_a": b,
+        "org_a_attempts_during_b": a_attempts,
+        "org_b_rate_ratio_beside_vs_alone": r3(beside_rate / alone_rate),
+        "org_b_p99_ratio_beside_vs_alone": r3(pct(&beside.lat_ms, 0.99) / pct(&alone.lat_ms, 0.99)),
+    }))
+}
+
+/// Phase 1: the public API and its ceiling, in this process.
+async fn api_phase(o: &Opts, sink: &Sink) -> anyhow::Result<Value> {
+    let mut env = Env::new(sink.ca_file.clone()).await;
+    let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let pool_size = 16;
+    let cfg = lead_api::ApiConfig {
+        database_url: env.db.url.clone(),
+        amqp_url: qualifier_testkit::amqp_url(),
+        http_addr: "127.0.0.1:0".parse()?,
+        internal_addr: "127.0.0.1:0".parse()?,
+        internal_token: INTERNAL_TOKEN.into(),
+        secret_key: env.key(),
+        app_base_url: "https://app.qualifier.local".into(),
+        rate_limit_per_minute: 100_000_000,
+        allow_cidrs: vec!["127.0.0.0/8".parse()?],
+        db_pool_size: pool_size,
+        http_workers: workers,
+        topology_prefix: env.topo.prefix.clone(),
+        retry_delays_ms: services::RETRY_DELAYS.to_vec(),
+    };
+    let api = lead_api::start(cfg).await?;
+    env.internal = format!("http://{}", api.internal_addr);
+    env.public = format!("http://{}", api.public_addr);
+    let (_, url) = sink.endpoint(Answer::Ok);
+    let org = env.org(&url, 16).await?;
+    let leads = 1000u64;
+    produce(&env, &org, leads, 0, 16, None, false).await;
+    let ids: Vec<String> = env
+        .db
+        .client()
+        .await
+        .query("SELECT id::text FROM leads", &[])
+        .await?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let ids = Arc::new(ids);
+    let tokens = Arc::new(org.tokens.clone());
+    let concurrency = 32;
+    let secs = Duration::from_secs(o.api_secs);
+    let http = env.http.clone();
+    let get = |base: String, authed: bool| {
+        let (http, ids, tokens) = (http.clone(), ids.clone(), tokens.clone());
+        move |i: u64| {
+            let id = &ids[i as usize % ids.len()];
+            let mut rb = http.get(format!("{base}/{id}"));
+            if authed {
+                rb = rb.bearer_auth(&tokens[i as usize % tokens.len()]);
+            }
+            async move { rb.send().await.is_ok_and(|r| r.status() == 200) }
+        }
+    };
+    let leads_url = format!("{}/api/v1/leads", env.public);
+    let (ceiling_base, ceiling) = ceilings::start_pk_server(&env.db.url, pool_size, workers)?;
+    let ceiling_url = format!("{ceiling_base}/pk");
+    // A short warm-up of each, so pools and connections exist before anything is timed.
+    load::closed_loop(concurrency, Duration::from_millis(500), get(leads_url.clone(), true)).await;
+    load::closed_loop(concurrency, Duration::from_millis(500), get(ceiling_url.clone(), false)).await;
+    let get_rate = load::closed_loop(concurrency, secs, get(leads_url.clone(), true)).await;
+    let ceiling_rate = load::closed_loop(concurrency, secs, get(ceiling_url, false)).await;
+    let patch_rate = {
+        let (http, ids, tokens) = (http.clone(), ids.clone(), tokens.clone());
+        load::closed_loop(concurrency, secs, move |i| {
+            let id = &ids[i as usize % ids.len()];
+            let rb = http
+                .patch(format!("{leads_url}/{id}"))
+                .bearer_auth(&tokens[i as usize % tokens.len()])
+                .json(&json!({"ai_paused": i % 2 == 0}));
+            async move { rb.send().await.is_ok_and(|r| r.status() == 200) }
+        })
+        .await
+    };
+    ceiling.stop(false).await;
+    api.stop(true).await;
+    Ok(json!({
+        "concurrency": concurrency, "tokens": tokens.len(), "http_workers": workers,
+        "db_pool_size": pool_size, "seconds_each": o.api_secs,
+        "get": get_rate.json(),
+        "patch": patch_rate.json(),
+        "ceiling_pk_select": ceiling_rate.json(),
+        "get_ratio_to_ceiling": r3(get_rate.per_s / ceiling_rate.per_s),
+        "patch_ratio_to_ceiling": r3(patch_rate.per_s / ceiling_rate.per_s),
+    }))
+}
+
+fn machine() -> Value {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|m| m.trim().to_owned())
+        })
+        .unwrap_or_default();
+    let kernel = std::process::Command::new("uname")
+        .arg("-r")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_default();
+    json!({"cores": std::thread::available_parallelism().map_or(0, |n| n.get()),
+           "cpu": cpu, "kernel": kernel})
+}
+
+/// One line of the printed table: figure, value, target, and whether it is met.
+fn row(out: &mut Vec<Value>, name: &str, value: f64, target: Option<(&str, f64)>) {
+    let met = target.map(|(op, t)| if op == ">=" { value >= t } else { value <= t });
+    println!(
+        "  {name:<58} {value:>12.2}  {:>10}  {}",
+        target.map_or(String::new(), |(op, t)| format!("{op} {t}")),
+        match met {
+            Some(true) => "met",
+            Some(false) => "MISSED",
+            None => "",
+        }
+    );
+    out.push(json!({"figure": name, "value": r3(value),
+        "target": target.map(|(op, t)| format!("{op} {t}")), "met": met}));
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let o = opts();
+    let sink = Sink::start(2).await?;
+    let n = o.events;
+    println!(
+        "qualifier-bench: {} run, {n} events per end-to-end run",
+        if o.quick { "quick" } else { "full" }
+    );
+
+    println!("[1/5] API: GET, PATCH and the primary-key ceiling");
+    let api = api_phase(&o, &sink).await?;
+    println!("[2/5] end to end at the maximum rate, then at half of it");
+    let max = e2e(&sink, n, 1, None, true).await?;
+    let half = e2e(&sink, n, 1, Some(max.delivered_per_s / 2.0), false).await?;
+    println!("      ceilings: bare reqwest to the sink, lapin publish and consume");
+    let bare = ceilings::bare_sink(&sink, n, default_delivery().concurrency).await?;
+    let (publish, consume) = ceilings::lapin_rates(n, 500, 64).await?;
+    println!("[3/5] scale: end to end with 2 workers, backlog drains with 1 and 2");
+    let max2 = e2e(&sink, n, 2, None, false).await?;
+    let drain1 = drain(&sink, n, 1, Answer::Ok, default_delivery()).await?;
+    let drain2 = drain(&sink, n, 2, Answer::Ok, default_delivery()).await?;
+    // Slot-bound: each process holds 16 attempts against a receiver that takes 25 ms, so a
+    // process can do at most 640/s and the sink (unbounded concurrency) is not the limit.
+    let slow = DeliverySettings {
+        concurrency: 16,
+        org_concurrency: 16,
+        ..default_delivery()
+    };
+    let slow_n = (n / 4).max(1000);
+    let slow1 = drain(
+        &sink,
+        slow_n,
+        1,
+        Answer::After(Duration::from_millis(25)),
+        slow.clone(),
+    )
+    .await?;
+    let slow2 = drain(&sink, slow_n, 2, Answer::After(Duration::from_millis(25)), slow).await?;
+    println!("[4/5] noisy neighbour");
+    let noisy = noisy(&sink, (n / 4).max(1000), if o.quick { 300 } else { 1000 }).await?;
+    println!("[5/5] cost (from the maximum-rate run)");
+
+    let patch_rps = api["patch"]["per_s"].as_f64().unwrap_or(0.0);
+    let parts = [
+        ("patch_write_transaction", patch_rps),
+        ("sink_bare_reqwest", bare),
+        ("lapin_publish_confirm", publish),
+        ("lapin_consume", consume),
+    ];
+    let slowest = parts
+        .iter()
+        .copied()
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .unwrap_or(("none", 1.0));
+    let rate_of = |v: &Value| v["drained_per_s"].as_f64().unwrap_or(0.0);
+    let mut end_to_end = max.tally.json();
+    end_to_end["delivered_per_s"] = json!(r3(max.delivered_per_s));
+    end_to_end["ingest_committed_per_s"] = json!(r3(max.ingest_per_s));
+    end_to_end["ratio_to_slowest_part"] = json!(r3(max.delivered_per_s / slowest.1));
+    let mut half_json = half.tally.json();
+    half_json["offered_per_s"] = json!(r3(max.delivered_per_s / 2.0));
+    half_json["delivered_per_s"] = json!(r3(half.delivered_per_s));
+    let mut two = max2.tally.json();
+    two["delivered_per_s"] = json!(r3(max2.delivered_per_s));
+    let cost = max.cost.clone().unwrap_or(Value::Null);
+
+    println!();
+    println!(
+        "  {:<58} {:>12}  {:>10}",
+        "figure (this machine, this run)", "value", "target"
+    );
+    let mut rows = Vec::new();
+    let r = &mut rows;
+    row(r, "API GET req/s", api["get"]["per_s"].as_f64().unwrap_or(0.0), None);
+    row(r, "API GET p99 ms", api["get"]["p99_ms"].as_f64().unwrap_or(0.0), None);
+    row(r, "API PATCH req/s", patch_rps, None);
+    row(r, "API PATCH p99 ms", api["patch"]["p99_ms"].as_f64().unwrap_or(0.0), None);
+    row(r, "ceiling: PK select req/s", api["ceiling_pk_select"]["per_s"].as_f64().unwrap_or(0.0), None);
+    row(r, "GET ratio to ceiling", api["get_ratio_to_ceiling"].as_f64().unwrap_or(0.0), Some((">=", 0.6)));
+    row(r, "end to end delivered ev/s (1 worker)", max.delivered_per_s, Some((">=", 1800.0)));
+    row(r, "end to end events lost", max.tally.lost as f64, Some(("<=", 0.0)));
+    row(r, "end to end duplicates", max.tally.duplicates as f64, None);
+    row(r, "ceiling: sink via bare reqwest req/s", bare, None);
+    row(r, "ceiling: lapin publish-with-confirm msg/s", publish, None);
+    row(r, "ceiling: lapin consume msg/s", consume, None);
+    row(r, &format!("end to end ratio to slowest part ({})", slowest.0), max.delivered_per_s / slowest.1, Some((">=", 0.5)));
+    row(r, "half rate: commit-to-receipt p50 ms", pct(&half.tally.lat_ms, 0.5), Some(("<=", 10.0)));
+    row(r, "half rate: commit-to-receipt p99 ms", pct(&half.tally.lat_ms, 0.99), Some(("<=", 50.0)));
+    row(r, "half rate: commit-to-receipt max ms", half.tally.lat_ms.last().copied().unwrap_or(f64::NAN), None);
+    row(r, "half rate events lost", half.tally.lost as f64, Some(("<=", 0.0)));
+    row(r, "end to end delivered ev/s (2 workers)", max2.delivered_per_s, None);
+    row(r, "backlog drain ev/s (1 worker)", rate_of(&drain1), Some((">=", 6000.0)));
+    row(r, "backlog drain ev/s (2 workers)", rate_of(&drain2), None);
+    row(r, "scale ratio 2:1, 25 ms receiver (slot-bound)", rate_of(&slow2) / rate_of(&slow1), Some((">=", 1.7)));
+    row(r, "scale ratio 2:1, instant receiver (CPU-bound)", rate_of(&drain2) / rate_of(&drain1), None);
+    row(r, "org B rate ratio beside hanging A", noisy["org_b_rate_ratio_beside_vs_alone"].as_f64().unwrap_or(0.0), Some((">=", 0.9)));
+    row(r, "org B p99 ms alone", noisy["org_b_alone"]["commit_to_receipt_p99_ms"].as_f64().unwrap_or(0.0), None);
+    row(r, "org B p99 ms beside hanging A", noisy["org_b_beside_hanging_a"]["commit_to_receipt_p99_ms"].as_f64().unwrap_or(0.0), None);
+    row(r, "PG rows written per delivered event (all)", cost["pg_row_writes_per_delivered_event"].as_f64().unwrap_or(f64::NAN), None);
+    row(r, "PG event-pipeline rows written per delivered event", cost["pg_event_pipeline_row_writes_per_delivered_event"].as_f64().unwrap_or(f64::NAN), Some(("<=", 4.0)));
+    row(r, "PG WAL syncs per delivered event", cost["pg_wal_syncs_per_delivered_event"].as_f64().unwrap_or(f64::NAN), None);
+    row(r, "broker publishes per delivered event", cost["broker_publishes_per_delivered_event"].as_f64().unwrap_or(f64::NAN), None);
+    let lost_total = max.tally.lost
+        + half.tally.lost
+        + max2.tally.lost
+        + [
+            &drain1,
+            &drain2,
+            &slow1,
+            &slow2,
+            &noisy["org_b_alone"],
+            &noisy["org_b_beside_hanging_a"],
+        ]
+        .iter()
+        .map(|v| v["events_lost"].as_u64().unwrap_or(0))
+        .sum::<u64>();
+
+    let report = json!({
+        "generated_at_unix_ms": now_us() / 1000,
+        "mode": if o.quick { "quick" } else { "full" },
+        "events_per_run": n,
+        "machine": machine(),
+        "api": api,
+        "end_to_end": {
+            "max_rate_1_worker": end_to_end,
+            "half_rate_1_worker": half_json,
+            "max_rate_2_workers": two,
+            "ceilings_per_s": {"sink_bare_reqwest": r3(bare), "lapin_publish_confirm": r3(publish),
+                               "lapin_consume": r3(consume), "patch_write_transaction": r3(patch_rps)},
+            "slowest_part": slowest.0,
+        },
+        "backlog_drain": {"one_worker": drain1, "two_workers": drain2},
+        "scale": {
+            "slot_bound_25ms_receiver": {"one_worker": slow1, "two_workers": slow2},
+            "scale_ratio_slot_bound": r3(rate_of(&slow2) / rate_of(&slow1)),
+            "scale_ratio_cpu_bound_drain": r3(rate_of(&drain2) / rate_of(&drain1)),
+            "scale_ratio_cpu_bound_end_to_end": r3(max2.delivered_per_s / max.delivered_per_s),
+        },
+        "noisy_neighbour": noisy,
+        "cost": cost,
+        "events_lost_all_runs": lost_total,
+        "targets": rows,
+    });
+    let text = serde_json::to_vec_pretty(&report)?;
+    let dir = PathBuf::from(std::env::var("CARGO_TARGET_DIR").unwrap_or_else(|_| "target".into()))
+        .join("bench");
+    std::fs::create_dir_all(&dir)?;
+    std::fs::write(dir.join("latest.json"), &text)?;
+    if let Some(p) = &o.json {
+        if let Some(parent) = p.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::write(p, &text)?;
+    }
+    println!("\nfigures written to {}", dir.join("latest.json").display());
+    anyhow::ensure!(lost_total == 0, "{lost_total} committed events were never delivered");
+    Ok(())
+}

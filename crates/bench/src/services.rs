@@ -1,0 +1,259 @@
+//! The system under test as it runs in production: the release `lead-api` and
+//! `webhook-delivery` binaries as processes of their own, each run on a database and topology
+//! prefix of its own (dropped afterwards).
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use qualifier_store::SecretKey;
+use qualifier_testkit::{TestDb, TestTopology, amqp_url};
+use serde_json::{Value, json};
+
+pub const INTERNAL_TOKEN: &str = "bench-internal-token-0123456789";
+/// Retries are not part of the measured happy path; these keep a stray failure cheap.
+pub const RETRY_DELAYS: [u64; 4] = [1000, 2000, 4000, 8000];
+
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .unwrap_or(0)
+}
+
+/// The directory holding the release binaries (the bench's own).
+pub fn bin_dir() -> PathBuf {
+    std::env::current_exe()
+        .ok()
+        .and_then(|p| p.parent().map(|d| d.to_path_buf()))
+        .unwrap_or_else(|| PathBuf::from("target/release"))
+}
+
+/// A child process, stopped with SIGTERM (so its database sessions end cleanly and flush their
+/// statistics) and killed if it does not exit.
+pub struct Proc {
+    child: Child,
+    pub health: String,
+}
+
+impl Proc {
+    pub fn stop(mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// How a run's `webhook-delivery` processes are configured.
+#[derive(Clone, Debug)]
+pub struct DeliverySettings {
+    pub concurrency: usize,
+    pub org_concurrency: usize,
+    pub timeout_ms: u64,
+}
+
+pub struct Env {
+    pub db: TestDb,
+    pub topo: TestTopology,
+    key: String,
+    pub ca_file: PathBuf,
+    pub http: reqwest::Client,
+    pub internal: String,
+    pub public: String,
+}
+
+impl Env {
+    pub async fn new(ca_file: PathBuf) -> Env {
+        let db = TestDb::new().await;
+        let topo = TestTopology::new(RETRY_DELAYS.to_vec());
+        Env {
+            db,
+            topo,
+            key: SecretKey::generate_base64(),
+            ca_file,
+            http: client(),
+            internal: String::new(),
+            public: String::new(),
+        }
+    }
+
+    pub fn key(&self) -> SecretKey {
+        SecretKey::from_base64(&self.key).expect("a generated key reads back")
+    }
+
+    fn common(&self, cmd: &mut Command) {
+        cmd.env("DATABASE_URL", &self.db.url)
+            .env("AMQP_URL", amqp_url())
+            .env("QUALIFIER_SECRET_KEY", &self.key)
+            .env("QUALIFIER_TOPOLOGY_PREFIX", &self.topo.prefix)
+            .env(
+                "QUALIFIER_RETRY_DELAYS_MS",
+                RETRY_DELAYS.map(|d| d.to_string()).join(","),
+            )
+            .env("QUALIFIER_WEBHOOK_ALLOW_CIDRS", "127.0.0.0/8")
+            .env("RUST_LOG", "error")
+            .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+            .stdout(Stdio::null());
+    }
+
+    /// Starts `lead-api` (rate limit raised: the limiter is not what is measured) and waits
+    /// until it is ready.
+    pub async fn start_api(&mut self) -> anyhow::Result<Proc> {
+        let (public, internal) = (free_port(), free_port());
+        let mut cmd = Command::new(bin_dir().join("lead-api"));
+        self.common(&mut cmd);
+        cmd.env("QUALIFIER_INTERNAL_TOKEN", INTERNAL_TOKEN)
+            .env("QUALIFIER_HTTP_ADDR", format!("127.0.0.1:{public}"))
+            .env("QUALIFIER_INTERNAL_ADDR", format!("127.0.0.1:{internal}"))
+            .env("QUALIFIER_RATE_LIMIT_PER_MINUTE", "100000000");
+        let child = cmd.spawn().context("lead-api (run `make bench`, which builds it)")?;
+        self.internal = format!("http://127.0.0.1:{internal}");
+        self.public = format!("http://127.0.0.1:{public}");
+        let p = Proc {
+            child,
+            health: format!("{}/readyz", self.internal),
+        };
+        wait_ready(&self.http, &p.health).await?;
+        Ok(p)
+    }
+
+    pub async fn start_delivery(&self, s: &DeliverySettings) -> anyhow::Result<Proc> {
+        let port = free_port();
+        let mut cmd = Command::new(bin_dir().join("webhook-delivery"));
+        self.common(&mut cmd);
+        cmd.env("QUALIFIER_DELIVERY_ADDR", format!("127.0.0.1:{port}"))
+            .env("QUALIFIER_DELIVERY_CONCURRENCY", s.concurrency.to_string())
+            .env(
+                "QUALIFIER_DELIVERY_ORG_CONCURRENCY",
+                s.org_concurrency.to_string(),
+            )
+            .env("QUALIFIER_DELIVERY_TIMEOUT_MS", s.timeout_ms.to_string())
+            .env("QUALIFIER_WEBHOOK_CA_FILE", &self.ca_file);
+        let child = cmd
+            .spawn()
+            .context("webhook-delivery (run `make bench`, which builds it)")?;
+        let p = Proc {
+            child,
+            health: format!("http://127.0.0.1:{port}/readyz"),
+        };
+        wait_ready(&self.http, &p.health).await?;
+        Ok(p)
+    }
+
+    async fn internal_call(&self, method: reqwest::Method, path: &str, body: Value) -> Value {
+        let r = self
+            .http
+            .request(method, format!("{}/internal/v1{path}", self.internal))
+            .bearer_auth(INTERNAL_TOKEN)
+            .json(&body)
+            .send()
+            .await;
+        match r {
+            Ok(r) => r.json().await.unwrap_or(Value::Null),
+            Err(_) => Value::Null,
+        }
+    }
+
+    /// A new org with `tokens` API tokens and its webhook at `url`; returns (org, tokens, secret).
+    pub async fn org(&self, url: &str, tokens: usize) -> anyhow::Result<Org> {
+        use reqwest::Method;
+        let org = self
+            .internal_call(Method::POST, "/orgs", json!({"name": "Bench"}))
+            .await["org"]["id"]
+            .as_str()
+            .context("create org")?
+            .to_owned();
+        let mut toks = Vec::new();
+        for _ in 0..tokens {
+            let t = self
+                .internal_call(Method::POST, &format!("/orgs/{org}/tokens"), json!({}))
+                .await;
+            toks.push(t["secret"].as_str().context("create token")?.to_owned());
+        }
+        let hook = self
+            .internal_call(
+                Method::PUT,
+                &format!("/orgs/{org}/webhook"),
+                json!({"url": url, "event_types": ["lead.created", "lead.updated", "lead.stage_changed"], "enabled": true}),
+            )
+            .await;
+        let secret = hook["signing_secret"]
+            .as_str()
+            .context("put webhook")?
+            .to_owned();
+        Ok(Org {
+            id: org,
+            tokens: toks,
+            secret,
+        })
+    }
+
+    /// Every committed event (the outbox is the truth): delivery id and commit time (Unix µs).
+    pub async fn committed(&self) -> anyhow::Result<Vec<(u128, i64, String)>> {
+        let pg = self.db.client().await;
+        let rows = pg
+            .query(
+                "SELECT delivery_id::text, (extract(epoch FROM created_at) * 1000000)::int8, org_id::text
+                 FROM outbox",
+                &[],
+            )
+            .await?;
+        Ok(rows
+            .iter()
+            .map(|r| {
+                (
+                    uuid::Uuid::parse_str(r.get::<_, &str>(0))
+                        .map(|u| u.as_u128())
+                        .unwrap_or(0),
+                    r.get::<_, i64>(1),
+                    r.get::<_, String>(2),
+                )
+            })
+            .collect())
+    }
+}
+
+pub struct Org {
+    pub id: String,
+    pub tokens: Vec<String>,
+    pub secret: String,
+}
+
+pub fn client() -> reqwest::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .pool_max_idle_per_host(1024)
+        .build()
+        .expect("client")
+}
+
+async fn wait_ready(http: &reqwest::Client, url: &str) -> anyhow::Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline {
+        if let Ok(r) = http.get(url).send().await
+            && r.status().is_success()
+        {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    anyhow::bail!("{url} never became ready")
+}
