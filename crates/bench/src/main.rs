@@ -569,6 +569,17 @@ async fn main() -> anyhow::Result<()> {
         if o.quick { "quick" } else { "full" }
     );
 
+    // One phase alone, for profiling it (`perf record -a` while it runs).
+    if let Some(phase) = std::env::args().skip_while(|a| a != "--only").nth(1) {
+        let v = match phase.as_str() {
+            "e2e" => e2e(&sink, n, 1, None, true).await?.tally.json(),
+            "drain" => drain(&sink, n, 1, Answer::Ok, default_delivery()).await?,
+            "api" => api_phase(&o, &sink).await?,
+            other => anyhow::bail!("--only takes e2e, drain or api, not {other}"),
+        };
+        println!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(());
+    }
     println!("[1/5] API: GET, PATCH and the primary-key ceiling");
     let api = api_phase(&o, &sink).await?;
     println!("[2/5] end to end at the maximum rate, then at half of it");

@@ -93,6 +93,7 @@ impl DeliveryRow {
 }
 
 /// The state an attempt starts from (see [`Store::delivery_context`]).
+#[derive(Clone)]
 pub struct DeliveryContext {
     pub status: String,
     /// `Some(Err(_))` when the webhook exists but its sealed secret cannot be opened (the
@@ -108,6 +109,26 @@ pub struct AttemptRecord {
     pub duration_ms: u64,
     pub status_code: Option<u16>,
     pub error: Option<String>,
+}
+
+/// One attempt's outcome to record with [`Store::record_attempts`].
+#[derive(Debug, Clone)]
+pub struct AttemptWrite {
+    pub delivery_id: Uuid,
+    pub attempt: u32,
+    pub record: AttemptRecord,
+    pub status: &'static str,
+}
+
+/// An `attempt_log` entry.
+fn attempt_entry(attempt: u32, rec: &AttemptRecord) -> Value {
+    json!({
+        "attempt": attempt,
+        "started_at": qualifier_domain::timefmt::format(rec.started_at),
+        "duration_ms": rec.duration_ms,
+        "status_code": rec.status_code,
+        "error": rec.error,
+    })
 }
 
 /// Claims up to `limit` unpublished rows (skipping rows another relay holds), lets `publish`
@@ -193,6 +214,71 @@ impl Store {
         Ok(Some(DeliveryContext { status, webhook }))
     }
 
+    /// [`Store::delivery_context`] for many deliveries in one round trip, in the order asked
+    /// (the worker batches the reads of the attempts starting at the same time).
+    pub async fn delivery_contexts(
+        &self,
+        delivery_ids: &[Uuid],
+    ) -> Result<Vec<Option<DeliveryContext>>, StoreError> {
+        let mut conn = self.conn().await?;
+        let rows: Vec<(Uuid, String, Option<WebhookRow>)> = outbox::table
+            .left_join(webhooks::table)
+            .filter(outbox::delivery_id.eq_any(delivery_ids))
+            .select((
+                outbox::delivery_id,
+                outbox::status,
+                Option::<WebhookRow>::as_select(),
+            ))
+            .load(&mut conn)
+            .await?;
+        drop(conn);
+        let by_id: std::collections::HashMap<Uuid, DeliveryContext> = rows
+            .into_iter()
+            .map(|(id, status, hook)| {
+                let webhook = hook.map(|r| self.open_for_delivery(r).map_err(|e| e.to_string()));
+                (id, DeliveryContext { status, webhook })
+            })
+            .collect();
+        // Cloned, not moved: an id twice in one batch (a redelivery racing its original) gets
+        // its row both times.
+        Ok(delivery_ids.iter().map(|id| by_id.get(id).cloned()).collect())
+    }
+
+    /// [`Store::record_attempt`] for many attempts in one statement and one commit: the
+    /// worker's group commit. Every outcome in the batch is durable when this returns Ok.
+    pub async fn record_attempts(&self, writes: &[AttemptWrite]) -> Result<(), StoreError> {
+        use diesel::sql_types::{Jsonb, Nullable, Text};
+        let ids: Vec<Uuid> = writes.iter().map(|w| w.delivery_id).collect();
+        let statuses: Vec<&str> = writes.iter().map(|w| w.status).collect();
+        let codes: Vec<Option<i32>> = writes
+            .iter()
+            .map(|w| w.record.status_code.map(i32::from))
+            .collect();
+        let errors: Vec<Option<&str>> = writes.iter().map(|w| w.record.error.as_deref()).collect();
+        let entries: Vec<Value> = writes
+            .iter()
+            .map(|w| attempt_entry(w.attempt, &w.record))
+            .collect();
+        let mut conn = self.conn().await?;
+        diesel::sql_query(
+            "UPDATE outbox o SET status = v.status, attempts = o.attempts + 1,
+                    last_status_code = v.code, last_error = v.err,
+                    attempt_log = o.attempt_log || jsonb_build_array(v.entry),
+                    updated_at = clock_timestamp()
+             FROM unnest($1::uuid[], $2::text[], $3::int4[], $4::text[], $5::jsonb[])
+                  AS v(id, status, code, err, entry)
+             WHERE o.delivery_id = v.id",
+        )
+        .bind::<Array<diesel::sql_types::Uuid>, _>(&ids)
+        .bind::<Array<Text>, _>(&statuses)
+        .bind::<Array<Nullable<diesel::sql_types::Int4>>, _>(&codes)
+        .bind::<Array<Nullable<Text>>, _>(&errors)
+        .bind::<Array<Jsonb>, _>(&entries)
+        .execute(&mut conn)
+        .await?;
+        Ok(())
+    }
+
     /// Records an attempt and the status it leads to, in one write.
     pub async fn record_attempt(
         &self,
@@ -201,13 +287,7 @@ impl Store {
         rec: &AttemptRecord,
         new_status: &str,
     ) -> Result<(), StoreError> {
-        let entry = json!({
-            "attempt": attempt,
-            "started_at": qualifier_domain::timefmt::format(rec.started_at),
-            "duration_ms": rec.duration_ms,
-            "status_code": rec.status_code,
-            "error": rec.error,
-        });
+        let entry = attempt_entry(attempt, rec);
         let mut conn = self.conn().await?;
         diesel::sql_query(
             "UPDATE outbox SET status = $2, attempts = attempts + 1, last_status_code = $3, last_error = $4,

@@ -15,7 +15,7 @@ pub mod tokens;
 pub mod webhooks;
 
 pub use error::StoreError;
-pub use pool::{DbPool, connect, run_migrations};
+pub use pool::{DbPool, connect, connect_relaxed, run_migrations};
 pub use secrets::SecretKey;
 
 /// What every store operation needs: the pool, the app base URL for `conversation_url` in
@@ -23,6 +23,9 @@ pub use secrets::SecretKey;
 #[derive(Clone)]
 pub struct Store {
     pub pool: DbPool,
+    /// Sessions with `synchronous_commit = off`, for the rate-limit buckets only (see
+    /// [`connect_relaxed`]); the main pool when not set.
+    pub limiter_pool: Option<DbPool>,
     pub app_base_url: String,
     pub secret_key: SecretKey,
 }
@@ -31,9 +34,16 @@ impl Store {
     pub fn new(pool: DbPool, app_base_url: impl Into<String>, secret_key: SecretKey) -> Self {
         Store {
             pool,
+            limiter_pool: None,
             app_base_url: app_base_url.into(),
             secret_key,
         }
+    }
+
+    /// Uses `pool` (see [`connect_relaxed`]) for rate-limit admission.
+    pub fn with_limiter_pool(mut self, pool: DbPool) -> Self {
+        self.limiter_pool = Some(pool);
+        self
     }
 
     pub(crate) async fn conn(&self) -> Result<pool::DbConn, StoreError> {

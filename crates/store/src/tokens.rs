@@ -126,7 +126,12 @@ impl Store {
         }
         let capacity = f64::from(per_minute);
         let per_second = capacity / 60.0;
-        let mut conn = self.conn().await?;
+        // The bucket is advisory state: it commits without waiting for the WAL flush, which
+        // took most of a GET's time (see docs/performance.md).
+        let mut conn = match &self.limiter_pool {
+            Some(p) => p.get().await.map_err(StoreError::from_pool)?,
+            None => self.conn().await?,
+        };
         let rows: Vec<AdmitRow> = diesel::sql_query(ADMIT_SQL)
             .bind::<Bytea, _>(hash_token(token))
             .bind::<Double, _>(capacity)

@@ -38,6 +38,7 @@ pub struct Webhook {
 }
 
 /// What a delivery attempt needs: the settings plus the opened secret.
+#[derive(Clone)]
 pub struct WebhookForDelivery {
     pub webhook: Webhook,
     pub signing_secret: String,

@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+pub mod batch;
 pub mod config;
 pub mod gate;
 pub mod sender;
@@ -89,7 +90,10 @@ pub async fn start(cfg: DeliveryConfig) -> anyhow::Result<RunningDelivery> {
         roots.as_deref(),
     )?;
     let status = Arc::new(WorkerStatus::default());
+    let (contexts, outcomes) = Worker::batchers(&store);
     let worker = Arc::new(Worker {
+        contexts,
+        outcomes,
         store: store.clone(),
         sender,
         topology: Topology::new(cfg.topology_prefix.clone(), cfg.retry_delays_ms.clone()),

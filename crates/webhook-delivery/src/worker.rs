@@ -13,11 +13,12 @@ use qualifier_bus::lapin::options::{
 use qualifier_bus::lapin::types::FieldTable;
 use qualifier_bus::{DeliveryMeta, Outgoing, Publisher, Topology};
 use qualifier_store::Store;
-use qualifier_store::deliveries::{AttemptRecord, status};
+use qualifier_store::deliveries::{AttemptRecord, AttemptWrite, DeliveryContext, status};
 use qualifier_telemetry::metrics::{self as m, metrics};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::batch::Batcher;
 use crate::gate;
 use crate::sender::{DeliveryJob, Outcome, Sender};
 
@@ -44,6 +45,54 @@ pub struct Worker {
     pub gate: Arc<gate::OrgGate>,
     /// How long shutdown waits for in-flight attempts (the attempt timeout plus a margin).
     pub drain_timeout: Duration,
+    /// Context reads and outcome writes, batched across concurrent attempts.
+    pub contexts: Batcher<uuid::Uuid, Option<DeliveryContext>>,
+    pub outcomes: Batcher<AttemptWrite, ()>,
+}
+
+impl Worker {
+    /// The two batchers over `store` (inside a Tokio runtime).
+    pub fn batchers(
+        store: &Store,
+    ) -> (
+        Batcher<uuid::Uuid, Option<DeliveryContext>>,
+        Batcher<AttemptWrite, ()>,
+    ) {
+        // Two flushers each: one batch in flight while the next one gathers.
+        let s = store.clone();
+        let contexts = Batcher::spawn(128, 2, move |ids: Vec<uuid::Uuid>| {
+            let s = s.clone();
+            async move { s.delivery_contexts(&ids).await.map_err(|e| e.to_string()) }
+        });
+        let s = store.clone();
+        let outcomes = Batcher::spawn(128, 2, move |writes: Vec<AttemptWrite>| {
+            let s = s.clone();
+            async move {
+                s.record_attempts(&writes)
+                    .await
+                    .map(|()| vec![(); writes.len()])
+                    .map_err(|e| e.to_string())
+            }
+        });
+        (contexts, outcomes)
+    }
+
+    /// Records one attempt's outcome (durable when this returns Ok).
+    async fn record(
+        &self,
+        job: &DeliveryJob,
+        record: AttemptRecord,
+        status: &'static str,
+    ) -> Result<(), String> {
+        self.outcomes
+            .call(AttemptWrite {
+                delivery_id: job.meta.delivery_id,
+                attempt: job.meta.attempt,
+                record,
+                status,
+            })
+            .await
+    }
 }
 
 fn parse_job(d: &Delivery) -> Result<DeliveryJob, String> {
@@ -129,10 +178,9 @@ impl Worker {
         // delivery that already ended (a redelivery after a crash between the outcome and the
         // ack) is dropped instead of being sent again.
         let ctx = self
-            .store
-            .delivery_context(job.meta.delivery_id)
-            .await
-            .map_err(|e| e.to_string())?
+            .contexts
+            .call(job.meta.delivery_id)
+            .await?
             .ok_or_else(|| "delivery row not found".to_owned())?;
         if matches!(
             ctx.status.as_str(),
@@ -170,25 +218,14 @@ impl Worker {
             }
             Outcome::Delivered(rec) => {
                 tracing::debug!(delivery_id = %job.meta.delivery_id, status = ?rec.status_code, ms = rec.duration_ms, "delivered");
-                self.store
-                    .record_attempt(
-                        job.meta.delivery_id,
-                        job.meta.attempt,
-                        &rec,
-                        status::SUCCEEDED,
-                    )
-                    .await
-                    .map_err(|e| e.to_string())
+                self.record(job, rec, status::SUCCEEDED).await
             }
             Outcome::Failed {
                 record: rec,
                 retry_after,
             } if job.meta.attempt < MAX_ATTEMPTS => {
                 tracing::info!(delivery_id = %job.meta.delivery_id, attempt = job.meta.attempt, error = ?rec.error, "attempt failed; retrying later");
-                self.store
-                    .record_attempt(job.meta.delivery_id, job.meta.attempt, &rec, status::FAILED)
-                    .await
-                    .map_err(|e| e.to_string())?;
+                self.record(job, rec, status::FAILED).await?;
                 let delays = &self.topology.retry_delays_ms;
                 let scheduled = (job.meta.attempt as usize - 1).min(delays.len() - 1);
                 let mut next = job.clone();
@@ -216,10 +253,7 @@ impl Worker {
             }
             Outcome::Failed { record: rec, .. } => {
                 tracing::warn!(delivery_id = %job.meta.delivery_id, error = ?rec.error, "last attempt failed; dead-lettering");
-                self.store
-                    .record_attempt(job.meta.delivery_id, job.meta.attempt, &rec, status::DEAD)
-                    .await
-                    .map_err(|e| e.to_string())?;
+                self.record(job, rec, status::DEAD).await?;
                 let exchange = self.topology.dead_exchange();
                 let msg = job_message(job, &exchange, "");
                 publisher

@@ -1,0 +1,123 @@
+//! Micro-batching of the worker's database round trips.
+//!
+//! Every attempt reads its delivery's context and then records its outcome. One statement per
+//! attempt made PostgreSQL's per-statement work (parse, plan, commit) the delivery path's
+//! bottleneck (docs/performance.md). Here, attempts that start or finish while a round trip is
+//! in flight queue up and go together in the next one: no timer, so an idle system pays no
+//! latency, and a busy one gets bigger batches. A caller gets its answer only after its batch's
+//! statement returned, so "ack only after the outcome is durable" still holds per message.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use tokio::sync::{Mutex, mpsc, oneshot};
+
+type Reply<R> = oneshot::Sender<Result<R, String>>;
+
+pub struct Batcher<T, R> {
+    tx: mpsc::UnboundedSender<(T, Reply<R>)>,
+}
+
+impl<T: Send + 'static, R: Send + 'static> Batcher<T, R> {
+    /// `flushers` tasks each take up to `max` queued items and pass them to `flush`, which must
+    /// answer one result per item, in order. Must be called inside a Tokio runtime; the tasks
+    /// end when the batcher is dropped.
+    pub fn spawn<F, Fut>(max: usize, flushers: usize, flush: F) -> Self
+    where
+        F: Fn(Vec<T>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Vec<R>, String>> + Send,
+    {
+        let (tx, rx) = mpsc::unbounded_channel::<(T, Reply<R>)>();
+        let rx = Arc::new(Mutex::new(rx));
+        let flush = Arc::new(flush);
+        for _ in 0..flushers.max(1) {
+            let (rx, flush) = (rx.clone(), flush.clone());
+            tokio::spawn(async move {
+                loop {
+                    let mut batch = Vec::new();
+                    {
+                        let mut rx = rx.lock().await;
+                        match rx.recv().await {
+                            Some(item) => batch.push(item),
+                            None => return,
+                        }
+                        while batch.len() < max {
+                            match rx.try_recv() {
+                                Ok(item) => batch.push(item),
+                                Err(_) => break,
+                            }
+                        }
+                    }
+                    let (items, replies): (Vec<T>, Vec<Reply<R>>) = batch.into_iter().unzip();
+                    let n = items.len();
+                    match flush(items).await {
+                        Ok(results) if results.len() == n => {
+                            for (r, reply) in results.into_iter().zip(replies) {
+                                let _ = reply.send(Ok(r));
+                            }
+                        }
+                        Ok(_) => {
+                            for reply in replies {
+                                let _ = reply.send(Err("batch answered the wrong count".into()));
+                            }
+                        }
+                        Err(e) => {
+                            for reply in replies {
+                                let _ = reply.send(Err(e.clone()));
+                            }
+                        }
+                    }
+                }
+            });
+        }
+        Batcher { tx }
+    }
+
+    /// Queues `item` and waits for its batch's answer.
+    pub async fn call(&self, item: T) -> Result<R, String> {
+        let (tx, rx) = oneshot::channel();
+        self.tx
+            .send((item, tx))
+            .map_err(|_| "batcher stopped".to_owned())?;
+        rx.await
+            .map_err(|_| "batcher dropped the request".to_owned())?
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[tokio::test]
+    async fn concurrent_calls_share_round_trips_and_each_gets_its_own_answer() {
+        let flushes = Arc::new(AtomicUsize::new(0));
+        let f = flushes.clone();
+        let b = Arc::new(Batcher::spawn(64, 1, move |items: Vec<u32>| {
+            let f = f.clone();
+            async move {
+                f.fetch_add(1, Ordering::Relaxed);
+                tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+                Ok(items.into_iter().map(|i| i * 10).collect())
+            }
+        }));
+        let calls: Vec<_> = (0..200u32)
+            .map(|i| {
+                let b = b.clone();
+                tokio::spawn(async move { (i, b.call(i).await) })
+            })
+            .collect();
+        for c in calls {
+            let (i, r) = c.await.unwrap();
+            assert_eq!(r, Ok(i * 10));
+        }
+        let n = flushes.load(Ordering::Relaxed);
+        assert!(n < 50, "200 concurrent calls took {n} round trips");
+    }
+
+    #[tokio::test]
+    async fn a_failed_round_trip_fails_every_call_in_it() {
+        let b: Batcher<u32, u32> = Batcher::spawn(8, 1, |_items| async { Err("db down".into()) });
+        assert_eq!(b.call(1).await, Err("db down".to_owned()));
+    }
+}
