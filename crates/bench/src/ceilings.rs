@@ -27,9 +27,11 @@ pub fn sample_body() -> Vec<u8> {
         "route_target": null, "profile": {}, "external_ref": null, "ai_paused": false,
         "url": "https://app.qualifier.local/leads/00000000-0000-0000-0000-000000000000",
         "created_at": "2026-11-21T10:00:00.000Z", "updated_at": "2026-11-21T10:00:00.000Z"});
-    serde_json::to_vec(&json!({"id": uuid::Uuid::new_v4(), "type": "lead.stage_changed",
+    serde_json::to_vec(
+        &json!({"id": uuid::Uuid::new_v4(), "type": "lead.stage_changed",
         "created_at": "2026-11-21T10:00:00.000Z", "org_id": uuid::Uuid::new_v4(),
-        "data": {"lead": lead, "previous_stage": "qualifying"}}))
+        "data": {"lead": lead, "previous_stage": "qualifying"}}),
+    )
     .unwrap_or_default()
 }
 

@@ -216,7 +216,10 @@ struct Counters {
 async fn counters(env: &Env) -> Counters {
     let pg = env.db.client().await;
     let (wal_records, wal_syncs) = match pg
-        .query_one("SELECT wal_records::int8, wal_sync::int8 FROM pg_stat_wal", &[])
+        .query_one(
+            "SELECT wal_records::int8, wal_sync::int8 FROM pg_stat_wal",
+            &[],
+        )
         .await
     {
         Ok(r) => (r.get(0), r.get(1)),
@@ -351,7 +354,10 @@ async fn drain(
     let deadline = Instant::now() + patience(events);
     while Instant::now() < deadline {
         let n: i64 = pg
-            .query_one("SELECT count(*) FROM outbox WHERE published_at IS NULL", &[])
+            .query_one(
+                "SELECT count(*) FROM outbox WHERE published_at IS NULL",
+                &[],
+            )
             .await?
             .get(0);
         if n == 0 {
@@ -360,10 +366,9 @@ async fn drain(
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let start = now_us();
-    let procs = futures_util::future::try_join_all(
-        (0..workers).map(|_| env.start_delivery(&settings)),
-    )
-    .await?;
+    let procs =
+        futures_util::future::try_join_all((0..workers).map(|_| env.start_delivery(&settings)))
+            .await?;
     wait_delivered(sink, ep, events, patience(events)).await;
     let committed = env.committed().await?;
     api.stop();
@@ -380,7 +385,8 @@ async fn drain(
         Answer::After(d) => d.as_millis() as u64,
     });
     v["drained_per_s"] = json!(r3(t.delivered as f64 / window));
-    v["drained_per_s_from_start"] = json!(r3(t.delivered as f64 / ((t.last_us - start) as f64 / 1e6)));
+    v["drained_per_s_from_start"] =
+        json!(r3(t.delivered as f64 / ((t.last_us - start) as f64 / 1e6)));
     Ok(v)
 }
 
@@ -495,8 +501,18 @@ async fn api_phase(o: &Opts, sink: &Sink) -> anyhow::Result<Value> {
     let (ceiling_base, ceiling) = ceilings::start_pk_server(&env.db.url, pool_size, workers)?;
     let ceiling_url = format!("{ceiling_base}/pk");
     // A short warm-up of each, so pools and connections exist before anything is timed.
-    load::closed_loop(concurrency, Duration::from_millis(500), get(leads_url.clone(), true)).await;
-    load::closed_loop(concurrency, Duration::from_millis(500), get(ceiling_url.clone(), false)).await;
+    load::closed_loop(
+        concurrency,
+        Duration::from_millis(500),
+        get(leads_url.clone(), true),
+    )
+    .await;
+    load::closed_loop(
+        concurrency,
+        Duration::from_millis(500),
+        get(ceiling_url.clone(), false),
+    )
+    .await;
     let get_rate = load::closed_loop(concurrency, secs, get(leads_url.clone(), true)).await;
     let ceiling_rate = load::closed_loop(concurrency, secs, get(ceiling_url, false)).await;
     let patch_rate = {
@@ -608,7 +624,14 @@ async fn main() -> anyhow::Result<()> {
         slow.clone(),
     )
     .await?;
-    let slow2 = drain(&sink, slow_n, 2, Answer::After(Duration::from_millis(25)), slow).await?;
+    let slow2 = drain(
+        &sink,
+        slow_n,
+        2,
+        Answer::After(Duration::from_millis(25)),
+        slow,
+    )
+    .await?;
     println!("[4/5] noisy neighbour");
     let noisy = noisy(&sink, (n / 4).max(1000), if o.quick { 300 } else { 1000 }).await?;
     println!("[5/5] cost (from the maximum-rate run)");
@@ -644,35 +667,174 @@ async fn main() -> anyhow::Result<()> {
     );
     let mut rows = Vec::new();
     let r = &mut rows;
-    row(r, "API GET req/s", api["get"]["per_s"].as_f64().unwrap_or(0.0), None);
-    row(r, "API GET p99 ms", api["get"]["p99_ms"].as_f64().unwrap_or(0.0), None);
+    row(
+        r,
+        "API GET req/s",
+        api["get"]["per_s"].as_f64().unwrap_or(0.0),
+        None,
+    );
+    row(
+        r,
+        "API GET p99 ms",
+        api["get"]["p99_ms"].as_f64().unwrap_or(0.0),
+        None,
+    );
     row(r, "API PATCH req/s", patch_rps, None);
-    row(r, "API PATCH p99 ms", api["patch"]["p99_ms"].as_f64().unwrap_or(0.0), None);
-    row(r, "ceiling: PK select req/s", api["ceiling_pk_select"]["per_s"].as_f64().unwrap_or(0.0), None);
-    row(r, "GET ratio to ceiling", api["get_ratio_to_ceiling"].as_f64().unwrap_or(0.0), Some((">=", 0.6)));
-    row(r, "end to end delivered ev/s (1 worker)", max.delivered_per_s, Some((">=", 1800.0)));
-    row(r, "end to end events lost", max.tally.lost as f64, Some(("<=", 0.0)));
-    row(r, "end to end duplicates", max.tally.duplicates as f64, None);
+    row(
+        r,
+        "API PATCH p99 ms",
+        api["patch"]["p99_ms"].as_f64().unwrap_or(0.0),
+        None,
+    );
+    row(
+        r,
+        "ceiling: PK select req/s",
+        api["ceiling_pk_select"]["per_s"].as_f64().unwrap_or(0.0),
+        None,
+    );
+    row(
+        r,
+        "GET ratio to ceiling",
+        api["get_ratio_to_ceiling"].as_f64().unwrap_or(0.0),
+        Some((">=", 0.6)),
+    );
+    row(
+        r,
+        "end to end delivered ev/s (1 worker)",
+        max.delivered_per_s,
+        Some((">=", 1800.0)),
+    );
+    row(
+        r,
+        "end to end events lost",
+        max.tally.lost as f64,
+        Some(("<=", 0.0)),
+    );
+    row(
+        r,
+        "end to end duplicates",
+        max.tally.duplicates as f64,
+        None,
+    );
     row(r, "ceiling: sink via bare reqwest req/s", bare, None);
-    row(r, "ceiling: lapin publish-with-confirm msg/s", publish, None);
+    row(
+        r,
+        "ceiling: lapin publish-with-confirm msg/s",
+        publish,
+        None,
+    );
     row(r, "ceiling: lapin consume msg/s", consume, None);
-    row(r, &format!("end to end ratio to slowest part ({})", slowest.0), max.delivered_per_s / slowest.1, Some((">=", 0.5)));
-    row(r, "half rate: commit-to-receipt p50 ms", pct(&half.tally.lat_ms, 0.5), Some(("<=", 10.0)));
-    row(r, "half rate: commit-to-receipt p99 ms", pct(&half.tally.lat_ms, 0.99), Some(("<=", 50.0)));
-    row(r, "half rate: commit-to-receipt max ms", half.tally.lat_ms.last().copied().unwrap_or(f64::NAN), None);
-    row(r, "half rate events lost", half.tally.lost as f64, Some(("<=", 0.0)));
-    row(r, "end to end delivered ev/s (2 workers)", max2.delivered_per_s, None);
-    row(r, "backlog drain ev/s (1 worker)", rate_of(&drain1), Some((">=", 6000.0)));
+    row(
+        r,
+        &format!("end to end ratio to slowest part ({})", slowest.0),
+        max.delivered_per_s / slowest.1,
+        Some((">=", 0.5)),
+    );
+    row(
+        r,
+        "half rate: commit-to-receipt p50 ms",
+        pct(&half.tally.lat_ms, 0.5),
+        Some(("<=", 10.0)),
+    );
+    row(
+        r,
+        "half rate: commit-to-receipt p99 ms",
+        pct(&half.tally.lat_ms, 0.99),
+        Some(("<=", 50.0)),
+    );
+    row(
+        r,
+        "half rate: commit-to-receipt max ms",
+        half.tally.lat_ms.last().copied().unwrap_or(f64::NAN),
+        None,
+    );
+    row(
+        r,
+        "half rate events lost",
+        half.tally.lost as f64,
+        Some(("<=", 0.0)),
+    );
+    row(
+        r,
+        "end to end delivered ev/s (2 workers)",
+        max2.delivered_per_s,
+        None,
+    );
+    row(
+        r,
+        "backlog drain ev/s (1 worker)",
+        rate_of(&drain1),
+        Some((">=", 6000.0)),
+    );
     row(r, "backlog drain ev/s (2 workers)", rate_of(&drain2), None);
-    row(r, "scale ratio 2:1, 25 ms receiver (slot-bound)", rate_of(&slow2) / rate_of(&slow1), Some((">=", 1.7)));
-    row(r, "scale ratio 2:1, instant receiver (CPU-bound)", rate_of(&drain2) / rate_of(&drain1), None);
-    row(r, "org B rate ratio beside hanging A", noisy["org_b_rate_ratio_beside_vs_alone"].as_f64().unwrap_or(0.0), Some((">=", 0.9)));
-    row(r, "org B p99 ms alone", noisy["org_b_alone"]["commit_to_receipt_p99_ms"].as_f64().unwrap_or(0.0), None);
-    row(r, "org B p99 ms beside hanging A", noisy["org_b_beside_hanging_a"]["commit_to_receipt_p99_ms"].as_f64().unwrap_or(0.0), None);
-    row(r, "PG rows written per delivered event (all)", cost["pg_row_writes_per_delivered_event"].as_f64().unwrap_or(f64::NAN), None);
-    row(r, "PG event-pipeline rows written per delivered event", cost["pg_event_pipeline_row_writes_per_delivered_event"].as_f64().unwrap_or(f64::NAN), Some(("<=", 4.0)));
-    row(r, "PG WAL syncs per delivered event", cost["pg_wal_syncs_per_delivered_event"].as_f64().unwrap_or(f64::NAN), None);
-    row(r, "broker publishes per delivered event", cost["broker_publishes_per_delivered_event"].as_f64().unwrap_or(f64::NAN), None);
+    row(
+        r,
+        "scale ratio 2:1, 25 ms receiver (slot-bound)",
+        rate_of(&slow2) / rate_of(&slow1),
+        Some((">=", 1.7)),
+    );
+    row(
+        r,
+        "scale ratio 2:1, instant receiver (CPU-bound)",
+        rate_of(&drain2) / rate_of(&drain1),
+        None,
+    );
+    row(
+        r,
+        "org B rate ratio beside hanging A",
+        noisy["org_b_rate_ratio_beside_vs_alone"]
+            .as_f64()
+            .unwrap_or(0.0),
+        Some((">=", 0.9)),
+    );
+    row(
+        r,
+        "org B p99 ms alone",
+        noisy["org_b_alone"]["commit_to_receipt_p99_ms"]
+            .as_f64()
+            .unwrap_or(0.0),
+        None,
+    );
+    row(
+        r,
+        "org B p99 ms beside hanging A",
+        noisy["org_b_beside_hanging_a"]["commit_to_receipt_p99_ms"]
+            .as_f64()
+            .unwrap_or(0.0),
+        None,
+    );
+    row(
+        r,
+        "PG rows written per delivered event (all)",
+        cost["pg_row_writes_per_delivered_event"]
+            .as_f64()
+            .unwrap_or(f64::NAN),
+        None,
+    );
+    row(
+        r,
+        "PG event-pipeline rows written per delivered event",
+        cost["pg_event_pipeline_row_writes_per_delivered_event"]
+            .as_f64()
+            .unwrap_or(f64::NAN),
+        Some(("<=", 4.0)),
+    );
+    row(
+        r,
+        "PG WAL syncs per delivered event",
+        cost["pg_wal_syncs_per_delivered_event"]
+            .as_f64()
+            .unwrap_or(f64::NAN),
+        None,
+    );
+    row(
+        r,
+        "broker publishes per delivered event",
+        cost["broker_publishes_per_delivered_event"]
+            .as_f64()
+            .unwrap_or(f64::NAN),
+        None,
+    );
     let lost_total = max.tally.lost
         + half.tally.lost
         + max2.tally.lost
@@ -726,6 +888,9 @@ async fn main() -> anyhow::Result<()> {
         std::fs::write(p, &text)?;
     }
     println!("\nfigures written to {}", dir.join("latest.json").display());
-    anyhow::ensure!(lost_total == 0, "{lost_total} committed events were never delivered");
+    anyhow::ensure!(
+        lost_total == 0,
+        "{lost_total} committed events were never delivered"
+    );
     Ok(())
 }

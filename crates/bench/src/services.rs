@@ -123,7 +123,9 @@ impl Env {
             .env("QUALIFIER_HTTP_ADDR", format!("127.0.0.1:{public}"))
             .env("QUALIFIER_INTERNAL_ADDR", format!("127.0.0.1:{internal}"))
             .env("QUALIFIER_RATE_LIMIT_PER_MINUTE", "100000000");
-        let child = cmd.spawn().context("lead-api (run `make bench`, which builds it)")?;
+        let child = cmd
+            .spawn()
+            .context("lead-api (run `make bench`, which builds it)")?;
         self.internal = format!("http://127.0.0.1:{internal}");
         self.public = format!("http://127.0.0.1:{public}");
         let p = Proc {

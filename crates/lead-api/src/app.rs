@@ -179,8 +179,9 @@ pub async fn start(cfg: ApiConfig) -> anyhow::Result<RunningApi> {
     let pool = qualifier_store::connect(&cfg.database_url, cfg.db_pool_size)
         .map_err(anyhow::Error::msg)?;
     // Admission is one short statement per request: half the pool's size is plenty.
-    let limiter = qualifier_store::connect_relaxed(&cfg.database_url, (cfg.db_pool_size / 2).max(2))
-        .map_err(anyhow::Error::msg)?;
+    let limiter =
+        qualifier_store::connect_relaxed(&cfg.database_url, (cfg.db_pool_size / 2).max(2))
+            .map_err(anyhow::Error::msg)?;
     let store = Store::new(pool, cfg.app_base_url.clone(), cfg.secret_key.clone())
         .with_limiter_pool(limiter);
     let relay_status = Arc::new(crate::relay::RelayStatus::default());

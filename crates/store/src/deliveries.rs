@@ -241,7 +241,10 @@ impl Store {
             .collect();
         // Cloned, not moved: an id twice in one batch (a redelivery racing its original) gets
         // its row both times.
-        Ok(delivery_ids.iter().map(|id| by_id.get(id).cloned()).collect())
+        Ok(delivery_ids
+            .iter()
+            .map(|id| by_id.get(id).cloned())
+            .collect())
     }
 
     /// [`Store::record_attempt`] for many attempts in one statement and one commit: the

@@ -50,8 +50,7 @@ fn build(database_url: &str, max_size: usize, relaxed_commit: bool) -> Result<Db
             .boxed()
         });
     }
-    let mgr =
-        AsyncDieselConnectionManager::<AsyncPgConnection>::new_with_config(database_url, cfg);
+    let mgr = AsyncDieselConnectionManager::<AsyncPgConnection>::new_with_config(database_url, cfg);
     Pool::builder(mgr)
         .max_size(max_size)
         .runtime(deadpool::Runtime::Tokio1)

@@ -54,23 +54,10 @@ struct AdmitRow {
     level: f64,
 }
 
-/// $1 token hash, $2 capacity, $3 refill per second. A NULL bucket is a full one. Refusals
+/// The function `qualifier_admit` (migration 4), with $1 token hash, $2 capacity and $3 refill
+/// per second. A NULL bucket is a full one. Refusals
 /// (level < 1) store the refilled level without taking a unit, so 429s consume nothing.
-const ADMIT_SQL: &str = "
-WITH t AS (
-    SELECT id, now_ts AS ts,
-           LEAST($2, COALESCE(bucket_level, $2)
-               + $3 * GREATEST(0, EXTRACT(EPOCH FROM now_ts - COALESCE(bucket_updated_at, now_ts))::float8)) AS level
-    FROM api_tokens, clock_timestamp() AS now_ts
-    WHERE token_hash = $1 AND revoked_at IS NULL
-    FOR UPDATE OF api_tokens
-)
-UPDATE api_tokens a
-SET bucket_level = CASE WHEN t.level >= 1 THEN t.level - 1 ELSE t.level END,
-    bucket_updated_at = t.ts
-FROM t
-WHERE a.id = t.id
-RETURNING a.id AS token_id, a.org_id, (t.level >= 1) AS allowed, a.bucket_level AS level";
+const ADMIT_SQL: &str = "SELECT token_id, org_id, allowed, level FROM qualifier_admit($1, $2, $3)";
 
 impl Store {
     /// Creates a token; the secret is returned once and only its hash is stored.

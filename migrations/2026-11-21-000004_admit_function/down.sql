@@ -1,0 +1,1 @@
+DROP FUNCTION qualifier_admit(bytea, float8, float8);
