@@ -118,11 +118,7 @@ pub async fn bare_sink(sink: &Sink, n: u64, concurrency: usize) -> anyhow::Resul
     })
     .await;
     let rate = n as f64 / started.elapsed().as_secs_f64();
-    let valid = sink
-        .receipts()
-        .iter()
-        .filter(|r| r.endpoint == ep && r.valid)
-        .count() as u64;
+    let valid = sink.count_valid(ep) as u64;
     anyhow::ensure!(valid >= n, "bare sink run: only {valid} of {n} verified");
     Ok(rate)
 }

@@ -8,19 +8,12 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use qualifier_store::SecretKey;
-use qualifier_testkit::{TestDb, TestTopology, amqp_url};
+use qualifier_testkit::{TestDb, TestTopology, amqp_url, free_port};
 use serde_json::{Value, json};
 
 pub const INTERNAL_TOKEN: &str = "bench-internal-token-0123456789";
 /// Retries are not part of the measured happy path; these keep a stray failure cheap.
 pub const RETRY_DELAYS: [u64; 4] = [1000, 2000, 4000, 8000];
-
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .unwrap_or(0)
-}
 
 /// The directory holding the release binaries (the bench's own).
 pub fn bin_dir() -> PathBuf {

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use qualifier_store::SecretKey;
 use qualifier_testkit::receiver::{Behaviour, Receiver};
-use qualifier_testkit::{TestDb, TestTopology, amqp_url};
+use qualifier_testkit::{TestDb, TestTopology, amqp_url, free_port};
 use rand::Rng;
 use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
@@ -54,14 +54,6 @@ fn bin_dir() -> PathBuf {
         .parent()
         .unwrap()
         .to_path_buf()
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// A service process; killed with SIGKILL when dropped.

@@ -92,7 +92,7 @@ impl DeliveryRow {
     }
 }
 
-/// The state an attempt starts from (see [`Store::delivery_context`]).
+/// The state an attempt starts from (see [`Store::delivery_contexts`]).
 #[derive(Clone)]
 pub struct DeliveryContext {
     pub status: String,
@@ -191,31 +191,10 @@ impl Store {
         Ok(b)
     }
 
-    /// What an attempt needs to know, in one round trip: the delivery's current status (to drop
-    /// duplicates of finished work) and the org's webhook as it is now, secret opened.
-    /// `None` when the delivery does not exist.
-    pub async fn delivery_context(
-        &self,
-        delivery_id: Uuid,
-    ) -> Result<Option<DeliveryContext>, StoreError> {
-        let mut conn = self.conn().await?;
-        let row: Option<(String, Option<WebhookRow>)> = outbox::table
-            .left_join(webhooks::table)
-            .filter(outbox::delivery_id.eq(delivery_id))
-            .select((outbox::status, Option::<WebhookRow>::as_select()))
-            .first(&mut conn)
-            .await
-            .optional()?;
-        drop(conn);
-        let Some((status, hook)) = row else {
-            return Ok(None);
-        };
-        let webhook = hook.map(|r| self.open_for_delivery(r).map_err(|e| e.to_string()));
-        Ok(Some(DeliveryContext { status, webhook }))
-    }
-
-    /// [`Store::delivery_context`] for many deliveries in one round trip, in the order asked
-    /// (the worker batches the reads of the attempts starting at the same time).
+    /// What attempts need to know, for many deliveries in one round trip, in the order asked
+    /// (the worker batches the reads of attempts starting at the same time): each delivery's
+    /// current status (to drop duplicates of finished work) and its org's webhook as it is now,
+    /// secret opened. `None` for a delivery that does not exist.
     pub async fn delivery_contexts(
         &self,
         delivery_ids: &[Uuid],
@@ -247,7 +226,7 @@ impl Store {
             .collect())
     }
 
-    /// [`Store::record_attempt`] for many attempts in one statement and one commit: the
+    /// Records attempts and the statuses they lead to, many in one statement and one commit: the
     /// worker's group commit. Every outcome in the batch is durable when this returns Ok.
     pub async fn record_attempts(&self, writes: &[AttemptWrite]) -> Result<(), StoreError> {
         use diesel::sql_types::{Jsonb, Nullable, Text};
@@ -277,31 +256,6 @@ impl Store {
         .bind::<Array<Nullable<diesel::sql_types::Int4>>, _>(&codes)
         .bind::<Array<Nullable<Text>>, _>(&errors)
         .bind::<Array<Jsonb>, _>(&entries)
-        .execute(&mut conn)
-        .await?;
-        Ok(())
-    }
-
-    /// Records an attempt and the status it leads to, in one write.
-    pub async fn record_attempt(
-        &self,
-        delivery_id: Uuid,
-        attempt: u32,
-        rec: &AttemptRecord,
-        new_status: &str,
-    ) -> Result<(), StoreError> {
-        let entry = attempt_entry(attempt, rec);
-        let mut conn = self.conn().await?;
-        diesel::sql_query(
-            "UPDATE outbox SET status = $2, attempts = attempts + 1, last_status_code = $3, last_error = $4,
-                    attempt_log = attempt_log || jsonb_build_array($5::jsonb), updated_at = clock_timestamp()
-             WHERE delivery_id = $1",
-        )
-        .bind::<diesel::sql_types::Uuid, _>(delivery_id)
-        .bind::<diesel::sql_types::Text, _>(new_status)
-        .bind::<diesel::sql_types::Nullable<diesel::sql_types::Int4>, _>(rec.status_code.map(i32::from))
-        .bind::<diesel::sql_types::Nullable<diesel::sql_types::Text>, _>(rec.error.as_deref())
-        .bind::<diesel::sql_types::Jsonb, _>(entry)
         .execute(&mut conn)
         .await?;
         Ok(())

@@ -153,6 +153,14 @@ impl Drop for TestDb {
     }
 }
 
+/// A loopback port free right now, for a service started as a separate process.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free loopback port")
+}
+
 /// The broker tests run against.
 pub fn amqp_url() -> String {
     std::env::var("QUALIFIER_TEST_AMQP")

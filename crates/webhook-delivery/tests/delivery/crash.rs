@@ -4,8 +4,8 @@ use std::collections::{HashMap, HashSet};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use qualifier_testkit::amqp_url;
 use qualifier_testkit::receiver::Behaviour;
+use qualifier_testkit::{amqp_url, free_port};
 use serde_json::json;
 
 use crate::stack::{INTERNAL_TOKEN, Stack};
@@ -26,14 +26,6 @@ impl Drop for Proc {
     fn drop(&mut self) {
         self.kill9();
     }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 fn common_env(s: &Stack) -> Vec<(&'static str, String)> {
