@@ -142,7 +142,7 @@ pub async fn lapin_rates(n: u64, batch: usize, prefetch: u16) -> anyhow::Result<
                 delivery_id: uuid::Uuid::new_v4(),
                 event_id: uuid::Uuid::new_v4(),
                 org_id: uuid::Uuid::new_v4(),
-                event_type: "lead.stage_changed".into(),
+                event_type: qualifier_domain::EventType::LeadStageChanged,
                 attempt: 1,
                 occurred_at_ms: Some(0),
                 traceparent: None,

@@ -33,29 +33,33 @@ use serde_json::{Value, json};
 use services::{DeliverySettings, Env, INTERNAL_TOKEN, Org};
 use sink::{Answer, Receipt, Sink, now_us};
 
+/// The benchmark harness (docs/performance.md): prints a table and writes every figure as JSON.
+#[derive(clap::Parser)]
+#[command(name = "qualifier-bench", about)]
 struct Opts {
+    /// The short run (4,000 events per end-to-end run unless --events says otherwise).
+    #[arg(long)]
     quick: bool,
-    events: u64,
+    /// Events per end-to-end run (default 20,000, or 4,000 with --quick).
+    #[arg(long)]
+    events: Option<u64>,
+    /// Also write the figures here (they always go to target/bench/latest.json).
+    #[arg(long)]
     json: Option<PathBuf>,
-    api_secs: u64,
+    /// Run one phase alone, for profiling it (`perf record -a` while it runs).
+    #[arg(long, value_parser = ["e2e", "drain", "api"])]
+    only: Option<String>,
 }
 
-fn opts() -> Opts {
-    let args: Vec<String> = std::env::args().collect();
-    let val = |name: &str| {
-        args.iter()
-            .position(|a| a == name)
-            .and_then(|i| args.get(i + 1))
-            .cloned()
-    };
-    let quick = args.iter().any(|a| a == "--quick");
-    Opts {
-        quick,
-        events: val("--events")
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(if quick { 4000 } else { 20_000 }),
-        json: val("--json").map(PathBuf::from),
-        api_secs: if quick { 3 } else { 10 },
+impl Opts {
+    fn events(&self) -> u64 {
+        self.events
+            .unwrap_or(if self.quick { 4000 } else { 20_000 })
+    }
+
+    /// Seconds of each API measurement.
+    fn api_secs(&self) -> u64 {
+        if self.quick { 3 } else { 10 }
     }
 }
 
@@ -484,7 +488,7 @@ async fn api_phase(o: &Opts, sink: &Sink) -> anyhow::Result<Value> {
     let ids = Arc::new(ids);
     let tokens = Arc::new(org.tokens.clone());
     let concurrency = 32;
-    let secs = Duration::from_secs(o.api_secs);
+    let secs = Duration::from_secs(o.api_secs());
     let http = env.http.clone();
     let get = |base: String, authed: bool| {
         let (http, ids, tokens) = (http.clone(), ids.clone(), tokens.clone());
@@ -531,7 +535,7 @@ async fn api_phase(o: &Opts, sink: &Sink) -> anyhow::Result<Value> {
     api.stop(true).await;
     Ok(json!({
         "concurrency": concurrency, "tokens": tokens.len(), "http_workers": workers,
-        "db_pool_size": pool_size, "seconds_each": o.api_secs,
+        "db_pool_size": pool_size, "seconds_each": o.api_secs(),
         "get": get_rate.json(),
         "patch": patch_rate.json(),
         "ceiling_pk_select": ceiling_rate.json(),
@@ -577,16 +581,16 @@ fn row(out: &mut Vec<Value>, name: &str, value: f64, target: Option<(&str, f64)>
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let o = opts();
+    let o = <Opts as clap::Parser>::parse();
     let sink = Sink::start(2).await?;
-    let n = o.events;
+    let n = o.events();
     println!(
         "qualifier-bench: {} run, {n} events per end-to-end run",
         if o.quick { "quick" } else { "full" }
     );
 
     // One phase alone, for profiling it (`perf record -a` while it runs).
-    if let Some(phase) = std::env::args().skip_while(|a| a != "--only").nth(1) {
+    if let Some(phase) = &o.only {
         let v = match phase.as_str() {
             "e2e" => e2e(&sink, n, 1, None, true).await?.tally.json(),
             "drain" => drain(&sink, n, 1, Answer::Ok, default_delivery()).await?,

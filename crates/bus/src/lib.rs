@@ -8,6 +8,7 @@ use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
 use lapin::{BasicProperties, Channel, Connection, ConnectionProperties, ExchangeKind};
 
 pub use lapin;
+use qualifier_domain::EventType;
 
 /// Message headers the relay sets and the worker reads.
 pub mod headers {
@@ -33,7 +34,7 @@ pub struct DeliveryMeta {
     pub delivery_id: uuid::Uuid,
     pub event_id: uuid::Uuid,
     pub org_id: uuid::Uuid,
-    pub event_type: String,
+    pub event_type: EventType,
     /// 1-based attempt number within the current cycle of 5.
     pub attempt: u32,
     /// When the event committed, in Unix milliseconds (for the event-to-delivery metric).
@@ -50,7 +51,7 @@ impl DeliveryMeta {
             (headers::DELIVERY_ID, self.delivery_id.to_string()),
             (headers::EVENT_ID, self.event_id.to_string()),
             (headers::ORG_ID, self.org_id.to_string()),
-            (headers::EVENT_TYPE, self.event_type.clone()),
+            (headers::EVENT_TYPE, self.event_type.as_str().to_owned()),
             (headers::ATTEMPT, self.attempt.to_string()),
         ];
         let optional = [
@@ -69,25 +70,32 @@ impl DeliveryMeta {
     }
 
     /// Reads the headers back; the required ones missing or malformed is an error.
-    pub fn from_properties(props: &BasicProperties) -> Result<DeliveryMeta, String> {
-        let get = |k: &str| header_str(props, k).ok_or_else(|| format!("missing header {k}"));
-        let uuid = |k: &str| {
-            get(k).and_then(|v| uuid::Uuid::parse_str(&v).map_err(|_| format!("bad header {k}")))
-        };
+    pub fn from_properties(props: &BasicProperties) -> Result<DeliveryMeta, MetaError> {
+        let get = |k: &'static str| header_str(props, k).ok_or(MetaError::Missing(k));
+        fn typed<T: std::str::FromStr>(k: &'static str, v: String) -> Result<T, MetaError> {
+            v.parse().map_err(|_| MetaError::Malformed(k, v))
+        }
         let number = |k: &str| header_str(props, k).and_then(|v| v.parse().ok());
         Ok(DeliveryMeta {
-            delivery_id: uuid(headers::DELIVERY_ID)?,
-            event_id: uuid(headers::EVENT_ID)?,
-            org_id: uuid(headers::ORG_ID)?,
-            event_type: get(headers::EVENT_TYPE)?,
-            attempt: get(headers::ATTEMPT)?
-                .parse()
-                .map_err(|_| "bad attempt header".to_owned())?,
+            delivery_id: typed(headers::DELIVERY_ID, get(headers::DELIVERY_ID)?)?,
+            event_id: typed(headers::EVENT_ID, get(headers::EVENT_ID)?)?,
+            org_id: typed(headers::ORG_ID, get(headers::ORG_ID)?)?,
+            event_type: typed(headers::EVENT_TYPE, get(headers::EVENT_TYPE)?)?,
+            attempt: typed(headers::ATTEMPT, get(headers::ATTEMPT)?)?,
             occurred_at_ms: number(headers::OCCURRED_AT),
             traceparent: header_str(props, headers::TRACEPARENT),
             not_before_ms: number(headers::NOT_BEFORE),
         })
     }
+}
+
+/// A delivery message whose headers cannot be read (it will never become readable).
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum MetaError {
+    #[error("missing header {0}")]
+    Missing(&'static str),
+    #[error("malformed header {0}: {1:?}")]
+    Malformed(&'static str, String),
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -247,6 +255,20 @@ impl Topology {
     }
 }
 
+/// The waits between reconnection attempts (to RabbitMQ or PostgreSQL) after a loss: from
+/// 100 ms, doubling, to at most 10 s, with jitter so that replicas which lost the broker together
+/// do not all come back in the same instant. Call `next()` after each failure; build a new one
+/// after a success.
+pub fn reconnect_backoff() -> impl Iterator<Item = std::time::Duration> {
+    use backon::BackoffBuilder;
+    backon::ExponentialBuilder::new()
+        .with_min_delay(std::time::Duration::from_millis(100))
+        .with_max_delay(std::time::Duration::from_secs(10))
+        .with_jitter()
+        .without_max_times()
+        .build()
+}
+
 pub async fn connect(url: &str) -> Result<Connection, BusError> {
     let props = ConnectionProperties::default().with_connection_name("qualifier".into());
     Ok(Connection::connect(url, props).await?)
@@ -341,12 +363,26 @@ mod meta_tests {
     use super::*;
 
     #[test]
+    fn reconnect_waits_grow_to_a_ceiling_and_never_end() {
+        let waits: Vec<_> = reconnect_backoff().take(12).collect();
+        assert_eq!(waits.len(), 12, "it never gives up");
+        assert!(waits[0] < std::time::Duration::from_millis(250));
+        assert!(waits[6] > waits[0]);
+        // Jitter adds up to one more delay on top of the ceiling.
+        assert!(
+            waits
+                .iter()
+                .all(|w| *w <= std::time::Duration::from_secs(20))
+        );
+    }
+
+    #[test]
     fn delivery_meta_survives_the_headers_round_trip() {
         let mut meta = DeliveryMeta {
             delivery_id: uuid::Uuid::new_v4(),
             event_id: uuid::Uuid::new_v4(),
             org_id: uuid::Uuid::new_v4(),
-            event_type: "lead.created".into(),
+            event_type: EventType::LeadCreated,
             attempt: 3,
             occurred_at_ms: Some(1_763_720_000_123),
             traceparent: Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".into()),
@@ -367,5 +403,22 @@ mod meta_tests {
         let mut bare = props(&meta);
         bare = bare.with_headers(FieldTable::default());
         assert!(DeliveryMeta::from_properties(&bare).is_err());
+        let mut unknown = meta.clone().headers();
+        unknown.retain(|(k, _)| *k != headers::EVENT_TYPE);
+        unknown.push((headers::EVENT_TYPE, "lead.deleted".into()));
+        let props = Publisher::properties(&Outgoing {
+            exchange: "",
+            routing_key: "",
+            body: b"",
+            headers: unknown,
+            message_id: None,
+        });
+        assert_eq!(
+            DeliveryMeta::from_properties(&props),
+            Err(MetaError::Malformed(
+                headers::EVENT_TYPE,
+                "lead.deleted".into()
+            ))
+        );
     }
 }

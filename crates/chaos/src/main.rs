@@ -35,25 +35,30 @@ const INTERNAL_TOKEN: &str = "chaos-internal-token-0123456789";
 const RETRY_DELAYS: [u64; 4] = [500, 1000, 2000, 4000];
 const ATTEMPT_TIMEOUT_MS: &str = "1500";
 
-fn arg(name: &str, default: u64) -> u64 {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
+/// Events through kill -9, broker and database restarts and receiver faults; fails if one is
+/// lost.
+#[derive(clap::Parser)]
+#[command(name = "qualifier-chaos", about)]
+struct Opts {
+    /// Events to cause.
+    #[arg(long, default_value_t = 5000)]
+    events: u64,
+    /// Faults to inject, cycling through every kind.
+    #[arg(long, default_value_t = 12)]
+    faults: u64,
+    /// Where the lead-api and webhook-delivery binaries are (default: beside this one).
+    #[arg(long)]
+    bin: Option<PathBuf>,
 }
 
-fn bin_dir() -> PathBuf {
-    let args: Vec<String> = std::env::args().collect();
-    if let Some(i) = args.iter().position(|a| a == "--bin") {
-        return PathBuf::from(&args[i + 1]);
-    }
-    std::env::current_exe()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .to_path_buf()
+fn bin_dir(opts: &Opts) -> PathBuf {
+    opts.bin.clone().unwrap_or_else(|| {
+        std::env::current_exe()
+            .expect("own path")
+            .parent()
+            .expect("own directory")
+            .to_path_buf()
+    })
 }
 
 /// A service process; killed with SIGKILL when dropped.
@@ -188,9 +193,9 @@ struct Figures {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let events = arg("--events", 5000);
-    let fault_count = arg("--faults", 12);
-    let bins = bin_dir();
+    let opts = <Opts as clap::Parser>::parse();
+    let (events, fault_count) = (opts.events, opts.faults);
+    let bins = bin_dir(&opts);
     let _ = rustls_provider();
 
     let db = TestDb::new().await;

@@ -3,62 +3,62 @@
 //! The envelope is serialized once, in the transaction that makes the change, and those bytes are
 //! what every attempt sends and signs (contract section 4).
 
-use serde::Serialize;
-use std::fmt;
+use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
 use crate::{Handoff, Lead, Stage};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+/// The event catalogue (seed section 6). Its names are the strings receivers see in `type` and
+/// `X-Qualifier-Event`, stored in the outbox and in a webhook's subscription list; strum derives
+/// the name table (`as_str`, `FromStr`, `VARIANTS`) from the attributes below, so a new type is
+/// one variant here.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    Deserialize,
+    strum::EnumString,
+    strum::IntoStaticStr,
+    strum::Display,
+    strum::VariantArray,
+)]
+#[cfg_attr(
+    feature = "diesel",
+    derive(diesel::AsExpression, diesel::FromSqlRow),
+    diesel(sql_type = diesel::sql_types::Text)
+)]
 pub enum EventType {
     #[serde(rename = "lead.created")]
+    #[strum(serialize = "lead.created")]
     LeadCreated,
     #[serde(rename = "lead.updated")]
+    #[strum(serialize = "lead.updated")]
     LeadUpdated,
     #[serde(rename = "lead.stage_changed")]
+    #[strum(serialize = "lead.stage_changed")]
     LeadStageChanged,
     #[serde(rename = "lead.qualified")]
+    #[strum(serialize = "lead.qualified")]
     LeadQualified,
     #[serde(rename = "handoff.created")]
+    #[strum(serialize = "handoff.created")]
     HandoffCreated,
     #[serde(rename = "handoff.accepted")]
+    #[strum(serialize = "handoff.accepted")]
     HandoffAccepted,
     #[serde(rename = "handoff.released")]
+    #[strum(serialize = "handoff.released")]
     HandoffReleased,
 }
 
 impl EventType {
-    pub const ALL: [EventType; 7] = [
-        EventType::LeadCreated,
-        EventType::LeadUpdated,
-        EventType::LeadStageChanged,
-        EventType::LeadQualified,
-        EventType::HandoffCreated,
-        EventType::HandoffAccepted,
-        EventType::HandoffReleased,
-    ];
-
     pub fn as_str(self) -> &'static str {
-        match self {
-            EventType::LeadCreated => "lead.created",
-            EventType::LeadUpdated => "lead.updated",
-            EventType::LeadStageChanged => "lead.stage_changed",
-            EventType::LeadQualified => "lead.qualified",
-            EventType::HandoffCreated => "handoff.created",
-            EventType::HandoffAccepted => "handoff.accepted",
-            EventType::HandoffReleased => "handoff.released",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<EventType> {
-        EventType::ALL.into_iter().find(|t| t.as_str() == s)
-    }
-}
-
-impl fmt::Display for EventType {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        self.into()
     }
 }
 
@@ -134,15 +134,16 @@ pub fn lead_change_events(before: &Lead, after: &Lead) -> Vec<(EventType, Option
 mod tests {
     use super::*;
     use crate::timefmt::now_millis;
+    use crate::validate::{Channel, Name, Phone, RouteTarget};
 
     fn lead() -> Lead {
         let now = now_millis();
         Lead {
             id: Uuid::nil(),
-            name: "Ada".into(),
+            name: Name::parse("name", "Ada").unwrap(),
             email: None,
-            phone: "+447700900123".into(),
-            channel: "whatsapp".into(),
+            phone: Phone::parse("+447700900123").unwrap(),
+            channel: Channel::parse("whatsapp").unwrap(),
             qualification_stage: Stage::Qualifying,
             route_target: None,
             profile: serde_json::Map::new(),
@@ -156,11 +157,13 @@ mod tests {
 
     #[test]
     fn event_type_names_round_trip() {
-        for t in EventType::ALL {
-            assert_eq!(EventType::parse(t.as_str()), Some(t));
+        use strum::VariantArray;
+        for &t in EventType::VARIANTS {
+            assert_eq!(t.as_str().parse::<EventType>(), Ok(t));
             assert_eq!(serde_json::to_value(t).unwrap(), t.as_str());
+            assert_eq!(t.to_string(), t.as_str());
         }
-        assert_eq!(EventType::parse("lead.deleted"), None);
+        assert!("lead.deleted".parse::<EventType>().is_err());
     }
 
     #[test]
@@ -195,7 +198,7 @@ mod tests {
         let a = lead();
         let mut b = a.clone();
         b.ai_paused = true;
-        b.route_target = Some("hotLead".into());
+        b.route_target = Some(RouteTarget::parse("hotLead").unwrap());
         b.external_ref = Some(ExternalRefFixture::hubspot());
         assert!(lead_change_events(&a, &b).is_empty());
         b.profile.insert("bedrooms".into(), 2.into());

@@ -4,8 +4,24 @@ use serde::Serialize;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    strum::EnumString,
+    strum::IntoStaticStr,
+    strum::Display,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
+#[cfg_attr(
+    feature = "diesel",
+    derive(diesel::AsExpression, diesel::FromSqlRow),
+    diesel(sql_type = diesel::sql_types::Text)
+)]
 pub enum HandoffState {
     Requested,
     Accepted,
@@ -14,21 +30,7 @@ pub enum HandoffState {
 
 impl HandoffState {
     pub fn as_str(self) -> &'static str {
-        match self {
-            HandoffState::Requested => "requested",
-            HandoffState::Accepted => "accepted",
-            HandoffState::Released => "released",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<HandoffState> {
-        [
-            HandoffState::Requested,
-            HandoffState::Accepted,
-            HandoffState::Released,
-        ]
-        .into_iter()
-        .find(|st| st.as_str() == s)
+        self.into()
     }
 
     /// The state machine: requested -> accepted -> released, nothing else.
@@ -58,7 +60,15 @@ pub struct Handoff {
 
 #[cfg(test)]
 mod tests {
-    use super::HandoffState::*;
+    use super::HandoffState::{self, *};
+
+    #[test]
+    fn names_round_trip_and_unknown_is_an_error() {
+        for st in [Requested, Accepted, Released] {
+            assert_eq!(st.as_str().parse::<HandoffState>(), Ok(st));
+        }
+        assert!("open".parse::<HandoffState>().is_err());
+    }
 
     #[test]
     fn only_forward_transitions_are_allowed() {

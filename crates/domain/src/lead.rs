@@ -1,15 +1,33 @@
 //! The lead snapshot: the object under `lead` in API responses and under `data.lead` in events.
 
 use serde::{Deserialize, Serialize};
-use std::fmt;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use crate::validate::FieldError;
+use crate::validate::{Channel, Email, FieldError, Name, Phone, RouteTarget};
 
 /// `qualification_stage`. The public API may only ever set [`Stage::Closed`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    Deserialize,
+    strum::EnumString,
+    strum::IntoStaticStr,
+    strum::Display,
+    strum::VariantArray,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
+#[cfg_attr(
+    feature = "diesel",
+    derive(diesel::AsExpression, diesel::FromSqlRow),
+    diesel(sql_type = diesel::sql_types::Text)
+)]
 pub enum Stage {
     Qualifying,
     Qualified,
@@ -17,29 +35,15 @@ pub enum Stage {
 }
 
 impl Stage {
-    pub const ALL: [Stage; 3] = [Stage::Qualifying, Stage::Qualified, Stage::Closed];
-
     pub fn as_str(self) -> &'static str {
-        match self {
-            Stage::Qualifying => "qualifying",
-            Stage::Qualified => "qualified",
-            Stage::Closed => "closed",
-        }
+        self.into()
     }
 
+    /// A stage named in a request body, with the 422 message naming the field.
     pub fn parse(s: &str) -> Result<Stage, FieldError> {
-        Stage::ALL
-            .into_iter()
-            .find(|st| st.as_str() == s)
-            .ok_or_else(|| {
-                FieldError::new("qualification_stage must be one of qualifying, qualified, closed")
-            })
-    }
-}
-
-impl fmt::Display for Stage {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        s.parse().map_err(|_| {
+            FieldError::new("qualification_stage must be one of qualifying, qualified, closed")
+        })
     }
 }
 
@@ -55,12 +59,12 @@ pub struct ExternalRef {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Lead {
     pub id: Uuid,
-    pub name: String,
-    pub email: Option<String>,
-    pub phone: String,
-    pub channel: String,
+    pub name: Name,
+    pub email: Option<Email>,
+    pub phone: Phone,
+    pub channel: Channel,
     pub qualification_stage: Stage,
-    pub route_target: Option<String>,
+    pub route_target: Option<RouteTarget>,
     /// Always a JSON object (`{}` when empty).
     pub profile: serde_json::Map<String, serde_json::Value>,
     pub external_ref: Option<ExternalRef>,
@@ -87,7 +91,8 @@ mod tests {
 
     #[test]
     fn stage_round_trips_and_rejects_unknown() {
-        for st in Stage::ALL {
+        use strum::VariantArray;
+        for &st in Stage::VARIANTS {
             assert_eq!(Stage::parse(st.as_str()).unwrap(), st);
         }
         assert!(Stage::parse("Closed").is_err());

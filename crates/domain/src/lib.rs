@@ -2,13 +2,17 @@
 //! made of. No IO lives here, so both services and the receiver kit can share it and every rule
 //! is unit-tested beside the type that enforces it ("parse, don't validate").
 
+pub mod delivery;
 pub mod event;
 pub mod handoff;
 pub mod lead;
 pub mod netguard;
+#[cfg(feature = "diesel")]
+mod sql;
 pub mod timefmt;
 pub mod validate;
 
+pub use delivery::DeliveryStatus;
 pub use event::{Envelope, EventData, EventType};
 pub use handoff::{Handoff, HandoffState};
 pub use lead::{ExternalRef, Lead, Stage};

@@ -4,6 +4,9 @@
 //! rules to every address a host resolves to, at configuration and again before each connection.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::sync::OnceLock;
+
+use ipnet::{Ipv4Net, Ipv6Net};
 
 use crate::FieldError;
 
@@ -64,48 +67,59 @@ pub fn is_public_ip(ip: IpAddr) -> bool {
     }
 }
 
-fn in_v4(ip: Ipv4Addr, net: [u8; 4], prefix: u32) -> bool {
-    let mask = if prefix == 0 {
-        0
-    } else {
-        u32::MAX << (32 - prefix)
-    };
-    (u32::from(ip) & mask) == (u32::from(Ipv4Addr::from(net)) & mask)
+/// The ranges as CIDR text, parsed once by `ipnet` (a table that reads like the IANA registry).
+fn nets<N: std::str::FromStr>(cidrs: &[&str]) -> Vec<N>
+where
+    N::Err: std::fmt::Debug,
+{
+    cidrs
+        .iter()
+        .map(|c| c.parse().expect("constant CIDR"))
+        .collect()
 }
 
 /// IANA special-purpose IPv4 ranges that are not globally reachable, plus multicast and reserved.
-const V4_BLOCKED: &[([u8; 4], u32)] = &[
-    ([0, 0, 0, 0], 8),       // "this network", unspecified
-    ([10, 0, 0, 0], 8),      // private
-    ([100, 64, 0, 0], 10),   // CGNAT shared address space
-    ([127, 0, 0, 0], 8),     // loopback
-    ([169, 254, 0, 0], 16),  // link-local (cloud metadata lives here)
-    ([172, 16, 0, 0], 12),   // private
-    ([192, 0, 0, 0], 24),    // IETF protocol assignments
-    ([192, 0, 2, 0], 24),    // documentation TEST-NET-1
-    ([192, 31, 196, 0], 24), // AS112
-    ([192, 52, 193, 0], 24), // AMT
-    ([192, 88, 99, 0], 24),  // deprecated 6to4 relay anycast
-    ([192, 168, 0, 0], 16),  // private
-    ([192, 175, 48, 0], 24), // direct delegation AS112
-    ([198, 18, 0, 0], 15),   // benchmarking
-    ([198, 51, 100, 0], 24), // documentation TEST-NET-2
-    ([203, 0, 113, 0], 24),  // documentation TEST-NET-3
-    ([224, 0, 0, 0], 4),     // multicast
-    ([240, 0, 0, 0], 4),     // reserved, and 255.255.255.255 broadcast
+const V4_BLOCKED: &[&str] = &[
+    "0.0.0.0/8",       // "this network", unspecified
+    "10.0.0.0/8",      // private
+    "100.64.0.0/10",   // CGNAT shared address space
+    "127.0.0.0/8",     // loopback
+    "169.254.0.0/16",  // link-local (cloud metadata lives here)
+    "172.16.0.0/12",   // private
+    "192.0.0.0/24",    // IETF protocol assignments
+    "192.0.2.0/24",    // documentation TEST-NET-1
+    "192.31.196.0/24", // AS112
+    "192.52.193.0/24", // AMT
+    "192.88.99.0/24",  // deprecated 6to4 relay anycast
+    "192.168.0.0/16",  // private
+    "192.175.48.0/24", // direct delegation AS112
+    "198.18.0.0/15",   // benchmarking
+    "198.51.100.0/24", // documentation TEST-NET-2
+    "203.0.113.0/24",  // documentation TEST-NET-3
+    "224.0.0.0/4",     // multicast
+    "240.0.0.0/4",     // reserved, and 255.255.255.255 broadcast
 ];
 
-fn is_public_v4(ip: Ipv4Addr) -> bool {
-    !V4_BLOCKED.iter().any(|(net, p)| in_v4(ip, *net, *p))
+/// Inside global unicast (2000::/3), the ranges that are still not public.
+const V6_BLOCKED: &[&str] = &[
+    "2001::/23",     // IETF protocol assignments (Teredo, ORCHID...)
+    "2001:db8::/32", // documentation
+    "2002::/16",     // 6to4: tunnels to an arbitrary IPv4 address
+    "3fff::/20",     // documentation (RFC 9637)
+];
+
+fn v4_blocked() -> &'static [Ipv4Net] {
+    static NETS: OnceLock<Vec<Ipv4Net>> = OnceLock::new();
+    NETS.get_or_init(|| nets(V4_BLOCKED))
 }
 
-fn in_v6(ip: Ipv6Addr, net: [u16; 8], prefix: u32) -> bool {
-    let mask = if prefix == 0 {
-        0
-    } else {
-        u128::MAX << (128 - prefix)
-    };
-    (u128::from(ip) & mask) == (u128::from(Ipv6Addr::from(net)) & mask)
+fn v6_blocked() -> &'static [Ipv6Net] {
+    static NETS: OnceLock<Vec<Ipv6Net>> = OnceLock::new();
+    NETS.get_or_init(|| nets(V6_BLOCKED))
+}
+
+fn is_public_v4(ip: Ipv4Addr) -> bool {
+    !v4_blocked().iter().any(|n| n.contains(&ip))
 }
 
 fn is_public_v6(ip: Ipv6Addr) -> bool {
@@ -114,23 +128,16 @@ fn is_public_v6(ip: Ipv6Addr) -> bool {
     if let Some(v4) = ip.to_ipv4_mapped() {
         return is_public_v4(v4);
     }
-    if in_v6(ip, [0x64, 0xff9b, 0, 0, 0, 0, 0, 0], 96) {
+    let nat64: Ipv6Net = "64:ff9b::/96".parse().expect("constant CIDR");
+    if nat64.contains(&ip) {
         let b = ip.octets();
         return is_public_v4(Ipv4Addr::new(b[12], b[13], b[14], b[15]));
     }
     // Only global unicast (2000::/3) can be public at all; that excludes ::, ::1, the deprecated
     // IPv4-compatible ::/96, ULA fc00::/7, link-local fe80::/10, site-local fec0::/10, multicast
     // ff00::/8, discard 100::/64 and NAT64 local-use 64:ff9b:1::/48.
-    if !in_v6(ip, [0x2000, 0, 0, 0, 0, 0, 0, 0], 3) {
-        return false;
-    }
-    const V6_BLOCKED: &[([u16; 8], u32)] = &[
-        ([0x2001, 0, 0, 0, 0, 0, 0, 0], 23), // IETF protocol assignments (Teredo, ORCHID...)
-        ([0x2001, 0x0db8, 0, 0, 0, 0, 0, 0], 32), // documentation
-        ([0x2002, 0, 0, 0, 0, 0, 0, 0], 16), // 6to4: tunnels to an arbitrary IPv4 address
-        ([0x3fff, 0, 0, 0, 0, 0, 0, 0], 20), // documentation (RFC 9637)
-    ];
-    !V6_BLOCKED.iter().any(|(net, p)| in_v6(ip, *net, *p))
+    let global_unicast: Ipv6Net = "2000::/3".parse().expect("constant CIDR");
+    global_unicast.contains(&ip) && !v6_blocked().iter().any(|n| n.contains(&ip))
 }
 
 #[cfg(test)]

@@ -35,8 +35,14 @@ fn char_len_between(s: &str, min: usize, max: usize) -> bool {
 
 macro_rules! newtype {
     ($name:ident) => {
-        #[derive(Debug, Clone, PartialEq, Eq)]
+        #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+        #[serde(transparent)]
         pub struct $name(String);
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
         impl $name {
             pub fn as_str(&self) -> &str {
                 &self.0

@@ -8,6 +8,7 @@ use actix_web::body::MessageBody;
 use actix_web::dev::{ServerHandle, Service, ServiceResponse};
 use actix_web::http::header::{HeaderName, HeaderValue};
 use actix_web::{App, HttpMessage, HttpResponse, HttpServer, web};
+use anyhow::Context;
 use qualifier_egress::EgressPolicy;
 use qualifier_store::Store;
 use qualifier_telemetry::metrics::{self as m, metrics};
@@ -41,16 +42,16 @@ fn finish_response<B: MessageBody>(rid: &str, res: &mut ServiceResponse<B>) {
             .error()
             .and_then(|e| e.as_error::<ApiError>())
             .and_then(ApiError::cause)
-            .unwrap_or("unknown");
+            .unwrap_or_else(|| "unknown".to_owned());
         // 503 is a dependency outage the caller is told to retry (warn); anything else is a bug.
         if status == actix_web::http::StatusCode::SERVICE_UNAVAILABLE {
             tracing::warn!(
                 status = 503,
-                cause,
+                cause = %cause,
                 "request refused: a dependency is unavailable"
             );
         } else {
-            tracing::error!(status = status.as_u16(), cause, "request failed");
+            tracing::error!(status = status.as_u16(), cause = %cause, "request failed");
         }
     }
     let rate = res.request().extensions().get::<RateHeaders>().copied();
@@ -177,12 +178,13 @@ pub async fn start(cfg: ApiConfig) -> anyhow::Result<RunningApi> {
     m::zero_counter(m::RATE_LIMITED, &[]);
     m::zero_counter(m::OUTBOX_PUBLISHED, &[]);
     let pool = qualifier_store::connect(&cfg.database_url, cfg.db_pool_size)
-        .map_err(anyhow::Error::msg)?;
+        .context("building the database pool")?;
     // Admission is one short statement per request: half the pool's size is plenty.
     let limiter =
         qualifier_store::connect_relaxed(&cfg.database_url, (cfg.db_pool_size / 2).max(2))
-            .map_err(anyhow::Error::msg)?;
-    let store = Store::new(pool, cfg.app_base_url.clone(), cfg.secret_key.clone())
+            .context("building the rate-limit pool")?;
+    let store = Store::new(pool, cfg.secret_key.clone())
+        .with_app_base_url(cfg.app_base_url.clone())
         .with_limiter_pool(limiter);
     let relay_status = Arc::new(crate::relay::RelayStatus::default());
     let shutdown = tokio_util::sync::CancellationToken::new();

@@ -28,7 +28,7 @@ pub struct ApiConfig {
 impl ApiConfig {
     pub fn from_env() -> Result<ApiConfig, EnvError> {
         let secret_key = SecretKey::from_base64(&required("QUALIFIER_SECRET_KEY")?)
-            .map_err(|e| EnvError::new("QUALIFIER_SECRET_KEY", e))?;
+            .map_err(|e| EnvError::new("QUALIFIER_SECRET_KEY", e.to_string()))?;
         let internal_token = required("QUALIFIER_INTERNAL_TOKEN")?;
         if internal_token.len() < 16 {
             return Err(EnvError::new(

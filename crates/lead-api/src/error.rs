@@ -7,7 +7,7 @@
 
 use actix_web::http::{StatusCode, header};
 use actix_web::{HttpResponse, ResponseError};
-use qualifier_store::StoreError;
+use qualifier_store::{BoxError, StoreError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
@@ -32,17 +32,20 @@ pub enum ApiError {
         message: String,
         location: Option<String>,
     },
+    /// The cause is kept as `source()`, for the log only.
     #[error("Service unavailable")]
-    Unavailable(String),
+    Unavailable(#[source] BoxError),
     #[error("Internal server error")]
-    Internal(String),
+    Internal(#[source] BoxError),
 }
 
 impl ApiError {
-    /// The cause behind an opaque 500/503, for the log only.
-    pub fn cause(&self) -> Option<&str> {
+    /// The whole cause chain behind an opaque 500/503 (`outer: inner: ...`), for the log only.
+    pub fn cause(&self) -> Option<String> {
         match self {
-            ApiError::Unavailable(c) | ApiError::Internal(c) => Some(c),
+            ApiError::Unavailable(c) | ApiError::Internal(c) => {
+                Some(qualifier_store::cause_chain(c.as_ref()))
+            }
             _ => None,
         }
     }
@@ -67,8 +70,10 @@ impl From<StoreError> for ApiError {
                 location: None,
             },
             StoreError::Invalid(f) => f.into(),
-            StoreError::Unavailable(c) => ApiError::Unavailable(c),
-            StoreError::Db(e) => ApiError::Internal(e.to_string()),
+            e @ StoreError::Unavailable(_) => ApiError::Unavailable(Box::new(e)),
+            e @ (StoreError::Db(_) | StoreError::Corrupt { .. } | StoreError::Publish(_)) => {
+                ApiError::Internal(Box::new(e))
+            }
         }
     }
 }

@@ -4,9 +4,10 @@
 use actix_web::{HttpRequest, HttpResponse, web};
 use qualifier_domain::netguard::WebhookUrl;
 use qualifier_domain::validate::{Channel, Email, Name, Phone, RouteTarget, body, parse_profile};
-use qualifier_domain::{EventType, Stage};
+use qualifier_domain::{DeliveryStatus, EventType, Stage};
 use qualifier_store::leads::{InboundContact, InternalPatch};
 use serde_json::{Map, Value, json};
+use strum::VariantArray;
 use uuid::Uuid;
 
 use crate::error::{ApiError, method_not_allowed};
@@ -108,7 +109,7 @@ async fn revoke_token(
 }
 
 /// `event_types`: a non-empty list of known types; duplicates collapse, order is the catalogue's.
-pub fn parse_event_types(obj: &Map<String, Value>) -> Result<Vec<String>, ApiError> {
+pub fn parse_event_types(obj: &Map<String, Value>) -> Result<Vec<EventType>, ApiError> {
     let bad =
         || ApiError::Unprocessable("event_types must be a non-empty list of event types".into());
     let list = body::get(obj, "event_types")
@@ -120,15 +121,15 @@ pub fn parse_event_types(obj: &Map<String, Value>) -> Result<Vec<String>, ApiErr
     let mut chosen = Vec::new();
     for item in list {
         let s = item.as_str().ok_or_else(bad)?;
-        let t = EventType::parse(s).ok_or_else(|| {
+        let t: EventType = s.parse().map_err(|_| {
             ApiError::Unprocessable(format!("event_types has an unknown event type: {s}"))
         })?;
         chosen.push(t);
     }
-    Ok(EventType::ALL
+    Ok(EventType::VARIANTS
         .iter()
+        .copied()
         .filter(|t| chosen.contains(t))
-        .map(|t| t.as_str().to_owned())
         .collect())
 }
 
@@ -333,15 +334,18 @@ async fn list_deliveries(
     // Parsed by hand so a bad query string gets the contract's 422, not actix's own error.
     let q = web::Query::<DeliveryQuery>::from_query(req.query_string())
         .map_err(|_| ApiError::Unprocessable("Invalid query string".into()))?;
-    let status = match q.status.as_deref().filter(|s| !s.is_empty()) {
-        Some(s) if qualifier_store::deliveries::status::ALL.contains(&s) => Some(s),
-        Some(_) => {
-            return Err(ApiError::Unprocessable(
-                "status must be one of pending, succeeded, failed, dead, skipped".into(),
-            ));
-        }
-        None => None,
-    };
+    let status = q
+        .status
+        .as_deref()
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            s.parse::<DeliveryStatus>().map_err(|_| {
+                ApiError::Unprocessable(
+                    "status must be one of pending, succeeded, failed, dead, skipped".into(),
+                )
+            })
+        })
+        .transpose()?;
     let limit = match q.limit.as_deref().filter(|s| !s.is_empty()) {
         None => 50,
         Some(l) => l

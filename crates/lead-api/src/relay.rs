@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use qualifier_bus::{DeliveryMeta, Outgoing, Publisher, Topology};
-use qualifier_store::Store;
-use qualifier_store::deliveries::{Unpublished, relay_batch};
+use qualifier_store::outbox::{Unpublished, relay_batch};
+use qualifier_store::{Store, StoreError};
 use qualifier_telemetry::metrics::{self as m, metrics};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -42,6 +42,7 @@ async fn sleep_or_cancel(d: Duration, shutdown: &CancellationToken) {
 
 /// Keeps a LISTEN connection open and turns each notification into a wake-up.
 async fn listen(database_url: String, wake: Arc<Notify>, shutdown: CancellationToken) {
+    let mut backoff = qualifier_bus::reconnect_backoff();
     while !shutdown.is_cancelled() {
         match tokio_postgres::connect(&database_url, tokio_postgres::NoTls).await {
             Ok((client, mut connection)) => {
@@ -62,6 +63,7 @@ async fn listen(database_url: String, wake: Arc<Notify>, shutdown: CancellationT
                 {
                     // Anything committed while we were not listening is picked up now.
                     wake.notify_one();
+                    backoff = qualifier_bus::reconnect_backoff();
                     tokio::select! { _ = pump => {}, _ = shutdown.cancelled() => return }
                 } else {
                     pump.abort();
@@ -70,7 +72,8 @@ async fn listen(database_url: String, wake: Arc<Notify>, shutdown: CancellationT
             }
             Err(e) => tracing::warn!(error = %e, "outbox LISTEN connection failed"),
         }
-        sleep_or_cancel(Duration::from_secs(1), &shutdown).await;
+        let wait = backoff.next().unwrap_or(Duration::from_secs(10));
+        sleep_or_cancel(wait, &shutdown).await;
     }
 }
 
@@ -79,7 +82,7 @@ fn to_message<'a>(topology_exchange: &'a str, row: &'a Unpublished) -> Outgoing<
         delivery_id: row.delivery_id,
         event_id: row.event_id,
         org_id: row.org_id,
-        event_type: row.event_type.clone(),
+        event_type: row.event_type,
         attempt: 1,
         occurred_at_ms: Some(qualifier_domain::timefmt::unix_millis(row.created_at)),
         traceparent: row.traceparent.clone(),
@@ -87,7 +90,7 @@ fn to_message<'a>(topology_exchange: &'a str, row: &'a Unpublished) -> Outgoing<
     };
     Outgoing {
         exchange: topology_exchange,
-        routing_key: &row.event_type,
+        routing_key: row.event_type.as_str(),
         body: &row.payload,
         headers: meta.headers(),
         message_id: Some(row.delivery_id.to_string()),
@@ -95,23 +98,19 @@ fn to_message<'a>(topology_exchange: &'a str, row: &'a Unpublished) -> Outgoing<
 }
 
 impl Relay {
-    /// Publishes batches until the outbox is empty; returns how many rows left.
-    async fn drain(&self, publisher: &Publisher) -> Result<usize, String> {
+    /// Publishes batches until the outbox is empty; returns how many rows it published.
+    async fn drain(&self, publisher: &Publisher) -> Result<usize, StoreError> {
         let exchange = self.topology.events_exchange();
         let mut total = 0;
         loop {
-            let mut conn = self.store.pool.get().await.map_err(|e| e.to_string())?;
+            let mut conn = self.store.pool.get().await.map_err(StoreError::from_pool)?;
             let exchange = &exchange;
             let n = relay_batch(&mut conn, BATCH, |rows| async move {
                 let msgs: Vec<Outgoing<'_>> =
                     rows.iter().map(|r| to_message(exchange, r)).collect();
-                publisher
-                    .publish_all(&msgs)
-                    .await
-                    .map_err(|e| e.to_string())
+                publisher.publish_all(&msgs).await
             })
-            .await
-            .map_err(|e| e.to_string())?;
+            .await?;
             total += n;
             if n < BATCH as usize {
                 return Ok(total);
@@ -139,6 +138,7 @@ impl Relay {
             wake.clone(),
             shutdown.clone(),
         ));
+        let mut backoff = qualifier_bus::reconnect_backoff();
         while !shutdown.is_cancelled() {
             let connected = async {
                 let conn = qualifier_bus::connect(&self.amqp_url).await?;
@@ -150,12 +150,14 @@ impl Relay {
             let (conn, publisher) = match connected {
                 Ok(c) => c,
                 Err(e) => {
-                    tracing::warn!(error = %e, "relay cannot reach RabbitMQ; retrying");
+                    let wait = backoff.next().unwrap_or(Duration::from_secs(10));
+                    tracing::warn!(error = %e, wait_ms = wait.as_millis() as u64, "relay cannot reach RabbitMQ; retrying");
                     self.status.broker_ready.store(false, Ordering::Relaxed);
-                    sleep_or_cancel(Duration::from_secs(1), &shutdown).await;
+                    sleep_or_cancel(wait, &shutdown).await;
                     continue;
                 }
             };
+            backoff = qualifier_bus::reconnect_backoff();
             self.status.broker_ready.store(true, Ordering::Relaxed);
             tracing::info!("outbox relay connected");
             while !shutdown.is_cancelled() {
@@ -178,7 +180,7 @@ impl Relay {
                         }
                     }
                     Err(e) => {
-                        tracing::warn!(error = %e, "outbox relay batch failed; it stays in the outbox");
+                        tracing::warn!(error = %qualifier_store::cause_chain(&e), "outbox relay batch failed; it stays in the outbox");
                         if !conn.status().connected() {
                             break;
                         }

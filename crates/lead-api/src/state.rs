@@ -27,7 +27,7 @@ pub struct RateHeaders {
     pub remaining: u32,
 }
 
-/// The org a public request acts for, with the request id for the log.
+/// The org a public request acts for (authenticated, and admitted by its rate limit).
 #[derive(Clone, Copy, Debug)]
 pub struct OrgAuth {
     pub org_id: Uuid,

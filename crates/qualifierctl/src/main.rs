@@ -1,192 +1,213 @@
 //! `qualifierctl`: the operator CLI. Every command prints JSON on stdout so scripts (and
-//! `make run`) can read what it created; errors go to stderr with a non-zero exit.
+//! `make run`) can read what it created; errors go to stderr, with their causes, and a non-zero
+//! exit.
 
-use qualifier_config::{EnvError, cidrs, required, with_default};
-use qualifier_domain::EventType;
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand};
+use qualifier_config::cidrs;
 use qualifier_domain::netguard::WebhookUrl;
+use qualifier_domain::{DeliveryStatus, EventType};
 use qualifier_egress::EgressPolicy;
-use qualifier_store::{SecretKey, Store};
+use qualifier_store::{DEFAULT_APP_BASE_URL, SecretKey, Store};
 use serde_json::json;
+use strum::VariantArray;
 use uuid::Uuid;
 
-const HELP: &str = "qualifierctl: Qualifier operator CLI
-
-Commands:
-  migrate                                  apply pending database migrations
-  create-org --name NAME                   create an org
-  create-token --org ID [--name NAME]      create an API token (the secret is shown once)
-  set-webhook --org ID --url URL [--events T1,T2] [--disabled]
-                                           create or update the org's webhook endpoint
-  rotate-secret --org ID                   replace the org's signing secret
-  dead-letters --org ID [--limit N]        list the org's dead deliveries (newest first)
-  replay --org ID --delivery ID            give a finished delivery 5 fresh attempts (same id)
-  bootstrap-dev [--name NAME]              create an org and a token in one go
-  gen-secret-key                           print a fresh QUALIFIER_SECRET_KEY
-  delete-topology --prefix P               delete a throwaway environment's exchanges and queues
-                                           (AMQP_URL, QUALIFIER_RETRY_DELAYS_MS; messages are lost)
-
-Environment: DATABASE_URL (all but gen-secret-key), QUALIFIER_SECRET_KEY (set-webhook,
-rotate-secret), QUALIFIER_APP_BASE_URL, QUALIFIER_WEBHOOK_ALLOW_CIDRS.
-";
-
-fn flag(args: &[String], name: &str) -> Option<String> {
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .cloned()
+/// Qualifier operator CLI.
+#[derive(Parser)]
+#[command(name = "qualifierctl", version, about)]
+struct Cli {
+    /// PostgreSQL URL (every command but gen-secret-key).
+    #[arg(long, env = "DATABASE_URL", global = true, hide_env_values = true)]
+    database_url: Option<String>,
+    /// Base64 of 32 bytes that seal signing secrets (set-webhook, rotate-secret).
+    #[arg(
+        long,
+        env = "QUALIFIER_SECRET_KEY",
+        global = true,
+        hide_env_values = true
+    )]
+    secret_key: Option<String>,
+    /// Base of `conversation_url` in lead snapshots.
+    #[arg(long, env = "QUALIFIER_APP_BASE_URL", global = true, default_value = DEFAULT_APP_BASE_URL)]
+    app_base_url: String,
+    #[command(subcommand)]
+    command: Command,
 }
 
-fn need(args: &[String], name: &str) -> Result<String, String> {
-    flag(args, name).ok_or_else(|| format!("{name} is required"))
+#[derive(Subcommand)]
+enum Command {
+    /// Apply pending database migrations.
+    Migrate,
+    /// Create an org.
+    CreateOrg {
+        #[arg(long)]
+        name: String,
+    },
+    /// Create an API token (the secret is shown once).
+    CreateToken {
+        #[arg(long)]
+        org: Uuid,
+        #[arg(long)]
+        name: Option<String>,
+    },
+    /// Create or update the org's webhook endpoint (QUALIFIER_WEBHOOK_ALLOW_CIDRS applies).
+    SetWebhook {
+        #[arg(long)]
+        org: Uuid,
+        #[arg(long)]
+        url: String,
+        /// Comma-separated event types; all of them when omitted.
+        #[arg(long, value_delimiter = ',')]
+        events: Vec<EventType>,
+        #[arg(long)]
+        disabled: bool,
+    },
+    /// Replace the org's signing secret.
+    RotateSecret {
+        #[arg(long)]
+        org: Uuid,
+    },
+    /// List the org's dead deliveries (newest first).
+    DeadLetters {
+        #[arg(long)]
+        org: Uuid,
+        #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(i64).range(1..=500))]
+        limit: i64,
+    },
+    /// Give a finished delivery 5 fresh attempts (same delivery id).
+    Replay {
+        #[arg(long)]
+        org: Uuid,
+        #[arg(long)]
+        delivery: Uuid,
+    },
+    /// Create an org and a token in one go.
+    BootstrapDev {
+        #[arg(long, default_value = "Dev Org")]
+        name: String,
+    },
+    /// Print a fresh QUALIFIER_SECRET_KEY.
+    GenSecretKey,
+    /// Delete a throwaway environment's exchanges and queues (messages are lost). Retry queue
+    /// names carry their wait, so the environment's QUALIFIER_RETRY_DELAYS_MS applies.
+    DeleteTopology {
+        #[arg(long)]
+        prefix: String,
+        #[arg(long, env = "AMQP_URL", hide_env_values = true)]
+        amqp_url: String,
+    },
 }
 
-fn org_arg(args: &[String]) -> Result<Uuid, String> {
-    Uuid::parse_str(&need(args, "--org")?).map_err(|_| "--org must be a UUID".to_owned())
+impl Cli {
+    fn store(&self) -> Result<Store> {
+        let url = self
+            .database_url
+            .as_deref()
+            .context("DATABASE_URL is required")?;
+        // Commands that never touch webhook secrets work without the key; a throwaway one is used.
+        let key = match &self.secret_key {
+            Some(k) => SecretKey::from_base64(k).context("QUALIFIER_SECRET_KEY")?,
+            None => SecretKey::from_base64(&SecretKey::generate_base64())?,
+        };
+        let pool = qualifier_store::connect(url, 2).context("building the database pool")?;
+        Ok(Store::new(pool, key).with_app_base_url(&self.app_base_url))
+    }
+
+    fn require_secret_key(&self) -> Result<()> {
+        self.secret_key
+            .as_ref()
+            .map(|_| ())
+            .context("QUALIFIER_SECRET_KEY is required for this command")
+    }
 }
 
-fn store() -> Result<Store, String> {
-    let url = required("DATABASE_URL").map_err(|e| e.to_string())?;
-    // Commands that never touch webhook secrets work without the key; a throwaway one is used.
-    let key = match qualifier_config::optional("QUALIFIER_SECRET_KEY") {
-        Some(k) => SecretKey::from_base64(&k)
-            .map_err(|e| EnvError::new("QUALIFIER_SECRET_KEY", e).to_string())?,
-        None => SecretKey::from_base64(&SecretKey::generate_base64())?,
-    };
-    let pool = qualifier_store::connect(&url, 2)?;
-    Ok(Store::new(
-        pool,
-        with_default("QUALIFIER_APP_BASE_URL", "https://app.qualifier.local"),
-        key,
-    ))
-}
-
-async fn run(args: Vec<String>) -> Result<serde_json::Value, String> {
-    let cmd = args.first().map(String::as_str).unwrap_or("--help");
-    let rest = &args[1.min(args.len())..];
-    match cmd {
-        "migrate" => {
-            let url = required("DATABASE_URL").map_err(|e| e.to_string())?;
-            let applied = qualifier_store::run_migrations(&url).await?;
-            Ok(json!({ "applied": applied }))
+async fn run(cli: Cli) -> Result<serde_json::Value> {
+    Ok(match &cli.command {
+        Command::Migrate => {
+            let url = cli
+                .database_url
+                .as_deref()
+                .context("DATABASE_URL is required")?;
+            let applied = qualifier_store::run_migrations(url).await?;
+            json!({ "applied": applied })
         }
-        "create-org" => {
-            let org = store()?
-                .create_org(&need(rest, "--name")?)
-                .await
-                .map_err(|e| e.to_string())?;
-            Ok(json!({ "org": org }))
+        Command::CreateOrg { name } => {
+            let org = cli.store()?.create_org(name).await?;
+            json!({ "org": org })
         }
-        "create-token" => {
-            let (token, secret) = store()?
-                .create_token(org_arg(rest)?, flag(rest, "--name"))
-                .await
-                .map_err(|e| e.to_string())?;
-            Ok(json!({ "token": token, "secret": secret }))
+        Command::CreateToken { org, name } => {
+            let (token, secret) = cli.store()?.create_token(*org, name.clone()).await?;
+            json!({ "token": token, "secret": secret })
         }
-        "bootstrap-dev" => {
-            let s = store()?;
-            let org = s
-                .create_org(&flag(rest, "--name").unwrap_or_else(|| "Dev Org".into()))
-                .await
-                .map_err(|e| e.to_string())?;
-            let (token, secret) = s
-                .create_token(org.id, Some("dev".into()))
-                .await
-                .map_err(|e| e.to_string())?;
-            Ok(json!({ "org": org, "token": token, "secret": secret }))
+        Command::BootstrapDev { name } => {
+            let s = cli.store()?;
+            let org = s.create_org(name).await?;
+            let (token, secret) = s.create_token(org.id, Some("dev".into())).await?;
+            json!({ "org": org, "token": token, "secret": secret })
         }
-        "set-webhook" => {
-            required("QUALIFIER_SECRET_KEY").map_err(|e| e.to_string())?;
-            let url = WebhookUrl::parse(&need(rest, "--url")?).map_err(|e| e.to_string())?;
-            let events: Vec<String> = match flag(rest, "--events") {
-                Some(list) => list
-                    .split(',')
-                    .map(|t| {
-                        EventType::parse(t.trim())
-                            .map(|t| t.as_str().to_owned())
-                            .ok_or(format!("unknown event type {t}"))
-                    })
-                    .collect::<Result<_, _>>()?,
-                None => EventType::ALL
-                    .iter()
-                    .map(|t| t.as_str().to_owned())
-                    .collect(),
+        Command::SetWebhook {
+            org,
+            url,
+            events,
+            disabled,
+        } => {
+            cli.require_secret_key()?;
+            let url = WebhookUrl::parse(url)?;
+            let events = if events.is_empty() {
+                EventType::VARIANTS.to_vec()
+            } else {
+                events.clone()
             };
-            let policy = EgressPolicy::new(
-                cidrs("QUALIFIER_WEBHOOK_ALLOW_CIDRS").map_err(|e| e.to_string())?,
-            );
-            policy.resolve(&url).await.map_err(|e| e.to_string())?;
-            let enabled = !rest.iter().any(|a| a == "--disabled");
-            let (webhook, secret) = store()?
-                .put_webhook(org_arg(rest)?, url.as_str().to_owned(), events, enabled)
-                .await
-                .map_err(|e| e.to_string())?;
-            Ok(json!({ "webhook": webhook, "signing_secret": secret }))
+            let policy = EgressPolicy::new(cidrs("QUALIFIER_WEBHOOK_ALLOW_CIDRS")?);
+            policy.resolve(&url).await?;
+            let (webhook, secret) = cli
+                .store()?
+                .put_webhook(*org, url.as_str().to_owned(), events, !disabled)
+                .await?;
+            json!({ "webhook": webhook, "signing_secret": secret })
         }
-        "rotate-secret" => {
-            required("QUALIFIER_SECRET_KEY").map_err(|e| e.to_string())?;
-            let secret = store()?
-                .rotate_webhook_secret(org_arg(rest)?)
-                .await
-                .map_err(|e| e.to_string())?;
-            Ok(json!({ "signing_secret": secret }))
+        Command::RotateSecret { org } => {
+            cli.require_secret_key()?;
+            let secret = cli.store()?.rotate_webhook_secret(*org).await?;
+            json!({ "signing_secret": secret })
         }
-        "dead-letters" => {
-            let limit = flag(rest, "--limit").map_or(Ok(100), |l| {
-                l.parse::<i64>()
-                    .map_err(|_| "--limit must be a number".to_owned())
-            })?;
-            let dead = store()?
-                .list_deliveries(
-                    org_arg(rest)?,
-                    Some(qualifier_store::deliveries::status::DEAD),
-                    limit.clamp(1, 500),
-                )
-                .await
-                .map_err(|e| e.to_string())?;
-            Ok(json!({ "deliveries": dead }))
+        Command::DeadLetters { org, limit } => {
+            let dead = cli
+                .store()?
+                .list_deliveries(*org, Some(DeliveryStatus::Dead), *limit)
+                .await?;
+            json!({ "deliveries": dead })
         }
-        "replay" => {
-            let id = Uuid::parse_str(&need(rest, "--delivery")?)
-                .map_err(|_| "--delivery must be a UUID".to_owned())?;
-            store()?
-                .replay_delivery(org_arg(rest)?, id)
-                .await
-                .map_err(|e| e.to_string())?;
-            Ok(json!({ "delivery": id, "status": "pending" }))
+        Command::Replay { org, delivery } => {
+            cli.store()?.replay_delivery(*org, *delivery).await?;
+            json!({ "delivery": delivery, "status": "pending" })
         }
-        "gen-secret-key" => Ok(json!({ "secret_key": SecretKey::generate_base64() })),
-        "delete-topology" => {
+        Command::GenSecretKey => json!({ "secret_key": SecretKey::generate_base64() }),
+        Command::DeleteTopology { prefix, amqp_url } => {
             // For throwaway environments (CI stacks, previews): removes every exchange and
             // queue of one prefix, messages included.
-            let prefix = need(rest, "--prefix")?;
-            let amqp = required("AMQP_URL").map_err(|e| e.to_string())?;
-            // Retry queue names carry their wait, so the same QUALIFIER_RETRY_DELAYS_MS applies.
-            let delays = qualifier_config::retry_delays().map_err(|e| e.to_string())?;
+            let delays = qualifier_config::retry_delays()?;
             let topo = qualifier_bus::Topology::new(prefix.clone(), delays);
-            let conn = qualifier_bus::connect(&amqp)
+            let conn = qualifier_bus::connect(amqp_url)
                 .await
-                .map_err(|e| e.to_string())?;
-            let ch = conn.create_channel().await.map_err(|e| e.to_string())?;
-            topo.delete(&ch).await.map_err(|e| e.to_string())?;
+                .context("connecting to AMQP_URL")?;
+            let ch = conn.create_channel().await?;
+            topo.delete(&ch).await?;
             let _ = conn.close(200, "done".into()).await;
-            Ok(json!({ "deleted_prefix": prefix }))
+            json!({ "deleted_prefix": prefix })
         }
-        _ => Err(HELP.to_owned()),
-    }
+    })
 }
 
 #[tokio::main]
 async fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.is_empty() || args.iter().any(|a| a == "--help" || a == "-h") {
-        print!("{HELP}");
-        return;
-    }
-    match run(args).await {
+    let cli = Cli::parse();
+    match run(cli).await {
         Ok(v) => println!("{v}"),
         Err(e) => {
-            eprintln!("qualifierctl: {e}");
+            // `{:#}` prints the whole chain: "what we were doing: why it failed: ...".
+            eprintln!("qualifierctl: {e:#}");
             std::process::exit(1);
         }
     }

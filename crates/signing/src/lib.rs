@@ -13,37 +13,25 @@ pub const PREFIX: &str = "sha256=";
 pub fn sign(secret: &str, body: &[u8]) -> String {
     let key = hmac::Key::new(hmac::HMAC_SHA256, secret.as_bytes());
     let tag = hmac::sign(&key, body);
-    let mut out = String::with_capacity(PREFIX.len() + 64);
-    out.push_str(PREFIX);
-    for b in tag.as_ref() {
-        out.push(char::from(b"0123456789abcdef"[usize::from(b >> 4)]));
-        out.push(char::from(b"0123456789abcdef"[usize::from(b & 0xf)]));
-    }
-    out
-}
-
-fn lower_hex_value(c: u8) -> Option<u8> {
-    match c {
-        b'0'..=b'9' => Some(c - b'0'),
-        b'a'..=b'f' => Some(c - b'a' + 10),
-        _ => None,
-    }
+    format!("{PREFIX}{}", hex::encode(tag.as_ref()))
 }
 
 /// True when `header` is exactly `sha256=` + 64 lowercase hex digits of the HMAC of `body`.
 pub fn verify(secret: &str, body: &[u8], header: &str) -> bool {
-    let Some(hex) = header.strip_prefix(PREFIX) else {
+    let Some(digits) = header.strip_prefix(PREFIX) else {
         return false;
     };
-    if hex.len() != 64 {
+    // The seed says lowercase; `hex` also takes uppercase, so the case is checked here first.
+    if digits.len() != 64
+        || !digits
+            .bytes()
+            .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    {
         return false;
     }
     let mut tag = [0u8; 32];
-    for (i, pair) in hex.as_bytes().chunks_exact(2).enumerate() {
-        match (lower_hex_value(pair[0]), lower_hex_value(pair[1])) {
-            (Some(h), Some(l)) => tag[i] = (h << 4) | l,
-            _ => return false,
-        }
+    if hex::decode_to_slice(digits, &mut tag).is_err() {
+        return false;
     }
     let key = hmac::Key::new(hmac::HMAC_SHA256, secret.as_bytes());
     hmac::verify(&key, body, &tag).is_ok()

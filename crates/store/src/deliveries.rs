@@ -1,51 +1,28 @@
-//! The delivery log: one delivery per event (the outbox row), its status and its attempts;
-//! and the relay's view of the outbox (unpublished rows).
+//! The delivery log: one delivery per event (the outbox row), its status and its attempts.
 
-use diesel::sql_types::{Array, Int8};
+use diesel::sql_types::Array;
 use diesel::{
     ExpressionMethods, OptionalExtension, QueryDsl, Queryable, Selectable, SelectableHelper,
 };
-use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+use diesel_async::{AsyncConnection, RunQueryDsl};
 use serde::Serialize;
 use serde_json::{Value, json};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
 use crate::schema::{outbox, webhooks};
+use crate::secrets::OpenError;
 use crate::webhooks::{WebhookForDelivery, WebhookRow};
 use crate::{Store, StoreError};
-
-/// Delivery statuses (contract section 3).
-pub mod status {
-    pub const PENDING: &str = "pending";
-    pub const SUCCEEDED: &str = "succeeded";
-    pub const FAILED: &str = "failed";
-    pub const DEAD: &str = "dead";
-    pub const SKIPPED: &str = "skipped";
-    pub const ALL: [&str; 5] = [PENDING, SUCCEEDED, FAILED, DEAD, SKIPPED];
-}
-
-/// An outbox row the relay must publish.
-#[derive(Debug, Clone, Queryable, Selectable)]
-#[diesel(table_name = outbox)]
-pub struct Unpublished {
-    pub seq: i64,
-    pub delivery_id: Uuid,
-    pub event_id: Uuid,
-    pub org_id: Uuid,
-    pub event_type: String,
-    pub payload: Vec<u8>,
-    pub created_at: OffsetDateTime,
-    pub traceparent: Option<String>,
-}
+use qualifier_domain::{DeliveryStatus, EventType};
 
 #[derive(Debug, Clone, Queryable, Selectable)]
 #[diesel(table_name = outbox)]
 struct DeliveryRow {
     delivery_id: Uuid,
     event_id: Uuid,
-    event_type: String,
-    status: String,
+    event_type: EventType,
+    status: DeliveryStatus,
     attempts: i32,
     last_status_code: Option<i32>,
     last_error: Option<String>,
@@ -58,8 +35,8 @@ struct DeliveryRow {
 pub struct Delivery {
     pub id: Uuid,
     pub event_id: Uuid,
-    pub event_type: String,
-    pub status: String,
+    pub event_type: EventType,
+    pub status: DeliveryStatus,
     pub attempts: i32,
     pub last_status_code: Option<i32>,
     pub last_error: Option<String>,
@@ -81,8 +58,8 @@ impl DeliveryRow {
         Delivery {
             id: self.delivery_id,
             event_id: self.event_id,
-            event_type: self.event_type.clone(),
-            status: self.status.clone(),
+            event_type: self.event_type,
+            status: self.status,
             attempts: self.attempts,
             last_status_code: self.last_status_code,
             last_error: self.last_error.clone(),
@@ -95,11 +72,11 @@ impl DeliveryRow {
 /// The state an attempt starts from (see [`Store::delivery_contexts`]).
 #[derive(Clone)]
 pub struct DeliveryContext {
-    pub status: String,
+    pub status: DeliveryStatus,
     /// `Some(Err(_))` when the webhook exists but its sealed secret cannot be opened (the
     /// `QUALIFIER_SECRET_KEY` changed): the attempt fails like any other and can be replayed
     /// after the secret is rotated, instead of requeueing forever.
-    pub webhook: Option<Result<WebhookForDelivery, String>>,
+    pub webhook: Option<Result<WebhookForDelivery, OpenError>>,
 }
 
 /// One attempt's outcome, as recorded in `attempt_log`.
@@ -117,7 +94,7 @@ pub struct AttemptWrite {
     pub delivery_id: Uuid,
     pub attempt: u32,
     pub record: AttemptRecord,
-    pub status: &'static str,
+    pub status: DeliveryStatus,
 }
 
 /// An `attempt_log` entry.
@@ -131,66 +108,7 @@ fn attempt_entry(attempt: u32, rec: &AttemptRecord) -> Value {
     })
 }
 
-/// Claims up to `limit` unpublished rows (skipping rows another relay holds), lets `publish`
-/// send them, and marks them published in the same transaction once it returns Ok. A crash or
-/// an error before the commit leaves them unpublished, to be sent again (same delivery ids).
-pub async fn relay_batch<F, Fut>(
-    conn: &mut AsyncPgConnection,
-    limit: i64,
-    publish: F,
-) -> Result<usize, StoreError>
-where
-    F: FnOnce(Vec<Unpublished>) -> Fut + Send,
-    Fut: std::future::Future<Output = Result<(), String>> + Send,
-{
-    conn.transaction::<usize, StoreError, _>(async move |conn| {
-        let rows: Vec<Unpublished> = outbox::table
-            .filter(outbox::published_at.is_null())
-            .order(outbox::seq.asc())
-            .limit(limit)
-            .select(Unpublished::as_select())
-            .for_update()
-            .skip_locked()
-            .load(conn)
-            .await?;
-        if rows.is_empty() {
-            return Ok(0);
-        }
-        let seqs: Vec<i64> = rows.iter().map(|r| r.seq).collect();
-        publish(rows).await.map_err(StoreError::Unavailable)?;
-        diesel::sql_query("UPDATE outbox SET published_at = clock_timestamp() WHERE seq = ANY($1)")
-            .bind::<Array<Int8>, _>(&seqs)
-            .execute(conn)
-            .await?;
-        Ok(seqs.len())
-    })
-    .await
-}
-
-/// The relay's backlog: unpublished events and the age of the oldest, in seconds.
-#[derive(Debug, Clone, Copy, diesel::QueryableByName)]
-pub struct Backlog {
-    #[diesel(sql_type = Int8)]
-    pub count: i64,
-    #[diesel(sql_type = diesel::sql_types::Double)]
-    pub oldest_age_seconds: f64,
-}
-
 impl Store {
-    /// Reads the backlog through the partial index of unpublished rows (small by design).
-    pub async fn outbox_backlog(&self) -> Result<Backlog, StoreError> {
-        let mut conn = self.conn().await?;
-        let b = diesel::sql_query(
-            "SELECT count(*) AS count,
-                    COALESCE(EXTRACT(EPOCH FROM clock_timestamp() - min(created_at)), 0)::float8
-                        AS oldest_age_seconds
-             FROM outbox WHERE published_at IS NULL",
-        )
-        .get_result(&mut conn)
-        .await?;
-        Ok(b)
-    }
-
     /// What attempts need to know, for many deliveries in one round trip, in the order asked
     /// (the worker batches the reads of attempts starting at the same time): each delivery's
     /// current status (to drop duplicates of finished work) and its org's webhook as it is now,
@@ -200,7 +118,7 @@ impl Store {
         delivery_ids: &[Uuid],
     ) -> Result<Vec<Option<DeliveryContext>>, StoreError> {
         let mut conn = self.conn().await?;
-        let rows: Vec<(Uuid, String, Option<WebhookRow>)> = outbox::table
+        let rows: Vec<(Uuid, DeliveryStatus, Option<WebhookRow>)> = outbox::table
             .left_join(webhooks::table)
             .filter(outbox::delivery_id.eq_any(delivery_ids))
             .select((
@@ -214,7 +132,7 @@ impl Store {
         let by_id: std::collections::HashMap<Uuid, DeliveryContext> = rows
             .into_iter()
             .map(|(id, status, hook)| {
-                let webhook = hook.map(|r| self.open_for_delivery(r).map_err(|e| e.to_string()));
+                let webhook = hook.map(|r| self.open_for_delivery(r));
                 (id, DeliveryContext { status, webhook })
             })
             .collect();
@@ -231,7 +149,7 @@ impl Store {
     pub async fn record_attempts(&self, writes: &[AttemptWrite]) -> Result<(), StoreError> {
         use diesel::sql_types::{Jsonb, Nullable, Text};
         let ids: Vec<Uuid> = writes.iter().map(|w| w.delivery_id).collect();
-        let statuses: Vec<&str> = writes.iter().map(|w| w.status).collect();
+        let statuses: Vec<DeliveryStatus> = writes.iter().map(|w| w.status).collect();
         let codes: Vec<Option<i32>> = writes
             .iter()
             .map(|w| w.record.status_code.map(i32::from))
@@ -266,7 +184,7 @@ impl Store {
         let mut conn = self.conn().await?;
         diesel::update(outbox::table.filter(outbox::delivery_id.eq(delivery_id)))
             .set((
-                outbox::status.eq(status::SKIPPED),
+                outbox::status.eq(DeliveryStatus::Skipped),
                 outbox::last_error.eq(reason),
                 outbox::updated_at.eq(qualifier_domain::timefmt::now_millis()),
             ))
@@ -278,13 +196,13 @@ impl Store {
     pub async fn list_deliveries(
         &self,
         org_id: Uuid,
-        status: Option<&str>,
+        status: Option<DeliveryStatus>,
         limit: i64,
     ) -> Result<Vec<Delivery>, StoreError> {
         let mut conn = self.conn().await?;
         let mut q = outbox::table.filter(outbox::org_id.eq(org_id)).into_boxed();
         if let Some(s) = status {
-            q = q.filter(outbox::status.eq(s.to_owned()));
+            q = q.filter(outbox::status.eq(s));
         }
         let rows: Vec<DeliveryRow> = q
             .order(outbox::seq.desc())
@@ -321,7 +239,7 @@ impl Store {
     pub async fn replay_delivery(&self, org_id: Uuid, delivery_id: Uuid) -> Result<(), StoreError> {
         let mut conn = self.conn().await?;
         conn.transaction::<(), StoreError, _>(async move |conn| {
-            let current: String = outbox::table
+            let current: DeliveryStatus = outbox::table
                 .filter(outbox::org_id.eq(org_id))
                 .filter(outbox::delivery_id.eq(delivery_id))
                 .select(outbox::status)
@@ -330,12 +248,12 @@ impl Store {
                 .await
                 .optional()?
                 .ok_or(StoreError::NotFound("Delivery not found"))?;
-            if current == status::PENDING || current == status::FAILED {
+            if !current.is_final() {
                 return Err(StoreError::Conflict("Delivery is still in progress".into()));
             }
             diesel::update(outbox::table.filter(outbox::delivery_id.eq(delivery_id)))
                 .set((
-                    outbox::status.eq(status::PENDING),
+                    outbox::status.eq(DeliveryStatus::Pending),
                     outbox::published_at.eq(None::<OffsetDateTime>),
                     outbox::updated_at.eq(qualifier_domain::timefmt::now_millis()),
                 ))

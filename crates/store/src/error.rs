@@ -1,7 +1,12 @@
-//! Store errors, in the vocabulary the API maps to HTTP (one place, in `lead-api`).
+//! Store errors, in the vocabulary the API maps to HTTP (one place, in `lead-api`). Every variant
+//! that stands for a failure keeps its cause as `source()`, so the log line of an opaque 500 or
+//! 503 shows the whole chain down to PostgreSQL's own message.
 
 use qualifier_domain::FieldError;
 use uuid::Uuid;
+
+/// A cause of any type, kept for the log.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -18,21 +23,37 @@ pub enum StoreError {
     #[error("{0}")]
     Invalid(FieldError),
     /// The database could not be reached: 503 with Retry-After.
-    #[error("database unavailable: {0}")]
-    Unavailable(String),
-    #[error("database error: {0}")]
-    Db(diesel::result::Error),
+    #[error("database unavailable")]
+    Unavailable(#[source] BoxError),
+    #[error("database error")]
+    Db(#[source] diesel::result::Error),
+    /// A stored value no longer parses as its domain type (a manual edit, a row from elsewhere):
+    /// refused loudly rather than shown as something it is not.
+    #[error("stored {what} does not parse")]
+    Corrupt {
+        what: &'static str,
+        #[source]
+        source: FieldError,
+    },
+    /// The relay's publish step failed; the batch stays in the outbox.
+    #[error("publishing the outbox batch failed")]
+    Publish(#[source] BoxError),
 }
 
 impl StoreError {
     pub fn from_pool(e: diesel_async::pooled_connection::deadpool::PoolError) -> Self {
-        StoreError::Unavailable(e.to_string())
+        StoreError::Unavailable(Box::new(e))
     }
 
     pub fn is_unique_violation(e: &diesel::result::Error, constraint: &str) -> bool {
         use diesel::result::{DatabaseErrorKind, Error};
         matches!(e, Error::DatabaseError(DatabaseErrorKind::UniqueViolation, info)
             if info.constraint_name() == Some(constraint))
+    }
+
+    /// `Err(Corrupt)` naming `what` when a stored value fails its parser.
+    pub(crate) fn stored<T>(what: &'static str, r: Result<T, FieldError>) -> Result<T, StoreError> {
+        r.map_err(|source| StoreError::Corrupt { what, source })
     }
 }
 
@@ -45,10 +66,43 @@ impl From<diesel::result::Error> for StoreError {
             // UnableToSendCommand: the database is unreachable, not the request wrong.
             Error::DatabaseError(
                 DatabaseErrorKind::ClosedConnection | DatabaseErrorKind::UnableToSendCommand,
-                info,
-            ) => StoreError::Unavailable(info.message().to_owned()),
-            Error::BrokenTransactionManager => StoreError::Unavailable("broken transaction".into()),
+                _,
+            )
+            | Error::BrokenTransactionManager => StoreError::Unavailable(Box::new(e)),
             other => StoreError::Db(other),
         }
+    }
+}
+
+/// The cause chain of an error as one line (`outer: inner: innermost`), for logs.
+pub fn cause_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = e.to_string();
+    let mut src = e.source();
+    while let Some(s) = src {
+        let text = s.to_string();
+        // Some wrappers repeat their source's text in their own; print it once.
+        if !out.ends_with(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        src = s.source();
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_chain_names_every_cause_once() {
+        let e = StoreError::Corrupt {
+            what: "lead phone",
+            source: FieldError::new("phone must be + followed by 7 to 15 digits"),
+        };
+        assert_eq!(
+            cause_chain(&e),
+            "stored lead phone does not parse: phone must be + followed by 7 to 15 digits"
+        );
     }
 }

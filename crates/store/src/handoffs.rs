@@ -22,7 +22,7 @@ struct HandoffRow {
     id: Uuid,
     org_id: Uuid,
     lead_id: Uuid,
-    state: String,
+    state: HandoffState,
     reason: Option<String>,
     operator: Option<String>,
     requested_at: OffsetDateTime,
@@ -35,7 +35,7 @@ impl HandoffRow {
         Handoff {
             id: self.id,
             lead_id: self.lead_id,
-            state: HandoffState::parse(&self.state).unwrap_or(HandoffState::Requested),
+            state: self.state,
             reason: self.reason.clone(),
             operator: self.operator.clone(),
             requested_at: self.requested_at,
@@ -74,13 +74,13 @@ impl Store {
         let mut conn = self.conn().await?;
         let res = conn
             .transaction::<Handoff, StoreError, _>(async move |conn| {
-                let lead = lock_lead(conn, org_id, lead_id).await?.to_lead(&base);
+                let lead = lock_lead(conn, org_id, lead_id).await?.to_lead(&base)?;
                 let now = now_millis();
                 let row = HandoffRow {
                     id: Uuid::now_v7(),
                     org_id,
                     lead_id,
-                    state: HandoffState::Requested.as_str().to_owned(),
+                    state: HandoffState::Requested,
                     reason,
                     operator: None,
                     requested_at: now,
@@ -165,7 +165,7 @@ impl Store {
                 )));
             }
             let now = now_millis();
-            row.state = next.as_str().to_owned();
+            row.state = next;
             let event_type = match next {
                 HandoffState::Accepted => {
                     row.accepted_at = Some(now);
@@ -179,7 +179,7 @@ impl Store {
             };
             diesel::update(handoffs::table.filter(handoffs::id.eq(handoff_id)))
                 .set((
-                    handoffs::state.eq(&row.state),
+                    handoffs::state.eq(row.state),
                     handoffs::operator.eq(&row.operator),
                     handoffs::accepted_at.eq(row.accepted_at),
                     handoffs::released_at.eq(row.released_at),
@@ -191,7 +191,7 @@ impl Store {
                 .select(LeadRow::as_select())
                 .first(conn)
                 .await?
-                .to_lead(&base);
+                .to_lead(&base)?;
             let handoff = row.to_handoff();
             emit_handoff(conn, org_id, event_type, lead, &handoff, now).await?;
             Ok(handoff)

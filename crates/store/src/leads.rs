@@ -27,7 +27,7 @@ pub struct LeadRow {
     pub email: Option<String>,
     pub phone: String,
     pub channel: String,
-    pub qualification_stage: String,
+    pub qualification_stage: Stage,
     pub route_target: Option<String>,
     pub profile: Value,
     pub external_system: Option<String>,
@@ -39,7 +39,9 @@ pub struct LeadRow {
 }
 
 impl LeadRow {
-    pub fn to_lead(&self, app_base_url: &str) -> Lead {
+    /// The row as the domain's lead. Every text goes back through its parser: a value that no
+    /// longer parses is an error naming it, never passed on as if it were valid.
+    pub fn to_lead(&self, app_base_url: &str) -> Result<Lead, StoreError> {
         let external_ref = match (&self.external_system, &self.external_id) {
             (Some(system), Some(id)) => Some(ExternalRef {
                 system: system.clone(),
@@ -48,36 +50,41 @@ impl LeadRow {
             }),
             _ => None,
         };
-        Lead {
+        Ok(Lead {
             id: self.id,
-            name: self.name.clone(),
-            email: self.email.clone(),
-            phone: self.phone.clone(),
-            channel: self.channel.clone(),
-            // The CHECK constraint guarantees one of the three; a row that somehow holds another
-            // value is shown as qualifying rather than failing every read of the lead.
-            qualification_stage: Stage::parse(&self.qualification_stage)
-                .unwrap_or(Stage::Qualifying),
-            route_target: self.route_target.clone(),
+            name: StoreError::stored("lead name", Name::parse("name", &self.name))?,
+            email: self
+                .email
+                .as_deref()
+                .map(|e| StoreError::stored("lead email", Email::parse(e)))
+                .transpose()?,
+            phone: StoreError::stored("lead phone", Phone::parse(&self.phone))?,
+            channel: StoreError::stored("lead channel", Channel::parse(&self.channel))?,
+            qualification_stage: self.qualification_stage,
+            route_target: self
+                .route_target
+                .as_deref()
+                .map(|r| StoreError::stored("lead route_target", RouteTarget::parse(r)))
+                .transpose()?,
             profile: self.profile.as_object().cloned().unwrap_or_default(),
             external_ref,
             ai_paused: self.ai_paused,
             conversation_url: conversation_url(app_base_url, self.id),
             created_at: self.created_at,
             updated_at: self.updated_at,
-        }
+        })
     }
 
     fn from_lead(org_id: Uuid, l: &Lead) -> LeadRow {
         LeadRow {
             id: l.id,
             org_id,
-            name: l.name.clone(),
-            email: l.email.clone(),
-            phone: l.phone.clone(),
-            channel: l.channel.clone(),
-            qualification_stage: l.qualification_stage.as_str().to_owned(),
-            route_target: l.route_target.clone(),
+            name: l.name.as_str().to_owned(),
+            email: l.email.as_ref().map(|e| e.as_str().to_owned()),
+            phone: l.phone.as_str().to_owned(),
+            channel: l.channel.as_str().to_owned(),
+            qualification_stage: l.qualification_stage,
+            route_target: l.route_target.as_ref().map(|r| r.as_str().to_owned()),
             profile: Value::Object(l.profile.clone()),
             external_system: l.external_ref.as_ref().map(|r| r.system.clone()),
             external_id: l.external_ref.as_ref().map(|r| r.id.clone()),
@@ -180,7 +187,7 @@ impl Store {
             .await
             .optional()?
             .ok_or(StoreError::NotFound("Lead not found"))?;
-        Ok(row.to_lead(&self.app_base_url))
+        row.to_lead(&self.app_base_url)
     }
 
     async fn lead_id_by_phone(
@@ -218,12 +225,12 @@ impl Store {
         let id = Uuid::now_v7();
         let lead = Lead {
             id,
-            name: new.name.into_inner(),
-            email: new.email.map(Email::into_inner),
-            phone: new.phone.into_inner(),
-            channel: new.channel.into_inner(),
+            name: new.name,
+            email: new.email,
+            phone: new.phone,
+            channel: new.channel,
             qualification_stage: Stage::Qualifying,
-            route_target: new.route_target.map(RouteTarget::into_inner),
+            route_target: new.route_target,
             profile: new.profile,
             external_ref: new.external_ref,
             ai_paused: false,
@@ -240,7 +247,7 @@ impl Store {
         match res {
             Ok(_) => Ok(lead),
             Err(e) => Err(self
-                .phone_conflict(org_id, &lead.phone, crate::orgs::org_missing(e))
+                .phone_conflict(org_id, lead.phone.as_str(), crate::orgs::org_missing(e))
                 .await),
         }
     }
@@ -260,7 +267,7 @@ impl Store {
         let mut conn = self.conn().await?;
         let res = conn
             .transaction::<Lead, StoreError, _>(async move |conn| {
-                let before = lock_lead(conn, org_id, lead_id).await?.to_lead(&base);
+                let before = lock_lead(conn, org_id, lead_id).await?.to_lead(&base)?;
                 let mut after = before.clone();
                 change(&mut after).map_err(StoreError::Invalid)?;
                 if after == before {
@@ -316,19 +323,19 @@ impl Store {
     ) -> Result<Lead, StoreError> {
         self.change_lead(org_id, lead_id, move |lead| {
             if let Some(n) = patch.name {
-                lead.name = n.into_inner();
+                lead.name = n;
             }
             if let Some(e) = patch.email {
-                lead.email = Some(e.into_inner());
+                lead.email = Some(e);
             }
             if let Some(p) = patch.phone {
-                lead.phone = p.into_inner();
+                lead.phone = p;
             }
             if let Some(p) = &patch.profile {
                 lead.profile = qualifier_domain::validate::merge_profile(&lead.profile, p)?;
             }
             if let Some(r) = patch.route_target {
-                lead.route_target = Some(r.into_inner());
+                lead.route_target = Some(r);
             }
             if let Some(s) = patch.stage {
                 lead.qualification_stage = s;
@@ -358,10 +365,10 @@ impl Store {
             };
             let fresh = Lead {
                 id,
-                name: c.name.as_str().to_owned(),
-                email: c.email.as_ref().map(|e| e.as_str().to_owned()),
-                phone: c.phone.as_str().to_owned(),
-                channel: c.channel.as_str().to_owned(),
+                name: c.name.clone(),
+                email: c.email.clone(),
+                phone: c.phone.clone(),
+                channel: c.channel.clone(),
                 qualification_stage: Stage::Qualifying,
                 route_target: None,
                 profile,
@@ -391,11 +398,11 @@ impl Store {
                 .for_update()
                 .first(conn)
                 .await?;
-            let before = row.to_lead(&base);
+            let before = row.to_lead(&base)?;
             let mut after = before.clone();
-            after.name = c.name.into_inner();
+            after.name = c.name;
             if let Some(e) = c.email {
-                after.email = Some(e.into_inner());
+                after.email = Some(e);
             }
             if let Some(p) = &c.profile {
                 after.profile = qualifier_domain::validate::merge_profile(&after.profile, p)

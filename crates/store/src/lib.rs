@@ -14,30 +14,41 @@ pub mod secrets;
 pub mod tokens;
 pub mod webhooks;
 
-pub use error::StoreError;
-pub use pool::{DbPool, connect, connect_relaxed, run_migrations};
+pub use error::{BoxError, StoreError, cause_chain};
+pub use pool::{DbPool, MigrationError, connect, connect_relaxed, run_migrations};
 pub use secrets::SecretKey;
 
-/// What every store operation needs: the pool, the app base URL for `conversation_url` in
-/// snapshots, and the key that seals webhook secrets.
+/// `QUALIFIER_APP_BASE_URL`'s default (contract section 1).
+pub const DEFAULT_APP_BASE_URL: &str = "https://app.qualifier.local";
+
+/// What every store operation needs: the pool and the key that seals webhook secrets; lead
+/// snapshots also need the app base URL for `conversation_url`.
 #[derive(Clone)]
 pub struct Store {
     pub pool: DbPool,
     /// Sessions with `synchronous_commit = off`, for the rate-limit buckets only (see
     /// [`connect_relaxed`]); the main pool when not set.
     pub limiter_pool: Option<DbPool>,
+    /// Only the processes that build lead snapshots (`lead-api`, `qualifierctl`) set it;
+    /// `webhook-delivery` sends stored bytes and never needs it.
     pub app_base_url: String,
     pub secret_key: SecretKey,
 }
 
 impl Store {
-    pub fn new(pool: DbPool, app_base_url: impl Into<String>, secret_key: SecretKey) -> Self {
+    pub fn new(pool: DbPool, secret_key: SecretKey) -> Self {
         Store {
             pool,
             limiter_pool: None,
-            app_base_url: app_base_url.into(),
+            app_base_url: DEFAULT_APP_BASE_URL.to_owned(),
             secret_key,
         }
+    }
+
+    /// The base of `conversation_url` in lead snapshots (`QUALIFIER_APP_BASE_URL`).
+    pub fn with_app_base_url(mut self, url: impl Into<String>) -> Self {
+        self.app_base_url = url.into();
+        self
     }
 
     /// Uses `pool` (see [`connect_relaxed`]) for rate-limit admission.

@@ -1,8 +1,6 @@
 //! Organisations.
 
-use diesel::{
-    ExpressionMethods, OptionalExtension, QueryDsl, Queryable, Selectable, SelectableHelper,
-};
+use diesel::{Queryable, Selectable};
 use diesel_async::RunQueryDsl;
 use qualifier_domain::timefmt::now_millis;
 use serde::Serialize;
@@ -34,16 +32,6 @@ impl Store {
             .execute(&mut conn)
             .await?;
         Ok(org)
-    }
-
-    pub async fn find_org(&self, id: Uuid) -> Result<Option<Org>, StoreError> {
-        let mut conn = self.conn().await?;
-        Ok(orgs::table
-            .filter(orgs::id.eq(id))
-            .select(Org::as_select())
-            .first(&mut conn)
-            .await
-            .optional()?)
     }
 }
 

@@ -10,11 +10,25 @@ use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
 pub type DbPool = Pool<AsyncPgConnection>;
 pub type DbConn = Object<AsyncPgConnection>;
 
+/// Why migrations did not run.
+#[derive(Debug, thiserror::Error)]
+pub enum MigrationError {
+    #[error("cannot connect to DATABASE_URL")]
+    Connect(#[source] diesel::ConnectionError),
+    #[error("migration failed")]
+    Failed(#[source] crate::error::BoxError),
+    #[error("migration task failed")]
+    Task(#[source] tokio::task::JoinError),
+}
+
 pub const MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations");
 
 /// A pool whose waits are bounded, so a request meets a prompt 503 when PostgreSQL is down instead
 /// of hanging until the client gives up.
-pub fn connect(database_url: &str, max_size: usize) -> Result<DbPool, String> {
+pub fn connect(
+    database_url: &str,
+    max_size: usize,
+) -> Result<DbPool, deadpool::managed::BuildError> {
     build(database_url, max_size, false)
 }
 
@@ -22,11 +36,18 @@ pub fn connect(database_url: &str, max_size: usize) -> Result<DbPool, String> {
 /// Only for state that may lose its last few hundred milliseconds in a database crash without
 /// breaking a promise: the rate-limit buckets (a crash can only forget spending, so at worst a
 /// client gets a few extra requests). Never for leads, the outbox or delivery outcomes.
-pub fn connect_relaxed(database_url: &str, max_size: usize) -> Result<DbPool, String> {
+pub fn connect_relaxed(
+    database_url: &str,
+    max_size: usize,
+) -> Result<DbPool, deadpool::managed::BuildError> {
     build(database_url, max_size, true)
 }
 
-fn build(database_url: &str, max_size: usize, relaxed_commit: bool) -> Result<DbPool, String> {
+fn build(
+    database_url: &str,
+    max_size: usize,
+    relaxed_commit: bool,
+) -> Result<DbPool, deadpool::managed::BuildError> {
     use diesel_async::AsyncConnection;
     use diesel_async::pooled_connection::{ManagerConfig, RecyclingMethod};
     use futures_util::FutureExt;
@@ -58,23 +79,22 @@ fn build(database_url: &str, max_size: usize, relaxed_commit: bool) -> Result<Db
         .create_timeout(Some(Duration::from_secs(5)))
         .recycle_timeout(Some(Duration::from_secs(5)))
         .build()
-        .map_err(|e| e.to_string())
 }
 
 /// Runs pending migrations. Diesel's migration harness is synchronous, so it runs on a blocking
 /// thread through the async connection wrapper (no libpq needed).
-pub async fn run_migrations(database_url: &str) -> Result<Vec<String>, String> {
+pub async fn run_migrations(database_url: &str) -> Result<Vec<String>, MigrationError> {
     use diesel::Connection;
     use diesel_async::async_connection_wrapper::AsyncConnectionWrapper;
     let url = database_url.to_owned();
     tokio::task::spawn_blocking(move || {
         let mut conn = AsyncConnectionWrapper::<AsyncPgConnection>::establish(&url)
-            .map_err(|e| format!("cannot connect to DATABASE_URL: {e}"))?;
+            .map_err(MigrationError::Connect)?;
         let applied = conn
             .run_pending_migrations(MIGRATIONS)
-            .map_err(|e| format!("migration failed: {e}"))?;
+            .map_err(MigrationError::Failed)?;
         Ok(applied.iter().map(|v| v.to_string()).collect())
     })
     .await
-    .map_err(|e| format!("migration task failed: {e}"))?
+    .map_err(MigrationError::Task)?
 }

@@ -44,6 +44,26 @@ pub fn looks_like_org_token(token: &str) -> bool {
     })
 }
 
+/// Why `QUALIFIER_SECRET_KEY` was refused.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum SecretKeyError {
+    #[error("must be base64")]
+    NotBase64,
+    #[error("must decode to 32 bytes, got {0}")]
+    WrongLength(usize),
+}
+
+/// Why a sealed secret did not open.
+#[derive(Debug, Clone, Copy, thiserror::Error, PartialEq, Eq)]
+pub enum OpenError {
+    #[error("sealed secret too short")]
+    TooShort,
+    #[error("secret cannot be opened with QUALIFIER_SECRET_KEY")]
+    WrongKey,
+    #[error("sealed secret is not UTF-8")]
+    NotUtf8,
+}
+
 /// The key that seals webhook secrets at rest.
 #[derive(Clone)]
 pub struct SecretKey {
@@ -58,19 +78,17 @@ impl std::fmt::Debug for SecretKey {
 
 impl SecretKey {
     /// From `QUALIFIER_SECRET_KEY`: 32 bytes, base64 (standard or URL-safe, padding optional).
-    pub fn from_base64(b64: &str) -> Result<SecretKey, String> {
+    pub fn from_base64(b64: &str) -> Result<SecretKey, SecretKeyError> {
         let s = b64.trim();
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(s)
             .or_else(|_| base64::engine::general_purpose::STANDARD_NO_PAD.decode(s))
             .or_else(|_| base64::engine::general_purpose::URL_SAFE.decode(s))
             .or_else(|_| base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(s))
-            .map_err(|_| "must be base64".to_owned())?;
-        if bytes.len() != 32 {
-            return Err(format!("must decode to 32 bytes, got {}", bytes.len()));
-        }
-        let unbound =
-            UnboundKey::new(&AES_256_GCM, &bytes).map_err(|_| "invalid key".to_owned())?;
+            .map_err(|_| SecretKeyError::NotBase64)?;
+        // 32 bytes is exactly what AES-256 takes, so the key below cannot be refused.
+        let unbound = UnboundKey::new(&AES_256_GCM, &bytes)
+            .map_err(|_| SecretKeyError::WrongLength(bytes.len()))?;
         Ok(SecretKey {
             key: std::sync::Arc::new(LessSafeKey::new(unbound)),
         })
@@ -96,18 +114,18 @@ impl SecretKey {
         out
     }
 
-    pub fn open(&self, sealed: &[u8]) -> Result<String, String> {
+    pub fn open(&self, sealed: &[u8]) -> Result<String, OpenError> {
         if sealed.len() < NONCE_LEN {
-            return Err("sealed secret too short".into());
+            return Err(OpenError::TooShort);
         }
         let (nonce, ct) = sealed.split_at(NONCE_LEN);
-        let nonce = Nonce::try_assume_unique_for_key(nonce).map_err(|_| "bad nonce".to_owned())?;
+        let nonce = Nonce::try_assume_unique_for_key(nonce).map_err(|_| OpenError::TooShort)?;
         let mut buf = ct.to_vec();
         let plain = self
             .key
             .open_in_place(nonce, Aad::empty(), &mut buf)
-            .map_err(|_| "secret cannot be opened with QUALIFIER_SECRET_KEY".to_owned())?;
-        String::from_utf8(plain.to_vec()).map_err(|_| "sealed secret is not UTF-8".into())
+            .map_err(|_| OpenError::WrongKey)?;
+        String::from_utf8(plain.to_vec()).map_err(|_| OpenError::NotUtf8)
     }
 }
 
@@ -157,6 +175,7 @@ mod tests {
         assert!(
             SecretKey::from_base64("AAAA")
                 .unwrap_err()
+                .to_string()
                 .contains("32 bytes")
         );
     }

@@ -147,15 +147,4 @@ impl Store {
             }
         })
     }
-
-    /// How many tokens an org has that are still live (used by `qualifierctl` output).
-    pub async fn count_live_tokens(&self, org_id: Uuid) -> Result<i64, StoreError> {
-        let mut conn = self.conn().await?;
-        Ok(api_tokens::table
-            .filter(api_tokens::org_id.eq(org_id))
-            .filter(api_tokens::revoked_at.is_null())
-            .count()
-            .get_result(&mut conn)
-            .await?)
-    }
 }

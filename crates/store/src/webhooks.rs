@@ -4,13 +4,14 @@ use diesel::{
     ExpressionMethods, OptionalExtension, QueryDsl, Queryable, Selectable, SelectableHelper,
 };
 use diesel_async::{AsyncConnection, RunQueryDsl};
+use qualifier_domain::EventType;
 use qualifier_domain::timefmt::now_millis;
 use serde::Serialize;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
 use crate::schema::webhooks;
-use crate::secrets::new_webhook_secret;
+use crate::secrets::{OpenError, new_webhook_secret};
 use crate::{Store, StoreError};
 
 #[derive(Debug, Clone, Queryable, Selectable)]
@@ -18,7 +19,7 @@ use crate::{Store, StoreError};
 pub(crate) struct WebhookRow {
     org_id: Uuid,
     url: String,
-    event_types: Vec<String>,
+    event_types: Vec<EventType>,
     enabled: bool,
     secret_sealed: Vec<u8>,
     created_at: OffsetDateTime,
@@ -29,7 +30,7 @@ pub(crate) struct WebhookRow {
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Webhook {
     pub url: String,
-    pub event_types: Vec<String>,
+    pub event_types: Vec<EventType>,
     pub enabled: bool,
     #[serde(with = "qualifier_domain::timefmt::millis")]
     pub created_at: OffsetDateTime,
@@ -38,10 +39,20 @@ pub struct Webhook {
 }
 
 /// What a delivery attempt needs: the settings plus the opened secret.
-#[derive(Clone)]
+#[derive(Clone, PartialEq)]
 pub struct WebhookForDelivery {
     pub webhook: Webhook,
     pub signing_secret: String,
+}
+
+/// Never prints the secret (logs and panics show the settings only).
+impl std::fmt::Debug for WebhookForDelivery {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WebhookForDelivery")
+            .field("webhook", &self.webhook)
+            .field("signing_secret", &"..")
+            .finish()
+    }
 }
 
 impl WebhookRow {
@@ -63,7 +74,7 @@ impl Store {
         &self,
         org_id: Uuid,
         url: String,
-        event_types: Vec<String>,
+        event_types: Vec<EventType>,
         enabled: bool,
     ) -> Result<(Webhook, Option<String>), StoreError> {
         let key = self.secret_key.clone();
@@ -138,14 +149,8 @@ impl Store {
     }
 
     /// The settings with the opened secret, for a delivery attempt.
-    pub(crate) fn open_for_delivery(
-        &self,
-        r: WebhookRow,
-    ) -> Result<WebhookForDelivery, StoreError> {
-        let signing_secret = self
-            .secret_key
-            .open(&r.secret_sealed)
-            .map_err(StoreError::Unavailable)?;
+    pub(crate) fn open_for_delivery(&self, r: WebhookRow) -> Result<WebhookForDelivery, OpenError> {
+        let signing_secret = self.secret_key.open(&r.secret_sealed)?;
         Ok(WebhookForDelivery {
             webhook: r.public(),
             signing_secret,

@@ -12,7 +12,19 @@ use std::sync::Arc;
 
 use tokio::sync::{Mutex, mpsc, oneshot};
 
-type Reply<R> = oneshot::Sender<Result<R, String>>;
+type Reply<R> = oneshot::Sender<Result<R, BatchError>>;
+
+/// Why a batched call has no answer. Cloneable: one failed round trip fails every call in it,
+/// and each caller gets the same cause.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum BatchError {
+    #[error("batched round trip failed")]
+    RoundTrip(#[source] Arc<dyn std::error::Error + Send + Sync + 'static>),
+    #[error("batch answered {got} results for {asked} items")]
+    WrongCount { asked: usize, got: usize },
+    #[error("batcher stopped")]
+    Stopped,
+}
 
 pub struct Batcher<T, R> {
     tx: mpsc::UnboundedSender<(T, Reply<R>)>,
@@ -22,10 +34,11 @@ impl<T: Send + 'static, R: Send + 'static> Batcher<T, R> {
     /// `flushers` tasks each take up to `max` queued items and pass them to `flush`, which must
     /// answer one result per item, in order. Must be called inside a Tokio runtime; the tasks
     /// end when the batcher is dropped.
-    pub fn spawn<F, Fut>(max: usize, flushers: usize, flush: F) -> Self
+    pub fn spawn<F, Fut, E>(max: usize, flushers: usize, flush: F) -> Self
     where
         F: Fn(Vec<T>) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<Vec<R>, String>> + Send,
+        Fut: Future<Output = Result<Vec<R>, E>> + Send,
+        E: std::error::Error + Send + Sync + 'static,
     {
         let (tx, rx) = mpsc::unbounded_channel::<(T, Reply<R>)>();
         let rx = Arc::new(Mutex::new(rx));
@@ -56,12 +69,17 @@ impl<T: Send + 'static, R: Send + 'static> Batcher<T, R> {
                                 let _ = reply.send(Ok(r));
                             }
                         }
-                        Ok(_) => {
+                        Ok(results) => {
+                            let e = BatchError::WrongCount {
+                                asked: n,
+                                got: results.len(),
+                            };
                             for reply in replies {
-                                let _ = reply.send(Err("batch answered the wrong count".into()));
+                                let _ = reply.send(Err(e.clone()));
                             }
                         }
                         Err(e) => {
+                            let e = BatchError::RoundTrip(Arc::new(e));
                             for reply in replies {
                                 let _ = reply.send(Err(e.clone()));
                             }
@@ -74,13 +92,10 @@ impl<T: Send + 'static, R: Send + 'static> Batcher<T, R> {
     }
 
     /// Queues `item` and waits for its batch's answer.
-    pub async fn call(&self, item: T) -> Result<R, String> {
+    pub async fn call(&self, item: T) -> Result<R, BatchError> {
         let (tx, rx) = oneshot::channel();
-        self.tx
-            .send((item, tx))
-            .map_err(|_| "batcher stopped".to_owned())?;
-        rx.await
-            .map_err(|_| "batcher dropped the request".to_owned())?
+        self.tx.send((item, tx)).map_err(|_| BatchError::Stopped)?;
+        rx.await.map_err(|_| BatchError::Stopped)?
     }
 }
 
@@ -98,7 +113,7 @@ mod tests {
             async move {
                 f.fetch_add(1, Ordering::Relaxed);
                 tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-                Ok(items.into_iter().map(|i| i * 10).collect())
+                Ok::<_, std::io::Error>(items.into_iter().map(|i| i * 10).collect())
             }
         }));
         let calls: Vec<_> = (0..200u32)
@@ -109,7 +124,7 @@ mod tests {
             .collect();
         for c in calls {
             let (i, r) = c.await.unwrap();
-            assert_eq!(r, Ok(i * 10));
+            assert_eq!(r.unwrap(), i * 10);
         }
         let n = flushes.load(Ordering::Relaxed);
         assert!(n < 50, "200 concurrent calls took {n} round trips");
@@ -117,7 +132,11 @@ mod tests {
 
     #[tokio::test]
     async fn a_failed_round_trip_fails_every_call_in_it() {
-        let b: Batcher<u32, u32> = Batcher::spawn(8, 1, |_items| async { Err("db down".into()) });
-        assert_eq!(b.call(1).await, Err("db down".to_owned()));
+        let b: Batcher<u32, u32> = Batcher::spawn(8, 1, |_items| async {
+            Err(std::io::Error::other("db down"))
+        });
+        let err = b.call(1).await.unwrap_err();
+        let cause = std::error::Error::source(&err).map(|c| c.to_string());
+        assert_eq!(cause.as_deref(), Some("db down"));
     }
 }

@@ -5,7 +5,6 @@ use std::path::PathBuf;
 
 use qualifier_config::{
     EnvError, cidrs, optional, parsed, positive, required, retry_delays, topology_prefix,
-    with_default,
 };
 use qualifier_store::SecretKey;
 
@@ -23,14 +22,13 @@ pub struct DeliveryConfig {
     pub retry_delays_ms: Vec<u64>,
     pub allow_cidrs: Vec<ipnet::IpNet>,
     pub ca_file: Option<PathBuf>,
-    pub app_base_url: String,
     pub db_pool_size: usize,
 }
 
 impl DeliveryConfig {
     pub fn from_env() -> Result<DeliveryConfig, EnvError> {
         let secret_key = SecretKey::from_base64(&required("QUALIFIER_SECRET_KEY")?)
-            .map_err(|e| EnvError::new("QUALIFIER_SECRET_KEY", e))?;
+            .map_err(|e| EnvError::new("QUALIFIER_SECRET_KEY", e.to_string()))?;
         let concurrency = positive("QUALIFIER_DELIVERY_CONCURRENCY", "64")? as usize;
         let ca_file = optional("QUALIFIER_WEBHOOK_CA_FILE").map(PathBuf::from);
         if let Some(p) = &ca_file
@@ -58,7 +56,6 @@ impl DeliveryConfig {
             retry_delays_ms: retry_delays()?,
             allow_cidrs: cidrs("QUALIFIER_WEBHOOK_ALLOW_CIDRS")?,
             ca_file,
-            app_base_url: with_default("QUALIFIER_APP_BASE_URL", "https://app.qualifier.local"),
             // Each in-flight delivery uses a connection for its reads and its outcome write.
             db_pool_size: optional("QUALIFIER_DB_POOL_SIZE")
                 .map_or(Ok((concurrency / 2).clamp(4, 32) as u64), |_| {

@@ -16,21 +16,12 @@ use std::time::{Duration, Instant};
 
 use uuid::Uuid;
 
-/// The longest pause a receiver can ask for; a larger `Retry-After` is clamped, so a
-/// misconfigured receiver cannot stall its deliveries past the retry budget.
-pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(3600);
+use crate::decide::{Hold, MAX_RETRY_AFTER};
 
 #[derive(Default)]
 struct OrgState {
     in_flight: usize,
     not_before: Option<Instant>,
-}
-
-/// Why a message must wait.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Wait {
-    AtCap,
-    BackingOff,
 }
 
 pub struct OrgGate {
@@ -65,15 +56,16 @@ impl OrgGate {
         })
     }
 
-    /// A slot for `org`, or the reason it must wait.
-    pub fn enter(self: &Arc<Self>, org: Uuid) -> Result<Permit, Wait> {
+    /// A slot for `org`, or the reason it must wait (the rule that orders these reasons is
+    /// [`crate::decide::hold`]).
+    pub fn enter(self: &Arc<Self>, org: Uuid) -> Result<Permit, Hold> {
         let mut orgs = self.orgs.lock().unwrap_or_else(|p| p.into_inner());
         let st = orgs.entry(org).or_default();
         if st.not_before.is_some_and(|t| t > Instant::now()) {
-            return Err(Wait::BackingOff);
+            return Err(Hold::BackingOff);
         }
         if st.in_flight >= self.cap {
-            return Err(Wait::AtCap);
+            return Err(Hold::AtCap);
         }
         st.in_flight += 1;
         Ok(Permit {
@@ -91,25 +83,6 @@ impl OrgGate {
     }
 }
 
-/// `Retry-After` as delta-seconds (the form rate limiters send). An HTTP-date is not honoured:
-/// it depends on the receiver's clock, and the normal retry schedule applies instead.
-pub fn parse_retry_after(v: &str) -> Option<Duration> {
-    let secs: u64 = v.trim().parse().ok()?;
-    Some(Duration::from_secs(secs).min(MAX_RETRY_AFTER))
-}
-
-/// The retry queue for a wait of at least `wait`: the longest configured delay that does not
-/// exceed it (the rest is spent parked), or the first when all are longer.
-pub fn retry_queue_for(delays_ms: &[u64], wait: Duration) -> usize {
-    let wait_ms = wait.as_millis() as u64;
-    delays_ms
-        .iter()
-        .enumerate()
-        .filter(|(_, d)| **d <= wait_ms)
-        .max_by_key(|(_, d)| **d)
-        .map_or(0, |(i, _)| i)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -120,7 +93,7 @@ mod tests {
         let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
         let p1 = gate.enter(a).unwrap();
         let _p2 = gate.enter(a).unwrap();
-        assert_eq!(gate.enter(a).err(), Some(Wait::AtCap));
+        assert_eq!(gate.enter(a).err(), Some(Hold::AtCap));
         let _other = gate.enter(b).expect("another org is not affected");
         drop(p1);
         assert!(gate.enter(a).is_ok(), "a freed slot is usable");
@@ -131,27 +104,9 @@ mod tests {
         let gate = OrgGate::new(4);
         let a = Uuid::new_v4();
         gate.back_off(a, Duration::from_millis(50));
-        assert_eq!(gate.enter(a).err(), Some(Wait::BackingOff));
+        assert_eq!(gate.enter(a).err(), Some(Hold::BackingOff));
         assert!(gate.enter(Uuid::new_v4()).is_ok());
         std::thread::sleep(Duration::from_millis(60));
         assert!(gate.enter(a).is_ok());
-    }
-
-    #[test]
-    fn retry_after_is_delta_seconds_clamped() {
-        assert_eq!(parse_retry_after(" 7 "), Some(Duration::from_secs(7)));
-        assert_eq!(parse_retry_after("0"), Some(Duration::ZERO));
-        assert_eq!(parse_retry_after("999999"), Some(MAX_RETRY_AFTER));
-        assert_eq!(parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT"), None);
-        assert_eq!(parse_retry_after("-1"), None);
-    }
-
-    #[test]
-    fn the_retry_queue_never_waits_longer_than_asked_beyond_the_schedule() {
-        let d = [30_000, 120_000, 480_000, 1_920_000];
-        assert_eq!(retry_queue_for(&d, Duration::from_secs(1)), 0);
-        assert_eq!(retry_queue_for(&d, Duration::from_secs(60)), 0);
-        assert_eq!(retry_queue_for(&d, Duration::from_secs(120)), 1);
-        assert_eq!(retry_queue_for(&d, Duration::from_secs(3600)), 3);
     }
 }

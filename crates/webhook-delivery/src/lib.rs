@@ -2,6 +2,7 @@
 
 pub mod batch;
 pub mod config;
+pub mod decide;
 pub mod gate;
 pub mod sender;
 pub mod worker;
@@ -12,6 +13,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use actix_web::{App, HttpResponse, HttpServer, web};
+use anyhow::Context;
 use qualifier_bus::Topology;
 use qualifier_egress::EgressPolicy;
 use qualifier_store::Store;
@@ -77,10 +79,10 @@ pub async fn start(cfg: DeliveryConfig) -> anyhow::Result<RunningDelivery> {
         }
     }
     let pool = qualifier_store::connect(&cfg.database_url, cfg.db_pool_size)
-        .map_err(anyhow::Error::msg)?;
-    let store = Store::new(pool, cfg.app_base_url.clone(), cfg.secret_key.clone());
+        .context("building the database pool")?;
+    let store = Store::new(pool, cfg.secret_key.clone());
     let roots = match &cfg.ca_file {
-        Some(p) => Some(std::fs::read(p)?),
+        Some(p) => Some(std::fs::read(p).with_context(|| format!("reading {}", p.display()))?),
         None => None,
     };
     let timeout = Duration::from_millis(cfg.timeout_ms);

@@ -1,4 +1,6 @@
-//! One delivery attempt: read the org's webhook now, sign, POST, classify the outcome.
+//! One delivery attempt: sign and POST the stored body to the webhook it is given, and report
+//! what happened. Whether to send and what the answer means are the decision module's
+//! ([`crate::decide`]).
 //!
 //! Outbound HTTP is hostile territory: no redirects, a whole-request timeout, and a resolver that
 //! answers only with addresses it checked against the egress policy, so the connection goes to
@@ -9,12 +11,12 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use qualifier_domain::EventType;
 use qualifier_domain::netguard::WebhookUrl;
 use qualifier_domain::timefmt;
 use qualifier_egress::EgressPolicy;
-use qualifier_store::deliveries::AttemptRecord;
 use qualifier_store::webhooks::WebhookForDelivery;
+
+use crate::decide::{Response, Sent};
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 
 /// A resolver that refuses a name unless every address it resolves to is permitted.
@@ -40,19 +42,6 @@ impl Resolve for GuardedResolver {
             Ok(Box::new(addrs.into_iter()) as Addrs)
         })
     }
-}
-
-/// What one attempt came to.
-#[derive(Debug)]
-pub enum Outcome {
-    /// No request was made: the webhook is missing, disabled or not subscribed to the type.
-    Skipped(&'static str),
-    Delivered(AttemptRecord),
-    /// `retry_after`: the receiver answered 429 or 503 with a `Retry-After` it wants honoured.
-    Failed {
-        record: AttemptRecord,
-        retry_after: Option<Duration>,
-    },
 }
 
 /// The message being delivered: what its headers say, and the body bytes to send.
@@ -97,50 +86,31 @@ impl Sender {
         })
     }
 
-    /// One attempt with the org's webhook as it is now (`None`: not configured).
-    pub async fn attempt(&self, job: &DeliveryJob, hook: Option<&WebhookForDelivery>) -> Outcome {
-        let Some(hook) = hook else {
-            return Outcome::Skipped("webhook not configured");
-        };
-        if !hook.webhook.enabled {
-            return Outcome::Skipped("webhook disabled");
-        }
-        let subscribed = EventType::parse(&job.meta.event_type)
-            .is_some_and(|t| hook.webhook.event_types.iter().any(|s| s == t.as_str()));
-        if !subscribed {
-            return Outcome::Skipped("event type not subscribed");
-        }
+    /// One POST of `job`'s body to `hook`, signed with its secret as it is now.
+    pub async fn send(&self, job: &DeliveryJob, hook: &WebhookForDelivery) -> Sent {
         let started_at = timefmt::now_millis();
         let clock = Instant::now();
-        let failed = |code: Option<u16>, error: String, clock: Instant| Outcome::Failed {
-            record: AttemptRecord {
-                started_at,
-                duration_ms: clock.elapsed().as_millis() as u64,
-                status_code: code,
-                error: Some(error),
-            },
-            retry_after: None,
+        let no_answer = |error: String| Sent {
+            started_at,
+            duration_ms: clock.elapsed().as_millis() as u64,
+            response: Response::NoAnswer(error),
         };
         let url = match WebhookUrl::parse(&hook.webhook.url) {
             Ok(u) => u,
-            Err(e) => return failed(None, e.to_string(), clock),
+            Err(e) => return no_answer(e.to_string()),
         };
         // IP literals never reach the resolver, so they are judged here.
         if let Some(ip) = url.ip_literal()
             && !self.policy.permits(ip)
         {
-            return failed(
-                None,
-                format!("endpoint is a non-public address ({ip})"),
-                clock,
-            );
+            return no_answer(format!("endpoint is a non-public address ({ip})"));
         }
         let signature = qualifier_signing::sign(&hook.signing_secret, &job.body);
         let sent = self
             .client
             .post(url.url().clone())
             .header("Content-Type", "application/json")
-            .header("X-Qualifier-Event", &job.meta.event_type)
+            .header("X-Qualifier-Event", job.meta.event_type.as_str())
             .header("X-Qualifier-Signature", signature)
             .header("X-Qualifier-Delivery", job.meta.delivery_id.to_string())
             .header("X-Qualifier-Timestamp", timefmt::format(started_at))
@@ -149,14 +119,14 @@ impl Sender {
             .await;
         let mut resp = match sent {
             Ok(r) => r,
-            Err(e) => return failed(None, describe(&e, self.timeout), clock),
+            Err(e) => return no_answer(describe(&e, self.timeout)),
         };
         let code = resp.status().as_u16();
-        let retry_after = matches!(code, 429 | 503)
-            .then(|| resp.headers().get(reqwest::header::RETRY_AFTER))
-            .flatten()
+        let retry_after = resp
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
             .and_then(|v| v.to_str().ok())
-            .and_then(crate::gate::parse_retry_after);
+            .map(str::to_owned);
         // Read a little of the body so the connection can be reused; stop at the limit or error.
         let mut read = 0;
         while read < RESPONSE_READ_LIMIT {
@@ -165,27 +135,10 @@ impl Sender {
                 _ => break,
             }
         }
-        let record = AttemptRecord {
+        Sent {
             started_at,
             duration_ms: clock.elapsed().as_millis() as u64,
-            status_code: Some(code),
-            error: None,
-        };
-        if (200..300).contains(&code) {
-            Outcome::Delivered(record)
-        } else {
-            let error = if (300..400).contains(&code) {
-                format!("HTTP {code} (redirects are not followed)")
-            } else {
-                format!("HTTP {code}")
-            };
-            Outcome::Failed {
-                record: AttemptRecord {
-                    error: Some(error),
-                    ..record
-                },
-                retry_after,
-            }
+            response: Response::Status { code, retry_after },
         }
     }
 }

@@ -1,5 +1,8 @@
 //! The consumer loop: bounded concurrency, ack only after the outcome is durable, reconnect on
 //! broker loss, drain in-flight work on shutdown (unacked messages return to the queue).
+//!
+//! The worker carries out steps; it decides nothing. Whether a message waits, is dropped,
+//! skipped, sent, retried or dead-lettered is [`crate::decide`]'s answer.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -11,23 +14,41 @@ use qualifier_bus::lapin::options::{
     BasicAckOptions, BasicCancelOptions, BasicConsumeOptions, BasicNackOptions, BasicQosOptions,
 };
 use qualifier_bus::lapin::types::FieldTable;
-use qualifier_bus::{DeliveryMeta, Outgoing, Publisher, Topology};
-use qualifier_store::Store;
-use qualifier_store::deliveries::{AttemptRecord, AttemptWrite, DeliveryContext, status};
+use qualifier_bus::{BusError, DeliveryMeta, MetaError, Outgoing, Publisher, Topology};
+use qualifier_domain::DeliveryStatus;
+use qualifier_domain::timefmt::now_millis;
+use qualifier_store::deliveries::{AttemptRecord, AttemptWrite, DeliveryContext};
+use qualifier_store::{Store, StoreError};
 use qualifier_telemetry::metrics::{self as m, metrics};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::batch::Batcher;
+use crate::batch::{BatchError, Batcher};
+use crate::decide::{self, After, Before, Hold, Sent};
 use crate::gate;
-use crate::sender::{DeliveryJob, Outcome, Sender};
+use crate::sender::{DeliveryJob, Sender};
 
 fn unix_ms() -> i64 {
-    qualifier_domain::timefmt::unix_millis(qualifier_domain::timefmt::now_millis())
+    qualifier_domain::timefmt::unix_millis(now_millis())
 }
 
-pub const MAX_ATTEMPTS: u32 = 5;
 const QUEUE_SAMPLE: Duration = Duration::from_secs(2);
+
+/// Why an attempt's outcome is not durable: the message goes back to the queue and is tried
+/// again (a duplicate request is possible, a lost event is not).
+#[derive(Debug, thiserror::Error)]
+pub enum NotDurable {
+    #[error("reading the delivery's context failed")]
+    Context(#[source] BatchError),
+    #[error("delivery row not found")]
+    MissingRow,
+    #[error("recording the attempt failed")]
+    Record(#[source] BatchError),
+    #[error("marking the delivery skipped failed")]
+    Skip(#[source] StoreError),
+    #[error("publishing the message's next hop failed")]
+    Publish(#[source] BusError),
+}
 
 #[derive(Default)]
 pub struct WorkerStatus {
@@ -62,7 +83,7 @@ impl Worker {
         let s = store.clone();
         let contexts = Batcher::spawn(128, 2, move |ids: Vec<uuid::Uuid>| {
             let s = s.clone();
-            async move { s.delivery_contexts(&ids).await.map_err(|e| e.to_string()) }
+            async move { s.delivery_contexts(&ids).await }
         });
         let s = store.clone();
         let outcomes = Batcher::spawn(128, 2, move |writes: Vec<AttemptWrite>| {
@@ -71,7 +92,6 @@ impl Worker {
                 s.record_attempts(&writes)
                     .await
                     .map(|()| vec![(); writes.len()])
-                    .map_err(|e| e.to_string())
             }
         });
         (contexts, outcomes)
@@ -82,8 +102,8 @@ impl Worker {
         &self,
         job: &DeliveryJob,
         record: AttemptRecord,
-        status: &'static str,
-    ) -> Result<(), String> {
+        status: DeliveryStatus,
+    ) -> Result<(), NotDurable> {
         self.outcomes
             .call(AttemptWrite {
                 delivery_id: job.meta.delivery_id,
@@ -92,10 +112,11 @@ impl Worker {
                 status,
             })
             .await
+            .map_err(NotDurable::Record)
     }
 }
 
-fn parse_job(d: &Delivery) -> Result<DeliveryJob, String> {
+fn parse_job(d: &Delivery) -> Result<DeliveryJob, MetaError> {
     Ok(DeliveryJob {
         meta: DeliveryMeta::from_properties(&d.properties)?,
         body: d.data.clone(),
@@ -114,21 +135,16 @@ fn job_message<'a>(job: &'a DeliveryJob, exchange: &'a str, routing_key: &'a str
 }
 
 /// Attempt latency, event-to-delivery latency and the outcome count of one attempt.
-fn record_outcome(job: &DeliveryJob, outcome: &Outcome) {
-    let (outcome_label, rec) = match outcome {
-        Outcome::Skipped(_) => ("skipped", None),
-        Outcome::Delivered(r) => ("delivered", Some((r, "success"))),
-        Outcome::Failed { record: r, .. } if job.meta.attempt < MAX_ATTEMPTS => {
-            ("retrying", Some((r, "failure")))
-        }
-        Outcome::Failed { record: r, .. } => ("dead", Some((r, "failure"))),
+fn record_metrics(job: &DeliveryJob, record: &AttemptRecord, step: &After) {
+    let (outcome, result) = match step {
+        After::Succeeded => ("delivered", "success"),
+        After::Retry { .. } => ("retrying", "failure"),
+        After::Dead => ("dead", "failure"),
     };
-    metrics::counter!(m::DELIVERIES, "outcome" => outcome_label).increment(1);
-    if let Some((r, result)) = rec {
-        metrics::histogram!(m::ATTEMPT_DURATION, "result" => result)
-            .record(r.duration_ms as f64 / 1000.0);
-    }
-    if let (Outcome::Delivered(_), Some(at)) = (outcome, job.meta.occurred_at_ms) {
+    metrics::counter!(m::DELIVERIES, "outcome" => outcome).increment(1);
+    metrics::histogram!(m::ATTEMPT_DURATION, "result" => result)
+        .record(record.duration_ms as f64 / 1000.0);
+    if let (After::Succeeded, Some(at)) = (step, job.meta.occurred_at_ms) {
         metrics::histogram!(m::EVENT_TO_DELIVERY).record((unix_ms() - at).max(0) as f64 / 1000.0);
     }
 }
@@ -171,97 +187,91 @@ async fn sample_queues(ch: qualifier_bus::lapin::Channel, topology: Topology) {
 }
 
 impl Worker {
-    /// Makes one attempt and makes its outcome durable. Err means "not durable": the message
-    /// must go back to the queue.
-    async fn process(&self, publisher: &Publisher, job: &DeliveryJob) -> Result<(), String> {
-        // One read: the delivery's status and the org's webhook as it is now. A duplicate of a
-        // delivery that already ended (a redelivery after a crash between the outcome and the
-        // ack) is dropped instead of being sent again.
-        let ctx = self
+    /// Makes one attempt, if the rules say so, and makes its outcome durable. Err means "not
+    /// durable": the message must go back to the queue.
+    async fn deliver_attempt(
+        &self,
+        publisher: &Publisher,
+        job: &DeliveryJob,
+    ) -> Result<(), NotDurable> {
+        // One read: the delivery's status and the org's webhook as it is now.
+        let ctx: DeliveryContext = self
             .contexts
             .call(job.meta.delivery_id)
-            .await?
-            .ok_or_else(|| "delivery row not found".to_owned())?;
-        if matches!(
-            ctx.status.as_str(),
-            status::SUCCEEDED | status::SKIPPED | status::DEAD
-        ) {
-            return Ok(());
-        }
-        let outcome = match ctx.webhook {
-            Some(Err(e)) => {
-                tracing::error!(delivery_id = %job.meta.delivery_id, error = %e, "signing secret unreadable");
-                Outcome::Failed {
-                    record: AttemptRecord {
-                        started_at: qualifier_domain::timefmt::now_millis(),
-                        duration_ms: 0,
-                        status_code: None,
-                        error: Some(
-                            "signing secret unreadable (QUALIFIER_SECRET_KEY changed?); rotate the secret"
-                                .into(),
-                        ),
-                    },
-                    retry_after: None,
-                }
+            .await
+            .map_err(NotDurable::Context)?
+            .ok_or(NotDurable::MissingRow)?;
+        let sent: Sent = match decide::before_attempt(&job.meta, &ctx) {
+            Before::Drop => return Ok(()),
+            Before::Skip(reason) => {
+                metrics::counter!(m::DELIVERIES, "outcome" => "skipped").increment(1);
+                tracing::info!(delivery_id = %job.meta.delivery_id, reason = reason.as_str(), "delivery skipped");
+                return self
+                    .store
+                    .mark_skipped(job.meta.delivery_id, reason.as_str())
+                    .await
+                    .map_err(NotDurable::Skip);
             }
-            Some(Ok(hook)) => self.sender.attempt(job, Some(&hook)).await,
-            None => self.sender.attempt(job, None).await,
+            Before::FailWithoutRequest(error) => {
+                tracing::error!(delivery_id = %job.meta.delivery_id, error, "attempt failed before any request");
+                Sent::without_request(now_millis(), error)
+            }
+            Before::Send(hook) => self.sender.send(job, hook).await,
         };
-        record_outcome(job, &outcome);
-        match outcome {
-            Outcome::Skipped(reason) => {
-                tracing::info!(delivery_id = %job.meta.delivery_id, reason, "delivery skipped");
-                self.store
-                    .mark_skipped(job.meta.delivery_id, reason)
-                    .await
-                    .map_err(|e| e.to_string())
+        let (record, step) = decide::after_attempt(
+            &sent,
+            job.meta.attempt,
+            &self.topology.retry_delays_ms,
+            unix_ms(),
+        );
+        record_metrics(job, &record, &step);
+        let id = job.meta.delivery_id;
+        match &step {
+            After::Succeeded => {
+                tracing::debug!(delivery_id = %id, status = ?record.status_code, ms = record.duration_ms, "delivered");
             }
-            Outcome::Delivered(rec) => {
-                tracing::debug!(delivery_id = %job.meta.delivery_id, status = ?rec.status_code, ms = rec.duration_ms, "delivered");
-                self.record(job, rec, status::SUCCEEDED).await
+            After::Retry { .. } => {
+                tracing::info!(delivery_id = %id, attempt = job.meta.attempt, error = ?record.error, "attempt failed; retrying later");
             }
-            Outcome::Failed {
-                record: rec,
-                retry_after,
-            } if job.meta.attempt < MAX_ATTEMPTS => {
-                tracing::info!(delivery_id = %job.meta.delivery_id, attempt = job.meta.attempt, error = ?rec.error, "attempt failed; retrying later");
-                self.record(job, rec, status::FAILED).await?;
-                let delays = &self.topology.retry_delays_ms;
-                let scheduled = (job.meta.attempt as usize - 1).min(delays.len() - 1);
-                let mut next = job.clone();
-                next.meta.attempt = job.meta.attempt + 1;
-                let queue = match retry_after {
-                    // The receiver asked for a pause: the whole org waits at least that long,
-                    // and this message carries the time so any replica honours it.
-                    Some(wait) if Duration::from_millis(delays[scheduled]) < wait => {
-                        self.gate.back_off(job.meta.org_id, wait);
-                        next.meta.not_before_ms = Some(unix_ms() + wait.as_millis() as i64);
-                        gate::retry_queue_for(delays, wait)
-                    }
-                    Some(wait) => {
-                        self.gate.back_off(job.meta.org_id, wait);
-                        scheduled
-                    }
-                    None => scheduled,
-                };
-                let queue = self.topology.retry_queue(queue);
-                let msg = job_message(&next, "", &queue);
-                publisher
-                    .publish_all(&[msg])
-                    .await
-                    .map_err(|e| e.to_string())
-            }
-            Outcome::Failed { record: rec, .. } => {
-                tracing::warn!(delivery_id = %job.meta.delivery_id, error = ?rec.error, "last attempt failed; dead-lettering");
-                self.record(job, rec, status::DEAD).await?;
-                let exchange = self.topology.dead_exchange();
-                let msg = job_message(job, &exchange, "");
-                publisher
-                    .publish_all(&[msg])
-                    .await
-                    .map_err(|e| e.to_string())
+            After::Dead => {
+                tracing::warn!(delivery_id = %id, error = ?record.error, "last attempt failed; dead-lettering");
             }
         }
+        self.record(job, record, step.status()).await?;
+        let (exchange, routing_key, next) = match step {
+            After::Succeeded => return Ok(()),
+            After::Retry {
+                queue,
+                not_before_ms,
+                org_back_off,
+            } => {
+                if let Some(wait) = org_back_off {
+                    self.gate.back_off(job.meta.org_id, wait);
+                }
+                let mut next = job.clone();
+                next.meta.attempt += 1;
+                if not_before_ms.is_some() {
+                    next.meta.not_before_ms = not_before_ms;
+                }
+                (String::new(), self.topology.retry_queue(queue), next)
+            }
+            After::Dead => (self.topology.dead_exchange(), String::new(), job.clone()),
+        };
+        publisher
+            .publish_all(&[job_message(&next, &exchange, &routing_key)])
+            .await
+            .map_err(NotDurable::Publish)
+    }
+
+    /// Parks `job` (it waits without using an attempt) and acks the original.
+    async fn park(&self, publisher: &Publisher, d: Delivery, job: &DeliveryJob, why: Hold) {
+        metrics::counter!(m::PARKED, "reason" => why.label()).increment(1);
+        let queue = self.topology.parked_queue();
+        let parked = publisher
+            .publish_all(&[job_message(job, "", &queue)])
+            .await
+            .map_err(NotDurable::Publish);
+        self.settle(d, job, parked).await;
     }
 
     async fn handle(self: Arc<Self>, publisher: Publisher, d: Delivery) {
@@ -282,46 +292,36 @@ impl Worker {
         if let Some(t) = qualifier_telemetry::trace_id(&span) {
             span.record("trace_id", t);
         }
-        // Wait without using an attempt when the receiver asked for a pause, or when the org
-        // already holds its share of this process's slots.
-        let permit = if job.meta.not_before_ms.is_some_and(|t| t > unix_ms()) {
-            Err(gate::Wait::BackingOff)
-        } else {
-            self.gate.enter(job.meta.org_id)
-        };
-        let permit = match permit {
-            Ok(p) => p,
-            Err(why) => {
-                metrics::counter!(m::PARKED, "reason" => match why {
-                    gate::Wait::AtCap => "at_cap",
-                    gate::Wait::BackingOff => "backing_off",
-                })
-                .increment(1);
-                let queue = self.topology.parked_queue();
-                let parked = publisher
-                    .publish_all(&[job_message(&job, "", &queue)])
-                    .await;
-                self.settle(d, &job, parked.map_err(|e| e.to_string()))
+        let gate = self.gate.enter(job.meta.org_id);
+        let permit = match (
+            decide::hold(&job.meta, unix_ms(), gate.as_ref().err().copied()),
+            gate,
+        ) {
+            (None, Ok(permit)) => permit,
+            (why, _) => {
+                // A slot taken while the message's own pause holds it is given back at once.
+                self.park(&publisher, d, &job, why.unwrap_or(Hold::AtCap))
                     .await;
                 return;
             }
         };
         let in_flight = metrics::gauge!(m::IN_FLIGHT);
         in_flight.increment(1.0);
-        let result = tracing::Instrument::instrument(self.process(&publisher, &job), span).await;
+        let result =
+            tracing::Instrument::instrument(self.deliver_attempt(&publisher, &job), span).await;
         in_flight.decrement(1.0);
         drop(permit);
         self.settle(d, &job, result).await;
     }
 
     /// Acks once the outcome is durable; otherwise the message goes back to the queue.
-    async fn settle(&self, d: Delivery, job: &DeliveryJob, result: Result<(), String>) {
+    async fn settle(&self, d: Delivery, job: &DeliveryJob, result: Result<(), NotDurable>) {
         match result {
             Ok(()) => {
                 let _ = d.acker.ack(BasicAckOptions::default()).await;
             }
             Err(e) => {
-                tracing::warn!(delivery_id = %job.meta.delivery_id, error = %e, "outcome not durable; requeueing");
+                tracing::warn!(delivery_id = %job.meta.delivery_id, error = %qualifier_store::cause_chain(&e), "outcome not durable; requeueing");
                 // A short pause keeps a database outage from spinning the message in a hot loop.
                 tokio::time::sleep(Duration::from_millis(500)).await;
                 let _ = d
@@ -337,6 +337,7 @@ impl Worker {
 
     pub async fn run(self: Arc<Self>, shutdown: CancellationToken) {
         let tracker = TaskTracker::new();
+        let mut backoff = qualifier_bus::reconnect_backoff();
         while !shutdown.is_cancelled() {
             let setup = async {
                 let conn = qualifier_bus::connect(&self.amqp_url).await?;
@@ -364,12 +365,14 @@ impl Worker {
             let (conn, publisher, ch, mut consumer) = match setup {
                 Ok(s) => s,
                 Err(e) => {
-                    tracing::warn!(error = %e, "cannot reach RabbitMQ; retrying");
+                    let wait = backoff.next().unwrap_or(Duration::from_secs(10));
+                    tracing::warn!(error = %e, wait_ms = wait.as_millis() as u64, "cannot reach RabbitMQ; retrying");
                     self.status.broker_ready.store(false, Ordering::Relaxed);
-                    tokio::select! { _ = tokio::time::sleep(Duration::from_secs(1)) => {}, _ = shutdown.cancelled() => {} }
+                    tokio::select! { _ = tokio::time::sleep(wait) => {}, _ = shutdown.cancelled() => {} }
                     continue;
                 }
             };
+            backoff = qualifier_bus::reconnect_backoff();
             self.status.broker_ready.store(true, Ordering::Relaxed);
             let sampler = match conn.create_channel().await {
                 Ok(c) => Some(tokio::spawn(sample_queues(c, self.topology.clone()))),

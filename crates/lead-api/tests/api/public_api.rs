@@ -565,3 +565,87 @@ async fn an_unexpected_database_error_is_an_opaque_500() {
         "no detail of the cause leaks"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_opaque_500_logs_its_whole_cause_chain_with_the_request_id() {
+    let app = TestApp::spawn().await;
+    let (org, token) = app.org().await;
+    let lead = app.inbound_lead(&org, "+447700900123").await;
+    app.db
+        .client()
+        .await
+        .batch_execute("ALTER TABLE leads RENAME COLUMN channel TO channel_gone")
+        .await
+        .unwrap();
+    let rid = format!("cause-chain-{}", uuid::Uuid::new_v4());
+    let r = app
+        .http
+        .get(format!(
+            "{}/api/v1/leads/{}",
+            app.public,
+            lead["id"].as_str().unwrap()
+        ))
+        .bearer_auth(&token)
+        .header("x-request-id", &rid)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 500);
+    assert_eq!(r.headers()["x-request-id"], rid.as_str());
+    let logs = qualifier_testkit::telemetry::captured_logs();
+    let line = logs
+        .lines()
+        .find(|l| l.contains(&rid) && l.contains("request failed"))
+        .unwrap_or_else(|| panic!("no 500 log line for {rid}"));
+    let v: Value = serde_json::from_str(line).unwrap();
+    let cause = v["fields"]["cause"].as_str().unwrap();
+    // Our context first, then PostgreSQL's own words: the operator sees why, not just "500".
+    assert!(cause.starts_with("database error: "), "{cause}");
+    assert!(
+        cause.contains("channel") && cause.contains("does not exist"),
+        "{cause}"
+    );
+    assert_eq!(v["level"], "ERROR");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stored_stage_that_does_not_parse_is_an_error_not_a_default() {
+    let app = TestApp::spawn().await;
+    let (org, token) = app.org().await;
+    let lead = app.inbound_lead(&org, "+447700900123").await;
+    let id = lead["id"].as_str().unwrap();
+    // Only a hand edit (or a newer version's row) can do this: the CHECK is lifted for it.
+    app.db
+        .client()
+        .await
+        .batch_execute(&format!(
+            "ALTER TABLE leads DROP CONSTRAINT leads_qualification_stage_check;
+             UPDATE leads SET qualification_stage = 'negotiating' WHERE id = '{id}'"
+        ))
+        .await
+        .unwrap();
+    let rid = format!("corrupt-stage-{}", uuid::Uuid::new_v4());
+    let r = app
+        .http
+        .get(format!("{}/api/v1/leads/{id}", app.public))
+        .bearer_auth(&token)
+        .header("x-request-id", &rid)
+        .send()
+        .await
+        .unwrap();
+    // Shown as "qualifying" before; a CRM would have synced a stage the lead is not in.
+    assert_eq!(r.status(), 500);
+    assert_eq!(
+        r.text().await.unwrap(),
+        r#"{"error":"Internal server error"}"#
+    );
+    let logs = qualifier_testkit::telemetry::captured_logs();
+    let line = logs
+        .lines()
+        .find(|l| l.contains(&rid) && l.contains("request failed"))
+        .unwrap_or_else(|| panic!("no 500 log line for {rid}"));
+    assert!(
+        line.contains(r#"stored Stage \"negotiating\" is not a known value"#),
+        "{line}"
+    );
+}

@@ -22,27 +22,38 @@ async fn a_fresh_token_gets_120_then_429_and_refusals_cost_nothing() {
             "request {i} is admitted (and finds nothing)"
         );
     }
-    let r = app.public(Method::GET, &path, &token, None).await;
-    let elapsed = started.elapsed().as_secs_f64();
-    if elapsed < 0.5 {
-        // Refill is 2/s, so within half a second the 121st is certainly refused.
-        assert_eq!(r.headers()["x-ratelimit-remaining"], "0");
-        assert_eq!(r.headers()["x-ratelimit-limit"], "120");
-        let retry: u64 = r.headers()["retry-after"]
-            .to_str()
-            .unwrap()
-            .parse()
-            .unwrap();
-        assert!(retry >= 1);
-        assert_eq!(error_of(r).await, (429, "Rate limit exceeded".into()));
-        // Operators see the refusal, and the 429 under its route pattern (not the raw path).
-        let after = app.metrics().await;
-        let refused = |p: &str| metric(p, "qualifier_rate_limited_total", &[]);
-        assert!(refused(&after) >= refused(&metrics_before) + 1.0);
-        let route_429 = [("route", "/api/v1/leads/{lead_id}"), ("status", "429")];
-        assert!(metric(&after, "qualifier_http_requests_total", &route_429) >= 1.0);
-        assert!(!after.contains(&path), "no per-lead series");
-    }
+    // The 121st within that minute is refused. A slow machine may have refilled a request or
+    // two (2/s) by then, which are admitted first; never more than the refill allows.
+    let mut refilled = 0u32;
+    let r = loop {
+        let r = app.public(Method::GET, &path, &token, None).await;
+        if r.status() != 404 {
+            break r;
+        }
+        refilled += 1;
+        let allowed = (2.0 * started.elapsed().as_secs_f64()).ceil() as u32 + 1;
+        assert!(
+            refilled <= allowed,
+            "{refilled} admitted beyond the bucket after {:?}",
+            started.elapsed()
+        );
+    };
+    assert_eq!(r.headers()["x-ratelimit-remaining"], "0");
+    assert_eq!(r.headers()["x-ratelimit-limit"], "120");
+    let retry: u64 = r.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(retry >= 1);
+    assert_eq!(error_of(r).await, (429, "Rate limit exceeded".into()));
+    // Operators see the refusal, and the 429 under its route pattern (not the raw path).
+    let after = app.metrics().await;
+    let refused = |p: &str| metric(p, "qualifier_rate_limited_total", &[]);
+    assert!(refused(&after) >= refused(&metrics_before) + 1.0);
+    let route_429 = [("route", "/api/v1/leads/{lead_id}"), ("status", "429")];
+    assert!(metric(&after, "qualifier_http_requests_total", &route_429) >= 1.0);
+    assert!(!after.contains(&path), "no per-lead series");
     // An unknown token is refused without touching anyone's bucket.
     let r = app
         .public(

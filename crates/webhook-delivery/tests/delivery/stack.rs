@@ -63,7 +63,6 @@ pub fn delivery_config(
         retry_delays_ms: topo.retry_delays_ms.clone(),
         allow_cidrs: vec!["127.0.0.0/8".parse().unwrap(), "::1/128".parse().unwrap()],
         ca_file: Some(receiver.ca_file.clone()),
-        app_base_url: "https://app.qualifier.test".into(),
         db_pool_size: 4,
     }
 }

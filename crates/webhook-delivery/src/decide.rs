@@ -1,0 +1,503 @@
+//! The delivery rules, in one place: what happens to a delivery message before an attempt and
+//! after one (contract section 4, and the fairness rules of `docs/decisions.md`).
+//!
+//! Pure functions over what the worker knows: no IO and no clock reads (the caller passes
+//! `now`), so every rule is a unit test below. The worker carries out the [`Before`] and
+//! [`After`] steps; the HTTP sender only sends and reports what it saw ([`Sent`]). A new rule
+//! (say, "410 Gone ends the delivery at once") is a change here and a test here.
+
+use std::time::Duration;
+
+use qualifier_bus::DeliveryMeta;
+use qualifier_domain::DeliveryStatus;
+use qualifier_store::deliveries::{AttemptRecord, DeliveryContext};
+use qualifier_store::webhooks::WebhookForDelivery;
+use time::OffsetDateTime;
+
+/// Attempts in one cycle (seed: 5, then the dead-letter queue). A replay starts a new cycle.
+pub const MAX_ATTEMPTS: u32 = 5;
+
+/// The longest pause a receiver can ask for; a larger `Retry-After` is clamped, so a
+/// misconfigured receiver cannot stall its deliveries past the retry budget.
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(3600);
+
+/// How long a message parked because its org is at its in-flight cap waits before it is looked
+/// at again (a slot usually frees within an attempt's time).
+pub const AT_CAP_WAIT: Duration = Duration::from_secs(1);
+
+/// Why a message waits without using an attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hold {
+    /// The org already holds its share of this process's attempt slots.
+    AtCap,
+    /// The receiver asked for a pause (`Retry-After`).
+    BackingOff,
+}
+
+impl Hold {
+    pub fn label(self) -> &'static str {
+        match self {
+            Hold::AtCap => "at_cap",
+            Hold::BackingOff => "backing_off",
+        }
+    }
+}
+
+/// Why a delivery ends without a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SkipReason {
+    NotConfigured,
+    Disabled,
+    NotSubscribed,
+}
+
+impl SkipReason {
+    /// The delivery log's `last_error`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SkipReason::NotConfigured => "webhook not configured",
+            SkipReason::Disabled => "webhook disabled",
+            SkipReason::NotSubscribed => "event type not subscribed",
+        }
+    }
+}
+
+/// What happens to a message before any attempt.
+#[derive(Debug, PartialEq)]
+pub enum Before<'a> {
+    /// A redelivery of a delivery that already ended (a crash between the outcome and the ack):
+    /// acknowledge it and send nothing.
+    Drop,
+    /// End the delivery as `skipped`, with no request made.
+    Skip(SkipReason),
+    /// The attempt fails without a request (the error goes to the delivery log), then
+    /// [`after_attempt`] decides as for any failure.
+    FailWithoutRequest(&'static str),
+    /// Send to this webhook, as it is now.
+    Send(&'a WebhookForDelivery),
+}
+
+/// Whether the message may start an attempt now, or must wait: `gate` is the org gate's answer
+/// (`None` when it granted a slot). The message's own `not-before` (a `Retry-After` learned by
+/// any replica) comes first.
+pub fn hold(meta: &DeliveryMeta, now_ms: i64, gate: Option<Hold>) -> Option<Hold> {
+    if meta.not_before_ms.is_some_and(|t| t > now_ms) {
+        return Some(Hold::BackingOff);
+    }
+    gate
+}
+
+/// What to do with a message that may start, given the delivery's row and its org's webhook as
+/// they are now (configuration is read at delivery time: seed section 6, rule 5).
+pub fn before_attempt<'a>(meta: &DeliveryMeta, ctx: &'a DeliveryContext) -> Before<'a> {
+    if ctx.status.is_final() {
+        return Before::Drop;
+    }
+    let hook = match &ctx.webhook {
+        None => return Before::Skip(SkipReason::NotConfigured),
+        // The secret cannot be opened (QUALIFIER_SECRET_KEY changed): an ordinary failure, so
+        // the delivery ends dead and can be replayed after a rotation, instead of looping.
+        Some(Err(_)) => {
+            return Before::FailWithoutRequest(
+                "signing secret unreadable (QUALIFIER_SECRET_KEY changed?); rotate the secret",
+            );
+        }
+        Some(Ok(hook)) => hook,
+    };
+    if !hook.webhook.enabled {
+        return Before::Skip(SkipReason::Disabled);
+    }
+    if !hook.webhook.event_types.contains(&meta.event_type) {
+        return Before::Skip(SkipReason::NotSubscribed);
+    }
+    Before::Send(hook)
+}
+
+/// What the sender saw: the receiver's status and `Retry-After`, or no answer at all.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Response {
+    Status {
+        code: u16,
+        retry_after: Option<String>,
+    },
+    /// Timeout, connection or TLS error, or a refused address; the text is for the log.
+    NoAnswer(String),
+}
+
+/// One attempt as the sender reports it.
+#[derive(Debug, Clone)]
+pub struct Sent {
+    pub started_at: OffsetDateTime,
+    pub duration_ms: u64,
+    pub response: Response,
+}
+
+impl Sent {
+    /// A failure that never reached the network.
+    pub fn without_request(started_at: OffsetDateTime, error: &str) -> Sent {
+        Sent {
+            started_at,
+            duration_ms: 0,
+            response: Response::NoAnswer(error.to_owned()),
+        }
+    }
+}
+
+/// What happens after an attempt.
+#[derive(Debug, Clone, PartialEq)]
+pub enum After {
+    /// Record `succeeded` and acknowledge.
+    Succeeded,
+    /// Record `failed` and schedule attempt `attempt + 1` on retry queue `queue`. With
+    /// `org_back_off`, this process also holds the whole org for that long; with `not_before_ms`,
+    /// the message carries the pause to whichever replica takes it next.
+    Retry {
+        queue: usize,
+        not_before_ms: Option<i64>,
+        org_back_off: Option<Duration>,
+    },
+    /// Record `dead` and route the message to the dead-letter exchange.
+    Dead,
+}
+
+impl After {
+    /// The status the delivery log records for this step.
+    pub fn status(&self) -> DeliveryStatus {
+        match self {
+            After::Succeeded => DeliveryStatus::Succeeded,
+            After::Retry { .. } => DeliveryStatus::Failed,
+            After::Dead => DeliveryStatus::Dead,
+        }
+    }
+}
+
+/// Classifies the attempt and picks the next step; returns the attempt's log entry beside it.
+///
+/// - Success is a 2xx; every other status (3xx included: redirects are never followed), and no
+///   answer at all, fails the attempt.
+/// - Attempts 1..4 that fail are retried after `delays_ms[attempt - 1]`; the 5th goes dead.
+/// - A 429 or 503 with `Retry-After: <seconds>` pauses the org for that long (clamped to
+///   [`MAX_RETRY_AFTER`]); when it is longer than the scheduled delay, the message waits for it.
+pub fn after_attempt(
+    sent: &Sent,
+    attempt: u32,
+    delays_ms: &[u64],
+    now_ms: i64,
+) -> (AttemptRecord, After) {
+    let (status_code, error, retry_after) = match &sent.response {
+        Response::Status { code, .. } if (200..300).contains(code) => (Some(*code), None, None),
+        Response::Status { code, retry_after } => {
+            let error = if (300..400).contains(code) {
+                format!("HTTP {code} (redirects are not followed)")
+            } else {
+                format!("HTTP {code}")
+            };
+            let honoured = matches!(code, 429 | 503)
+                .then(|| retry_after.as_deref().and_then(parse_retry_after))
+                .flatten();
+            (Some(*code), Some(error), honoured)
+        }
+        Response::NoAnswer(e) => (None, Some(e.clone()), None),
+    };
+    let failed = error.is_some();
+    let record = AttemptRecord {
+        started_at: sent.started_at,
+        duration_ms: sent.duration_ms,
+        status_code,
+        error,
+    };
+    let step = if !failed {
+        After::Succeeded
+    } else if attempt >= MAX_ATTEMPTS {
+        After::Dead
+    } else {
+        let scheduled = (attempt as usize)
+            .saturating_sub(1)
+            .min(delays_ms.len() - 1);
+        match retry_after {
+            Some(wait) if Duration::from_millis(delays_ms[scheduled]) < wait => After::Retry {
+                queue: retry_queue_for(delays_ms, wait),
+                not_before_ms: Some(now_ms + wait.as_millis() as i64),
+                org_back_off: Some(wait),
+            },
+            Some(wait) => After::Retry {
+                queue: scheduled,
+                not_before_ms: None,
+                org_back_off: Some(wait),
+            },
+            None => After::Retry {
+                queue: scheduled,
+                not_before_ms: None,
+                org_back_off: None,
+            },
+        }
+    };
+    (record, step)
+}
+
+/// `Retry-After` as delta-seconds (the form rate limiters send). An HTTP-date is not honoured:
+/// it depends on the receiver's clock, and the normal retry schedule applies instead.
+pub fn parse_retry_after(v: &str) -> Option<Duration> {
+    let secs: u64 = v.trim().parse().ok()?;
+    Some(Duration::from_secs(secs).min(MAX_RETRY_AFTER))
+}
+
+/// The retry queue for a wait of at least `wait`: the longest configured delay that does not
+/// exceed it (the rest is spent parked), or the first when all are longer.
+pub fn retry_queue_for(delays_ms: &[u64], wait: Duration) -> usize {
+    let wait_ms = wait.as_millis() as u64;
+    delays_ms
+        .iter()
+        .enumerate()
+        .filter(|(_, d)| **d <= wait_ms)
+        .max_by_key(|(_, d)| **d)
+        .map_or(0, |(i, _)| i)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use qualifier_domain::EventType;
+    use qualifier_domain::timefmt::now_millis;
+    use qualifier_store::secrets::OpenError;
+    use qualifier_store::webhooks::Webhook;
+    use uuid::Uuid;
+
+    const DELAYS: [u64; 4] = [30_000, 120_000, 480_000, 1_920_000];
+    const NOW: i64 = 1_800_000_000_000;
+
+    fn meta(event_type: EventType) -> DeliveryMeta {
+        DeliveryMeta {
+            delivery_id: Uuid::new_v4(),
+            event_id: Uuid::new_v4(),
+            org_id: Uuid::new_v4(),
+            event_type,
+            attempt: 1,
+            occurred_at_ms: None,
+            traceparent: None,
+            not_before_ms: None,
+        }
+    }
+
+    fn hook(enabled: bool, types: &[EventType]) -> WebhookForDelivery {
+        WebhookForDelivery {
+            webhook: Webhook {
+                url: "https://hooks.example.com/q".into(),
+                event_types: types.to_vec(),
+                enabled,
+                created_at: now_millis(),
+                updated_at: now_millis(),
+            },
+            signing_secret: "qlf_whsec_test".into(),
+        }
+    }
+
+    fn ctx(
+        status: DeliveryStatus,
+        webhook: Option<Result<WebhookForDelivery, OpenError>>,
+    ) -> DeliveryContext {
+        DeliveryContext { status, webhook }
+    }
+
+    fn sent(response: Response) -> Sent {
+        Sent {
+            started_at: now_millis(),
+            duration_ms: 12,
+            response,
+        }
+    }
+
+    fn status(code: u16) -> Sent {
+        sent(Response::Status {
+            code,
+            retry_after: None,
+        })
+    }
+
+    fn status_retry_after(code: u16, v: &str) -> Sent {
+        sent(Response::Status {
+            code,
+            retry_after: Some(v.into()),
+        })
+    }
+
+    // --- before an attempt ---
+
+    #[test]
+    fn a_finished_delivery_redelivered_after_a_crash_is_dropped() {
+        let m = meta(EventType::LeadCreated);
+        for s in [
+            DeliveryStatus::Succeeded,
+            DeliveryStatus::Dead,
+            DeliveryStatus::Skipped,
+        ] {
+            let c = ctx(s, Some(Ok(hook(true, &[EventType::LeadCreated]))));
+            assert_eq!(before_attempt(&m, &c), Before::Drop, "{s}");
+        }
+    }
+
+    #[test]
+    fn pending_and_failed_deliveries_are_sent_to_the_subscribed_webhook() {
+        let m = meta(EventType::LeadCreated);
+        for s in [DeliveryStatus::Pending, DeliveryStatus::Failed] {
+            let c = ctx(s, Some(Ok(hook(true, &[EventType::LeadCreated]))));
+            assert!(matches!(before_attempt(&m, &c), Before::Send(_)), "{s}");
+        }
+    }
+
+    #[test]
+    fn missing_disabled_or_unsubscribed_webhooks_skip_without_a_request() {
+        let m = meta(EventType::LeadQualified);
+        let pending = DeliveryStatus::Pending;
+        assert_eq!(
+            before_attempt(&m, &ctx(pending, None)),
+            Before::Skip(SkipReason::NotConfigured)
+        );
+        let off = ctx(pending, Some(Ok(hook(false, &[EventType::LeadQualified]))));
+        assert_eq!(before_attempt(&m, &off), Before::Skip(SkipReason::Disabled));
+        let other = ctx(pending, Some(Ok(hook(true, &[EventType::LeadCreated]))));
+        assert_eq!(
+            before_attempt(&m, &other),
+            Before::Skip(SkipReason::NotSubscribed)
+        );
+    }
+
+    #[test]
+    fn an_unreadable_secret_fails_the_attempt_instead_of_looping() {
+        let m = meta(EventType::LeadCreated);
+        let c = ctx(DeliveryStatus::Pending, Some(Err(OpenError::WrongKey)));
+        assert!(matches!(
+            before_attempt(&m, &c),
+            Before::FailWithoutRequest(e) if e.contains("rotate the secret")
+        ));
+    }
+
+    #[test]
+    fn a_message_waits_for_its_not_before_then_for_the_org_gate() {
+        let mut m = meta(EventType::LeadCreated);
+        assert_eq!(hold(&m, NOW, None), None);
+        assert_eq!(hold(&m, NOW, Some(Hold::AtCap)), Some(Hold::AtCap));
+        m.not_before_ms = Some(NOW + 1);
+        assert_eq!(hold(&m, NOW, None), Some(Hold::BackingOff));
+        assert_eq!(hold(&m, NOW, Some(Hold::AtCap)), Some(Hold::BackingOff));
+        m.not_before_ms = Some(NOW);
+        assert_eq!(
+            hold(&m, NOW, None),
+            None,
+            "the pause is over at its instant"
+        );
+    }
+
+    // --- after an attempt ---
+
+    #[test]
+    fn any_2xx_succeeds() {
+        for code in [200, 201, 204, 299] {
+            let (rec, step) = after_attempt(&status(code), 1, &DELAYS, NOW);
+            assert_eq!(step, After::Succeeded);
+            assert_eq!((rec.status_code, rec.error), (Some(code), None));
+        }
+    }
+
+    #[test]
+    fn other_statuses_and_no_answer_fail_and_retry_on_the_schedule() {
+        for (attempt, queue) in [(1, 0), (2, 1), (3, 2), (4, 3)] {
+            let (rec, step) = after_attempt(&status(500), attempt, &DELAYS, NOW);
+            assert_eq!(rec.error.as_deref(), Some("HTTP 500"));
+            assert_eq!(
+                step,
+                After::Retry {
+                    queue,
+                    not_before_ms: None,
+                    org_back_off: None
+                }
+            );
+        }
+        let (rec, step) = after_attempt(
+            &sent(Response::NoAnswer("timed out after 10000 ms".into())),
+            1,
+            &DELAYS,
+            NOW,
+        );
+        assert_eq!(rec.status_code, None);
+        assert_eq!(rec.error.as_deref(), Some("timed out after 10000 ms"));
+        assert!(matches!(step, After::Retry { queue: 0, .. }));
+    }
+
+    #[test]
+    fn redirects_fail_and_say_they_are_not_followed() {
+        let (rec, step) = after_attempt(&status(302), 1, &DELAYS, NOW);
+        assert_eq!(
+            rec.error.as_deref(),
+            Some("HTTP 302 (redirects are not followed)")
+        );
+        assert_eq!(step.status(), DeliveryStatus::Failed);
+    }
+
+    #[test]
+    fn the_fifth_failure_is_dead() {
+        let (_, step) = after_attempt(&status(500), MAX_ATTEMPTS, &DELAYS, NOW);
+        assert_eq!(step, After::Dead);
+        assert_eq!(step.status(), DeliveryStatus::Dead);
+        let (_, step) = after_attempt(&status(200), MAX_ATTEMPTS, &DELAYS, NOW);
+        assert_eq!(step, After::Succeeded, "a 5th attempt can still succeed");
+    }
+
+    #[test]
+    fn a_short_retry_after_backs_the_org_off_but_keeps_the_schedule() {
+        let (_, step) = after_attempt(&status_retry_after(429, "7"), 1, &DELAYS, NOW);
+        assert_eq!(
+            step,
+            After::Retry {
+                queue: 0,
+                not_before_ms: None,
+                org_back_off: Some(Duration::from_secs(7))
+            }
+        );
+    }
+
+    #[test]
+    fn a_long_retry_after_is_carried_by_the_message() {
+        let (_, step) = after_attempt(&status_retry_after(503, "200"), 1, &DELAYS, NOW);
+        assert_eq!(
+            step,
+            After::Retry {
+                queue: 1,
+                not_before_ms: Some(NOW + 200_000),
+                org_back_off: Some(Duration::from_secs(200))
+            }
+        );
+    }
+
+    #[test]
+    fn retry_after_counts_only_on_429_and_503_and_only_as_seconds() {
+        let plain = After::Retry {
+            queue: 0,
+            not_before_ms: None,
+            org_back_off: None,
+        };
+        assert_eq!(
+            after_attempt(&status_retry_after(500, "60"), 1, &DELAYS, NOW).1,
+            plain
+        );
+        let date = status_retry_after(429, "Wed, 21 Oct 2015 07:28:00 GMT");
+        assert_eq!(after_attempt(&date, 1, &DELAYS, NOW).1, plain);
+    }
+
+    #[test]
+    fn retry_after_is_delta_seconds_clamped() {
+        assert_eq!(parse_retry_after(" 7 "), Some(Duration::from_secs(7)));
+        assert_eq!(parse_retry_after("0"), Some(Duration::ZERO));
+        assert_eq!(parse_retry_after("999999"), Some(MAX_RETRY_AFTER));
+        assert_eq!(parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT"), None);
+        assert_eq!(parse_retry_after("-1"), None);
+    }
+
+    #[test]
+    fn the_retry_queue_never_waits_longer_than_asked_beyond_the_schedule() {
+        assert_eq!(retry_queue_for(&DELAYS, Duration::from_secs(1)), 0);
+        assert_eq!(retry_queue_for(&DELAYS, Duration::from_secs(60)), 0);
+        assert_eq!(retry_queue_for(&DELAYS, Duration::from_secs(120)), 1);
+        assert_eq!(retry_queue_for(&DELAYS, Duration::from_secs(3600)), 3);
+    }
+}
