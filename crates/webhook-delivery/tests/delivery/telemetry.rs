@@ -82,7 +82,14 @@ async fn metrics_of_both_services_move_with_traffic() {
             |p: &str| metric(p, "qualifier_deliveries_total", &[("outcome", "delivered")]);
         let depth_seen = delivery.contains("qualifier_queue_depth{queue=\"work\"}");
         let backlog_seen = api.contains("qualifier_outbox_backlog ");
-        if (delivered(&delivery) >= delivered(&before_delivery) + 2.0 && depth_seen && backlog_seen)
+        // The relay counts a batch after its commit, which can come after the worker already
+        // delivered it (the API page is also read first): wait for both counters.
+        let published = |p: &str| metric(p, "qualifier_outbox_published_total", &[]);
+        let relayed = published(&api) >= published(&before_api) + 2.0;
+        if (delivered(&delivery) >= delivered(&before_delivery) + 2.0
+            && relayed
+            && depth_seen
+            && backlog_seen)
             || std::time::Instant::now() > deadline
         {
             break (api, delivery);
