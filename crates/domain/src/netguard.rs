@@ -30,6 +30,14 @@ impl WebhookUrl {
         if !u.username().is_empty() || u.password().is_some() {
             return Err(FieldError::new("url must not contain credentials"));
         }
+        // Ports: 443, or an unprivileged one. Below 1024 live the services a delivery could
+        // otherwise probe on someone else's public host (22 ssh, 25 smtp, 110 pop3, 389 ldap...),
+        // and a receiver has no reason to listen there; what a receiver uses in practice (443,
+        // 8443, a tunnel's high port) stays allowed.
+        let port = u.port_or_known_default().unwrap_or(443);
+        if port != 443 && port < 1024 {
+            return Err(FieldError::new("url port must be 443 or 1024 to 65535"));
+        }
         Ok(WebhookUrl(u))
     }
 
@@ -161,6 +169,31 @@ mod tests {
         assert!(WebhookUrl::parse("/relative").is_err());
         assert!(WebhookUrl::parse("https://user:pw@x.example").is_err());
         assert!(WebhookUrl::parse(&format!("https://x.example/{}", "a".repeat(2100))).is_err());
+    }
+
+    #[test]
+    fn only_443_and_unprivileged_ports() {
+        for ok in [
+            "https://h.example/",
+            "https://h.example:443/",
+            "https://h.example:1024/",
+            "https://h.example:8443/",
+            "https://h.example:65535/",
+        ] {
+            assert!(WebhookUrl::parse(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "https://h.example:22/",
+            "https://h.example:25/",
+            "https://h.example:80/",
+            "https://h.example:1023/",
+        ] {
+            assert_eq!(
+                WebhookUrl::parse(bad).unwrap_err().message(),
+                "url port must be 443 or 1024 to 65535",
+                "{bad}"
+            );
+        }
     }
 
     #[test]

@@ -28,6 +28,21 @@ impl fmt::Display for FieldError {
 
 impl std::error::Error for FieldError {}
 
+/// The one text rule for everything a request body carries (contract section 8): tab, CR and LF
+/// are allowed, every other control character (C0, DEL, C1; NUL above all, which PostgreSQL
+/// refuses in `text` and `jsonb`) is a 422 naming the field. Applied where body fields are read
+/// ([`body::string`]) and to the nested texts (`external_ref.*`, profile keys and values).
+pub fn check_text(field: &str, s: &str) -> Result<(), FieldError> {
+    if s.chars()
+        .any(|c| c.is_control() && !matches!(c, '\t' | '\r' | '\n'))
+    {
+        return Err(FieldError::new(format!(
+            "{field} must not contain control characters"
+        )));
+    }
+    Ok(())
+}
+
 fn char_len_between(s: &str, min: usize, max: usize) -> bool {
     let n = s.chars().count();
     n >= min && n <= max
@@ -168,7 +183,10 @@ pub fn parse_external_ref(v: &Value) -> Result<ExternalRef, FieldError> {
         };
         match obj.get(key) {
             None | Some(Value::Null) if !required => Ok(None),
-            Some(Value::String(s)) if char_len_between(s, 1, 255) => Ok(Some(s.clone())),
+            Some(Value::String(s)) if char_len_between(s, 1, 255) => {
+                check_text(&format!("external_ref.{key}"), s)?;
+                Ok(Some(s.clone()))
+            }
             _ => Err(msg()),
         }
     };
@@ -198,6 +216,10 @@ fn check_profile_entry(key: &str, value: &Value) -> Result<(), FieldError> {
         return Err(FieldError::new(format!(
             "profile keys must be 1 to {PROFILE_MAX_KEY_CHARS} characters"
         )));
+    }
+    check_text("profile keys", key)?;
+    if let Value::String(text) = value {
+        check_text(&format!("profile.{key}"), text)?;
     }
     let ok = match (key, value) {
         // null means "no value" (creation drops it, a patch removes the key) for every key.
@@ -267,7 +289,7 @@ pub fn merge_profile(
 
 /// Reading fields out of a JSON object body: absent and `null` are both "not provided".
 pub mod body {
-    use super::FieldError;
+    use super::{FieldError, check_text};
     use serde_json::{Map, Value};
 
     pub fn get<'a>(obj: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
@@ -280,7 +302,10 @@ pub mod body {
     ) -> Result<Option<&'a str>, FieldError> {
         match get(obj, key) {
             None => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s)),
+            Some(Value::String(s)) => {
+                check_text(key, s)?;
+                Ok(Some(s))
+            }
             Some(_) => Err(FieldError::new(format!("{key} must be a string"))),
         }
     }
@@ -305,6 +330,39 @@ pub mod body {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn control_characters_are_refused_but_tab_cr_lf_are_text() {
+        assert!(check_text("reason", "line one\r\nline\ttwo").is_ok());
+        for c in ['\0', '\u{1}', '\u{1b}', '\u{7f}', '\u{85}', '\u{9f}'] {
+            let e = check_text("reason", &format!("a{c}b")).unwrap_err();
+            assert_eq!(e.message(), "reason must not contain control characters");
+        }
+        let obj = json!({"system": "crm\u{0}", "id": "1"});
+        assert_eq!(
+            parse_external_ref(&obj).unwrap_err().message(),
+            "external_ref.system must not contain control characters"
+        );
+        assert_eq!(
+            parse_profile(&json!({"area": "So\u{0}ho"}))
+                .unwrap_err()
+                .message(),
+            "profile.area must not contain control characters"
+        );
+        assert_eq!(
+            parse_profile(&json!({"no\u{0}te": "x"}))
+                .unwrap_err()
+                .message(),
+            "profile keys must not contain control characters"
+        );
+        let body = json!({"name": "Ada\u{0}"});
+        assert_eq!(
+            body::string(body.as_object().unwrap(), "name")
+                .unwrap_err()
+                .message(),
+            "name must not contain control characters"
+        );
+    }
 
     #[test]
     fn phone_accepts_e164_and_strips_typing_separators() {

@@ -90,6 +90,8 @@ macro_rules! app {
             .route("/readyz", web::get().to(readyz))
             .default_service(web::to(not_found))
             .wrap_fn(|req, srv| {
+                req.extensions_mut()
+                    .insert(crate::body::HeadReceived(tokio::time::Instant::now()));
                 let rid = request_id(&req);
                 let span = tracing::info_span!(
                     "http",
@@ -126,6 +128,25 @@ macro_rules! app {
     };
 }
 
+/// The method as a metrics label: one of the standard methods, or `other`. actix accepts any
+/// method token, and a label taken from the client would let anyone add series (memory) without
+/// a token.
+fn method_label(m: &actix_web::http::Method) -> &'static str {
+    use actix_web::http::Method as M;
+    match *m {
+        M::GET => "GET",
+        M::HEAD => "HEAD",
+        M::POST => "POST",
+        M::PUT => "PUT",
+        M::PATCH => "PATCH",
+        M::DELETE => "DELETE",
+        M::OPTIONS => "OPTIONS",
+        M::CONNECT => "CONNECT",
+        M::TRACE => "TRACE",
+        _ => "other",
+    }
+}
+
 /// Request count and latency by matched route pattern (never the raw path, whose ids would make
 /// one time series per lead).
 fn record_request<B>(res: &ServiceResponse<B>, took: std::time::Duration) {
@@ -135,7 +156,7 @@ fn record_request<B>(res: &ServiceResponse<B>, took: std::time::Duration) {
         .unwrap_or_else(|| "unmatched".to_owned());
     let labels = [
         ("route", route),
-        ("method", res.request().method().as_str().to_owned()),
+        ("method", method_label(res.request().method()).to_owned()),
         ("status", res.status().as_u16().to_string()),
     ];
     metrics::counter!(m::HTTP_REQUESTS, &labels).increment(1);
@@ -186,6 +207,18 @@ pub async fn start(cfg: ApiConfig) -> anyhow::Result<RunningApi> {
     let store = Store::new(pool, cfg.secret_key.clone())
         .with_app_base_url(cfg.app_base_url.clone())
         .with_limiter_pool(limiter);
+    // Secrets sealed before they were bound to their org are re-sealed bound (contract 8). In
+    // the background: a start must not wait for the database, and until it runs they still open.
+    let s = store.clone();
+    tokio::spawn(async move {
+        match s.reseal_legacy_secrets().await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(resealed = n, "signing secrets re-sealed to their org"),
+            Err(e) => {
+                tracing::warn!(error = %qualifier_store::cause_chain(&e), "re-sealing signing secrets failed; next start retries")
+            }
+        }
+    });
     let relay_status = Arc::new(crate::relay::RelayStatus::default());
     let shutdown = tokio_util::sync::CancellationToken::new();
     let relay = tokio::spawn(

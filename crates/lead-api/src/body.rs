@@ -1,6 +1,7 @@
 //! Request bodies, read by hand so the contract's order of checks holds: authentication and the
 //! rate limit run before a single body byte is read, then size and type (413, 415), then JSON
-//! (400); fields (422) and lookups (404) come after, in the handlers.
+//! (400); fields (422) and lookups (404) come after, in the handlers. This is the one place
+//! bodies are read, so the body deadline (408) lives here too.
 
 use actix_web::{HttpRequest, http::header, web};
 use futures_util::StreamExt;
@@ -9,6 +10,14 @@ use serde_json::{Map, Value};
 use crate::error::ApiError;
 
 pub const BODY_LIMIT: usize = 64 * 1024;
+
+/// A body must have fully arrived this long after the request's head (contract section 8): a
+/// client that announces 40 bytes and sends 5 does not hold a connection and a worker forever.
+pub const BODY_DEADLINE: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// When the request's head arrived (set by the middleware, the first thing that sees it).
+#[derive(Clone, Copy, Debug)]
+pub struct HeadReceived(pub tokio::time::Instant);
 
 fn is_json_content_type(req: &HttpRequest) -> bool {
     req.headers()
@@ -28,16 +37,29 @@ fn declared_length(req: &HttpRequest) -> Option<u64> {
         .ok()
 }
 
-async fn read_limited(mut payload: web::Payload) -> Result<web::BytesMut, ApiError> {
-    let mut buf = web::BytesMut::new();
-    while let Some(chunk) = payload.next().await {
-        let chunk = chunk.map_err(|_| ApiError::InvalidJson)?;
-        if buf.len() + chunk.len() > BODY_LIMIT {
-            return Err(ApiError::PayloadTooLarge);
+async fn read_limited(
+    req: &HttpRequest,
+    mut payload: web::Payload,
+) -> Result<web::BytesMut, ApiError> {
+    use actix_web::HttpMessage;
+    let head = req
+        .extensions()
+        .get::<HeadReceived>()
+        .map_or_else(tokio::time::Instant::now, |h| h.0);
+    let read = async {
+        let mut buf = web::BytesMut::new();
+        while let Some(chunk) = payload.next().await {
+            let chunk = chunk.map_err(|_| ApiError::InvalidJson)?;
+            if buf.len() + chunk.len() > BODY_LIMIT {
+                return Err(ApiError::PayloadTooLarge);
+            }
+            buf.extend_from_slice(&chunk);
         }
-        buf.extend_from_slice(&chunk);
-    }
-    Ok(buf)
+        Ok(buf)
+    };
+    tokio::time::timeout_at(head + BODY_DEADLINE, read)
+        .await
+        .map_err(|_| ApiError::RequestTimeout)?
 }
 
 /// A JSON body of any shape.
@@ -48,7 +70,7 @@ pub async fn json_value(req: &HttpRequest, payload: web::Payload) -> Result<Valu
     if !is_json_content_type(req) {
         return Err(ApiError::UnsupportedMediaType);
     }
-    let bytes = read_limited(payload).await?;
+    let bytes = read_limited(req, payload).await?;
     serde_json::from_slice(&bytes).map_err(|_| ApiError::InvalidJson)
 }
 
@@ -63,7 +85,7 @@ pub async fn optional_object(
             return Err(ApiError::PayloadTooLarge);
         }
         // No Content-Type: fine when there is no body at all, 415 when there is one.
-        return if read_limited(payload).await?.is_empty() {
+        return if read_limited(req, payload).await?.is_empty() {
             Ok(Map::new())
         } else {
             Err(ApiError::UnsupportedMediaType)

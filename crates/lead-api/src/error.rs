@@ -21,6 +21,9 @@ pub enum ApiError {
     UnsupportedMediaType,
     #[error("Invalid JSON body")]
     InvalidJson,
+    /// The body had not fully arrived [`crate::body::BODY_DEADLINE`] after the head.
+    #[error("Request timeout")]
+    RequestTimeout,
     #[error("{0}")]
     Unprocessable(String),
     #[error("{0}")]
@@ -86,6 +89,7 @@ impl ResponseError for ApiError {
             ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::InvalidJson => StatusCode::BAD_REQUEST,
+            ApiError::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
             ApiError::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
@@ -106,6 +110,10 @@ impl ResponseError for ApiError {
             }
             ApiError::Unavailable(_) => {
                 res.insert_header((header::RETRY_AFTER, "5"));
+            }
+            // The rest of a stalled body may still arrive; the connection is not reusable.
+            ApiError::RequestTimeout => {
+                res.insert_header((header::CONNECTION, "close"));
             }
             ApiError::Conflict {
                 location: Some(loc),

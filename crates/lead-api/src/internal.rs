@@ -121,6 +121,7 @@ pub fn parse_event_types(obj: &Map<String, Value>) -> Result<Vec<EventType>, Api
     let mut chosen = Vec::new();
     for item in list {
         let s = item.as_str().ok_or_else(bad)?;
+        qualifier_domain::validate::check_text("event_types", s)?;
         let t: EventType = s.parse().map_err(|_| {
             ApiError::Unprocessable(format!("event_types has an unknown event type: {s}"))
         })?;

@@ -130,7 +130,13 @@ async fn run(cli: Cli) -> Result<serde_json::Value> {
                 .as_deref()
                 .context("DATABASE_URL is required")?;
             let applied = qualifier_store::run_migrations(url).await?;
-            json!({ "applied": applied })
+            // With the key, secrets sealed before they were bound to their org are re-sealed
+            // now (lead-api also does it at start).
+            let resealed = match cli.secret_key {
+                Some(_) => cli.store()?.reseal_legacy_secrets().await?,
+                None => 0,
+            };
+            json!({ "applied": applied, "resealed_secrets": resealed })
         }
         Command::CreateOrg { name } => {
             let org = cli.store()?.create_org(name).await?;

@@ -5,6 +5,7 @@ use base64::Engine;
 use rand::Rng;
 use ring::aead::{AES_256_GCM, Aad, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
 use ring::rand::{SecureRandom, SystemRandom};
+use uuid::Uuid;
 
 pub const ORG_TOKEN_PREFIX: &str = "qlf_org_";
 pub const WEBHOOK_SECRET_PREFIX: &str = "qlf_whsec_";
@@ -101,8 +102,65 @@ impl SecretKey {
         base64::engine::general_purpose::STANDARD.encode(k)
     }
 
-    /// nonce || ciphertext || tag, with a random 96-bit nonce per secret.
-    pub fn seal(&self, plaintext: &str) -> Vec<u8> {
+    /// `BOUND || nonce || ciphertext || tag`, with a random 96-bit nonce per secret and the
+    /// owning org's id as associated data: the sealed bytes open only for that org, so a row
+    /// copied to another org (a bad restore, a manual edit, an injection) is useless there.
+    pub fn seal(&self, plaintext: &str, org_id: Uuid) -> Vec<u8> {
+        let mut nonce = [0u8; NONCE_LEN];
+        SystemRandom::new().fill(&mut nonce).expect("OS randomness");
+        let mut buf = plaintext.as_bytes().to_vec();
+        self.key
+            .seal_in_place_append_tag(
+                Nonce::assume_unique_for_key(nonce),
+                Aad::from(org_id.as_bytes()),
+                &mut buf,
+            )
+            .expect("AES-GCM seal of a short secret");
+        let mut out = BOUND.to_vec();
+        out.extend_from_slice(&nonce);
+        out.extend_from_slice(&buf);
+        out
+    }
+
+    /// Opens a secret sealed for `org_id`. A legacy secret (sealed before secrets were bound to
+    /// their org, with no associated data) still opens, so deliveries keep working until
+    /// [`crate::Store::reseal_legacy_secrets`] has rewritten it; a bound one opens only for its
+    /// org.
+    pub fn open(&self, sealed: &[u8], org_id: Uuid) -> Result<String, OpenError> {
+        if let Some(bound) = sealed.strip_prefix(BOUND)
+            && let Ok(s) = self.open_with(bound, Aad::from(org_id.as_bytes()))
+        {
+            return Ok(s);
+        }
+        // Not bound (or bound to another org, which then also fails here: the tag covers the
+        // marker bytes as part of what it reads as a nonce).
+        self.open_with(sealed, Aad::from(&[][..]))
+    }
+
+    /// True when `sealed` is in the legacy, unbound format (to be re-sealed).
+    pub fn is_legacy(&self, sealed: &[u8], org_id: Uuid) -> bool {
+        !sealed
+            .strip_prefix(BOUND)
+            .is_some_and(|b| self.open_with(b, Aad::from(org_id.as_bytes())).is_ok())
+    }
+
+    fn open_with(&self, sealed: &[u8], aad: Aad<&[u8]>) -> Result<String, OpenError> {
+        if sealed.len() < NONCE_LEN {
+            return Err(OpenError::TooShort);
+        }
+        let (nonce, ct) = sealed.split_at(NONCE_LEN);
+        let nonce = Nonce::try_assume_unique_for_key(nonce).map_err(|_| OpenError::TooShort)?;
+        let mut buf = ct.to_vec();
+        let plain = self
+            .key
+            .open_in_place(nonce, aad, &mut buf)
+            .map_err(|_| OpenError::WrongKey)?;
+        String::from_utf8(plain.to_vec()).map_err(|_| OpenError::NotUtf8)
+    }
+
+    /// The legacy format (no associated data): only for tests of the re-seal.
+    #[doc(hidden)]
+    pub fn seal_legacy(&self, plaintext: &str) -> Vec<u8> {
         let mut nonce = [0u8; NONCE_LEN];
         SystemRandom::new().fill(&mut nonce).expect("OS randomness");
         let mut buf = plaintext.as_bytes().to_vec();
@@ -113,21 +171,10 @@ impl SecretKey {
         out.extend_from_slice(&buf);
         out
     }
-
-    pub fn open(&self, sealed: &[u8]) -> Result<String, OpenError> {
-        if sealed.len() < NONCE_LEN {
-            return Err(OpenError::TooShort);
-        }
-        let (nonce, ct) = sealed.split_at(NONCE_LEN);
-        let nonce = Nonce::try_assume_unique_for_key(nonce).map_err(|_| OpenError::TooShort)?;
-        let mut buf = ct.to_vec();
-        let plain = self
-            .key
-            .open_in_place(nonce, Aad::empty(), &mut buf)
-            .map_err(|_| OpenError::WrongKey)?;
-        String::from_utf8(plain.to_vec()).map_err(|_| OpenError::NotUtf8)
-    }
 }
+
+/// Marks a secret sealed with its org id as associated data (format 2).
+const BOUND: &[u8] = b"q2";
 
 #[cfg(test)]
 mod tests {
@@ -159,14 +206,28 @@ mod tests {
     #[test]
     fn sealed_secret_round_trips_and_hides_plaintext() {
         let key = SecretKey::from_base64(&SecretKey::generate_base64()).unwrap();
-        let sealed = key.seal("qlf_whsec_abc");
+        let org = Uuid::new_v4();
+        let sealed = key.seal("qlf_whsec_abc", org);
         assert!(!sealed.windows(8).any(|w| w == b"whsec_ab"));
-        assert_eq!(key.open(&sealed).unwrap(), "qlf_whsec_abc");
+        assert_eq!(key.open(&sealed, org).unwrap(), "qlf_whsec_abc");
         let other = SecretKey::from_base64(&SecretKey::generate_base64()).unwrap();
-        assert!(other.open(&sealed).is_err());
+        assert!(other.open(&sealed, org).is_err());
         let mut tampered = sealed.clone();
         *tampered.last_mut().unwrap() ^= 1;
-        assert!(key.open(&tampered).is_err());
+        assert!(key.open(&tampered, org).is_err());
+    }
+
+    #[test]
+    fn a_sealed_secret_opens_only_for_its_org() {
+        let key = SecretKey::from_base64(&SecretKey::generate_base64()).unwrap();
+        let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
+        let sealed = key.seal("qlf_whsec_abc", a);
+        assert_eq!(key.open(&sealed, b), Err(OpenError::WrongKey));
+        assert!(!key.is_legacy(&sealed, a));
+        // The legacy format opens anywhere (that is the flaw), so it is re-sealed at start.
+        let legacy = key.seal_legacy("qlf_whsec_abc");
+        assert!(key.is_legacy(&legacy, a));
+        assert_eq!(key.open(&legacy, b).unwrap(), "qlf_whsec_abc");
     }
 
     #[test]

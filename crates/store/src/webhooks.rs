@@ -110,7 +110,7 @@ impl Store {
                 url,
                 event_types,
                 enabled,
-                secret_sealed: key.seal(&secret),
+                secret_sealed: key.seal(&secret, org_id),
                 created_at: now,
                 updated_at: now,
             };
@@ -150,7 +150,7 @@ impl Store {
 
     /// The settings with the opened secret, for a delivery attempt.
     pub(crate) fn open_for_delivery(&self, r: WebhookRow) -> Result<WebhookForDelivery, OpenError> {
-        let signing_secret = self.secret_key.open(&r.secret_sealed)?;
+        let signing_secret = self.secret_key.open(&r.secret_sealed, r.org_id)?;
         Ok(WebhookForDelivery {
             webhook: r.public(),
             signing_secret,
@@ -163,7 +163,7 @@ impl Store {
         let mut conn = self.conn().await?;
         let n = diesel::update(webhooks::table.filter(webhooks::org_id.eq(org_id)))
             .set((
-                webhooks::secret_sealed.eq(self.secret_key.seal(&secret)),
+                webhooks::secret_sealed.eq(self.secret_key.seal(&secret, org_id)),
                 webhooks::updated_at.eq(now_millis()),
             ))
             .execute(&mut conn)
@@ -173,5 +173,37 @@ impl Store {
         } else {
             Ok(secret)
         }
+    }
+
+    /// Re-seals every secret still in the legacy format (not bound to its org) so that it opens
+    /// only for its own org. Idempotent and cheap (one row per org); `lead-api` runs it at every
+    /// start and `qualifierctl migrate` when it has the key. Each row is rewritten only if it is
+    /// unchanged since it was read, so a concurrent rotation wins. Returns how many were
+    /// re-sealed; a secret that does not open with this key is left as it is (its deliveries
+    /// fail loudly until it is rotated).
+    pub async fn reseal_legacy_secrets(&self) -> Result<usize, StoreError> {
+        let mut conn = self.conn().await?;
+        let rows: Vec<(Uuid, Vec<u8>)> = webhooks::table
+            .select((webhooks::org_id, webhooks::secret_sealed))
+            .load(&mut conn)
+            .await?;
+        let mut resealed = 0;
+        for (org_id, sealed) in rows {
+            if !self.secret_key.is_legacy(&sealed, org_id) {
+                continue;
+            }
+            let Ok(secret) = self.secret_key.open(&sealed, org_id) else {
+                continue;
+            };
+            resealed += diesel::update(
+                webhooks::table
+                    .filter(webhooks::org_id.eq(org_id))
+                    .filter(webhooks::secret_sealed.eq(&sealed)),
+            )
+            .set(webhooks::secret_sealed.eq(self.secret_key.seal(&secret, org_id)))
+            .execute(&mut conn)
+            .await?;
+        }
+        Ok(resealed)
     }
 }

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use qualifier_domain::netguard::WebhookUrl;
 use qualifier_domain::timefmt;
-use qualifier_egress::EgressPolicy;
+use qualifier_egress::{EgressError, EgressPolicy};
 use qualifier_store::webhooks::WebhookForDelivery;
 
 use crate::decide::{Response, Sent};
@@ -28,17 +28,14 @@ impl Resolve for GuardedResolver {
     fn resolve(&self, name: Name) -> Resolving {
         let policy = self.policy.clone();
         let host = name.as_str().to_owned();
+        // The lookup's own error names only the host, which the org configured itself.
         Box::pin(async move {
             let addrs: Vec<SocketAddr> =
                 tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
             if addrs.is_empty() {
-                return Err(format!("{host} does not resolve").into());
+                return Err(EgressError::Unresolvable.into());
             }
-            if let Some(bad) = addrs.iter().find(|a| !policy.permits(a.ip())) {
-                return Err(
-                    format!("{host} resolves to a non-public address ({})", bad.ip()).into(),
-                );
-            }
+            policy.check(&addrs)?;
             Ok(Box::new(addrs.into_iter()) as Addrs)
         })
     }
@@ -72,6 +69,10 @@ impl Sender {
             .timeout(timeout)
             .connect_timeout(timeout.min(Duration::from_secs(5)))
             .user_agent("Qualifier-Webhooks/1")
+            // reqwest reads HTTP(S)_PROXY and ALL_PROXY from the environment; through a proxy our
+            // resolver would never see the target, and the address check (and the guard against
+            // DNS rebinding) would be bypassed. We connect only to the address we checked.
+            .no_proxy()
             .pool_idle_timeout(Duration::from_secs(60))
             .dns_resolver(Arc::new(GuardedResolver {
                 policy: policy.clone(),
@@ -101,9 +102,9 @@ impl Sender {
         };
         // IP literals never reach the resolver, so they are judged here.
         if let Some(ip) = url.ip_literal()
-            && !self.policy.permits(ip)
+            && let Err(e) = self.policy.check(&[SocketAddr::new(ip, url.port())])
         {
-            return no_answer(format!("endpoint is a non-public address ({ip})"));
+            return no_answer(e.to_string());
         }
         let signature = qualifier_signing::sign(&hook.signing_secret, &job.body);
         let sent = self

@@ -262,11 +262,14 @@ async fn a_name_resolving_to_a_private_address_is_refused_at_send_time() {
         assert!(std::time::Instant::now() < deadline, "{all:?}");
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
+    let error = d["last_error"].as_str().unwrap();
     assert!(
-        d["last_error"]
-            .as_str()
-            .unwrap()
-            .contains("non-public address"),
+        error.contains("url must resolve only to public addresses"),
+        "{d}"
+    );
+    // The delivery log is the org's to read: it must not learn what the name resolved to.
+    assert!(
+        !error.contains("127.0.0.1") && !error.contains("::1"),
         "{d}"
     );
     assert_eq!(s.receiver.received().len(), 0, "no connection was made");
@@ -397,4 +400,100 @@ async fn retry_after_on_429_and_503_delays_the_next_attempt_at_least_that_long()
             .await;
         assert_eq!(d["attempts"], 2, "{d}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sealed_secret_copied_to_another_orgs_row_does_not_open_there() {
+    let s = Stack::start().await;
+    let beta = crate::stack::SecondOrg::add(&s).await;
+    // Org A's sealed secret written over org B's (a bad restore, an injection): B's deliveries
+    // must not be signed with A's secret, nor with anything else.
+    s.db.client()
+        .await
+        .batch_execute(&format!(
+            "UPDATE webhooks SET secret_sealed =
+                 (SELECT secret_sealed FROM webhooks WHERE org_id = '{}')
+             WHERE org_id = '{}'",
+            s.org, beta.org
+        ))
+        .await
+        .unwrap();
+    beta.inbound(&s, "+447700900778").await;
+    let list = s
+        .call(
+            Method::GET,
+            &format!("/internal/v1/orgs/{}/deliveries", beta.org),
+            None,
+        )
+        .await;
+    let id = list["deliveries"][0]["id"].as_str().unwrap().to_owned();
+    let deadline = std::time::Instant::now() + WAIT;
+    let d = loop {
+        let d = s
+            .call(
+                Method::GET,
+                &format!("/internal/v1/orgs/{}/deliveries/{id}", beta.org),
+                None,
+            )
+            .await["delivery"]
+            .clone();
+        if d["status"] == "dead" {
+            break d;
+        }
+        assert!(std::time::Instant::now() < deadline, "{d}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(
+        d["last_error"]
+            .as_str()
+            .unwrap()
+            .starts_with("signing secret unreadable"),
+        "{d}"
+    );
+    assert!(beta.receiver.received().is_empty(), "nothing was sent");
+    // Org A, whose row it is, still delivers.
+    s.inbound("+447700900779").await;
+    s.receiver.wait_for(1, WAIT).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_legacy_unbound_secret_is_resealed_to_its_org_at_start() {
+    let mut s = Stack::start().await;
+    let key = qualifier_store::SecretKey::from_base64(&s.key_b64).unwrap();
+    // A secret sealed the old way (no associated data), as rows written before this version.
+    let legacy = key.seal_legacy(&s.secret);
+    let client = s.db.client().await;
+    client
+        .execute(
+            "UPDATE webhooks SET secret_sealed = $1 WHERE org_id = $2::text::uuid",
+            &[&legacy, &s.org],
+        )
+        .await
+        .unwrap();
+    // A restart of lead-api re-seals it; deliveries never stopped meanwhile.
+    s.stop_api().await;
+    let api = lead_api::start(crate::stack::api_config(&s.db, &s.topo, &key))
+        .await
+        .unwrap();
+    s.internal = format!("http://{}", api.internal_addr);
+    s.api = Some(api);
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        let row = client
+            .query_one(
+                "SELECT secret_sealed FROM webhooks WHERE org_id = $1::text::uuid",
+                &[&s.org],
+            )
+            .await
+            .unwrap();
+        let sealed: Vec<u8> = row.get(0);
+        if !key.is_legacy(&sealed, s.org.parse().unwrap()) {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "never re-sealed");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    s.inbound("+447700900780").await;
+    let got = s.receiver.wait_for(1, WAIT).await;
+    assert!(!got.is_empty(), "the re-sealed secret still signs");
 }
