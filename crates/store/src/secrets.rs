@@ -139,9 +139,9 @@ impl SecretKey {
 
     /// True when `sealed` is in the legacy, unbound format (to be re-sealed).
     pub fn is_legacy(&self, sealed: &[u8], org_id: Uuid) -> bool {
-        !sealed
+        sealed
             .strip_prefix(BOUND)
-            .is_some_and(|b| self.open_with(b, Aad::from(org_id.as_bytes())).is_ok())
+            .is_none_or(|b| self.open_with(b, Aad::from(org_id.as_bytes())).is_err())
     }
 
     fn open_with(&self, sealed: &[u8], aad: Aad<&[u8]>) -> Result<String, OpenError> {
