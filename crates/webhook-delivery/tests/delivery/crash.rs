@@ -13,7 +13,7 @@ use crate::stack::{INTERNAL_TOKEN, Stack};
 const WAIT: Duration = Duration::from_secs(30);
 
 /// A child process that is killed (SIGKILL) when dropped.
-struct Proc(Child);
+pub(crate) struct Proc(Child);
 
 impl Proc {
     fn kill9(&mut self) {
@@ -41,8 +41,14 @@ fn common_env(s: &Stack) -> Vec<(&'static str, String)> {
 }
 
 fn spawn_delivery(s: &Stack) -> Proc {
+    spawn_delivery_with(s, &[])
+}
+
+/// The real `webhook-delivery` binary for `s`, with `extra` variables in its environment.
+pub(crate) fn spawn_delivery_with(s: &Stack, extra: &[(&str, String)]) -> Proc {
     let child = Command::new(env!("CARGO_BIN_EXE_webhook-delivery"))
         .envs(common_env(s))
+        .envs(extra.iter().map(|(k, v)| (*k, v.as_str())))
         .env("QUALIFIER_DELIVERY_ADDR", "127.0.0.1:0")
         .env("QUALIFIER_DELIVERY_TIMEOUT_MS", "5000")
         .env("QUALIFIER_WEBHOOK_CA_FILE", &s.receiver.ca_file)

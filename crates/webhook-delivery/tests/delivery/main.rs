@@ -3,5 +3,6 @@
 
 mod crash;
 mod delivery;
+mod hardening;
 mod stack;
 mod telemetry;
