@@ -128,7 +128,7 @@ pub async fn bare_sink(sink: &Sink, n: u64, concurrency: usize) -> anyhow::Resul
 pub async fn lapin_rates(n: u64, batch: usize, prefetch: u16) -> anyhow::Result<(f64, f64)> {
     let topo = TestTopology::new(RETRY_DELAYS.to_vec());
     let t = topo.topology();
-    let conn = qualifier_bus::connect(&amqp_url()).await?;
+    let conn = qualifier_bus::connect(&amqp_url(), "qualifier-bench ceiling").await?;
     let publisher = Publisher::new(&conn).await?;
     t.declare(publisher.channel()).await?;
     let body = sample_body();

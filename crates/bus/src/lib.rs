@@ -106,8 +106,10 @@ pub enum BusError {
     Nacked,
 }
 
-/// How long a parked message waits before it is looked at again.
-pub const PARK_MS: u64 = 1000;
+/// The waits of the park queues, shortest first. A message held back parks in the longest that
+/// does not overshoot its wait; each queue has a single TTL, so its messages expire in order.
+/// The first keeps the name the single park queue of earlier versions had.
+pub const PARK_TIERS_MS: [u64; 6] = [1_000, 4_000, 16_000, 64_000, 256_000, 1_024_000];
 
 /// Every exchange and queue name, under `QUALIFIER_TOPOLOGY_PREFIX`.
 #[derive(Debug, Clone)]
@@ -141,9 +143,10 @@ impl Topology {
         )
     }
     /// Where a message waits without using an attempt: its org is at its in-flight cap or asked
-    /// us to back off (`Retry-After`). It expires back to the work queue after [`PARK_MS`].
-    pub fn parked_queue(&self) -> String {
-        format!("{}.parked.{}ms", self.prefix, PARK_MS)
+    /// us to back off (`Retry-After`). It expires back to the work queue after
+    /// `PARK_TIERS_MS[tier]`.
+    pub fn parked_queue(&self, tier: usize) -> String {
+        format!("{}.parked.{}ms", self.prefix, PARK_TIERS_MS[tier])
     }
     pub fn dead_exchange(&self) -> String {
         format!("{}.dead", self.prefix)
@@ -195,7 +198,11 @@ impl Topology {
             .iter()
             .enumerate()
             .map(|(i, d)| (self.retry_queue(i), *d));
-        for (queue, ttl) in delays.chain([(self.parked_queue(), PARK_MS)]) {
+        let parks = PARK_TIERS_MS
+            .iter()
+            .enumerate()
+            .map(|(i, ttl)| (self.parked_queue(i), *ttl));
+        for (queue, ttl) in delays.chain(parks) {
             let mut args = Self::quorum_args();
             // Messages wait here for the delay, then expire back to the work queue.
             args.insert("x-message-ttl".into(), AMQPValue::LongLongInt(ttl as i64));
@@ -241,7 +248,8 @@ impl Topology {
 
     /// Removes everything (tests own a prefix and remove it when done).
     pub async fn delete(&self, ch: &Channel) -> Result<(), BusError> {
-        let mut queues = vec![self.work_queue(), self.dead_queue(), self.parked_queue()];
+        let mut queues = vec![self.work_queue(), self.dead_queue()];
+        queues.extend((0..PARK_TIERS_MS.len()).map(|i| self.parked_queue(i)));
         queues.extend((0..self.retry_delays_ms.len()).map(|i| self.retry_queue(i)));
         for q in queues {
             ch.queue_delete(q.into(), QueueDeleteOptions::default())
@@ -269,8 +277,10 @@ pub fn reconnect_backoff() -> impl Iterator<Item = std::time::Duration> {
         .build()
 }
 
-pub async fn connect(url: &str) -> Result<Connection, BusError> {
-    let props = ConnectionProperties::default().with_connection_name("qualifier".into());
+/// A connection named `name`, so `rabbitmqctl list_connections client_properties` (and the
+/// management UI) tells which service and which topology prefix each connection belongs to.
+pub async fn connect(url: &str, name: &str) -> Result<Connection, BusError> {
+    let props = ConnectionProperties::default().with_connection_name(name.into());
     Ok(Connection::connect(url, props).await?)
 }
 

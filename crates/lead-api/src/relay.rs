@@ -141,7 +141,11 @@ impl Relay {
         let mut backoff = qualifier_bus::reconnect_backoff();
         while !shutdown.is_cancelled() {
             let connected = async {
-                let conn = qualifier_bus::connect(&self.amqp_url).await?;
+                let conn = qualifier_bus::connect(
+                    &self.amqp_url,
+                    &format!("lead-api relay {}", self.topology.prefix),
+                )
+                .await?;
                 let publisher = Publisher::new(&conn).await?;
                 self.topology.declare(publisher.channel()).await?;
                 Ok::<_, qualifier_bus::BusError>((conn, publisher))

@@ -195,7 +195,7 @@ async fn run(cli: Cli) -> Result<serde_json::Value> {
             // queue of one prefix, messages included.
             let delays = qualifier_config::retry_delays()?;
             let topo = qualifier_bus::Topology::new(prefix.clone(), delays);
-            let conn = qualifier_bus::connect(amqp_url)
+            let conn = qualifier_bus::connect(amqp_url, "qualifierctl")
                 .await
                 .context("connecting to AMQP_URL")?;
             let ch = conn.create_channel().await?;

@@ -190,7 +190,7 @@ impl Drop for TestTopology {
     fn drop(&mut self) {
         let topo = self.topology();
         block_on_own_runtime(async move {
-            if let Ok(conn) = qualifier_bus::connect(&amqp_url()).await
+            if let Ok(conn) = qualifier_bus::connect(&amqp_url(), "qualifier test").await
                 && let Ok(ch) = conn.create_channel().await
             {
                 let _ = topo.delete(&ch).await;

@@ -21,24 +21,24 @@ pub const MAX_ATTEMPTS: u32 = 5;
 /// misconfigured receiver cannot stall its deliveries past the retry budget.
 pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(3600);
 
-/// How long a message parked because its org is at its in-flight cap waits before it is looked
-/// at again (a slot usually frees within an attempt's time).
-pub const AT_CAP_WAIT: Duration = Duration::from_secs(1);
+/// The shortest a parked message waits before it is looked at again.
+pub const MIN_PARK: Duration = Duration::from_secs(1);
 
-/// Why a message waits without using an attempt.
+/// Why a message waits without using an attempt, with what decides how long.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Hold {
-    /// The org already holds its share of this process's attempt slots.
-    AtCap,
-    /// The receiver asked for a pause (`Retry-After`).
-    BackingOff,
+    /// The org holds its share of this process's attempt slots; `typical_ms` is how long its
+    /// attempts usually take (unknown before the first one ends).
+    AtCap { typical_ms: Option<u64> },
+    /// The receiver asked for a pause (`Retry-After`) that has this long left.
+    BackingOff { for_ms: u64 },
 }
 
 impl Hold {
     pub fn label(self) -> &'static str {
         match self {
-            Hold::AtCap => "at_cap",
-            Hold::BackingOff => "backing_off",
+            Hold::AtCap { .. } => "at_cap",
+            Hold::BackingOff { .. } => "backing_off",
         }
     }
 }
@@ -81,10 +81,40 @@ pub enum Before<'a> {
 /// (`None` when it granted a slot). The message's own `not-before` (a `Retry-After` learned by
 /// any replica) comes first.
 pub fn hold(meta: &DeliveryMeta, now_ms: i64, gate: Option<Hold>) -> Option<Hold> {
-    if meta.not_before_ms.is_some_and(|t| t > now_ms) {
-        return Some(Hold::BackingOff);
+    match meta.not_before_ms {
+        Some(t) if t > now_ms => Some(Hold::BackingOff {
+            for_ms: (t - now_ms) as u64,
+        }),
+        _ => gate,
     }
-    gate
+}
+
+/// How long a held message waits before it is looked at again: once per wait, so holding an
+/// org back costs the shared queue one hop per message, not one per second.
+/// - Backing off: the rest of the pause the receiver asked for.
+/// - At its cap: about one of its attempts' time (a slot has freed by then), between
+///   [`MIN_PARK`] and the attempt timeout; [`MIN_PARK`] until one attempt has ended.
+pub fn park_wait(hold: Hold, attempt_timeout: Duration) -> Duration {
+    match hold {
+        Hold::BackingOff { for_ms } => Duration::from_millis(for_ms),
+        Hold::AtCap { typical_ms } => typical_ms
+            .map_or(MIN_PARK, Duration::from_millis)
+            .min(attempt_timeout)
+            .max(MIN_PARK),
+    }
+}
+
+/// The park queue for `wait`: the longest tier that does not overshoot it (a longer wait is a
+/// few hops through shorter tiers, each queue keeping one TTL so its messages expire in order),
+/// or the shortest tier.
+pub fn park_tier(tiers_ms: &[u64], wait: Duration) -> usize {
+    let wait_ms = wait.as_millis() as u64;
+    tiers_ms
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| **t <= wait_ms)
+        .max_by_key(|(_, t)| **t)
+        .map_or(0, |(i, _)| i)
 }
 
 /// What to do with a message that may start, given the delivery's row and its org's webhook as
@@ -375,17 +405,69 @@ mod tests {
     #[test]
     fn a_message_waits_for_its_not_before_then_for_the_org_gate() {
         let mut m = meta(EventType::LeadCreated);
+        let at_cap = Hold::AtCap { typical_ms: None };
         assert_eq!(hold(&m, NOW, None), None);
-        assert_eq!(hold(&m, NOW, Some(Hold::AtCap)), Some(Hold::AtCap));
-        m.not_before_ms = Some(NOW + 1);
-        assert_eq!(hold(&m, NOW, None), Some(Hold::BackingOff));
-        assert_eq!(hold(&m, NOW, Some(Hold::AtCap)), Some(Hold::BackingOff));
+        assert_eq!(hold(&m, NOW, Some(at_cap)), Some(at_cap));
+        m.not_before_ms = Some(NOW + 1500);
+        let backing_off = Some(Hold::BackingOff { for_ms: 1500 });
+        assert_eq!(hold(&m, NOW, None), backing_off);
+        assert_eq!(hold(&m, NOW, Some(at_cap)), backing_off);
         m.not_before_ms = Some(NOW);
         assert_eq!(
             hold(&m, NOW, None),
             None,
             "the pause is over at its instant"
         );
+    }
+
+    #[test]
+    fn a_held_message_waits_once_per_wait() {
+        let timeout = Duration::from_secs(10);
+        // The rest of a receiver's pause, whatever it is.
+        assert_eq!(
+            park_wait(Hold::BackingOff { for_ms: 60_000 }, timeout),
+            Duration::from_secs(60)
+        );
+        // At the cap: about one attempt's time, at least a second, at most the timeout.
+        let at_cap = |typical_ms| park_wait(Hold::AtCap { typical_ms }, timeout);
+        assert_eq!(at_cap(None), MIN_PARK);
+        assert_eq!(at_cap(Some(20)), MIN_PARK);
+        assert_eq!(at_cap(Some(4_000)), Duration::from_secs(4));
+        assert_eq!(
+            at_cap(Some(10_000)),
+            timeout,
+            "a hanging endpoint: one timeout"
+        );
+        assert_eq!(at_cap(Some(60_000)), timeout);
+        let short = Duration::from_millis(500);
+        assert_eq!(
+            park_wait(
+                Hold::AtCap {
+                    typical_ms: Some(900)
+                },
+                short
+            ),
+            MIN_PARK
+        );
+    }
+
+    #[test]
+    fn the_park_tier_never_overshoots_the_wait() {
+        let tiers = [1_000, 4_000, 16_000, 64_000, 256_000, 1_024_000];
+        let tier = |secs| park_tier(&tiers, Duration::from_secs(secs));
+        assert_eq!(tier(0), 0);
+        assert_eq!(tier(1), 0);
+        assert_eq!(tier(3), 0);
+        assert_eq!(tier(10), 1);
+        assert_eq!(tier(60), 2, "60 s: 16 s now, and the rest after");
+        assert_eq!(tier(3600), 5);
+        // A 60 s pause is covered in a handful of hops, not sixty.
+        let (mut left, mut hops) = (60_000u64, 0);
+        while left >= 1_000 {
+            left -= tiers[park_tier(&tiers, Duration::from_millis(left))];
+            hops += 1;
+        }
+        assert!(hops <= 6, "{hops} hops");
     }
 
     // --- after an attempt ---

@@ -1,8 +1,12 @@
-//! Per-org fairness inside one `webhook-delivery` process.
+//! Per-org fairness inside one `webhook-delivery` process: the facts the delivery rules need
+//! (how many attempts each org has in flight, whether a receiver asked for a pause, how long an
+//! org's attempts take) and the slots themselves. The rules are [`crate::decide`]'s.
 //!
-//! - **In-flight cap:** an org may hold at most `cap` of the process's attempt slots. One org's
-//!   hanging endpoint therefore cannot take the slots every other org needs; its extra messages
-//!   are parked (they wait in a TTL queue without using an attempt).
+//! - **In-flight cap, work-conserving:** an org may hold `cap` of the process's `slots` at once.
+//!   Beyond that it may use idle slots, as long as `cap` slots stay free for anyone else and no
+//!   other org is waiting for a slot: a lone org is not throttled by a cap that exists for
+//!   neighbours, and a newcomer always finds a free slot at once. An org that cannot start parks
+//!   its message (a TTL queue, no attempt used) and counts as waiting until the message is back.
 //! - **Back-off:** after a 429 or 503 with `Retry-After`, no attempt for that org starts before
 //!   the time the receiver asked for.
 //!
@@ -18,15 +22,43 @@ use uuid::Uuid;
 
 use crate::decide::{Hold, MAX_RETRY_AFTER};
 
-#[derive(Default)]
+/// How much one attempt moves an org's typical duration (exponential moving average).
+const EWMA_WEIGHT: f64 = 0.2;
+
+/// Orgs idle this long are forgotten (their typical duration too), so the map stays small.
+const FORGET_AFTER: Duration = Duration::from_secs(600);
+
 struct OrgState {
     in_flight: usize,
     not_before: Option<Instant>,
+    /// A message of this org is parked because it was at its cap, until about this time.
+    waiting_until: Option<Instant>,
+    /// Typical attempt duration (moving average), once one attempt finished.
+    typical: Option<Duration>,
+    last_seen: Instant,
+}
+
+impl OrgState {
+    fn new(now: Instant) -> Self {
+        OrgState {
+            in_flight: 0,
+            not_before: None,
+            waiting_until: None,
+            typical: None,
+            last_seen: now,
+        }
+    }
+}
+
+struct State {
+    orgs: HashMap<Uuid, OrgState>,
+    in_flight: usize,
 }
 
 pub struct OrgGate {
     cap: usize,
-    orgs: Mutex<HashMap<Uuid, OrgState>>,
+    slots: usize,
+    state: Mutex<State>,
 }
 
 /// An attempt slot of one org; released on drop.
@@ -37,36 +69,68 @@ pub struct Permit {
 
 impl Drop for Permit {
     fn drop(&mut self) {
-        let mut orgs = self.gate.orgs.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(st) = orgs.get_mut(&self.org) {
-            st.in_flight = st.in_flight.saturating_sub(1);
-            let expired = st.not_before.is_none_or(|t| t <= Instant::now());
-            if st.in_flight == 0 && expired {
-                orgs.remove(&self.org);
-            }
+        let mut st = self.gate.lock();
+        st.in_flight = st.in_flight.saturating_sub(1);
+        if let Some(o) = st.orgs.get_mut(&self.org) {
+            o.in_flight = o.in_flight.saturating_sub(1);
         }
     }
 }
 
+fn remaining(t: Option<Instant>, now: Instant) -> Option<Duration> {
+    t.filter(|t| *t > now).map(|t| t - now)
+}
+
 impl OrgGate {
-    pub fn new(cap: usize) -> Arc<OrgGate> {
+    /// `slots`: the process's attempt slots (`QUALIFIER_DELIVERY_CONCURRENCY`); `cap`: what
+    /// one org may always hold (`QUALIFIER_DELIVERY_ORG_CONCURRENCY`).
+    pub fn new(cap: usize, slots: usize) -> Arc<OrgGate> {
+        let cap = cap.max(1);
         Arc::new(OrgGate {
-            cap: cap.max(1),
-            orgs: Mutex::new(HashMap::new()),
+            cap,
+            slots: slots.max(cap),
+            state: Mutex::new(State {
+                orgs: HashMap::new(),
+                in_flight: 0,
+            }),
         })
     }
 
-    /// A slot for `org`, or the reason it must wait (the rule that orders these reasons is
-    /// [`crate::decide::hold`]).
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A slot for `org`, or why it must wait (with what the park rule needs to know:
+    /// [`crate::decide::park_wait`]).
     pub fn enter(self: &Arc<Self>, org: Uuid) -> Result<Permit, Hold> {
-        let mut orgs = self.orgs.lock().unwrap_or_else(|p| p.into_inner());
-        let st = orgs.entry(org).or_default();
-        if st.not_before.is_some_and(|t| t > Instant::now()) {
-            return Err(Hold::BackingOff);
+        let now = Instant::now();
+        let mut guard = self.lock();
+        let st = &mut *guard;
+        if st.orgs.len() > 1024 {
+            st.orgs
+                .retain(|_, o| o.in_flight > 0 || now.duration_since(o.last_seen) < FORGET_AFTER);
         }
-        if st.in_flight >= self.cap {
-            return Err(Hold::AtCap);
+        let others_waiting = st
+            .orgs
+            .iter()
+            .any(|(id, o)| *id != org && remaining(o.waiting_until, now).is_some());
+        let free = self.slots.saturating_sub(st.in_flight);
+        let o = st.orgs.entry(org).or_insert_with(|| OrgState::new(now));
+        o.last_seen = now;
+        if let Some(left) = remaining(o.not_before, now) {
+            return Err(Hold::BackingOff {
+                for_ms: left.as_millis() as u64,
+            });
         }
+        let under_cap = o.in_flight < self.cap;
+        // Idle slots beyond the cap's reserve are anyone's while nobody else waits.
+        let idle_beyond_reserve = free > self.cap && !others_waiting;
+        if !(under_cap || idle_beyond_reserve) || free == 0 {
+            return Err(Hold::AtCap {
+                typical_ms: o.typical.map(|d| d.as_millis() as u64),
+            });
+        }
+        o.in_flight += 1;
         st.in_flight += 1;
         Ok(Permit {
             gate: self.clone(),
@@ -74,12 +138,34 @@ impl OrgGate {
         })
     }
 
+    /// A message of `org` was parked at its cap for `wait`: other orgs yield idle slots to it
+    /// meanwhile.
+    pub fn waiting(&self, org: Uuid, wait: Duration) {
+        let now = Instant::now();
+        let mut st = self.lock();
+        let o = st.orgs.entry(org).or_insert_with(|| OrgState::new(now));
+        let until = now + wait;
+        o.waiting_until = Some(o.waiting_until.map_or(until, |t| t.max(until)));
+    }
+
+    /// One attempt of `org` took `took` (feeds the typical duration the park rule uses).
+    pub fn observe(&self, org: Uuid, took: Duration) {
+        let now = Instant::now();
+        let mut st = self.lock();
+        let o = st.orgs.entry(org).or_insert_with(|| OrgState::new(now));
+        o.typical = Some(match o.typical {
+            None => took,
+            Some(t) => t.mul_f64(1.0 - EWMA_WEIGHT) + took.mul_f64(EWMA_WEIGHT),
+        });
+    }
+
     /// The receiver asked for a pause: no new attempt for `org` until `wait` has passed.
     pub fn back_off(&self, org: Uuid, wait: Duration) {
-        let until = Instant::now() + wait.min(MAX_RETRY_AFTER);
-        let mut orgs = self.orgs.lock().unwrap_or_else(|p| p.into_inner());
-        let st = orgs.entry(org).or_default();
-        st.not_before = Some(st.not_before.map_or(until, |t| t.max(until)));
+        let now = Instant::now();
+        let until = now + wait.min(MAX_RETRY_AFTER);
+        let mut st = self.lock();
+        let o = st.orgs.entry(org).or_insert_with(|| OrgState::new(now));
+        o.not_before = Some(o.not_before.map_or(until, |t| t.max(until)));
     }
 }
 
@@ -87,26 +173,72 @@ impl OrgGate {
 mod tests {
     use super::*;
 
+    fn at_cap(r: Result<Permit, Hold>) -> bool {
+        matches!(r, Err(Hold::AtCap { .. }))
+    }
+
     #[test]
-    fn the_cap_counts_slots_per_org_and_frees_them_on_drop() {
-        let gate = OrgGate::new(2);
-        let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
+    fn under_contention_the_cap_counts_slots_per_org_and_frees_them_on_drop() {
+        // 4 slots, 2 per org: with another org waiting, nobody goes beyond its cap.
+        let gate = OrgGate::new(2, 4);
+        let (a, b, c) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
+        gate.waiting(c, Duration::from_secs(5));
         let p1 = gate.enter(a).unwrap();
         let _p2 = gate.enter(a).unwrap();
-        assert_eq!(gate.enter(a).err(), Some(Hold::AtCap));
+        assert!(at_cap(gate.enter(a)));
         let _other = gate.enter(b).expect("another org is not affected");
         drop(p1);
         assert!(gate.enter(a).is_ok(), "a freed slot is usable");
     }
 
     #[test]
+    fn a_lone_org_uses_idle_slots_but_leaves_a_cap_free_for_newcomers() {
+        let gate = OrgGate::new(2, 8);
+        let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
+        let held: Vec<_> = (0..6).map(|_| gate.enter(a).expect("idle slots")).collect();
+        assert!(at_cap(gate.enter(a)), "the last cap's worth stays free");
+        let _b1 = gate.enter(b).expect("a newcomer finds a slot at once");
+        let _b2 = gate.enter(b).expect("and its whole cap");
+        assert!(at_cap(gate.enter(b)), "no slot left");
+        drop(held);
+    }
+
+    #[test]
+    fn an_org_waiting_elsewhere_stops_others_from_going_beyond_their_cap() {
+        let gate = OrgGate::new(2, 8);
+        let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
+        let _a: Vec<_> = (0..2).map(|_| gate.enter(a).unwrap()).collect();
+        gate.waiting(b, Duration::from_secs(5));
+        assert!(at_cap(gate.enter(a)), "b waits, so a keeps to its cap");
+    }
+
+    #[test]
     fn back_off_holds_the_org_until_it_passes() {
-        let gate = OrgGate::new(4);
+        let gate = OrgGate::new(4, 16);
         let a = Uuid::new_v4();
         gate.back_off(a, Duration::from_millis(50));
-        assert_eq!(gate.enter(a).err(), Some(Hold::BackingOff));
+        assert!(matches!(
+            gate.enter(a),
+            Err(Hold::BackingOff { for_ms }) if for_ms <= 50
+        ));
         assert!(gate.enter(Uuid::new_v4()).is_ok());
         std::thread::sleep(Duration::from_millis(60));
         assert!(gate.enter(a).is_ok());
+    }
+
+    #[test]
+    fn the_typical_duration_follows_recent_attempts() {
+        let gate = OrgGate::new(1, 2);
+        let a = Uuid::new_v4();
+        let _p = gate.enter(a).unwrap();
+        for _ in 0..30 {
+            gate.observe(a, Duration::from_secs(10));
+        }
+        match gate.enter(a) {
+            Err(Hold::AtCap {
+                typical_ms: Some(ms),
+            }) => assert!((9_000..=10_000).contains(&ms)),
+            _ => panic!("at cap with a typical duration"),
+        }
     }
 }

@@ -14,7 +14,9 @@ use qualifier_bus::lapin::options::{
     BasicAckOptions, BasicCancelOptions, BasicConsumeOptions, BasicNackOptions, BasicQosOptions,
 };
 use qualifier_bus::lapin::types::FieldTable;
-use qualifier_bus::{BusError, DeliveryMeta, MetaError, Outgoing, Publisher, Topology};
+use qualifier_bus::{
+    BusError, DeliveryMeta, MetaError, Outgoing, PARK_TIERS_MS, Publisher, Topology,
+};
 use qualifier_domain::DeliveryStatus;
 use qualifier_domain::timefmt::now_millis;
 use qualifier_store::deliveries::{AttemptRecord, AttemptWrite, DeliveryContext};
@@ -66,6 +68,8 @@ pub struct Worker {
     pub gate: Arc<gate::OrgGate>,
     /// How long shutdown waits for in-flight attempts (the attempt timeout plus a margin).
     pub drain_timeout: Duration,
+    /// One attempt's whole-request timeout (`QUALIFIER_DELIVERY_TIMEOUT_MS`).
+    pub attempt_timeout: Duration,
     /// Context reads and outcome writes, batched across concurrent attempts.
     pub contexts: Batcher<uuid::Uuid, Option<DeliveryContext>>,
     pub outcomes: Batcher<AttemptWrite, ()>,
@@ -216,7 +220,12 @@ impl Worker {
                 tracing::error!(delivery_id = %job.meta.delivery_id, error, "attempt failed before any request");
                 Sent::without_request(now_millis(), error)
             }
-            Before::Send(hook) => self.sender.send(job, hook).await,
+            Before::Send(hook) => {
+                let sent = self.sender.send(job, hook).await;
+                self.gate
+                    .observe(job.meta.org_id, Duration::from_millis(sent.duration_ms));
+                sent
+            }
         };
         let (record, step) = decide::after_attempt(
             &sent,
@@ -263,10 +272,17 @@ impl Worker {
             .map_err(NotDurable::Publish)
     }
 
-    /// Parks `job` (it waits without using an attempt) and acks the original.
+    /// Parks `job` for as long as the rules say (it waits without using an attempt) and acks
+    /// the original.
     async fn park(&self, publisher: &Publisher, d: Delivery, job: &DeliveryJob, why: Hold) {
         metrics::counter!(m::PARKED, "reason" => why.label()).increment(1);
-        let queue = self.topology.parked_queue();
+        let wait = decide::park_wait(why, self.attempt_timeout);
+        let tier = decide::park_tier(&PARK_TIERS_MS, wait);
+        if matches!(why, Hold::AtCap { .. }) {
+            self.gate
+                .waiting(job.meta.org_id, Duration::from_millis(PARK_TIERS_MS[tier]));
+        }
+        let queue = self.topology.parked_queue(tier);
         let parked = publisher
             .publish_all(&[job_message(job, "", &queue)])
             .await
@@ -300,8 +316,8 @@ impl Worker {
             (None, Ok(permit)) => permit,
             (why, _) => {
                 // A slot taken while the message's own pause holds it is given back at once.
-                self.park(&publisher, d, &job, why.unwrap_or(Hold::AtCap))
-                    .await;
+                let why = why.unwrap_or(Hold::AtCap { typical_ms: None });
+                self.park(&publisher, d, &job, why).await;
                 return;
             }
         };
@@ -340,7 +356,11 @@ impl Worker {
         let mut backoff = qualifier_bus::reconnect_backoff();
         while !shutdown.is_cancelled() {
             let setup = async {
-                let conn = qualifier_bus::connect(&self.amqp_url).await?;
+                let conn = qualifier_bus::connect(
+                    &self.amqp_url,
+                    &format!("webhook-delivery {}", self.topology.prefix),
+                )
+                .await?;
                 let publisher = Publisher::new(&conn).await?;
                 self.topology.declare(publisher.channel()).await?;
                 let ch = conn.create_channel().await?;

@@ -212,7 +212,9 @@ impl Stack {
     /// Messages waiting in a queue of this test's topology.
     pub async fn queue_depth(&self, queue: &str) -> u32 {
         use qualifier_bus::lapin::options::QueueDeclareOptions;
-        let conn = qualifier_bus::connect(&amqp_url()).await.unwrap();
+        let conn = qualifier_bus::connect(&amqp_url(), "qualifier test")
+            .await
+            .unwrap();
         let ch = conn.create_channel().await.unwrap();
         let q = ch
             .queue_declare(
