@@ -220,11 +220,13 @@ pub async fn start(cfg: ApiConfig) -> anyhow::Result<RunningApi> {
         }
     });
     let relay_status = Arc::new(crate::relay::RelayStatus::default());
+    let tokens = Arc::new(crate::token_filter::TokenFilter::default());
     let shutdown = tokio_util::sync::CancellationToken::new();
     let relay = tokio::spawn(
         crate::relay::Relay {
             store: store.clone(),
             database_url: cfg.database_url.clone(),
+            tokens: tokens.clone(),
             amqp_url: cfg.amqp_url.clone(),
             topology: qualifier_bus::Topology::new(
                 cfg.topology_prefix.clone(),
@@ -240,6 +242,7 @@ pub async fn start(cfg: ApiConfig) -> anyhow::Result<RunningApi> {
         rate_limit_per_minute: cfg.rate_limit_per_minute,
         internal_token_digest: AppState::new_internal_digest(&cfg.internal_token),
         egress: EgressPolicy::new(cfg.allow_cidrs.clone()),
+        tokens,
     }));
     let workers = cfg.http_workers;
 

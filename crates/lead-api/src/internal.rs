@@ -94,6 +94,9 @@ async fn create_token(
         .store
         .create_token(org_id, name.map(Name::into_inner))
         .await?;
+    // Known here at once; other replicas learn it from the notification.
+    st.tokens
+        .add(qualifier_store::tokens::token_fingerprint(&secret));
     Ok(HttpResponse::Created().json(json!({ "token": token, "secret": secret })))
 }
 

@@ -8,6 +8,7 @@ pub mod internal;
 pub mod public;
 pub mod relay;
 pub mod state;
+pub mod token_filter;
 
 pub use app::{RunningApi, start};
 pub use config::ApiConfig;

@@ -16,6 +16,8 @@ use qualifier_store::outbox::{Unpublished, relay_batch};
 use qualifier_store::{Store, StoreError};
 use qualifier_telemetry::metrics::{self as m, metrics};
 use tokio::sync::Notify;
+
+use crate::token_filter::TokenFilter;
 use tokio_util::sync::CancellationToken;
 
 const BATCH: i64 = 500;
@@ -30,6 +32,8 @@ pub struct RelayStatus {
 
 pub struct Relay {
     pub store: Store,
+    /// Kept current from the same LISTEN connection.
+    pub tokens: Arc<TokenFilter>,
     pub database_url: String,
     pub amqp_url: String,
     pub topology: Topology,
@@ -40,31 +44,51 @@ async fn sleep_or_cancel(d: Duration, shutdown: &CancellationToken) {
     tokio::select! { _ = tokio::time::sleep(d) => {}, _ = shutdown.cancelled() => {} }
 }
 
-/// Keeps a LISTEN connection open and turns each notification into a wake-up.
-async fn listen(database_url: String, wake: Arc<Notify>, shutdown: CancellationToken) {
+/// Keeps a LISTEN connection open: an outbox notification wakes the relay, a token notification
+/// adds the new token's fingerprint to the filter. The filter is reloaded whenever the connection
+/// comes up, and marked stale while it is down (notifications may be missed).
+async fn listen(
+    database_url: String,
+    store: Store,
+    tokens: Arc<TokenFilter>,
+    wake: Arc<Notify>,
+    shutdown: CancellationToken,
+) {
     let mut backoff = qualifier_bus::reconnect_backoff();
     while !shutdown.is_cancelled() {
         match tokio_postgres::connect(&database_url, tokio_postgres::NoTls).await {
             Ok((client, mut connection)) => {
-                let wake2 = wake.clone();
+                let (wake2, tokens2) = (wake.clone(), tokens.clone());
                 let pump = tokio::spawn(async move {
                     let mut messages =
                         futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
                     while let Some(Ok(msg)) = messages.next().await {
-                        if matches!(msg, tokio_postgres::AsyncMessage::Notification(_)) {
-                            wake2.notify_one();
+                        if let tokio_postgres::AsyncMessage::Notification(n) = msg {
+                            match n.channel() {
+                                "qualifier_tokens" => tokens2.add_hex(n.payload()),
+                                _ => wake2.notify_one(),
+                            }
                         }
                     }
                 });
-                if client
-                    .batch_execute("LISTEN qualifier_outbox")
+                let listening = client
+                    .batch_execute("LISTEN qualifier_outbox; LISTEN qualifier_tokens")
                     .await
-                    .is_ok()
-                {
+                    .is_ok();
+                // Listening first, then reading: a token created in between is in one or both.
+                let loaded = match store.token_fingerprints().await {
+                    Ok(all) if listening => {
+                        tokens.replace(all);
+                        true
+                    }
+                    _ => false,
+                };
+                if listening && loaded {
                     // Anything committed while we were not listening is picked up now.
                     wake.notify_one();
                     backoff = qualifier_bus::reconnect_backoff();
                     tokio::select! { _ = pump => {}, _ = shutdown.cancelled() => return }
+                    tokens.mark_stale();
                 } else {
                     pump.abort();
                 }
@@ -135,6 +159,8 @@ impl Relay {
         let wake = Arc::new(Notify::new());
         let listener = tokio::spawn(listen(
             self.database_url.clone(),
+            self.store.clone(),
+            self.tokens.clone(),
             wake.clone(),
             shutdown.clone(),
         ));

@@ -3,7 +3,8 @@
 use actix_web::{HttpMessage, HttpRequest, http::header};
 use qualifier_egress::EgressPolicy;
 use qualifier_store::Store;
-use qualifier_store::tokens::Admission;
+use qualifier_store::secrets::looks_like_org_token;
+use qualifier_store::tokens::{Admission, token_fingerprint};
 use qualifier_telemetry::metrics::metrics;
 use uuid::Uuid;
 
@@ -17,6 +18,8 @@ pub struct AppState {
     pub internal_token_digest: Vec<u8>,
     pub egress: EgressPolicy,
     pub relay: std::sync::Arc<crate::relay::RelayStatus>,
+    /// Which tokens exist, to refuse unknown ones without a round trip.
+    pub tokens: std::sync::Arc<crate::token_filter::TokenFilter>,
 }
 
 /// What the rate-limit headers of an authenticated response say; stored in the request's
@@ -49,6 +52,16 @@ impl AppState {
     /// Public API: the org token, then one unit of its rate-limit bucket (401, then 429).
     pub async fn authenticate_org(&self, req: &HttpRequest) -> Result<OrgAuth, ApiError> {
         let token = bearer(req).ok_or(ApiError::Unauthorized)?;
+        if !looks_like_org_token(token) {
+            return Err(ApiError::Unauthorized);
+        }
+        let fingerprint = token_fingerprint(token);
+        // An unknown token looks itself up in the narrow lane (or is refused when it is full).
+        let _lane = match self.tokens.check(&fingerprint).await {
+            None => None,
+            Some(Ok(permit)) => Some(permit),
+            Some(Err(())) => return Err(ApiError::Unauthorized),
+        };
         match self.store.admit(token, self.rate_limit_per_minute).await? {
             Admission::Unauthorized => Err(ApiError::Unauthorized),
             Admission::Allowed {

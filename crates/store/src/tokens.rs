@@ -54,6 +54,17 @@ struct AdmitRow {
     level: f64,
 }
 
+/// The first 8 bytes of a token's SHA-256: what replicas announce to each other when a token is
+/// created (migration 5), to refuse unknown tokens without a round trip. Not the token, and not
+/// enough of its hash to look it up.
+pub fn token_fingerprint(token: &str) -> [u8; 8] {
+    fingerprint_of_hash(&hash_token(token)).unwrap_or_default()
+}
+
+fn fingerprint_of_hash(hash: &[u8]) -> Option<[u8; 8]> {
+    hash.get(..8)?.try_into().ok()
+}
+
 /// The function `qualifier_admit` (migration 4), with $1 token hash, $2 capacity and $3 refill
 /// per second. A NULL bucket is a full one. Refusals
 /// (level < 1) store the refilled level without taking a unit, so 429s consume nothing.
@@ -104,6 +115,19 @@ impl Store {
         } else {
             Ok(())
         }
+    }
+
+    /// The fingerprints ([`token_fingerprint`]) of every token that exists, revoked or not.
+    pub async fn token_fingerprints(&self) -> Result<Vec<[u8; 8]>, StoreError> {
+        let mut conn = self.conn().await?;
+        let hashes: Vec<Vec<u8>> = api_tokens::table
+            .select(api_tokens::token_hash)
+            .load(&mut conn)
+            .await?;
+        Ok(hashes
+            .iter()
+            .filter_map(|h| fingerprint_of_hash(h))
+            .collect())
     }
 
     /// Authenticates `token` and takes one request from its bucket of `per_minute`.

@@ -337,3 +337,104 @@ async fn a_body_that_never_finishes_gets_408_within_ten_seconds() {
         .await;
     assert_eq!(r.json::<Value>().await.unwrap()["lead"]["ai_paused"], false);
 }
+
+/// Sessions of this test's database waiting on a lock.
+async fn sessions_waiting_on_a_lock(c: &tokio_postgres::Client) -> i64 {
+    c.query_one(
+        "SELECT count(*) FROM pg_stat_activity
+         WHERE datname = current_database() AND wait_event_type = 'Lock'",
+        &[],
+    )
+    .await
+    .unwrap()
+    .get(0)
+}
+
+/// Waits until the service listens for token notifications (its filter is then loaded).
+async fn wait_for_token_listener(c: &tokio_postgres::Client) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let n: i64 = c
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity
+                 WHERE datname = current_database() AND query LIKE '%LISTEN qualifier_tokens%'",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        if n > 0 {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            return;
+        }
+        assert!(Instant::now() < deadline, "lead-api never listened");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_flood_of_unknown_tokens_holds_at_most_two_database_connections() {
+    // A pool large enough that the old behaviour (one admission statement per token) would put
+    // eight sessions on the lock.
+    let app = TestApp::spawn_with(|c| c.db_pool_size = 16).await;
+    let (_, token) = app.org().await;
+    let db = app.db.client().await;
+    wait_for_token_listener(&db).await;
+    let path = format!("/api/v1/leads/{}", uuid::Uuid::new_v4());
+    // While the token table is locked, anything that looks a token up waits on the lock.
+    let mut locker = app.db.client().await;
+    let tx = locker.transaction().await.unwrap();
+    tx.batch_execute("LOCK TABLE api_tokens IN ACCESS EXCLUSIVE MODE")
+        .await
+        .unwrap();
+    let flood: Vec<_> = (0..40)
+        .map(|i| {
+            let (http, url) = (app.http.clone(), format!("{}{path}", app.public));
+            tokio::spawn(async move {
+                let fake = format!("qlf_org_{i:0>40}");
+                http.get(url)
+                    .bearer_auth(fake)
+                    .send()
+                    .await
+                    .unwrap()
+                    .status()
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    let waiting = sessions_waiting_on_a_lock(&db).await;
+    tx.commit().await.unwrap();
+    assert!(
+        waiting <= lead_api::token_filter::MISS_LANE as i64,
+        "{waiting} database sessions held by unknown tokens"
+    );
+    for f in flood {
+        assert_eq!(f.await.unwrap(), 401);
+    }
+    // The real token never queued behind them.
+    let r = app.public(Method::GET, &path, &token, None).await;
+    assert_eq!(r.status(), 404);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_token_created_on_one_replica_works_on_another_at_once() {
+    let app = TestApp::spawn().await;
+    let second = lead_api::start(crate::helpers::config(&app.db, &app.topo))
+        .await
+        .unwrap();
+    wait_for_token_listener(&app.db.client().await).await;
+    let path = format!("/api/v1/leads/{}", uuid::Uuid::new_v4());
+    for _ in 0..5 {
+        // Created through the first, used at once on the second.
+        let (_, token) = app.org().await;
+        let r = app
+            .http
+            .get(format!("http://{}{path}", second.public_addr))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 404, "the new token is accepted");
+    }
+    second.stop(false).await;
+}
