@@ -34,6 +34,7 @@ fn any_json() -> impl Strategy<Value = Value> {
         Just("budget".to_owned()),
         Just("bedrooms".to_owned()),
         "\\PC{0,12}",
+        "[a-z\\x00\\x1b\\x7f]{1,6}",
     ];
     let leaf = prop_oneof![
         Just(Value::Null),
@@ -43,6 +44,8 @@ fn any_json() -> impl Strategy<Value = Value> {
             .prop_filter("finite", |f| f.is_finite())
             .prop_map(|f| json!(f)),
         "\\PC{0,40}".prop_map(Value::String),
+        // What an attacker sends: control characters (NUL, ESC, DEL, C1) among ordinary text.
+        "[a-z\\x00-\\x1f\\x7f-\\x9f+@.]{1,20}".prop_map(Value::String),
         Just(json!("closed")),
         Just(json!("+447700900123")),
         Just(json!("https://example.com/hook")),
