@@ -283,12 +283,24 @@ async fn e2e(
     pace: Option<f64>,
     with_cost: bool,
 ) -> anyhow::Result<E2e> {
+    e2e_with(sink, events, workers, pace, with_cost, default_delivery()).await
+}
+
+/// [`e2e`] with the delivery processes configured by `settings`.
+async fn e2e_with(
+    sink: &Sink,
+    events: u64,
+    workers: usize,
+    pace: Option<f64>,
+    with_cost: bool,
+    settings: DeliverySettings,
+) -> anyhow::Result<E2e> {
     sink.clear();
     let mut env = Env::new(sink.ca_file.clone()).await;
     let api = env.start_api().await?;
     let mut procs = Vec::new();
     for _ in 0..workers {
-        procs.push(env.start_delivery(&default_delivery()).await?);
+        procs.push(env.start_delivery(&settings).await?);
     }
     let (ep, url) = sink.endpoint(Answer::Ok);
     let org = env.org(&url, 16).await?;
@@ -636,8 +648,35 @@ async fn main() -> anyhow::Result<()> {
         slow,
     )
     .await?;
-    println!("[4/5] noisy neighbour");
+    println!("[4/5] noisy neighbour; one org alone under the default per-org cap");
     let noisy = noisy(&sink, (n / 4).max(1000), if o.quick { 300 } else { 1000 }).await?;
+    // The per-org cap exists for neighbours: alone, an org should not feel it.
+    let lone_capped = e2e_with(
+        &sink,
+        n,
+        1,
+        None,
+        false,
+        DeliverySettings {
+            org_concurrency: 16, // the default: a quarter of 64
+            ..default_delivery()
+        },
+    )
+    .await?;
+    let lone = {
+        let capped = lone_capped.tally.json();
+        let lifted = max.tally.json();
+        let p50 = |v: &Value| v["commit_to_receipt_p50_ms"].as_f64().unwrap_or(f64::NAN);
+        json!({
+            "default_cap_delivered_per_s": r3(lone_capped.delivered_per_s),
+            "cap_lifted_delivered_per_s": r3(max.delivered_per_s),
+            "rate_ratio_default_vs_lifted": r3(lone_capped.delivered_per_s / max.delivered_per_s),
+            "default_cap_p50_ms": p50(&capped),
+            "cap_lifted_p50_ms": p50(&lifted),
+            "p50_ratio_default_vs_lifted": r3(p50(&capped) / p50(&lifted)),
+            "default_cap_events_lost": lone_capped.tally.lost,
+        })
+    };
     println!("[5/5] cost (from the maximum-rate run)");
 
     let patch_rps = api["patch"]["per_s"].as_f64().unwrap_or(0.0);
@@ -809,6 +848,20 @@ async fn main() -> anyhow::Result<()> {
     );
     row(
         r,
+        "lone org, default cap: rate ratio to cap lifted",
+        lone["rate_ratio_default_vs_lifted"].as_f64().unwrap_or(0.0),
+        Some((">=", 0.9)),
+    );
+    row(
+        r,
+        "lone org, default cap: p50 ratio to cap lifted",
+        lone["p50_ratio_default_vs_lifted"]
+            .as_f64()
+            .unwrap_or(f64::NAN),
+        Some(("<=", 2.0)),
+    );
+    row(
+        r,
         "PG rows written per delivered event (all)",
         cost["pg_row_writes_per_delivered_event"]
             .as_f64()
@@ -842,6 +895,7 @@ async fn main() -> anyhow::Result<()> {
     let lost_total = max.tally.lost
         + half.tally.lost
         + max2.tally.lost
+        + lone_capped.tally.lost
         + [
             &drain1,
             &drain2,
@@ -876,6 +930,7 @@ async fn main() -> anyhow::Result<()> {
             "scale_ratio_cpu_bound_end_to_end": r3(max2.delivered_per_s / max.delivered_per_s),
         },
         "noisy_neighbour": noisy,
+        "lone_org": lone,
         "cost": cost,
         "events_lost_all_runs": lost_total,
         "targets": rows,

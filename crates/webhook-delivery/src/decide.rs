@@ -104,6 +104,15 @@ pub fn park_wait(hold: Hold, attempt_timeout: Duration) -> Duration {
     }
 }
 
+/// The pause a parked message carries in its `not-before` header, so that whichever replica
+/// takes it next honours the receiver's `Retry-After` too (its own gate may not know of it).
+pub fn carried_not_before(hold: Hold, now_ms: i64) -> Option<i64> {
+    match hold {
+        Hold::BackingOff { for_ms } => Some(now_ms + for_ms as i64),
+        Hold::AtCap { .. } => None,
+    }
+}
+
 /// The park queue for `wait`: the longest tier that does not overshoot it (a longer wait is a
 /// few hops through shorter tiers, each queue keeping one TTL so its messages expire in order),
 /// or the shortest tier.
@@ -448,6 +457,18 @@ mod tests {
                 short
             ),
             MIN_PARK
+        );
+    }
+
+    #[test]
+    fn a_message_parked_for_a_pause_carries_it_to_every_replica() {
+        assert_eq!(
+            carried_not_before(Hold::BackingOff { for_ms: 30_000 }, NOW),
+            Some(NOW + 30_000)
+        );
+        assert_eq!(
+            carried_not_before(Hold::AtCap { typical_ms: None }, NOW),
+            None
         );
     }
 

@@ -283,8 +283,12 @@ impl Worker {
                 .waiting(job.meta.org_id, Duration::from_millis(PARK_TIERS_MS[tier]));
         }
         let queue = self.topology.parked_queue(tier);
+        let mut held = job.clone();
+        if let Some(t) = decide::carried_not_before(why, unix_ms()) {
+            held.meta.not_before_ms = Some(t);
+        }
         let parked = publisher
-            .publish_all(&[job_message(job, "", &queue)])
+            .publish_all(&[job_message(&held, "", &queue)])
             .await
             .map_err(NotDurable::Publish);
         self.settle(d, job, parked).await;
