@@ -89,6 +89,55 @@ pub fn hold(meta: &DeliveryMeta, now_ms: i64, gate: Option<Hold>) -> Option<Hold
     }
 }
 
+/// The process's attempt slots, as the gate sees them when a message asks for one.
+#[derive(Debug, Clone, Copy)]
+pub struct Slots {
+    pub slots: usize,
+    pub in_flight: usize,
+    /// What one org may always hold (`QUALIFIER_DELIVERY_ORG_CONCURRENCY`).
+    pub cap: usize,
+    /// Another org waits for a slot while holding less than its cap.
+    pub others_starved: bool,
+    pub attempt_timeout: Duration,
+}
+
+/// One org's share, as the gate sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct OrgSlots {
+    pub in_flight: usize,
+    /// What is left of a receiver's `Retry-After` pause.
+    pub paused_for: Option<Duration>,
+    /// Its attempts' moving-average duration, once one has ended.
+    pub typical: Option<Duration>,
+}
+
+/// Whether an org may start an attempt now (the per-org cap, work-conserving):
+/// - never while its receiver's pause lasts;
+/// - always within its cap, when a slot is free;
+/// - beyond its cap, it may borrow an idle slot when all of these hold: a cap's worth of slots
+///   stays free after it (a newcomer finds one at once), no other org is waiting with less
+///   than its cap, and its attempts are known to end quickly (under half the timeout). A
+///   hanging or failing endpoint would hold a borrowed slot for the whole timeout, so it keeps
+///   to its cap; a fast one gives a borrowed slot back within its typical duration.
+pub fn admit(org: &OrgSlots, p: &Slots) -> Result<(), Hold> {
+    if let Some(left) = org.paused_for {
+        return Err(Hold::BackingOff {
+            for_ms: left.as_millis() as u64,
+        });
+    }
+    let free = p.slots.saturating_sub(p.in_flight);
+    let within_cap = org.in_flight < p.cap && free > 0;
+    let quick = org.typical.is_some_and(|t| t < p.attempt_timeout / 2);
+    let may_borrow = free > p.cap && !p.others_starved && quick;
+    if within_cap || may_borrow {
+        Ok(())
+    } else {
+        Err(Hold::AtCap {
+            typical_ms: org.typical.map(|d| d.as_millis() as u64),
+        })
+    }
+}
+
 /// How long a held message waits before it is looked at again: once per wait, so holding an
 /// org back costs the shared queue one hop per message, not one per second.
 /// - Backing off: the rest of the pause the receiver asked for.
@@ -426,6 +475,74 @@ mod tests {
             hold(&m, NOW, None),
             None,
             "the pause is over at its instant"
+        );
+    }
+
+    fn slots(in_flight: usize, others_starved: bool) -> Slots {
+        Slots {
+            slots: 64,
+            in_flight,
+            cap: 16,
+            others_starved,
+            attempt_timeout: Duration::from_secs(10),
+        }
+    }
+
+    fn org(in_flight: usize, typical_ms: Option<u64>) -> OrgSlots {
+        OrgSlots {
+            in_flight,
+            paused_for: None,
+            typical: typical_ms.map(Duration::from_millis),
+        }
+    }
+
+    #[test]
+    fn within_its_cap_an_org_starts_whenever_a_slot_is_free() {
+        assert_eq!(admit(&org(15, None), &slots(63, true)), Ok(()));
+        assert!(matches!(
+            admit(&org(3, None), &slots(64, false)),
+            Err(Hold::AtCap { .. })
+        ));
+    }
+
+    #[test]
+    fn a_paused_org_waits_out_its_pause_even_with_free_slots() {
+        let mut o = org(0, Some(5));
+        o.paused_for = Some(Duration::from_secs(30));
+        assert_eq!(
+            admit(&o, &slots(0, false)),
+            Err(Hold::BackingOff { for_ms: 30_000 })
+        );
+    }
+
+    #[test]
+    fn a_quick_org_borrows_idle_slots_but_leaves_a_cap_free() {
+        let fast = Some(20);
+        assert_eq!(admit(&org(16, fast), &slots(16, false)), Ok(()));
+        assert_eq!(admit(&org(47, fast), &slots(47, false)), Ok(()));
+        assert_eq!(
+            admit(&org(48, fast), &slots(48, false)),
+            Err(Hold::AtCap {
+                typical_ms: Some(20)
+            }),
+            "the last 16 slots stay free for a newcomer"
+        );
+    }
+
+    #[test]
+    fn nobody_borrows_while_another_org_waits_below_its_cap() {
+        assert!(admit(&org(16, Some(20)), &slots(20, true)).is_err());
+    }
+
+    #[test]
+    fn a_slow_or_unknown_endpoint_keeps_to_its_cap() {
+        // A hanging endpoint would hold a borrowed slot for the whole timeout.
+        assert!(admit(&org(16, Some(9_000)), &slots(16, false)).is_err());
+        assert!(admit(&org(16, Some(5_000)), &slots(16, false)).is_err());
+        assert_eq!(admit(&org(16, Some(4_999)), &slots(16, false)), Ok(()));
+        assert!(
+            admit(&org(16, None), &slots(16, false)).is_err(),
+            "not known yet"
         );
     }
 

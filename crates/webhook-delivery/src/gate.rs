@@ -2,11 +2,10 @@
 //! (how many attempts each org has in flight, whether a receiver asked for a pause, how long an
 //! org's attempts take) and the slots themselves. The rules are [`crate::decide`]'s.
 //!
-//! - **In-flight cap, work-conserving:** an org may hold `cap` of the process's `slots` at once.
-//!   Beyond that it may use idle slots, as long as `cap` slots stay free for anyone else and no
-//!   other org is waiting for a slot: a lone org is not throttled by a cap that exists for
-//!   neighbours, and a newcomer always finds a free slot at once. An org that cannot start parks
-//!   its message (a TTL queue, no attempt used) and counts as waiting until the message is back.
+//! - **In-flight cap, work-conserving:** an org may hold `cap` of the process's `slots` at once,
+//!   and borrow idle ones beyond that on the terms of [`decide::admit`]. An org that cannot
+//!   start parks its message (a TTL queue, no attempt used) and counts as waiting until the
+//!   message is back.
 //! - **Back-off:** after a 429 or 503 with `Retry-After`, no attempt for that org starts before
 //!   the time the receiver asked for.
 //!
@@ -20,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use uuid::Uuid;
 
-use crate::decide::{Hold, MAX_RETRY_AFTER};
+use crate::decide::{self, Hold, MAX_RETRY_AFTER, OrgSlots, Slots};
 
 /// How much one attempt moves an org's typical duration (exponential moving average).
 const EWMA_WEIGHT: f64 = 0.2;
@@ -58,6 +57,7 @@ struct State {
 pub struct OrgGate {
     cap: usize,
     slots: usize,
+    attempt_timeout: Duration,
     state: Mutex<State>,
 }
 
@@ -84,10 +84,11 @@ fn remaining(t: Option<Instant>, now: Instant) -> Option<Duration> {
 impl OrgGate {
     /// `slots`: the process's attempt slots (`QUALIFIER_DELIVERY_CONCURRENCY`); `cap`: what
     /// one org may always hold (`QUALIFIER_DELIVERY_ORG_CONCURRENCY`).
-    pub fn new(cap: usize, slots: usize) -> Arc<OrgGate> {
+    pub fn new(cap: usize, slots: usize, attempt_timeout: Duration) -> Arc<OrgGate> {
         let cap = cap.max(1);
         Arc::new(OrgGate {
             cap,
+            attempt_timeout,
             slots: slots.max(cap),
             state: Mutex::new(State {
                 orgs: HashMap::new(),
@@ -110,26 +111,25 @@ impl OrgGate {
             st.orgs
                 .retain(|_, o| o.in_flight > 0 || now.duration_since(o.last_seen) < FORGET_AFTER);
         }
-        let others_waiting = st
-            .orgs
-            .iter()
-            .any(|(id, o)| *id != org && remaining(o.waiting_until, now).is_some());
-        let free = self.slots.saturating_sub(st.in_flight);
+        // Another org waits with less than its cap in flight: idle slots are its, not ours.
+        let others_starved = st.orgs.iter().any(|(id, o)| {
+            *id != org && o.in_flight < self.cap && remaining(o.waiting_until, now).is_some()
+        });
+        let process = Slots {
+            slots: self.slots,
+            in_flight: st.in_flight,
+            cap: self.cap,
+            others_starved,
+            attempt_timeout: self.attempt_timeout,
+        };
         let o = st.orgs.entry(org).or_insert_with(|| OrgState::new(now));
         o.last_seen = now;
-        if let Some(left) = remaining(o.not_before, now) {
-            return Err(Hold::BackingOff {
-                for_ms: left.as_millis() as u64,
-            });
-        }
-        let under_cap = o.in_flight < self.cap;
-        // Idle slots beyond the cap's reserve are anyone's while nobody else waits.
-        let idle_beyond_reserve = free > self.cap && !others_waiting;
-        if !(under_cap || idle_beyond_reserve) || free == 0 {
-            return Err(Hold::AtCap {
-                typical_ms: o.typical.map(|d| d.as_millis() as u64),
-            });
-        }
+        let view = OrgSlots {
+            in_flight: o.in_flight,
+            paused_for: remaining(o.not_before, now),
+            typical: o.typical,
+        };
+        decide::admit(&view, &process)?;
         o.in_flight += 1;
         st.in_flight += 1;
         Ok(Permit {
@@ -173,6 +173,8 @@ impl OrgGate {
 mod tests {
     use super::*;
 
+    const T: Duration = Duration::from_secs(10);
+
     fn at_cap(r: Result<Permit, Hold>) -> bool {
         matches!(r, Err(Hold::AtCap { .. }))
     }
@@ -180,7 +182,7 @@ mod tests {
     #[test]
     fn under_contention_the_cap_counts_slots_per_org_and_frees_them_on_drop() {
         // 4 slots, 2 per org: with another org waiting, nobody goes beyond its cap.
-        let gate = OrgGate::new(2, 4);
+        let gate = OrgGate::new(2, 4, T);
         let (a, b, c) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
         gate.waiting(c, Duration::from_secs(5));
         let p1 = gate.enter(a).unwrap();
@@ -193,8 +195,9 @@ mod tests {
 
     #[test]
     fn a_lone_org_uses_idle_slots_but_leaves_a_cap_free_for_newcomers() {
-        let gate = OrgGate::new(2, 8);
+        let gate = OrgGate::new(2, 8, T);
         let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
+        gate.observe(a, Duration::from_millis(20));
         let held: Vec<_> = (0..6).map(|_| gate.enter(a).expect("idle slots")).collect();
         assert!(at_cap(gate.enter(a)), "the last cap's worth stays free");
         let _b1 = gate.enter(b).expect("a newcomer finds a slot at once");
@@ -205,8 +208,9 @@ mod tests {
 
     #[test]
     fn an_org_waiting_elsewhere_stops_others_from_going_beyond_their_cap() {
-        let gate = OrgGate::new(2, 8);
+        let gate = OrgGate::new(2, 8, T);
         let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
+        gate.observe(a, Duration::from_millis(20));
         let _a: Vec<_> = (0..2).map(|_| gate.enter(a).unwrap()).collect();
         gate.waiting(b, Duration::from_secs(5));
         assert!(at_cap(gate.enter(a)), "b waits, so a keeps to its cap");
@@ -214,7 +218,7 @@ mod tests {
 
     #[test]
     fn back_off_holds_the_org_until_it_passes() {
-        let gate = OrgGate::new(4, 16);
+        let gate = OrgGate::new(4, 16, T);
         let a = Uuid::new_v4();
         gate.back_off(a, Duration::from_millis(50));
         assert!(matches!(
@@ -228,7 +232,7 @@ mod tests {
 
     #[test]
     fn the_typical_duration_follows_recent_attempts() {
-        let gate = OrgGate::new(1, 2);
+        let gate = OrgGate::new(1, 2, T);
         let a = Uuid::new_v4();
         let _p = gate.enter(a).unwrap();
         for _ in 0..30 {

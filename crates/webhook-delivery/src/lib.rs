@@ -101,7 +101,7 @@ pub async fn start(cfg: DeliveryConfig) -> anyhow::Result<RunningDelivery> {
         topology: Topology::new(cfg.topology_prefix.clone(), cfg.retry_delays_ms.clone()),
         amqp_url: cfg.amqp_url.clone(),
         concurrency: cfg.concurrency,
-        gate: gate::OrgGate::new(cfg.org_concurrency, cfg.concurrency),
+        gate: gate::OrgGate::new(cfg.org_concurrency, cfg.concurrency, timeout),
         status: status.clone(),
         drain_timeout: timeout + Duration::from_secs(5),
         attempt_timeout: timeout,
