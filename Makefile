@@ -8,6 +8,7 @@ run: build          ## services, migrations, both binaries, a printed dev org an
 	scripts/run-dev.sh
 
 test: services      ## unit and integration tests against the local PostgreSQL and RabbitMQ
+	scripts/ensure-test-deps.sh
 	$(CARGO) test --workspace --all-targets
 	$(CARGO) test --workspace --doc
 	$(MAKE) receiver-kit

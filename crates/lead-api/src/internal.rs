@@ -160,7 +160,9 @@ async fn put_webhook(
         .await?;
     let mut out = json!({ "webhook": webhook });
     if let Some(s) = secret {
+        let standard = qualifier_signing::standard::secret(&s);
         out["signing_secret"] = Value::String(s);
+        out["standard_webhooks_secret"] = Value::String(standard);
     }
     Ok(HttpResponse::Ok().json(out))
 }
@@ -188,7 +190,10 @@ async fn rotate_secret(
     st.authenticate_internal(&req)?;
     let org_id = path_id(&path, ORG_NOT_FOUND)?;
     let secret = st.store.rotate_webhook_secret(org_id).await?;
-    Ok(HttpResponse::Ok().json(json!({ "signing_secret": secret })))
+    Ok(HttpResponse::Ok().json(json!({
+        "signing_secret": secret,
+        "standard_webhooks_secret": qualifier_signing::standard::secret(&secret),
+    })))
 }
 
 async fn inbound(

@@ -171,12 +171,16 @@ async fn run(cli: Cli) -> Result<serde_json::Value> {
                 .store()?
                 .put_webhook(*org, url.as_str().to_owned(), events, !disabled)
                 .await?;
-            json!({ "webhook": webhook, "signing_secret": secret })
+            let standard = secret.as_deref().map(qualifier_signing::standard::secret);
+            json!({ "webhook": webhook, "signing_secret": secret, "standard_webhooks_secret": standard })
         }
         Command::RotateSecret { org } => {
             cli.require_secret_key()?;
             let secret = cli.store()?.rotate_webhook_secret(*org).await?;
-            json!({ "signing_secret": secret })
+            json!({
+                "signing_secret": secret,
+                "standard_webhooks_secret": qualifier_signing::standard::secret(&secret),
+            })
         }
         Command::DeadLetters { org, limit } => {
             let dead = cli

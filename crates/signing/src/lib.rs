@@ -37,6 +37,68 @@ pub fn verify(secret: &str, body: &[u8], header: &str) -> bool {
     hmac::verify(&key, body, &tag).is_ok()
 }
 
+/// Standard Webhooks (standard-webhooks/standard-webhooks, `spec/standard-webhooks.md`): the
+/// same key as `X-Qualifier-Signature`, so receivers can verify with an off-the-shelf library.
+pub mod standard {
+    use base64::Engine;
+    use base64::engine::general_purpose::STANDARD;
+    use ring::hmac;
+
+    /// `whsec_` + standard base64 of the key bytes (the UTF-8 bytes of the whole
+    /// `qlf_whsec_...` secret): the form Standard Webhooks libraries take.
+    pub fn secret(signing_secret: &str) -> String {
+        format!("whsec_{}", STANDARD.encode(signing_secret.as_bytes()))
+    }
+
+    /// One `v1,<base64 HMAC-SHA256>` entry over `{id}.{timestamp}.{body}`.
+    pub fn sign(signing_secret: &str, id: &str, timestamp: i64, body: &[u8]) -> String {
+        let key = hmac::Key::new(hmac::HMAC_SHA256, signing_secret.as_bytes());
+        let mut ctx = hmac::Context::with_key(&key);
+        ctx.update(id.as_bytes());
+        ctx.update(b".");
+        ctx.update(timestamp.to_string().as_bytes());
+        ctx.update(b".");
+        ctx.update(body);
+        format!("v1,{}", STANDARD.encode(ctx.sign().as_ref()))
+    }
+
+    /// The `webhook-signature` header: one entry per secret, space-separated, in the order given
+    /// (during a rotation's overlap, the new secret's first).
+    pub fn header(secrets: &[&str], id: &str, timestamp: i64, body: &[u8]) -> String {
+        secrets
+            .iter()
+            .map(|s| sign(s, id, timestamp, body))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// True when one `v1` entry of `header` is the signature of `body` under `signing_secret`
+    /// (constant-time comparison). The timestamp's freshness is the receiver's to check.
+    pub fn verify(
+        signing_secret: &str,
+        id: &str,
+        timestamp: i64,
+        body: &[u8],
+        header: &str,
+    ) -> bool {
+        let key = hmac::Key::new(hmac::HMAC_SHA256, signing_secret.as_bytes());
+        let signed = [
+            id.as_bytes(),
+            b".",
+            timestamp.to_string().as_bytes(),
+            b".",
+            body,
+        ]
+        .concat();
+        header.split(' ').any(|entry| {
+            entry
+                .strip_prefix("v1,")
+                .and_then(|b64| STANDARD.decode(b64).ok())
+                .is_some_and(|tag| hmac::verify(&key, &signed, &tag).is_ok())
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -82,5 +144,79 @@ mod tests {
             !verify("qlf_whsec_k", body, &format!("{good}00")),
             "too long"
         );
+    }
+
+    // The Standard Webhooks specification's own example: secret
+    // `whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw`, id `msg_p5jXN8AQM9LWM0D4loKWxJek`, timestamp
+    // 1614265330, body `{"test": 2432232314}`.
+    #[test]
+    fn standard_webhooks_matches_the_specifications_example() {
+        use base64::Engine;
+        let key = base64::engine::general_purpose::STANDARD
+            .decode("MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+            .unwrap();
+        // Our secrets are text; the example's key bytes are not UTF-8, so sign with ring here
+        // the way `standard::sign` does and compare with the published value.
+        let k = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, &key);
+        let tag = ring::hmac::sign(
+            &k,
+            b"msg_p5jXN8AQM9LWM0D4loKWxJek.1614265330.{\"test\": 2432232314}",
+        );
+        assert_eq!(
+            base64::engine::general_purpose::STANDARD.encode(tag.as_ref()),
+            "g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="
+        );
+    }
+
+    #[test]
+    fn standard_secret_is_the_base64_of_the_same_key() {
+        use base64::Engine;
+        let s = standard::secret("qlf_whsec_abc");
+        let key = base64::engine::general_purpose::STANDARD
+            .decode(s.strip_prefix("whsec_").unwrap())
+            .unwrap();
+        assert_eq!(key, b"qlf_whsec_abc");
+        let h = standard::header(
+            &["qlf_whsec_new", "qlf_whsec_old"],
+            "id1",
+            1_700_000_000,
+            b"{}",
+        );
+        assert_eq!(h.split(' ').count(), 2);
+        assert!(standard::verify(
+            "qlf_whsec_old",
+            "id1",
+            1_700_000_000,
+            b"{}",
+            &h
+        ));
+        assert!(standard::verify(
+            "qlf_whsec_new",
+            "id1",
+            1_700_000_000,
+            b"{}",
+            &h
+        ));
+        assert!(!standard::verify(
+            "qlf_whsec_other",
+            "id1",
+            1_700_000_000,
+            b"{}",
+            &h
+        ));
+        assert!(!standard::verify(
+            "qlf_whsec_new",
+            "id1",
+            1_700_000_001,
+            b"{}",
+            &h
+        ));
+        assert!(!standard::verify(
+            "qlf_whsec_new",
+            "id1",
+            1_700_000_000,
+            b"{ }",
+            &h
+        ));
     }
 }

@@ -107,14 +107,22 @@ impl Sender {
             return no_answer(e.to_string());
         }
         let signature = qualifier_signing::sign(&hook.signing_secret, &job.body);
+        // Standard Webhooks: the same delivery id and instant (whole seconds), the same key.
+        let id = job.meta.delivery_id.to_string();
+        let unix = started_at.unix_timestamp();
+        let standard =
+            qualifier_signing::standard::header(&[&hook.signing_secret], &id, unix, &job.body);
         let sent = self
             .client
             .post(url.url().clone())
             .header("Content-Type", "application/json")
             .header("X-Qualifier-Event", job.meta.event_type.as_str())
             .header("X-Qualifier-Signature", signature)
-            .header("X-Qualifier-Delivery", job.meta.delivery_id.to_string())
+            .header("X-Qualifier-Delivery", &id)
             .header("X-Qualifier-Timestamp", timefmt::format(started_at))
+            .header("webhook-id", &id)
+            .header("webhook-timestamp", unix.to_string())
+            .header("webhook-signature", standard)
             .body(job.body.clone())
             .send()
             .await;

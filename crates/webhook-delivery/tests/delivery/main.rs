@@ -5,4 +5,5 @@ mod crash;
 mod delivery;
 mod hardening;
 mod stack;
+mod standard;
 mod telemetry;

@@ -1,0 +1,82 @@
+//! Standard Webhooks: deliveries verify with the off-the-shelf `standardwebhooks` library
+//! (PyPI), with no code of ours, and `webhook-id` is the delivery id on every attempt.
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use qualifier_testkit::receiver::{Behaviour, Received};
+use reqwest::Method;
+use serde_json::Value;
+
+use crate::stack::Stack;
+
+const WAIT: Duration = Duration::from_secs(30);
+
+/// Runs the PyPI `standardwebhooks` library's `Webhook(secret).verify(body, headers)` on a
+/// received request; true when it accepts it. (`make test` installs the library.)
+pub fn python_verifies(standard_secret: &str, got: &Received) -> bool {
+    let headers: serde_json::Map<String, Value> =
+        ["webhook-id", "webhook-timestamp", "webhook-signature"]
+            .iter()
+            .map(|h| (h.to_string(), Value::String(got.header(h).to_owned())))
+            .collect();
+    let script = "import json, sys\n\
+                  from standardwebhooks import Webhook\n\
+                  secret, headers = sys.argv[1], json.loads(sys.argv[2])\n\
+                  body = sys.stdin.buffer.read()\n\
+                  try:\n    Webhook(secret).verify(body, headers)\nexcept Exception as e:\n    print(e); sys.exit(1)\n";
+    let mut child = Command::new("python3")
+        .args([
+            "-c",
+            script,
+            standard_secret,
+            &Value::Object(headers).to_string(),
+        ])
+        .stdin(Stdio::piped())
+        .spawn()
+        .expect("python3 runs");
+    child.stdin.take().unwrap().write_all(&got.body).unwrap();
+    child.wait().expect("python3 ends").success()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn deliveries_verify_with_the_standard_webhooks_library() {
+    let s = Stack::start().await;
+    // The secret in the form the libraries take, as the API hands it out.
+    let r = s
+        .call(
+            Method::POST,
+            &format!("/internal/v1/orgs/{}/webhook/rotate-secret", s.org),
+            None,
+        )
+        .await;
+    let secret = r["signing_secret"].as_str().unwrap().to_owned();
+    let standard = r["standard_webhooks_secret"].as_str().unwrap().to_owned();
+    assert!(standard.starts_with("whsec_"), "{r}");
+    s.receiver.set_secrets(vec![secret.clone()]);
+    // Two failures first: the retries must carry the same webhook-id.
+    s.receiver.script(vec![
+        Behaviour::Status(500),
+        Behaviour::Status(503),
+        Behaviour::Ok,
+    ]);
+    s.inbound("+447700900901").await;
+    let got = s.receiver.wait_for(3, WAIT).await;
+    assert_eq!(got.len(), 3);
+    for g in &got {
+        assert_eq!(g.header("webhook-id"), g.header("x-qualifier-delivery"));
+        let ts: i64 = g.header("webhook-timestamp").parse().unwrap();
+        let iso = time::OffsetDateTime::parse(
+            g.header("x-qualifier-timestamp"),
+            &time::format_description::well_known::Rfc3339,
+        )
+        .unwrap();
+        assert_eq!(ts, iso.unix_timestamp(), "the same instant");
+        assert!(python_verifies(&standard, g), "standardwebhooks refused it");
+    }
+    assert_eq!(got[0].header("webhook-id"), got[2].header("webhook-id"));
+    // And a wrong secret is refused by the library (the check can fail).
+    let wrong = qualifier_signing::standard::secret("qlf_whsec_not_the_secret_at_all_000000");
+    assert!(!python_verifies(&wrong, &got[2]));
+}
