@@ -219,9 +219,22 @@ pub async fn start(cfg: ApiConfig) -> anyhow::Result<RunningApi> {
             }
         }
     });
+    // Housekeeping: previous signing secrets whose overlap window ended are removed (they are
+    // already unused), so a retired secret does not outlive its window at rest.
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let s = store.clone();
+    let stop = shutdown.clone();
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(std::time::Duration::from_secs(60));
+        loop {
+            tokio::select! { _ = tick.tick() => {}, _ = stop.cancelled() => return }
+            if let Err(e) = s.drop_expired_previous_secrets().await {
+                tracing::debug!(error = %qualifier_store::cause_chain(&e), "housekeeping skipped");
+            }
+        }
+    });
     let relay_status = Arc::new(crate::relay::RelayStatus::default());
     let tokens = Arc::new(crate::token_filter::TokenFilter::default());
-    let shutdown = tokio_util::sync::CancellationToken::new();
     let relay = tokio::spawn(
         crate::relay::Relay {
             store: store.clone(),

@@ -182,17 +182,40 @@ async fn get_webhook(
     Ok(HttpResponse::Ok().json(json!({ "webhook": webhook })))
 }
 
+/// The overlap window of a rotation when the caller does not say: a day, long enough to deploy
+/// the new secret to every receiver (contract section 5).
+const DEFAULT_GRACE_SECONDS: u64 = 86_400;
+const MAX_GRACE_SECONDS: u64 = 604_800;
+
+/// `grace_seconds`: an integer from 0 to 604800, default 86400.
+pub fn parse_grace(obj: &Map<String, Value>) -> Result<std::time::Duration, ApiError> {
+    let secs = match body::get(obj, "grace_seconds") {
+        None => DEFAULT_GRACE_SECONDS,
+        Some(v) => v
+            .as_u64()
+            .filter(|n| *n <= MAX_GRACE_SECONDS)
+            .ok_or_else(|| {
+                ApiError::Unprocessable("grace_seconds must be an integer from 0 to 604800".into())
+            })?,
+    };
+    Ok(std::time::Duration::from_secs(secs))
+}
+
 async fn rotate_secret(
     req: HttpRequest,
     path: web::Path<String>,
+    payload: web::Payload,
     st: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     st.authenticate_internal(&req)?;
+    let obj = crate::body::optional_object(&req, payload).await?;
+    let grace = parse_grace(&obj)?;
     let org_id = path_id(&path, ORG_NOT_FOUND)?;
-    let secret = st.store.rotate_webhook_secret(org_id).await?;
+    let (secret, previous_expires) = st.store.rotate_webhook_secret(org_id, grace).await?;
     Ok(HttpResponse::Ok().json(json!({
         "signing_secret": secret,
         "standard_webhooks_secret": qualifier_signing::standard::secret(&secret),
+        "previous_secret_expires_at": previous_expires.map(qualifier_domain::timefmt::format),
     })))
 }
 

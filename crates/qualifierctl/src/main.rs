@@ -63,10 +63,13 @@ enum Command {
         #[arg(long)]
         disabled: bool,
     },
-    /// Replace the org's signing secret.
+    /// Replace the org's signing secret; the previous one also signs (Standard Webhooks
+    /// header) for the grace window.
     RotateSecret {
         #[arg(long)]
         org: Uuid,
+        #[arg(long, default_value_t = 86_400, value_parser = clap::value_parser!(u64).range(0..=604_800))]
+        grace_seconds: u64,
     },
     /// List the org's dead deliveries (newest first).
     DeadLetters {
@@ -174,12 +177,14 @@ async fn run(cli: Cli) -> Result<serde_json::Value> {
             let standard = secret.as_deref().map(qualifier_signing::standard::secret);
             json!({ "webhook": webhook, "signing_secret": secret, "standard_webhooks_secret": standard })
         }
-        Command::RotateSecret { org } => {
+        Command::RotateSecret { org, grace_seconds } => {
             cli.require_secret_key()?;
-            let secret = cli.store()?.rotate_webhook_secret(*org).await?;
+            let grace = std::time::Duration::from_secs(*grace_seconds);
+            let (secret, expires) = cli.store()?.rotate_webhook_secret(*org, grace).await?;
             json!({
                 "signing_secret": secret,
                 "standard_webhooks_secret": qualifier_signing::standard::secret(&secret),
+                "previous_secret_expires_at": expires.map(qualifier_domain::timefmt::format),
             })
         }
         Command::DeadLetters { org, limit } => {

@@ -64,6 +64,8 @@ diesel::table! {
         secret_sealed -> Bytea,
         created_at -> Timestamptz,
         updated_at -> Timestamptz,
+        previous_secret_sealed -> Nullable<Bytea>,
+        previous_expires_at -> Nullable<Timestamptz>,
     }
 }
 

@@ -1,7 +1,8 @@
 //! Webhook settings: one endpoint per org, its event selection, and its sealed signing secret.
 
 use diesel::{
-    ExpressionMethods, OptionalExtension, QueryDsl, Queryable, Selectable, SelectableHelper,
+    ExpressionMethods, NullableExpressionMethods, OptionalExtension, QueryDsl, Queryable,
+    Selectable, SelectableHelper,
 };
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use qualifier_domain::EventType;
@@ -24,6 +25,8 @@ pub(crate) struct WebhookRow {
     secret_sealed: Vec<u8>,
     created_at: OffsetDateTime,
     updated_at: OffsetDateTime,
+    previous_secret_sealed: Option<Vec<u8>>,
+    previous_expires_at: Option<OffsetDateTime>,
 }
 
 /// The settings as the settings screen sees them: never the secret.
@@ -38,11 +41,13 @@ pub struct Webhook {
     pub updated_at: OffsetDateTime,
 }
 
-/// What a delivery attempt needs: the settings plus the opened secret.
+/// What a delivery attempt needs: the settings plus the opened secret, and the previous secret
+/// while a rotation's overlap window lasts.
 #[derive(Clone, PartialEq)]
 pub struct WebhookForDelivery {
     pub webhook: Webhook,
     pub signing_secret: String,
+    pub previous_secret: Option<String>,
 }
 
 /// Never prints the secret (logs and panics show the settings only).
@@ -51,6 +56,10 @@ impl std::fmt::Debug for WebhookForDelivery {
         f.debug_struct("WebhookForDelivery")
             .field("webhook", &self.webhook)
             .field("signing_secret", &"..")
+            .field(
+                "previous_secret",
+                &self.previous_secret.as_ref().map(|_| ".."),
+            )
             .finish()
     }
 }
@@ -113,6 +122,8 @@ impl Store {
                 secret_sealed: key.seal(&secret, org_id),
                 created_at: now,
                 updated_at: now,
+                previous_secret_sealed: None,
+                previous_expires_at: None,
             };
             // A concurrent first PUT for the same org loses on the primary key and is retried by
             // the caller as an update; the secret of the winner is the one that holds.
@@ -151,28 +162,82 @@ impl Store {
     /// The settings with the opened secret, for a delivery attempt.
     pub(crate) fn open_for_delivery(&self, r: WebhookRow) -> Result<WebhookForDelivery, OpenError> {
         let signing_secret = self.secret_key.open(&r.secret_sealed, r.org_id)?;
+        // The previous secret only while its window lasts; an expired one is never used, even
+        // before housekeeping removes it.
+        let now = OffsetDateTime::now_utc();
+        let previous_secret = match (&r.previous_secret_sealed, r.previous_expires_at) {
+            (Some(sealed), Some(until)) if until > now => {
+                Some(self.secret_key.open(sealed, r.org_id)?)
+            }
+            _ => None,
+        };
         Ok(WebhookForDelivery {
             webhook: r.public(),
             signing_secret,
+            previous_secret,
         })
     }
 
-    /// Replaces the signing secret; deliveries already queued sign with the new one.
-    pub async fn rotate_webhook_secret(&self, org_id: Uuid) -> Result<String, StoreError> {
+    /// Replaces the signing secret; deliveries already queued sign with the new one. With a
+    /// `grace` window, the secret being retired is kept until then (it replaces any previous
+    /// one still in its window) and deliveries carry a Standard Webhooks signature under both.
+    /// Returns the new secret and when the previous one stops being used.
+    pub async fn rotate_webhook_secret(
+        &self,
+        org_id: Uuid,
+        grace: std::time::Duration,
+    ) -> Result<(String, Option<OffsetDateTime>), StoreError> {
         let secret = new_webhook_secret();
+        let sealed = self.secret_key.seal(&secret, org_id);
+        let now = now_millis();
+        let expires = (!grace.is_zero()).then(|| now + grace);
         let mut conn = self.conn().await?;
-        let n = diesel::update(webhooks::table.filter(webhooks::org_id.eq(org_id)))
-            .set((
-                webhooks::secret_sealed.eq(self.secret_key.seal(&secret, org_id)),
-                webhooks::updated_at.eq(now_millis()),
-            ))
-            .execute(&mut conn)
-            .await?;
+        let row = webhooks::table.filter(webhooks::org_id.eq(org_id));
+        let n = match expires {
+            // `secret_sealed` on the right is the column's old value: the secret being retired.
+            Some(until) => {
+                diesel::update(row)
+                    .set((
+                        webhooks::previous_secret_sealed.eq(webhooks::secret_sealed.nullable()),
+                        webhooks::previous_expires_at.eq(until),
+                        webhooks::secret_sealed.eq(sealed),
+                        webhooks::updated_at.eq(now),
+                    ))
+                    .execute(&mut conn)
+                    .await?
+            }
+            None => {
+                diesel::update(row)
+                    .set((
+                        webhooks::previous_secret_sealed.eq(None::<Vec<u8>>),
+                        webhooks::previous_expires_at.eq(None::<OffsetDateTime>),
+                        webhooks::secret_sealed.eq(sealed),
+                        webhooks::updated_at.eq(now),
+                    ))
+                    .execute(&mut conn)
+                    .await?
+            }
+        };
         if n == 0 {
             Err(StoreError::NotFound("Webhook not configured"))
         } else {
-            Ok(secret)
+            Ok((secret, expires))
         }
+    }
+
+    /// Removes previous secrets whose overlap window is over (housekeeping; they are already
+    /// unused). Returns how many.
+    pub async fn drop_expired_previous_secrets(&self) -> Result<usize, StoreError> {
+        let mut conn = self.conn().await?;
+        Ok(diesel::update(
+            webhooks::table.filter(webhooks::previous_expires_at.le(OffsetDateTime::now_utc())),
+        )
+        .set((
+            webhooks::previous_secret_sealed.eq(None::<Vec<u8>>),
+            webhooks::previous_expires_at.eq(None::<OffsetDateTime>),
+        ))
+        .execute(&mut conn)
+        .await?)
     }
 
     /// Re-seals every secret still in the legacy format (not bound to its org) so that it opens

@@ -377,6 +377,7 @@ mod tests {
                 updated_at: now_millis(),
             },
             signing_secret: "qlf_whsec_test".into(),
+            previous_secret: None,
         }
     }
 

@@ -110,8 +110,11 @@ impl Sender {
         // Standard Webhooks: the same delivery id and instant (whole seconds), the same key.
         let id = job.meta.delivery_id.to_string();
         let unix = started_at.unix_timestamp();
-        let standard =
-            qualifier_signing::standard::header(&[&hook.signing_secret], &id, unix, &job.body);
+        // During a rotation's overlap window, the new secret's entry first, then the previous.
+        let secrets: Vec<&str> = std::iter::once(hook.signing_secret.as_str())
+            .chain(hook.previous_secret.as_deref())
+            .collect();
+        let standard = qualifier_signing::standard::header(&secrets, &id, unix, &job.body);
         let sent = self
             .client
             .post(url.url().clone())

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use qualifier_testkit::receiver::{Behaviour, Received};
 use reqwest::Method;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::stack::Stack;
 
@@ -79,4 +79,80 @@ async fn deliveries_verify_with_the_standard_webhooks_library() {
     // And a wrong secret is refused by the library (the check can fail).
     let wrong = qualifier_signing::standard::secret("qlf_whsec_not_the_secret_at_all_000000");
     assert!(!python_verifies(&wrong, &got[2]));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn during_a_rotations_grace_window_both_secrets_verify_and_without_one_only_the_new() {
+    let s = Stack::start().await;
+    let old = qualifier_signing::standard::secret(&s.secret);
+    let rotate = |grace: Value| {
+        let s = &s;
+        async move {
+            s.call(
+                Method::POST,
+                &format!("/internal/v1/orgs/{}/webhook/rotate-secret", s.org),
+                Some(json!({ "grace_seconds": grace })),
+            )
+            .await
+        }
+    };
+    // With a window: the new secret's entry first, the retiring one's second.
+    let r = rotate(json!(3600)).await;
+    let new = r["standard_webhooks_secret"].as_str().unwrap().to_owned();
+    let expires = r["previous_secret_expires_at"].as_str().unwrap();
+    assert!(expires.ends_with('Z'), "{r}");
+    s.receiver
+        .set_secrets(vec![r["signing_secret"].as_str().unwrap().to_owned()]);
+    s.inbound("+447700900902").await;
+    let got = s.receiver.wait_for(1, WAIT).await;
+    let g = got.last().unwrap();
+    assert_eq!(g.header("webhook-signature").split(' ').count(), 2);
+    assert!(python_verifies(&new, g), "the new secret verifies");
+    assert!(
+        python_verifies(&old, g),
+        "the previous secret still verifies"
+    );
+    assert_eq!(
+        g.verified_with,
+        Some(0),
+        "X-Qualifier-Signature: the new secret only"
+    );
+
+    // Without a window: only the new one, at once.
+    let r = rotate(json!(0)).await;
+    assert!(r["previous_secret_expires_at"].is_null(), "{r}");
+    let newest = r["standard_webhooks_secret"].as_str().unwrap().to_owned();
+    s.receiver
+        .set_secrets(vec![r["signing_secret"].as_str().unwrap().to_owned()]);
+    s.inbound("+447700900903").await;
+    let got = s.receiver.wait_for(2, WAIT).await;
+    let g = got.last().unwrap();
+    assert_eq!(g.header("webhook-signature").split(' ').count(), 1);
+    assert!(python_verifies(&newest, g));
+    assert!(
+        !python_verifies(&new, g),
+        "the retired secret no longer verifies"
+    );
+    assert!(!python_verifies(&old, g));
+
+    // The window is validated.
+    for bad in [json!(-1), json!(604_801), json!("1h"), json!(1.5)] {
+        let r = s
+            .http
+            .post(format!(
+                "{}/internal/v1/orgs/{}/webhook/rotate-secret",
+                s.internal, s.org
+            ))
+            .bearer_auth(crate::stack::INTERNAL_TOKEN)
+            .json(&json!({ "grace_seconds": bad }))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 422, "{bad}");
+        let v: Value = r.json().await.unwrap();
+        assert_eq!(
+            v["error"],
+            "grace_seconds must be an integer from 0 to 604800"
+        );
+    }
 }
