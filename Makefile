@@ -36,6 +36,7 @@ fuzz-short:         ## each target for 20 s (CI)
 	scripts/fuzz.sh 20
 
 receiver-kit:       ## the receiver guide's Python and Node snippets against the signature vectors
+	scripts/ensure-test-deps.sh
 	python3 scripts/check-receiver-snippets.py
 
 build:

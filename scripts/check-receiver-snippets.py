@@ -1,10 +1,14 @@
 #!/usr/bin/env python3
 """Runs the Python and Node verification snippets of docs/receivers.md against
-docs/signature-vectors.json, so the code integrators copy is the code CI ran.
+docs/signature-vectors.json, and the Standard Webhooks snippets (the PyPI and npm
+`standardwebhooks` libraries) against vectors made fresh at each run, so the code integrators
+copy is the code CI ran.
 
 A snippet is the fenced block after a `<!-- snippet: NAME -->` line. Each verifier must return
 exactly the vector's `valid` for every vector; any difference fails with the vector's name.
 """
+import hashlib
+import hmac
 import json
 import pathlib
 import re
@@ -59,13 +63,81 @@ def check_node() -> int:
         return subprocess.run(["node", str(harness), str(VECTORS)]).returncode
 
 
+def standard_vectors() -> list:
+    """Standard Webhooks vectors made now (the libraries refuse timestamps over 5 minutes old),
+    signed by this independent implementation of the specification."""
+    import base64
+    import time
+
+    def sign(key: bytes, msg_id: str, ts: int, body: str) -> str:
+        mac = hmac.new(key, f"{msg_id}.{ts}.{body}".encode(), hashlib.sha256).digest()
+        return "v1," + base64.b64encode(mac).decode()
+
+    key, old = b"qlf_whsec_" + b"A" * 40, b"qlf_whsec_" + b"B" * 40
+    secret = "whsec_" + base64.b64encode(key).decode()
+    body, now, msg = '{"id":"e1","type":"lead.created"}', int(time.time()), "4c1f5f0e-1c9b-4f0e-9d55-2b1f0c7e4d10"
+
+    def vector(name, valid, headers, b=body, s=secret):
+        return {"name": name, "valid": valid, "secret": s, "body": b, "headers": headers}
+
+    good = {"webhook-id": msg, "webhook-timestamp": str(now), "webhook-signature": sign(key, msg, now, body)}
+    rotating = dict(good, **{"webhook-signature": sign(b"qlf_whsec_" + b"C" * 40, msg, now, body) + " " + sign(key, msg, now, body)})
+    stale = {"webhook-id": msg, "webhook-timestamp": str(now - 600), "webhook-signature": sign(key, msg, now - 600, body)}
+    return [
+        vector("valid", True, good),
+        vector("previous secret second of two entries (rotation window)", True, rotating),
+        vector("tampered body", False, good, b=body.replace("e1", "e2")),
+        vector("wrong secret", False, good, s="whsec_" + base64.b64encode(old).decode()),
+        vector("timestamp ten minutes old", False, stale),
+        vector("signature header missing", False, {k: v for k, v in good.items() if k != "webhook-signature"}),
+    ]
+
+
+STANDARD_NODE_HARNESS = """
+const fs = require("node:fs");
+const { verifyStandard } = require("./standard.js");
+const vectors = JSON.parse(fs.readFileSync(process.argv[2], "utf8"));
+let failures = 0;
+for (const v of vectors) {
+  const got = verifyStandard(v.secret, Buffer.from(v.body, "utf8"), v.headers);
+  if (got !== v.valid) { console.log(`node standard: ${v.name}: got ${got}, want ${v.valid}`); failures++; }
+}
+process.exit(failures ? 1 : 0);
+"""
+
+
+def check_standard() -> int:
+    vectors = standard_vectors()
+    failures = 0
+    scope: dict = {}
+    exec(compile(snippet("standard.py"), "standard.py", "exec"), scope)
+    for v in vectors:
+        got = scope["verify_standard"](v["secret"], v["body"].encode(), v["headers"])
+        if got is not v["valid"]:
+            print(f"python standard: {v['name']}: got {got}, want {v['valid']}")
+            failures += 1
+    with tempfile.TemporaryDirectory() as d:
+        dp = pathlib.Path(d)
+        subprocess.run(
+            ["npm", "install", "--silent", "--no-audit", "--no-fund", "--prefix", d, "standardwebhooks@1.0.0"],
+            check=True,
+        )
+        (dp / "standard.js").write_text(snippet("standard.js"), encoding="utf-8")
+        (dp / "harness.js").write_text(STANDARD_NODE_HARNESS, encoding="utf-8")
+        (dp / "vectors.json").write_text(json.dumps(vectors), encoding="utf-8")
+        failures += subprocess.run(["node", str(dp / "harness.js"), str(dp / "vectors.json")], cwd=d).returncode
+    print(f"standard webhooks snippets (python, node): {len(vectors)} fresh vectors, {failures} wrong")
+    return failures
+
+
 def main() -> None:
     n = len(json.loads(VECTORS.read_text(encoding="utf-8"))["vectors"])
     failures = check_python()
     print(f"python snippet: {n} vectors, {failures} wrong")
     node = check_node()
     print(f"node snippet: {n} vectors, {'ok' if node == 0 else 'FAILED'}")
-    if failures or node:
+    standard = check_standard()
+    if failures or node or standard:
         sys.exit(1)
 
 
