@@ -147,6 +147,7 @@ pub async fn lapin_rates(n: u64, batch: usize, prefetch: u16) -> anyhow::Result<
                 occurred_at_ms: Some(0),
                 traceparent: None,
                 not_before_ms: None,
+                test: false,
             })
             .collect();
         let msgs: Vec<Outgoing<'_>> = metas

@@ -24,6 +24,8 @@ pub mod headers {
     pub const OCCURRED_AT: &str = "x-qualifier-occurred-at";
     /// The receiver asked for a pause (`Retry-After`): no attempt before this time (Unix ms).
     pub const NOT_BEFORE: &str = "x-qualifier-not-before";
+    /// A test event (`POST …/webhook/test`): sent with `X-Qualifier-Test: true`.
+    pub const TEST: &str = "x-qualifier-test";
 }
 
 /// What a delivery message says about itself, in its headers. The relay creates it, and the
@@ -43,6 +45,8 @@ pub struct DeliveryMeta {
     pub traceparent: Option<String>,
     /// No attempt before this time (Unix ms): the receiver's `Retry-After`.
     pub not_before_ms: Option<i64>,
+    /// A test event asked for by name: sent even if the webhook is not subscribed to its type.
+    pub test: bool,
 }
 
 impl DeliveryMeta {
@@ -64,6 +68,7 @@ impl DeliveryMeta {
                 headers::NOT_BEFORE,
                 self.not_before_ms.map(|t| t.to_string()),
             ),
+            (headers::TEST, self.test.then(|| "true".to_owned())),
         ];
         h.extend(optional.into_iter().filter_map(|(k, v)| Some((k, v?))));
         h
@@ -85,6 +90,7 @@ impl DeliveryMeta {
             occurred_at_ms: number(headers::OCCURRED_AT),
             traceparent: header_str(props, headers::TRACEPARENT),
             not_before_ms: number(headers::NOT_BEFORE),
+            test: header_str(props, headers::TEST).is_some_and(|v| v == "true"),
         })
     }
 }
@@ -397,6 +403,7 @@ mod meta_tests {
             occurred_at_ms: Some(1_763_720_000_123),
             traceparent: Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".into()),
             not_before_ms: Some(1_763_720_009_000),
+            test: true,
         };
         let props = |m: &DeliveryMeta| {
             Publisher::properties(&Outgoing {

@@ -108,6 +108,77 @@ impl Envelope {
     }
 }
 
+/// An example event of `event_type`, as `POST …/webhook/test` sends it: a made-up lead whose id
+/// is the nil UUID (so no receiver mistakes it for a real one), with the type's own fields
+/// (`previous_stage`, an example `handoff`).
+pub fn example(
+    event_type: EventType,
+    org_id: Uuid,
+    now: OffsetDateTime,
+    app_base_url: &str,
+) -> Envelope {
+    use crate::validate::{Channel, Email, Name, Phone, RouteTarget};
+    use crate::{ExternalRef, HandoffState};
+    let id = Uuid::nil();
+    let (stage, previous_stage) = match event_type {
+        EventType::LeadStageChanged => (Stage::Closed, Some(Stage::Qualified)),
+        EventType::LeadQualified => (Stage::Qualified, Some(Stage::Qualifying)),
+        _ => (Stage::Qualifying, None),
+    };
+    fn text<T>(r: Result<T, crate::FieldError>) -> T {
+        r.expect("example values are valid")
+    }
+    let mut profile = serde_json::Map::new();
+    profile.insert("budget".into(), "500k".into());
+    profile.insert("bedrooms".into(), 2.into());
+    profile.insert("area".into(), "Soho".into());
+    let lead = Lead {
+        id,
+        name: text(Name::parse("name", "Ada Lovelace")),
+        email: Some(text(Email::parse("ada@example.com"))),
+        phone: text(Phone::parse("+447700900123")),
+        channel: text(Channel::parse("whatsapp")),
+        qualification_stage: stage,
+        route_target: Some(text(RouteTarget::parse("hotLead"))),
+        profile,
+        external_ref: Some(ExternalRef {
+            system: "hubspot".into(),
+            id: "9001".into(),
+            url: None,
+        }),
+        ai_paused: false,
+        conversation_url: crate::lead::conversation_url(app_base_url, id),
+        created_at: now,
+        updated_at: now,
+    };
+    let handoff_state = match event_type {
+        EventType::HandoffCreated => Some(HandoffState::Requested),
+        EventType::HandoffAccepted => Some(HandoffState::Accepted),
+        EventType::HandoffReleased => Some(HandoffState::Released),
+        _ => None,
+    };
+    let handoff = handoff_state.map(|state| Handoff {
+        id: Uuid::nil(),
+        lead_id: id,
+        state,
+        reason: Some("asks for a human".into()),
+        operator: (state != HandoffState::Requested).then(|| "op-7".to_owned()),
+        requested_at: now,
+        accepted_at: (state != HandoffState::Requested).then_some(now),
+        released_at: (state == HandoffState::Released).then_some(now),
+    });
+    Envelope::new(
+        event_type,
+        org_id,
+        now,
+        EventData {
+            previous_stage,
+            lead,
+            handoff,
+        },
+    )
+}
+
 /// What a lead change emits, in order: `lead.updated` when contact or profile fields changed,
 /// `lead.stage_changed` when the stage changed, and `lead.qualified` beside it when the new stage
 /// is `qualified`. `external_ref`, `ai_paused` and `route_target` emit nothing (contract 2-3).
@@ -216,6 +287,25 @@ mod tests {
                 id: "1".into(),
                 url: None,
             }
+        }
+    }
+
+    #[test]
+    fn every_type_has_an_example_with_its_own_fields() {
+        use strum::VariantArray;
+        for &t in EventType::VARIANTS {
+            let env = example(t, Uuid::nil(), now_millis(), "https://app.example");
+            let v: serde_json::Value = serde_json::from_slice(&env.to_bytes()).unwrap();
+            assert_eq!(v["type"], t.as_str());
+            assert_eq!(v["data"]["lead"]["id"], Uuid::nil().to_string());
+            let is_handoff = t.as_str().starts_with("handoff.");
+            assert_eq!(v["data"].get("handoff").is_some(), is_handoff, "{t}");
+            let has_previous = matches!(t, EventType::LeadStageChanged | EventType::LeadQualified);
+            assert_eq!(
+                v["data"].get("previous_stage").is_some(),
+                has_previous,
+                "{t}"
+            );
         }
     }
 

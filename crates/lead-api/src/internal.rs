@@ -26,6 +26,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .service(
             r("/internal/v1/orgs/{org}/webhook/rotate-secret").route(web::post().to(rotate_secret)),
         )
+        .service(r("/internal/v1/orgs/{org}/webhook/test").route(web::post().to(send_test_event)))
         .service(r("/internal/v1/orgs/{org}/inbound").route(web::post().to(inbound)))
         .service(r("/internal/v1/orgs/{org}/leads/{id}").route(web::patch().to(patch_lead)))
         .service(
@@ -217,6 +218,35 @@ async fn rotate_secret(
         "standard_webhooks_secret": qualifier_signing::standard::secret(&secret),
         "previous_secret_expires_at": previous_expires.map(qualifier_domain::timefmt::format),
     })))
+}
+
+/// Sends a signed example event through the normal pipeline (contract section 5).
+async fn send_test_event(
+    req: HttpRequest,
+    path: web::Path<String>,
+    payload: web::Payload,
+    st: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    st.authenticate_internal(&req)?;
+    let obj = crate::body::optional_object(&req, payload).await?;
+    let event_type = body::string(&obj, "event_type")?
+        .map(|s| {
+            s.parse::<EventType>().map_err(|_| {
+                ApiError::Unprocessable(format!(
+                    "event_type must be one of {}",
+                    EventType::VARIANTS
+                        .iter()
+                        .map(|t| t.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+            })
+        })
+        .transpose()?;
+    let org_id = path_id(&path, ORG_NOT_FOUND)?;
+    let delivery_id = st.store.send_test_event(org_id, event_type).await?;
+    let delivery = st.store.get_delivery(org_id, delivery_id).await?.delivery;
+    Ok(HttpResponse::Accepted().json(json!({ "delivery": delivery })))
 }
 
 async fn inbound(

@@ -111,6 +111,7 @@ fn to_message<'a>(topology_exchange: &'a str, row: &'a Unpublished) -> Outgoing<
         occurred_at_ms: Some(qualifier_domain::timefmt::unix_millis(row.created_at)),
         traceparent: row.traceparent.clone(),
         not_before_ms: None,
+        test: row.is_test,
     };
     Outgoing {
         exchange: topology_exchange,

@@ -17,19 +17,30 @@ pub async fn append(
     conn: &mut AsyncPgConnection,
     env: &Envelope,
 ) -> Result<(), diesel::result::Error> {
+    insert(conn, env, false).await.map(|_| ())
+}
+
+/// Inserts an event; returns its delivery id.
+pub(crate) async fn insert(
+    conn: &mut AsyncPgConnection,
+    env: &Envelope,
+    is_test: bool,
+) -> Result<Uuid, diesel::result::Error> {
+    let delivery_id = Uuid::new_v4();
     diesel::insert_into(outbox::table)
         .values((
             outbox::event_id.eq(env.id),
             outbox::org_id.eq(env.org_id),
             outbox::event_type.eq(env.event_type),
             outbox::payload.eq(env.to_bytes()),
-            outbox::delivery_id.eq(uuid::Uuid::new_v4()),
+            outbox::delivery_id.eq(delivery_id),
             // The request's trace context, so the delivery attempt joins the same trace.
             outbox::traceparent.eq(qualifier_telemetry::current_traceparent()),
+            outbox::is_test.eq(is_test),
         ))
         .execute(conn)
         .await?;
-    Ok(())
+    Ok(delivery_id)
 }
 
 /// An outbox row the relay must publish.
@@ -44,6 +55,7 @@ pub struct Unpublished {
     pub payload: Vec<u8>,
     pub created_at: OffsetDateTime,
     pub traceparent: Option<String>,
+    pub is_test: bool,
 }
 
 /// Claims up to `limit` unpublished rows (skipping rows another relay holds), lets `publish`

@@ -86,6 +86,7 @@ diesel::table! {
         attempt_log -> Jsonb,
         updated_at -> Timestamptz,
         traceparent -> Nullable<Text>,
+        is_test -> Bool,
     }
 }
 

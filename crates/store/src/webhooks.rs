@@ -271,4 +271,34 @@ impl Store {
         }
         Ok(resealed)
     }
+
+    /// A test event (`POST …/webhook/test`): an example event of `event_type` (default: the
+    /// first type the webhook is subscribed to) through the normal pipeline, marked as a test.
+    /// Returns the delivery's id.
+    pub async fn send_test_event(
+        &self,
+        org_id: Uuid,
+        event_type: Option<EventType>,
+    ) -> Result<Uuid, StoreError> {
+        let base = self.app_base_url.clone();
+        let mut conn = self.conn().await?;
+        conn.transaction::<Uuid, StoreError, _>(async move |conn| {
+            let (enabled, subscribed): (bool, Vec<EventType>) = webhooks::table
+                .filter(webhooks::org_id.eq(org_id))
+                .select((webhooks::enabled, webhooks::event_types))
+                .first(conn)
+                .await
+                .optional()?
+                .ok_or(StoreError::NotFound("Webhook not configured"))?;
+            if !enabled {
+                return Err(StoreError::Conflict("Webhook is disabled".into()));
+            }
+            let event_type = event_type
+                .or_else(|| subscribed.iter().next().copied())
+                .unwrap_or(EventType::LeadCreated);
+            let env = qualifier_domain::event::example(event_type, org_id, now_millis(), &base);
+            Ok(crate::outbox::insert(conn, &env, true).await?)
+        })
+        .await
+    }
 }

@@ -195,7 +195,8 @@ pub fn before_attempt<'a>(meta: &DeliveryMeta, ctx: &'a DeliveryContext) -> Befo
     if !hook.webhook.enabled {
         return Before::Skip(SkipReason::Disabled);
     }
-    if !hook.webhook.event_types.contains(&meta.event_type) {
+    // A test event was asked for by name: it goes whatever the subscription.
+    if !meta.test && !hook.webhook.event_types.contains(&meta.event_type) {
         return Before::Skip(SkipReason::NotSubscribed);
     }
     Before::Send(hook)
@@ -364,6 +365,7 @@ mod tests {
             occurred_at_ms: None,
             traceparent: None,
             not_before_ms: None,
+            test: false,
         }
     }
 
@@ -449,6 +451,22 @@ mod tests {
             before_attempt(&m, &other),
             Before::Skip(SkipReason::NotSubscribed)
         );
+    }
+
+    #[test]
+    fn a_test_event_goes_to_an_unsubscribed_type_but_not_to_a_disabled_webhook() {
+        let mut m = meta(EventType::HandoffAccepted);
+        m.test = true;
+        let on = ctx(
+            DeliveryStatus::Pending,
+            Some(Ok(hook(true, &[EventType::LeadCreated]))),
+        );
+        assert!(matches!(before_attempt(&m, &on), Before::Send(_)));
+        let off = ctx(
+            DeliveryStatus::Pending,
+            Some(Ok(hook(false, &[EventType::HandoffAccepted]))),
+        );
+        assert_eq!(before_attempt(&m, &off), Before::Skip(SkipReason::Disabled));
     }
 
     #[test]

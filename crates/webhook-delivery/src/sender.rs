@@ -115,9 +115,11 @@ impl Sender {
             .chain(hook.previous_secret.as_deref())
             .collect();
         let standard = qualifier_signing::standard::header(&secrets, &id, unix, &job.body);
-        let sent = self
-            .client
-            .post(url.url().clone())
+        let mut request = self.client.post(url.url().clone());
+        if job.meta.test {
+            request = request.header("X-Qualifier-Test", "true");
+        }
+        let sent = request
             .header("Content-Type", "application/json")
             .header("X-Qualifier-Event", job.meta.event_type.as_str())
             .header("X-Qualifier-Signature", signature)

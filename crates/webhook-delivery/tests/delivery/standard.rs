@@ -156,3 +156,93 @@ async fn during_a_rotations_grace_window_both_secrets_verify_and_without_one_onl
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_test_event_arrives_signed_marked_and_in_the_delivery_log() {
+    let s = Stack::start().await;
+    let test = |body: Option<Value>| {
+        let s = &s;
+        async move {
+            s.http
+                .post(format!(
+                    "{}/internal/v1/orgs/{}/webhook/test",
+                    s.internal, s.org
+                ))
+                .bearer_auth(crate::stack::INTERNAL_TOKEN)
+                .json(&body.unwrap_or(json!({})))
+                .send()
+                .await
+                .unwrap()
+        }
+    };
+    // A type the webhook is not subscribed to: asked for by name, so it is sent.
+    let r = test(Some(json!({"event_type": "handoff.accepted"}))).await;
+    assert_eq!(r.status(), 202);
+    let v: Value = r.json().await.unwrap();
+    let id = v["delivery"]["id"].as_str().unwrap().to_owned();
+    assert_eq!(v["delivery"]["event_type"], "handoff.accepted");
+    let got = s.receiver.wait_for(1, WAIT).await;
+    let g = &got[0];
+    assert_eq!(g.header("x-qualifier-test"), "true");
+    assert_eq!(g.header("x-qualifier-delivery"), id);
+    assert_eq!(g.verified_with, Some(0), "signed like any delivery");
+    let standard = qualifier_signing::standard::secret(&s.secret);
+    assert!(python_verifies(&standard, g));
+    let env = g.json();
+    assert_eq!(env["type"], "handoff.accepted");
+    assert_eq!(
+        env["data"]["lead"]["id"],
+        "00000000-0000-0000-0000-000000000000"
+    );
+    assert_eq!(env["data"]["handoff"]["state"], "accepted");
+    let d = s.wait_status(&id, "succeeded", WAIT).await;
+    assert_eq!(d["attempt_log"][0]["status_code"], 200);
+    // No type given: the first subscribed type. A real event carries no test header.
+    let r = test(None).await;
+    assert_eq!(r.status(), 202);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["delivery"]["event_type"], "lead.created");
+    s.inbound("+447700900904").await;
+    let got = s.receiver.wait_for(3, WAIT).await;
+    let real = got
+        .iter()
+        .find(|g| g.json()["data"]["lead"]["phone"] == "+447700900904")
+        .unwrap();
+    assert_eq!(real.header("x-qualifier-test"), "");
+
+    // 422 for an unknown type, 409 when disabled, 404 when not configured.
+    let r = test(Some(json!({"event_type": "lead.deleted"}))).await;
+    assert_eq!(r.status(), 422);
+    let url = s.receiver.url.clone();
+    s.put_webhook(json!({"url": url, "event_types": ["lead.created"], "enabled": false}))
+        .await;
+    let r = test(None).await;
+    assert_eq!(r.status(), 409);
+    assert_eq!(
+        r.json::<Value>().await.unwrap()["error"],
+        "Webhook is disabled"
+    );
+    let other = s
+        .call(
+            Method::POST,
+            "/internal/v1/orgs",
+            Some(json!({"name": "Bare"})),
+        )
+        .await;
+    let r = s
+        .http
+        .post(format!(
+            "{}/internal/v1/orgs/{}/webhook/test",
+            s.internal,
+            other["org"]["id"].as_str().unwrap()
+        ))
+        .bearer_auth(crate::stack::INTERNAL_TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
+    assert_eq!(
+        r.json::<Value>().await.unwrap()["error"],
+        "Webhook not configured"
+    );
+}
