@@ -294,7 +294,7 @@ impl Store {
                 return Err(StoreError::Conflict("Webhook is disabled".into()));
             }
             let event_type = event_type
-                .or_else(|| subscribed.iter().next().copied())
+                .or_else(|| <[EventType]>::first(&subscribed).copied())
                 .unwrap_or(EventType::LeadCreated);
             let env = qualifier_domain::event::example(event_type, org_id, now_millis(), &base);
             Ok(crate::outbox::insert(conn, &env, true).await?)
