@@ -219,8 +219,10 @@ pub async fn start(cfg: ApiConfig) -> anyhow::Result<RunningApi> {
             }
         }
     });
-    // Housekeeping: previous signing secrets whose overlap window ended are removed (they are
-    // already unused), so a retired secret does not outlive its window at rest.
+    // Housekeeping, every minute in every replica (idempotent, so replicas may overlap):
+    // previous signing secrets whose overlap window ended are removed (they are already unused,
+    // but a retired secret should not outlive its window at rest), and expired idempotency
+    // keys are purged in batches. No cron job to deploy.
     let shutdown = tokio_util::sync::CancellationToken::new();
     let s = store.clone();
     let stop = shutdown.clone();
@@ -229,6 +231,10 @@ pub async fn start(cfg: ApiConfig) -> anyhow::Result<RunningApi> {
         loop {
             tokio::select! { _ = tick.tick() => {}, _ = stop.cancelled() => return }
             if let Err(e) = s.drop_expired_previous_secrets().await {
+                tracing::debug!(error = %qualifier_store::cause_chain(&e), "housekeeping skipped");
+            }
+            // Expired idempotency keys are already ignored; this only keeps the table small.
+            if let Err(e) = s.idempotency_purge(1000).await {
                 tracing::debug!(error = %qualifier_store::cause_chain(&e), "housekeeping skipped");
             }
         }

@@ -64,14 +64,24 @@ async fn read_limited(
 
 /// A JSON body of any shape.
 pub async fn json_value(req: &HttpRequest, payload: web::Payload) -> Result<Value, ApiError> {
+    Ok(json_with_bytes(req, payload).await?.1)
+}
+
+/// A JSON body of any shape, with the bytes it was parsed from (an Idempotency-Key's request
+/// fingerprint covers the body exactly as sent).
+pub async fn json_with_bytes(
+    req: &HttpRequest,
+    payload: web::Payload,
+) -> Result<(web::Bytes, Value), ApiError> {
     if declared_length(req).is_some_and(|n| n > BODY_LIMIT as u64) {
         return Err(ApiError::PayloadTooLarge);
     }
     if !is_json_content_type(req) {
         return Err(ApiError::UnsupportedMediaType);
     }
-    let bytes = read_limited(req, payload).await?;
-    serde_json::from_slice(&bytes).map_err(|_| ApiError::InvalidJson)
+    let bytes = read_limited(req, payload).await?.freeze();
+    let v = serde_json::from_slice(&bytes).map_err(|_| ApiError::InvalidJson)?;
+    Ok((bytes, v))
 }
 
 /// A body that must be a JSON object (every field of the call is optional, so an empty body with

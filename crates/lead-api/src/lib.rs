@@ -4,6 +4,7 @@ pub mod app;
 pub mod body;
 pub mod config;
 pub mod error;
+pub mod idempotency;
 pub mod internal;
 pub mod public;
 pub mod relay;

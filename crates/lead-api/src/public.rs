@@ -8,6 +8,7 @@ use qualifier_store::leads::{NewLead, PublicPatch};
 use serde_json::{Map, Value, json};
 
 use crate::error::{ApiError, method_not_allowed};
+use crate::idempotency::{self, Begin};
 use crate::state::{AppState, path_id};
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
@@ -69,14 +70,22 @@ async fn patch_lead(
     st: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let auth = st.authenticate_org(&req).await?;
-    let v = crate::body::json_value(&req, payload).await?;
-    let patch = parse_public_patch(&v)?;
-    let lead_id = path_id(&path, "Lead not found")?;
-    let lead = st
-        .store
-        .patch_lead_public(auth.org_id, lead_id, patch)
-        .await?;
-    Ok(HttpResponse::Ok().json(json!({ "lead": lead })))
+    let (bytes, v) = crate::body::json_with_bytes(&req, payload).await?;
+    let held = match idempotency::begin(&st, &req, auth.org_id, &bytes).await? {
+        Begin::Replay(res) => return Ok(res),
+        Begin::Run(held) => held,
+    };
+    let result = async {
+        let patch = parse_public_patch(&v)?;
+        let lead_id = path_id(&path, "Lead not found")?;
+        let lead = st
+            .store
+            .patch_lead_public(auth.org_id, lead_id, patch)
+            .await?;
+        Ok(HttpResponse::Ok().json(json!({ "lead": lead })))
+    }
+    .await;
+    idempotency::finish(&st, held, result).await
 }
 
 pub fn parse_new_lead(obj: &Map<String, Value>) -> Result<NewLead, ApiError> {
@@ -107,12 +116,25 @@ async fn create_lead(
     st: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let auth = st.authenticate_org(&req).await?;
-    let obj = crate::body::object(&req, payload, "Request body must be a JSON object").await?;
-    let new = parse_new_lead(&obj)?;
-    let lead = st.store.create_lead(auth.org_id, new).await?;
-    Ok(HttpResponse::Created()
-        .insert_header((header::LOCATION, format!("/api/v1/leads/{}", lead.id)))
-        .json(json!({ "lead": lead })))
+    let (bytes, v) = crate::body::json_with_bytes(&req, payload).await?;
+    let held = match idempotency::begin(&st, &req, auth.org_id, &bytes).await? {
+        Begin::Replay(res) => return Ok(res),
+        Begin::Run(held) => held,
+    };
+    let result = async {
+        let Value::Object(obj) = v else {
+            return Err(ApiError::Unprocessable(
+                "Request body must be a JSON object".into(),
+            ));
+        };
+        let new = parse_new_lead(&obj)?;
+        let lead = st.store.create_lead(auth.org_id, new).await?;
+        Ok(HttpResponse::Created()
+            .insert_header((header::LOCATION, format!("/api/v1/leads/{}", lead.id)))
+            .json(json!({ "lead": lead })))
+    }
+    .await;
+    idempotency::finish(&st, held, result).await
 }
 
 #[cfg(test)]

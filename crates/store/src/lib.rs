@@ -5,6 +5,7 @@
 pub mod deliveries;
 pub mod error;
 pub mod handoffs;
+pub mod idempotency;
 pub mod leads;
 pub mod orgs;
 pub mod outbox;

@@ -3,6 +3,7 @@
 mod hardening;
 mod helpers;
 mod hostile;
+mod idempotency;
 mod internal_api;
 mod outbox_events;
 mod public_api;
