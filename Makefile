@@ -38,6 +38,7 @@ fuzz-short:         ## each target for 20 s (CI)
 receiver-kit:       ## the receiver guide's Python and Node snippets against the signature vectors
 	scripts/ensure-test-deps.sh
 	python3 scripts/check-receiver-snippets.py
+	python3 scripts/event-schemas.py --check
 
 build:
 	$(CARGO) build --workspace --bins

@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # What the tests need besides the services: the Standard Webhooks receiver library (PyPI
 # `standardwebhooks`), which a delivery test uses to verify real deliveries the way an
-# integrator's receiver would. Installed once, pinned.
+# integrator's receiver would; `jsonschema` and `pyyaml`, with which the published event schemas
+# are derived and real deliveries validated against them. Installed once, pinned.
 set -euo pipefail
-if ! python3 -c 'import standardwebhooks' 2>/dev/null; then
-  python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore 'standardwebhooks==1.0.0'
+need() { python3 -c "import $1" 2>/dev/null || echo "$2"; }
+missing=$(need standardwebhooks 'standardwebhooks==1.0.0'; need jsonschema 'jsonschema>=4.18,<5'; need yaml 'pyyaml>=6,<7')
+if [ -n "$missing" ]; then
+  # shellcheck disable=SC2086 # one requirement per word
+  python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore $missing
 fi

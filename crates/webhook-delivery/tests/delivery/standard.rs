@@ -246,3 +246,105 @@ async fn a_test_event_arrives_signed_marked_and_in_the_delivery_log() {
         "Webhook not configured"
     );
 }
+
+/// Validates `body` against `docs/schemas/<event type>.schema.json` with the PyPI `jsonschema`
+/// library (an implementation of JSON Schema that is not ours); the error when it fails.
+fn schema_errors(event_type: &str, body: &[u8]) -> Option<String> {
+    let schema = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../docs/schemas")
+        .join(format!("{event_type}.schema.json"));
+    let script = "import json, sys\n\
+                  from jsonschema import Draft202012Validator\n\
+                  schema = json.load(open(sys.argv[1]))\n\
+                  errors = [e.message for e in Draft202012Validator(schema).iter_errors(json.load(sys.stdin))]\n\
+                  print('; '.join(errors)); sys.exit(1 if errors else 0)\n";
+    let mut child = Command::new("python3")
+        .args(["-c", script, schema.to_str().unwrap()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("python3 runs");
+    child.stdin.take().unwrap().write_all(body).unwrap();
+    let out = child.wait_with_output().expect("python3 ends");
+    (!out.status.success()).then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn delivered_events_of_every_type_validate_against_the_published_schemas() {
+    let s = Stack::start().await;
+    let url = s.receiver.url.clone();
+    let all = [
+        "lead.created",
+        "lead.updated",
+        "lead.stage_changed",
+        "lead.qualified",
+        "handoff.created",
+        "handoff.accepted",
+        "handoff.released",
+    ];
+    s.put_webhook(json!({"url": url, "event_types": all, "enabled": true}))
+        .await;
+    let org = s.org.clone();
+    // created, then updated (profile), stage_changed + qualified, then a handoff's three steps.
+    let lead = s.inbound("+447700900905").await;
+    let id = lead["id"].as_str().unwrap().to_owned();
+    let path = format!("/internal/v1/orgs/{org}/leads/{id}");
+    s.call(
+        Method::PATCH,
+        &path,
+        Some(json!({"profile": {"area": "Soho", "bedrooms": 3}})),
+    )
+    .await;
+    s.call(
+        Method::PATCH,
+        &path,
+        Some(json!({"qualification_stage": "qualified"})),
+    )
+    .await;
+    let h = s
+        .call(
+            Method::POST,
+            &format!("{path}/handoffs"),
+            Some(json!({"reason": "asks"})),
+        )
+        .await;
+    let hid = h["handoff"]["id"].as_str().unwrap().to_owned();
+    s.call(
+        Method::POST,
+        &format!("{path}/handoffs/{hid}/accept"),
+        Some(json!({"operator": "op-7"})),
+    )
+    .await;
+    s.call(
+        Method::POST,
+        &format!("{path}/handoffs/{hid}/release"),
+        None,
+    )
+    .await;
+    // And a test event, which must validate too.
+    s.call(
+        Method::POST,
+        &format!("/internal/v1/orgs/{org}/webhook/test"),
+        Some(json!({"event_type": "lead.stage_changed"})),
+    )
+    .await;
+    let got = s.receiver.wait_for(8, WAIT).await;
+    assert_eq!(got.len(), 8);
+    let mut seen = std::collections::BTreeSet::new();
+    for g in &got {
+        let t = g.header("x-qualifier-event").to_owned();
+        if let Some(e) = schema_errors(&t, &g.body) {
+            panic!(
+                "{t} does not match its schema: {e}\n{}",
+                String::from_utf8_lossy(&g.body)
+            );
+        }
+        seen.insert(t);
+    }
+    assert_eq!(seen.len(), all.len(), "every type was delivered: {seen:?}");
+    // The check can fail: an extra field breaks the schema.
+    let mut bad = got[0].json();
+    bad["data"]["surprise"] = json!(1);
+    let t = got[0].header("x-qualifier-event");
+    assert!(schema_errors(t, bad.to_string().as_bytes()).is_some());
+}
