@@ -1,46 +1,23 @@
 //! A delivery's status, as the delivery log and the internal API show it (contract section 3).
 
-use serde::{Deserialize, Serialize};
-
-/// `pending` until the first attempt, `failed` while retries remain, then one of the three
-/// final states. A replay moves a final state back to `pending`.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    Serialize,
-    Deserialize,
-    strum::EnumString,
-    strum::IntoStaticStr,
-    strum::Display,
-    strum::VariantArray,
-)]
-#[serde(rename_all = "snake_case")]
-#[strum(serialize_all = "snake_case")]
-#[cfg_attr(
-    feature = "diesel",
-    derive(diesel::AsExpression, diesel::FromSqlRow),
-    diesel(sql_type = diesel::sql_types::Text)
-)]
-pub enum DeliveryStatus {
-    Pending,
-    Succeeded,
-    /// An attempt failed and another is scheduled.
-    Failed,
-    /// Every attempt failed; the message sits in the dead-letter queue.
-    Dead,
-    /// Ended without a request: the webhook was missing, disabled or not subscribed.
-    Skipped,
+named_enum! {
+    /// `pending` until the first attempt, `failed` while retries remain, then one of the three
+    /// final states. A replay moves a final state back to `pending`.
+    #[serde(rename_all = "snake_case")]
+    #[strum(serialize_all = "snake_case")]
+    pub enum DeliveryStatus {
+        Pending,
+        Succeeded,
+        /// An attempt failed and another is scheduled.
+        Failed,
+        /// Every attempt failed; the message sits in the dead-letter queue.
+        Dead,
+        /// Ended without a request: the webhook was missing, disabled or not subscribed.
+        Skipped,
+    }
 }
 
 impl DeliveryStatus {
-    pub fn as_str(self) -> &'static str {
-        self.into()
-    }
-
     /// No further attempt will be made unless someone replays it.
     pub fn is_final(self) -> bool {
         matches!(

@@ -3,62 +3,39 @@
 //! The envelope is serialized once, in the transaction that makes the change, and those bytes are
 //! what every attempt sends and signs (contract section 4).
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
 use crate::{Handoff, Lead, Stage};
 
-/// The event catalogue (seed section 6). Its names are the strings receivers see in `type` and
-/// `X-Qualifier-Event`, stored in the outbox and in a webhook's subscription list; strum derives
-/// the name table (`as_str`, `FromStr`, `VARIANTS`) from the attributes below, so a new type is
-/// one variant here.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    Serialize,
-    Deserialize,
-    strum::EnumString,
-    strum::IntoStaticStr,
-    strum::Display,
-    strum::VariantArray,
-)]
-#[cfg_attr(
-    feature = "diesel",
-    derive(diesel::AsExpression, diesel::FromSqlRow),
-    diesel(sql_type = diesel::sql_types::Text)
-)]
-pub enum EventType {
-    #[serde(rename = "lead.created")]
-    #[strum(serialize = "lead.created")]
-    LeadCreated,
-    #[serde(rename = "lead.updated")]
-    #[strum(serialize = "lead.updated")]
-    LeadUpdated,
-    #[serde(rename = "lead.stage_changed")]
-    #[strum(serialize = "lead.stage_changed")]
-    LeadStageChanged,
-    #[serde(rename = "lead.qualified")]
-    #[strum(serialize = "lead.qualified")]
-    LeadQualified,
-    #[serde(rename = "handoff.created")]
-    #[strum(serialize = "handoff.created")]
-    HandoffCreated,
-    #[serde(rename = "handoff.accepted")]
-    #[strum(serialize = "handoff.accepted")]
-    HandoffAccepted,
-    #[serde(rename = "handoff.released")]
-    #[strum(serialize = "handoff.released")]
-    HandoffReleased,
-}
-
-impl EventType {
-    pub fn as_str(self) -> &'static str {
-        self.into()
+named_enum! {
+    /// The event catalogue (seed section 6). Its names are the strings receivers see in `type` and
+    /// `X-Qualifier-Event`, stored in the outbox and in a webhook's subscription list; strum derives
+    /// the name table (`as_str`, `FromStr`, `VARIANTS`) from the attributes below, so a new type is
+    /// one variant here.
+    pub enum EventType {
+        #[serde(rename = "lead.created")]
+        #[strum(serialize = "lead.created")]
+        LeadCreated,
+        #[serde(rename = "lead.updated")]
+        #[strum(serialize = "lead.updated")]
+        LeadUpdated,
+        #[serde(rename = "lead.stage_changed")]
+        #[strum(serialize = "lead.stage_changed")]
+        LeadStageChanged,
+        #[serde(rename = "lead.qualified")]
+        #[strum(serialize = "lead.qualified")]
+        LeadQualified,
+        #[serde(rename = "handoff.created")]
+        #[strum(serialize = "handoff.created")]
+        HandoffCreated,
+        #[serde(rename = "handoff.accepted")]
+        #[strum(serialize = "handoff.accepted")]
+        HandoffAccepted,
+        #[serde(rename = "handoff.released")]
+        #[strum(serialize = "handoff.released")]
+        HandoffReleased,
     }
 }
 

@@ -4,35 +4,17 @@ use serde::Serialize;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Serialize,
-    strum::EnumString,
-    strum::IntoStaticStr,
-    strum::Display,
-)]
-#[serde(rename_all = "snake_case")]
-#[strum(serialize_all = "snake_case")]
-#[cfg_attr(
-    feature = "diesel",
-    derive(diesel::AsExpression, diesel::FromSqlRow),
-    diesel(sql_type = diesel::sql_types::Text)
-)]
-pub enum HandoffState {
-    Requested,
-    Accepted,
-    Released,
+named_enum! {
+    #[serde(rename_all = "snake_case")]
+    #[strum(serialize_all = "snake_case")]
+    pub enum HandoffState {
+        Requested,
+        Accepted,
+        Released,
+    }
 }
 
 impl HandoffState {
-    pub fn as_str(self) -> &'static str {
-        self.into()
-    }
-
     /// The state machine: requested -> accepted -> released, nothing else.
     pub fn can_move_to(self, next: HandoffState) -> bool {
         matches!(

@@ -1,44 +1,23 @@
 //! The lead snapshot: the object under `lead` in API responses and under `data.lead` in events.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
 use crate::validate::{Channel, Email, FieldError, Name, Phone, RouteTarget};
 
-/// `qualification_stage`. The public API may only ever set [`Stage::Closed`].
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    Serialize,
-    Deserialize,
-    strum::EnumString,
-    strum::IntoStaticStr,
-    strum::Display,
-    strum::VariantArray,
-)]
-#[serde(rename_all = "snake_case")]
-#[strum(serialize_all = "snake_case")]
-#[cfg_attr(
-    feature = "diesel",
-    derive(diesel::AsExpression, diesel::FromSqlRow),
-    diesel(sql_type = diesel::sql_types::Text)
-)]
-pub enum Stage {
-    Qualifying,
-    Qualified,
-    Closed,
+named_enum! {
+    /// `qualification_stage`. The public API may only ever set [`Stage::Closed`].
+    #[serde(rename_all = "snake_case")]
+    #[strum(serialize_all = "snake_case")]
+    pub enum Stage {
+        Qualifying,
+        Qualified,
+        Closed,
+    }
 }
 
 impl Stage {
-    pub fn as_str(self) -> &'static str {
-        self.into()
-    }
-
     /// A stage named in a request body, with the 422 message naming the field.
     pub fn parse(s: &str) -> Result<Stage, FieldError> {
         s.parse().map_err(|_| {

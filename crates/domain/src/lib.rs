@@ -2,6 +2,9 @@
 //! made of. No IO lives here, so both services and the receiver kit can share it and every rule
 //! is unit-tested beside the type that enforces it ("parse, don't validate").
 
+#[macro_use]
+mod named;
+
 pub mod delivery;
 pub mod event;
 pub mod handoff;
