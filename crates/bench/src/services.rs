@@ -109,7 +109,7 @@ impl Env {
     /// Starts `lead-api` (rate limit raised: the limiter is not what is measured) and waits
     /// until it is ready.
     pub async fn start_api(&mut self) -> anyhow::Result<Proc> {
-        let (public, internal) = (free_port(), free_port());
+        let [public, internal] = qualifier_testkit::free_ports::<2>();
         let mut cmd = Command::new(bin_dir().join("lead-api"));
         self.common(&mut cmd);
         cmd.env("QUALIFIER_INTERNAL_TOKEN", INTERNAL_TOKEN)

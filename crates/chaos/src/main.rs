@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use qualifier_store::SecretKey;
 use qualifier_testkit::receiver::{Behaviour, Receiver};
-use qualifier_testkit::{TestDb, TestTopology, amqp_url, free_port};
+use qualifier_testkit::{TestDb, TestTopology, amqp_url, free_ports};
 use rand::Rng;
 use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
@@ -213,7 +213,7 @@ async fn main() -> anyhow::Result<()> {
         .parse()?;
     let drop_ratio = Arc::new(AtomicU64::new(0));
     let proxy_port = dropping_proxy(receiver_port, drop_ratio.clone()).await;
-    let (public, internal, health) = (free_port(), free_port(), free_port());
+    let [public, internal, health] = free_ports::<3>();
 
     let common = |cmd: &mut Command| {
         cmd.env("DATABASE_URL", &db.url)

@@ -155,10 +155,18 @@ impl Drop for TestDb {
 
 /// A loopback port free right now, for a service started as a separate process.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free loopback port")
+    free_ports::<1>()[0]
+}
+
+/// `N` distinct free loopback ports. They are held together until all are chosen: ports taken
+/// one at a time can repeat (a port released by the first call may be the next call's answer),
+/// and two services told the same port fail in a way that looks like something else (seen:
+/// lead-api's listener answering the worker's readiness probe).
+pub fn free_ports<const N: usize>() -> [u16; N] {
+    let held: Vec<std::net::TcpListener> = (0..N)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").expect("a free loopback port"))
+        .collect();
+    std::array::from_fn(|i| held[i].local_addr().expect("a bound port").port())
 }
 
 /// The broker tests run against.
