@@ -228,17 +228,7 @@ async fn control_characters_in_any_text_field_are_a_422_naming_it() {
     let (org, token) = app.org().await;
     let lead = app.inbound_lead(&org, "+447700900123").await;
     let lead_id = lead["id"].as_str().unwrap().to_owned();
-    let r = app
-        .internal(
-            Method::POST,
-            &format!("/internal/v1/orgs/{org}/leads/{lead_id}/handoffs"),
-            None,
-        )
-        .await;
-    let handoff = r.json::<Value>().await.unwrap()["handoff"]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let handoff = app.open_handoff(&org, &lead_id).await;
     let before = app.outbox().await.len();
     for ch in ['\u{0}', '\u{1}', '\u{8}', '\u{1b}', '\u{7f}', '\u{85}'] {
         let value = format!("x{ch}y");

@@ -140,6 +140,36 @@ impl TestApp {
         r.json::<Value>().await.unwrap()["lead"].clone()
     }
 
+    /// An open handoff on the lead (emits handoff.created): its id.
+    pub async fn open_handoff(&self, org_id: &str, lead_id: &str) -> String {
+        let r = self
+            .internal(
+                Method::POST,
+                &format!("/internal/v1/orgs/{org_id}/leads/{lead_id}/handoffs"),
+                None,
+            )
+            .await;
+        assert_eq!(r.status(), 201);
+        r.json::<Value>().await.unwrap()["handoff"]["id"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+
+    /// `GET /api/v1/leads/{id}` sent with its own `X-Request-Id`: the answer and that id.
+    pub async fn get_lead_traced(&self, token: &str, lead_id: &str) -> (Response, String) {
+        let rid = format!("traced-{}", uuid::Uuid::new_v4());
+        let r = self
+            .http
+            .get(format!("{}/api/v1/leads/{lead_id}", self.public))
+            .bearer_auth(token)
+            .header("x-request-id", &rid)
+            .send()
+            .await
+            .unwrap();
+        (r, rid)
+    }
+
     /// Outbox rows in commit order: (event_type, parsed envelope, raw bytes).
     pub async fn outbox(&self) -> Vec<(String, Value, Vec<u8>)> {
         let c = self.db.client().await;
@@ -171,6 +201,16 @@ impl Drop for TestApp {
             let _ = std::thread::spawn(move || handle.block_on(api.stop(false))).join();
         }
     }
+}
+
+/// The JSON log line of the failed request `rid` (the 5xx line `lead-api` writes).
+pub fn failure_log_line(rid: &str) -> Value {
+    let logs = qualifier_testkit::telemetry::captured_logs();
+    let line = logs
+        .lines()
+        .find(|l| l.contains(rid) && l.contains("request failed"))
+        .unwrap_or_else(|| panic!("no 500 log line for {rid}"));
+    serde_json::from_str(line).unwrap()
 }
 
 pub async fn error_of(r: Response) -> (u16, String) {

@@ -97,17 +97,7 @@ async fn generated_bodies_never_get_a_5xx_on_any_route() {
     let (org, token) = app.org().await;
     let lead = app.inbound_lead(&org, "+447700900999").await;
     let lead_id = lead["id"].as_str().unwrap().to_owned();
-    let r = app
-        .internal(
-            Method::POST,
-            &format!("/internal/v1/orgs/{org}/leads/{lead_id}/handoffs"),
-            None,
-        )
-        .await;
-    let handoff = r.json::<Value>().await.unwrap()["handoff"]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let handoff = app.open_handoff(&org, &lead_id).await;
 
     let public = [
         (Method::POST, "/api/v1/leads".to_owned()),

@@ -3,7 +3,7 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::helpers::{TestApp, error_of};
+use crate::helpers::{TestApp, error_of, failure_log_line};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn get_returns_the_callers_lead_with_headers() {
@@ -577,27 +577,12 @@ async fn an_opaque_500_logs_its_whole_cause_chain_with_the_request_id() {
         .batch_execute("ALTER TABLE leads RENAME COLUMN channel TO channel_gone")
         .await
         .unwrap();
-    let rid = format!("cause-chain-{}", uuid::Uuid::new_v4());
-    let r = app
-        .http
-        .get(format!(
-            "{}/api/v1/leads/{}",
-            app.public,
-            lead["id"].as_str().unwrap()
-        ))
-        .bearer_auth(&token)
-        .header("x-request-id", &rid)
-        .send()
-        .await
-        .unwrap();
+    let (r, rid) = app
+        .get_lead_traced(&token, lead["id"].as_str().unwrap())
+        .await;
     assert_eq!(r.status(), 500);
     assert_eq!(r.headers()["x-request-id"], rid.as_str());
-    let logs = qualifier_testkit::telemetry::captured_logs();
-    let line = logs
-        .lines()
-        .find(|l| l.contains(&rid) && l.contains("request failed"))
-        .unwrap_or_else(|| panic!("no 500 log line for {rid}"));
-    let v: Value = serde_json::from_str(line).unwrap();
+    let v = failure_log_line(&rid);
     let cause = v["fields"]["cause"].as_str().unwrap();
     // Our context first, then PostgreSQL's own words: the operator sees why, not just "500".
     assert!(cause.starts_with("database error: "), "{cause}");
@@ -624,26 +609,14 @@ async fn a_stored_stage_that_does_not_parse_is_an_error_not_a_default() {
         ))
         .await
         .unwrap();
-    let rid = format!("corrupt-stage-{}", uuid::Uuid::new_v4());
-    let r = app
-        .http
-        .get(format!("{}/api/v1/leads/{id}", app.public))
-        .bearer_auth(&token)
-        .header("x-request-id", &rid)
-        .send()
-        .await
-        .unwrap();
+    let (r, rid) = app.get_lead_traced(&token, id).await;
     // Shown as "qualifying" before; a CRM would have synced a stage the lead is not in.
     assert_eq!(r.status(), 500);
     assert_eq!(
         r.text().await.unwrap(),
         r#"{"error":"Internal server error"}"#
     );
-    let logs = qualifier_testkit::telemetry::captured_logs();
-    let line = logs
-        .lines()
-        .find(|l| l.contains(&rid) && l.contains("request failed"))
-        .unwrap_or_else(|| panic!("no 500 log line for {rid}"));
+    let line = failure_log_line(&rid).to_string();
     assert!(
         line.contains(r#"stored Stage \"negotiating\" is not a known value"#),
         "{line}"
