@@ -480,6 +480,8 @@ async fn api_phase(o: &Opts, sink: &Sink) -> anyhow::Result<Value> {
         http_workers: workers,
         topology_prefix: env.topo.prefix.clone(),
         retry_delays_ms: services::RETRY_DELAYS.to_vec(),
+        event_retention_days: 30,
+        replay_rate_per_second: 50,
     };
     let api = lead_api::start(cfg).await?;
     env.internal = format!("http://{}", api.internal_addr);

@@ -226,6 +226,7 @@ pub async fn start(cfg: ApiConfig) -> anyhow::Result<RunningApi> {
     let shutdown = tokio_util::sync::CancellationToken::new();
     let s = store.clone();
     let stop = shutdown.clone();
+    let keep = std::time::Duration::from_secs(u64::from(cfg.event_retention_days) * 86_400);
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(std::time::Duration::from_secs(60));
         loop {
@@ -236,6 +237,21 @@ pub async fn start(cfg: ApiConfig) -> anyhow::Result<RunningApi> {
             // Expired idempotency keys are already ignored; this only keeps the table small.
             if let Err(e) = s.idempotency_purge(1000).await {
                 tracing::debug!(error = %qualifier_store::cause_chain(&e), "housekeeping skipped");
+            }
+            // Event retention, in batches so no statement holds many row locks for long.
+            loop {
+                match s.expire_events(keep, 1000).await {
+                    Ok(n) if n == 1000 => continue,
+                    Ok(0) => break,
+                    Ok(n) => {
+                        tracing::info!(deleted = n, "events past retention removed");
+                        break;
+                    }
+                    Err(e) => {
+                        tracing::debug!(error = %qualifier_store::cause_chain(&e), "housekeeping skipped");
+                        break;
+                    }
+                }
             }
         }
     });
@@ -259,6 +275,7 @@ pub async fn start(cfg: ApiConfig) -> anyhow::Result<RunningApi> {
         relay: relay_status,
         store,
         rate_limit_per_minute: cfg.rate_limit_per_minute,
+        replay_rate_per_second: cfg.replay_rate_per_second,
         internal_token_digest: AppState::new_internal_digest(&cfg.internal_token),
         egress: EgressPolicy::new(cfg.allow_cidrs.clone()),
         tokens,

@@ -23,6 +23,16 @@ pub struct ApiConfig {
     pub http_workers: usize,
     pub topology_prefix: String,
     pub retry_delays_ms: Vec<u64>,
+    /// `QUALIFIER_EVENT_RETENTION_DAYS`: events (and their delivery records) are kept at least
+    /// this long, then removed by housekeeping.
+    pub event_retention_days: u32,
+    /// `QUALIFIER_REPLAY_RATE_PER_SECOND`: replays of one org are sent at most this fast.
+    pub replay_rate_per_second: u32,
+}
+
+/// A positive number that fits a u32.
+fn small(name: &'static str, default: &str) -> Result<u32, EnvError> {
+    u32::try_from(positive(name, default)?).map_err(|_| EnvError::new(name, "is too large"))
 }
 
 impl ApiConfig {
@@ -56,6 +66,8 @@ impl ApiConfig {
             })?,
             topology_prefix: topology_prefix()?,
             retry_delays_ms: retry_delays()?,
+            event_retention_days: small("QUALIFIER_EVENT_RETENTION_DAYS", "30")?,
+            replay_rate_per_second: small("QUALIFIER_REPLAY_RATE_PER_SECOND", "50")?,
             http_workers: match optional("QUALIFIER_HTTP_WORKERS") {
                 Some(_) => positive("QUALIFIER_HTTP_WORKERS", "1")? as usize,
                 None => std::thread::available_parallelism().map_or(2, |n| n.get()),

@@ -30,6 +30,9 @@ pub enum ApiError {
     NotFound(&'static str),
     #[error("Method not allowed")]
     MethodNotAllowed,
+    /// A cursor older than what retention keeps (contract section 6).
+    #[error("{0}")]
+    Gone(&'static str),
     #[error("{message}")]
     Conflict {
         message: String,
@@ -93,6 +96,7 @@ impl ResponseError for ApiError {
             ApiError::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::Gone(_) => StatusCode::GONE,
             ApiError::Conflict { .. } => StatusCode::CONFLICT,
             ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,

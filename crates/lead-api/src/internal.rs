@@ -5,6 +5,7 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use qualifier_domain::netguard::WebhookUrl;
 use qualifier_domain::validate::{Channel, Email, Name, Phone, RouteTarget, body, parse_profile};
 use qualifier_domain::{DeliveryStatus, EventType, Stage};
+use qualifier_store::deliveries::DeliveryFilter;
 use qualifier_store::leads::{InboundContact, InternalPatch};
 use serde_json::{Map, Value, json};
 use strum::VariantArray;
@@ -41,6 +42,9 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
                 .route(web::post().to(release_handoff)),
         )
         .service(r("/internal/v1/orgs/{org}/deliveries").route(web::get().to(list_deliveries)))
+        .service(
+            r("/internal/v1/orgs/{org}/deliveries/replay").route(web::post().to(replay_deliveries)),
+        )
         .service(r("/internal/v1/orgs/{org}/deliveries/{id}").route(web::get().to(get_delivery)))
         .service(
             r("/internal/v1/orgs/{org}/deliveries/{id}/replay")
@@ -385,6 +389,18 @@ async fn release_handoff(
 struct DeliveryQuery {
     status: Option<String>,
     limit: Option<String>,
+    event_type: Option<String>,
+    lead_id: Option<String>,
+    since: Option<String>,
+    until: Option<String>,
+    cursor: Option<String>,
+}
+
+const STATUS_NAMES: &str = "status must be one of pending, succeeded, failed, dead, skipped";
+
+fn event_types_message(field: &str) -> String {
+    let names: Vec<&str> = EventType::VARIANTS.iter().map(|t| t.as_str()).collect();
+    format!("{field} must be one of {}", names.join(", "))
 }
 
 async fn list_deliveries(
@@ -396,31 +412,103 @@ async fn list_deliveries(
     // Parsed by hand so a bad query string gets the contract's 422, not actix's own error.
     let q = web::Query::<DeliveryQuery>::from_query(req.query_string())
         .map_err(|_| ApiError::Unprocessable("Invalid query string".into()))?;
-    let status = q
-        .status
-        .as_deref()
-        .filter(|s| !s.is_empty())
-        .map(|s| {
-            s.parse::<DeliveryStatus>().map_err(|_| {
-                ApiError::Unprocessable(
-                    "status must be one of pending, succeeded, failed, dead, skipped".into(),
-                )
-            })
-        })
-        .transpose()?;
-    let limit = match q.limit.as_deref().filter(|s| !s.is_empty()) {
-        None => 50,
-        Some(l) => l
-            .parse::<i64>()
-            .ok()
-            .filter(|n| (1..=500).contains(n))
-            .ok_or_else(|| {
-                ApiError::Unprocessable("limit must be an integer from 1 to 500".into())
-            })?,
+    let nonempty = |v: &Option<String>| v.clone().filter(|s| !s.is_empty());
+    let mut f = DeliveryFilter::default();
+    if let Some(s) = nonempty(&q.status) {
+        f.statuses = vec![
+            s.parse::<DeliveryStatus>()
+                .map_err(|_| ApiError::Unprocessable(STATUS_NAMES.into()))?,
+        ];
+    }
+    if let Some(t) = nonempty(&q.event_type) {
+        f.event_types = vec![
+            t.parse::<EventType>()
+                .map_err(|_| ApiError::Unprocessable(event_types_message("event_type")))?,
+        ];
+    }
+    if let Some(l) = nonempty(&q.lead_id) {
+        f.lead_id = Some(
+            Uuid::parse_str(&l)
+                .map_err(|_| ApiError::Unprocessable("lead_id must be a UUID".into()))?,
+        );
+    }
+    f.since = crate::cursor::timestamp("since", q.since.as_deref())?;
+    f.until = crate::cursor::timestamp("until", q.until.as_deref())?;
+    let before = match nonempty(&q.cursor) {
+        None => None,
+        Some(raw) => Some(crate::cursor::parse_delivery(&raw).ok_or_else(|| {
+            ApiError::Unprocessable("cursor is not a cursor this list returned".into())
+        })?),
     };
+    let limit = crate::cursor::limit(q.limit.as_deref(), 50)?;
     let org_id = path_id(&path, ORG_NOT_FOUND)?;
-    let deliveries = st.store.list_deliveries(org_id, status, limit).await?;
-    Ok(HttpResponse::Ok().json(json!({ "deliveries": deliveries })))
+    let (deliveries, next) = st.store.list_deliveries(org_id, &f, before, limit).await?;
+    let next_cursor = next.map(crate::cursor::delivery);
+    Ok(HttpResponse::Ok().json(json!({ "deliveries": deliveries, "next_cursor": next_cursor })))
+}
+
+/// `POST .../deliveries/replay` (contract section 6). Every field is optional.
+async fn replay_deliveries(
+    req: HttpRequest,
+    path: web::Path<String>,
+    payload: web::Payload,
+    st: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    st.authenticate_internal(&req)?;
+    let obj = crate::body::optional_object(&req, payload).await?;
+    let org_id = path_id(&path, ORG_NOT_FOUND)?;
+    let (filter, dry_run) = parse_replay_filter(&obj)?;
+    let matched = st
+        .store
+        .replay_matching(org_id, &filter, dry_run, st.replay_rate_per_second)
+        .await?;
+    let replayed = if dry_run { 0 } else { matched };
+    Ok(HttpResponse::Accepted().json(json!({ "matched": matched, "replayed": replayed })))
+}
+
+/// The bulk replay body: `status` (default `["dead"]`; `dead`, `failed` or `skipped`), `since`,
+/// `until`, `event_types`, `lead_id`, `dry_run`.
+pub fn parse_replay_filter(obj: &Map<String, Value>) -> Result<(DeliveryFilter, bool), ApiError> {
+    let mut f = DeliveryFilter {
+        statuses: vec![DeliveryStatus::Dead],
+        ..Default::default()
+    };
+    if let Some(list) = body::get(obj, "status") {
+        const MSG: &str = "status must be a non-empty list of dead, failed, skipped";
+        let items = list
+            .as_array()
+            .filter(|a| !a.is_empty())
+            .ok_or_else(|| ApiError::Unprocessable(MSG.into()))?;
+        f.statuses = items
+            .iter()
+            .map(|i| match i.as_str().and_then(|s| s.parse().ok()) {
+                Some(
+                    s @ (DeliveryStatus::Dead | DeliveryStatus::Failed | DeliveryStatus::Skipped),
+                ) => Ok(s),
+                _ => Err(ApiError::Unprocessable(MSG.into())),
+            })
+            .collect::<Result<_, _>>()?;
+    }
+    if let Some(list) = body::get(obj, "event_types") {
+        let msg = || ApiError::Unprocessable(event_types_message("event_types"));
+        f.event_types = list
+            .as_array()
+            .ok_or_else(msg)?
+            .iter()
+            .map(|i| i.as_str().and_then(|s| s.parse().ok()).ok_or_else(msg))
+            .collect::<Result<_, _>>()?;
+    }
+    if let Some(l) = body::string(obj, "lead_id")? {
+        f.lead_id = Some(
+            Uuid::parse_str(l)
+                .map_err(|_| ApiError::Unprocessable("lead_id must be a UUID".into()))?,
+        );
+    }
+    for (name, slot) in [("since", &mut f.since), ("until", &mut f.until)] {
+        *slot = crate::cursor::timestamp(name, body::string(obj, name)?)?;
+    }
+    let dry_run = body::boolean(obj, "dry_run")?.unwrap_or(false);
+    Ok((f, dry_run))
 }
 
 async fn get_delivery(
@@ -441,6 +529,8 @@ async fn replay_delivery(
 ) -> Result<HttpResponse, ApiError> {
     st.authenticate_internal(&req)?;
     let (org_id, id) = org_and(&path, "Delivery not found")?;
-    st.store.replay_delivery(org_id, id).await?;
+    st.store
+        .replay_delivery(org_id, id, st.replay_rate_per_second)
+        .await?;
     Ok(HttpResponse::Accepted().json(json!({ "status": "pending" })))
 }

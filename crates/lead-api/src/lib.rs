@@ -3,6 +3,7 @@
 pub mod app;
 pub mod body;
 pub mod config;
+pub mod cursor;
 pub mod error;
 pub mod idempotency;
 pub mod internal;

@@ -1,11 +1,14 @@
 //! The public API, `/api/v1`, authenticated with org tokens.
 
 use actix_web::{HttpRequest, HttpResponse, http::header, web};
+use qualifier_domain::EventType;
 use qualifier_domain::validate::{
     Channel, Email, Name, Phone, RouteTarget, body, parse_external_ref, parse_profile,
 };
 use qualifier_store::leads::{NewLead, PublicPatch};
+use qualifier_store::outbox::FeedError;
 use serde_json::{Map, Value, json};
+use strum::VariantArray;
 
 use crate::error::{ApiError, method_not_allowed};
 use crate::idempotency::{self, Begin};
@@ -14,7 +17,13 @@ use crate::state::{AppState, path_id};
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.service(
         web::resource("/api/v1/leads")
+            .route(web::get().to(list_leads))
             .route(web::post().to(create_lead))
+            .default_service(web::to(method_not_allowed)),
+    )
+    .service(
+        web::resource("/api/v1/events")
+            .route(web::get().to(events_feed))
             .default_service(web::to(method_not_allowed)),
     )
     .service(
@@ -34,6 +43,105 @@ async fn get_lead(
     let lead_id = path_id(&path, "Lead not found")?;
     let lead = st.store.get_lead(auth.org_id, lead_id).await?;
     Ok(HttpResponse::Ok().json(json!({ "lead": lead })))
+}
+
+/// Query parameters, read by hand so a malformed query string gets the contract's 422, not
+/// actix's own error page.
+fn query<T: serde::de::DeserializeOwned>(req: &HttpRequest) -> Result<T, ApiError> {
+    web::Query::<T>::from_query(req.query_string())
+        .map(web::Query::into_inner)
+        .map_err(|_| ApiError::Unprocessable("Invalid query string".into()))
+}
+
+#[derive(serde::Deserialize)]
+struct FeedQuery {
+    after: Option<String>,
+    limit: Option<String>,
+    #[serde(rename = "type")]
+    event_type: Option<String>,
+}
+
+/// `GET /api/v1/events`: the org's events in feed order (contract section 6). Each envelope is
+/// the stored payload, the very bytes every delivery attempt sent, spliced in unparsed.
+async fn events_feed(req: HttpRequest, st: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+    let auth = st.authenticate_org(&req).await?;
+    let q: FeedQuery = query(&req)?;
+    let after = q
+        .after
+        .as_deref()
+        .map(|raw| {
+            crate::cursor::parse_feed(raw)
+                .ok_or_else(|| ApiError::Unprocessable("Invalid cursor".into()))
+        })
+        .transpose()?;
+    let limit = crate::cursor::limit(q.limit.as_deref(), 100)?;
+    let event_type = q
+        .event_type
+        .as_deref()
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            s.parse::<EventType>().map_err(|_| {
+                ApiError::Unprocessable(format!(
+                    "type must be one of {}",
+                    EventType::VARIANTS
+                        .iter()
+                        .map(|t| t.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+            })
+        })
+        .transpose()?;
+    let page = st
+        .store
+        .events_feed(auth.org_id, after, event_type, limit)
+        .await
+        .map_err(|e| match e {
+            FeedError::Expired => ApiError::Gone("Cursor expired"),
+            FeedError::Store(e) => e.into(),
+        })?;
+    let mut body =
+        Vec::with_capacity(page.payloads.iter().map(|p| p.len() + 1).sum::<usize>() + 64);
+    body.extend_from_slice(b"{\"events\":[");
+    for (i, p) in page.payloads.iter().enumerate() {
+        if i > 0 {
+            body.push(b',');
+        }
+        body.extend_from_slice(p);
+    }
+    body.extend_from_slice(b"],\"next_cursor\":\"");
+    body.extend_from_slice(crate::cursor::feed(page.last).as_bytes());
+    body.extend_from_slice(b"\"}");
+    Ok(HttpResponse::Ok()
+        .content_type("application/json")
+        .body(body))
+}
+
+#[derive(serde::Deserialize)]
+struct LeadListQuery {
+    updated_since: Option<String>,
+    limit: Option<String>,
+    cursor: Option<String>,
+}
+
+/// `GET /api/v1/leads`: the org's leads by `(updated_at, id)` (contract section 6).
+async fn list_leads(req: HttpRequest, st: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+    let auth = st.authenticate_org(&req).await?;
+    let q: LeadListQuery = query(&req)?;
+    let updated_since = crate::cursor::timestamp("updated_since", q.updated_since.as_deref())?;
+    let limit = crate::cursor::limit(q.limit.as_deref(), 100)?;
+    let after = match q.cursor.as_deref().filter(|s| !s.is_empty()) {
+        None => None,
+        Some(raw) => Some(crate::cursor::parse_lead(raw).ok_or_else(|| {
+            ApiError::Unprocessable("cursor is not a cursor this list returned".into())
+        })?),
+    };
+    let (leads, next) = st
+        .store
+        .list_leads(auth.org_id, updated_since, after, limit)
+        .await?;
+    let next_cursor = next.map(|(t, id)| crate::cursor::lead(t, id));
+    Ok(HttpResponse::Ok().json(json!({ "leads": leads, "next_cursor": next_cursor })))
 }
 
 const PROVIDE_ONE: &str = "Provide at least one of external_ref, ai_paused, status.";

@@ -198,9 +198,12 @@ impl Relay {
                             metrics::counter!(m::OUTBOX_PUBLISHED).increment(n as u64);
                             tracing::debug!(published = n, "outbox relayed");
                         }
+                        // Paced replays are due at their own instants: wake for the next one.
+                        let due = self.store.next_replay_due().await.ok().flatten();
+                        let nap = due.map_or(POLL, |d| d.clamp(Duration::from_millis(5), POLL));
                         tokio::select! {
                             _ = wake.notified() => {}
-                            _ = tokio::time::sleep(POLL) => {}
+                            _ = tokio::time::sleep(nap) => {}
                             _ = shutdown.cancelled() => {}
                         }
                         // An idle relay publishes nothing, so it would not notice a lost broker

@@ -13,6 +13,8 @@ use crate::error::ApiError;
 pub struct AppState {
     pub store: Store,
     pub rate_limit_per_minute: u32,
+    /// `QUALIFIER_REPLAY_RATE_PER_SECOND`: how fast one org's replays are sent.
+    pub replay_rate_per_second: u32,
     /// SHA-256 of `QUALIFIER_INTERNAL_TOKEN`: compared digest to digest, so the comparison time
     /// says nothing about the token.
     pub internal_token_digest: Vec<u8>,

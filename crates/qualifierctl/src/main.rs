@@ -8,6 +8,7 @@ use qualifier_config::cidrs;
 use qualifier_domain::netguard::WebhookUrl;
 use qualifier_domain::{DeliveryStatus, EventType};
 use qualifier_egress::EgressPolicy;
+use qualifier_store::deliveries::DeliveryFilter;
 use qualifier_store::{DEFAULT_APP_BASE_URL, SecretKey, Store};
 use serde_json::json;
 use strum::VariantArray;
@@ -78,12 +79,31 @@ enum Command {
         #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(i64).range(1..=500))]
         limit: i64,
     },
-    /// Give a finished delivery 5 fresh attempts (same delivery id).
+    /// Give a finished delivery (or, with --all-dead, every dead one) 5 fresh attempts, each
+    /// under its own delivery id, paced at QUALIFIER_REPLAY_RATE_PER_SECOND per org.
     Replay {
         #[arg(long)]
         org: Uuid,
+        #[arg(
+            long,
+            required_unless_present = "all_dead",
+            conflicts_with = "all_dead"
+        )]
+        delivery: Option<Uuid>,
+        /// Every dead delivery of the org (narrowed by --since and --until).
         #[arg(long)]
-        delivery: Uuid,
+        all_dead: bool,
+        /// Only deliveries of events created at or after this RFC 3339 time.
+        #[arg(long, requires = "all_dead", value_parser = parse_time)]
+        since: Option<time::OffsetDateTime>,
+        /// Only deliveries of events created before this RFC 3339 time.
+        #[arg(long, requires = "all_dead", value_parser = parse_time)]
+        until: Option<time::OffsetDateTime>,
+        /// Count what would be replayed; send nothing.
+        #[arg(long, requires = "all_dead")]
+        dry_run: bool,
+        #[arg(long, env = "QUALIFIER_REPLAY_RATE_PER_SECOND", default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..))]
+        rate_per_second: u32,
     },
     /// Create an org and a token in one go.
     BootstrapDev {
@@ -100,6 +120,11 @@ enum Command {
         #[arg(long, env = "AMQP_URL", hide_env_values = true)]
         amqp_url: String,
     },
+}
+
+fn parse_time(s: &str) -> Result<time::OffsetDateTime, String> {
+    time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339)
+        .map_err(|e| format!("not an RFC 3339 time such as 2026-11-22T14:00:00Z: {e}"))
 }
 
 impl Cli {
@@ -188,15 +213,48 @@ async fn run(cli: Cli) -> Result<serde_json::Value> {
             })
         }
         Command::DeadLetters { org, limit } => {
-            let dead = cli
+            let only_dead = DeliveryFilter {
+                statuses: vec![DeliveryStatus::Dead],
+                ..Default::default()
+            };
+            let (dead, _) = cli
                 .store()?
-                .list_deliveries(*org, Some(DeliveryStatus::Dead), *limit)
+                .list_deliveries(*org, &only_dead, None, *limit)
                 .await?;
             json!({ "deliveries": dead })
         }
-        Command::Replay { org, delivery } => {
-            cli.store()?.replay_delivery(*org, *delivery).await?;
+        Command::Replay {
+            org,
+            delivery: Some(delivery),
+            rate_per_second,
+            ..
+        } => {
+            cli.store()?
+                .replay_delivery(*org, *delivery, *rate_per_second)
+                .await?;
             json!({ "delivery": delivery, "status": "pending" })
+        }
+        Command::Replay {
+            org,
+            delivery: None,
+            since,
+            until,
+            dry_run,
+            rate_per_second,
+            ..
+        } => {
+            let f = DeliveryFilter {
+                statuses: vec![DeliveryStatus::Dead],
+                since: *since,
+                until: *until,
+                ..Default::default()
+            };
+            let matched = cli
+                .store()?
+                .replay_matching(*org, &f, *dry_run, *rate_per_second)
+                .await?;
+            let replayed = if *dry_run { 0 } else { matched };
+            json!({ "matched": matched, "replayed": replayed, "dry_run": dry_run })
         }
         Command::GenSecretKey => json!({ "secret_key": SecretKey::generate_base64() }),
         Command::DeleteTopology { prefix, amqp_url } => {

@@ -193,24 +193,47 @@ impl Store {
         Ok(())
     }
 
+    /// One page of an org's deliveries, newest first, keyset-paginated on the outbox sequence
+    /// (`outbox_org_seq`, or `outbox_org_lead` with a lead): rows committed meanwhile are newer
+    /// than any cursor, so a walk visits every older row exactly once. Returns the page and the
+    /// sequence to continue below, `None` on the last page.
     pub async fn list_deliveries(
         &self,
         org_id: Uuid,
-        status: Option<DeliveryStatus>,
+        f: &DeliveryFilter,
+        before_seq: Option<i64>,
         limit: i64,
-    ) -> Result<Vec<Delivery>, StoreError> {
+    ) -> Result<(Vec<Delivery>, Option<i64>), StoreError> {
         let mut conn = self.conn().await?;
         let mut q = outbox::table.filter(outbox::org_id.eq(org_id)).into_boxed();
-        if let Some(s) = status {
-            q = q.filter(outbox::status.eq(s));
+        if !f.statuses.is_empty() {
+            q = q.filter(outbox::status.eq_any(f.statuses.clone()));
         }
-        let rows: Vec<DeliveryRow> = q
+        if !f.event_types.is_empty() {
+            q = q.filter(outbox::event_type.eq_any(f.event_types.clone()));
+        }
+        if let Some(l) = f.lead_id {
+            q = q.filter(outbox::lead_id.eq(l));
+        }
+        if let Some(t) = f.since {
+            q = q.filter(outbox::created_at.ge(t));
+        }
+        if let Some(t) = f.until {
+            q = q.filter(outbox::created_at.lt(t));
+        }
+        if let Some(b) = before_seq {
+            q = q.filter(outbox::seq.lt(b));
+        }
+        let mut rows: Vec<(i64, DeliveryRow)> = q
             .order(outbox::seq.desc())
-            .limit(limit)
-            .select(DeliveryRow::as_select())
+            .limit(limit + 1)
+            .select((outbox::seq, DeliveryRow::as_select()))
             .load(&mut conn)
             .await?;
-        Ok(rows.iter().map(DeliveryRow::summary).collect())
+        let more = rows.len() as i64 > limit;
+        rows.truncate(limit as usize);
+        let next = if more { rows.last().map(|r| r.0) } else { None };
+        Ok((rows.iter().map(|r| r.1.summary()).collect(), next))
     }
 
     pub async fn get_delivery(
@@ -234,15 +257,20 @@ impl Store {
     }
 
     /// Replay: a finished delivery (dead, succeeded or skipped) gets a fresh cycle of 5 attempts
-    /// under the same delivery id. The row goes back to the relay (unpublished), which sends it
-    /// again with attempt 1; no broker access is needed in the request.
-    pub async fn replay_delivery(&self, org_id: Uuid, delivery_id: Uuid) -> Result<(), StoreError> {
+    /// under the same delivery id. The row goes back to the relay (unpublished, due at the org's
+    /// next replay slot), which sends it again with attempt 1; no broker access in the request.
+    pub async fn replay_delivery(
+        &self,
+        org_id: Uuid,
+        delivery_id: Uuid,
+        rate_per_second: u32,
+    ) -> Result<(), StoreError> {
         let mut conn = self.conn().await?;
         conn.transaction::<(), StoreError, _>(async move |conn| {
-            let current: DeliveryStatus = outbox::table
+            let (seq, current): (i64, DeliveryStatus) = outbox::table
                 .filter(outbox::org_id.eq(org_id))
                 .filter(outbox::delivery_id.eq(delivery_id))
-                .select(outbox::status)
+                .select((outbox::seq, outbox::status))
                 .for_update()
                 .first(conn)
                 .await
@@ -251,19 +279,103 @@ impl Store {
             if !current.is_final() {
                 return Err(StoreError::Conflict("Delivery is still in progress".into()));
             }
-            diesel::update(outbox::table.filter(outbox::delivery_id.eq(delivery_id)))
-                .set((
-                    outbox::status.eq(DeliveryStatus::Pending),
-                    outbox::published_at.eq(None::<OffsetDateTime>),
-                    outbox::updated_at.eq(qualifier_domain::timefmt::now_millis()),
-                ))
-                .execute(conn)
-                .await?;
-            diesel::sql_query("SELECT pg_notify('qualifier_outbox', '')")
-                .execute(conn)
-                .await?;
+            schedule_replays(conn, org_id, &[seq], &[current], rate_per_second).await?;
             Ok(())
         })
         .await
     }
+
+    /// Bulk replay (contract section 6): every delivery of the org that matches `f` is put back
+    /// to the relay under its own id, spaced `1 / rate_per_second` apart after the org's replays
+    /// already scheduled. Returns how many matched; a dry run changes nothing.
+    pub async fn replay_matching(
+        &self,
+        org_id: Uuid,
+        f: &DeliveryFilter,
+        dry_run: bool,
+        rate_per_second: u32,
+    ) -> Result<usize, StoreError> {
+        let mut conn = self.conn().await?;
+        let f = f.clone();
+        conn.transaction::<usize, StoreError, _>(async move |conn| {
+            let mut q = outbox::table
+                .filter(outbox::org_id.eq(org_id))
+                .filter(outbox::status.eq_any(f.statuses.clone()))
+                .into_boxed();
+            if !f.event_types.is_empty() {
+                q = q.filter(outbox::event_type.eq_any(f.event_types.clone()));
+            }
+            if let Some(l) = f.lead_id {
+                q = q.filter(outbox::lead_id.eq(l));
+            }
+            if let Some(t) = f.since {
+                q = q.filter(outbox::created_at.ge(t));
+            }
+            if let Some(t) = f.until {
+                q = q.filter(outbox::created_at.lt(t));
+            }
+            let seqs: Vec<i64> = q
+                .order(outbox::seq.asc())
+                .select(outbox::seq)
+                .load(conn)
+                .await?;
+            if dry_run || seqs.is_empty() {
+                return Ok(seqs.len());
+            }
+            schedule_replays(conn, org_id, &seqs, &f.statuses, rate_per_second).await
+        })
+        .await
+    }
+}
+
+/// Which deliveries a list or a bulk replay is about; empty lists mean "any".
+#[derive(Debug, Clone, Default)]
+pub struct DeliveryFilter {
+    pub statuses: Vec<DeliveryStatus>,
+    pub event_types: Vec<EventType>,
+    pub lead_id: Option<Uuid>,
+    pub since: Option<OffsetDateTime>,
+    pub until: Option<OffsetDateTime>,
+}
+
+/// Takes `seqs.len()` consecutive replay slots of the org (`replay_pacing`, whose row lock also
+/// orders concurrent replays of one org) and puts each row back to the relay, due at its slot.
+/// A row whose status left `statuses` since it was read (a retry finished it meanwhile) is
+/// left alone: PostgreSQL re-checks the condition on the row's latest version. Returns how many
+/// rows were put back.
+async fn schedule_replays(
+    conn: &mut diesel_async::AsyncPgConnection,
+    org_id: Uuid,
+    seqs: &[i64],
+    statuses: &[DeliveryStatus],
+    rate_per_second: u32,
+) -> Result<usize, StoreError> {
+    use diesel::sql_types::{Double, Int8, Text};
+    let spacing = 1.0 / f64::from(rate_per_second.max(1));
+    let n = seqs.len() as f64;
+    let updated = diesel::sql_query(
+        "WITH slot AS (
+             INSERT INTO replay_pacing AS p (org_id, next_at)
+             VALUES ($1, clock_timestamp() + make_interval(secs => $3 * $4))
+             ON CONFLICT (org_id) DO UPDATE
+                 SET next_at = GREATEST(p.next_at, clock_timestamp()) + make_interval(secs => $3 * $4)
+             RETURNING next_at - make_interval(secs => $3 * $4) AS first)
+         UPDATE outbox o
+         SET status = 'pending', published_at = NULL,
+             replay_at = slot.first + make_interval(secs => $3 * (v.i - 1)),
+             updated_at = clock_timestamp()
+         FROM slot, unnest($2::int8[]) WITH ORDINALITY AS v(seq, i)
+         WHERE o.seq = v.seq AND o.org_id = $1 AND o.status = ANY($5::text[])",
+    )
+    .bind::<diesel::sql_types::Uuid, _>(org_id)
+    .bind::<Array<Int8>, _>(seqs)
+    .bind::<Double, _>(spacing)
+    .bind::<Double, _>(n)
+    .bind::<Array<Text>, _>(statuses)
+    .execute(conn)
+    .await?;
+    diesel::sql_query("SELECT pg_notify('qualifier_outbox', '')")
+        .execute(conn)
+        .await?;
+    Ok(updated)
 }

@@ -190,6 +190,52 @@ impl Store {
         row.to_lead(&self.app_base_url)
     }
 
+    /// One page of the org's leads in `(updated_at, id)` order, from `updated_since` (inclusive)
+    /// or strictly after the keyset `after`, through the `leads_org_updated` index. Returns the
+    /// page and, when there is more, the key to continue after.
+    pub async fn list_leads(
+        &self,
+        org_id: Uuid,
+        updated_since: Option<OffsetDateTime>,
+        after: Option<(OffsetDateTime, Uuid)>,
+        limit: i64,
+    ) -> Result<(Vec<Lead>, Option<(OffsetDateTime, Uuid)>), StoreError> {
+        use diesel::sql_types::{Bool, Timestamptz};
+        let mut conn = self.conn().await?;
+        let mut q = leads::table.filter(leads::org_id.eq(org_id)).into_boxed();
+        if let Some(t) = updated_since {
+            q = q.filter(leads::updated_at.ge(t));
+        }
+        if let Some((t, id)) = after {
+            // A row comparison, which PostgreSQL turns into one range of the index.
+            q = q.filter(
+                diesel::dsl::sql::<Bool>("(leads.updated_at, leads.id) > (")
+                    .bind::<Timestamptz, _>(t)
+                    .sql(", ")
+                    .bind::<diesel::sql_types::Uuid, _>(id)
+                    .sql(")"),
+            );
+        }
+        let mut rows: Vec<LeadRow> = q
+            .order((leads::updated_at.asc(), leads::id.asc()))
+            .limit(limit + 1)
+            .select(LeadRow::as_select())
+            .load(&mut conn)
+            .await?;
+        let more = rows.len() as i64 > limit;
+        rows.truncate(limit as usize);
+        let next = if more {
+            rows.last().map(|r| (r.updated_at, r.id))
+        } else {
+            None
+        };
+        let leads = rows
+            .iter()
+            .map(|r| r.to_lead(&self.app_base_url))
+            .collect::<Result<_, _>>()?;
+        Ok((leads, next))
+    }
+
     async fn lead_id_by_phone(
         &self,
         org_id: Uuid,

@@ -9,7 +9,7 @@ use qualifier_domain::{Envelope, EventType};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use crate::schema::outbox;
+use crate::schema::{feed_head, outbox};
 use crate::{Store, StoreError};
 
 /// Appends one event. `conn` must be inside the transaction of the change.
@@ -37,6 +37,7 @@ pub(crate) async fn insert(
             // The request's trace context, so the delivery attempt joins the same trace.
             outbox::traceparent.eq(qualifier_telemetry::current_traceparent()),
             outbox::is_test.eq(is_test),
+            outbox::lead_id.eq(env.data.lead.id),
         ))
         .execute(conn)
         .await?;
@@ -56,11 +57,22 @@ pub struct Unpublished {
     pub created_at: OffsetDateTime,
     pub traceparent: Option<String>,
     pub is_test: bool,
+    /// Its place in the events feed: `None` for an event published for the first time.
+    pub feed_pos: Option<i64>,
 }
 
-/// Claims up to `limit` unpublished rows (skipping rows another relay holds), lets `publish`
-/// send them, and marks them published in the same transaction once it returns Ok. A crash or
-/// an error before the commit leaves them unpublished, to be sent again (same delivery ids).
+/// Claims up to `limit` new events and up to `limit` replays that are due, lets `publish` send
+/// them, and marks them published in the same transaction once it returns Ok. A crash or an error
+/// before the commit leaves them unpublished, to be sent again (same delivery ids).
+///
+/// The same transaction gives each new event its events-feed position. It first locks the one
+/// `feed_head` row and keeps that lock until it commits, so relays (one per lead-api replica) take
+/// turns: positions are handed out in the order their batches commit, and a feed reader that has
+/// seen position p will never later see a smaller one appear. Claiming after the lock also means
+/// the batch holds every earlier committed event: a lead's later event is only written after its
+/// earlier one committed (the lead row is locked first), so a lead's events keep their order.
+/// The cost is that relays do not publish in parallel; one relay moves tens of thousands of
+/// events per second (docs/performance.md), well beyond what the API can commit.
 pub async fn relay_batch<F, Fut, E>(
     conn: &mut AsyncPgConnection,
     limit: i64,
@@ -71,30 +83,188 @@ where
     Fut: std::future::Future<Output = Result<(), E>> + Send,
     E: std::error::Error + Send + Sync + 'static,
 {
+    use diesel::sql_types::{Nullable, Timestamptz};
     conn.transaction::<usize, StoreError, _>(async move |conn| {
-        let rows: Vec<Unpublished> = outbox::table
+        let head: i64 = feed_head::table
+            .select(feed_head::pos)
+            .for_update()
+            .first(conn)
+            .await?;
+        let mut rows: Vec<Unpublished> = outbox::table
             .filter(outbox::published_at.is_null())
+            .filter(outbox::replay_at.is_null())
             .order(outbox::seq.asc())
+            .limit(limit)
+            .select(Unpublished::as_select())
+            .for_update()
+            .load(conn)
+            .await?;
+        let due: Vec<Unpublished> = outbox::table
+            .filter(outbox::published_at.is_null())
+            .filter(
+                outbox::replay_at.le(diesel::dsl::sql::<Nullable<Timestamptz>>(
+                    "clock_timestamp()",
+                )),
+            )
+            .order(outbox::replay_at.asc())
             .limit(limit)
             .select(Unpublished::as_select())
             .for_update()
             .skip_locked()
             .load(conn)
             .await?;
+        rows.extend(due);
         if rows.is_empty() {
             return Ok(0);
         }
         let seqs: Vec<i64> = rows.iter().map(|r| r.seq).collect();
+        // New events in outbox order (`rows` starts with them, by seq), test events excepted.
+        let mut next = head;
+        let positions: Vec<Option<i64>> = rows
+            .iter()
+            .map(|r| match r.feed_pos {
+                Some(p) => Some(p),
+                None if r.is_test => None,
+                None => {
+                    next += 1;
+                    Some(next)
+                }
+            })
+            .collect();
         publish(rows)
             .await
             .map_err(|e| StoreError::Publish(Box::new(e)))?;
-        diesel::sql_query("UPDATE outbox SET published_at = clock_timestamp() WHERE seq = ANY($1)")
-            .bind::<Array<Int8>, _>(&seqs)
-            .execute(conn)
-            .await?;
+        diesel::sql_query(
+            "WITH marked AS (
+                 UPDATE outbox o SET published_at = clock_timestamp(), feed_pos = v.pos
+                 FROM unnest($1::int8[], $2::int8[]) AS v(seq, pos)
+                 WHERE o.seq = v.seq)
+             UPDATE feed_head SET pos = $3 WHERE pos <> $3",
+        )
+        .bind::<Array<Int8>, _>(&seqs)
+        .bind::<Array<Nullable<Int8>>, _>(&positions)
+        .bind::<Int8, _>(next)
+        .execute(conn)
+        .await?;
         Ok(seqs.len())
     })
     .await
+}
+
+/// One page of the events feed: the envelopes exactly as delivered, and the position of the last.
+#[derive(Debug, Clone)]
+pub struct FeedPage {
+    pub payloads: Vec<Vec<u8>>,
+    /// The last event's position, or the `after` asked for when the page is empty.
+    pub last: i64,
+}
+
+/// Why a feed page could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum FeedError {
+    /// The cursor is older than what retention keeps: events after it may be gone.
+    #[error("cursor expired")]
+    Expired,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl Store {
+    /// The org's events after position `after` (from the oldest kept when `None`), in feed
+    /// order (the `outbox_feed` index, or `outbox_feed_type` with a type), at most `limit`.
+    pub async fn events_feed(
+        &self,
+        org_id: Uuid,
+        after: Option<i64>,
+        event_type: Option<EventType>,
+        limit: i64,
+    ) -> Result<FeedPage, FeedError> {
+        let mut conn = self.conn().await?;
+        let (expired_through,): (i64,) = feed_head::table
+            .select((feed_head::expired_through,))
+            .first(&mut conn)
+            .await
+            .map_err(StoreError::from)?;
+        // A client that starts without a cursor gets what is kept; one that resumes from a
+        // position retention has passed may have missed events, and must be told.
+        if after.is_some_and(|a| a < expired_through) {
+            return Err(FeedError::Expired);
+        }
+        let after = after.unwrap_or(0);
+        let mut q = outbox::table
+            .filter(outbox::org_id.eq(org_id))
+            .filter(outbox::feed_pos.gt(after))
+            .into_boxed();
+        if let Some(t) = event_type {
+            q = q.filter(outbox::event_type.eq(t));
+        }
+        let rows: Vec<(Option<i64>, Vec<u8>)> = q
+            .order(outbox::feed_pos.asc())
+            .limit(limit)
+            .select((outbox::feed_pos, outbox::payload))
+            .load(&mut conn)
+            .await
+            .map_err(StoreError::from)?;
+        let last = rows.last().and_then(|r| r.0).unwrap_or(after);
+        Ok(FeedPage {
+            payloads: rows.into_iter().map(|r| r.1).collect(),
+            last,
+        })
+    }
+
+    /// How long until the next scheduled replay is due (`outbox_replay_due`), if any is waiting:
+    /// the relay sleeps exactly that long, so paced replays leave at their slots rather than in
+    /// one-second bursts.
+    pub async fn next_replay_due(&self) -> Result<Option<std::time::Duration>, StoreError> {
+        let mut conn = self.conn().await?;
+        let wait: Option<f64> = diesel::select(diesel::dsl::sql::<
+            diesel::sql_types::Nullable<diesel::sql_types::Double>,
+        >(
+            "(SELECT GREATEST(0, EXTRACT(EPOCH FROM min(replay_at) - clock_timestamp()))::float8
+              FROM outbox WHERE published_at IS NULL AND replay_at IS NOT NULL)",
+        ))
+        .get_result(&mut conn)
+        .await?;
+        Ok(wait.map(std::time::Duration::from_secs_f64))
+    }
+
+    /// Retention: deletes up to `batch` finished events created more than `keep` ago, oldest
+    /// first, and raises `expired_through` to the highest feed position deleted. Returns how many
+    /// it deleted; housekeeping calls it until a batch comes back short. Events still being
+    /// delivered (pending or failed) are kept whatever their age.
+    pub async fn expire_events(
+        &self,
+        keep: std::time::Duration,
+        batch: i64,
+    ) -> Result<usize, StoreError> {
+        let mut conn = self.conn().await?;
+        let n = diesel::sql_query(
+            "WITH gone AS (
+                 DELETE FROM outbox WHERE seq IN (
+                     SELECT seq FROM outbox
+                     WHERE created_at < clock_timestamp() - make_interval(secs => $1)
+                       AND published_at IS NOT NULL
+                       AND status IN ('succeeded', 'dead', 'skipped')
+                     ORDER BY created_at LIMIT $2)
+                 RETURNING feed_pos),
+             raised AS (
+                 UPDATE feed_head SET expired_through = m.top
+                 FROM (SELECT max(feed_pos) AS top FROM gone) m
+                 WHERE m.top > feed_head.expired_through)
+             SELECT count(*) AS count FROM gone",
+        )
+        .bind::<diesel::sql_types::Double, _>(keep.as_secs_f64())
+        .bind::<Int8, _>(batch)
+        .get_result::<Count>(&mut conn)
+        .await?;
+        Ok(n.count as usize)
+    }
+}
+
+#[derive(diesel::QueryableByName)]
+struct Count {
+    #[diesel(sql_type = Int8)]
+    count: i64,
 }
 
 /// The relay's backlog: unpublished events and the age of the oldest, in seconds.

@@ -87,6 +87,17 @@ diesel::table! {
         updated_at -> Timestamptz,
         traceparent -> Nullable<Text>,
         is_test -> Bool,
+        feed_pos -> Nullable<Int8>,
+        replay_at -> Nullable<Timestamptz>,
+        lead_id -> Nullable<Uuid>,
+    }
+}
+
+diesel::table! {
+    feed_head (id) {
+        id -> Bool,
+        pos -> Int8,
+        expired_through -> Int8,
     }
 }
 

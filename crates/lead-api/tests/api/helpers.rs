@@ -32,6 +32,8 @@ pub fn config(db: &TestDb, topo: &TestTopology) -> ApiConfig {
         allow_cidrs: vec![],
         db_pool_size: 4,
         http_workers: 1,
+        event_retention_days: 30,
+        replay_rate_per_second: 50,
     }
 }
 

@@ -42,6 +42,8 @@ pub fn api_config(db: &TestDb, topo: &TestTopology, key: &SecretKey) -> ApiConfi
         http_workers: 1,
         topology_prefix: topo.prefix.clone(),
         retry_delays_ms: topo.retry_delays_ms.clone(),
+        event_retention_days: 30,
+        replay_rate_per_second: 50,
     }
 }
 

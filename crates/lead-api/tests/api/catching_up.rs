@@ -1,0 +1,687 @@
+//! Catching up after an outage (contract section 6): the events feed, the lead list and the
+//! deliveries list, each paged while other transactions commit.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use rand::Rng;
+use reqwest::Method;
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+use crate::helpers::{INTERNAL_TOKEN, TestApp};
+
+async fn app() -> TestApp {
+    // The readers page as fast as they can: the rate limit is not what these tests are about.
+    TestApp::spawn_with(|c| {
+        c.rate_limit_per_minute = 10_000_000;
+        c.db_pool_size = 8;
+    })
+    .await
+}
+
+/// `GET path` on the public API: (status, body).
+async fn get(app: &TestApp, token: &str, path: &str) -> (u16, Value) {
+    let r = app.public(Method::GET, path, token, None).await;
+    let status = r.status().as_u16();
+    (status, r.json().await.unwrap_or(Value::Null))
+}
+
+async fn feed_page(
+    app: &TestApp,
+    token: &str,
+    after: Option<&str>,
+    limit: u32,
+) -> (Vec<Value>, String) {
+    let path = match after {
+        Some(c) => format!("/api/v1/events?after={c}&limit={limit}"),
+        None => format!("/api/v1/events?limit={limit}"),
+    };
+    let (status, v) = get(app, token, &path).await;
+    assert_eq!(status, 200, "{v}");
+    (
+        v["events"].as_array().unwrap().clone(),
+        v["next_cursor"].as_str().unwrap().to_owned(),
+    )
+}
+
+async fn unpublished(app: &TestApp) -> i64 {
+    let c = app.db.client().await;
+    c.query_one(
+        "SELECT count(*) FROM outbox WHERE published_at IS NULL",
+        &[],
+    )
+    .await
+    .unwrap()
+    .get(0)
+}
+
+/// Acceptance 1. Six writers rename their own lead step by step through the API, while three
+/// more hold transactions open for a random while after taking their sequence number (the
+/// classic trap: a row with a smaller number commits after a reader passed larger ones). A reader
+/// pages the feed three events at a time throughout. A naive reader paging by the insert sequence
+/// runs beside it, for comparison: it is expected to miss events, and its count is printed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_feed_gives_every_event_once_in_order_while_transactions_commit_concurrently() {
+    let app = Arc::new(app().await);
+    let (org, token) = app.org().await;
+    let org_id = Uuid::parse_str(&org).unwrap();
+    let mut leads = Vec::new();
+    for i in 0..6 {
+        let lead = app.inbound_lead(&org, &format!("+44770090{i:04}")).await;
+        leads.push(lead["id"].as_str().unwrap().to_owned());
+    }
+    const STEPS: usize = 15;
+    const SLOW: usize = 12;
+    let done = Arc::new(AtomicBool::new(false));
+    let mut writers = Vec::new();
+    for lead in leads.clone() {
+        let (app, org) = (app.clone(), org.clone());
+        writers.push(tokio::spawn(async move {
+            for step in 1..=STEPS {
+                let r = app
+                    .internal(
+                        Method::PATCH,
+                        &format!("/internal/v1/orgs/{org}/leads/{lead}"),
+                        Some(json!({"name": format!("Step {step:02}")})),
+                    )
+                    .await;
+                assert_eq!(r.status(), 200);
+            }
+        }));
+    }
+    for task in 0..3 {
+        let (app, org) = (app.clone(), org.clone());
+        writers.push(tokio::spawn(async move {
+            let c = app.db.client().await;
+            let lead = Uuid::new_v4();
+            for k in 1..=SLOW {
+                let id = Uuid::new_v4();
+                let payload = json!({
+                    "id": id, "type": "lead.updated", "version": "1",
+                    "occurred_at": "2026-11-22T14:00:00.000Z", "org_id": org_id,
+                    "data": {"lead": {"id": lead, "name": format!("Slow {task} {k:02}")}},
+                });
+                c.batch_execute("BEGIN").await.unwrap();
+                c.execute(
+                    "INSERT INTO outbox (event_id, org_id, event_type, payload, delivery_id, lead_id)
+                     VALUES ($1::text::uuid, $2::text::uuid, 'lead.updated', $3,
+                             $4::text::uuid, $5::text::uuid)",
+                    &[
+                        &id.to_string(),
+                        &org,
+                        &payload.to_string().into_bytes(),
+                        &Uuid::new_v4().to_string(),
+                        &lead.to_string(),
+                    ],
+                )
+                .await
+                .unwrap();
+                let hold = rand::rng().random_range(5..60);
+                tokio::time::sleep(Duration::from_millis(hold)).await;
+                c.batch_execute("COMMIT").await.unwrap();
+            }
+        }));
+    }
+    // The naive reader: `seq > cursor`, the mistake the feed must not make.
+    let naive = {
+        let (app, done, org) = (app.clone(), done.clone(), org.clone());
+        tokio::spawn(async move {
+            let c = app.db.client().await;
+            let (mut cursor, mut seen) = (0i64, HashSet::new());
+            loop {
+                let finished = done.load(Ordering::SeqCst);
+                let rows = c
+                    .query(
+                        "SELECT seq, event_id::text FROM outbox
+                         WHERE org_id = $1::text::uuid AND seq > $2 ORDER BY seq LIMIT 3",
+                        &[&org, &cursor],
+                    )
+                    .await
+                    .unwrap();
+                for r in &rows {
+                    cursor = r.get(0);
+                    seen.insert(Uuid::parse_str(r.get(1)).unwrap());
+                }
+                if rows.is_empty() {
+                    if finished {
+                        return seen;
+                    }
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                }
+            }
+        })
+    };
+    let reader = {
+        let (app, done, token) = (app.clone(), done.clone(), token.clone());
+        tokio::spawn(async move {
+            let (mut cursor, mut got) = (None::<String>, Vec::<Value>::new());
+            loop {
+                // Read `done` before the page: an empty page after the writers finished and
+                // the relay drained is the end.
+                let finished = done.load(Ordering::SeqCst);
+                let (events, next) = feed_page(&app, &token, cursor.as_deref(), 3).await;
+                if let Some(c) = &cursor
+                    && events.is_empty()
+                {
+                    assert_eq!(&next, c, "an empty page hands back the cursor it was given");
+                }
+                let empty = events.is_empty();
+                got.extend(events);
+                cursor = Some(next);
+                if empty {
+                    if finished {
+                        return got;
+                    }
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                }
+            }
+        })
+    };
+    for w in writers {
+        w.await.unwrap();
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while unpublished(&app).await > 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the relay did not drain"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    done.store(true, Ordering::SeqCst);
+    let got = reader.await.unwrap();
+    let naive_seen = naive.await.unwrap();
+
+    let c = app.db.client().await;
+    let all: HashSet<Uuid> = c
+        .query(
+            "SELECT event_id::text FROM outbox WHERE org_id = $1::text::uuid",
+            &[&org],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| Uuid::parse_str(r.get(0)).unwrap())
+        .collect();
+    assert_eq!(all.len(), 6 + 6 * STEPS + 3 * SLOW);
+    let ids: Vec<Uuid> = got
+        .iter()
+        .map(|e| Uuid::parse_str(e["id"].as_str().unwrap()).unwrap())
+        .collect();
+    let unique: HashSet<Uuid> = ids.iter().copied().collect();
+    assert_eq!(unique.len(), ids.len(), "an event appeared twice");
+    assert_eq!(unique, all, "the feed missed events");
+    // Each lead's (and each slow writer's) events in the order they were committed.
+    let mut last: HashMap<String, String> = HashMap::new();
+    for e in &got {
+        let lead = e["data"]["lead"]["id"].as_str().unwrap().to_owned();
+        let name = e["data"]["lead"]["name"].as_str().unwrap().to_owned();
+        if let Some(prev) = last.get(&lead)
+            && e["type"] != "lead.created"
+        {
+            assert!(
+                name > *prev || prev == "Ada Lovelace",
+                "{lead}: {name} after {prev}"
+            );
+        }
+        last.insert(lead, name);
+    }
+    eprintln!(
+        "feed: {} of {} events, none twice; naive seq reader: missed {}",
+        unique.len(),
+        all.len(),
+        all.len() - naive_seen.len()
+    );
+}
+
+#[tokio::test]
+async fn the_feed_holds_every_event_of_the_org_as_stored_and_only_its_own() {
+    let app = app().await;
+    let (org, token) = app.org().await;
+    let (other_org, other_token) = app.org().await;
+    // No webhook configured at all: the events are in the feed all the same.
+    let lead = app.inbound_lead(&org, "+447700900001").await;
+    let lead_id = lead["id"].as_str().unwrap();
+    let r = app
+        .internal(
+            Method::PATCH,
+            &format!("/internal/v1/orgs/{org}/leads/{lead_id}"),
+            Some(json!({"qualification_stage": "qualified"})),
+        )
+        .await;
+    assert_eq!(r.status(), 200);
+    app.inbound_lead(&other_org, "+447700900002").await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while unpublished(&app).await > 0 {
+        assert!(std::time::Instant::now() < deadline);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    let (events, next) = feed_page(&app, &token, None, 100).await;
+    let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(
+        types,
+        ["lead.created", "lead.stage_changed", "lead.qualified"]
+    );
+    // Each envelope is the stored payload, byte for byte, in the page's bytes.
+    let raw = app
+        .public(Method::GET, "/api/v1/events", &token, None)
+        .await
+        .text()
+        .await
+        .unwrap();
+    for (_, env, bytes) in app.outbox().await {
+        if env["org_id"] == org.as_str() {
+            assert!(raw.contains(std::str::from_utf8(&bytes).unwrap()));
+        }
+    }
+    let (again, same) = feed_page(&app, &token, Some(&next), 100).await;
+    assert!(again.is_empty());
+    assert_eq!(same, next);
+    let (only, _) = feed_page(&app, &token, None, 100).await;
+    assert_eq!(only.len(), 3);
+    let (status, v) = get(&app, &token, "/api/v1/events?type=lead.qualified").await;
+    assert_eq!(status, 200);
+    assert_eq!(v["events"].as_array().unwrap().len(), 1);
+    assert_eq!(v["events"][0]["type"], "lead.qualified");
+    // Paging one at a time visits the same three.
+    let mut cursor = None;
+    let mut paged = Vec::new();
+    loop {
+        let (page, next) = feed_page(&app, &token, cursor.as_deref(), 1).await;
+        if page.is_empty() {
+            break;
+        }
+        paged.extend(page);
+        cursor = Some(next);
+    }
+    assert_eq!(paged, events);
+
+    // The other org sees its own event only, whatever cursor it sends.
+    let (theirs, _) = feed_page(&app, &other_token, None, 100).await;
+    assert_eq!(theirs.len(), 1);
+    assert_eq!(theirs[0]["org_id"], other_org.as_str());
+    let (theirs, _) = feed_page(&app, &other_token, Some(&next), 100).await;
+    assert!(theirs.is_empty());
+
+    for (path, msg) in [
+        ("/api/v1/events?after=bm9wZQ", "Invalid cursor"),
+        ("/api/v1/events?after=", "Invalid cursor"),
+        ("/api/v1/events?after=%00", "Invalid cursor"),
+        (
+            "/api/v1/events?limit=0",
+            "limit must be an integer from 1 to 500",
+        ),
+        (
+            "/api/v1/events?limit=501",
+            "limit must be an integer from 1 to 500",
+        ),
+    ] {
+        let (status, v) = get(&app, &token, path).await;
+        assert_eq!((status, v["error"].as_str().unwrap()), (422, msg), "{path}");
+    }
+    let (status, v) = get(&app, &token, "/api/v1/events?type=lead.deleted").await;
+    assert_eq!(status, 422);
+    assert!(
+        v["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("type must be one of lead.created")
+    );
+    let r = app
+        .public(Method::GET, "/api/v1/events", "qlf_org_nope", None)
+        .await;
+    assert_eq!(r.status(), 401);
+}
+
+#[tokio::test]
+async fn a_cursor_older_than_retention_is_410_and_a_fresh_start_reads_what_is_kept() {
+    let app = app().await;
+    let (org, token) = app.org().await;
+    for i in 0..4 {
+        app.inbound_lead(&org, &format!("+4477009001{i:02}")).await;
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while unpublished(&app).await > 0 {
+        assert!(std::time::Instant::now() < deadline);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let (events, _) = feed_page(&app, &token, None, 1).await;
+    assert_eq!(events.len(), 1);
+    let (_, first_cursor) = feed_page(&app, &token, None, 1).await;
+    // The first two events are 40 days old and finished: retention removes them.
+    let c = app.db.client().await;
+    c.execute(
+        "UPDATE outbox SET created_at = now() - interval '40 days', status = 'skipped'
+         WHERE seq IN (SELECT seq FROM outbox ORDER BY seq LIMIT 2)",
+        &[],
+    )
+    .await
+    .unwrap();
+    let pool = qualifier_store::connect(&app.db.url, 1).unwrap();
+    let key =
+        qualifier_store::SecretKey::from_base64(&qualifier_store::SecretKey::generate_base64())
+            .unwrap();
+    let store = qualifier_store::Store::new(pool, key);
+    let deleted = store
+        .expire_events(Duration::from_secs(30 * 86_400), 1000)
+        .await
+        .unwrap();
+    assert_eq!(deleted, 2);
+    let (status, v) = get(
+        &app,
+        &token,
+        &format!("/api/v1/events?after={first_cursor}"),
+    )
+    .await;
+    assert_eq!((status, v), (410, json!({"error": "Cursor expired"})));
+    let (kept, _) = feed_page(&app, &token, None, 100).await;
+    assert_eq!(kept.len(), 2, "a client starting over reads what is kept");
+    let _ = INTERNAL_TOKEN;
+}
+
+/// Acceptance 3, lead list: a walk four at a time while a third of the leads are renamed visits
+/// every lead, and each lead that was not changed exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_lead_list_visits_every_lead_while_leads_change() {
+    let app = Arc::new(app().await);
+    let (org, token) = app.org().await;
+    let (_, other_token) = app.org().await;
+    let mut ids = Vec::new();
+    for i in 0..30 {
+        let lead = app.inbound_lead(&org, &format!("+4477009002{i:02}")).await;
+        ids.push(lead["id"].as_str().unwrap().to_owned());
+    }
+    let changed: HashSet<String> = ids[..10].iter().cloned().collect();
+    let updater = {
+        let (app, org, changed) = (app.clone(), org.clone(), changed.clone());
+        tokio::spawn(async move {
+            for round in 0..3 {
+                for id in &changed {
+                    let r = app
+                        .internal(
+                            Method::PATCH,
+                            &format!("/internal/v1/orgs/{org}/leads/{id}"),
+                            Some(json!({"name": format!("Renamed {round}")})),
+                        )
+                        .await;
+                    assert_eq!(r.status(), 200);
+                }
+            }
+        })
+    };
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    let mut cursor: Option<String> = None;
+    let mut pages = 0;
+    loop {
+        let path = match &cursor {
+            Some(c) => format!("/api/v1/leads?limit=4&cursor={c}"),
+            None => "/api/v1/leads?limit=4".to_owned(),
+        };
+        let (status, v) = get(&app, &token, &path).await;
+        assert_eq!(status, 200, "{v}");
+        let page = v["leads"].as_array().unwrap();
+        let keys: Vec<(String, String)> = page
+            .iter()
+            .map(|l| {
+                (
+                    l["updated_at"].as_str().unwrap().to_owned(),
+                    l["id"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect();
+        assert!(
+            keys.windows(2).all(|w| w[0] < w[1]),
+            "ordered by (updated_at, id)"
+        );
+        for (_, id) in keys {
+            *seen.entry(id).or_default() += 1;
+        }
+        pages += 1;
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        match v["next_cursor"].as_str() {
+            Some(c) => cursor = Some(c.to_owned()),
+            None => break,
+        }
+    }
+    updater.await.unwrap();
+    assert!(pages >= 8);
+    for id in &ids {
+        let n = seen.get(id).copied().unwrap_or(0);
+        if changed.contains(id) {
+            assert!(n >= 1, "{id} never visited");
+        } else {
+            assert_eq!(n, 1, "{id} visited {n} times");
+        }
+    }
+    assert_eq!(seen.len(), 30);
+
+    // updated_since is inclusive, in the lead object's format or with an offset.
+    let (_, all) = get(&app, &token, "/api/v1/leads?limit=500").await;
+    let all = all["leads"].as_array().unwrap().clone();
+    let pivot = all[20]["updated_at"].as_str().unwrap();
+    let (_, since) = get(
+        &app,
+        &token,
+        &format!("/api/v1/leads?updated_since={pivot}"),
+    )
+    .await;
+    let since = since["leads"].as_array().unwrap();
+    assert_eq!(since[0], all[20]);
+    assert_eq!(
+        since.len(),
+        all.iter()
+            .filter(|l| l["updated_at"].as_str().unwrap() >= pivot)
+            .count()
+    );
+    let (status, _) = get(
+        &app,
+        &token,
+        "/api/v1/leads?updated_since=2026-01-01T02:00:00%2B02:00",
+    )
+    .await;
+    assert_eq!(status, 200);
+
+    let (_, theirs) = get(&app, &other_token, "/api/v1/leads").await;
+    assert_eq!(theirs, json!({"leads": [], "next_cursor": null}));
+    for (q, name) in [
+        ("limit=0", "limit"),
+        ("limit=x", "limit"),
+        ("updated_since=yesterday", "updated_since"),
+        ("updated_since=2026-13-01T00:00:00Z", "updated_since"),
+        ("cursor=garbage", "cursor"),
+        ("cursor=ZjE6NQ", "cursor"),
+    ] {
+        let (status, v) = get(&app, &token, &format!("/api/v1/leads?{q}")).await;
+        assert_eq!(status, 422, "{q}");
+        assert!(v["error"].as_str().unwrap().starts_with(name), "{q}: {v}");
+    }
+}
+
+/// Acceptance 3, deliveries list: filters, and a walk two at a time while new events commit
+/// visits every delivery that existed when it started exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_deliveries_list_filters_and_pages_once_while_events_commit() {
+    let app = Arc::new(app().await);
+    let (org, _) = app.org().await;
+    let (other, _) = app.org().await;
+    let mut leads = Vec::new();
+    for i in 0..8 {
+        let lead = app.inbound_lead(&org, &format!("+4477009003{i:02}")).await;
+        leads.push(lead["id"].as_str().unwrap().to_owned());
+    }
+    let handoff_lead = leads[3].clone();
+    app.open_handoff(&org, &handoff_lead).await;
+    let list = |q: String| {
+        let (app, org) = (app.clone(), org.clone());
+        async move {
+            let r = app
+                .internal(
+                    Method::GET,
+                    &format!("/internal/v1/orgs/{org}/deliveries?{q}"),
+                    None,
+                )
+                .await;
+            let status = r.status().as_u16();
+            (status, r.json::<Value>().await.unwrap())
+        }
+    };
+    let (_, v) = list("limit=500".into()).await;
+    let before: Vec<String> = v["deliveries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(before.len(), 9);
+    assert!(v["next_cursor"].is_null());
+
+    let writer = {
+        let (app, org) = (app.clone(), org.clone());
+        tokio::spawn(async move {
+            for i in 0..10 {
+                app.inbound_lead(&org, &format!("+4477009004{i:02}")).await;
+            }
+        })
+    };
+    let mut seen = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let q = match &cursor {
+            Some(c) => format!("limit=2&cursor={c}"),
+            None => "limit=2".to_owned(),
+        };
+        let (status, v) = list(q).await;
+        assert_eq!(status, 200, "{v}");
+        for d in v["deliveries"].as_array().unwrap() {
+            seen.push(d["id"].as_str().unwrap().to_owned());
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        match v["next_cursor"].as_str() {
+            Some(c) => cursor = Some(c.to_owned()),
+            None => break,
+        }
+    }
+    writer.await.unwrap();
+    for id in &before {
+        assert_eq!(seen.iter().filter(|s| *s == id).count(), 1, "{id}");
+    }
+    let unique: HashSet<&String> = seen.iter().collect();
+    assert_eq!(unique.len(), seen.len(), "a delivery appeared twice");
+
+    let (_, v) = list("event_type=handoff.created".into()).await;
+    let ds = v["deliveries"].as_array().unwrap();
+    assert_eq!(ds.len(), 1);
+    assert_eq!(ds[0]["event_type"], "handoff.created");
+    let (_, v) = list(format!("lead_id={handoff_lead}")).await;
+    let types: HashSet<&str> = v["deliveries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["event_type"].as_str().unwrap())
+        .collect();
+    assert_eq!(types, HashSet::from(["lead.created", "handoff.created"]));
+    let (_, v) = list("since=2100-01-01T00:00:00Z".into()).await;
+    assert!(v["deliveries"].as_array().unwrap().is_empty());
+    let (_, v) = list("until=2000-01-01T00:00:00Z".into()).await;
+    assert!(v["deliveries"].as_array().unwrap().is_empty());
+    let (_, v) =
+        list("since=2000-01-01T00:00:00Z&until=2100-01-01T00:00:00%2B01:00&limit=500".into()).await;
+    assert_eq!(v["deliveries"].as_array().unwrap().len(), 19);
+    // Another org's deliveries are not reachable through this org's list.
+    let (_, v) = list(format!("lead_id={handoff_lead}")).await;
+    assert!(!v.to_string().contains(&other));
+    for (q, name) in [
+        ("event_type=lead.deleted", "event_type"),
+        ("lead_id=42", "lead_id"),
+        ("since=noon", "since"),
+        ("until=noon", "until"),
+        ("cursor=%FF", "cursor"),
+        ("status=lost", "status"),
+        ("limit=501", "limit"),
+    ] {
+        let (status, v) = list(q.into()).await;
+        assert_eq!(status, 422, "{q}");
+        assert!(v["error"].as_str().unwrap().starts_with(name), "{q}: {v}");
+    }
+}
+
+/// Acceptance 3: each list's query is served by an index, on tables big enough that PostgreSQL
+/// would rather scan them whole if it could not.
+#[tokio::test]
+async fn each_list_query_uses_an_index() {
+    let app = app().await;
+    let (org, _) = app.org().await;
+    let c = app.db.client().await;
+    let org_id = Uuid::parse_str(&org).unwrap();
+    c.execute(
+        "INSERT INTO leads (id, org_id, name, phone, channel, qualification_stage, created_at, updated_at)
+         SELECT gen_random_uuid(), $1::text::uuid, 'L', '+44' || (7700000000 + g)::text, 'api', 'qualifying',
+                now() - g * interval '1 second', now() - g * interval '1 second'
+         FROM generate_series(1, 20000) g",
+        &[&org],
+    )
+    .await
+    .unwrap();
+    c.execute(
+        "INSERT INTO outbox (event_id, org_id, event_type, payload, delivery_id, lead_id, published_at,
+                             status, feed_pos)
+         SELECT gen_random_uuid(), $1::text::uuid, 'lead.updated', '{}'::bytea, gen_random_uuid(),
+                gen_random_uuid(), now(), 'succeeded', g
+         FROM generate_series(1, 20000) g",
+        &[&org],
+    )
+    .await
+    .unwrap();
+    c.batch_execute("ANALYZE leads; ANALYZE outbox")
+        .await
+        .unwrap();
+    let t = "'2026-01-01T00:00:00Z'::timestamptz";
+    let lead = Uuid::new_v4();
+    for (query, index) in [
+        (
+            format!(
+                "SELECT payload FROM outbox WHERE org_id = '{org_id}' AND feed_pos > 100 ORDER BY feed_pos LIMIT 100"
+            ),
+            "outbox_feed",
+        ),
+        (
+            format!(
+                "SELECT payload FROM outbox WHERE org_id = '{org_id}' AND event_type = 'lead.qualified' AND feed_pos > 100 ORDER BY feed_pos LIMIT 100"
+            ),
+            "outbox_feed_type",
+        ),
+        (
+            format!(
+                "SELECT * FROM leads WHERE org_id = '{org_id}' AND updated_at >= {t} AND (updated_at, id) > ({t}, '{lead}') ORDER BY updated_at, id LIMIT 101"
+            ),
+            "leads_org_updated",
+        ),
+        (
+            format!(
+                "SELECT * FROM outbox WHERE org_id = '{org_id}' AND seq < 5000 ORDER BY seq DESC LIMIT 51"
+            ),
+            "outbox_org_seq",
+        ),
+        (
+            format!(
+                "SELECT * FROM outbox WHERE org_id = '{org_id}' AND lead_id = '{lead}' ORDER BY seq DESC LIMIT 51"
+            ),
+            "outbox_org_lead",
+        ),
+    ] {
+        let plan: Vec<String> = c
+            .query(&format!("EXPLAIN {query}"), &[])
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        let plan = plan.join("\n");
+        assert!(plan.contains(index), "{query}\n{plan}");
+        assert!(!plan.contains("Seq Scan"), "{query}\n{plan}");
+    }
+}

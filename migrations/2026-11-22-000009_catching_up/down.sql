@@ -1,0 +1,11 @@
+DROP INDEX outbox_created_at;
+DROP INDEX leads_org_updated;
+DROP TABLE replay_pacing;
+DROP INDEX outbox_replay_due;
+DROP INDEX outbox_unpublished;
+CREATE INDEX outbox_unpublished ON outbox (seq) WHERE published_at IS NULL;
+DROP INDEX outbox_org_lead;
+DROP INDEX outbox_feed_type;
+DROP INDEX outbox_feed;
+DROP TABLE feed_head;
+ALTER TABLE outbox DROP COLUMN lead_id, DROP COLUMN replay_at, DROP COLUMN feed_pos;
