@@ -1,6 +1,7 @@
 //! End-to-end delivery tests: lead-api (with its relay), RabbitMQ, webhook-delivery and a real
 //! HTTPS receiver, each test with its own database and topology prefix.
 
+mod catching_up;
 mod crash;
 mod delivery;
 mod hardening;

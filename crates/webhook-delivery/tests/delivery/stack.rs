@@ -75,13 +75,23 @@ impl Stack {
     }
 
     pub async fn start_with(tweak: impl FnOnce(&mut DeliveryConfig)) -> Stack {
+        Self::start_tuned(|_| {}, tweak).await
+    }
+
+    /// Both services' configurations adjusted by the test before they start.
+    pub async fn start_tuned(
+        api_tweak: impl FnOnce(&mut ApiConfig),
+        tweak: impl FnOnce(&mut DeliveryConfig),
+    ) -> Stack {
         qualifier_testkit::init_test_logging();
         let db = TestDb::new().await;
         let topo = TestTopology::new(vec![100, 100, 100, 100]);
         let key_b64 = SecretKey::generate_base64();
         let key = SecretKey::from_base64(&key_b64).unwrap();
         let receiver = Receiver::start().await;
-        let api = lead_api::start(api_config(&db, &topo, &key)).await.unwrap();
+        let mut acfg = api_config(&db, &topo, &key);
+        api_tweak(&mut acfg);
+        let api = lead_api::start(acfg).await.unwrap();
         let mut dcfg = delivery_config(&db, &topo, &key, &receiver);
         tweak(&mut dcfg);
         let delivery = webhook_delivery::start(dcfg).await.unwrap();
