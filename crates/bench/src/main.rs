@@ -13,12 +13,15 @@
 //! 3. Backlog drains and scale: a queued backlog drained by 1 and by 2 `webhook-delivery`
 //!    processes, with an instant sink (CPU-bound) and with a 25 ms sink (slot-bound).
 //! 4. Noisy neighbour: org B's rate and p99 alone, then while org A's endpoint hangs.
-//! 5. Cost: PostgreSQL rows written, WAL syncs and broker publishes per delivered event.
+//! 5. Events feed: pages/s and events/s reading a 100,000-event org from the start (pages of 100
+//!    and 500), and the page latency of a client tailing the feed during the end-to-end run.
+//! 6. Cost: PostgreSQL rows written, WAL syncs and broker publishes per delivered event.
 //!
 //! Usage: `qualifier-bench [--quick] [--events N] [--json PATH]`; the figures always go to
 //! `target/bench/latest.json` too.
 
 mod ceilings;
+mod feed;
 mod load;
 mod services;
 mod sink;
@@ -47,7 +50,7 @@ struct Opts {
     #[arg(long)]
     json: Option<PathBuf>,
     /// Run one phase alone, for profiling it (`perf record -a` while it runs).
-    #[arg(long, value_parser = ["e2e", "drain", "api"])]
+    #[arg(long, value_parser = ["e2e", "drain", "api", "feed"])]
     only: Option<String>,
 }
 
@@ -273,6 +276,8 @@ struct E2e {
     delivered_per_s: f64,
     ingest_per_s: f64,
     cost: Option<Value>,
+    /// With `with_cost`: a client tailing the feed throughout (events read, page latencies).
+    feed_tail: Option<(u64, Vec<f64>)>,
 }
 
 /// One end-to-end run: `workers` delivery processes running while events are caused.
@@ -310,10 +315,26 @@ async fn e2e_with(
     } else {
         None
     };
+    // The measured run also has a client following the feed, as an integrator catching up
+    // would while traffic flows: its page latency under load is a figure of its own.
+    let stop_tail = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let tail = with_cost.then(|| {
+        feed::tail_while(
+            env.http.clone(),
+            env.public.clone(),
+            org.tokens[0].clone(),
+            stop_tail.clone(),
+        )
+    });
     let start = now_us();
     produce(&env, &org, events / 2, 0, 32, pace.map(|r| r / 2.0), true).await;
     let produced = (now_us() - start) as f64 / 1e6;
     wait_delivered(sink, ep, events, patience(events)).await;
+    stop_tail.store(true, std::sync::atomic::Ordering::Relaxed);
+    let feed_tail = match tail {
+        Some(t) => Some(t.await?),
+        None => None,
+    };
     let committed = env.committed().await?;
     api.stop();
     for p in procs {
@@ -347,6 +368,7 @@ async fn e2e_with(
         ingest_per_s: tally.committed as f64 / produced,
         tally,
         cost,
+        feed_tail,
     })
 }
 
@@ -606,23 +628,32 @@ async fn main() -> anyhow::Result<()> {
     // One phase alone, for profiling it (`perf record -a` while it runs).
     if let Some(phase) = &o.only {
         let v = match phase.as_str() {
-            "e2e" => e2e(&sink, n, 1, None, true).await?.tally.json(),
+            "e2e" => {
+                let run = e2e(&sink, n, 1, None, true).await?;
+                let mut v = run.tally.json();
+                if let Some((events, lat)) = &run.feed_tail {
+                    v["feed_tail_events_read"] = json!(events);
+                    v["feed_tail_page_p99_ms"] = json!(r3(pct(lat, 0.99)));
+                }
+                v
+            }
             "drain" => drain(&sink, n, 1, Answer::Ok, default_delivery()).await?,
             "api" => api_phase(&o, &sink).await?,
-            other => anyhow::bail!("--only takes e2e, drain or api, not {other}"),
+            "feed" => feed::read_phase(&sink).await?,
+            other => anyhow::bail!("--only takes e2e, drain, api or feed, not {other}"),
         };
         println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(());
     }
-    println!("[1/5] API: GET, PATCH and the primary-key ceiling");
+    println!("[1/6] API: GET, PATCH and the primary-key ceiling");
     let api = api_phase(&o, &sink).await?;
-    println!("[2/5] end to end at the maximum rate, then at half of it");
+    println!("[2/6] end to end at the maximum rate, then at half of it");
     let max = e2e(&sink, n, 1, None, true).await?;
     let half = e2e(&sink, n, 1, Some(max.delivered_per_s / 2.0), false).await?;
     println!("      ceilings: bare reqwest to the sink, lapin publish and consume");
     let bare = ceilings::bare_sink(&sink, n, default_delivery().concurrency).await?;
     let (publish, consume) = ceilings::lapin_rates(n, 500, 64).await?;
-    println!("[3/5] scale: end to end with 2 workers, backlog drains with 1 and 2");
+    println!("[3/6] scale: end to end with 2 workers, backlog drains with 1 and 2");
     let max2 = e2e(&sink, n, 2, None, false).await?;
     let drain1 = drain(&sink, n, 1, Answer::Ok, default_delivery()).await?;
     let drain2 = drain(&sink, n, 2, Answer::Ok, default_delivery()).await?;
@@ -650,7 +681,7 @@ async fn main() -> anyhow::Result<()> {
         slow,
     )
     .await?;
-    println!("[4/5] noisy neighbour; one org alone under the default per-org cap");
+    println!("[4/6] noisy neighbour; one org alone under the default per-org cap");
     let noisy = noisy(&sink, (n / 4).max(1000), if o.quick { 300 } else { 1000 }).await?;
     // The per-org cap exists for neighbours: alone, an org should not feel it.
     let lone_capped = e2e_with(
@@ -679,7 +710,20 @@ async fn main() -> anyhow::Result<()> {
             "default_cap_events_lost": lone_capped.tally.lost,
         })
     };
-    println!("[5/5] cost (from the maximum-rate run)");
+    println!(
+        "[5/6] events feed: reading a {}-event org",
+        feed::FEED_EVENTS
+    );
+    let feed_read = feed::read_phase(&sink).await?;
+    let feed_tail = match &max.feed_tail {
+        Some((events, lat)) => json!({
+            "pages": lat.len(), "events_read": events,
+            "page_p50_ms": r3(pct(lat, 0.5)), "page_p99_ms": r3(pct(lat, 0.99)),
+            "page_max_ms": r3(lat.last().copied().unwrap_or(f64::NAN)),
+        }),
+        None => Value::Null,
+    };
+    println!("[6/6] cost (from the maximum-rate run)");
 
     let patch_rps = api["patch"]["per_s"].as_f64().unwrap_or(0.0);
     let parts = [
@@ -864,6 +908,28 @@ async fn main() -> anyhow::Result<()> {
     );
     row(
         r,
+        "feed read ev/s (100,000-event org, pages of 500)",
+        feed_read["page_size_500"]["events_per_s"]
+            .as_f64()
+            .unwrap_or(0.0),
+        None,
+    );
+    row(
+        r,
+        "feed read pages/s (pages of 100)",
+        feed_read["page_size_100"]["pages_per_s"]
+            .as_f64()
+            .unwrap_or(0.0),
+        None,
+    );
+    row(
+        r,
+        "feed page p99 ms during end-to-end load",
+        feed_tail["page_p99_ms"].as_f64().unwrap_or(f64::NAN),
+        None,
+    );
+    row(
+        r,
         "PG rows written per delivered event (all)",
         cost["pg_row_writes_per_delivered_event"]
             .as_f64()
@@ -933,6 +999,7 @@ async fn main() -> anyhow::Result<()> {
         },
         "noisy_neighbour": noisy,
         "lone_org": lone,
+        "feed": {"read": feed_read, "tail_during_end_to_end_max_rate": feed_tail},
         "cost": cost,
         "events_lost_all_runs": lost_total,
         "targets": rows,

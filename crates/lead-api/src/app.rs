@@ -239,19 +239,24 @@ pub async fn start(cfg: ApiConfig) -> anyhow::Result<RunningApi> {
                 tracing::debug!(error = %qualifier_store::cause_chain(&e), "housekeeping skipped");
             }
             // Event retention, in batches so no statement holds many row locks for long.
+            const BATCH: i64 = 1000;
+            let mut removed = 0;
             loop {
-                match s.expire_events(keep, 1000).await {
-                    Ok(n) if n == 1000 => continue,
-                    Ok(0) => break,
+                match s.expire_events(keep, BATCH).await {
                     Ok(n) => {
-                        tracing::info!(deleted = n, "events past retention removed");
-                        break;
+                        removed += n;
+                        if (n as i64) < BATCH || stop.is_cancelled() {
+                            break;
+                        }
                     }
                     Err(e) => {
                         tracing::debug!(error = %qualifier_store::cause_chain(&e), "housekeeping skipped");
                         break;
                     }
                 }
+            }
+            if removed > 0 {
+                tracing::info!(removed, "events past retention removed");
             }
         }
     });

@@ -11,7 +11,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use crate::helpers::{INTERNAL_TOKEN, TestApp};
+use crate::helpers::TestApp;
 
 async fn app() -> TestApp {
     // The readers page as fast as they can: the rate limit is not what these tests are about.
