@@ -698,6 +698,8 @@ async fn each_list_query_uses_an_index() {
             .map(|r| r.get(0))
             .collect();
         let plan = plan.join("\n");
+        // Printed for docs/performance.md (`cargo test each_list_query -- --nocapture`).
+        println!("{query}\n{plan}\n");
         assert!(plan.contains(index), "{query}\n{plan}");
         assert!(!plan.contains("Seq Scan"), "{query}\n{plan}");
     }

@@ -115,7 +115,12 @@ async fn unknown_route_and_wrong_method() {
         )
         .await;
     assert_eq!(error_of(r).await, (405, "Method not allowed".into()));
-    let r = app.public(Method::GET, "/api/v1/leads", &token, None).await;
+    // GET /api/v1/leads is the lead list (contract section 6); DELETE is not a method of it.
+    let r = app
+        .public(Method::DELETE, "/api/v1/leads", &token, None)
+        .await;
+    assert_eq!(error_of(r).await, (405, "Method not allowed".into()));
+    let r = app.public(Method::POST, "/api/v1/events", &token, None).await;
     assert_eq!(error_of(r).await, (405, "Method not allowed".into()));
 }
 
