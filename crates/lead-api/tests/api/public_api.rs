@@ -120,7 +120,9 @@ async fn unknown_route_and_wrong_method() {
         .public(Method::DELETE, "/api/v1/leads", &token, None)
         .await;
     assert_eq!(error_of(r).await, (405, "Method not allowed".into()));
-    let r = app.public(Method::POST, "/api/v1/events", &token, None).await;
+    let r = app
+        .public(Method::POST, "/api/v1/events", &token, None)
+        .await;
     assert_eq!(error_of(r).await, (405, "Method not allowed".into()));
 }
 

@@ -114,6 +114,26 @@ async fn a_bulk_replay_resends_every_dead_delivery_at_the_configured_pace() {
     );
     assert!(s.deliveries().await.iter().all(|d| d["status"] == "dead"));
 
+    // The operator's command counts the same, and narrows by time.
+    let ctl = |args: &[&str]| -> Value {
+        let out = std::process::Command::new(crate::crash::workspace_binary("qualifierctl"))
+            .args(["replay", "--org", &s.org, "--all-dead", "--dry-run"])
+            .args(args)
+            .env("DATABASE_URL", &s.db.url)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let hour_ago = (time::OffsetDateTime::now_utc() - time::Duration::hours(1))
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap();
+    assert_eq!(
+        ctl(&["--since", &hour_ago]),
+        json!({"matched": N, "replayed": 0, "dry_run": true})
+    );
+    assert_eq!(ctl(&["--until", &hour_ago])["matched"], 0);
+
     let r = s.call(Method::POST, &replay, Some(json!({}))).await;
     assert_eq!(r, json!({"matched": N, "replayed": N}));
     let got = s.receiver.wait_for(before + N, WAIT).await;

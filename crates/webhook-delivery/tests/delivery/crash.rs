@@ -58,14 +58,15 @@ pub(crate) fn spawn_delivery_with(s: &Stack, extra: &[(&str, String)]) -> Proc {
     Proc(child)
 }
 
-/// The lead-api binary sits beside this test's binary's directory (target/debug). It is built
-/// by `cargo test --workspace`; when only this crate's tests are built, build it here.
-fn lead_api_binary() -> std::path::PathBuf {
+/// Another package's binary (`lead-api`, `qualifierctl`) sits beside this test's binary's
+/// directory (target/debug). It is built by `cargo test --workspace`; when only this crate's
+/// tests are built, build it here.
+pub fn workspace_binary(name: &str) -> std::path::PathBuf {
     let exe = std::env::current_exe().unwrap();
-    let bin = exe.parent().unwrap().parent().unwrap().join("lead-api");
+    let bin = exe.parent().unwrap().parent().unwrap().join(name);
     if !bin.exists() {
         let ok = Command::new(env!("CARGO"))
-            .args(["build", "-p", "lead-api", "--bin", "lead-api"])
+            .args(["build", "-p", name, "--bin", name])
             .status()
             .unwrap();
         assert!(ok.success());
@@ -74,7 +75,7 @@ fn lead_api_binary() -> std::path::PathBuf {
 }
 
 fn spawn_api(s: &Stack, port: u16) -> Proc {
-    let child = Command::new(lead_api_binary())
+    let child = Command::new(workspace_binary("lead-api"))
         .envs(common_env(s))
         .env("QUALIFIER_INTERNAL_TOKEN", INTERNAL_TOKEN)
         .env("QUALIFIER_HTTP_ADDR", "127.0.0.1:0")
