@@ -50,6 +50,10 @@ lead=$(curl -fsS -X POST "http://127.0.0.1:8081/internal/v1/orgs/$org/inbound" \
   -H "Authorization: Bearer $QUALIFIER_INTERNAL_TOKEN" -H 'Content-Type: application/json' \
   -d '{"name":"Ada Lovelace","phone":"+447700900123","channel":"whatsapp","profile":{"budget":"500k"}}' \
   | first_id)
+# A one-time sign-in link to the settings console (valid 10 minutes; mint another with the
+# same call).
+console=$(curl -fsS -X POST "http://127.0.0.1:8081/internal/v1/orgs/$org/console-sessions" \
+  -H "Authorization: Bearer $QUALIFIER_INTERNAL_TOKEN" | grep -o '"url":"[^"]*"' | cut -d'"' -f4)
 
 cat <<MSG
 
@@ -60,6 +64,8 @@ Qualifier is running (Ctrl-C stops it).
   dev org       $org
   org token     $token
   a lead        $lead
+  settings      $console
+                (one-time sign-in link to Integrations → Webhook, valid 10 minutes)
 
 Try:
   curl -s http://$QUALIFIER_HTTP_ADDR/api/v1/leads/$lead -H 'Authorization: Bearer $token'

@@ -504,6 +504,7 @@ async fn api_phase(o: &Opts, sink: &Sink) -> anyhow::Result<Value> {
         retry_delays_ms: services::RETRY_DELAYS.to_vec(),
         event_retention_days: 30,
         replay_rate_per_second: 50,
+        console_base_url: None,
     };
     let api = lead_api::start(cfg).await?;
     env.internal = format!("http://{}", api.internal_addr);

@@ -234,6 +234,10 @@ pub async fn start(cfg: ApiConfig) -> anyhow::Result<RunningApi> {
             if let Err(e) = s.drop_expired_previous_secrets().await {
                 tracing::debug!(error = %qualifier_store::cause_chain(&e), "housekeeping skipped");
             }
+            // Expired console tickets and sessions are already refused; this keeps the tables small.
+            if let Err(e) = s.purge_console(1000).await {
+                tracing::debug!(error = %qualifier_store::cause_chain(&e), "housekeeping skipped");
+            }
             // Expired idempotency keys are already ignored; this only keeps the table small.
             if let Err(e) = s.idempotency_purge(1000).await {
                 tracing::debug!(error = %qualifier_store::cause_chain(&e), "housekeeping skipped");
@@ -284,16 +288,26 @@ pub async fn start(cfg: ApiConfig) -> anyhow::Result<RunningApi> {
         internal_token_digest: AppState::new_internal_digest(&cfg.internal_token),
         egress: EgressPolicy::new(cfg.allow_cidrs.clone()),
         tokens,
+        console_base_url: std::sync::OnceLock::new(),
     }));
     let workers = cfg.http_workers;
 
     let st = state.clone();
-    let public = HttpServer::new(move || app!(st, crate::public::routes))
-        .workers(workers)
-        .disable_signals()
-        .shutdown_timeout(30)
-        .bind(cfg.http_addr)?;
+    let public = HttpServer::new(move || {
+        app!(st, |cfg: &mut web::ServiceConfig| {
+            crate::public::routes(cfg);
+            crate::console::routes(cfg);
+        })
+    })
+    .workers(workers)
+    .disable_signals()
+    .shutdown_timeout(30)
+    .bind(cfg.http_addr)?;
     let public_addr = public.addrs()[0];
+    let _ = state.console_base_url.set(console_base_url(
+        cfg.console_base_url.as_deref(),
+        public_addr,
+    ));
     let public = public.run();
 
     let st = state.clone();
@@ -322,4 +336,36 @@ pub async fn start(cfg: ApiConfig) -> anyhow::Result<RunningApi> {
         relay,
         shutdown,
     })
+}
+
+/// `QUALIFIER_CONSOLE_BASE_URL`, or `http://` + the public listener's address, with `127.0.0.1`
+/// in place of an all-addresses host (contract section 7).
+pub fn console_base_url(configured: Option<&str>, public: std::net::SocketAddr) -> String {
+    if let Some(u) = configured {
+        return u.trim_end_matches('/').to_owned();
+    }
+    let host = match public.ip() {
+        ip if ip.is_unspecified() && ip.is_ipv4() => "127.0.0.1".to_owned(),
+        ip if ip.is_unspecified() => "[::1]".to_owned(),
+        std::net::IpAddr::V6(v6) => format!("[{v6}]"),
+        ip => ip.to_string(),
+    };
+    format!("http://{host}:{}", public.port())
+}
+
+#[cfg(test)]
+mod console_url_tests {
+    use super::console_base_url;
+
+    #[test]
+    fn an_all_addresses_listener_becomes_loopback() {
+        let a = "0.0.0.0:8080".parse().unwrap();
+        assert_eq!(console_base_url(None, a), "http://127.0.0.1:8080");
+        let a = "10.1.2.3:9000".parse().unwrap();
+        assert_eq!(console_base_url(None, a), "http://10.1.2.3:9000");
+        assert_eq!(
+            console_base_url(Some("https://app.example.com/"), a),
+            "https://app.example.com"
+        );
+    }
 }

@@ -37,7 +37,7 @@ fn declared_length(req: &HttpRequest) -> Option<u64> {
         .ok()
 }
 
-async fn read_limited(
+pub(crate) async fn read_limited(
     req: &HttpRequest,
     mut payload: web::Payload,
 ) -> Result<web::BytesMut, ApiError> {

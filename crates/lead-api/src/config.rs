@@ -28,6 +28,9 @@ pub struct ApiConfig {
     pub event_retention_days: u32,
     /// `QUALIFIER_REPLAY_RATE_PER_SECOND`: replays of one org are sent at most this fast.
     pub replay_rate_per_second: u32,
+    /// `QUALIFIER_CONSOLE_BASE_URL`: where console sign-in links point; by default the public
+    /// listener's own address.
+    pub console_base_url: Option<String>,
 }
 
 /// A positive number that fits a u32.
@@ -68,6 +71,21 @@ impl ApiConfig {
             retry_delays_ms: retry_delays()?,
             event_retention_days: small("QUALIFIER_EVENT_RETENTION_DAYS", "30")?,
             replay_rate_per_second: small("QUALIFIER_REPLAY_RATE_PER_SECOND", "50")?,
+            console_base_url: match optional("QUALIFIER_CONSOLE_BASE_URL") {
+                Some(u) => {
+                    let parsed = url::Url::parse(&u).map_err(|e| {
+                        EnvError::new("QUALIFIER_CONSOLE_BASE_URL", format!("is not a URL: {e}"))
+                    })?;
+                    if !matches!(parsed.scheme(), "http" | "https") {
+                        return Err(EnvError::new(
+                            "QUALIFIER_CONSOLE_BASE_URL",
+                            "must be an http or https URL",
+                        ));
+                    }
+                    Some(u)
+                }
+                None => None,
+            },
             http_workers: match optional("QUALIFIER_HTTP_WORKERS") {
                 Some(_) => positive("QUALIFIER_HTTP_WORKERS", "1")? as usize,
                 None => std::thread::available_parallelism().map_or(2, |n| n.get()),

@@ -20,6 +20,10 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .service(r("/internal/v1/orgs/{org}/tokens").route(web::post().to(create_token)))
         .service(r("/internal/v1/orgs/{org}/tokens/{id}").route(web::delete().to(revoke_token)))
         .service(
+            r("/internal/v1/orgs/{org}/console-sessions")
+                .route(web::post().to(create_console_session)),
+        )
+        .service(
             r("/internal/v1/orgs/{org}/webhook")
                 .route(web::put().to(put_webhook))
                 .route(web::get().to(get_webhook)),
@@ -95,14 +99,45 @@ async fn create_token(
         .map(|n| Name::parse("name", n))
         .transpose()?;
     let org_id = path_id(&path, ORG_NOT_FOUND)?;
-    let (token, secret) = st
-        .store
-        .create_token(org_id, name.map(Name::into_inner))
-        .await?;
+    let (token, secret) = issue_token(&st, org_id, name.map(Name::into_inner)).await?;
+    Ok(HttpResponse::Created().json(json!({ "token": token, "secret": secret })))
+}
+
+/// Creates a token (the internal API and the console): its secret is returned once.
+async fn issue_token(
+    st: &AppState,
+    org_id: Uuid,
+    name: Option<String>,
+) -> Result<(qualifier_store::tokens::TokenInfo, String), ApiError> {
+    let (token, secret) = st.store.create_token(org_id, name).await?;
     // Known here at once; other replicas learn it from the notification.
     st.tokens
         .add(qualifier_store::tokens::token_fingerprint(&secret));
-    Ok(HttpResponse::Created().json(json!({ "token": token, "secret": secret })))
+    Ok((token, secret))
+}
+
+/// [`issue_token`] for the console, which shows only the secret.
+pub async fn create_token_for(
+    st: &AppState,
+    org_id: Uuid,
+    name: Option<String>,
+) -> Result<String, ApiError> {
+    Ok(issue_token(st, org_id, name).await?.1)
+}
+
+/// A one-time sign-in link to the settings console for the org (contract section 7).
+async fn create_console_session(
+    req: HttpRequest,
+    path: web::Path<String>,
+    st: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    st.authenticate_internal(&req)?;
+    let org_id = path_id(&path, ORG_NOT_FOUND)?;
+    let (ticket, expires_at) = st.store.mint_console_ticket(org_id).await?;
+    Ok(HttpResponse::Created().json(json!({
+        "url": format!("{}/console/login?ticket={ticket}", st.console_base_url()),
+        "expires_at": qualifier_domain::timefmt::format(expires_at),
+    })))
 }
 
 async fn revoke_token(

@@ -3,6 +3,7 @@
 pub mod app;
 pub mod body;
 pub mod config;
+pub mod console;
 pub mod cursor;
 pub mod error;
 pub mod idempotency;

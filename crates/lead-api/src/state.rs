@@ -22,6 +22,21 @@ pub struct AppState {
     pub relay: std::sync::Arc<crate::relay::RelayStatus>,
     /// Which tokens exist, to refuse unknown ones without a round trip.
     pub tokens: std::sync::Arc<crate::token_filter::TokenFilter>,
+    /// `QUALIFIER_CONSOLE_BASE_URL`, or the public listener's address once bound.
+    pub console_base_url: std::sync::OnceLock<String>,
+}
+
+impl AppState {
+    /// Where sign-in links point (no trailing slash).
+    pub fn console_base_url(&self) -> &str {
+        self.console_base_url.get().map_or("", String::as_str)
+    }
+
+    /// The session cookie is `Secure` unless the console is served over plain http (a
+    /// developer's machine), where a browser would refuse to send it back.
+    pub fn console_secure_cookie(&self) -> bool {
+        !self.console_base_url().starts_with("http://")
+    }
 }
 
 /// What the rate-limit headers of an authenticated response say; stored in the request's

@@ -12,7 +12,7 @@ pub const WEBHOOK_SECRET_PREFIX: &str = "qlf_whsec_";
 const RANDOM_CHARS: usize = 40;
 const BASE62: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 
-fn random_base62(n: usize) -> String {
+pub fn random_base62(n: usize) -> String {
     // rand's thread RNG is a CSPRNG seeded from the OS; sampling by index avoids modulo bias.
     let mut rng = rand::rng();
     (0..n)

@@ -34,6 +34,7 @@ pub fn config(db: &TestDb, topo: &TestTopology) -> ApiConfig {
         http_workers: 1,
         event_retention_days: 30,
         replay_rate_per_second: 50,
+        console_base_url: None,
     }
 }
 

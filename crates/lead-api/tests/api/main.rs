@@ -1,6 +1,7 @@
 //! Integration tests of `lead-api` against the real PostgreSQL: one database per test.
 
 mod catching_up;
+mod console;
 mod hardening;
 mod helpers;
 mod hostile;

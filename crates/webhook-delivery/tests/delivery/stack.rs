@@ -44,6 +44,7 @@ pub fn api_config(db: &TestDb, topo: &TestTopology, key: &SecretKey) -> ApiConfi
         retry_delays_ms: topo.retry_delays_ms.clone(),
         event_retention_days: 30,
         replay_rate_per_second: 50,
+        console_base_url: None,
     }
 }
 

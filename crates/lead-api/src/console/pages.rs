@@ -1,0 +1,366 @@
+//! The console's HTML (maud escapes every interpolated value). No inline script or style: the
+//! CSP is `default-src 'self'`, so the stylesheet and the copy button's script are static files.
+
+use maud::{DOCTYPE, Markup, html};
+use qualifier_domain::EventType;
+use qualifier_store::console::TokenListing;
+use qualifier_store::deliveries::{Delivery, DeliveryDetail};
+use qualifier_store::webhooks::Webhook;
+use strum::VariantArray;
+use time::OffsetDateTime;
+
+/// Which navigation link is the current page.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Nav {
+    Webhook,
+    Tokens,
+    Deliveries,
+}
+
+fn ts(t: OffsetDateTime) -> String {
+    qualifier_domain::timefmt::format(t)
+}
+
+/// The frame of every signed-in page: navigation, sign-out, and the page's content.
+pub fn layout(title: &str, nav: Nav, csrf: &str, content: Markup) -> Markup {
+    let link = |n: Nav, href: &str, label: &str| {
+        html! {
+            @if n == nav {
+                a href=(href) aria-current="page" { (label) }
+            } @else {
+                a href=(href) { (label) }
+            }
+        }
+    };
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                title { (title) " · Qualifier settings" }
+                link rel="stylesheet" href="/console/static/console.css";
+                script src="/console/static/console.js" defer {}
+            }
+            body {
+                header {
+                    p.crumb { "Settings · Integrations" }
+                    nav aria-label="Integrations" {
+                        (link(Nav::Webhook, "/console", "Webhook"))
+                        (link(Nav::Tokens, "/console/tokens", "API tokens"))
+                        (link(Nav::Deliveries, "/console/deliveries", "Deliveries"))
+                    }
+                    form method="post" action="/console/logout" {
+                        input type="hidden" name="csrf" value=(csrf);
+                        button type="submit" { "Sign out" }
+                    }
+                }
+                main { h1 { (title) } (content) }
+            }
+        }
+    }
+}
+
+/// A page for someone who is not (or no longer) signed in, or a refused request.
+pub fn plain(title: &str, message: &str) -> Markup {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                title { (title) " · Qualifier settings" }
+                link rel="stylesheet" href="/console/static/console.css";
+            }
+            body { main { h1 { (title) } p { (message) } } }
+        }
+    }
+}
+
+/// A secret shown once, with a copy button (contract section 7: `data-secret`).
+pub fn secret_once(label: &str, secret: &str, note: &str) -> Markup {
+    html! {
+        section.secret aria-label=(label) {
+            h2 { (label) }
+            p { (note) }
+            p.secret-row {
+                code data-secret id="secret" { (secret) }
+                button type="button" data-copy="secret" { "Copy" }
+            }
+        }
+    }
+}
+
+/// What the webhook form shows: the saved settings or what was just submitted, and the message
+/// of each field that was refused.
+#[derive(Default)]
+pub struct WebhookForm {
+    pub url: String,
+    pub event_types: Vec<EventType>,
+    pub enabled: bool,
+    pub url_error: Option<String>,
+    pub types_error: Option<String>,
+    pub form_error: Option<String>,
+}
+
+impl WebhookForm {
+    pub fn of(w: &Webhook) -> Self {
+        WebhookForm {
+            url: w.url.clone(),
+            event_types: w.event_types.clone(),
+            enabled: w.enabled,
+            ..Default::default()
+        }
+    }
+}
+
+pub fn webhook_page(
+    csrf: &str,
+    saved: Option<&Webhook>,
+    form: &WebhookForm,
+    notice: Option<&str>,
+    secret: Option<(&str, &str)>,
+) -> Markup {
+    let content = html! {
+        @if let Some(n) = notice { p.notice role="status" { (n) } }
+        @if let Some((label, s)) = secret {
+            (secret_once(label, s, "Shown once: copy it into your receiver's configuration now. It verifies the webhook-signature header (Standard Webhooks) and X-Qualifier-Signature."))
+        }
+        @if let Some(e) = &form.form_error { p.error role="alert" { (e) } }
+        form method="post" action="/console/webhook" novalidate {
+            input type="hidden" name="csrf" value=(csrf);
+            div.field {
+                label for="url" { "Endpoint URL" }
+                input type="url" id="url" name="url" value=(form.url) placeholder="https://crm.example.com/hooks/qualifier"
+                    aria-describedby=[form.url_error.as_ref().map(|_| "url-error")]
+                    aria-invalid=[form.url_error.as_ref().map(|_| "true")];
+                @if let Some(e) = &form.url_error { p.error id="url-error" { (e) } }
+            }
+            fieldset aria-describedby=[form.types_error.as_ref().map(|_| "types-error")] {
+                legend { "Event types" }
+                @for t in EventType::VARIANTS {
+                    div.check {
+                        input type="checkbox" id=(format!("type-{}", t.as_str())) name="event_types"
+                            value=(t.as_str()) checked[form.event_types.contains(t)];
+                        label for=(format!("type-{}", t.as_str())) { (t.as_str()) }
+                    }
+                }
+                @if let Some(e) = &form.types_error { p.error id="types-error" { (e) } }
+            }
+            div.check {
+                input type="checkbox" id="enabled" name="enabled" value="true" checked[form.enabled];
+                label for="enabled" { "Enabled" }
+            }
+            button type="submit" { "Save" }
+        }
+        @if let Some(w) = saved {
+            section aria-labelledby="secret-h" {
+                h2 id="secret-h" { "Signing secret" }
+                p { "Rotating makes a new secret at once. During the grace window deliveries carry a signature with the previous secret too, so receivers keep verifying while you deploy the new one." }
+                form method="post" action="/console/webhook/rotate" {
+                    input type="hidden" name="csrf" value=(csrf);
+                    div.field {
+                        label for="grace" { "Grace window" }
+                        select id="grace" name="grace_seconds" {
+                            option value="86400" selected { "1 day (default)" }
+                            option value="3600" { "1 hour" }
+                            option value="604800" { "7 days" }
+                            option value="0" { "None: stop the old secret now (leaked secret)" }
+                        }
+                    }
+                    button type="submit" { "Rotate secret" }
+                }
+            }
+            section aria-labelledby="test-h" {
+                h2 id="test-h" { "Test" }
+                p { "Sends an example event, signed like any other, marked X-Qualifier-Test: true." }
+                form method="post" action="/console/webhook/test" {
+                    input type="hidden" name="csrf" value=(csrf);
+                    button type="submit" { "Send test event" }
+                }
+                p.meta { "Last saved " (ts(w.updated_at)) }
+            }
+        }
+    };
+    layout("Webhook", Nav::Webhook, csrf, content)
+}
+
+pub fn tokens_page(
+    csrf: &str,
+    tokens: &[TokenListing],
+    created: Option<&str>,
+    name_error: Option<&str>,
+    notice: Option<&str>,
+) -> Markup {
+    let content = html! {
+        @if let Some(n) = notice { p.notice role="status" { (n) } }
+        @if let Some(s) = created {
+            (secret_once("New API token", s, "Shown once: store it in your integration's secret store now. Use it as a Bearer token."))
+        }
+        form method="post" action="/console/tokens" {
+            input type="hidden" name="csrf" value=(csrf);
+            div.field {
+                label for="token-name" { "Token name" }
+                input type="text" id="token-name" name="name" maxlength="200"
+                    aria-describedby=[name_error.map(|_| "name-error")];
+                @if let Some(e) = name_error { p.error id="name-error" { (e) } }
+            }
+            button type="submit" { "Create token" }
+        }
+        @if tokens.is_empty() {
+            p { "No API tokens yet." }
+        } @else {
+            table {
+                caption { "Active tokens" }
+                thead { tr { th scope="col" { "Name" } th scope="col" { "Created" } th scope="col" { "Last used" } th scope="col" { span.visually-hidden { "Actions" } } } }
+                tbody {
+                    @for t in tokens {
+                        tr {
+                            td { (t.name.as_deref().unwrap_or("(unnamed)")) }
+                            td { (ts(t.created_at)) }
+                            td { (t.last_used_at.map(ts).unwrap_or_else(|| "never".into())) }
+                            td {
+                                form method="post" action=(format!("/console/tokens/{}/revoke", t.id)) {
+                                    input type="hidden" name="csrf" value=(csrf);
+                                    button type="submit" aria-label=(format!("Revoke {}", t.name.as_deref().unwrap_or("unnamed token"))) { "Revoke" }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    };
+    layout("API tokens", Nav::Tokens, csrf, content)
+}
+
+/// The deliveries list's filter values as given (already validated).
+#[derive(Default, Clone)]
+pub struct DeliveryFilterForm {
+    pub status: String,
+    pub event_type: String,
+}
+
+pub fn deliveries_page(
+    csrf: &str,
+    filter: &DeliveryFilterForm,
+    rows: &[Delivery],
+    next: Option<&str>,
+    notice: Option<&str>,
+    filter_error: Option<&str>,
+) -> Markup {
+    const STATUSES: [&str; 5] = ["pending", "succeeded", "failed", "dead", "skipped"];
+    let next_href = next.map(|c| {
+        let mut q = url::form_urlencoded::Serializer::new(String::new());
+        if !filter.status.is_empty() {
+            q.append_pair("status", &filter.status);
+        }
+        if !filter.event_type.is_empty() {
+            q.append_pair("event_type", &filter.event_type);
+        }
+        q.append_pair("cursor", c);
+        format!("/console/deliveries?{}", q.finish())
+    });
+    let content = html! {
+        @if let Some(n) = notice { p.notice role="status" { (n) } }
+        form method="get" action="/console/deliveries" {
+            div.field {
+                label for="status" { "Status" }
+                select id="status" name="status" {
+                    option value="" selected[filter.status.is_empty()] { "Any" }
+                    @for s in STATUSES { option value=(s) selected[filter.status == s] { (s) } }
+                }
+            }
+            div.field {
+                label for="event_type" { "Event type" }
+                select id="event_type" name="event_type" {
+                    option value="" selected[filter.event_type.is_empty()] { "Any" }
+                    @for t in EventType::VARIANTS {
+                        option value=(t.as_str()) selected[filter.event_type == t.as_str()] { (t.as_str()) }
+                    }
+                }
+            }
+            button type="submit" { "Filter" }
+            @if let Some(e) = filter_error { p.error role="alert" { (e) } }
+        }
+        p { a href="/console/deliveries/replay-dead" { "Replay all dead" } " — shows how many first." }
+        @if rows.is_empty() {
+            p { "No deliveries." }
+        } @else {
+            table {
+                caption { "Deliveries, newest first" }
+                thead { tr { th scope="col" { "Created" } th scope="col" { "Event" } th scope="col" { "Status" } th scope="col" { "Attempts" } th scope="col" { "Last response" } } }
+                tbody {
+                    @for d in rows {
+                        tr {
+                            td { a href=(format!("/console/deliveries/{}", d.id)) { (ts(d.created_at)) } }
+                            td { (d.event_type.as_str()) }
+                            td { span class=(format!("status status-{}", d.status.as_str())) { (d.status.as_str()) } }
+                            td { (d.attempts) }
+                            td { (d.last_status_code.map(|c| c.to_string()).or_else(|| d.last_error.clone()).unwrap_or_default()) }
+                        }
+                    }
+                }
+            }
+        }
+        @if let Some(h) = next_href { p { a href=(h) rel="next" { "Next page" } } }
+    };
+    layout("Deliveries", Nav::Deliveries, csrf, content)
+}
+
+pub fn delivery_page(csrf: &str, d: &DeliveryDetail, notice: Option<&str>) -> Markup {
+    let s = &d.delivery;
+    let finished = !matches!(s.status.as_str(), "pending");
+    let attempts = d.attempt_log.as_array().cloned().unwrap_or_default();
+    let content = html! {
+        @if let Some(n) = notice { p.notice role="status" { (n) } }
+        dl {
+            dt { "Delivery id (webhook-id)" } dd { code { (s.id) } }
+            dt { "Event" } dd { (s.event_type.as_str()) " · " code { (s.event_id) } }
+            dt { "Status" } dd { span class=(format!("status status-{}", s.status.as_str())) { (s.status.as_str()) } }
+            dt { "Created" } dd { (ts(s.created_at)) }
+        }
+        h2 { "Attempts" }
+        @if attempts.is_empty() {
+            p { "No attempt yet." }
+        } @else {
+            ol.timeline {
+                @for a in &attempts {
+                    li {
+                        strong { "Attempt " (a["attempt"]) }
+                        " at " (a["started_at"].as_str().unwrap_or("")) ", "
+                        (a["duration_ms"]) " ms: "
+                        @if let Some(code) = a["status_code"].as_u64() { "HTTP " (code) }
+                        @if let Some(e) = a["error"].as_str() { " " (e) }
+                    }
+                }
+            }
+        }
+        @if finished {
+            form method="post" action=(format!("/console/deliveries/{}/replay", s.id)) {
+                input type="hidden" name="csrf" value=(csrf);
+                button type="submit" { "Replay" }
+            }
+        }
+        p { a href="/console/deliveries" { "All deliveries" } }
+    };
+    layout("Delivery", Nav::Deliveries, csrf, content)
+}
+
+pub fn replay_dead_page(csrf: &str, count: usize, rate: u32) -> Markup {
+    let content = html! {
+        @if count == 0 {
+            p { "No dead deliveries: nothing to replay." }
+        } @else {
+            p role="status" {
+                strong { (count) } " dead deliveries will be sent again, each under its own delivery id, at most "
+                (rate) " per second."
+            }
+            form method="post" action="/console/deliveries/replay-dead" {
+                input type="hidden" name="csrf" value=(csrf);
+                button type="submit" { "Replay all dead" }
+            }
+        }
+        p { a href="/console/deliveries" { "Back to deliveries" } }
+    };
+    layout("Replay all dead", Nav::Deliveries, csrf, content)
+}

@@ -1,0 +1,445 @@
+//! The settings console's security (contract section 7): tickets, the session cookie, CSRF,
+//! one org per session, and the headers of every page. Browser tests drive the pages
+//! themselves; these speak HTTP directly, as an attacker would.
+
+use reqwest::{Client, Method, StatusCode, header};
+use serde_json::{Value, json};
+
+use crate::helpers::TestApp;
+
+async fn app() -> TestApp {
+    TestApp::spawn_with(|c| {
+        c.allow_cidrs = vec!["127.0.0.0/8".parse().unwrap()];
+    })
+    .await
+}
+
+/// A client that shows redirects instead of following them and keeps no cookies.
+fn browser() -> Client {
+    Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+}
+
+async fn mint(app: &TestApp, org: &str) -> String {
+    let r = app
+        .internal(
+            Method::POST,
+            &format!("/internal/v1/orgs/{org}/console-sessions"),
+            None,
+        )
+        .await;
+    assert_eq!(r.status(), 201);
+    let v: Value = r.json().await.unwrap();
+    let url = v["url"].as_str().unwrap().to_owned();
+    assert!(
+        url.starts_with(&format!("{}/console/login?ticket=qlf_ct_", app.public)),
+        "{url}"
+    );
+    let expires = time::OffsetDateTime::parse(
+        v["expires_at"].as_str().unwrap(),
+        &time::format_description::well_known::Rfc3339,
+    )
+    .unwrap();
+    let ttl = expires - time::OffsetDateTime::now_utc();
+    assert!(ttl > time::Duration::minutes(9) && ttl <= time::Duration::minutes(10));
+    url
+}
+
+/// Signs in with a fresh ticket: the cookie header value to send back.
+async fn sign_in(app: &TestApp, org: &str) -> String {
+    let url = mint(app, org).await;
+    let r = browser().get(&url).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    assert_eq!(r.headers()[header::LOCATION], "/console");
+    let set = r.headers()[header::SET_COOKIE].to_str().unwrap().to_owned();
+    for attr in [
+        "HttpOnly",
+        "SameSite=Strict",
+        "Path=/console",
+        "Max-Age=28800",
+    ] {
+        assert!(set.contains(attr), "{set} lacks {attr}");
+    }
+    // The test listener is plain http, where a Secure cookie would never come back.
+    assert!(!set.contains("Secure"), "{set}");
+    set.split(';').next().unwrap().to_owned()
+}
+
+async fn get(app: &TestApp, cookie: Option<&str>, path: &str) -> (StatusCode, String) {
+    let mut rb = browser().get(format!("{}{path}", app.public));
+    if let Some(c) = cookie {
+        rb = rb.header(header::COOKIE, c);
+    }
+    let r = rb.send().await.unwrap();
+    assert_headers(&r, path);
+    (r.status(), r.text().await.unwrap())
+}
+
+async fn post(
+    app: &TestApp,
+    cookie: &str,
+    path: &str,
+    form: &[(&str, &str)],
+) -> (StatusCode, String, Option<String>) {
+    let r = browser()
+        .post(format!("{}{path}", app.public))
+        .header(header::COOKIE, cookie)
+        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+        .body(
+            url::form_urlencoded::Serializer::new(String::new())
+                .extend_pairs(form)
+                .finish(),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_headers(&r, path);
+    let loc = r
+        .headers()
+        .get(header::LOCATION)
+        .map(|l| l.to_str().unwrap().to_owned());
+    (r.status(), r.text().await.unwrap(), loc)
+}
+
+fn assert_headers(r: &reqwest::Response, path: &str) {
+    let h = r.headers();
+    assert_eq!(h["content-security-policy"], "default-src 'self'", "{path}");
+    assert_eq!(h["x-frame-options"], "DENY", "{path}");
+    assert_eq!(h["referrer-policy"], "no-referrer", "{path}");
+}
+
+/// The CSRF token the page's forms carry.
+fn csrf_of(html: &str) -> String {
+    let at = html
+        .find("name=\"csrf\" value=\"")
+        .expect("a form with a CSRF token")
+        + 19;
+    html[at..].split('"').next().unwrap().to_owned()
+}
+
+fn secret_of(html: &str) -> String {
+    let at = html.find("data-secret").expect("a secret shown once");
+    let from = html[at..].find('>').unwrap() + at + 1;
+    html[from..].split('<').next().unwrap().to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_ticket_signs_in_once_and_nothing_else_does() {
+    let app = app().await;
+    let (org, _) = app.org().await;
+    let url = mint(&app, &org).await;
+    let r = browser().get(&url).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    let cookie = r.headers()[header::SET_COOKIE]
+        .to_str()
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
+    let (status, html) = get(&app, Some(&cookie), "/console").await;
+    assert_eq!(status, 200);
+    assert!(
+        html.contains("<label for=\"url\">Endpoint URL</label>"),
+        "{html}"
+    );
+
+    // Used, unknown, malformed, missing, expired: 401 pages, and no cookie.
+    let used = browser().get(&url).send().await.unwrap();
+    assert_eq!(used.status(), 401);
+    assert!(used.headers().get(header::SET_COOKIE).is_none());
+    for path in [
+        "/console/login?ticket=qlf_ct_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+        "/console/login?ticket=%00%01",
+        "/console/login",
+        "/console/login?ticket=qlf_ct_x&ticket=y",
+    ] {
+        let (status, html) = get(&app, None, path).await;
+        assert_eq!(status, 401, "{path}");
+        assert!(html.contains("Sign in again"), "{path}");
+    }
+    let stale = mint(&app, &org).await;
+    app.db
+        .client()
+        .await
+        .execute(
+            "UPDATE console_tickets SET expires_at = now() - interval '1 second' WHERE used_at IS NULL",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(browser().get(&stale).send().await.unwrap().status(), 401);
+
+    // No session, a forged one, an expired one.
+    for cookie in [
+        None,
+        Some("qlf_console=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"),
+    ] {
+        for path in ["/console", "/console/tokens", "/console/deliveries"] {
+            assert_eq!(get(&app, cookie, path).await.0, 401, "{path}");
+        }
+    }
+    app.db
+        .client()
+        .await
+        .execute(
+            "UPDATE console_sessions SET expires_at = now() - interval '1 second'",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(get(&app, Some(&cookie), "/console").await.0, 401);
+
+    // Tickets are for orgs that exist.
+    let r = app
+        .internal(
+            Method::POST,
+            "/internal/v1/orgs/0190a0b0-0000-7000-8000-000000000001/console-sessions",
+            None,
+        )
+        .await;
+    assert_eq!(r.status(), 404);
+    assert_eq!(
+        r.json::<Value>().await.unwrap(),
+        json!({"error": "Org not found"})
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_form_without_the_sessions_csrf_token_changes_nothing() {
+    let app = app().await;
+    let (org, _) = app.org().await;
+    let cookie = sign_in(&app, &org).await;
+    let (_, html) = get(&app, Some(&cookie), "/console").await;
+    let csrf = csrf_of(&html);
+    let form = |csrf: &'static str| {
+        vec![
+            ("csrf", csrf),
+            ("url", "https://127.0.0.1:9443/hook"),
+            ("event_types", "lead.created"),
+            ("enabled", "true"),
+        ]
+    };
+    for bad in ["", "not-the-token"] {
+        let (status, html, _) = post(&app, &cookie, "/console/webhook", &form(bad)).await;
+        assert_eq!(status, 403, "{html}");
+    }
+    let mut no_field = form("");
+    no_field.remove(0);
+    assert_eq!(
+        post(&app, &cookie, "/console/webhook", &no_field).await.0,
+        403
+    );
+    assert_eq!(
+        post(&app, &cookie, "/console/tokens", &[("name", "x")])
+            .await
+            .0,
+        403
+    );
+    let r = app
+        .internal(
+            Method::GET,
+            &format!("/internal/v1/orgs/{org}/webhook"),
+            None,
+        )
+        .await;
+    assert_eq!(r.status(), 404, "nothing was saved");
+
+    // The right token: refused fields show the API's messages beside them, then a save works
+    // and shows the new secret once.
+    let mut f = form("");
+    f[0].1 = csrf.as_str();
+    f[1].1 = "http://127.0.0.1:9443/hook";
+    f.retain(|(k, _)| *k != "event_types");
+    let (status, html, _) = post(&app, &cookie, "/console/webhook", &f).await;
+    assert_eq!(status, 422);
+    assert!(html.contains("id=\"url-error\""), "{html}");
+    assert!(
+        html.contains("event_types must be a non-empty list"),
+        "{html}"
+    );
+    let mut f = form("");
+    f[0].1 = csrf.as_str();
+    let (status, html, _) = post(&app, &cookie, "/console/webhook", &f).await;
+    assert_eq!(status, 200, "{html}");
+    let secret = secret_of(&html);
+    assert!(secret.starts_with("qlf_whsec_"), "{secret}");
+    let r = app
+        .internal(
+            Method::GET,
+            &format!("/internal/v1/orgs/{org}/webhook"),
+            None,
+        )
+        .await;
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["webhook"]["url"], "https://127.0.0.1:9443/hook");
+    assert_eq!(v["webhook"]["event_types"], json!(["lead.created"]));
+    // The page shows the secret only that once.
+    let (_, again) = get(&app, Some(&cookie), "/console").await;
+    assert!(!again.contains(&secret));
+
+    // Sign out needs the token too, then the cookie opens nothing.
+    assert_eq!(post(&app, &cookie, "/console/logout", &[]).await.0, 403);
+    let (status, _, _) = post(&app, &cookie, "/console/logout", &[("csrf", &csrf)]).await;
+    assert_eq!(status, 200);
+    assert_eq!(get(&app, Some(&cookie), "/console").await.0, 401);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_session_of_one_org_cannot_reach_another_orgs_settings() {
+    let app = app().await;
+    let (org_a, _) = app.org().await;
+    let (org_b, token_b) = app.org().await;
+    // Org B: a webhook, a named token and a delivery (its test event).
+    let r = app
+        .internal(
+            Method::PUT,
+            &format!("/internal/v1/orgs/{org_b}/webhook"),
+            Some(json!({"url": "https://127.0.0.1:9443/b", "event_types": ["lead.created"], "enabled": true})),
+        )
+        .await;
+    assert_eq!(r.status(), 200);
+    let r = app
+        .internal(
+            Method::POST,
+            &format!("/internal/v1/orgs/{org_b}/tokens"),
+            Some(json!({"name": "B's CRM"})),
+        )
+        .await;
+    let b_token_id = r.json::<Value>().await.unwrap()["token"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let r = app
+        .internal(
+            Method::POST,
+            &format!("/internal/v1/orgs/{org_b}/webhook/test"),
+            None,
+        )
+        .await;
+    let b_delivery = r.json::<Value>().await.unwrap()["delivery"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    let cookie = sign_in(&app, &org_a).await;
+    let (_, html) = get(&app, Some(&cookie), "/console/tokens").await;
+    let csrf = csrf_of(&html);
+    assert!(!html.contains("B&#39;s CRM") && !html.contains("B's CRM"));
+    // Another org's ids in URLs and forms: not found, nothing changed.
+    assert_eq!(
+        get(
+            &app,
+            Some(&cookie),
+            &format!("/console/deliveries/{b_delivery}")
+        )
+        .await
+        .0,
+        404
+    );
+    let (status, _, _) = post(
+        &app,
+        &cookie,
+        &format!("/console/deliveries/{b_delivery}/replay"),
+        &[("csrf", &csrf)],
+    )
+    .await;
+    assert_eq!(status, 404);
+    let (status, _, _) = post(
+        &app,
+        &cookie,
+        &format!("/console/tokens/{b_token_id}/revoke"),
+        &[("csrf", &csrf)],
+    )
+    .await;
+    assert_eq!(status, 404);
+    let (_, list) = get(&app, Some(&cookie), "/console/deliveries").await;
+    assert!(!list.contains(&b_delivery));
+    // An org_id smuggled into a form is ignored: the session's org is the only one.
+    let (status, _, _) = post(
+        &app,
+        &cookie,
+        "/console/webhook",
+        &[
+            ("csrf", &csrf),
+            ("org_id", &org_b),
+            ("url", "https://127.0.0.1:9443/a"),
+            ("event_types", "lead.qualified"),
+            ("enabled", "true"),
+        ],
+    )
+    .await;
+    assert_eq!(status, 200);
+    let b_hook: Value = app
+        .internal(
+            Method::GET,
+            &format!("/internal/v1/orgs/{org_b}/webhook"),
+            None,
+        )
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(b_hook["webhook"]["url"], "https://127.0.0.1:9443/b");
+    // B's token still works; B's delivery was not replayed.
+    let r = app
+        .public(Method::GET, "/api/v1/leads", &token_b, None)
+        .await;
+    assert_eq!(r.status(), 200);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tokens_made_on_the_page_work_and_revoked_ones_stop() {
+    let app = app().await;
+    let (org, _) = app.org().await;
+    let cookie = sign_in(&app, &org).await;
+    let (_, html) = get(&app, Some(&cookie), "/console/tokens").await;
+    let csrf = csrf_of(&html);
+    let (status, html, _) = post(
+        &app,
+        &cookie,
+        "/console/tokens",
+        &[("csrf", &csrf), ("name", "HubSpot sync")],
+    )
+    .await;
+    assert_eq!(status, 200);
+    let secret = secret_of(&html);
+    assert!(secret.starts_with("qlf_org_"));
+    assert!(html.contains("HubSpot sync"));
+    let r = app
+        .public(Method::GET, "/api/v1/leads", &secret, None)
+        .await;
+    assert_eq!(r.status(), 200);
+    let (_, html) = get(&app, Some(&cookie), "/console/tokens").await;
+    assert!(!html.contains(&secret), "shown once");
+    let row = html.split("HubSpot sync</td>").nth(1).unwrap();
+    let row = row.split("</tr>").next().unwrap();
+    assert!(!row.contains("never"), "its use shows as last used: {row}");
+    // A control character in the name: the API's message, nothing created.
+    let (status, html, _) = post(
+        &app,
+        &cookie,
+        "/console/tokens",
+        &[("csrf", &csrf), ("name", "bad\u{1}name")],
+    )
+    .await;
+    assert_eq!(status, 422);
+    assert!(html.contains("name"), "{html}");
+    let at = html.find("/revoke").unwrap();
+    let id = &html[at - 36..at];
+    let (status, _, loc) = post(
+        &app,
+        &cookie,
+        &format!("/console/tokens/{id}/revoke"),
+        &[("csrf", &csrf)],
+    )
+    .await;
+    assert_eq!(status, 303);
+    assert_eq!(loc.as_deref(), Some("/console/tokens?done=revoked"));
+    let r = app
+        .public(Method::GET, "/api/v1/leads", &secret, None)
+        .await;
+    assert_eq!(r.status(), 401);
+}

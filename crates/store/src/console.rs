@@ -1,0 +1,171 @@
+//! The settings console's sign-in (contract section 7): one-time tickets minted through the
+//! internal API, exchanged for an eight-hour session scoped to one org, and the token list the
+//! console shows.
+
+use diesel::sql_types::{Bytea, Nullable, Text, Timestamptz, Uuid as SqlUuid};
+use diesel_async::{AsyncConnection, RunQueryDsl};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use crate::secrets::{hash_token, random_base62};
+use crate::{Store, StoreError};
+
+/// A ticket is good for ten minutes, once.
+pub const TICKET_TTL: time::Duration = time::Duration::minutes(10);
+/// A session lasts eight hours from sign-in.
+pub const SESSION_TTL: time::Duration = time::Duration::hours(8);
+
+/// A signed-in administrator: which org, and the CSRF token its forms must carry.
+#[derive(Debug, Clone, diesel::QueryableByName)]
+pub struct ConsoleSession {
+    #[diesel(sql_type = SqlUuid)]
+    pub org_id: Uuid,
+    #[diesel(sql_type = Text)]
+    pub csrf_token: String,
+}
+
+/// An API token as the console lists it (never its secret).
+#[derive(Debug, Clone, diesel::QueryableByName)]
+pub struct TokenListing {
+    #[diesel(sql_type = SqlUuid)]
+    pub id: Uuid,
+    #[diesel(sql_type = Nullable<Text>)]
+    pub name: Option<String>,
+    #[diesel(sql_type = Timestamptz)]
+    pub created_at: OffsetDateTime,
+    /// The last admission through the rate limiter, i.e. the last authenticated request.
+    #[diesel(sql_type = Nullable<Timestamptz>)]
+    pub last_used_at: Option<OffsetDateTime>,
+}
+
+#[derive(diesel::QueryableByName)]
+struct OrgRow {
+    #[diesel(sql_type = SqlUuid)]
+    org_id: Uuid,
+}
+
+impl Store {
+    /// A new sign-in ticket for `org_id` and when it expires; the ticket is returned once.
+    pub async fn mint_console_ticket(
+        &self,
+        org_id: Uuid,
+    ) -> Result<(String, OffsetDateTime), StoreError> {
+        let ticket = format!("qlf_ct_{}", random_base62(40));
+        let expires_at = qualifier_domain::timefmt::now_millis() + TICKET_TTL;
+        let mut conn = self.conn().await?;
+        diesel::sql_query(
+            "INSERT INTO console_tickets (ticket_hash, org_id, expires_at) VALUES ($1, $2, $3)",
+        )
+        .bind::<Bytea, _>(hash_token(&ticket))
+        .bind::<SqlUuid, _>(org_id)
+        .bind::<Timestamptz, _>(expires_at)
+        .execute(&mut conn)
+        .await
+        .map_err(crate::orgs::org_missing)?;
+        Ok((ticket, expires_at))
+    }
+
+    /// Uses `ticket` up and opens a session: (session secret, session), or `None` when the
+    /// ticket is unknown, used or expired. Using it and opening the session are one transaction,
+    /// so a ticket opens at most one session even when two requests race with it.
+    pub async fn redeem_console_ticket(
+        &self,
+        ticket: &str,
+    ) -> Result<Option<(String, ConsoleSession)>, StoreError> {
+        let hash = hash_token(ticket);
+        let mut conn = self.conn().await?;
+        conn.transaction::<Option<(String, ConsoleSession)>, StoreError, _>(async move |conn| {
+            let org: Option<OrgRow> = diesel::sql_query(
+                "UPDATE console_tickets SET used_at = clock_timestamp()
+                     WHERE ticket_hash = $1 AND used_at IS NULL AND expires_at > clock_timestamp()
+                     RETURNING org_id",
+            )
+            .bind::<Bytea, _>(&hash)
+            .get_result(&mut *conn)
+            .await
+            .map(Some)
+            .or_else(not_found_is_none)?;
+            let Some(org) = org else { return Ok(None) };
+            let secret = random_base62(43);
+            let session = ConsoleSession {
+                org_id: org.org_id,
+                csrf_token: random_base62(32),
+            };
+            diesel::sql_query(
+                "INSERT INTO console_sessions (session_hash, org_id, csrf_token, expires_at)
+                     VALUES ($1, $2, $3, clock_timestamp() + $4 * interval '1 second')",
+            )
+            .bind::<Bytea, _>(hash_token(&secret))
+            .bind::<SqlUuid, _>(session.org_id)
+            .bind::<Text, _>(&session.csrf_token)
+            .bind::<diesel::sql_types::Int8, _>(SESSION_TTL.whole_seconds())
+            .execute(conn)
+            .await?;
+            Ok(Some((secret, session)))
+        })
+        .await
+    }
+
+    /// The live session behind a cookie's secret, if any.
+    pub async fn console_session(
+        &self,
+        secret: &str,
+    ) -> Result<Option<ConsoleSession>, StoreError> {
+        let mut conn = self.conn().await?;
+        diesel::sql_query(
+            "SELECT org_id, csrf_token FROM console_sessions
+             WHERE session_hash = $1 AND expires_at > clock_timestamp()",
+        )
+        .bind::<Bytea, _>(hash_token(secret))
+        .get_result(&mut conn)
+        .await
+        .map(Some)
+        .or_else(not_found_is_none)
+    }
+
+    /// Signs out: the session's cookie opens nothing from now on.
+    pub async fn end_console_session(&self, secret: &str) -> Result<(), StoreError> {
+        let mut conn = self.conn().await?;
+        diesel::sql_query("DELETE FROM console_sessions WHERE session_hash = $1")
+            .bind::<Bytea, _>(hash_token(secret))
+            .execute(&mut conn)
+            .await?;
+        Ok(())
+    }
+
+    /// Expired tickets and sessions, removed in one batch (housekeeping; expired rows are
+    /// already refused).
+    pub async fn purge_console(&self, batch: i64) -> Result<usize, StoreError> {
+        let mut conn = self.conn().await?;
+        let mut n = 0;
+        for table in ["console_tickets", "console_sessions"] {
+            n += diesel::sql_query(format!(
+                "DELETE FROM {table} WHERE ctid IN (SELECT ctid FROM {table}
+                 WHERE expires_at < clock_timestamp() - interval '1 day' LIMIT $1)"
+            ))
+            .bind::<diesel::sql_types::Int8, _>(batch)
+            .execute(&mut conn)
+            .await?;
+        }
+        Ok(n)
+    }
+
+    /// The org's tokens that are not revoked, newest first.
+    pub async fn list_tokens(&self, org_id: Uuid) -> Result<Vec<TokenListing>, StoreError> {
+        let mut conn = self.conn().await?;
+        Ok(diesel::sql_query(
+            "SELECT id, name, created_at, bucket_updated_at AS last_used_at FROM api_tokens
+             WHERE org_id = $1 AND revoked_at IS NULL ORDER BY created_at DESC, id DESC",
+        )
+        .bind::<SqlUuid, _>(org_id)
+        .load(&mut conn)
+        .await?)
+    }
+}
+
+fn not_found_is_none<T>(e: diesel::result::Error) -> Result<Option<T>, StoreError> {
+    match e {
+        diesel::result::Error::NotFound => Ok(None),
+        e => Err(e.into()),
+    }
+}

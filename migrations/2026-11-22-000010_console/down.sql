@@ -1,0 +1,2 @@
+DROP TABLE console_sessions;
+DROP TABLE console_tickets;
