@@ -2,11 +2,22 @@
 # What the tests need besides the services: the Standard Webhooks receiver library (PyPI
 # `standardwebhooks`), which a delivery test uses to verify real deliveries the way an
 # integrator's receiver would; `jsonschema` and `pyyaml`, with which the published event schemas
-# are derived and real deliveries validated against them. Installed once, pinned.
+# are derived and real deliveries validated against them; Playwright for Python and Debian's
+# `chromium`, which drive the settings console's browser tests (Playwright's own browser
+# download is never used: the tests launch the system chromium). Installed once, pinned.
 set -euo pipefail
 need() { python3 -c "import $1" 2>/dev/null || echo "$2"; }
-missing=$(need standardwebhooks 'standardwebhooks==1.0.0'; need jsonschema 'jsonschema>=4.18,<5'; need yaml 'pyyaml>=6,<7')
+missing=$(need standardwebhooks 'standardwebhooks==1.0.0'; need jsonschema 'jsonschema>=4.18,<5'; need yaml 'pyyaml>=6,<7'; need playwright 'playwright>=1.45,<2')
 if [ -n "$missing" ]; then
   # shellcheck disable=SC2086 # one requirement per word
   python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore $missing
+fi
+if ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ]; then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null \
+      || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null; }
+  else
+    echo "chromium is missing: sudo apt-get install -y chromium (the console's browser tests need it)" >&2
+    exit 1
+  fi
 fi

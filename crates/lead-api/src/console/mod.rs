@@ -90,6 +90,7 @@ pub enum ConsoleError {
     Csrf,
     NotFound(&'static str),
     BadRequest(String),
+    Conflict(String),
     Unavailable,
 }
 
@@ -106,6 +107,7 @@ impl actix_web::ResponseError for ConsoleError {
             ConsoleError::Csrf => StatusCode::FORBIDDEN,
             ConsoleError::NotFound(_) => StatusCode::NOT_FOUND,
             ConsoleError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            ConsoleError::Conflict(_) => StatusCode::CONFLICT,
             ConsoleError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
         }
     }
@@ -121,7 +123,9 @@ impl actix_web::ResponseError for ConsoleError {
                 "This form was not sent from your current settings page. Reload the page and try again.",
             ),
             ConsoleError::NotFound(what) => pages::plain("Not found", what),
-            ConsoleError::BadRequest(m) => pages::plain("Not accepted", m),
+            ConsoleError::BadRequest(m) | ConsoleError::Conflict(m) => {
+                pages::plain("Not accepted", m)
+            }
             ConsoleError::Unavailable => pages::plain(
                 "Temporarily unavailable",
                 "The settings could not be reached just now. Try again in a moment.",
@@ -135,6 +139,10 @@ impl From<StoreError> for ConsoleError {
     fn from(e: StoreError) -> Self {
         match e {
             StoreError::NotFound(what) => ConsoleError::NotFound(what),
+            // A rule refused it (a disabled webhook's test event, a pending delivery's replay):
+            // the contract's message, as the API gives it.
+            StoreError::Conflict(m) => ConsoleError::Conflict(m),
+            StoreError::Invalid(e) => ConsoleError::BadRequest(e.to_string()),
             other => {
                 tracing::warn!(error = %qualifier_store::cause_chain(&other), "console request failed");
                 ConsoleError::Unavailable
@@ -151,7 +159,7 @@ impl From<ApiError> for ConsoleError {
             ApiError::PayloadTooLarge | ApiError::RequestTimeout | ApiError::InvalidJson => {
                 ConsoleError::BadRequest(e.to_string())
             }
-            ApiError::Conflict { message, .. } => ConsoleError::BadRequest(message),
+            ApiError::Conflict { message, .. } => ConsoleError::Conflict(message),
             _ => ConsoleError::Unavailable,
         }
     }

@@ -329,8 +329,10 @@ pub fn delivery_page(csrf: &str, d: &DeliveryDetail, notice: Option<&str>) -> Ma
                         strong { "Attempt " (a["attempt"]) }
                         " at " (a["started_at"].as_str().unwrap_or("")) ", "
                         (a["duration_ms"]) " ms: "
-                        @if let Some(code) = a["status_code"].as_u64() { "HTTP " (code) }
-                        @if let Some(e) = a["error"].as_str() { " " (e) }
+                        @let code = a["status_code"].as_u64().map(|c| format!("HTTP {c}"));
+                        @let error = a["error"].as_str().filter(|e| Some(*e) != code.as_deref());
+                        @if let Some(c) = &code { (c) }
+                        @if let Some(e) = error { " " (e) }
                     }
                 }
             }
@@ -352,7 +354,9 @@ pub fn replay_dead_page(csrf: &str, count: usize, rate: u32) -> Markup {
             p { "No dead deliveries: nothing to replay." }
         } @else {
             p role="status" {
-                strong { (count) } " dead deliveries will be sent again, each under its own delivery id, at most "
+                strong { (count) }
+                @if count == 1 { " dead delivery will be sent again, under its own delivery id, at most " }
+                @else { " dead deliveries will be sent again, each under its own delivery id, at most " }
                 (rate) " per second."
             }
             form method="post" action="/console/deliveries/replay-dead" {

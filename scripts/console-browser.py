@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""Drives the settings console in Debian's chromium with Playwright, as an administrator would:
+by the visible labels of contract section 7, never by CSS paths. Called by the browser test in
+crates/webhook-delivery/tests/delivery/console_browser.rs, which checks the effects (the
+receiver, the API); this script reports what the pages showed, as JSON on stdout, and saves a
+screenshot of each page into the given directory.
+
+  console-browser.py setup  <sign-in url> <endpoint url> <screenshot dir>
+  console-browser.py replay <sign-in url> <screenshot dir>
+"""
+
+import json
+import shutil
+import sys
+import time
+
+from playwright.sync_api import expect, sync_playwright
+
+EVENT_TYPES = ["lead.created", "lead.updated", "lead.stage_changed", "lead.qualified",
+               "handoff.created", "handoff.accepted", "handoff.released"]
+
+
+def browser(p):
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not exe:
+        sys.exit("chromium is not installed (scripts/ensure-test-deps.sh installs it)")
+    # --no-sandbox: CI runs as root, where chromium's sandbox refuses to start.
+    return p.chromium.launch(executable_path=exe, args=["--no-sandbox"])
+
+
+def shot(page, shots, name):
+    page.screenshot(path=f"{shots}/{name}.png", full_page=True)
+
+
+def sign_in(page, url):
+    page.goto(url)
+    expect(page).to_have_url(url.split("/console/")[0] + "/console")
+    expect(page.get_by_role("heading", name="Webhook")).to_be_visible()
+
+
+def wait_for_text(page, text, seconds=30):
+    """Reloads until the page shows `text` (a delivery's status changes server-side)."""
+    deadline = time.time() + seconds
+    while text not in page.content():
+        if time.time() > deadline:
+            raise AssertionError(f"page never showed {text!r}")
+        time.sleep(0.3)
+        page.reload()
+
+
+def setup(login, endpoint, shots):
+    out = {}
+    with sync_playwright() as p:
+        b = browser(p)
+        page = b.new_context(viewport={"width": 1100, "height": 900}).new_page()
+        sign_in(page, login)
+        # Keyboard use: Tab reaches the first field, and its focus ring is visible.
+        out["keyboard_reaches_url"] = False
+        for _ in range(12):
+            page.keyboard.press("Tab")
+            if page.evaluate("document.activeElement && document.activeElement.id") == "url":
+                out["keyboard_reaches_url"] = True
+                break
+        out["focus_outline"] = page.evaluate(
+            "getComputedStyle(document.activeElement).outlineStyle")
+        page.get_by_label("Endpoint URL").fill(endpoint)
+        for t in EVENT_TYPES:
+            box = page.get_by_label(t, exact=True)
+            if t in ("lead.created", "lead.stage_changed"):
+                box.check()
+            else:
+                box.uncheck()
+        page.get_by_label("Enabled").check()
+        page.get_by_role("button", name="Save").click()
+        expect(page.get_by_role("status")).to_contain_text("Saved")
+        shot(page, shots, "webhook")
+
+        page.get_by_role("button", name="Rotate secret").click()
+        secret = page.locator("[data-secret]")
+        expect(secret).to_be_visible()
+        out["secret"] = secret.inner_text().strip()
+        expect(page.get_by_role("button", name="Copy")).to_be_visible()
+        shot(page, shots, "secret-rotated")
+        # Back to the page by its link (a reload would send the rotation's POST again).
+        page.get_by_role("link", name="Webhook", exact=True).click()
+        out["secret_still_shown_after_reload"] = out["secret"] in page.content()
+
+        page.get_by_role("button", name="Send test event").click()
+        expect(page.get_by_role("heading", name="Delivery")).to_be_visible()
+        out["test_delivery"] = page.url.rsplit("/", 1)[-1]
+        wait_for_text(page, "succeeded")
+        shot(page, shots, "delivery-test-event")
+
+        page.get_by_role("link", name="API tokens").click()
+        page.get_by_label("Token name").fill("CRM sync")
+        page.get_by_role("button", name="Create token").click()
+        token = page.locator("[data-secret]")
+        expect(token).to_be_visible()
+        out["token"] = token.inner_text().strip()
+        shot(page, shots, "tokens")
+        b.close()
+    return out
+
+
+def replay(login, shots):
+    out = {}
+    with sync_playwright() as p:
+        b = browser(p)
+        page = b.new_context(viewport={"width": 1100, "height": 900}).new_page()
+        sign_in(page, login)
+        page.get_by_role("link", name="Deliveries", exact=True).click()
+        page.get_by_label("Status").select_option("dead")
+        page.get_by_role("button", name="Filter").click()
+        shot(page, shots, "deliveries-dead")
+        rows = page.locator("tbody tr a")
+        out["dead_listed"] = rows.count()
+        rows.first.click()
+        expect(page.get_by_role("heading", name="Attempts")).to_be_visible()
+        out["replayed_one"] = page.url.rsplit("/", 1)[-1]
+        out["attempts_shown"] = page.locator("ol.timeline li").count()
+        shot(page, shots, "delivery-dead")
+        page.get_by_role("button", name="Replay").click()
+        expect(page.get_by_role("status")).to_contain_text("Queued again")
+
+        page.get_by_role("link", name="Deliveries", exact=True).click()
+        page.get_by_role("link", name="Replay all dead").click()
+        count = page.get_by_role("status").locator("strong")
+        out["count_shown"] = int(count.inner_text())
+        shot(page, shots, "replay-all-dead")
+        page.get_by_role("button", name="Replay all dead").click()
+        expect(page.get_by_role("status")).to_contain_text("queued again")
+        shot(page, shots, "deliveries")
+        b.close()
+    return out
+
+
+def main():
+    if len(sys.argv) == 5 and sys.argv[1] == "setup":
+        out = setup(sys.argv[2], sys.argv[3], sys.argv[4])
+    elif len(sys.argv) == 4 and sys.argv[1] == "replay":
+        out = replay(sys.argv[2], sys.argv[3])
+    else:
+        sys.exit(__doc__)
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()
