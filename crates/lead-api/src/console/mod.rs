@@ -91,6 +91,7 @@ pub enum ConsoleError {
     NotFound(&'static str),
     BadRequest(String),
     Conflict(String),
+    Refused(StatusCode, String),
     Unavailable,
 }
 
@@ -108,6 +109,7 @@ impl actix_web::ResponseError for ConsoleError {
             ConsoleError::NotFound(_) => StatusCode::NOT_FOUND,
             ConsoleError::BadRequest(_) => StatusCode::BAD_REQUEST,
             ConsoleError::Conflict(_) => StatusCode::CONFLICT,
+            ConsoleError::Refused(status, _) => *status,
             ConsoleError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
         }
     }
@@ -123,9 +125,9 @@ impl actix_web::ResponseError for ConsoleError {
                 "This form was not sent from your current settings page. Reload the page and try again.",
             ),
             ConsoleError::NotFound(what) => pages::plain("Not found", what),
-            ConsoleError::BadRequest(m) | ConsoleError::Conflict(m) => {
-                pages::plain("Not accepted", m)
-            }
+            ConsoleError::BadRequest(m)
+            | ConsoleError::Conflict(m)
+            | ConsoleError::Refused(_, m) => pages::plain("Not accepted", m),
             ConsoleError::Unavailable => pages::plain(
                 "Temporarily unavailable",
                 "The settings could not be reached just now. Try again in a moment.",
@@ -156,9 +158,14 @@ impl From<ApiError> for ConsoleError {
         match e {
             ApiError::NotFound(what) => ConsoleError::NotFound(what),
             ApiError::Unprocessable(m) => ConsoleError::BadRequest(m),
-            ApiError::PayloadTooLarge | ApiError::RequestTimeout | ApiError::InvalidJson => {
-                ConsoleError::BadRequest(e.to_string())
+            // The body rules of every request (contract section 8), as pages.
+            ApiError::PayloadTooLarge => {
+                ConsoleError::Refused(StatusCode::PAYLOAD_TOO_LARGE, e.to_string())
             }
+            ApiError::RequestTimeout => {
+                ConsoleError::Refused(StatusCode::REQUEST_TIMEOUT, e.to_string())
+            }
+            ApiError::InvalidJson => ConsoleError::BadRequest("The form could not be read.".into()),
             ApiError::Conflict { message, .. } => ConsoleError::Conflict(message),
             _ => ConsoleError::Unavailable,
         }

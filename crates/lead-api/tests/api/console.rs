@@ -443,3 +443,57 @@ async fn tokens_made_on_the_page_work_and_revoked_ones_stop() {
         .await;
     assert_eq!(r.status(), 401);
 }
+
+/// Contract section 8 holds on the console too: a form that never finishes gets 408, a huge
+/// one 413, and neither creates anything.
+#[tokio::test(flavor = "multi_thread")]
+async fn stalled_and_oversized_forms_are_refused_without_effect() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let app = app().await;
+    let (org, _) = app.org().await;
+    let cookie = sign_in(&app, &org).await;
+    let (_, html) = get(&app, Some(&cookie), "/console/tokens").await;
+    let csrf = csrf_of(&html);
+
+    let big = "x".repeat(70 * 1024);
+    let (status, _, _) = post(
+        &app,
+        &cookie,
+        "/console/tokens",
+        &[("csrf", &csrf), ("name", &big)],
+    )
+    .await;
+    assert_eq!(status, 413);
+
+    let addr = app.public.trim_start_matches("http://").to_owned();
+    let mut sock = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let head = format!(
+        "POST /console/tokens HTTP/1.1\r\nHost: {addr}\r\nCookie: {cookie}\r\n\
+         Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 80\r\n\r\ncsrf={csrf}"
+    );
+    sock.write_all(head.as_bytes()).await.unwrap();
+    let mut buf = Vec::new();
+    let read = tokio::time::timeout(std::time::Duration::from_secs(20), async {
+        let mut chunk = [0u8; 4096];
+        loop {
+            let n = sock.read(&mut chunk).await.unwrap_or(0);
+            if n == 0 {
+                break;
+            }
+            buf.extend_from_slice(&chunk[..n]);
+            if String::from_utf8_lossy(&buf).contains("</html>") {
+                break;
+            }
+        }
+    })
+    .await;
+    assert!(read.is_ok(), "no answer within 20 s");
+    let text = String::from_utf8_lossy(&buf);
+    assert!(text.starts_with("HTTP/1.1 408"), "{text}");
+    let (_, html) = get(&app, Some(&cookie), "/console/tokens").await;
+    assert_eq!(
+        html.matches("/revoke").count(),
+        1,
+        "only the org's first token"
+    );
+}
