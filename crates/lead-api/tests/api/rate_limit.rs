@@ -121,3 +121,37 @@ async fn two_instances_on_one_database_admit_no_more_than_one_bucket() {
     assert_eq!(admitted + limited, 300);
     second.stop(false).await;
 }
+
+/// A refused GET of a lead that exists shows nothing of it: 404 for another org's token, 429
+/// with the contract's body only once the bucket is empty, 401 for an unknown token. (Guards any
+/// future merging of the admission and the read into one round trip.)
+#[tokio::test(flavor = "multi_thread")]
+async fn a_refused_get_shows_nothing_of_an_existing_lead() {
+    let app = TestApp::spawn().await;
+    let (org, token) = app.org().await;
+    let (_, other) = app.org().await;
+    let lead = app.inbound_lead(&org, "+447700900555").await;
+    let path = format!("/api/v1/leads/{}", lead["id"].as_str().unwrap());
+    let r = app.public(Method::GET, &path, &other, None).await;
+    assert_eq!(error_of(r).await, (404, "Lead not found".into()));
+    let mut ok = 0;
+    let r = loop {
+        let r = app.public(Method::GET, &path, &token, None).await;
+        if r.status() != 200 {
+            break r;
+        }
+        ok += 1;
+        assert!(ok <= 130, "never limited");
+    };
+    assert!(ok >= 120, "{ok}");
+    assert_eq!(error_of(r).await, (429, "Rate limit exceeded".into()));
+    let r = app
+        .public(
+            Method::GET,
+            &path,
+            "qlf_org_0000000000000000000000000000000000000000",
+            None,
+        )
+        .await;
+    assert_eq!(error_of(r).await, (401, "Unauthorized".into()));
+}
