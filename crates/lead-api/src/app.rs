@@ -280,7 +280,9 @@ pub async fn start(cfg: ApiConfig) -> anyhow::Result<RunningApi> {
         }
         .run(shutdown.clone()),
     );
+    let admitter = AppState::admitter(&store, cfg.rate_limit_per_minute);
     let state = web::Data::from(Arc::new(AppState {
+        admitter,
         relay: relay_status,
         store,
         rate_limit_per_minute: cfg.rate_limit_per_minute,

@@ -3,7 +3,8 @@
 use actix_web::{HttpMessage, HttpRequest, http::header};
 use qualifier_egress::EgressPolicy;
 use qualifier_store::Store;
-use qualifier_store::secrets::looks_like_org_token;
+use qualifier_store::batch::Batcher;
+use qualifier_store::secrets::{hash_token, looks_like_org_token};
 use qualifier_store::tokens::{Admission, token_fingerprint};
 use qualifier_telemetry::metrics::metrics;
 use uuid::Uuid;
@@ -24,6 +25,25 @@ pub struct AppState {
     pub tokens: std::sync::Arc<crate::token_filter::TokenFilter>,
     /// `QUALIFIER_CONSOLE_BASE_URL`, or the public listener's address once bound.
     pub console_base_url: std::sync::OnceLock<String>,
+    /// Admissions of concurrent requests, gathered into one statement per round trip.
+    pub admitter: Batcher<Vec<u8>, Admission>,
+}
+
+/// How many admission round trips may be in flight at once: one answering while the next
+/// gathers, as in the delivery worker.
+const ADMIT_FLUSHERS: usize = 2;
+/// At most this many requests per admission statement.
+const ADMIT_MAX_BATCH: usize = 256;
+
+impl AppState {
+    /// The admission batcher over `store` (inside a Tokio runtime).
+    pub fn admitter(store: &Store, per_minute: u32) -> Batcher<Vec<u8>, Admission> {
+        let store = store.clone();
+        Batcher::spawn(ADMIT_MAX_BATCH, ADMIT_FLUSHERS, move |hashes| {
+            let store = store.clone();
+            async move { store.admit_batch(hashes, per_minute).await }
+        })
+    }
 }
 
 impl AppState {
@@ -79,7 +99,12 @@ impl AppState {
             Some(Ok(permit)) => Some(permit),
             Some(Err(())) => return Err(ApiError::Unauthorized),
         };
-        match self.store.admit(token, self.rate_limit_per_minute).await? {
+        let admission = self
+            .admitter
+            .call(hash_token(token))
+            .await
+            .map_err(|e| ApiError::Unavailable(Box::new(e)))?;
+        match admission {
             Admission::Unauthorized => Err(ApiError::Unauthorized),
             Admission::Allowed {
                 org_id, remaining, ..

@@ -2,6 +2,7 @@
 //! the diesel schema, the connection pool, embedded migrations, sealed secrets and every
 //! transaction that changes a lead together with the outbox rows it emits.
 
+pub mod batch;
 pub mod console;
 pub mod deliveries;
 pub mod error;

@@ -5,7 +5,7 @@
 //! The row lock serializes concurrent requests for the same token across every replica, so the
 //! limit is exact however many `lead-api` processes share the database.
 
-use diesel::sql_types::{Bool, Bytea, Double, Uuid as SqlUuid};
+use diesel::sql_types::{Array, Bytea, Double, Integer, Uuid as SqlUuid};
 use diesel::{ExpressionMethods, QueryDsl, QueryableByName};
 use diesel_async::RunQueryDsl;
 use qualifier_domain::timefmt::now_millis;
@@ -44,14 +44,18 @@ pub enum Admission {
 
 #[derive(QueryableByName)]
 struct AdmitRow {
+    #[diesel(sql_type = Bytea)]
+    token_hash: Vec<u8>,
     #[diesel(sql_type = SqlUuid)]
     token_id: Uuid,
     #[diesel(sql_type = SqlUuid)]
     org_id: Uuid,
-    #[diesel(sql_type = Bool)]
-    allowed: bool,
+    /// The bucket's level after refilling, before this batch took anything.
     #[diesel(sql_type = Double)]
     level: f64,
+    /// How many of the batch's requests for this token were admitted (the first ones).
+    #[diesel(sql_type = Integer)]
+    granted: i32,
 }
 
 /// The first 8 bytes of a token's SHA-256: what replicas announce to each other when a token is
@@ -65,10 +69,36 @@ fn fingerprint_of_hash(hash: &[u8]) -> Option<[u8; 8]> {
     hash.get(..8)?.try_into().ok()
 }
 
-/// The function `qualifier_admit` (migration 4), with $1 token hash, $2 capacity and $3 refill
-/// per second. A NULL bucket is a full one. Refusals
-/// (level < 1) store the refilled level without taking a unit, so 429s consume nothing.
-const ADMIT_SQL: &str = "SELECT token_id, org_id, allowed, level FROM qualifier_admit($1, $2, $3)";
+/// The function `qualifier_admit_batch` (migration 11), with $1 the distinct token hashes, $2 how
+/// many requests present each, $3 capacity and $4 refill per second. A NULL bucket is a full one.
+/// Refusals store the refilled level without taking a unit, so 429s consume nothing.
+const ADMIT_SQL: &str = "SELECT token_hash, token_id, org_id, level, granted \
+     FROM qualifier_admit_batch($1, $2, $3, $4)";
+
+/// What the `i`-th request (0-based) of a batch presenting one token gets, when the bucket held
+/// `level` units after refilling and the batch was granted `granted` of them.
+fn admission_of(row: &AdmitRow, i: usize, per_second: f64) -> Admission {
+    let granted = usize::try_from(row.granted).unwrap_or(0);
+    if i < granted {
+        Admission::Allowed {
+            org_id: row.org_id,
+            token_id: row.token_id,
+            remaining: (row.level - (i + 1) as f64).max(0.0).floor() as u32,
+        }
+    } else {
+        let left = row.level - granted as f64;
+        let wait = if per_second > 0.0 {
+            ((1.0 - left) / per_second).ceil()
+        } else {
+            60.0
+        };
+        Admission::Limited {
+            org_id: row.org_id,
+            token_id: row.token_id,
+            retry_after_secs: (wait as u64).max(1),
+        }
+    }
+}
 
 impl Store {
     /// Creates a token; the secret is returned once and only its hash is stored.
@@ -135,8 +165,33 @@ impl Store {
         if !looks_like_org_token(token) {
             return Ok(Admission::Unauthorized);
         }
+        let mut one = self
+            .admit_batch(vec![hash_token(token)], per_minute)
+            .await?;
+        Ok(one.pop().unwrap_or(Admission::Unauthorized))
+    }
+
+    /// Admits many requests at once, one per token hash in `hashes` (a hash may repeat: each
+    /// occurrence is one request); answers in the same order. One statement, and one bucket
+    /// update per distinct token, whatever the batch's size.
+    pub async fn admit_batch(
+        &self,
+        hashes: Vec<Vec<u8>>,
+        per_minute: u32,
+    ) -> Result<Vec<Admission>, StoreError> {
         let capacity = f64::from(per_minute);
         let per_second = capacity / 60.0;
+        let mut distinct: Vec<Vec<u8>> = Vec::new();
+        let mut counts: Vec<i32> = Vec::new();
+        for h in &hashes {
+            match distinct.iter().position(|d| d == h) {
+                Some(k) => counts[k] += 1,
+                None => {
+                    distinct.push(h.clone());
+                    counts.push(1);
+                }
+            }
+        }
         // The bucket is advisory state: it commits without waiting for the WAL flush, which
         // took most of a GET's time (see docs/performance.md).
         let mut conn = match &self.limiter_pool {
@@ -144,31 +199,80 @@ impl Store {
             None => self.conn().await?,
         };
         let rows: Vec<AdmitRow> = diesel::sql_query(ADMIT_SQL)
-            .bind::<Bytea, _>(hash_token(token))
+            .bind::<Array<Bytea>, _>(&distinct)
+            .bind::<Array<Integer>, _>(&counts)
             .bind::<Double, _>(capacity)
             .bind::<Double, _>(per_second)
             .load(&mut conn)
             .await?;
-        let Some(row) = rows.into_iter().next() else {
-            return Ok(Admission::Unauthorized);
-        };
-        Ok(if row.allowed {
-            Admission::Allowed {
-                org_id: row.org_id,
-                token_id: row.token_id,
-                remaining: row.level.max(0.0).floor() as u32,
-            }
-        } else {
-            let wait = if per_second > 0.0 {
-                ((1.0 - row.level) / per_second).ceil()
-            } else {
-                60.0
-            };
+        drop(conn);
+        let mut seen = vec![0usize; distinct.len()];
+        Ok(hashes
+            .iter()
+            .map(|h| {
+                let Some(k) = distinct.iter().position(|d| d == h) else {
+                    return Admission::Unauthorized;
+                };
+                let i = seen[k];
+                seen[k] += 1;
+                match rows.iter().find(|r| &r.token_hash == h) {
+                    Some(row) => admission_of(row, i, per_second),
+                    None => Admission::Unauthorized,
+                }
+            })
+            .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(level: f64, granted: i32) -> AdmitRow {
+        AdmitRow {
+            token_hash: vec![1],
+            token_id: Uuid::nil(),
+            org_id: Uuid::nil(),
+            level,
+            granted,
+        }
+    }
+
+    #[test]
+    fn the_first_granted_requests_of_a_batch_are_admitted_with_falling_remaining() {
+        // 3.5 units, four requests: three admitted (2, 1, 0 left), the fourth refused.
+        let r = row(3.5, 3);
+        let got: Vec<Admission> = (0..4).map(|i| admission_of(&r, i, 2.0)).collect();
+        let remaining: Vec<Option<u32>> = got
+            .iter()
+            .map(|a| match a {
+                Admission::Allowed { remaining, .. } => Some(*remaining),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(remaining, vec![Some(2), Some(1), Some(0), None]);
+        // 0.5 unit left, refilling 2 per second: the next unit is a quarter second away,
+        // and Retry-After is whole seconds, at least one.
+        assert_eq!(
+            got[3],
             Admission::Limited {
-                org_id: row.org_id,
-                token_id: row.token_id,
-                retry_after_secs: (wait as u64).max(1),
+                org_id: Uuid::nil(),
+                token_id: Uuid::nil(),
+                retry_after_secs: 1
             }
-        })
+        );
+    }
+
+    #[test]
+    fn an_empty_bucket_refuses_with_the_wait_for_one_unit() {
+        // 0.2 units, refilling 0.1 per second: 8 seconds to the next whole unit.
+        assert_eq!(
+            admission_of(&row(0.2, 0), 0, 0.1),
+            Admission::Limited {
+                org_id: Uuid::nil(),
+                token_id: Uuid::nil(),
+                retry_after_secs: 8
+            }
+        );
     }
 }

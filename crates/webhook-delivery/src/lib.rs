@@ -1,6 +1,6 @@
 #![doc = include_str!("../README.md")]
 
-pub mod batch;
+pub use qualifier_store::batch;
 pub mod config;
 pub mod decide;
 pub mod gate;

@@ -155,3 +155,104 @@ async fn a_refused_get_shows_nothing_of_an_existing_lead() {
         .await;
     assert_eq!(error_of(r).await, (401, "Unauthorized".into()));
 }
+
+/// One admission statement for many requests: a batch presenting the same token several times
+/// takes exactly what its bucket holds, in order, and unknown or revoked tokens in the same batch
+/// are refused without touching anyone's bucket.
+#[tokio::test(flavor = "multi_thread")]
+async fn one_batch_takes_exactly_what_the_bucket_holds() {
+    use qualifier_store::tokens::Admission;
+    let app = TestApp::spawn().await;
+    let (org_id, token) = app.org().await;
+    let (_, other) = app.org().await;
+    let revoked = {
+        let r = app
+            .internal(
+                Method::POST,
+                &format!("/internal/v1/orgs/{org_id}/tokens"),
+                None,
+            )
+            .await;
+        let v: serde_json::Value = r.json().await.unwrap();
+        let (id, t) = (
+            v["token"]["id"].as_str().unwrap(),
+            v["secret"].as_str().unwrap(),
+        );
+        let r = app
+            .internal(
+                Method::DELETE,
+                &format!("/internal/v1/orgs/{org_id}/tokens/{id}"),
+                None,
+            )
+            .await;
+        assert_eq!(r.status(), 204);
+        t.to_owned()
+    };
+    let pool = qualifier_store::connect(&app.db.url, 1).unwrap();
+    let key =
+        qualifier_store::SecretKey::from_base64(&qualifier_store::SecretKey::generate_base64())
+            .unwrap();
+    let store = qualifier_store::Store::new(pool, key);
+    // Leave 3.2 units in the bucket, last touched an hour from now: no time has passed since
+    // for the refill, so a slow machine cannot add a unit during the test.
+    app.db
+        .client()
+        .await
+        .execute(
+            "UPDATE api_tokens SET bucket_level = 3.2, bucket_updated_at = clock_timestamp() + interval '1 hour'
+             WHERE token_hash = sha256($1::text::bytea)",
+            &[&token],
+        )
+        .await
+        .unwrap();
+    let h = qualifier_store::secrets::hash_token;
+    let batch = vec![
+        h(&token),
+        h(&other),
+        h(&token),
+        h("qlf_org_0000000000000000000000000000000000000000"),
+        h(&token),
+        h(&revoked),
+        h(&token),
+        h(&token),
+    ];
+    let got = store.admit_batch(batch, 120).await.unwrap();
+    assert_eq!(got.len(), 8, "one answer per request, in order");
+    let ours: Vec<&Admission> = [0, 2, 4, 6, 7].iter().map(|&i| &got[i]).collect();
+    let remaining: Vec<Option<u32>> = ours
+        .iter()
+        .map(|a| match a {
+            Admission::Allowed { remaining, .. } => Some(*remaining),
+            _ => None,
+        })
+        .collect();
+    // 3.2 units: the first three are admitted (2, 1, 0 left), the last two refused.
+    assert_eq!(remaining, vec![Some(2), Some(1), Some(0), None, None]);
+    assert!(matches!(
+        ours[3],
+        Admission::Limited {
+            retry_after_secs: 1,
+            ..
+        }
+    ));
+    assert!(
+        matches!(got[1], Admission::Allowed { remaining: 119, .. }),
+        "the other org's full bucket: {:?}",
+        got[1]
+    );
+    assert_eq!(got[3], Admission::Unauthorized);
+    assert_eq!(got[5], Admission::Unauthorized);
+    // The refusals consumed nothing: 0.2 units are left.
+    let level: f64 = app
+        .db
+        .client()
+        .await
+        .query_one(
+            "SELECT bucket_level FROM api_tokens WHERE token_hash = sha256($1::text::bytea)",
+            &[&token],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert!((level - 0.2).abs() < 1e-9, "bucket left at {level}");
+}

@@ -1,11 +1,12 @@
-//! Micro-batching of the worker's database round trips.
+//! Micro-batching of database round trips (group commit without a timer).
 //!
-//! Every attempt reads its delivery's context and then records its outcome. One statement per
-//! attempt made PostgreSQL's per-statement work (parse, plan, commit) the delivery path's
-//! bottleneck (docs/performance.md). Here, attempts that start or finish while a round trip is
-//! in flight queue up and go together in the next one: no timer, so an idle system pays no
-//! latency, and a busy one gets bigger batches. A caller gets its answer only after its batch's
-//! statement returned, so "ack only after the outcome is durable" still holds per message.
+//! The delivery worker reads each attempt's context and records its outcome; the API admits
+//! each request against its token's rate-limit bucket and reads leads. One statement per call
+//! made PostgreSQL's per-statement work (parse, plan, commit) the bottleneck
+//! (docs/performance.md). Here, calls that arrive while a round trip is in flight queue up and
+//! go together in the next one: no timer, so an idle system pays no latency, and a busy one gets
+//! bigger batches. A caller gets its answer only after its batch's statement returned, so "ack
+//! only after the outcome is durable" still holds per message.
 
 use std::future::Future;
 use std::sync::Arc;
