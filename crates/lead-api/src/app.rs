@@ -281,8 +281,10 @@ pub async fn start(cfg: ApiConfig) -> anyhow::Result<RunningApi> {
         .run(shutdown.clone()),
     );
     let admitter = AppState::admitter(&store, cfg.rate_limit_per_minute);
+    let lead_reader = AppState::lead_reader(&store);
     let state = web::Data::from(Arc::new(AppState {
         admitter,
+        lead_reader,
         relay: relay_status,
         store,
         rate_limit_per_minute: cfg.rate_limit_per_minute,

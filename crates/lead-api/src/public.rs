@@ -41,7 +41,11 @@ async fn get_lead(
 ) -> Result<HttpResponse, ApiError> {
     let auth = st.authenticate_org(&req).await?;
     let lead_id = path_id(&path, "Lead not found")?;
-    let lead = st.store.get_lead(auth.org_id, lead_id).await?;
+    let lead = st
+        .lead_reader
+        .call((auth.org_id, lead_id))
+        .await
+        .map_err(|e| ApiError::Unavailable(Box::new(e)))??;
     Ok(HttpResponse::Ok().json(json!({ "lead": lead })))
 }
 

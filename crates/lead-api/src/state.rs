@@ -1,11 +1,12 @@
 //! Shared application state and the two authentication schemes.
 
 use actix_web::{HttpMessage, HttpRequest, http::header};
+use qualifier_domain::Lead;
 use qualifier_egress::EgressPolicy;
-use qualifier_store::Store;
 use qualifier_store::batch::Batcher;
 use qualifier_store::secrets::{hash_token, looks_like_org_token};
 use qualifier_store::tokens::{Admission, token_fingerprint};
+use qualifier_store::{Store, StoreError};
 use qualifier_telemetry::metrics::metrics;
 use uuid::Uuid;
 
@@ -27,12 +28,14 @@ pub struct AppState {
     pub console_base_url: std::sync::OnceLock<String>,
     /// Admissions of concurrent requests, gathered into one statement per round trip.
     pub admitter: Batcher<Vec<u8>, Admission>,
+    /// `GET /api/v1/leads/{id}` reads of concurrent requests, one statement per round trip.
+    pub lead_reader: Batcher<(Uuid, Uuid), Result<Lead, StoreError>>,
 }
 
-/// How many admission round trips may be in flight at once: one answering while the next
-/// gathers, as in the delivery worker.
+/// How many admission (or lead-read) round trips may be in flight at once: one answering while
+/// the next gathers, as in the delivery worker.
 const ADMIT_FLUSHERS: usize = 2;
-/// At most this many requests per admission statement.
+/// At most this many requests per statement.
 const ADMIT_MAX_BATCH: usize = 256;
 
 impl AppState {
@@ -43,6 +46,19 @@ impl AppState {
             let store = store.clone();
             async move { store.admit_batch(hashes, per_minute).await }
         })
+    }
+
+    /// The lead-read batcher over `store`: `(org_id, lead_id)` in, the lead (or not found) out.
+    pub fn lead_reader(store: &Store) -> Batcher<(Uuid, Uuid), Result<Lead, StoreError>> {
+        let store = store.clone();
+        Batcher::spawn(
+            ADMIT_MAX_BATCH,
+            ADMIT_FLUSHERS,
+            move |wanted: Vec<(Uuid, Uuid)>| {
+                let store = store.clone();
+                async move { store.get_leads(&wanted).await }
+            },
+        )
     }
 }
 

@@ -190,6 +190,32 @@ impl Store {
         row.to_lead(&self.app_base_url)
     }
 
+    /// Reads many leads in one statement, each `(org_id, lead_id)` answered in order. A lead of
+    /// another org is not found, exactly as in [`Store::get_lead`]: the org is matched here,
+    /// per request, after the shared primary-key lookup.
+    pub async fn get_leads(
+        &self,
+        wanted: &[(Uuid, Uuid)],
+    ) -> Result<Vec<Result<Lead, StoreError>>, StoreError> {
+        let ids: Vec<Uuid> = wanted.iter().map(|(_, id)| *id).collect();
+        let mut conn = self.conn().await?;
+        let rows: Vec<LeadRow> = leads::table
+            .filter(leads::id.eq_any(&ids))
+            .select(LeadRow::as_select())
+            .load(&mut conn)
+            .await?;
+        drop(conn);
+        Ok(wanted
+            .iter()
+            .map(|(org_id, id)| {
+                rows.iter()
+                    .find(|r| r.id == *id && r.org_id == *org_id)
+                    .ok_or(StoreError::NotFound("Lead not found"))
+                    .and_then(|r| r.to_lead(&self.app_base_url))
+            })
+            .collect())
+    }
+
     /// One page of the org's leads in `(updated_at, id)` order, from `updated_since` (inclusive)
     /// or strictly after the keyset `after`, through the `leads_org_updated` index. Returns the
     /// page and, when there is more, the key to continue after.

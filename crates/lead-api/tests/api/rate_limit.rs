@@ -256,3 +256,43 @@ async fn one_batch_takes_exactly_what_the_bucket_holds() {
         .get(0);
     assert!((level - 0.2).abs() < 1e-9, "bucket left at {level}");
 }
+
+/// GETs are read in batches across orgs: org B's requests for org A's lead, sent at the same
+/// time as A's own (so they share statements), are 404 every time and A's are 200 every time.
+#[tokio::test(flavor = "multi_thread")]
+async fn concurrent_reads_by_two_orgs_never_cross() {
+    let app = TestApp::spawn().await;
+    let (org, token) = app.org().await;
+    let (other_org, other) = app.org().await;
+    let lead = app.inbound_lead(&org, "+447700900556").await;
+    let theirs = app.inbound_lead(&other_org, "+447700900557").await;
+    let http = client();
+    let mut tasks = Vec::new();
+    for i in 0..100usize {
+        let (who, id) = match i % 3 {
+            0 => (token.clone(), lead["id"].as_str().unwrap().to_owned()),
+            1 => (other.clone(), lead["id"].as_str().unwrap().to_owned()),
+            _ => (other.clone(), theirs["id"].as_str().unwrap().to_owned()),
+        };
+        let url = format!("{}/api/v1/leads/{id}", app.public);
+        let http = http.clone();
+        tasks.push(tokio::spawn(async move {
+            let r = http.get(url).bearer_auth(who).send().await.unwrap();
+            let status = r.status().as_u16();
+            let body: serde_json::Value = r.json().await.unwrap();
+            (i % 3, status, body)
+        }));
+    }
+    for t in tasks {
+        let (kind, status, body) = t.await.unwrap();
+        match kind {
+            0 => assert_eq!((status, &body["lead"]["id"]), (200, &lead["id"])),
+            1 => assert_eq!(
+                (status, body["error"].as_str()),
+                (404, Some("Lead not found")),
+                "{body}"
+            ),
+            _ => assert_eq!((status, &body["lead"]["id"]), (200, &theirs["id"])),
+        }
+    }
+}
