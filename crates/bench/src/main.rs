@@ -790,6 +790,12 @@ async fn main() -> anyhow::Result<()> {
     );
     row(
         r,
+        "PATCH ratio to ceiling",
+        api["patch_ratio_to_ceiling"].as_f64().unwrap_or(0.0),
+        Some((">=", 0.4)),
+    );
+    row(
+        r,
         "end to end delivered ev/s (1 worker)",
         max.delivered_per_s,
         Some((">=", 1800.0)),
@@ -824,13 +830,13 @@ async fn main() -> anyhow::Result<()> {
         r,
         "half rate: commit-to-receipt p50 ms",
         pct(&half.tally.lat_ms, 0.5),
-        Some(("<=", 10.0)),
+        Some(("<=", 5.0)),
     );
     row(
         r,
         "half rate: commit-to-receipt p99 ms",
         pct(&half.tally.lat_ms, 0.99),
-        Some(("<=", 50.0)),
+        Some(("<=", 25.0)),
     );
     row(
         r,
@@ -854,7 +860,7 @@ async fn main() -> anyhow::Result<()> {
         r,
         "backlog drain ev/s (1 worker)",
         rate_of(&drain1),
-        Some((">=", 6000.0)),
+        Some((">=", 8000.0)),
     );
     row(r, "backlog drain ev/s (2 workers)", rate_of(&drain2), None);
     row(
