@@ -632,6 +632,9 @@ async fn main() -> anyhow::Result<()> {
             "e2e" => {
                 let run = e2e(&sink, n, 1, None, true).await?;
                 let mut v = run.tally.json();
+                v["delivered_per_s"] = json!(r3(run.delivered_per_s));
+                v["ingest_committed_per_s"] = json!(r3(run.ingest_per_s));
+                v["cost"] = run.cost.clone().unwrap_or(Value::Null);
                 if let Some((events, lat)) = &run.feed_tail {
                     v["feed_tail_events_read"] = json!(events);
                     v["feed_tail_page_p99_ms"] = json!(r3(pct(lat, 0.99)));
