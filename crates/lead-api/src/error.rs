@@ -7,6 +7,7 @@
 
 use actix_web::http::{StatusCode, header};
 use actix_web::{HttpResponse, ResponseError};
+use qualifier_store::batch::BatchError;
 use qualifier_store::{BoxError, StoreError};
 
 #[derive(Debug, thiserror::Error)]
@@ -80,6 +81,45 @@ impl From<StoreError> for ApiError {
             e @ (StoreError::Db(_) | StoreError::Corrupt { .. } | StoreError::Publish(_)) => {
                 ApiError::Internal(Box::new(e))
             }
+        }
+    }
+}
+
+/// A store error shared by every request of a batched round trip that failed: it reads (and
+/// chains its causes) exactly as the store error itself, so the log says the same as before.
+#[derive(Debug)]
+struct Shared(std::sync::Arc<dyn std::error::Error + Send + Sync>);
+
+impl std::fmt::Display for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for Shared {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
+    }
+}
+
+/// A batched round trip's failure is classified as its store error would be: an unreachable
+/// database is 503, anything else an opaque 500.
+impl From<BatchError> for ApiError {
+    fn from(e: BatchError) -> Self {
+        match e {
+            BatchError::RoundTrip(cause) => {
+                let unreachable = cause
+                    .downcast_ref::<StoreError>()
+                    .is_some_and(|s| matches!(s, StoreError::Unavailable(_)));
+                if unreachable {
+                    ApiError::Unavailable(Box::new(Shared(cause)))
+                } else {
+                    ApiError::Internal(Box::new(Shared(cause)))
+                }
+            }
+            // The batcher's tasks are gone: the process is shutting down.
+            e @ BatchError::Stopped => ApiError::Unavailable(Box::new(e)),
+            e @ BatchError::WrongCount { .. } => ApiError::Internal(Box::new(e)),
         }
     }
 }

@@ -269,18 +269,7 @@ async fn send_test_event(
     st.authenticate_internal(&req)?;
     let obj = crate::body::optional_object(&req, payload).await?;
     let event_type = body::string(&obj, "event_type")?
-        .map(|s| {
-            s.parse::<EventType>().map_err(|_| {
-                ApiError::Unprocessable(format!(
-                    "event_type must be one of {}",
-                    EventType::VARIANTS
-                        .iter()
-                        .map(|t| t.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ))
-            })
-        })
+        .map(|s| event_type_in("event_type", s))
         .transpose()?;
     let org_id = path_id(&path, ORG_NOT_FOUND)?;
     let delivery_id = st.store.send_test_event(org_id, event_type).await?;
@@ -436,6 +425,12 @@ const STATUS_NAMES: &str = "status must be one of pending, succeeded, failed, de
 fn event_types_message(field: &str) -> String {
     let names: Vec<&str> = EventType::VARIANTS.iter().map(|t| t.as_str()).collect();
     format!("{field} must be one of {}", names.join(", "))
+}
+
+/// One event type named by the client in `field`, or the contract's 422 listing the types.
+pub(crate) fn event_type_in(field: &str, raw: &str) -> Result<EventType, ApiError> {
+    raw.parse::<EventType>()
+        .map_err(|_| ApiError::Unprocessable(event_types_message(field)))
 }
 
 async fn list_deliveries(

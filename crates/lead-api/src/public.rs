@@ -1,14 +1,12 @@
 //! The public API, `/api/v1`, authenticated with org tokens.
 
 use actix_web::{HttpRequest, HttpResponse, http::header, web};
-use qualifier_domain::EventType;
 use qualifier_domain::validate::{
     Channel, Email, Name, Phone, RouteTarget, body, parse_external_ref, parse_profile,
 };
 use qualifier_store::leads::{NewLead, PublicPatch};
 use qualifier_store::outbox::FeedError;
 use serde_json::{Map, Value, json};
-use strum::VariantArray;
 
 use crate::error::{ApiError, method_not_allowed};
 use crate::idempotency::{self, Begin};
@@ -41,11 +39,7 @@ async fn get_lead(
 ) -> Result<HttpResponse, ApiError> {
     let auth = st.authenticate_org(&req).await?;
     let lead_id = path_id(&path, "Lead not found")?;
-    let lead = st
-        .lead_reader
-        .call((auth.org_id, lead_id))
-        .await
-        .map_err(|e| ApiError::Unavailable(Box::new(e)))??;
+    let lead = st.lead_reader.call((auth.org_id, lead_id)).await??;
     Ok(HttpResponse::Ok().json(json!({ "lead": lead })))
 }
 
@@ -83,18 +77,7 @@ async fn events_feed(req: HttpRequest, st: web::Data<AppState>) -> Result<HttpRe
         .event_type
         .as_deref()
         .filter(|s| !s.is_empty())
-        .map(|s| {
-            s.parse::<EventType>().map_err(|_| {
-                ApiError::Unprocessable(format!(
-                    "type must be one of {}",
-                    EventType::VARIANTS
-                        .iter()
-                        .map(|t| t.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ))
-            })
-        })
+        .map(|s| crate::internal::event_type_in("type", s))
         .transpose()?;
     let page = st
         .store

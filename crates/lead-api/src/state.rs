@@ -56,7 +56,7 @@ impl AppState {
             ADMIT_FLUSHERS,
             move |wanted: Vec<(Uuid, Uuid)>| {
                 let store = store.clone();
-                async move { store.get_leads(&wanted).await }
+                async move { store.get_leads_isolated(&wanted).await }
             },
         )
     }
@@ -115,11 +115,7 @@ impl AppState {
             Some(Ok(permit)) => Some(permit),
             Some(Err(())) => return Err(ApiError::Unauthorized),
         };
-        let admission = self
-            .admitter
-            .call(hash_token(token))
-            .await
-            .map_err(|e| ApiError::Unavailable(Box::new(e)))?;
+        let admission = self.admitter.call(hash_token(token)).await?;
         match admission {
             Admission::Unauthorized => Err(ApiError::Unauthorized),
             Admission::Allowed {

@@ -205,22 +205,7 @@ impl Store {
         limit: i64,
     ) -> Result<(Vec<Delivery>, Option<i64>), StoreError> {
         let mut conn = self.conn().await?;
-        let mut q = outbox::table.filter(outbox::org_id.eq(org_id)).into_boxed();
-        if !f.statuses.is_empty() {
-            q = q.filter(outbox::status.eq_any(f.statuses.clone()));
-        }
-        if !f.event_types.is_empty() {
-            q = q.filter(outbox::event_type.eq_any(f.event_types.clone()));
-        }
-        if let Some(l) = f.lead_id {
-            q = q.filter(outbox::lead_id.eq(l));
-        }
-        if let Some(t) = f.since {
-            q = q.filter(outbox::created_at.ge(t));
-        }
-        if let Some(t) = f.until {
-            q = q.filter(outbox::created_at.lt(t));
-        }
+        let mut q = f.matching(org_id);
         if let Some(b) = before_seq {
             q = q.filter(outbox::seq.lt(b));
         }
@@ -298,22 +283,10 @@ impl Store {
         let mut conn = self.conn().await?;
         let f = f.clone();
         conn.transaction::<usize, StoreError, _>(async move |conn| {
-            let mut q = outbox::table
-                .filter(outbox::org_id.eq(org_id))
-                .filter(outbox::status.eq_any(f.statuses.clone()))
-                .into_boxed();
-            if !f.event_types.is_empty() {
-                q = q.filter(outbox::event_type.eq_any(f.event_types.clone()));
-            }
-            if let Some(l) = f.lead_id {
-                q = q.filter(outbox::lead_id.eq(l));
-            }
-            if let Some(t) = f.since {
-                q = q.filter(outbox::created_at.ge(t));
-            }
-            if let Some(t) = f.until {
-                q = q.filter(outbox::created_at.lt(t));
-            }
+            // Unlike the list, a replay with no status matches nothing rather than everything.
+            let q = f
+                .matching(org_id)
+                .filter(outbox::status.eq_any(f.statuses.clone()));
             let seqs: Vec<i64> = q
                 .order(outbox::seq.asc())
                 .select(outbox::seq)
@@ -336,6 +309,30 @@ pub struct DeliveryFilter {
     pub lead_id: Option<Uuid>,
     pub since: Option<OffsetDateTime>,
     pub until: Option<OffsetDateTime>,
+}
+
+impl DeliveryFilter {
+    /// The org's outbox rows that match (an empty list of statuses or types matches any), for
+    /// both the deliveries list and bulk replay, so the two can never disagree on a filter.
+    fn matching(&self, org_id: Uuid) -> outbox::BoxedQuery<'static, diesel::pg::Pg> {
+        let mut q = outbox::table.filter(outbox::org_id.eq(org_id)).into_boxed();
+        if !self.statuses.is_empty() {
+            q = q.filter(outbox::status.eq_any(self.statuses.clone()));
+        }
+        if !self.event_types.is_empty() {
+            q = q.filter(outbox::event_type.eq_any(self.event_types.clone()));
+        }
+        if let Some(l) = self.lead_id {
+            q = q.filter(outbox::lead_id.eq(l));
+        }
+        if let Some(t) = self.since {
+            q = q.filter(outbox::created_at.ge(t));
+        }
+        if let Some(t) = self.until {
+            q = q.filter(outbox::created_at.lt(t));
+        }
+        q
+    }
 }
 
 /// Takes `seqs.len()` consecutive replay slots of the org (`replay_pacing`, whose row lock also

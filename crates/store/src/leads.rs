@@ -216,6 +216,31 @@ impl Store {
             .collect())
     }
 
+    /// [`Store::get_leads`], but one bad row (a stored value this version cannot parse fails the
+    /// whole statement) fails only its own request: after such a failure each lead is read
+    /// alone. An unreachable database fails them all, as it would each.
+    pub async fn get_leads_isolated(
+        &self,
+        wanted: &[(Uuid, Uuid)],
+    ) -> Result<Vec<Result<Lead, StoreError>>, StoreError> {
+        match self.get_leads(wanted).await {
+            Err(e @ StoreError::Unavailable(_)) => Err(e),
+            Err(_) if wanted.len() > 1 => {
+                let mut each = Vec::with_capacity(wanted.len());
+                for w in wanted {
+                    each.push(match self.get_leads(std::slice::from_ref(w)).await {
+                        Ok(mut one) => one
+                            .pop()
+                            .unwrap_or(Err(StoreError::NotFound("Lead not found"))),
+                        Err(e) => Err(e),
+                    });
+                }
+                Ok(each)
+            }
+            other => other,
+        }
+    }
+
     /// One page of the org's leads in `(updated_at, id)` order, from `updated_since` (inclusive)
     /// or strictly after the keyset `after`, through the `leads_org_updated` index. Returns the
     /// page and, when there is more, the key to continue after.

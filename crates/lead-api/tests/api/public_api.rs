@@ -629,3 +629,40 @@ async fn a_stored_stage_that_does_not_parse_is_an_error_not_a_default() {
         "{line}"
     );
 }
+
+/// GETs are read in batches: a lead whose stored row cannot be read fails its own requests
+/// only, never the other leads' requests that shared its statement.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unreadable_lead_does_not_fail_the_reads_batched_with_it() {
+    let app = TestApp::spawn().await;
+    let (org, token) = app.org().await;
+    let bad = app.inbound_lead(&org, "+447700900124").await;
+    let good = app.inbound_lead(&org, "+447700900125").await;
+    app.db
+        .client()
+        .await
+        .batch_execute(&format!(
+            "ALTER TABLE leads DROP CONSTRAINT leads_qualification_stage_check;
+             UPDATE leads SET qualification_stage = 'negotiating' WHERE id = '{}'",
+            bad["id"].as_str().unwrap()
+        ))
+        .await
+        .unwrap();
+    let http = crate::helpers::client();
+    let mut tasks = Vec::new();
+    for i in 0..60usize {
+        let id = if i % 2 == 0 { &bad["id"] } else { &good["id"] };
+        let url = format!("{}/api/v1/leads/{}", app.public, id.as_str().unwrap());
+        let (http, token) = (http.clone(), token.clone());
+        tasks.push(tokio::spawn(async move {
+            let r = http.get(url).bearer_auth(token).send().await.unwrap();
+            (i % 2 == 0, r.status().as_u16())
+        }));
+    }
+    for t in tasks {
+        match t.await.unwrap() {
+            (true, status) => assert_eq!(status, 500),
+            (false, status) => assert_eq!(status, 200, "a good lead's read failed"),
+        }
+    }
+}
