@@ -50,7 +50,7 @@ struct Opts {
     #[arg(long)]
     json: Option<PathBuf>,
     /// Run one phase alone, for profiling it (`perf record -a` while it runs).
-    #[arg(long, value_parser = ["e2e", "drain", "api", "feed"])]
+    #[arg(long, value_parser = ["e2e", "drain", "api", "feed", "lone"])]
     only: Option<String>,
 }
 
@@ -581,6 +581,38 @@ async fn api_phase(o: &Opts, sink: &Sink) -> anyhow::Result<Value> {
     }))
 }
 
+/// The per-org cap exists for neighbours: alone, an org should not feel it. One org at the
+/// maximum rate under the default cap (16 of 64), against `lifted`, the same run with the cap
+/// lifted to the process's 64 slots.
+async fn lone_org(sink: &Sink, n: u64, lifted: &E2e) -> anyhow::Result<Value> {
+    let capped = e2e_with(
+        sink,
+        n,
+        1,
+        None,
+        false,
+        DeliverySettings {
+            org_concurrency: 16, // the default: a quarter of 64
+            ..default_delivery()
+        },
+    )
+    .await?;
+    let p50 = |t: &Tally| {
+        t.json()["commit_to_receipt_p50_ms"]
+            .as_f64()
+            .unwrap_or(f64::NAN)
+    };
+    Ok(json!({
+        "default_cap_delivered_per_s": r3(capped.delivered_per_s),
+        "cap_lifted_delivered_per_s": r3(lifted.delivered_per_s),
+        "rate_ratio_default_vs_lifted": r3(capped.delivered_per_s / lifted.delivered_per_s),
+        "default_cap_p50_ms": p50(&capped.tally),
+        "cap_lifted_p50_ms": p50(&lifted.tally),
+        "p50_ratio_default_vs_lifted": r3(p50(&capped.tally) / p50(&lifted.tally)),
+        "default_cap_events_lost": capped.tally.lost,
+    }))
+}
+
 fn machine() -> Value {
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
@@ -644,7 +676,12 @@ async fn main() -> anyhow::Result<()> {
             "drain" => drain(&sink, n, 1, Answer::Ok, default_delivery()).await?,
             "api" => api_phase(&o, &sink).await?,
             "feed" => feed::read_phase(&sink).await?,
-            other => anyhow::bail!("--only takes e2e, drain, api or feed, not {other}"),
+            "lone" => {
+                // Back to back, so both halves see the machine in the same state.
+                let lifted = e2e(&sink, n, 1, None, false).await?;
+                lone_org(&sink, n, &lifted).await?
+            }
+            other => anyhow::bail!("--only takes e2e, drain, api, feed or lone, not {other}"),
         };
         println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(());
@@ -687,33 +724,7 @@ async fn main() -> anyhow::Result<()> {
     .await?;
     println!("[4/6] noisy neighbour; one org alone under the default per-org cap");
     let noisy = noisy(&sink, (n / 4).max(1000), if o.quick { 300 } else { 1000 }).await?;
-    // The per-org cap exists for neighbours: alone, an org should not feel it.
-    let lone_capped = e2e_with(
-        &sink,
-        n,
-        1,
-        None,
-        false,
-        DeliverySettings {
-            org_concurrency: 16, // the default: a quarter of 64
-            ..default_delivery()
-        },
-    )
-    .await?;
-    let lone = {
-        let capped = lone_capped.tally.json();
-        let lifted = max.tally.json();
-        let p50 = |v: &Value| v["commit_to_receipt_p50_ms"].as_f64().unwrap_or(f64::NAN);
-        json!({
-            "default_cap_delivered_per_s": r3(lone_capped.delivered_per_s),
-            "cap_lifted_delivered_per_s": r3(max.delivered_per_s),
-            "rate_ratio_default_vs_lifted": r3(lone_capped.delivered_per_s / max.delivered_per_s),
-            "default_cap_p50_ms": p50(&capped),
-            "cap_lifted_p50_ms": p50(&lifted),
-            "p50_ratio_default_vs_lifted": r3(p50(&capped) / p50(&lifted)),
-            "default_cap_events_lost": lone_capped.tally.lost,
-        })
-    };
+    let lone = lone_org(&sink, n, &max).await?;
     println!(
         "[5/6] events feed: reading a {}-event org",
         feed::FEED_EVENTS
@@ -973,7 +984,7 @@ async fn main() -> anyhow::Result<()> {
     let lost_total = max.tally.lost
         + half.tally.lost
         + max2.tally.lost
-        + lone_capped.tally.lost
+        + lone["default_cap_events_lost"].as_u64().unwrap_or(0)
         + [
             &drain1,
             &drain2,

@@ -114,8 +114,10 @@ pub enum BusError {
 
 /// The waits of the park queues, shortest first. A message held back parks in the longest that
 /// does not overshoot its wait; each queue has a single TTL, so its messages expire in order.
-/// The first keeps the name the single park queue of earlier versions had.
-pub const PARK_TIERS_MS: [u64; 6] = [1_000, 4_000, 16_000, 64_000, 256_000, 1_024_000];
+/// The 1 s tier keeps the name the single park queue of earlier versions had. The 100 ms tier
+/// is for the overflow of an org whose first attempts are still running, and for the last
+/// fraction of a receiver's pause.
+pub const PARK_TIERS_MS: [u64; 7] = [100, 1_000, 4_000, 16_000, 64_000, 256_000, 1_024_000];
 
 /// Every exchange and queue name, under `QUALIFIER_TOPOLOGY_PREFIX`.
 #[derive(Debug, Clone)]

@@ -24,12 +24,23 @@ pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(3600);
 /// The shortest a parked message waits before it is looked at again.
 pub const MIN_PARK: Duration = Duration::from_secs(1);
 
+/// How long an org's first attempts may run before its overflow stops being given the short
+/// park. Until one attempt has ended nobody knows whether its endpoint is quick (and may borrow
+/// idle slots) or hanging (and must keep to its cap); a quick one answers within this, so its
+/// overflow, back after [`SETTLE_PARK`], finds the duration known and borrows. A hanging one's
+/// overflow makes one short hop, then parks for [`MIN_PARK`] and longer, as before.
+pub const SETTLE_PARK: Duration = Duration::from_millis(100);
+
 /// Why a message waits without using an attempt, with what decides how long.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Hold {
     /// The org holds its share of this process's attempt slots; `typical_ms` is how long its
     /// attempts usually take (unknown before the first one ends).
-    AtCap { typical_ms: Option<u64> },
+    /// `settling`: no attempt has ended yet and the first started under [`SETTLE_PARK`] ago.
+    AtCap {
+        typical_ms: Option<u64>,
+        settling: bool,
+    },
     /// The receiver asked for a pause (`Retry-After`) that has this long left.
     BackingOff { for_ms: u64 },
 }
@@ -109,6 +120,8 @@ pub struct OrgSlots {
     pub paused_for: Option<Duration>,
     /// Its attempts' moving-average duration, once one has ended.
     pub typical: Option<Duration>,
+    /// Before one has ended: how long ago its first attempt started.
+    pub first_started_ago: Option<Duration>,
 }
 
 /// Whether an org may start an attempt now (the per-org cap, work-conserving):
@@ -134,6 +147,8 @@ pub fn admit(org: &OrgSlots, p: &Slots) -> Result<(), Hold> {
     } else {
         Err(Hold::AtCap {
             typical_ms: org.typical.map(|d| d.as_millis() as u64),
+            settling: org.typical.is_none()
+                && org.first_started_ago.is_some_and(|a| a < SETTLE_PARK),
         })
     }
 }
@@ -142,11 +157,13 @@ pub fn admit(org: &OrgSlots, p: &Slots) -> Result<(), Hold> {
 /// org back costs the shared queue one hop per message, not one per second.
 /// - Backing off: the rest of the pause the receiver asked for.
 /// - At its cap: about one of its attempts' time (a slot has freed by then), between
-///   [`MIN_PARK`] and the attempt timeout; [`MIN_PARK`] until one attempt has ended.
+///   [`MIN_PARK`] and the attempt timeout; [`MIN_PARK`] until one attempt has ended, and
+///   [`SETTLE_PARK`] while its first attempts are younger than that.
 pub fn park_wait(hold: Hold, attempt_timeout: Duration) -> Duration {
     match hold {
         Hold::BackingOff { for_ms } => Duration::from_millis(for_ms),
-        Hold::AtCap { typical_ms } => typical_ms
+        Hold::AtCap { settling: true, .. } => SETTLE_PARK,
+        Hold::AtCap { typical_ms, .. } => typical_ms
             .map_or(MIN_PARK, Duration::from_millis)
             .min(attempt_timeout)
             .max(MIN_PARK),
@@ -482,7 +499,10 @@ mod tests {
     #[test]
     fn a_message_waits_for_its_not_before_then_for_the_org_gate() {
         let mut m = meta(EventType::LeadCreated);
-        let at_cap = Hold::AtCap { typical_ms: None };
+        let at_cap = Hold::AtCap {
+            typical_ms: None,
+            settling: false,
+        };
         assert_eq!(hold(&m, NOW, None), None);
         assert_eq!(hold(&m, NOW, Some(at_cap)), Some(at_cap));
         m.not_before_ms = Some(NOW + 1500);
@@ -512,7 +532,35 @@ mod tests {
             in_flight,
             paused_for: None,
             typical: typical_ms.map(Duration::from_millis),
+            first_started_ago: None,
         }
+    }
+
+    #[test]
+    fn an_org_whose_first_attempts_are_young_parks_briefly_then_as_before() {
+        let young = OrgSlots {
+            first_started_ago: Some(Duration::from_millis(20)),
+            ..org(16, None)
+        };
+        let hold = admit(&young, &slots(16, false)).unwrap_err();
+        let timeout = Duration::from_secs(10);
+        assert_eq!(park_wait(hold, timeout), SETTLE_PARK);
+        assert_eq!(park_tier(&[100, 1_000, 4_000], SETTLE_PARK), 0);
+        // Its first attempt has run past the settle time without ending: maybe a hanging
+        // endpoint, so its overflow waits as long as before.
+        let old = OrgSlots {
+            first_started_ago: Some(SETTLE_PARK * 3),
+            ..org(16, None)
+        };
+        let hold = admit(&old, &slots(16, false)).unwrap_err();
+        assert_eq!(park_wait(hold, timeout), MIN_PARK);
+        // Once an attempt has ended its typical duration decides, young or not.
+        let known = OrgSlots {
+            first_started_ago: Some(Duration::from_millis(20)),
+            ..org(16, Some(6_000))
+        };
+        let hold = admit(&known, &slots(16, false)).unwrap_err();
+        assert_eq!(park_wait(hold, timeout), Duration::from_secs(6));
     }
 
     #[test]
@@ -542,7 +590,8 @@ mod tests {
         assert_eq!(
             admit(&org(48, fast), &slots(48, false)),
             Err(Hold::AtCap {
-                typical_ms: Some(20)
+                typical_ms: Some(20),
+                settling: false,
             }),
             "the last 16 slots stay free for a newcomer"
         );
@@ -574,7 +623,15 @@ mod tests {
             Duration::from_secs(60)
         );
         // At the cap: about one attempt's time, at least a second, at most the timeout.
-        let at_cap = |typical_ms| park_wait(Hold::AtCap { typical_ms }, timeout);
+        let at_cap = |typical_ms| {
+            park_wait(
+                Hold::AtCap {
+                    typical_ms,
+                    settling: false,
+                },
+                timeout,
+            )
+        };
         assert_eq!(at_cap(None), MIN_PARK);
         assert_eq!(at_cap(Some(20)), MIN_PARK);
         assert_eq!(at_cap(Some(4_000)), Duration::from_secs(4));
@@ -588,7 +645,8 @@ mod tests {
         assert_eq!(
             park_wait(
                 Hold::AtCap {
-                    typical_ms: Some(900)
+                    typical_ms: Some(900),
+                    settling: false,
                 },
                 short
             ),
@@ -603,7 +661,13 @@ mod tests {
             Some(NOW + 30_000)
         );
         assert_eq!(
-            carried_not_before(Hold::AtCap { typical_ms: None }, NOW),
+            carried_not_before(
+                Hold::AtCap {
+                    typical_ms: None,
+                    settling: false
+                },
+                NOW
+            ),
             None
         );
     }

@@ -34,6 +34,8 @@ struct OrgState {
     waiting_until: Option<Instant>,
     /// Typical attempt duration (moving average), once one attempt finished.
     typical: Option<Duration>,
+    /// When its first attempt started (what [`decide::SETTLE_PARK`] is measured from).
+    first_started: Option<Instant>,
     last_seen: Instant,
 }
 
@@ -44,6 +46,7 @@ impl OrgState {
             not_before: None,
             waiting_until: None,
             typical: None,
+            first_started: None,
             last_seen: now,
         }
     }
@@ -128,8 +131,10 @@ impl OrgGate {
             in_flight: o.in_flight,
             paused_for: remaining(o.not_before, now),
             typical: o.typical,
+            first_started_ago: o.first_started.map(|t| now.duration_since(t)),
         };
         decide::admit(&view, &process)?;
+        o.first_started.get_or_insert(now);
         o.in_flight += 1;
         st.in_flight += 1;
         Ok(Permit {
@@ -241,6 +246,7 @@ mod tests {
         match gate.enter(a) {
             Err(Hold::AtCap {
                 typical_ms: Some(ms),
+                ..
             }) => assert!((9_000..=10_000).contains(&ms)),
             _ => panic!("at cap with a typical duration"),
         }

@@ -320,7 +320,10 @@ impl Worker {
             (None, Ok(permit)) => permit,
             (why, _) => {
                 // A slot taken while the message's own pause holds it is given back at once.
-                let why = why.unwrap_or(Hold::AtCap { typical_ms: None });
+                let why = why.unwrap_or(Hold::AtCap {
+                    typical_ms: None,
+                    settling: false,
+                });
                 self.park(&publisher, d, &job, why).await;
                 return;
             }
