@@ -39,6 +39,16 @@ fuzz_target!(|data: &[u8]| {
             assert!(p.email.as_ref().is_none_or(|e| clean(e.as_str())));
             assert!(p.route_target.as_ref().is_none_or(|r| clean(r.as_str())));
         }
-        let _ = lead_api::internal::parse_event_types(obj);
+        // The typed commands of the internal API and the console (lead-api's inputs module).
+        let _ = lead_api::inputs::subscription_of(obj);
+        let _ = lead_api::inputs::GraceWindow::from_json(obj);
+        let _ = lead_api::inputs::ReplayFilter::from_json(obj);
+        if let Ok(t) = lead_api::inputs::NewToken::from_json(obj) {
+            assert!(t.name.as_ref().is_none_or(|n| clean(n.as_str())));
+        }
+    }
+    // The same bytes as a query string of the delivery list (API and console).
+    if let Ok(q) = std::str::from_utf8(data) {
+        let _ = lead_api::inputs::DeliveryQuery::parse(q);
     }
 });

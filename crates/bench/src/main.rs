@@ -50,7 +50,7 @@ struct Opts {
     #[arg(long)]
     json: Option<PathBuf>,
     /// Run one phase alone, for profiling it (`perf record -a` while it runs).
-    #[arg(long, value_parser = ["e2e", "drain", "api", "feed", "lone"])]
+    #[arg(long, value_parser = ["e2e", "drain", "api", "feed", "lone", "outage", "noisy"])]
     only: Option<String>,
 }
 
@@ -73,6 +73,7 @@ fn default_delivery() -> DeliverySettings {
         concurrency: 64,
         org_concurrency: 64,
         timeout_ms: 2000,
+        env: vec![],
     }
 }
 
@@ -421,6 +422,7 @@ async fn drain(
     v["receiver_latency_ms"] = json!(match answer {
         Answer::Ok => 0,
         Answer::After(d) => d.as_millis() as u64,
+        Answer::Fail(_) => 0,
     });
     v["drained_per_s"] = json!(r3(t.delivered as f64 / window));
     v["drained_per_s_from_start"] =
@@ -437,6 +439,7 @@ async fn noisy(sink: &Sink, b_events: u64, a_events: u64) -> anyhow::Result<Valu
         concurrency: 64,
         org_concurrency: 16,
         timeout_ms: 1000,
+        env: vec![],
     };
     let worker = env.start_delivery(&settings).await?;
     let (ea, ua) = sink.endpoint(Answer::After(Duration::from_secs(5)));
@@ -505,6 +508,7 @@ async fn api_phase(o: &Opts, sink: &Sink) -> anyhow::Result<Value> {
         event_retention_days: 30,
         replay_rate_per_second: 50,
         console_base_url: None,
+        max_page_bytes: lead_api::page::DEFAULT_MAX_PAGE_BYTES,
     };
     let api = lead_api::start(cfg).await?;
     env.internal = format!("http://{}", api.internal_addr);
@@ -584,6 +588,98 @@ async fn api_phase(o: &Opts, sink: &Sink) -> anyhow::Result<Value> {
 /// The per-org cap exists for neighbours: alone, an org should not feel it. One org at the
 /// maximum rate under the default cap (16 of 64), against `lifted`, the same run with the cap
 /// lifted to the process's 64 slots.
+/// Endpoint health (contract section 9): `events` events wait through an outage of the org's
+/// endpoint, then it comes back and they are delivered with no call. Reports what waiting cost
+/// the broker (messages it accepted per waiting event per hour of outage: held deliveries are
+/// off the broker, so close to 0) and the drain rate after recovery (the first good probe
+/// releases them; probes here run every second or two).
+async fn outage(sink: &Sink, events: u64, watch_secs: u64) -> anyhow::Result<Value> {
+    sink.clear();
+    let mut env = Env::new(sink.ca_file.clone()).await;
+    let api = env.start_api().await?;
+    let (ep, url) = sink.endpoint(Answer::Fail(503));
+    let org = env.org(&url, 4).await?;
+    sink.set_secret(ep, &org.secret);
+    let settings = DeliverySettings {
+        env: vec![
+            ("QUALIFIER_ENDPOINT_FAILING_SPAN_MS", "1000".into()),
+            ("QUALIFIER_ENDPOINT_PROBE_MIN_MS", "1000".into()),
+            ("QUALIFIER_ENDPOINT_PROBE_MAX_MS", "2000".into()),
+        ],
+        ..default_delivery()
+    };
+    let worker = env.start_delivery(&settings).await?;
+    let pg = env.db.client().await;
+    let count = |sql: &'static str| {
+        let pg = &pg;
+        async move { pg.query_one(sql, &[]).await.map(|r| r.get::<_, i64>(0)) }
+    };
+    // The outage begins: a few events until the endpoint is found failing.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut offset = 0;
+    while count("SELECT count(*) FROM endpoint_health WHERE state = 'failing'").await? == 0 {
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "the endpoint never became failing"
+        );
+        produce(&env, &org, 5, offset, 5, None, false).await;
+        offset += 5;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    produce(&env, &org, events, offset, 32, None, false).await;
+    let total = offset + events;
+    // Every one of them waits in its row, off the broker.
+    let deadline = Instant::now() + patience(events);
+    while (count("SELECT count(*) FROM outbox WHERE held_at IS NOT NULL").await? as u64) < total {
+        anyhow::ensure!(Instant::now() < deadline, "not every event was held");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let before = broker_publishes().await;
+    tokio::time::sleep(Duration::from_secs(watch_secs)).await;
+    let after = broker_publishes().await;
+    let probes = sink.receipts().iter().filter(|r| r.endpoint == ep).count();
+    // Back.
+    sink.set_answer(ep, Answer::Ok);
+    let back = Instant::now();
+    let deadline = back + patience(total) + Duration::from_secs(10);
+    let mut first = None;
+    loop {
+        let done = count("SELECT count(*) FROM outbox WHERE status = 'succeeded'").await? as u64;
+        if done > 0 && first.is_none() {
+            first = Some(back.elapsed());
+        }
+        if done >= total {
+            break;
+        }
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "{done} of {total} delivered after recovery"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let took = back.elapsed();
+    let first = first.unwrap_or(took);
+    let dead = count("SELECT count(*) FROM outbox WHERE status = 'dead'").await?;
+    worker.stop();
+    api.stop();
+    let publishes = match (before, after) {
+        (Some(b), Some(a)) => Some(a - b),
+        _ => None,
+    };
+    let hours = watch_secs as f64 / 3600.0;
+    Ok(json!({
+        "events_waiting": total,
+        "outage_watched_s": watch_secs,
+        "broker_publishes_while_waiting": publishes,
+        "broker_publishes_per_waiting_event_per_hour": publishes.map(|p| r3(p as f64 / total as f64 / hours)),
+        "requests_to_the_endpoint_during_outage": probes,
+        "first_delivery_after_recovery_ms": first.as_millis() as u64,
+        "drained_per_s_after_first": r3(total as f64 / (took - first).as_secs_f64().max(1e-3)),
+        "all_delivered_after_recovery_s": r3(took.as_secs_f64()),
+        "dead": dead,
+    }))
+}
+
 async fn lone_org(sink: &Sink, n: u64, lifted: &E2e) -> anyhow::Result<Value> {
     let capped = e2e_with(
         sink,
@@ -681,7 +777,13 @@ async fn main() -> anyhow::Result<()> {
                 let lifted = e2e(&sink, n, 1, None, false).await?;
                 lone_org(&sink, n, &lifted).await?
             }
-            other => anyhow::bail!("--only takes e2e, drain, api, feed or lone, not {other}"),
+            "outage" => outage(&sink, n, if o.quick { 20 } else { 60 }).await?,
+            "noisy" => noisy(&sink, (n / 4).max(1000), if o.quick { 300 } else { 1000 }).await?,
+            other => {
+                anyhow::bail!(
+                    "--only takes e2e, drain, api, feed, lone, outage or noisy, not {other}"
+                )
+            }
         };
         println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(());
@@ -730,6 +832,8 @@ async fn main() -> anyhow::Result<()> {
         feed::FEED_EVENTS
     );
     let feed_read = feed::read_phase(&sink).await?;
+    println!("      endpoint health: {n} events wait through an outage, then drain");
+    let outage_run = outage(&sink, n, if o.quick { 20 } else { 60 }).await?;
     let feed_tail = match &max.feed_tail {
         Some((events, lat)) => json!({
             "pages": lat.len(), "events_read": events,
@@ -981,6 +1085,22 @@ async fn main() -> anyhow::Result<()> {
             .unwrap_or(f64::NAN),
         None,
     );
+    row(
+        r,
+        "outage: broker publishes per waiting event per hour",
+        outage_run["broker_publishes_per_waiting_event_per_hour"]
+            .as_f64()
+            .unwrap_or(f64::NAN),
+        Some(("<=", 0.1)),
+    );
+    row(
+        r,
+        "outage: drain ev/s after recovery",
+        outage_run["drained_per_s_after_first"]
+            .as_f64()
+            .unwrap_or(f64::NAN),
+        None,
+    );
     let lost_total = max.tally.lost
         + half.tally.lost
         + max2.tally.lost
@@ -1021,6 +1141,7 @@ async fn main() -> anyhow::Result<()> {
         "noisy_neighbour": noisy,
         "lone_org": lone,
         "feed": {"read": feed_read, "tail_during_end_to_end_max_rate": feed_tail},
+        "endpoint_outage": outage_run,
         "cost": cost,
         "events_lost_all_runs": lost_total,
         "targets": rows,

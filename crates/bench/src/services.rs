@@ -60,6 +60,8 @@ pub struct DeliverySettings {
     pub concurrency: usize,
     pub org_concurrency: usize,
     pub timeout_ms: u64,
+    /// More variables for the process (the outage phase scales endpoint health).
+    pub env: Vec<(&'static str, String)>,
 }
 
 pub struct Env {
@@ -140,7 +142,8 @@ impl Env {
                 s.org_concurrency.to_string(),
             )
             .env("QUALIFIER_DELIVERY_TIMEOUT_MS", s.timeout_ms.to_string())
-            .env("QUALIFIER_WEBHOOK_CA_FILE", &self.ca_file);
+            .env("QUALIFIER_WEBHOOK_CA_FILE", &self.ca_file)
+            .envs(s.env.iter().map(|(k, v)| (*k, v.as_str())));
         let child = cmd
             .spawn()
             .context("webhook-delivery (run `make bench`, which builds it)")?;

@@ -16,6 +16,8 @@ pub enum Answer {
     Ok,
     /// 200 after this long (a receiver with real work to do, still healthy).
     After(Duration),
+    /// This status at once (an endpoint that is down).
+    Fail(u16),
 }
 
 struct Endpoint {
@@ -106,8 +108,16 @@ async fn hook(
         });
         ep.answer
     };
-    if let Answer::After(d) = answer {
-        tokio::time::sleep(d).await;
+    match answer {
+        Answer::Ok => {}
+        Answer::After(d) => tokio::time::sleep(d).await,
+        Answer::Fail(code) => {
+            return HttpResponse::build(
+                actix_web::http::StatusCode::from_u16(code)
+                    .unwrap_or(actix_web::http::StatusCode::SERVICE_UNAVAILABLE),
+            )
+            .body("down");
+        }
     }
     HttpResponse::Ok().body("ok")
 }
@@ -164,6 +174,11 @@ impl Sink {
         });
         let i = eps.len() - 1;
         (i, format!("{}/{i}", self.base))
+    }
+
+    /// Changes how `endpoint` answers from now on.
+    pub fn set_answer(&self, endpoint: usize, answer: Answer) {
+        self.state.endpoints.write().unwrap()[endpoint].answer = answer;
     }
 
     pub fn set_secret(&self, endpoint: usize, secret: &str) {

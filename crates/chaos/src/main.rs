@@ -33,6 +33,10 @@ const INTERNAL_TOKEN: &str = "chaos-internal-token-0123456789";
 /// Five attempts span 0.5 + 1 + 2 + 4 = 7.5 s, longer than any receiver fault phase (2 s), so
 /// no delivery dies of a fault that ends; a fault that outlasted the budget would be a real loss.
 const RETRY_DELAYS: [u64; 4] = [500, 1000, 2000, 4000];
+
+fn is_probe(r: &qualifier_testkit::receiver::Received) -> bool {
+    r.header("x-qualifier-probe") == "true"
+}
 const ATTEMPT_TIMEOUT_MS: &str = "1500";
 
 /// Events through kill -9, broker and database restarts and receiver faults; fails if one is
@@ -240,6 +244,12 @@ async fn main() -> anyhow::Result<()> {
     delivery_cmd
         .env("QUALIFIER_DELIVERY_ADDR", format!("127.0.0.1:{health}"))
         .env("QUALIFIER_DELIVERY_TIMEOUT_MS", ATTEMPT_TIMEOUT_MS)
+        // Endpoint health scaled like the retry waits (about 1/60 of the defaults): a receiver
+        // fault longer than the 7.5 s retry schedule holds the deliveries instead of making them
+        // dead, and the first good probe sends them, with nobody replaying anything.
+        .env("QUALIFIER_ENDPOINT_FAILING_SPAN_MS", "1000")
+        .env("QUALIFIER_ENDPOINT_PROBE_MIN_MS", "250")
+        .env("QUALIFIER_ENDPOINT_PROBE_MAX_MS", "1000")
         .env("QUALIFIER_WEBHOOK_CA_FILE", &receiver.ca_file);
     let mut api = Service {
         name: "lead-api",
@@ -432,7 +442,7 @@ async fn main() -> anyhow::Result<()> {
         let received: HashSet<String> = receiver
             .received()
             .iter()
-            .filter(|r| r.verified_with.is_some() && r.accepted)
+            .filter(|r| r.verified_with.is_some() && r.accepted && !is_probe(r))
             .map(|r| r.header("x-qualifier-delivery").to_owned())
             .collect();
         if committed.is_subset(&received) || Instant::now() > deadline {
@@ -440,7 +450,14 @@ async fn main() -> anyhow::Result<()> {
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     };
-    let received = receiver.received();
+    // Probes of the endpoint while a receiver fault made it failing are not deliveries (they
+    // carry X-Qualifier-Probe and an id of their own); a receiver ignores them, so does the count.
+    let probes = receiver.received().iter().filter(|r| is_probe(r)).count();
+    let received: Vec<_> = receiver
+        .received()
+        .into_iter()
+        .filter(|r| !is_probe(r))
+        .collect();
     let leads: i64 = pg
         .query_one("SELECT count(*) FROM leads", &[])
         .await?
@@ -481,6 +498,7 @@ async fn main() -> anyhow::Result<()> {
         "foreign_delivery_ids": foreign,
         "delivery_statuses": statuses,
         "dead_lettered_then_replayed": replayed_dead,
+        "endpoint_probes": probes,
         "faults": fig.faults,
         "readiness_failures": fig.readiness_failures,
     });

@@ -1,7 +1,8 @@
 //! Configuration from the environment (contract section 1).
 //!
-//! Every reader names its variable in its error, and each binary validates all of its
-//! configuration once at start: a missing or malformed variable stops the process with one line
+//! Each binary declares its variables once with clap (`env` on every argument), so `--help` is
+//! generated and lists exactly what it reads. Every check below names its variable in its error,
+//! and each binary validates all of its configuration once at start: a missing or malformed variable stops the process with one line
 //! such as `configuration error: QUALIFIER_SECRET_KEY must decode to 32 bytes, got 3`.
 
 use std::fmt;
@@ -30,36 +31,37 @@ impl fmt::Display for EnvError {
 
 impl std::error::Error for EnvError {}
 
-/// Reads a variable; empty counts as unset, as it does for most shells' `VAR=` lines.
-fn raw(var: &str) -> Option<String> {
-    std::env::var(var).ok().filter(|v| !v.trim().is_empty())
+/// Each service declares its variables once, as clap arguments with `env` (so `--help` is
+/// generated from what the program reads and cannot drift); the helpers below validate the
+/// values clap read and name the variable in every error. An empty value counts as unset, as
+/// it does for most shells' `VAR=` lines (clap would otherwise take `""` as the value).
+pub fn value<'a>(raw: &'a str, default: &'a str) -> &'a str {
+    if raw.trim().is_empty() { default } else { raw }
 }
 
-pub fn required(var: &'static str) -> Result<String, EnvError> {
-    raw(var).ok_or_else(|| EnvError::new(var, "is required but not set"))
+/// An optional variable's value, `None` when unset or empty.
+pub fn optional(raw: &Option<String>) -> Option<&str> {
+    raw.as_deref().filter(|v| !v.trim().is_empty())
 }
 
-pub fn optional(var: &'static str) -> Option<String> {
-    raw(var)
+pub fn required(var: &'static str, raw: &Option<String>) -> Result<String, EnvError> {
+    optional(raw)
+        .map(str::to_owned)
+        .ok_or_else(|| EnvError::new(var, "is required but not set"))
 }
 
-pub fn with_default(var: &'static str, default: &str) -> String {
-    raw(var).unwrap_or_else(|| default.to_owned())
-}
-
-pub fn parsed<T: FromStr>(var: &'static str, default: &str) -> Result<T, EnvError>
+pub fn parsed<T: FromStr>(var: &'static str, v: &str) -> Result<T, EnvError>
 where
     T::Err: fmt::Display,
 {
-    let v = with_default(var, default);
     v.trim()
         .parse()
         .map_err(|e| EnvError::new(var, format!("is malformed ({v:?}): {e}")))
 }
 
 /// A positive integer (0 would disable the thing it sizes).
-pub fn positive(var: &'static str, default: &str) -> Result<u64, EnvError> {
-    let n: u64 = parsed(var, default)?;
+pub fn positive(var: &'static str, v: &str) -> Result<u64, EnvError> {
+    let n: u64 = parsed(var, v)?;
     if n == 0 {
         Err(EnvError::new(var, "must be at least 1"))
     } else {
@@ -67,9 +69,14 @@ pub fn positive(var: &'static str, default: &str) -> Result<u64, EnvError> {
     }
 }
 
+/// A positive number that fits a u32.
+pub fn positive_u32(var: &'static str, v: &str) -> Result<u32, EnvError> {
+    u32::try_from(positive(var, v)?).map_err(|_| EnvError::new(var, "is too large"))
+}
+
 /// A comma-separated list of CIDRs (a bare address counts as a /32 or /128).
-pub fn cidrs(var: &'static str) -> Result<Vec<ipnet::IpNet>, EnvError> {
-    parse_cidrs(&with_default(var, "")).map_err(|e| EnvError::new(var, e))
+pub fn cidrs(var: &'static str, v: &str) -> Result<Vec<ipnet::IpNet>, EnvError> {
+    parse_cidrs(v).map_err(|e| EnvError::new(var, e))
 }
 
 pub fn parse_cidrs(s: &str) -> Result<Vec<ipnet::IpNet>, String> {
@@ -85,9 +92,8 @@ pub fn parse_cidrs(s: &str) -> Result<Vec<ipnet::IpNet>, String> {
 }
 
 /// A comma-separated list of millisecond durations.
-pub fn millis_list(var: &'static str, default: &str) -> Result<Vec<u64>, EnvError> {
-    with_default(var, default)
-        .split(',')
+pub fn millis_list(var: &'static str, v: &str) -> Result<Vec<u64>, EnvError> {
+    v.split(',')
         .map(|p| {
             p.trim()
                 .parse::<u64>()
@@ -96,32 +102,71 @@ pub fn millis_list(var: &'static str, default: &str) -> Result<Vec<u64>, EnvErro
         .collect()
 }
 
+pub const TOPOLOGY_PREFIX: &str = "QUALIFIER_TOPOLOGY_PREFIX";
+pub const DEFAULT_TOPOLOGY_PREFIX: &str = "qualifier";
+
 /// `QUALIFIER_TOPOLOGY_PREFIX`: letters, digits, `.`, `_`, `-` (it becomes part of queue names).
-pub fn topology_prefix() -> Result<String, EnvError> {
-    let p = with_default("QUALIFIER_TOPOLOGY_PREFIX", "qualifier");
+pub fn topology_prefix(raw: &str) -> Result<String, EnvError> {
+    let p = value(raw, DEFAULT_TOPOLOGY_PREFIX).to_owned();
     if p.len() > 100
         || !p
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
     {
         return Err(EnvError::new(
-            "QUALIFIER_TOPOLOGY_PREFIX",
+            TOPOLOGY_PREFIX,
             "must be 1-100 of [A-Za-z0-9._-]",
         ));
     }
     Ok(p)
 }
 
+pub const RETRY_DELAYS: &str = "QUALIFIER_RETRY_DELAYS_MS";
+pub const DEFAULT_RETRY_DELAYS: &str = "30000,120000,480000,1920000";
+
 /// `QUALIFIER_RETRY_DELAYS_MS`: exactly the 4 waits before attempts 2..5.
-pub fn retry_delays() -> Result<Vec<u64>, EnvError> {
-    let d = millis_list("QUALIFIER_RETRY_DELAYS_MS", "30000,120000,480000,1920000")?;
+pub fn retry_delays(raw: &str) -> Result<Vec<u64>, EnvError> {
+    let d = millis_list(RETRY_DELAYS, value(raw, DEFAULT_RETRY_DELAYS))?;
     if d.len() != 4 || d.contains(&0) {
         return Err(EnvError::new(
-            "QUALIFIER_RETRY_DELAYS_MS",
+            RETRY_DELAYS,
             "must be 4 positive millisecond waits (attempts 2..5)",
         ));
     }
     Ok(d)
+}
+
+/// The variables of logging and tracing, shared by both services (read by the telemetry crate).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct TelemetryArgs {
+    /// Log filter, as tracing's EnvFilter reads it
+    #[arg(
+        long = "log",
+        env = "RUST_LOG",
+        default_value = "info",
+        hide_env_values = true
+    )]
+    pub rust_log: String,
+    /// Log line format: json or pretty
+    #[arg(
+        long,
+        env = "QUALIFIER_LOG_FORMAT",
+        default_value = "json",
+        hide_env_values = true
+    )]
+    pub log_format: String,
+    /// Export traces over OTLP/gRPC to this endpoint when set
+    #[arg(long, env = "OTEL_EXPORTER_OTLP_ENDPOINT", hide_env_values = true)]
+    pub otel_exporter_otlp_endpoint: Option<String>,
+}
+
+/// The names of the environment variables a clap command reads, in declaration order (the
+/// `--help` test compares them with what the binary prints).
+pub fn env_names(cmd: &clap::Command) -> Vec<String> {
+    cmd.get_arguments()
+        .filter_map(|a| a.get_env())
+        .map(|e| e.to_string_lossy().into_owned())
+        .collect()
 }
 
 /// Resolves on SIGTERM (orchestrators) or Ctrl-C (developers).

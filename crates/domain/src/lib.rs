@@ -8,6 +8,7 @@ mod named;
 pub mod delivery;
 pub mod event;
 pub mod handoff;
+pub mod health;
 pub mod lead;
 pub mod netguard;
 #[cfg(feature = "diesel")]

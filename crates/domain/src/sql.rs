@@ -33,4 +33,10 @@ macro_rules! text_column {
     )+};
 }
 
-text_column!(Stage, HandoffState, EventType, DeliveryStatus);
+text_column!(
+    Stage,
+    HandoffState,
+    EventType,
+    DeliveryStatus,
+    crate::health::EndpointState
+);

@@ -38,6 +38,13 @@ pub mod millis {
     pub fn serialize<S: Serializer>(t: &OffsetDateTime, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(&super::format(*t))
     }
+
+    /// Any RFC 3339 time (what [`serialize`] writes is one).
+    pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<OffsetDateTime, D::Error> {
+        let s = <std::borrow::Cow<'de, str> as serde::Deserialize>::deserialize(d)?;
+        OffsetDateTime::parse(&s, &time::format_description::well_known::Rfc3339)
+            .map_err(serde::de::Error::custom)
+    }
 }
 
 /// serde adapter for optional timestamps (serialized as `null` when absent).

@@ -69,6 +69,38 @@ async fn healthz() -> HttpResponse {
     HttpResponse::Ok().json(serde_json::json!({ "status": "ok" }))
 }
 
+/// The public listener's `/readyz`: the state the readiness loop last saw, no database work
+/// per request (contract section 11: strangers do not spend the database).
+async fn readyz_cached(st: web::Data<AppState>) -> HttpResponse {
+    if st.ready.load(std::sync::atomic::Ordering::Relaxed) {
+        HttpResponse::Ok().json(serde_json::json!({ "status": "ready" }))
+    } else {
+        actix_web::ResponseError::error_response(&ApiError::Unavailable(
+            "not ready at the last check".into(),
+        ))
+    }
+}
+
+/// Checks readiness once a second for [`readyz_cached`].
+async fn watch_readiness(st: web::Data<AppState>, stop: tokio_util::sync::CancellationToken) {
+    let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
+    loop {
+        tokio::select! { _ = tick.tick() => {}, _ = stop.cancelled() => return }
+        // Inside the strangers' lane: what answers them must not add a connection to it.
+        let db = match crate::token_filter::enter(&st.strangers).await {
+            Ok(_lane) => st.store.ping().await.is_ok(),
+            Err(()) => st.ready.load(std::sync::atomic::Ordering::Relaxed),
+        };
+        let ready = db
+            && st
+                .relay
+                .broker_ready
+                .load(std::sync::atomic::Ordering::Relaxed);
+        st.ready.store(ready, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// The internal listener's `/readyz` (and the orchestrator's probe): a live check.
 async fn readyz(st: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     st.store.ping().await?;
     if !st
@@ -82,12 +114,12 @@ async fn readyz(st: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
 }
 
 macro_rules! app {
-    ($state:expr, $routes:expr) => {
+    ($state:expr, $routes:expr, $readyz:expr) => {
         App::new()
             .app_data($state.clone())
             .configure($routes)
             .route("/healthz", web::get().to(healthz))
-            .route("/readyz", web::get().to(readyz))
+            .route("/readyz", web::get().to($readyz))
             .default_service(web::to(not_found))
             .wrap_fn(|req, srv| {
                 req.extensions_mut()
@@ -177,6 +209,7 @@ pub struct RunningApi {
     internal: ServerHandle,
     tasks: Vec<tokio::task::JoinHandle<std::io::Result<()>>>,
     relay: tokio::task::JoinHandle<()>,
+    listener: tokio::task::JoinHandle<()>,
     shutdown: tokio_util::sync::CancellationToken,
 }
 
@@ -190,6 +223,7 @@ impl RunningApi {
         // The relay stops after the servers, so events of the last requests still leave.
         self.shutdown.cancel();
         let _ = self.relay.await;
+        self.listener.abort();
     }
 }
 
@@ -207,70 +241,31 @@ pub async fn start(cfg: ApiConfig) -> anyhow::Result<RunningApi> {
     let store = Store::new(pool, cfg.secret_key.clone())
         .with_app_base_url(cfg.app_base_url.clone())
         .with_limiter_pool(limiter);
-    // Secrets sealed before they were bound to their org are re-sealed bound (contract 8). In
-    // the background: a start must not wait for the database, and until it runs they still open.
-    let s = store.clone();
-    tokio::spawn(async move {
-        match s.reseal_legacy_secrets().await {
-            Ok(0) => {}
-            Ok(n) => tracing::info!(resealed = n, "signing secrets re-sealed to their org"),
-            Err(e) => {
-                tracing::warn!(error = %qualifier_store::cause_chain(&e), "re-sealing signing secrets failed; next start retries")
-            }
-        }
-    });
-    // Housekeeping, every minute in every replica (idempotent, so replicas may overlap):
-    // previous signing secrets whose overlap window ended are removed (they are already unused,
-    // but a retired secret should not outlive its window at rest), and expired idempotency
-    // keys are purged in batches. No cron job to deploy.
+    tokio::spawn(crate::housekeeping::reseal_legacy_secrets(store.clone()));
     let shutdown = tokio_util::sync::CancellationToken::new();
-    let s = store.clone();
-    let stop = shutdown.clone();
-    let keep = std::time::Duration::from_secs(u64::from(cfg.event_retention_days) * 86_400);
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(std::time::Duration::from_secs(60));
-        loop {
-            tokio::select! { _ = tick.tick() => {}, _ = stop.cancelled() => return }
-            if let Err(e) = s.drop_expired_previous_secrets().await {
-                tracing::debug!(error = %qualifier_store::cause_chain(&e), "housekeeping skipped");
-            }
-            // Expired console tickets and sessions are already refused; this keeps the tables small.
-            if let Err(e) = s.purge_console(1000).await {
-                tracing::debug!(error = %qualifier_store::cause_chain(&e), "housekeeping skipped");
-            }
-            // Expired idempotency keys are already ignored; this only keeps the table small.
-            if let Err(e) = s.idempotency_purge(1000).await {
-                tracing::debug!(error = %qualifier_store::cause_chain(&e), "housekeeping skipped");
-            }
-            // Event retention, in batches so no statement holds many row locks for long.
-            const BATCH: i64 = 1000;
-            let mut removed = 0;
-            loop {
-                match s.expire_events(keep, BATCH).await {
-                    Ok(n) => {
-                        removed += n;
-                        if (n as i64) < BATCH || stop.is_cancelled() {
-                            break;
-                        }
-                    }
-                    Err(e) => {
-                        tracing::debug!(error = %qualifier_store::cause_chain(&e), "housekeeping skipped");
-                        break;
-                    }
-                }
-            }
-            if removed > 0 {
-                tracing::info!(removed, "events past retention removed");
-            }
-        }
-    });
+    let retention = std::time::Duration::from_secs(u64::from(cfg.event_retention_days) * 86_400);
+    tokio::spawn(crate::housekeeping::run(
+        store.clone(),
+        retention,
+        shutdown.clone(),
+    ));
     let relay_status = Arc::new(crate::relay::RelayStatus::default());
-    let tokens = Arc::new(crate::token_filter::TokenFilter::default());
+    let strangers = crate::token_filter::stranger_lane();
+    let tokens = Arc::new(crate::token_filter::TokenFilter::with_lane(
+        strangers.clone(),
+    ));
+    let wake_relay = Arc::new(tokio::sync::Notify::new());
+    let listener = tokio::spawn(crate::notifications::listen(
+        cfg.database_url.clone(),
+        store.clone(),
+        tokens.clone(),
+        wake_relay.clone(),
+        shutdown.clone(),
+    ));
     let relay = tokio::spawn(
         crate::relay::Relay {
             store: store.clone(),
-            database_url: cfg.database_url.clone(),
-            tokens: tokens.clone(),
+            wake: wake_relay,
             amqp_url: cfg.amqp_url.clone(),
             topology: qualifier_bus::Topology::new(
                 cfg.topology_prefix.clone(),
@@ -293,15 +288,24 @@ pub async fn start(cfg: ApiConfig) -> anyhow::Result<RunningApi> {
         egress: EgressPolicy::new(cfg.allow_cidrs.clone()),
         tokens,
         console_base_url: std::sync::OnceLock::new(),
+        cursors: crate::cursor::Cursors::new(&cfg.secret_key),
+        max_page_bytes: cfg.max_page_bytes,
+        strangers,
+        ready: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
     }));
     let workers = cfg.http_workers;
+    tokio::spawn(watch_readiness(state.clone(), shutdown.clone()));
 
     let st = state.clone();
     let public = HttpServer::new(move || {
-        app!(st, |cfg: &mut web::ServiceConfig| {
-            crate::public::routes(cfg);
-            crate::console::routes(cfg);
-        })
+        app!(
+            st,
+            |cfg: &mut web::ServiceConfig| {
+                crate::public::routes(cfg);
+                crate::console::routes(cfg);
+            },
+            readyz_cached
+        )
     })
     .workers(workers)
     .disable_signals()
@@ -316,10 +320,14 @@ pub async fn start(cfg: ApiConfig) -> anyhow::Result<RunningApi> {
 
     let st = state.clone();
     let internal = HttpServer::new(move || {
-        app!(st, |cfg: &mut web::ServiceConfig| {
-            crate::internal::routes(cfg);
-            cfg.route("/metrics", web::get().to(metrics_page));
-        })
+        app!(
+            st,
+            |cfg: &mut web::ServiceConfig| {
+                crate::internal::routes(cfg);
+                cfg.route("/metrics", web::get().to(metrics_page));
+            },
+            readyz
+        )
     })
     .workers(workers.min(2))
     .disable_signals()
@@ -338,6 +346,7 @@ pub async fn start(cfg: ApiConfig) -> anyhow::Result<RunningApi> {
         internal: ih,
         tasks,
         relay,
+        listener,
         shutdown,
     })
 }

@@ -37,10 +37,14 @@ fn declared_length(req: &HttpRequest) -> Option<u64> {
         .ok()
 }
 
-pub(crate) async fn read_limited(
+/// Reads the whole body of `req` (an extractor's `dev::Payload` or a handler's `web::Payload`).
+pub(crate) async fn read_limited<S, E>(
     req: &HttpRequest,
-    mut payload: web::Payload,
-) -> Result<web::BytesMut, ApiError> {
+    mut payload: S,
+) -> Result<web::BytesMut, ApiError>
+where
+    S: futures_util::Stream<Item = Result<web::Bytes, E>> + Unpin,
+{
     use actix_web::HttpMessage;
     let head = req
         .extensions()

@@ -1,12 +1,90 @@
-//! `lead-api` configuration (contract section 1), read and validated once at start.
+//! `lead-api` configuration (contract section 1): every variable declared once, below, as a clap
+//! argument with `env`, then validated once at start into [`ApiConfig`]. `--help` is generated
+//! from the same declarations, so it lists exactly what the service reads.
 
 use std::net::SocketAddr;
 
 use qualifier_config::{
-    EnvError, cidrs, optional, parsed, positive, required, retry_delays, topology_prefix,
-    with_default,
+    EnvError, TelemetryArgs, cidrs, optional, parsed, positive, positive_u32, required,
+    retry_delays, topology_prefix, value,
 };
 use qualifier_store::SecretKey;
+
+const HTTP_ADDR: &str = "0.0.0.0:8080";
+const INTERNAL_ADDR: &str = "127.0.0.1:8081";
+const APP_BASE_URL: &str = "https://app.qualifier.local";
+const RATE_LIMIT: &str = "120";
+const DB_POOL_SIZE: &str = "16";
+const EVENT_RETENTION_DAYS: &str = "30";
+const REPLAY_RATE: &str = "50";
+const MAX_PAGE_BYTES: &str = "1048576";
+
+/// lead-api: Qualifier's public and internal HTTP API, and the outbox relay.
+///
+/// Every option can be given as the environment variable named beside it (the usual way).
+#[derive(clap::Parser, Debug, Clone, Default)]
+#[command(name = "lead-api", version, about, long_about = None)]
+pub struct ApiArgs {
+    /// PostgreSQL URL (required)
+    #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
+    pub database_url: Option<String>,
+    /// RabbitMQ URL (required)
+    #[arg(long, env = "AMQP_URL", hide_env_values = true)]
+    pub amqp_url: Option<String>,
+    /// Public listener (API and console)
+    #[arg(long, env = "QUALIFIER_HTTP_ADDR", default_value = HTTP_ADDR, hide_env_values = true)]
+    pub http_addr: String,
+    /// Internal listener (internal API and /metrics)
+    #[arg(long, env = "QUALIFIER_INTERNAL_ADDR", default_value = INTERNAL_ADDR, hide_env_values = true)]
+    pub internal_addr: String,
+    /// Bearer token of the internal API, at least 16 characters (required)
+    #[arg(long, env = "QUALIFIER_INTERNAL_TOKEN", hide_env_values = true)]
+    pub internal_token: Option<String>,
+    /// 32 bytes, base64: seals signing secrets at rest (required)
+    #[arg(long, env = "QUALIFIER_SECRET_KEY", hide_env_values = true)]
+    pub secret_key: Option<String>,
+    /// Base of conversation_url ({base}/conversations/{lead_id})
+    #[arg(long, env = "QUALIFIER_APP_BASE_URL", default_value = APP_BASE_URL, hide_env_values = true)]
+    pub app_base_url: String,
+    /// Requests per minute per API token (token bucket)
+    #[arg(long, env = "QUALIFIER_RATE_LIMIT_PER_MINUTE", default_value = RATE_LIMIT, hide_env_values = true)]
+    pub rate_limit_per_minute: String,
+    /// CIDRs exempt from the private-address ban (development and tests only)
+    #[arg(long, env = "QUALIFIER_WEBHOOK_ALLOW_CIDRS", hide_env_values = true)]
+    pub webhook_allow_cidrs: Option<String>,
+    /// PostgreSQL connections of the main pool
+    #[arg(long, env = "QUALIFIER_DB_POOL_SIZE", default_value = DB_POOL_SIZE, hide_env_values = true)]
+    pub db_pool_size: String,
+    /// HTTP worker threads [default: the number of CPUs]
+    #[arg(long, env = "QUALIFIER_HTTP_WORKERS", hide_env_values = true)]
+    pub http_workers: Option<String>,
+    /// Prefix of every exchange and queue name
+    #[arg(long, env = qualifier_config::TOPOLOGY_PREFIX, default_value = qualifier_config::DEFAULT_TOPOLOGY_PREFIX, hide_env_values = true)]
+    pub topology_prefix: String,
+    /// The 4 waits before attempts 2..5, in ms (the relay declares the retry queues)
+    #[arg(long, env = qualifier_config::RETRY_DELAYS, default_value = qualifier_config::DEFAULT_RETRY_DELAYS, hide_env_values = true)]
+    pub retry_delays_ms: String,
+    /// Finished events (and their delivery records) are kept this many days
+    #[arg(long, env = "QUALIFIER_EVENT_RETENTION_DAYS", default_value = EVENT_RETENTION_DAYS, hide_env_values = true)]
+    pub event_retention_days: String,
+    /// Replays of one org are sent at most this many per second
+    #[arg(long, env = "QUALIFIER_REPLAY_RATE_PER_SECOND", default_value = REPLAY_RATE, hide_env_values = true)]
+    pub replay_rate_per_second: String,
+    /// The most JSON one page of a list holds, in bytes (a page ends early at a whole item)
+    #[arg(long, env = "QUALIFIER_MAX_PAGE_BYTES", default_value = MAX_PAGE_BYTES, hide_env_values = true)]
+    pub max_page_bytes: String,
+    /// Where console sign-in links point [default: the public listener's address]
+    #[arg(long, env = "QUALIFIER_CONSOLE_BASE_URL", hide_env_values = true)]
+    pub console_base_url: Option<String>,
+    #[command(flatten)]
+    pub telemetry: TelemetryArgs,
+}
+
+impl AsRef<TelemetryArgs> for ApiArgs {
+    fn as_ref(&self) -> &TelemetryArgs {
+        &self.telemetry
+    }
+}
 
 #[derive(Clone, Debug)]
 pub struct ApiConfig {
@@ -31,65 +109,128 @@ pub struct ApiConfig {
     /// `QUALIFIER_CONSOLE_BASE_URL`: where console sign-in links point; by default the public
     /// listener's own address.
     pub console_base_url: Option<String>,
-}
-
-/// A positive number that fits a u32.
-fn small(name: &'static str, default: &str) -> Result<u32, EnvError> {
-    u32::try_from(positive(name, default)?).map_err(|_| EnvError::new(name, "is too large"))
+    /// `QUALIFIER_MAX_PAGE_BYTES`: the byte budget of one list page (contract section 11).
+    pub max_page_bytes: usize,
 }
 
 impl ApiConfig {
-    pub fn from_env() -> Result<ApiConfig, EnvError> {
-        let secret_key = SecretKey::from_base64(&required("QUALIFIER_SECRET_KEY")?)
+    /// Validates what clap read; the first problem found names its variable.
+    pub fn from_args(a: &ApiArgs) -> Result<ApiConfig, EnvError> {
+        let secret_key = SecretKey::from_base64(&required("QUALIFIER_SECRET_KEY", &a.secret_key)?)
             .map_err(|e| EnvError::new("QUALIFIER_SECRET_KEY", e.to_string()))?;
-        let internal_token = required("QUALIFIER_INTERNAL_TOKEN")?;
+        let internal_token = required("QUALIFIER_INTERNAL_TOKEN", &a.internal_token)?;
         if internal_token.len() < 16 {
             return Err(EnvError::new(
                 "QUALIFIER_INTERNAL_TOKEN",
                 "must be at least 16 characters",
             ));
         }
-        let app_base_url = with_default("QUALIFIER_APP_BASE_URL", "https://app.qualifier.local");
+        let app_base_url = value(&a.app_base_url, APP_BASE_URL).to_owned();
         url::Url::parse(&app_base_url)
             .map_err(|e| EnvError::new("QUALIFIER_APP_BASE_URL", format!("is not a URL: {e}")))?;
-        let rate = positive("QUALIFIER_RATE_LIMIT_PER_MINUTE", "120")?;
         Ok(ApiConfig {
-            database_url: required("DATABASE_URL")?,
-            amqp_url: required("AMQP_URL")?,
-            http_addr: parsed("QUALIFIER_HTTP_ADDR", "0.0.0.0:8080")?,
-            internal_addr: parsed("QUALIFIER_INTERNAL_ADDR", "127.0.0.1:8081")?,
+            database_url: required("DATABASE_URL", &a.database_url)?,
+            amqp_url: required("AMQP_URL", &a.amqp_url)?,
+            http_addr: parsed("QUALIFIER_HTTP_ADDR", value(&a.http_addr, HTTP_ADDR))?,
+            internal_addr: parsed(
+                "QUALIFIER_INTERNAL_ADDR",
+                value(&a.internal_addr, INTERNAL_ADDR),
+            )?,
             internal_token,
             secret_key,
             app_base_url,
-            rate_limit_per_minute: u32::try_from(rate)
-                .map_err(|_| EnvError::new("QUALIFIER_RATE_LIMIT_PER_MINUTE", "is too large"))?,
-            allow_cidrs: cidrs("QUALIFIER_WEBHOOK_ALLOW_CIDRS")?,
-            db_pool_size: optional("QUALIFIER_DB_POOL_SIZE").map_or(Ok(16), |_| {
-                positive("QUALIFIER_DB_POOL_SIZE", "16").map(|n| n as usize)
-            })?,
-            topology_prefix: topology_prefix()?,
-            retry_delays_ms: retry_delays()?,
-            event_retention_days: small("QUALIFIER_EVENT_RETENTION_DAYS", "30")?,
-            replay_rate_per_second: small("QUALIFIER_REPLAY_RATE_PER_SECOND", "50")?,
-            console_base_url: match optional("QUALIFIER_CONSOLE_BASE_URL") {
-                Some(u) => {
-                    let parsed = url::Url::parse(&u).map_err(|e| {
-                        EnvError::new("QUALIFIER_CONSOLE_BASE_URL", format!("is not a URL: {e}"))
-                    })?;
-                    if !matches!(parsed.scheme(), "http" | "https") {
-                        return Err(EnvError::new(
-                            "QUALIFIER_CONSOLE_BASE_URL",
-                            "must be an http or https URL",
-                        ));
-                    }
-                    Some(u)
-                }
-                None => None,
-            },
-            http_workers: match optional("QUALIFIER_HTTP_WORKERS") {
-                Some(_) => positive("QUALIFIER_HTTP_WORKERS", "1")? as usize,
+            rate_limit_per_minute: positive_u32(
+                "QUALIFIER_RATE_LIMIT_PER_MINUTE",
+                value(&a.rate_limit_per_minute, RATE_LIMIT),
+            )?,
+            allow_cidrs: cidrs(
+                "QUALIFIER_WEBHOOK_ALLOW_CIDRS",
+                optional(&a.webhook_allow_cidrs).unwrap_or(""),
+            )?,
+            db_pool_size: positive(
+                "QUALIFIER_DB_POOL_SIZE",
+                value(&a.db_pool_size, DB_POOL_SIZE),
+            )? as usize,
+            topology_prefix: topology_prefix(&a.topology_prefix)?,
+            retry_delays_ms: retry_delays(&a.retry_delays_ms)?,
+            event_retention_days: positive_u32(
+                "QUALIFIER_EVENT_RETENTION_DAYS",
+                value(&a.event_retention_days, EVENT_RETENTION_DAYS),
+            )?,
+            replay_rate_per_second: positive_u32(
+                "QUALIFIER_REPLAY_RATE_PER_SECOND",
+                value(&a.replay_rate_per_second, REPLAY_RATE),
+            )?,
+            max_page_bytes: positive(
+                "QUALIFIER_MAX_PAGE_BYTES",
+                value(&a.max_page_bytes, MAX_PAGE_BYTES),
+            )? as usize,
+            console_base_url: optional(&a.console_base_url)
+                .map(console_base_url)
+                .transpose()?,
+            http_workers: match optional(&a.http_workers) {
+                Some(n) => positive("QUALIFIER_HTTP_WORKERS", n)? as usize,
                 None => std::thread::available_parallelism().map_or(2, |n| n.get()),
             },
         })
+    }
+}
+
+fn console_base_url(u: &str) -> Result<String, EnvError> {
+    const VAR: &str = "QUALIFIER_CONSOLE_BASE_URL";
+    let parsed =
+        url::Url::parse(u).map_err(|e| EnvError::new(VAR, format!("is not a URL: {e}")))?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(EnvError::new(VAR, "must be an http or https URL"));
+    }
+    Ok(u.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn args(extra: &[&str]) -> ApiArgs {
+        let base = [
+            "lead-api",
+            "--database-url=postgres://x",
+            "--amqp-url=amqp://x",
+            "--internal-token=0123456789abcdef",
+            "--secret-key=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=",
+        ];
+        ApiArgs::try_parse_from(base.iter().chain(extra)).unwrap()
+    }
+
+    #[test]
+    fn defaults_are_the_contracts() {
+        let c = ApiConfig::from_args(&args(&[])).unwrap();
+        assert_eq!(c.http_addr.to_string(), "0.0.0.0:8080");
+        assert_eq!(c.internal_addr.to_string(), "127.0.0.1:8081");
+        assert_eq!(c.rate_limit_per_minute, 120);
+        assert_eq!(c.retry_delays_ms, [30_000, 120_000, 480_000, 1_920_000]);
+        assert_eq!(c.topology_prefix, "qualifier");
+        assert_eq!(c.db_pool_size, 16);
+        assert_eq!(c.event_retention_days, 30);
+        assert_eq!(c.replay_rate_per_second, 50);
+        assert_eq!(c.console_base_url, None);
+        assert_eq!(c.max_page_bytes, 1 << 20);
+    }
+
+    #[test]
+    fn an_empty_value_counts_as_unset_and_a_bad_one_is_named() {
+        let c = ApiConfig::from_args(&args(&["--rate-limit-per-minute="])).unwrap();
+        assert_eq!(c.rate_limit_per_minute, 120);
+        let e = ApiConfig::from_args(&args(&["--rate-limit-per-minute=0"])).unwrap_err();
+        assert_eq!(e.var, "QUALIFIER_RATE_LIMIT_PER_MINUTE");
+        let e = ApiConfig::from_args(&args(&["--console-base-url=ftp://x"])).unwrap_err();
+        assert_eq!(e.var, "QUALIFIER_CONSOLE_BASE_URL");
+        let mut a = args(&[]);
+        a.database_url = Some(" ".into());
+        let e = ApiConfig::from_args(&a).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "configuration error: DATABASE_URL is required but not set"
+        );
     }
 }

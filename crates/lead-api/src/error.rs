@@ -77,6 +77,9 @@ impl From<StoreError> for ApiError {
                 location: None,
             },
             StoreError::Invalid(f) => f.into(),
+            StoreError::RateLimited { retry_after_secs } => {
+                ApiError::RateLimited { retry_after_secs }
+            }
             e @ StoreError::Unavailable(_) => ApiError::Unavailable(Box::new(e)),
             e @ (StoreError::Db(_) | StoreError::Corrupt { .. } | StoreError::Publish(_)) => {
                 ApiError::Internal(Box::new(e))

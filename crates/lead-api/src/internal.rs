@@ -2,16 +2,17 @@
 //! settings screen, the AI agent and the inbound channels call.
 
 use actix_web::{HttpRequest, HttpResponse, web};
-use qualifier_domain::netguard::WebhookUrl;
+use qualifier_domain::Stage;
 use qualifier_domain::validate::{Channel, Email, Name, Phone, RouteTarget, body, parse_profile};
-use qualifier_domain::{DeliveryStatus, EventType, Stage};
-use qualifier_store::deliveries::DeliveryFilter;
 use qualifier_store::leads::{InboundContact, InternalPatch};
 use serde_json::{Map, Value, json};
-use strum::VariantArray;
 use uuid::Uuid;
 
 use crate::error::{ApiError, method_not_allowed};
+use crate::extract::InternalAuth;
+use crate::inputs::{
+    DeliveryQuery, GraceWindow, NewToken, ReplayFilter, WebhookSettings, event_type_in,
+};
 use crate::state::{AppState, path_id};
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
@@ -76,11 +77,11 @@ fn handoff_path(path: &(String, String, String)) -> Result<(Uuid, Uuid, Uuid), A
 }
 
 async fn create_org(
+    _: InternalAuth,
     req: HttpRequest,
     payload: web::Payload,
     st: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    st.authenticate_internal(&req)?;
     let obj = crate::body::object(&req, payload, "Request body must be a JSON object").await?;
     let name = Name::parse("name", body::required_string(&obj, "name")?)?;
     let org = st.store.create_org(name.as_str()).await?;
@@ -88,50 +89,25 @@ async fn create_org(
 }
 
 async fn create_token(
+    _: InternalAuth,
     req: HttpRequest,
     path: web::Path<String>,
     payload: web::Payload,
     st: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    st.authenticate_internal(&req)?;
     let obj = crate::body::optional_object(&req, payload).await?;
-    let name = body::string(&obj, "name")?
-        .map(|n| Name::parse("name", n))
-        .transpose()?;
+    let new = NewToken::from_json(&obj)?;
     let org_id = path_id(&path, ORG_NOT_FOUND)?;
-    let (token, secret) = issue_token(&st, org_id, name.map(Name::into_inner)).await?;
+    let (token, secret) = st.issue_token(org_id, new).await?;
     Ok(HttpResponse::Created().json(json!({ "token": token, "secret": secret })))
-}
-
-/// Creates a token (the internal API and the console): its secret is returned once.
-async fn issue_token(
-    st: &AppState,
-    org_id: Uuid,
-    name: Option<String>,
-) -> Result<(qualifier_store::tokens::TokenInfo, String), ApiError> {
-    let (token, secret) = st.store.create_token(org_id, name).await?;
-    // Known here at once; other replicas learn it from the notification.
-    st.tokens
-        .add(qualifier_store::tokens::token_fingerprint(&secret));
-    Ok((token, secret))
-}
-
-/// [`issue_token`] for the console, which shows only the secret.
-pub async fn create_token_for(
-    st: &AppState,
-    org_id: Uuid,
-    name: Option<String>,
-) -> Result<String, ApiError> {
-    Ok(issue_token(st, org_id, name).await?.1)
 }
 
 /// A one-time sign-in link to the settings console for the org (contract section 7).
 async fn create_console_session(
-    req: HttpRequest,
+    _: InternalAuth,
     path: web::Path<String>,
     st: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    st.authenticate_internal(&req)?;
     let org_id = path_id(&path, ORG_NOT_FOUND)?;
     let (ticket, expires_at) = st.store.mint_console_ticket(org_id).await?;
     Ok(HttpResponse::Created().json(json!({
@@ -141,63 +117,28 @@ async fn create_console_session(
 }
 
 async fn revoke_token(
-    req: HttpRequest,
+    _: InternalAuth,
     path: web::Path<(String, String)>,
     st: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    st.authenticate_internal(&req)?;
     let (org_id, token_id) = org_and(&path, "Token not found")?;
     st.store.revoke_token(org_id, token_id).await?;
     Ok(HttpResponse::NoContent().finish())
 }
 
-/// `event_types`: a non-empty list of known types; duplicates collapse, order is the catalogue's.
-pub fn parse_event_types(obj: &Map<String, Value>) -> Result<Vec<EventType>, ApiError> {
-    let bad =
-        || ApiError::Unprocessable("event_types must be a non-empty list of event types".into());
-    let list = body::get(obj, "event_types")
-        .and_then(Value::as_array)
-        .ok_or_else(bad)?;
-    if list.is_empty() {
-        return Err(bad());
-    }
-    let mut chosen = Vec::new();
-    for item in list {
-        let s = item.as_str().ok_or_else(bad)?;
-        qualifier_domain::validate::check_text("event_types", s)?;
-        let t: EventType = s.parse().map_err(|_| {
-            ApiError::Unprocessable(format!("event_types has an unknown event type: {s}"))
-        })?;
-        chosen.push(t);
-    }
-    Ok(EventType::VARIANTS
-        .iter()
-        .copied()
-        .filter(|t| chosen.contains(t))
-        .collect())
-}
-
 async fn put_webhook(
+    _: InternalAuth,
     req: HttpRequest,
     path: web::Path<String>,
     payload: web::Payload,
     st: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    st.authenticate_internal(&req)?;
     let obj = crate::body::object(&req, payload, "Request body must be a JSON object").await?;
-    let url = WebhookUrl::parse(body::required_string(&obj, "url")?)?;
-    let event_types = parse_event_types(&obj)?;
-    let enabled = body::boolean(&obj, "enabled")?.unwrap_or(true);
-    // The endpoint must be public now; delivery checks again before every connection.
-    st.egress
-        .resolve(&url)
-        .await
-        .map_err(|e| ApiError::Unprocessable(e.to_string()))?;
+    let settings = WebhookSettings::from_json(&obj, &st.egress).await?;
     let org_id = path_id(&path, ORG_NOT_FOUND)?;
-    let (webhook, secret) = st
-        .store
-        .put_webhook(org_id, url.as_str().to_owned(), event_types, enabled)
-        .await?;
+    let (webhook, secret) = st.put_webhook(org_id, settings).await?;
+    let health = st.store.endpoint_health(org_id).await?;
+    let webhook = qualifier_store::webhooks::WebhookStatus { webhook, health };
     let mut out = json!({ "webhook": webhook });
     if let Some(s) = secret {
         let standard = qualifier_signing::standard::secret(&s);
@@ -208,48 +149,28 @@ async fn put_webhook(
 }
 
 async fn get_webhook(
-    req: HttpRequest,
+    _: InternalAuth,
     path: web::Path<String>,
     st: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    st.authenticate_internal(&req)?;
     let org_id = path_id(&path, ORG_NOT_FOUND)?;
     let webhook = st
         .store
-        .get_webhook(org_id)
+        .webhook_status(org_id)
         .await?
         .ok_or(ApiError::NotFound("Webhook not configured"))?;
     Ok(HttpResponse::Ok().json(json!({ "webhook": webhook })))
 }
 
-/// The overlap window of a rotation when the caller does not say: a day, long enough to deploy
-/// the new secret to every receiver (contract section 5).
-const DEFAULT_GRACE_SECONDS: u64 = 86_400;
-const MAX_GRACE_SECONDS: u64 = 604_800;
-
-/// `grace_seconds`: an integer from 0 to 604800, default 86400.
-pub fn parse_grace(obj: &Map<String, Value>) -> Result<std::time::Duration, ApiError> {
-    let secs = match body::get(obj, "grace_seconds") {
-        None => DEFAULT_GRACE_SECONDS,
-        Some(v) => v
-            .as_u64()
-            .filter(|n| *n <= MAX_GRACE_SECONDS)
-            .ok_or_else(|| {
-                ApiError::Unprocessable("grace_seconds must be an integer from 0 to 604800".into())
-            })?,
-    };
-    Ok(std::time::Duration::from_secs(secs))
-}
-
 async fn rotate_secret(
+    _: InternalAuth,
     req: HttpRequest,
     path: web::Path<String>,
     payload: web::Payload,
     st: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    st.authenticate_internal(&req)?;
     let obj = crate::body::optional_object(&req, payload).await?;
-    let grace = parse_grace(&obj)?;
+    let GraceWindow(grace) = GraceWindow::from_json(&obj)?;
     let org_id = path_id(&path, ORG_NOT_FOUND)?;
     let (secret, previous_expires) = st.store.rotate_webhook_secret(org_id, grace).await?;
     Ok(HttpResponse::Ok().json(json!({
@@ -261,12 +182,12 @@ async fn rotate_secret(
 
 /// Sends a signed example event through the normal pipeline (contract section 5).
 async fn send_test_event(
+    _: InternalAuth,
     req: HttpRequest,
     path: web::Path<String>,
     payload: web::Payload,
     st: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    st.authenticate_internal(&req)?;
     let obj = crate::body::optional_object(&req, payload).await?;
     let event_type = body::string(&obj, "event_type")?
         .map(|s| event_type_in("event_type", s))
@@ -278,12 +199,12 @@ async fn send_test_event(
 }
 
 async fn inbound(
+    _: InternalAuth,
     req: HttpRequest,
     path: web::Path<String>,
     payload: web::Payload,
     st: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    st.authenticate_internal(&req)?;
     let obj = crate::body::object(&req, payload, "Request body must be a JSON object").await?;
     let profile = body::get(&obj, "profile").cloned();
     if let Some(p) = &profile {
@@ -344,12 +265,12 @@ pub fn parse_internal_patch(obj: &Map<String, Value>) -> Result<InternalPatch, A
 }
 
 async fn patch_lead(
+    _: InternalAuth,
     req: HttpRequest,
     path: web::Path<(String, String)>,
     payload: web::Payload,
     st: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    st.authenticate_internal(&req)?;
     let obj = crate::body::object(&req, payload, "Request body must be a JSON object").await?;
     let patch = parse_internal_patch(&obj)?;
     let (org_id, lead_id) = org_and(&path, "Lead not found")?;
@@ -358,12 +279,12 @@ async fn patch_lead(
 }
 
 async fn create_handoff(
+    _: InternalAuth,
     req: HttpRequest,
     path: web::Path<(String, String)>,
     payload: web::Payload,
     st: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    st.authenticate_internal(&req)?;
     let obj = crate::body::optional_object(&req, payload).await?;
     let reason = body::string(&obj, "reason")?
         .map(|r| {
@@ -382,12 +303,12 @@ async fn create_handoff(
 }
 
 async fn accept_handoff(
+    _: InternalAuth,
     req: HttpRequest,
     path: web::Path<(String, String, String)>,
     payload: web::Payload,
     st: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    st.authenticate_internal(&req)?;
     let obj = crate::body::object(&req, payload, "Request body must be a JSON object").await?;
     let operator = Name::parse("operator", body::required_string(&obj, "operator")?)?;
     let (org_id, lead_id, hid) = handoff_path(&path)?;
@@ -399,165 +320,74 @@ async fn accept_handoff(
 }
 
 async fn release_handoff(
-    req: HttpRequest,
+    _: InternalAuth,
     path: web::Path<(String, String, String)>,
     st: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    st.authenticate_internal(&req)?;
     let (org_id, lead_id, hid) = handoff_path(&path)?;
     let handoff = st.store.release_handoff(org_id, lead_id, hid).await?;
     Ok(HttpResponse::Ok().json(json!({ "handoff": handoff })))
 }
 
-#[derive(serde::Deserialize)]
-struct DeliveryQuery {
-    status: Option<String>,
-    limit: Option<String>,
-    event_type: Option<String>,
-    lead_id: Option<String>,
-    since: Option<String>,
-    until: Option<String>,
-    cursor: Option<String>,
-}
-
-const STATUS_NAMES: &str = "status must be one of pending, succeeded, failed, dead, skipped";
-
-fn event_types_message(field: &str) -> String {
-    let names: Vec<&str> = EventType::VARIANTS.iter().map(|t| t.as_str()).collect();
-    format!("{field} must be one of {}", names.join(", "))
-}
-
-/// One event type named by the client in `field`, or the contract's 422 listing the types.
-pub(crate) fn event_type_in(field: &str, raw: &str) -> Result<EventType, ApiError> {
-    raw.parse::<EventType>()
-        .map_err(|_| ApiError::Unprocessable(event_types_message(field)))
-}
-
 async fn list_deliveries(
+    _: InternalAuth,
     req: HttpRequest,
     path: web::Path<String>,
     st: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    st.authenticate_internal(&req)?;
-    // Parsed by hand so a bad query string gets the contract's 422, not actix's own error.
-    let q = web::Query::<DeliveryQuery>::from_query(req.query_string())
-        .map_err(|_| ApiError::Unprocessable("Invalid query string".into()))?;
-    let nonempty = |v: &Option<String>| v.clone().filter(|s| !s.is_empty());
-    let mut f = DeliveryFilter::default();
-    if let Some(s) = nonempty(&q.status) {
-        f.statuses = vec![
-            s.parse::<DeliveryStatus>()
-                .map_err(|_| ApiError::Unprocessable(STATUS_NAMES.into()))?,
-        ];
-    }
-    if let Some(t) = nonempty(&q.event_type) {
-        f.event_types = vec![
-            t.parse::<EventType>()
-                .map_err(|_| ApiError::Unprocessable(event_types_message("event_type")))?,
-        ];
-    }
-    if let Some(l) = nonempty(&q.lead_id) {
-        f.lead_id = Some(
-            Uuid::parse_str(&l)
-                .map_err(|_| ApiError::Unprocessable("lead_id must be a UUID".into()))?,
-        );
-    }
-    f.since = crate::cursor::timestamp("since", q.since.as_deref())?;
-    f.until = crate::cursor::timestamp("until", q.until.as_deref())?;
-    let before = match nonempty(&q.cursor) {
-        None => None,
-        Some(raw) => Some(crate::cursor::parse_delivery(&raw).ok_or_else(|| {
-            ApiError::Unprocessable("cursor is not a cursor this list returned".into())
-        })?),
-    };
-    let limit = crate::cursor::limit(q.limit.as_deref(), 50)?;
+    let q = DeliveryQuery::parse(req.query_string())?;
     let org_id = path_id(&path, ORG_NOT_FOUND)?;
-    let (deliveries, next) = st.store.list_deliveries(org_id, &f, before, limit).await?;
-    let next_cursor = next.map(crate::cursor::delivery);
-    Ok(HttpResponse::Ok().json(json!({ "deliveries": deliveries, "next_cursor": next_cursor })))
+    let before = q.before(&st.cursors, org_id)?;
+    let (rows, next) = st
+        .store
+        .list_deliveries_at(org_id, &q.filter, before, q.limit)
+        .await?;
+    let deliveries: Vec<_> = rows.iter().map(|(_, d)| d).collect();
+    let items = crate::page::serialize(&deliveries)?;
+    let n = crate::page::fitting(&items, st.max_page_bytes);
+    let next = match n < rows.len() {
+        true => Some(rows[n - 1].0),
+        false => next,
+    };
+    let next_cursor = next.map(|seq| st.cursors.delivery(org_id, seq));
+    Ok(crate::page::json_page(
+        "deliveries",
+        &items[..n],
+        next_cursor.as_deref(),
+    ))
 }
 
 /// `POST .../deliveries/replay` (contract section 6). Every field is optional.
 async fn replay_deliveries(
+    _: InternalAuth,
     req: HttpRequest,
     path: web::Path<String>,
     payload: web::Payload,
     st: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    st.authenticate_internal(&req)?;
     let obj = crate::body::optional_object(&req, payload).await?;
     let org_id = path_id(&path, ORG_NOT_FOUND)?;
-    let (filter, dry_run) = parse_replay_filter(&obj)?;
-    let matched = st
-        .store
-        .replay_matching(org_id, &filter, dry_run, st.replay_rate_per_second)
-        .await?;
-    let replayed = if dry_run { 0 } else { matched };
+    let r = ReplayFilter::from_json(&obj)?;
+    let matched = st.replay_matching(org_id, &r).await?;
+    let replayed = if r.dry_run { 0 } else { matched };
     Ok(HttpResponse::Accepted().json(json!({ "matched": matched, "replayed": replayed })))
 }
 
-/// The bulk replay body: `status` (default `["dead"]`; `dead`, `failed` or `skipped`), `since`,
-/// `until`, `event_types`, `lead_id`, `dry_run`.
-pub fn parse_replay_filter(obj: &Map<String, Value>) -> Result<(DeliveryFilter, bool), ApiError> {
-    let mut f = DeliveryFilter {
-        statuses: vec![DeliveryStatus::Dead],
-        ..Default::default()
-    };
-    if let Some(list) = body::get(obj, "status") {
-        const MSG: &str = "status must be a non-empty list of dead, failed, skipped";
-        let items = list
-            .as_array()
-            .filter(|a| !a.is_empty())
-            .ok_or_else(|| ApiError::Unprocessable(MSG.into()))?;
-        f.statuses = items
-            .iter()
-            .map(|i| match i.as_str().and_then(|s| s.parse().ok()) {
-                Some(
-                    s @ (DeliveryStatus::Dead | DeliveryStatus::Failed | DeliveryStatus::Skipped),
-                ) => Ok(s),
-                _ => Err(ApiError::Unprocessable(MSG.into())),
-            })
-            .collect::<Result<_, _>>()?;
-    }
-    if let Some(list) = body::get(obj, "event_types") {
-        let msg = || ApiError::Unprocessable(event_types_message("event_types"));
-        f.event_types = list
-            .as_array()
-            .ok_or_else(msg)?
-            .iter()
-            .map(|i| i.as_str().and_then(|s| s.parse().ok()).ok_or_else(msg))
-            .collect::<Result<_, _>>()?;
-    }
-    if let Some(l) = body::string(obj, "lead_id")? {
-        f.lead_id = Some(
-            Uuid::parse_str(l)
-                .map_err(|_| ApiError::Unprocessable("lead_id must be a UUID".into()))?,
-        );
-    }
-    for (name, slot) in [("since", &mut f.since), ("until", &mut f.until)] {
-        *slot = crate::cursor::timestamp(name, body::string(obj, name)?)?;
-    }
-    let dry_run = body::boolean(obj, "dry_run")?.unwrap_or(false);
-    Ok((f, dry_run))
-}
-
 async fn get_delivery(
-    req: HttpRequest,
+    _: InternalAuth,
     path: web::Path<(String, String)>,
     st: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    st.authenticate_internal(&req)?;
     let (org_id, id) = org_and(&path, "Delivery not found")?;
     let delivery = st.store.get_delivery(org_id, id).await?;
     Ok(HttpResponse::Ok().json(json!({ "delivery": delivery })))
 }
 
 async fn replay_delivery(
-    req: HttpRequest,
+    _: InternalAuth,
     path: web::Path<(String, String)>,
     st: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    st.authenticate_internal(&req)?;
     let (org_id, id) = org_and(&path, "Delivery not found")?;
     st.store
         .replay_delivery(org_id, id, st.replay_rate_per_second)

@@ -10,7 +10,7 @@ use serde_json::{Map, Value, json};
 
 use crate::error::{ApiError, method_not_allowed};
 use crate::idempotency::{self, Begin};
-use crate::state::{AppState, path_id};
+use crate::state::{AppState, OrgAuth, path_id};
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.service(
@@ -33,11 +33,10 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
 }
 
 async fn get_lead(
-    req: HttpRequest,
+    auth: OrgAuth,
     path: web::Path<String>,
     st: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let auth = st.authenticate_org(&req).await?;
     let lead_id = path_id(&path, "Lead not found")?;
     let lead = st.lead_reader.call((auth.org_id, lead_id)).await??;
     Ok(HttpResponse::Ok().json(json!({ "lead": lead })))
@@ -61,14 +60,18 @@ struct FeedQuery {
 
 /// `GET /api/v1/events`: the org's events in feed order (contract section 6). Each envelope is
 /// the stored payload, the very bytes every delivery attempt sent, spliced in unparsed.
-async fn events_feed(req: HttpRequest, st: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
-    let auth = st.authenticate_org(&req).await?;
+async fn events_feed(
+    auth: OrgAuth,
+    req: HttpRequest,
+    st: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
     let q: FeedQuery = query(&req)?;
     let after = q
         .after
         .as_deref()
         .map(|raw| {
-            crate::cursor::parse_feed(raw)
+            st.cursors
+                .parse_feed(auth.org_id, raw)
                 .ok_or_else(|| ApiError::Unprocessable("Invalid cursor".into()))
         })
         .transpose()?;
@@ -77,7 +80,7 @@ async fn events_feed(req: HttpRequest, st: web::Data<AppState>) -> Result<HttpRe
         .event_type
         .as_deref()
         .filter(|s| !s.is_empty())
-        .map(|s| crate::internal::event_type_in("type", s))
+        .map(|s| crate::inputs::event_type_in("type", s))
         .transpose()?;
     let page = st
         .store
@@ -87,21 +90,18 @@ async fn events_feed(req: HttpRequest, st: web::Data<AppState>) -> Result<HttpRe
             FeedError::Expired => ApiError::Gone("Cursor expired"),
             FeedError::Store(e) => e.into(),
         })?;
-    let mut body =
-        Vec::with_capacity(page.payloads.iter().map(|p| p.len() + 1).sum::<usize>() + 64);
-    body.extend_from_slice(b"{\"events\":[");
-    for (i, p) in page.payloads.iter().enumerate() {
-        if i > 0 {
-            body.push(b',');
-        }
-        body.extend_from_slice(p);
-    }
-    body.extend_from_slice(b"],\"next_cursor\":\"");
-    body.extend_from_slice(crate::cursor::feed(page.last).as_bytes());
-    body.extend_from_slice(b"\"}");
-    Ok(HttpResponse::Ok()
-        .content_type("application/json")
-        .body(body))
+    // Within the byte budget; a page cut short continues after its last event.
+    let n = crate::page::fitting(&page.payloads, st.max_page_bytes);
+    let last = match n < page.payloads.len() {
+        true => page.positions[n - 1],
+        false => page.last,
+    };
+    let cursor = st.cursors.feed(auth.org_id, last);
+    Ok(crate::page::json_page(
+        "events",
+        &page.payloads[..n],
+        Some(&cursor),
+    ))
 }
 
 #[derive(serde::Deserialize)]
@@ -112,14 +112,17 @@ struct LeadListQuery {
 }
 
 /// `GET /api/v1/leads`: the org's leads by `(updated_at, id)` (contract section 6).
-async fn list_leads(req: HttpRequest, st: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
-    let auth = st.authenticate_org(&req).await?;
+async fn list_leads(
+    auth: OrgAuth,
+    req: HttpRequest,
+    st: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
     let q: LeadListQuery = query(&req)?;
     let updated_since = crate::cursor::timestamp("updated_since", q.updated_since.as_deref())?;
     let limit = crate::cursor::limit(q.limit.as_deref(), 100)?;
     let after = match q.cursor.as_deref().filter(|s| !s.is_empty()) {
         None => None,
-        Some(raw) => Some(crate::cursor::parse_lead(raw).ok_or_else(|| {
+        Some(raw) => Some(st.cursors.parse_lead(auth.org_id, raw).ok_or_else(|| {
             ApiError::Unprocessable("cursor is not a cursor this list returned".into())
         })?),
     };
@@ -127,8 +130,18 @@ async fn list_leads(req: HttpRequest, st: web::Data<AppState>) -> Result<HttpRes
         .store
         .list_leads(auth.org_id, updated_since, after, limit)
         .await?;
-    let next_cursor = next.map(|(t, id)| crate::cursor::lead(t, id));
-    Ok(HttpResponse::Ok().json(json!({ "leads": leads, "next_cursor": next_cursor })))
+    let items = crate::page::serialize(&leads)?;
+    let n = crate::page::fitting(&items, st.max_page_bytes);
+    let next = match n < leads.len() {
+        true => Some((leads[n - 1].updated_at, leads[n - 1].id)),
+        false => next,
+    };
+    let next_cursor = next.map(|(t, id)| st.cursors.lead(auth.org_id, t, id));
+    Ok(crate::page::json_page(
+        "leads",
+        &items[..n],
+        next_cursor.as_deref(),
+    ))
 }
 
 const PROVIDE_ONE: &str = "Provide at least one of external_ref, ai_paused, status.";
@@ -159,12 +172,12 @@ pub fn parse_public_patch(v: &Value) -> Result<PublicPatch, ApiError> {
 }
 
 async fn patch_lead(
+    auth: OrgAuth,
     req: HttpRequest,
     path: web::Path<String>,
     payload: web::Payload,
     st: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let auth = st.authenticate_org(&req).await?;
     let (bytes, v) = crate::body::json_with_bytes(&req, payload).await?;
     let held = match idempotency::begin(&st, &req, auth.org_id, &bytes).await? {
         Begin::Replay(res) => return Ok(res),
@@ -206,11 +219,11 @@ pub fn parse_new_lead(obj: &Map<String, Value>) -> Result<NewLead, ApiError> {
 }
 
 async fn create_lead(
+    auth: OrgAuth,
     req: HttpRequest,
     payload: web::Payload,
     st: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let auth = st.authenticate_org(&req).await?;
     let (bytes, v) = crate::body::json_with_bytes(&req, payload).await?;
     let held = match idempotency::begin(&st, &req, auth.org_id, &bytes).await? {
         Begin::Replay(res) => return Ok(res),

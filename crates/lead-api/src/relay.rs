@@ -1,23 +1,24 @@
 //! The outbox relay: moves committed events from the `outbox` table to RabbitMQ.
 //!
-//! It runs inside every `lead-api` process (one less thing to deploy; replicas are safe because
-//! each batch is claimed with `FOR UPDATE SKIP LOCKED`). A batch is published with publisher
-//! confirms and marked published in the same transaction only after every confirm arrived, so a
-//! crash at any point re-publishes (same delivery ids) and never drops. It wakes on the
-//! `qualifier_outbox` NOTIFY sent at commit, with a one-second poll as a safety net.
+//! It runs inside every `lead-api` process (one less thing to deploy). Replicas take turns: a
+//! batch starts by locking the one `feed_head` row (which also assigns the events' feed
+//! positions in commit order), so two relays never publish the same rows at once and positions
+//! never interleave; see `qualifier_store::outbox::relay_batch`. A batch is published with
+//! publisher confirms and marked published in the same transaction only after every confirm
+//! arrived, so a crash at any point re-publishes (same delivery ids) and never drops. It wakes
+//! on the `qualifier_outbox` NOTIFY sent at commit ([`crate::notifications`]), with a one-second
+//! poll as a safety net.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use futures_util::StreamExt;
 use qualifier_bus::{DeliveryMeta, Outgoing, Publisher, Topology};
 use qualifier_store::outbox::{Unpublished, relay_batch};
 use qualifier_store::{Store, StoreError};
 use qualifier_telemetry::metrics::{self as m, metrics};
 use tokio::sync::Notify;
 
-use crate::token_filter::TokenFilter;
 use tokio_util::sync::CancellationToken;
 
 const BATCH: i64 = 500;
@@ -32,9 +33,8 @@ pub struct RelayStatus {
 
 pub struct Relay {
     pub store: Store,
-    /// Kept current from the same LISTEN connection.
-    pub tokens: Arc<TokenFilter>,
-    pub database_url: String,
+    /// Notified when an outbox row commits (or the LISTEN connection came back).
+    pub wake: Arc<Notify>,
     pub amqp_url: String,
     pub topology: Topology,
     pub status: Arc<RelayStatus>,
@@ -44,70 +44,13 @@ async fn sleep_or_cancel(d: Duration, shutdown: &CancellationToken) {
     tokio::select! { _ = tokio::time::sleep(d) => {}, _ = shutdown.cancelled() => {} }
 }
 
-/// Keeps a LISTEN connection open: an outbox notification wakes the relay, a token notification
-/// adds the new token's fingerprint to the filter. The filter is reloaded whenever the connection
-/// comes up, and marked stale while it is down (notifications may be missed).
-async fn listen(
-    database_url: String,
-    store: Store,
-    tokens: Arc<TokenFilter>,
-    wake: Arc<Notify>,
-    shutdown: CancellationToken,
-) {
-    let mut backoff = qualifier_bus::reconnect_backoff();
-    while !shutdown.is_cancelled() {
-        match tokio_postgres::connect(&database_url, tokio_postgres::NoTls).await {
-            Ok((client, mut connection)) => {
-                let (wake2, tokens2) = (wake.clone(), tokens.clone());
-                let pump = tokio::spawn(async move {
-                    let mut messages =
-                        futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
-                    while let Some(Ok(msg)) = messages.next().await {
-                        if let tokio_postgres::AsyncMessage::Notification(n) = msg {
-                            match n.channel() {
-                                "qualifier_tokens" => tokens2.add_hex(n.payload()),
-                                _ => wake2.notify_one(),
-                            }
-                        }
-                    }
-                });
-                let listening = client
-                    .batch_execute("LISTEN qualifier_outbox; LISTEN qualifier_tokens")
-                    .await
-                    .is_ok();
-                // Listening first, then reading: a token created in between is in one or both.
-                let loaded = match store.token_fingerprints().await {
-                    Ok(all) if listening => {
-                        tokens.replace(all);
-                        true
-                    }
-                    _ => false,
-                };
-                if listening && loaded {
-                    // Anything committed while we were not listening is picked up now.
-                    wake.notify_one();
-                    backoff = qualifier_bus::reconnect_backoff();
-                    tokio::select! { _ = pump => {}, _ = shutdown.cancelled() => return }
-                    tokens.mark_stale();
-                } else {
-                    pump.abort();
-                }
-                tracing::warn!("outbox LISTEN connection lost; reconnecting");
-            }
-            Err(e) => tracing::warn!(error = %e, "outbox LISTEN connection failed"),
-        }
-        let wait = backoff.next().unwrap_or(Duration::from_secs(10));
-        sleep_or_cancel(wait, &shutdown).await;
-    }
-}
-
 fn to_message<'a>(topology_exchange: &'a str, row: &'a Unpublished) -> Outgoing<'a> {
     let meta = DeliveryMeta {
         delivery_id: row.delivery_id,
         event_id: row.event_id,
         org_id: row.org_id,
         event_type: row.event_type,
-        attempt: 1,
+        attempt: row.resume_attempt.map_or(1, |a| a.max(1) as u32),
         occurred_at_ms: Some(qualifier_domain::timefmt::unix_millis(row.created_at)),
         traceparent: row.traceparent.clone(),
         not_before_ms: None,
@@ -157,14 +100,7 @@ impl Relay {
 
     pub async fn run(self, shutdown: CancellationToken) {
         let sampler = tokio::spawn(Self::sample_backlog(self.store.clone(), shutdown.clone()));
-        let wake = Arc::new(Notify::new());
-        let listener = tokio::spawn(listen(
-            self.database_url.clone(),
-            self.store.clone(),
-            self.tokens.clone(),
-            wake.clone(),
-            shutdown.clone(),
-        ));
+        let wake = self.wake.clone();
         let mut backoff = qualifier_bus::reconnect_backoff();
         while !shutdown.is_cancelled() {
             let connected = async {
@@ -225,7 +161,6 @@ impl Relay {
             self.status.broker_ready.store(false, Ordering::Relaxed);
             let _ = conn.close(200, "shutdown".into()).await;
         }
-        listener.abort();
         sampler.abort();
     }
 }

@@ -30,6 +30,16 @@ pub struct AppState {
     pub admitter: Batcher<Vec<u8>, Admission>,
     /// `GET /api/v1/leads/{id}` reads of concurrent requests, one statement per round trip.
     pub lead_reader: Batcher<(Uuid, Uuid), Result<Lead, StoreError>>,
+    /// Seals and opens list cursors (contract section 11).
+    pub cursors: crate::cursor::Cursors,
+    /// `QUALIFIER_MAX_PAGE_BYTES` ([`crate::page`]).
+    pub max_page_bytes: usize,
+    /// The one narrow lane for unauthenticated work that touches the database (unknown tokens,
+    /// console cookies and sign-in tickets), shared with [`AppState::tokens`].
+    pub strangers: crate::token_filter::StrangerLane,
+    /// PostgreSQL and RabbitMQ both answered at the last check: what the public listener's
+    /// `/readyz` reports, so strangers polling it cost the database nothing.
+    pub ready: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// How many admission (or lead-read) round trips may be in flight at once: one answering while
@@ -59,6 +69,45 @@ impl AppState {
                 async move { store.get_leads_isolated(&wanted).await }
             },
         )
+    }
+}
+
+/// The actions the internal API and the console share, each written once over its typed
+/// command ([`crate::inputs`]).
+impl AppState {
+    /// Creates a token: its secret is returned once.
+    pub async fn issue_token(
+        &self,
+        org_id: Uuid,
+        new: crate::inputs::NewToken,
+    ) -> Result<(qualifier_store::tokens::TokenInfo, String), StoreError> {
+        let name = new.name.map(qualifier_domain::validate::Name::into_inner);
+        let (token, secret) = self.store.create_token(org_id, name).await?;
+        // Known here at once; other replicas learn it from the notification.
+        self.tokens.add(token_fingerprint(&secret));
+        Ok((token, secret))
+    }
+
+    /// Creates or replaces the org's webhook; the signing secret comes back when it was created.
+    pub async fn put_webhook(
+        &self,
+        org_id: Uuid,
+        s: crate::inputs::WebhookSettings,
+    ) -> Result<(qualifier_store::webhooks::Webhook, Option<String>), StoreError> {
+        self.store
+            .put_webhook(org_id, s.url.as_str().to_owned(), s.event_types, s.enabled)
+            .await
+    }
+
+    /// Bulk replay at the configured pace; how many matched.
+    pub async fn replay_matching(
+        &self,
+        org_id: Uuid,
+        r: &crate::inputs::ReplayFilter,
+    ) -> Result<usize, StoreError> {
+        self.store
+            .replay_matching(org_id, &r.filter, r.dry_run, self.replay_rate_per_second)
+            .await
     }
 }
 

@@ -12,31 +12,55 @@
 //! load, or with the LISTEN connection down), every token takes the normal path.
 
 use std::collections::HashSet;
-use std::sync::RwLock;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use tokio::sync::{Semaphore, SemaphorePermit};
 
-/// Concurrent database lookups for tokens the set does not know.
+/// Concurrent database lookups for everything unauthenticated: tokens the set does not know,
+/// console cookies and sign-in tickets not yet looked up (contract section 11: together at most
+/// 2 connections, whatever their number).
 pub const MISS_LANE: usize = 2;
 
 /// How long an unknown token waits for the lane before it is refused: longer than any
 /// notification takes to arrive, so a real new token is never refused for being new.
 const MISS_WAIT: Duration = Duration::from_secs(5);
 
+/// The narrow lane itself: one per process, shared by the token filter and the console.
+pub type StrangerLane = Arc<Semaphore>;
+
+pub fn stranger_lane() -> StrangerLane {
+    Arc::new(Semaphore::new(MISS_LANE))
+}
+
+/// A place in the lane, waiting at most [`MISS_WAIT`]; `Err` when it stayed full.
+pub async fn enter(lane: &Semaphore) -> Result<SemaphorePermit<'_>, ()> {
+    tokio::time::timeout(MISS_WAIT, lane.acquire())
+        .await
+        .map_err(|_| ())
+        .and_then(|p| p.map_err(|_| ()))
+}
+
 pub struct TokenFilter {
     known: RwLock<HashSet<[u8; 8]>>,
     current: AtomicBool,
-    misses: Semaphore,
+    misses: StrangerLane,
 }
 
 impl Default for TokenFilter {
     fn default() -> Self {
+        TokenFilter::with_lane(stranger_lane())
+    }
+}
+
+impl TokenFilter {
+    /// A filter whose unknown tokens take `lane` (shared with the console's lookups).
+    pub fn with_lane(lane: StrangerLane) -> Self {
         TokenFilter {
             known: RwLock::new(HashSet::new()),
             current: AtomicBool::new(false),
-            misses: Semaphore::new(MISS_LANE),
+            misses: lane,
         }
     }
 }
@@ -81,12 +105,7 @@ impl TokenFilter {
         {
             return None;
         }
-        Some(
-            tokio::time::timeout(MISS_WAIT, self.misses.acquire())
-                .await
-                .map_err(|_| ())
-                .and_then(|p| p.map_err(|_| ())),
-        )
+        Some(enter(&self.misses).await)
     }
 }
 

@@ -63,6 +63,9 @@ enum Command {
         events: Vec<EventType>,
         #[arg(long)]
         disabled: bool,
+        /// CIDRs exempt from the private-address ban (development and tests only)
+        #[arg(long, env = "QUALIFIER_WEBHOOK_ALLOW_CIDRS", hide_env_values = true)]
+        allow_cidrs: Option<String>,
     },
     /// Replace the org's signing secret; the previous one also signs (Standard Webhooks
     /// header) for the grace window.
@@ -112,6 +115,21 @@ enum Command {
     },
     /// Print a fresh QUALIFIER_SECRET_KEY.
     GenSecretKey,
+    /// Print a fresh QUALIFIER_OPERATOR_WEBHOOK_SECRET (Standard Webhooks `whsec_...`): give it
+    /// to webhook-delivery and to the operator service that receives endpoint.* events.
+    GenOperatorSecret,
+    /// Show an org endpoint's health (contract section 9): state, since when, last error, next
+    /// probe.
+    Health {
+        #[arg(long)]
+        org: Uuid,
+    },
+    /// Probe a failing endpoint now (the console's "Check now"): a webhook-delivery replica
+    /// sends the probe within a second or so.
+    Probe {
+        #[arg(long)]
+        org: Uuid,
+    },
     /// Delete a throwaway environment's exchanges and queues (messages are lost). Retry queue
     /// names carry their wait, so the environment's QUALIFIER_RETRY_DELAYS_MS applies.
     DeleteTopology {
@@ -119,6 +137,8 @@ enum Command {
         prefix: String,
         #[arg(long, env = "AMQP_URL", hide_env_values = true)]
         amqp_url: String,
+        #[arg(long, env = qualifier_config::RETRY_DELAYS, default_value = qualifier_config::DEFAULT_RETRY_DELAYS, hide_env_values = true)]
+        retry_delays_ms: String,
     },
 }
 
@@ -185,6 +205,7 @@ async fn run(cli: Cli) -> Result<serde_json::Value> {
             url,
             events,
             disabled,
+            allow_cidrs,
         } => {
             cli.require_secret_key()?;
             let url = WebhookUrl::parse(url)?;
@@ -193,7 +214,10 @@ async fn run(cli: Cli) -> Result<serde_json::Value> {
             } else {
                 events.clone()
             };
-            let policy = EgressPolicy::new(cidrs("QUALIFIER_WEBHOOK_ALLOW_CIDRS")?);
+            let policy = EgressPolicy::new(cidrs(
+                "QUALIFIER_WEBHOOK_ALLOW_CIDRS",
+                qualifier_config::optional(allow_cidrs).unwrap_or(""),
+            )?);
             policy.resolve(&url).await?;
             let (webhook, secret) = cli
                 .store()?
@@ -257,10 +281,24 @@ async fn run(cli: Cli) -> Result<serde_json::Value> {
             json!({ "matched": matched, "replayed": replayed, "dry_run": dry_run })
         }
         Command::GenSecretKey => json!({ "secret_key": SecretKey::generate_base64() }),
-        Command::DeleteTopology { prefix, amqp_url } => {
+        Command::GenOperatorSecret => {
+            // 32 random bytes, in the form every Standard Webhooks library takes.
+            let key = SecretKey::generate_base64();
+            json!({ "operator_webhook_secret": format!("whsec_{key}") })
+        }
+        Command::Health { org } => json!({ "health": cli.store()?.endpoint_health(*org).await? }),
+        Command::Probe { org } => {
+            let due = cli.store()?.probe_now(*org).await?;
+            json!({ "probe_requested": due, "note": if due { "a probe is due now" } else { "the endpoint is not failing" } })
+        }
+        Command::DeleteTopology {
+            prefix,
+            amqp_url,
+            retry_delays_ms,
+        } => {
             // For throwaway environments (CI stacks, previews): removes every exchange and
             // queue of one prefix, messages included.
-            let delays = qualifier_config::retry_delays()?;
+            let delays = qualifier_config::retry_delays(retry_delays_ms)?;
             let topo = qualifier_bus::Topology::new(prefix.clone(), delays);
             let conn = qualifier_bus::connect(amqp_url, "qualifierctl")
                 .await

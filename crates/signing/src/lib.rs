@@ -52,7 +52,19 @@ pub mod standard {
 
     /// One `v1,<base64 HMAC-SHA256>` entry over `{id}.{timestamp}.{body}`.
     pub fn sign(signing_secret: &str, id: &str, timestamp: i64, body: &[u8]) -> String {
-        let key = hmac::Key::new(hmac::HMAC_SHA256, signing_secret.as_bytes());
+        sign_with_key(signing_secret.as_bytes(), id, timestamp, body)
+    }
+
+    /// The key bytes of a `whsec_<base64>` secret (a Standard Webhooks secret given to us, such
+    /// as the operator's), or `None` when it is not one.
+    pub fn whsec_key(whsec: &str) -> Option<Vec<u8>> {
+        let key = STANDARD.decode(whsec.strip_prefix("whsec_")?).ok()?;
+        (!key.is_empty()).then_some(key)
+    }
+
+    /// [`sign`] with raw key bytes.
+    pub fn sign_with_key(key: &[u8], id: &str, timestamp: i64, body: &[u8]) -> String {
+        let key = hmac::Key::new(hmac::HMAC_SHA256, key);
         let mut ctx = hmac::Context::with_key(&key);
         ctx.update(id.as_bytes());
         ctx.update(b".");

@@ -22,6 +22,18 @@ pub struct ConsoleSession {
     pub org_id: Uuid,
     #[diesel(sql_type = Text)]
     pub csrf_token: String,
+    /// The org's name, shown on every page (contract section 11).
+    #[diesel(sql_type = Text)]
+    pub org_name: String,
+}
+
+/// Which org a sign-in ticket is for, read without using it up.
+#[derive(Debug, Clone, diesel::QueryableByName)]
+pub struct TicketOrg {
+    #[diesel(sql_type = SqlUuid)]
+    pub org_id: Uuid,
+    #[diesel(sql_type = Text)]
+    pub org_name: String,
 }
 
 /// An API token as the console lists it (never its secret).
@@ -42,6 +54,8 @@ pub struct TokenListing {
 struct OrgRow {
     #[diesel(sql_type = SqlUuid)]
     org_id: Uuid,
+    #[diesel(sql_type = Text)]
+    org_name: String,
 }
 
 impl Store {
@@ -76,9 +90,11 @@ impl Store {
         let mut conn = self.conn().await?;
         conn.transaction::<Option<(String, ConsoleSession)>, StoreError, _>(async move |conn| {
             let org: Option<OrgRow> = diesel::sql_query(
-                "UPDATE console_tickets SET used_at = clock_timestamp()
-                     WHERE ticket_hash = $1 AND used_at IS NULL AND expires_at > clock_timestamp()
-                     RETURNING org_id",
+                "UPDATE console_tickets t SET used_at = clock_timestamp()
+                     FROM orgs o
+                     WHERE t.ticket_hash = $1 AND t.used_at IS NULL
+                       AND t.expires_at > clock_timestamp() AND o.id = t.org_id
+                     RETURNING t.org_id, o.name AS org_name",
             )
             .bind::<Bytea, _>(&hash)
             .get_result(&mut *conn)
@@ -90,6 +106,7 @@ impl Store {
             let session = ConsoleSession {
                 org_id: org.org_id,
                 csrf_token: random_base62(32),
+                org_name: org.org_name,
             };
             diesel::sql_query(
                 "INSERT INTO console_sessions (session_hash, org_id, csrf_token, expires_at)
@@ -106,6 +123,22 @@ impl Store {
         .await
     }
 
+    /// The org a ticket would sign in to, if it is unused and unexpired; the ticket stays
+    /// usable (the console asks before switching orgs).
+    pub async fn peek_console_ticket(&self, ticket: &str) -> Result<Option<TicketOrg>, StoreError> {
+        let mut conn = self.conn().await?;
+        diesel::sql_query(
+            "SELECT t.org_id, o.name AS org_name
+             FROM console_tickets t JOIN orgs o ON o.id = t.org_id
+             WHERE t.ticket_hash = $1 AND t.used_at IS NULL AND t.expires_at > clock_timestamp()",
+        )
+        .bind::<Bytea, _>(hash_token(ticket))
+        .get_result(&mut conn)
+        .await
+        .map(Some)
+        .or_else(not_found_is_none)
+    }
+
     /// The live session behind a cookie's secret, if any.
     pub async fn console_session(
         &self,
@@ -113,8 +146,9 @@ impl Store {
     ) -> Result<Option<ConsoleSession>, StoreError> {
         let mut conn = self.conn().await?;
         diesel::sql_query(
-            "SELECT org_id, csrf_token FROM console_sessions
-             WHERE session_hash = $1 AND expires_at > clock_timestamp()",
+            "SELECT s.org_id, s.csrf_token, o.name AS org_name
+             FROM console_sessions s JOIN orgs o ON o.id = s.org_id
+             WHERE s.session_hash = $1 AND s.expires_at > clock_timestamp()",
         )
         .bind::<Bytea, _>(hash_token(secret))
         .get_result(&mut conn)

@@ -1,19 +1,22 @@
 //! The delivery log: one delivery per event (the outbox row), its status and its attempts.
 
+use diesel::NullableExpressionMethods;
 use diesel::sql_types::Array;
 use diesel::{
     ExpressionMethods, OptionalExtension, QueryDsl, Queryable, Selectable, SelectableHelper,
 };
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use crate::schema::{outbox, webhooks};
+use crate::schema::{endpoint_health, outbox, webhooks};
 use crate::secrets::OpenError;
 use crate::webhooks::{WebhookForDelivery, WebhookRow};
 use crate::{Store, StoreError};
+use qualifier_domain::delivery::AttemptEntry;
+use qualifier_domain::health::EndpointState;
 use qualifier_domain::{DeliveryStatus, EventType};
 
 #[derive(Debug, Clone, Queryable, Selectable)]
@@ -50,7 +53,7 @@ pub struct Delivery {
 pub struct DeliveryDetail {
     #[serde(flatten)]
     pub delivery: Delivery,
-    pub attempt_log: Value,
+    pub attempt_log: Vec<AttemptEntry>,
 }
 
 impl DeliveryRow {
@@ -77,35 +80,34 @@ pub struct DeliveryContext {
     /// `QUALIFIER_SECRET_KEY` changed): the attempt fails like any other and can be replayed
     /// after the secret is rotated, instead of requeueing forever.
     pub webhook: Option<Result<WebhookForDelivery, OpenError>>,
+    /// Its endpoint's health as of the read.
+    pub health: EndpointGlance,
 }
 
-/// One attempt's outcome, as recorded in `attempt_log`.
-#[derive(Debug, Clone)]
-pub struct AttemptRecord {
-    pub started_at: OffsetDateTime,
-    pub duration_ms: u64,
-    pub status_code: Option<u16>,
-    pub error: Option<String>,
+/// What an attempt needs to know of its endpoint's health: whether to send at all, and whether
+/// a success has failures to reset (a clean endpoint's success writes nothing).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EndpointGlance {
+    pub state: EndpointState,
+    pub consecutive_failures: u32,
 }
 
-/// One attempt's outcome to record with [`Store::record_attempts`].
+impl Default for EndpointGlance {
+    fn default() -> Self {
+        EndpointGlance {
+            state: EndpointState::Healthy,
+            consecutive_failures: 0,
+        }
+    }
+}
+
+/// One attempt's outcome to record with [`Store::record_attempts`]: its log entry and the
+/// status it leads to.
 #[derive(Debug, Clone)]
 pub struct AttemptWrite {
     pub delivery_id: Uuid,
-    pub attempt: u32,
-    pub record: AttemptRecord,
+    pub entry: AttemptEntry,
     pub status: DeliveryStatus,
-}
-
-/// An `attempt_log` entry.
-fn attempt_entry(attempt: u32, rec: &AttemptRecord) -> Value {
-    json!({
-        "attempt": attempt,
-        "started_at": qualifier_domain::timefmt::format(rec.started_at),
-        "duration_ms": rec.duration_ms,
-        "status_code": rec.status_code,
-        "error": rec.error,
-    })
 }
 
 impl Store {
@@ -118,22 +120,43 @@ impl Store {
         delivery_ids: &[Uuid],
     ) -> Result<Vec<Option<DeliveryContext>>, StoreError> {
         let mut conn = self.conn().await?;
-        let rows: Vec<(Uuid, DeliveryStatus, Option<WebhookRow>)> = outbox::table
+        type Row = (
+            Uuid,
+            DeliveryStatus,
+            Option<WebhookRow>,
+            Option<EndpointState>,
+            Option<i32>,
+        );
+        let rows: Vec<Row> = outbox::table
             .left_join(webhooks::table)
+            .left_join(endpoint_health::table)
             .filter(outbox::delivery_id.eq_any(delivery_ids))
             .select((
                 outbox::delivery_id,
                 outbox::status,
                 Option::<WebhookRow>::as_select(),
+                endpoint_health::state.nullable(),
+                endpoint_health::consecutive_failures.nullable(),
             ))
             .load(&mut conn)
             .await?;
         drop(conn);
         let by_id: std::collections::HashMap<Uuid, DeliveryContext> = rows
             .into_iter()
-            .map(|(id, status, hook)| {
+            .map(|(id, status, hook, state, failures)| {
                 let webhook = hook.map(|r| self.open_for_delivery(r));
-                (id, DeliveryContext { status, webhook })
+                let health = EndpointGlance {
+                    state: state.unwrap_or(EndpointState::Healthy),
+                    consecutive_failures: failures.unwrap_or(0).max(0) as u32,
+                };
+                (
+                    id,
+                    DeliveryContext {
+                        status,
+                        webhook,
+                        health,
+                    },
+                )
             })
             .collect();
         // Cloned, not moved: an id twice in one batch (a redelivery racing its original) gets
@@ -152,13 +175,14 @@ impl Store {
         let statuses: Vec<DeliveryStatus> = writes.iter().map(|w| w.status).collect();
         let codes: Vec<Option<i32>> = writes
             .iter()
-            .map(|w| w.record.status_code.map(i32::from))
+            .map(|w| w.entry.status_code.map(i32::from))
             .collect();
-        let errors: Vec<Option<&str>> = writes.iter().map(|w| w.record.error.as_deref()).collect();
+        let errors: Vec<Option<&str>> = writes.iter().map(|w| w.entry.error.as_deref()).collect();
         let entries: Vec<Value> = writes
             .iter()
-            .map(|w| attempt_entry(w.attempt, &w.record))
-            .collect();
+            .map(|w| serde_json::to_value(&w.entry))
+            .collect::<Result<_, _>>()
+            .map_err(|e| StoreError::Db(diesel::result::Error::SerializationError(Box::new(e))))?;
         let mut conn = self.conn().await?;
         diesel::sql_query(
             "UPDATE outbox o SET status = v.status, attempts = o.attempts + 1,
@@ -197,6 +221,7 @@ impl Store {
     /// (`outbox_org_seq`, or `outbox_org_lead` with a lead): rows committed meanwhile are newer
     /// than any cursor, so a walk visits every older row exactly once. Returns the page and the
     /// sequence to continue below, `None` on the last page.
+    /// [`Store::list_deliveries_at`] without the positions.
     pub async fn list_deliveries(
         &self,
         org_id: Uuid,
@@ -204,6 +229,20 @@ impl Store {
         before_seq: Option<i64>,
         limit: i64,
     ) -> Result<(Vec<Delivery>, Option<i64>), StoreError> {
+        let (rows, next) = self
+            .list_deliveries_at(org_id, f, before_seq, limit)
+            .await?;
+        Ok((rows.into_iter().map(|(_, d)| d).collect(), next))
+    }
+
+    /// Each delivery with its position (what a page cut short continues below).
+    pub async fn list_deliveries_at(
+        &self,
+        org_id: Uuid,
+        f: &DeliveryFilter,
+        before_seq: Option<i64>,
+        limit: i64,
+    ) -> Result<(Vec<(i64, Delivery)>, Option<i64>), StoreError> {
         let mut conn = self.conn().await?;
         let mut q = f.matching(org_id);
         if let Some(b) = before_seq {
@@ -218,7 +257,7 @@ impl Store {
         let more = rows.len() as i64 > limit;
         rows.truncate(limit as usize);
         let next = if more { rows.last().map(|r| r.0) } else { None };
-        Ok((rows.iter().map(|r| r.1.summary()).collect(), next))
+        Ok((rows.iter().map(|r| (r.0, r.1.summary())).collect(), next))
     }
 
     pub async fn get_delivery(
@@ -237,7 +276,15 @@ impl Store {
             .ok_or(StoreError::NotFound("Delivery not found"))?;
         Ok(DeliveryDetail {
             delivery: row.summary(),
-            attempt_log: row.attempt_log.clone(),
+            // Entries are written through the same type; one that does not read back (hand-edited
+            // rows) is left out rather than failing the whole page.
+            attempt_log: row
+                .attempt_log
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|e| serde_json::from_value(e.clone()).ok())
+                .collect(),
         })
     }
 
@@ -261,7 +308,7 @@ impl Store {
                 .await
                 .optional()?
                 .ok_or(StoreError::NotFound("Delivery not found"))?;
-            if !current.is_final() {
+            if !current.replayable() {
                 return Err(StoreError::Conflict("Delivery is still in progress".into()));
             }
             schedule_replays(conn, org_id, &[seq], &[current], rate_per_second).await?;
@@ -358,7 +405,7 @@ async fn schedule_replays(
                  SET next_at = GREATEST(p.next_at, clock_timestamp()) + make_interval(secs => $3 * $4)
              RETURNING next_at - make_interval(secs => $3 * $4) AS first)
          UPDATE outbox o
-         SET status = 'pending', published_at = NULL,
+         SET status = 'pending', published_at = NULL, held_at = NULL, resume_attempt = NULL,
              replay_at = slot.first + make_interval(secs => $3 * (v.i - 1)),
              updated_at = clock_timestamp()
          FROM slot, unnest($2::int8[]) WITH ORDINALITY AS v(seq, i)

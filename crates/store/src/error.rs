@@ -19,6 +19,9 @@ pub enum StoreError {
     /// A state-machine or uniqueness rule refused the change (409).
     #[error("{0}")]
     Conflict(String),
+    /// A per-org quota of actions is used up for now (contract section 11): 429.
+    #[error("Rate limit exceeded")]
+    RateLimited { retry_after_secs: u64 },
     /// A field was invalid against the stored state (for example a merged profile too large).
     #[error("{0}")]
     Invalid(FieldError),

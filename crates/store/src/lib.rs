@@ -7,6 +7,7 @@ pub mod console;
 pub mod deliveries;
 pub mod error;
 pub mod handoffs;
+pub mod health;
 pub mod idempotency;
 pub mod leads;
 pub mod orgs;

@@ -59,6 +59,9 @@ pub struct Unpublished {
     pub is_test: bool,
     /// Its place in the events feed: `None` for an event published for the first time.
     pub feed_pos: Option<i64>,
+    /// The attempt a delivery held during its endpoint's outage resumes at (`None`: attempt 1,
+    /// a new event or a replay).
+    pub resume_attempt: Option<i32>,
 }
 
 /// Claims up to `limit` new events and up to `limit` replays that are due, lets `publish` send
@@ -106,7 +109,8 @@ where
                     "clock_timestamp()",
                 )),
             )
-            .order(outbox::replay_at.asc())
+            // Oldest first among rows due at the same instant (an endpoint's held deliveries).
+            .order((outbox::replay_at.asc(), outbox::seq.asc()))
             .limit(limit)
             .select(Unpublished::as_select())
             .for_update()
@@ -155,6 +159,8 @@ where
 #[derive(Debug, Clone)]
 pub struct FeedPage {
     pub payloads: Vec<Vec<u8>>,
+    /// Each payload's feed position (where a page cut short continues).
+    pub positions: Vec<i64>,
     /// The last event's position, or the `after` asked for when the page is empty.
     pub last: i64,
 }
@@ -207,6 +213,7 @@ impl Store {
             .map_err(StoreError::from)?;
         let last = rows.last().and_then(|r| r.0).unwrap_or(after);
         Ok(FeedPage {
+            positions: rows.iter().map(|r| r.0.unwrap_or(after)).collect(),
             payloads: rows.into_iter().map(|r| r.1).collect(),
             last,
         })

@@ -90,6 +90,26 @@ diesel::table! {
         feed_pos -> Nullable<Int8>,
         replay_at -> Nullable<Timestamptz>,
         lead_id -> Nullable<Uuid>,
+        held_at -> Nullable<Timestamptz>,
+        resume_attempt -> Nullable<Int4>,
+    }
+}
+
+diesel::table! {
+    endpoint_health (org_id) {
+        org_id -> Uuid,
+        state -> Text,
+        failing_since -> Nullable<Timestamptz>,
+        last_success_at -> Nullable<Timestamptz>,
+        last_failure_at -> Nullable<Timestamptz>,
+        last_error -> Nullable<Text>,
+        consecutive_failures -> Int4,
+        streak_started_at -> Nullable<Timestamptz>,
+        next_probe_at -> Nullable<Timestamptz>,
+        probe_interval_ms -> Nullable<Int8>,
+        probe_lease_until -> Nullable<Timestamptz>,
+        disabled_reason -> Nullable<Text>,
+        updated_at -> Timestamptz,
     }
 }
 
@@ -101,7 +121,24 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    secret_format (id) {
+        id -> Bool,
+        unbound_allowed -> Bool,
+    }
+}
+
 // An outbox row's org has at most one webhook (webhooks.org_id is its primary key).
 diesel::joinable!(outbox -> webhooks (org_id));
+diesel::joinable!(outbox -> endpoint_health (org_id));
 
-diesel::allow_tables_to_appear_in_same_query!(orgs, api_tokens, leads, handoffs, webhooks, outbox);
+diesel::allow_tables_to_appear_in_same_query!(
+    orgs,
+    api_tokens,
+    leads,
+    handoffs,
+    webhooks,
+    outbox,
+    endpoint_health,
+    secret_format
+);

@@ -69,6 +69,8 @@ pub enum OpenError {
 #[derive(Clone)]
 pub struct SecretKey {
     key: std::sync::Arc<LessSafeKey>,
+    /// HMAC under the same bytes, for keys derived for other purposes ([`SecretKey::subkey`]).
+    mac: std::sync::Arc<ring::hmac::Key>,
 }
 
 impl std::fmt::Debug for SecretKey {
@@ -92,7 +94,16 @@ impl SecretKey {
             .map_err(|_| SecretKeyError::WrongLength(bytes.len()))?;
         Ok(SecretKey {
             key: std::sync::Arc::new(LessSafeKey::new(unbound)),
+            mac: std::sync::Arc::new(ring::hmac::Key::new(ring::hmac::HMAC_SHA256, &bytes)),
         })
+    }
+
+    /// A 32-byte key for another purpose (`HMAC(key, purpose)`), so one configured secret serves
+    /// several uses without any two sharing a key (cursor sealing, say).
+    pub fn subkey(&self, purpose: &str) -> [u8; 32] {
+        let mut out = [0u8; 32];
+        out.copy_from_slice(ring::hmac::sign(&self.mac, purpose.as_bytes()).as_ref());
+        out
     }
 
     /// A fresh random key, base64: what `qualifierctl` and `make run` generate for development.
@@ -135,6 +146,13 @@ impl SecretKey {
         // Not bound (or bound to another org, which then also fails here: the tag covers the
         // marker bytes as part of what it reads as a nonce).
         self.open_with(sealed, Aad::from(&[][..]))
+    }
+
+    /// Opens a secret sealed for `org_id`, in the bound format only: what every read uses once
+    /// unbound secrets are no longer allowed (contract section 11).
+    pub fn open_bound(&self, sealed: &[u8], org_id: Uuid) -> Result<String, OpenError> {
+        let bound = sealed.strip_prefix(BOUND).ok_or(OpenError::WrongKey)?;
+        self.open_with(bound, Aad::from(org_id.as_bytes()))
     }
 
     /// True when `sealed` is in the legacy, unbound format (to be re-sealed).

@@ -6,8 +6,9 @@
 //! limit is exact however many `lead-api` processes share the database.
 
 use diesel::sql_types::{Array, Bytea, Double, Integer, Uuid as SqlUuid};
-use diesel::{ExpressionMethods, QueryDsl, QueryableByName};
-use diesel_async::RunQueryDsl;
+use diesel::{ExpressionMethods, OptionalExtension, QueryDsl, QueryableByName};
+use diesel_async::{AsyncConnection, RunQueryDsl};
+use qualifier_domain::FieldError;
 use qualifier_domain::timefmt::now_millis;
 use serde::Serialize;
 use time::OffsetDateTime;
@@ -16,6 +17,9 @@ use uuid::Uuid;
 use crate::schema::api_tokens;
 use crate::secrets::{hash_token, looks_like_org_token, new_org_token};
 use crate::{Store, StoreError};
+
+/// Unrevoked API tokens one org may hold (contract section 11).
+pub const MAX_TOKENS_PER_ORG: i64 = 100;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct TokenInfo {
@@ -102,6 +106,9 @@ fn admission_of(row: &AdmitRow, i: usize, per_second: f64) -> Admission {
 
 impl Store {
     /// Creates a token; the secret is returned once and only its hash is stored.
+    /// Creates an API token; at most [`MAX_TOKENS_PER_ORG`] unrevoked per org (contract
+    /// section 11: each token brings its own rate limit, and every replica keeps its
+    /// fingerprint).
     pub async fn create_token(
         &self,
         org_id: Uuid,
@@ -114,17 +121,41 @@ impl Store {
             created_at: now_millis(),
         };
         let mut conn = self.conn().await?;
-        diesel::insert_into(api_tokens::table)
-            .values((
-                api_tokens::id.eq(info.id),
-                api_tokens::org_id.eq(org_id),
-                api_tokens::name.eq(&info.name),
-                api_tokens::token_hash.eq(hash_token(&secret)),
-                api_tokens::created_at.eq(info.created_at),
-            ))
-            .execute(&mut conn)
-            .await
-            .map_err(crate::orgs::org_missing)?;
+        let row = info.clone();
+        let hash = hash_token(&secret);
+        conn.transaction::<(), StoreError, _>(async move |conn| {
+            // The org's row lock makes the count and the insert one step across replicas.
+            crate::schema::orgs::table
+                .filter(crate::schema::orgs::id.eq(org_id))
+                .select(crate::schema::orgs::id)
+                .for_update()
+                .first::<Uuid>(conn)
+                .await
+                .optional()?
+                .ok_or(StoreError::NotFound("Org not found"))?;
+            let live: i64 = api_tokens::table
+                .filter(api_tokens::org_id.eq(org_id))
+                .filter(api_tokens::revoked_at.is_null())
+                .count()
+                .get_result(conn)
+                .await?;
+            if live >= MAX_TOKENS_PER_ORG {
+                return Err(StoreError::Invalid(FieldError::new("Token limit reached")));
+            }
+            diesel::insert_into(api_tokens::table)
+                .values((
+                    api_tokens::id.eq(row.id),
+                    api_tokens::org_id.eq(org_id),
+                    api_tokens::name.eq(&row.name),
+                    api_tokens::token_hash.eq(hash),
+                    api_tokens::created_at.eq(row.created_at),
+                ))
+                .execute(conn)
+                .await
+                .map_err(crate::orgs::org_missing)?;
+            Ok(())
+        })
+        .await?;
         Ok((info, secret))
     }
 
@@ -150,7 +181,10 @@ impl Store {
     /// The fingerprints ([`token_fingerprint`]) of every token that exists, revoked or not.
     pub async fn token_fingerprints(&self) -> Result<Vec<[u8; 8]>, StoreError> {
         let mut conn = self.conn().await?;
+        // Live tokens only: a revoked one is refused by the database anyway, and keeping every
+        // token ever made would grow each replica's filter (and each reload) without bound.
         let hashes: Vec<Vec<u8>> = api_tokens::table
+            .filter(api_tokens::revoked_at.is_null())
             .select(api_tokens::token_hash)
             .load(&mut conn)
             .await?;

@@ -11,7 +11,7 @@ use serde::Serialize;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use crate::schema::webhooks;
+use crate::schema::{secret_format, webhooks};
 use crate::secrets::{OpenError, new_webhook_secret};
 use crate::{Store, StoreError};
 
@@ -27,7 +27,16 @@ pub(crate) struct WebhookRow {
     updated_at: OffsetDateTime,
     previous_secret_sealed: Option<Vec<u8>>,
     previous_expires_at: Option<OffsetDateTime>,
+    /// Whether the deployment may still hold secrets in the unbound format (`secret_format`),
+    /// read with the row so that no process can act on a stale answer. A subselect diesel
+    /// builds (not SQL text), so the statements that read webhooks stay prepared and cached.
+    #[diesel(select_expression = secret_format::table.select(secret_format::unbound_allowed).single_value())]
+    #[diesel(select_expression_type = diesel::dsl::SingleValue<diesel::dsl::Select<secret_format::table, secret_format::unbound_allowed>>)]
+    unbound_allowed: Option<bool>,
 }
+
+const UNBOUND_ALLOWED: &str =
+    "COALESCE((SELECT unbound_allowed FROM secret_format WHERE id), false)";
 
 /// The settings as the settings screen sees them: never the secret.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -39,6 +48,17 @@ pub struct Webhook {
     pub created_at: OffsetDateTime,
     #[serde(with = "qualifier_domain::timefmt::millis")]
     pub updated_at: OffsetDateTime,
+}
+
+/// Test events one org may send per minute, API and console together (contract section 11).
+pub const TEST_EVENTS_PER_MINUTE: i64 = 10;
+
+/// The webhook as the internal API shows it: the settings and the endpoint's health.
+#[derive(Debug, Clone, Serialize)]
+pub struct WebhookStatus {
+    #[serde(flatten)]
+    pub webhook: Webhook,
+    pub health: qualifier_domain::health::EndpointHealth,
 }
 
 /// What a delivery attempt needs: the settings plus the opened secret, and the previous secret
@@ -97,6 +117,10 @@ impl Store {
                 .first(conn)
                 .await
                 .optional()?;
+            if enabled {
+                // Re-enabling makes the endpoint healthy (contract section 9).
+                crate::health::reset(conn, org_id).await?;
+            }
             if let Some(mut row) = existing {
                 diesel::update(webhooks::table.filter(webhooks::org_id.eq(org_id)))
                     .set((
@@ -124,6 +148,7 @@ impl Store {
                 updated_at: now,
                 previous_secret_sealed: None,
                 previous_expires_at: None,
+                unbound_allowed: Some(false),
             };
             // A concurrent first PUT for the same org loses on the primary key and is retried by
             // the caller as an update; the secret of the winner is the one that holds.
@@ -159,16 +184,41 @@ impl Store {
         Ok(self.webhook_row(org_id).await?.map(|r| r.public()))
     }
 
+    /// The webhook with its endpoint's health.
+    pub async fn webhook_status(&self, org_id: Uuid) -> Result<Option<WebhookStatus>, StoreError> {
+        let Some(webhook) = self.get_webhook(org_id).await? else {
+            return Ok(None);
+        };
+        let health = self.endpoint_health(org_id).await?;
+        Ok(Some(WebhookStatus { webhook, health }))
+    }
+
+    /// The settings with the opened secret, for a probe (`None` without a webhook).
+    pub async fn webhook_for_delivery(
+        &self,
+        org_id: Uuid,
+    ) -> Result<Option<Result<WebhookForDelivery, OpenError>>, StoreError> {
+        Ok(self
+            .webhook_row(org_id)
+            .await?
+            .map(|r| self.open_for_delivery(r)))
+    }
+
     /// The settings with the opened secret, for a delivery attempt.
     pub(crate) fn open_for_delivery(&self, r: WebhookRow) -> Result<WebhookForDelivery, OpenError> {
-        let signing_secret = self.secret_key.open(&r.secret_sealed, r.org_id)?;
+        let open = |sealed: &[u8]| {
+            if r.unbound_allowed == Some(true) {
+                self.secret_key.open(sealed, r.org_id)
+            } else {
+                self.secret_key.open_bound(sealed, r.org_id)
+            }
+        };
+        let signing_secret = open(&r.secret_sealed)?;
         // The previous secret only while its window lasts; an expired one is never used, even
         // before housekeeping removes it.
         let now = OffsetDateTime::now_utc();
         let previous_secret = match (&r.previous_secret_sealed, r.previous_expires_at) {
-            (Some(sealed), Some(until)) if until > now => {
-                Some(self.secret_key.open(sealed, r.org_id)?)
-            }
+            (Some(sealed), Some(until)) if until > now => Some(open(sealed)?),
             _ => None,
         };
         Ok(WebhookForDelivery {
@@ -240,39 +290,78 @@ impl Store {
         .await?)
     }
 
-    /// Re-seals every secret still in the legacy format (not bound to its org) so that it opens
-    /// only for its own org. Idempotent and cheap (one row per org); `lead-api` runs it at every
-    /// start and `qualifierctl migrate` when it has the key. Each row is rewritten only if it is
-    /// unchanged since it was read, so a concurrent rotation wins. Returns how many were
-    /// re-sealed; a secret that does not open with this key is left as it is (its deliveries
-    /// fail loudly until it is rotated).
+    /// Re-seals every secret still in the legacy format (not bound to its org), current and
+    /// previous, so that each opens only for its own org; then, when none is left, records that
+    /// no unbound secret may open any more (`secret_format`), so a blob copied between orgs
+    /// never opens again (contract section 11). Idempotent and cheap (one row per org);
+    /// `lead-api` runs it at every start and `qualifierctl migrate` when it has the key. Once
+    /// unbound secrets are refused it does nothing: re-sealing an unbound blob then would bind
+    /// a copied secret to the org it was copied to. Each row is rewritten only if unchanged
+    /// since it was read, so a concurrent rotation wins. A secret that does not open with this
+    /// key is left as it is (its deliveries fail loudly until it is rotated) and keeps unbound
+    /// secrets allowed.
     pub async fn reseal_legacy_secrets(&self) -> Result<usize, StoreError> {
         let mut conn = self.conn().await?;
-        let rows: Vec<(Uuid, Vec<u8>)> = webhooks::table
-            .select((webhooks::org_id, webhooks::secret_sealed))
+        let allowed: bool =
+            diesel::select(diesel::dsl::sql::<diesel::sql_types::Bool>(UNBOUND_ALLOWED))
+                .get_result(&mut conn)
+                .await?;
+        if !allowed {
+            return Ok(0);
+        }
+        let rows: Vec<(Uuid, Vec<u8>, Option<Vec<u8>>)> = webhooks::table
+            .select((
+                webhooks::org_id,
+                webhooks::secret_sealed,
+                webhooks::previous_secret_sealed,
+            ))
             .load(&mut conn)
             .await?;
+        let key = &self.secret_key;
         let mut resealed = 0;
-        for (org_id, sealed) in rows {
-            if !self.secret_key.is_legacy(&sealed, org_id) {
-                continue;
+        let mut left = 0;
+        for (org_id, sealed, previous) in rows {
+            if key.is_legacy(&sealed, org_id) {
+                match key.open(&sealed, org_id) {
+                    Ok(secret) => {
+                        resealed += diesel::update(
+                            webhooks::table
+                                .filter(webhooks::org_id.eq(org_id))
+                                .filter(webhooks::secret_sealed.eq(&sealed)),
+                        )
+                        .set(webhooks::secret_sealed.eq(key.seal(&secret, org_id)))
+                        .execute(&mut conn)
+                        .await?;
+                    }
+                    Err(_) => left += 1,
+                }
             }
-            let Ok(secret) = self.secret_key.open(&sealed, org_id) else {
-                continue;
-            };
-            resealed += diesel::update(
-                webhooks::table
-                    .filter(webhooks::org_id.eq(org_id))
-                    .filter(webhooks::secret_sealed.eq(&sealed)),
-            )
-            .set(webhooks::secret_sealed.eq(self.secret_key.seal(&secret, org_id)))
-            .execute(&mut conn)
-            .await?;
+            if let Some(prev) = previous.filter(|p| key.is_legacy(p, org_id)) {
+                match key.open(&prev, org_id) {
+                    Ok(secret) => {
+                        resealed += diesel::update(
+                            webhooks::table
+                                .filter(webhooks::org_id.eq(org_id))
+                                .filter(webhooks::previous_secret_sealed.eq(&prev)),
+                        )
+                        .set(webhooks::previous_secret_sealed.eq(key.seal(&secret, org_id)))
+                        .execute(&mut conn)
+                        .await?;
+                    }
+                    Err(_) => left += 1,
+                }
+            }
+        }
+        if left == 0 {
+            // Rows written meanwhile are sealed bound already (every seal since v1.1 is).
+            diesel::sql_query("UPDATE secret_format SET unbound_allowed = false WHERE id")
+                .execute(&mut conn)
+                .await?;
         }
         Ok(resealed)
     }
 
-    /// A test event (`POST …/webhook/test`): an example event of `event_type` (default: the
+    /// A test event (`POST …/webhook/test`), at most [`TEST_EVENTS_PER_MINUTE`] a minute per org: an example event of `event_type` (default: the
     /// first type the webhook is subscribed to) through the normal pipeline, marked as a test.
     /// Returns the delivery's id.
     pub async fn send_test_event(
@@ -283,15 +372,45 @@ impl Store {
         let base = self.app_base_url.clone();
         let mut conn = self.conn().await?;
         conn.transaction::<Uuid, StoreError, _>(async move |conn| {
+            // The webhook's row lock makes the quota's count and the insert one step.
             let (enabled, subscribed): (bool, Vec<EventType>) = webhooks::table
                 .filter(webhooks::org_id.eq(org_id))
                 .select((webhooks::enabled, webhooks::event_types))
+                .for_update()
                 .first(conn)
                 .await
                 .optional()?
                 .ok_or(StoreError::NotFound("Webhook not configured"))?;
             if !enabled {
                 return Err(StoreError::Conflict("Webhook is disabled".into()));
+            }
+            // At most TEST_EVENTS_PER_MINUTE per org (contract section 11): each is a real
+            // delivery through the relay and work queue every org shares. Retry-After: until
+            // the oldest of the minute's test events leaves the window.
+            #[derive(diesel::QueryableByName)]
+            struct Window {
+                #[diesel(sql_type = diesel::sql_types::BigInt)]
+                n: i64,
+                #[diesel(sql_type = diesel::sql_types::Double)]
+                wait_s: f64,
+            }
+            let w: Window = diesel::sql_query(
+                "SELECT count(*) AS n,
+                        COALESCE(EXTRACT(EPOCH FROM min(created_at) + interval '1 minute'
+                                                    - clock_timestamp()), 0)::float8 AS wait_s
+                 FROM (SELECT created_at FROM outbox
+                       WHERE org_id = $1 AND is_test
+                         AND created_at > clock_timestamp() - interval '1 minute'
+                       ORDER BY created_at DESC LIMIT $2) recent",
+            )
+            .bind::<diesel::sql_types::Uuid, _>(org_id)
+            .bind::<diesel::sql_types::BigInt, _>(TEST_EVENTS_PER_MINUTE)
+            .get_result(conn)
+            .await?;
+            if w.n >= TEST_EVENTS_PER_MINUTE {
+                return Err(StoreError::RateLimited {
+                    retry_after_secs: (w.wait_s.ceil() as u64).max(1),
+                });
             }
             let event_type = event_type
                 .or_else(|| <[EventType]>::first(&subscribed).copied())

@@ -21,7 +21,7 @@ use opentelemetry::propagation::TextMapPropagator;
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::SdkTracerProvider;
-use qualifier_config::{EnvError, with_default};
+use qualifier_config::{EnvError, TelemetryArgs, value};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
@@ -49,14 +49,15 @@ where
     tracing_opentelemetry::layer().with_tracer(provider.tracer(service))
 }
 
-fn provider(service: &'static str) -> Result<SdkTracerProvider, EnvError> {
+fn provider(service: &'static str, args: &TelemetryArgs) -> Result<SdkTracerProvider, EnvError> {
     let resource = opentelemetry_sdk::Resource::builder()
         .with_service_name(service)
         .build();
     let mut builder = SdkTracerProvider::builder().with_resource(resource);
     // With no endpoint there is no exporter at all: spans still get ids (which propagate) but
     // cost no I/O, and shutdown never waits for a collector that is not there.
-    if qualifier_config::optional("OTEL_EXPORTER_OTLP_ENDPOINT").is_some() {
+    // The exporter reads the endpoint from the environment itself; clap read the same variable.
+    if qualifier_config::optional(&args.otel_exporter_otlp_endpoint).is_some() {
         let exporter = opentelemetry_otlp::SpanExporter::builder()
             .with_tonic()
             .build()
@@ -70,12 +71,12 @@ fn provider(service: &'static str) -> Result<SdkTracerProvider, EnvError> {
 
 /// Logging and tracing from the environment: `RUST_LOG` (default `info`), `QUALIFIER_LOG_FORMAT`
 /// (`json` default, or `pretty`) and `OTEL_EXPORTER_OTLP_ENDPOINT`. Call inside the runtime.
-pub fn init(service: &'static str) -> Result<Telemetry, EnvError> {
-    let filter = EnvFilter::try_new(with_default("RUST_LOG", "info"))
+pub fn init(service: &'static str, args: &TelemetryArgs) -> Result<Telemetry, EnvError> {
+    let filter = EnvFilter::try_new(value(&args.rust_log, "info"))
         .map_err(|e| EnvError::new("RUST_LOG", format!("is malformed: {e}")))?;
-    let provider = provider(service)?;
+    let provider = provider(service, args)?;
     let fmt = tracing_subscriber::fmt::layer().with_target(true);
-    let fmt = match with_default("QUALIFIER_LOG_FORMAT", "json").as_str() {
+    let fmt = match value(&args.log_format, "json") {
         "json" => fmt
             .json()
             .flatten_event(true)
@@ -98,19 +99,19 @@ pub fn init(service: &'static str) -> Result<Telemetry, EnvError> {
     Ok(Telemetry { provider })
 }
 
-/// The start of every service binary: prints `help` for `--help`, reads the configuration and
-/// sets up telemetry; a configuration error ends the process with its one line and exit code 2.
-pub fn service_start<C>(
-    help: &str,
+/// The start of every service binary: parses its arguments and environment with clap (which
+/// answers `--help` from the same declarations), validates the configuration and sets up
+/// telemetry; a configuration error ends the process with its one line and exit code 2.
+pub fn service_start<A, C>(
     service: &'static str,
-    read: impl FnOnce() -> Result<C, EnvError>,
-) -> Option<(C, Telemetry)> {
-    if std::env::args().any(|a| a == "--help" || a == "-h") {
-        print!("{help}");
-        return None;
-    }
-    match read().and_then(|c| init(service).map(|t| (c, t))) {
-        Ok(c) => Some(c),
+    read: impl FnOnce(&A) -> Result<C, EnvError>,
+) -> (C, Telemetry)
+where
+    A: clap::Parser + AsRef<TelemetryArgs>,
+{
+    let args = A::parse();
+    match read(&args).and_then(|c| init(service, args.as_ref()).map(|t| (c, t))) {
+        Ok(c) => c,
         Err(e) => {
             eprintln!("{e}");
             std::process::exit(2);

@@ -32,6 +32,13 @@ pub const QUEUE_DEPTH: &str = "qualifier_queue_depth";
 pub const PARKED: &str = "qualifier_delivery_parked_total";
 /// Attempts in flight in this process.
 pub const IN_FLIGHT: &str = "qualifier_delivery_in_flight";
+/// Gauge: org endpoints by health `state` (`healthy`, `failing`, `disabled`), sampled from the
+/// database by each webhook-delivery replica (contract section 9).
+pub const WEBHOOK_ENDPOINTS: &str = "qualifier_webhook_endpoints";
+/// Counter: probes of failing endpoints by `result` (`up`, `down`, `paused`).
+pub const PROBES: &str = "qualifier_endpoint_probes_total";
+/// Counter: operational events sent to the operator's webhook, by `result`.
+pub const OPS_EVENTS: &str = "qualifier_operator_events_total";
 
 const LATENCY_BUCKETS: &[f64] = &[
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,

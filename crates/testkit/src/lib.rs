@@ -223,3 +223,68 @@ pub fn http_client() -> reqwest::Client {
 pub fn init_test_logging() {
     telemetry::init();
 }
+
+/// The environment variables a binary's `--help` names (`[env: NAME]`), sorted.
+pub fn help_env_names(binary: &str) -> std::collections::BTreeSet<String> {
+    let out = std::process::Command::new(binary)
+        .arg("--help")
+        .env_clear()
+        .output()
+        .expect("run the binary with --help");
+    assert!(out.status.success(), "--help exits 0");
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.split("[env: ")
+        .skip(1)
+        .map(|rest| rest.split([']', '=']).next().unwrap_or_default().to_owned())
+        .collect()
+}
+
+/// Every environment variable name written as a string literal in the Rust sources under
+/// `dirs` (relative to the workspace root): `"DATABASE_URL"`, `"AMQP_URL"`, `"RUST_LOG"`,
+/// `"QUALIFIER_…"` and `"OTEL_…"`. A variable read anywhere by hand shows up here.
+pub fn env_literals_in(dirs: &[&str]) -> std::collections::BTreeSet<String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut found = std::collections::BTreeSet::new();
+    for d in dirs {
+        for f in walk(&root.join(d)) {
+            if f.extension().and_then(|e| e.to_str()) != Some("rs") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&f).unwrap_or_default();
+            // `"NAME"`: a quote, capitals and underscores, a quote.
+            for (i, _) in text.match_indices('"') {
+                let rest = &text[i + 1..];
+                let len = rest
+                    .bytes()
+                    .take_while(|b| b.is_ascii_uppercase() || *b == b'_')
+                    .count();
+                let lit = &rest[..len];
+                let named = ["DATABASE_URL", "AMQP_URL", "RUST_LOG"].contains(&lit)
+                    || lit.starts_with("QUALIFIER_")
+                    || lit.starts_with("OTEL_");
+                if named && rest[len..].starts_with('"') {
+                    found.insert(lit.to_owned());
+                }
+            }
+        }
+    }
+    found
+}
+
+/// `binary --help` names exactly the variables its clap command declares (`declared`), and no
+/// variable named in the sources under `dirs` is missing from it. Returns what `--help` names.
+pub fn assert_help_covers(
+    binary: &str,
+    declared: Vec<String>,
+    dirs: &[&str],
+) -> std::collections::BTreeSet<String> {
+    let help = help_env_names(binary);
+    let declared: std::collections::BTreeSet<String> = declared.into_iter().collect();
+    assert_eq!(help, declared, "--help shows each declared variable");
+    let missing: Vec<_> = env_literals_in(dirs)
+        .into_iter()
+        .filter(|v| !help.contains(v))
+        .collect();
+    assert!(missing.is_empty(), "read but not in --help: {missing:?}");
+    help
+}

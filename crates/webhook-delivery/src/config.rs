@@ -1,12 +1,105 @@
-//! `webhook-delivery` configuration (contract section 1).
+//! `webhook-delivery` configuration (contract section 1): every variable declared once, below,
+//! as a clap argument with `env`, then validated once at start into [`DeliveryConfig`].
+//! `--help` is generated from the same declarations.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use qualifier_config::{
-    EnvError, cidrs, optional, parsed, positive, required, retry_delays, topology_prefix,
+    EnvError, TelemetryArgs, cidrs, optional, parsed, positive, required, retry_delays,
+    topology_prefix, value,
 };
 use qualifier_store::SecretKey;
+
+const ADDR: &str = "127.0.0.1:8082";
+const CONCURRENCY: &str = "64";
+const TIMEOUT_MS: &str = "10000";
+const FAILING_AFTER: &str = "3";
+const FAILING_SPAN_MS: &str = "60000";
+const PROBE_MIN_MS: &str = "5000";
+const PROBE_MAX_MS: &str = "900000";
+const DISABLE_AFTER_S: &str = "432000";
+
+/// webhook-delivery: consumes Qualifier events and delivers signed webhooks.
+///
+/// Every option can be given as the environment variable named beside it (the usual way).
+#[derive(clap::Parser, Debug, Clone, Default)]
+#[command(name = "webhook-delivery", version, about, long_about = None)]
+pub struct DeliveryArgs {
+    /// PostgreSQL URL (required)
+    #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
+    pub database_url: Option<String>,
+    /// RabbitMQ URL (required)
+    #[arg(long, env = "AMQP_URL", hide_env_values = true)]
+    pub amqp_url: Option<String>,
+    /// 32 bytes, base64: opens the sealed signing secrets (required)
+    #[arg(long, env = "QUALIFIER_SECRET_KEY", hide_env_values = true)]
+    pub secret_key: Option<String>,
+    /// Prefix of every exchange and queue name
+    #[arg(long, env = qualifier_config::TOPOLOGY_PREFIX, default_value = qualifier_config::DEFAULT_TOPOLOGY_PREFIX, hide_env_values = true)]
+    pub topology_prefix: String,
+    /// /healthz, /readyz and /metrics listener
+    #[arg(long, env = "QUALIFIER_DELIVERY_ADDR", default_value = ADDR, hide_env_values = true)]
+    pub delivery_addr: String,
+    /// In-flight deliveries per process
+    #[arg(long, env = "QUALIFIER_DELIVERY_CONCURRENCY", default_value = CONCURRENCY, hide_env_values = true)]
+    pub delivery_concurrency: String,
+    /// The most of them one org may always hold [default: a quarter of the concurrency]
+    #[arg(
+        long,
+        env = "QUALIFIER_DELIVERY_ORG_CONCURRENCY",
+        hide_env_values = true
+    )]
+    pub delivery_org_concurrency: Option<String>,
+    /// Whole-request timeout of one attempt, in ms
+    #[arg(long, env = "QUALIFIER_DELIVERY_TIMEOUT_MS", default_value = TIMEOUT_MS, hide_env_values = true)]
+    pub delivery_timeout_ms: String,
+    /// The 4 waits before attempts 2..5, in ms
+    #[arg(long, env = qualifier_config::RETRY_DELAYS, default_value = qualifier_config::DEFAULT_RETRY_DELAYS, hide_env_values = true)]
+    pub retry_delays_ms: String,
+    /// CIDRs exempt from the private-address ban (development and tests only)
+    #[arg(long, env = "QUALIFIER_WEBHOOK_ALLOW_CIDRS", hide_env_values = true)]
+    pub webhook_allow_cidrs: Option<String>,
+    /// Extra PEM roots trusted for endpoints (development and tests only)
+    #[arg(long, env = "QUALIFIER_WEBHOOK_CA_FILE", hide_env_values = true)]
+    pub webhook_ca_file: Option<String>,
+    /// PostgreSQL connections [default: half the concurrency, from 4 to 32]
+    #[arg(long, env = "QUALIFIER_DB_POOL_SIZE", hide_env_values = true)]
+    pub db_pool_size: Option<String>,
+    /// Failures in a row that make an endpoint failing (its deliveries wait, probes start)
+    #[arg(long, env = "QUALIFIER_ENDPOINT_FAILING_AFTER", default_value = FAILING_AFTER, hide_env_values = true)]
+    pub endpoint_failing_after: String,
+    /// ...with the first and the last at least this far apart, in ms
+    #[arg(long, env = "QUALIFIER_ENDPOINT_FAILING_SPAN_MS", default_value = FAILING_SPAN_MS, hide_env_values = true)]
+    pub endpoint_failing_span_ms: String,
+    /// The first probe's wait, in ms; each failed probe doubles it
+    #[arg(long, env = "QUALIFIER_ENDPOINT_PROBE_MIN_MS", default_value = PROBE_MIN_MS, hide_env_values = true)]
+    pub endpoint_probe_min_ms: String,
+    /// The longest wait between probes, in ms
+    #[arg(long, env = "QUALIFIER_ENDPOINT_PROBE_MAX_MS", default_value = PROBE_MAX_MS, hide_env_values = true)]
+    pub endpoint_probe_max_ms: String,
+    /// An endpoint failing this long, in seconds, is disabled
+    #[arg(long, env = "QUALIFIER_ENDPOINT_DISABLE_AFTER_S", default_value = DISABLE_AFTER_S, hide_env_values = true)]
+    pub endpoint_disable_after_s: String,
+    /// Where endpoint.failing, endpoint.recovered and endpoint.disabled are POSTed [default: nowhere]
+    #[arg(long, env = "QUALIFIER_OPERATOR_WEBHOOK_URL", hide_env_values = true)]
+    pub operator_webhook_url: Option<String>,
+    /// whsec_... secret that signs them (Standard Webhooks); required with the url
+    #[arg(
+        long,
+        env = "QUALIFIER_OPERATOR_WEBHOOK_SECRET",
+        hide_env_values = true
+    )]
+    pub operator_webhook_secret: Option<String>,
+    #[command(flatten)]
+    pub telemetry: TelemetryArgs,
+}
+
+impl AsRef<TelemetryArgs> for DeliveryArgs {
+    fn as_ref(&self) -> &TelemetryArgs {
+        &self.telemetry
+    }
+}
 
 #[derive(Clone, Debug)]
 pub struct DeliveryConfig {
@@ -23,14 +116,21 @@ pub struct DeliveryConfig {
     pub allow_cidrs: Vec<ipnet::IpNet>,
     pub ca_file: Option<PathBuf>,
     pub db_pool_size: usize,
+    pub health: crate::decide::HealthRules,
+    /// The operator's webhook and its secret's key bytes.
+    pub operator_webhook: Option<(url::Url, Vec<u8>)>,
 }
 
 impl DeliveryConfig {
-    pub fn from_env() -> Result<DeliveryConfig, EnvError> {
-        let secret_key = SecretKey::from_base64(&required("QUALIFIER_SECRET_KEY")?)
+    /// Validates what clap read; the first problem found names its variable.
+    pub fn from_args(a: &DeliveryArgs) -> Result<DeliveryConfig, EnvError> {
+        let secret_key = SecretKey::from_base64(&required("QUALIFIER_SECRET_KEY", &a.secret_key)?)
             .map_err(|e| EnvError::new("QUALIFIER_SECRET_KEY", e.to_string()))?;
-        let concurrency = positive("QUALIFIER_DELIVERY_CONCURRENCY", "64")? as usize;
-        let ca_file = optional("QUALIFIER_WEBHOOK_CA_FILE").map(PathBuf::from);
+        let concurrency = positive(
+            "QUALIFIER_DELIVERY_CONCURRENCY",
+            value(&a.delivery_concurrency, CONCURRENCY),
+        )? as usize;
+        let ca_file = optional(&a.webhook_ca_file).map(PathBuf::from);
         if let Some(p) = &ca_file
             && !p.is_file()
         {
@@ -39,28 +139,129 @@ impl DeliveryConfig {
                 format!("is not a readable file: {}", p.display()),
             ));
         }
+        let ms = |var, raw: &str, default| {
+            positive(var, value(raw, default)).map(std::time::Duration::from_millis)
+        };
+        let health = crate::decide::HealthRules {
+            failing_after: qualifier_config::positive_u32(
+                "QUALIFIER_ENDPOINT_FAILING_AFTER",
+                value(&a.endpoint_failing_after, FAILING_AFTER),
+            )?,
+            failing_span: ms(
+                "QUALIFIER_ENDPOINT_FAILING_SPAN_MS",
+                &a.endpoint_failing_span_ms,
+                FAILING_SPAN_MS,
+            )?,
+            probe_min: ms(
+                "QUALIFIER_ENDPOINT_PROBE_MIN_MS",
+                &a.endpoint_probe_min_ms,
+                PROBE_MIN_MS,
+            )?,
+            probe_max: ms(
+                "QUALIFIER_ENDPOINT_PROBE_MAX_MS",
+                &a.endpoint_probe_max_ms,
+                PROBE_MAX_MS,
+            )?,
+            disable_after: std::time::Duration::from_secs(positive(
+                "QUALIFIER_ENDPOINT_DISABLE_AFTER_S",
+                value(&a.endpoint_disable_after_s, DISABLE_AFTER_S),
+            )?),
+        };
+        if health.probe_max < health.probe_min {
+            return Err(EnvError::new(
+                "QUALIFIER_ENDPOINT_PROBE_MAX_MS",
+                "must be at least QUALIFIER_ENDPOINT_PROBE_MIN_MS",
+            ));
+        }
+        let operator_webhook = match optional(&a.operator_webhook_url) {
+            None => None,
+            Some(u) => {
+                const VAR: &str = "QUALIFIER_OPERATOR_WEBHOOK_URL";
+                let url = url::Url::parse(u)
+                    .map_err(|e| EnvError::new(VAR, format!("is not a URL: {e}")))?;
+                if !matches!(url.scheme(), "http" | "https") {
+                    return Err(EnvError::new(VAR, "must be an http or https URL"));
+                }
+                let key = optional(&a.operator_webhook_secret)
+                    .and_then(qualifier_signing::standard::whsec_key)
+                    .ok_or_else(|| {
+                        EnvError::new(
+                            "QUALIFIER_OPERATOR_WEBHOOK_SECRET",
+                            "must be a whsec_<base64> secret when QUALIFIER_OPERATOR_WEBHOOK_URL is set",
+                        )
+                    })?;
+                Some((url, key))
+            }
+        };
         Ok(DeliveryConfig {
-            database_url: required("DATABASE_URL")?,
-            amqp_url: required("AMQP_URL")?,
+            health,
+            operator_webhook,
+            database_url: required("DATABASE_URL", &a.database_url)?,
+            amqp_url: required("AMQP_URL", &a.amqp_url)?,
             secret_key,
-            topology_prefix: topology_prefix()?,
-            addr: parsed("QUALIFIER_DELIVERY_ADDR", "127.0.0.1:8082")?,
+            topology_prefix: topology_prefix(&a.topology_prefix)?,
+            addr: parsed("QUALIFIER_DELIVERY_ADDR", value(&a.delivery_addr, ADDR))?,
             concurrency,
             // Default: a quarter of the slots, so at least four orgs with hanging endpoints are
             // needed to fill a process, and a healthy org still gets 16 at once.
-            org_concurrency: optional("QUALIFIER_DELIVERY_ORG_CONCURRENCY")
-                .map_or(Ok((concurrency / 4).max(1) as u64), |_| {
-                    positive("QUALIFIER_DELIVERY_ORG_CONCURRENCY", "16")
-                })? as usize,
-            timeout_ms: positive("QUALIFIER_DELIVERY_TIMEOUT_MS", "10000")?,
-            retry_delays_ms: retry_delays()?,
-            allow_cidrs: cidrs("QUALIFIER_WEBHOOK_ALLOW_CIDRS")?,
+            org_concurrency: match optional(&a.delivery_org_concurrency) {
+                Some(n) => positive("QUALIFIER_DELIVERY_ORG_CONCURRENCY", n)? as usize,
+                None => (concurrency / 4).max(1),
+            },
+            timeout_ms: positive(
+                "QUALIFIER_DELIVERY_TIMEOUT_MS",
+                value(&a.delivery_timeout_ms, TIMEOUT_MS),
+            )?,
+            retry_delays_ms: retry_delays(&a.retry_delays_ms)?,
+            allow_cidrs: cidrs(
+                "QUALIFIER_WEBHOOK_ALLOW_CIDRS",
+                optional(&a.webhook_allow_cidrs).unwrap_or(""),
+            )?,
             ca_file,
             // Each in-flight delivery uses a connection for its reads and its outcome write.
-            db_pool_size: optional("QUALIFIER_DB_POOL_SIZE")
-                .map_or(Ok((concurrency / 2).clamp(4, 32) as u64), |_| {
-                    positive("QUALIFIER_DB_POOL_SIZE", "16")
-                })? as usize,
+            db_pool_size: match optional(&a.db_pool_size) {
+                Some(n) => positive("QUALIFIER_DB_POOL_SIZE", n)? as usize,
+                None => (concurrency / 2).clamp(4, 32),
+            },
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn args(extra: &[&str]) -> DeliveryArgs {
+        let base = [
+            "webhook-delivery",
+            "--database-url=postgres://x",
+            "--amqp-url=amqp://x",
+            "--secret-key=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=",
+        ];
+        DeliveryArgs::try_parse_from(base.iter().chain(extra)).unwrap()
+    }
+
+    #[test]
+    fn derived_defaults_follow_the_concurrency() {
+        let c = DeliveryConfig::from_args(&args(&[])).unwrap();
+        assert_eq!(
+            (c.concurrency, c.org_concurrency, c.db_pool_size),
+            (64, 16, 32)
+        );
+        assert_eq!(c.timeout_ms, 10_000);
+        assert_eq!(c.addr.to_string(), "127.0.0.1:8082");
+        let c = DeliveryConfig::from_args(&args(&["--delivery-concurrency=8"])).unwrap();
+        assert_eq!((c.org_concurrency, c.db_pool_size), (2, 4));
+        let c = DeliveryConfig::from_args(&args(&["--db-pool-size=3"])).unwrap();
+        assert_eq!(c.db_pool_size, 3);
+    }
+
+    #[test]
+    fn a_bad_value_is_named() {
+        let e = DeliveryConfig::from_args(&args(&["--retry-delays-ms=1,2"])).unwrap_err();
+        assert_eq!(e.var, "QUALIFIER_RETRY_DELAYS_MS");
+        let e = DeliveryConfig::from_args(&args(&["--webhook-ca-file=/nonexistent"])).unwrap_err();
+        assert_eq!(e.var, "QUALIFIER_WEBHOOK_CA_FILE");
     }
 }

@@ -10,7 +10,9 @@ use std::time::Duration;
 
 use qualifier_bus::DeliveryMeta;
 use qualifier_domain::DeliveryStatus;
-use qualifier_store::deliveries::{AttemptRecord, DeliveryContext};
+use qualifier_domain::delivery::{AttemptEntry, FailureKind, NoAnswer};
+use qualifier_domain::health::{EndpointHealth, EndpointState, HealthChange};
+use qualifier_store::deliveries::DeliveryContext;
 use qualifier_store::webhooks::WebhookForDelivery;
 use time::OffsetDateTime;
 
@@ -79,13 +81,34 @@ pub enum Before<'a> {
     /// A redelivery of a delivery that already ended (a crash between the outcome and the ack):
     /// acknowledge it and send nothing.
     Drop,
+    /// The message names a delivery that has no row: acknowledge it, send nothing, log it
+    /// loudly. The relay publishes only committed rows and retention removes only finished
+    /// ones, so this is a message from elsewhere (a restored database, a hand-published
+    /// message); no read will ever find its row, and requeueing it would spin forever.
+    Orphan,
     /// End the delivery as `skipped`, with no request made.
     Skip(SkipReason),
     /// The attempt fails without a request (the error goes to the delivery log), then
     /// [`after_attempt`] decides as for any failure.
-    FailWithoutRequest(&'static str),
+    FailWithoutRequest(NoAnswer),
+    /// Its endpoint is failing (contract section 9): the delivery waits in its row, keeping
+    /// its attempt number, until a probe finds the endpoint back. No attempt is spent.
+    Hold,
     /// Send to this webhook, as it is now.
     Send(&'a WebhookForDelivery),
+}
+
+/// The admission of a message, in one place: its own pause first (so no slot is taken only to
+/// be given back), then the org gate's answer (`enter`, asked only when the message may start).
+pub fn admission<P>(
+    meta: &DeliveryMeta,
+    now_ms: i64,
+    enter: impl FnOnce() -> Result<P, Hold>,
+) -> Result<P, Hold> {
+    match hold(meta, now_ms, None) {
+        Some(why) => Err(why),
+        None => enter(),
+    }
 }
 
 /// Whether the message may start an attempt now, or must wait: `gate` is the org gate's answer
@@ -194,7 +217,14 @@ pub fn park_tier(tiers_ms: &[u64], wait: Duration) -> usize {
 
 /// What to do with a message that may start, given the delivery's row and its org's webhook as
 /// they are now (configuration is read at delivery time: seed section 6, rule 5).
-pub fn before_attempt<'a>(meta: &DeliveryMeta, ctx: &'a DeliveryContext) -> Before<'a> {
+/// `ctx` is `None` when the delivery has no row.
+pub fn before_attempt<'a>(
+    meta: &DeliveryMeta,
+    ctx: impl Into<Option<&'a DeliveryContext>>,
+) -> Before<'a> {
+    let Some(ctx) = ctx.into() else {
+        return Before::Orphan;
+    };
     if ctx.status.is_final() {
         return Before::Drop;
     }
@@ -203,9 +233,10 @@ pub fn before_attempt<'a>(meta: &DeliveryMeta, ctx: &'a DeliveryContext) -> Befo
         // The secret cannot be opened (QUALIFIER_SECRET_KEY changed): an ordinary failure, so
         // the delivery ends dead and can be replayed after a rotation, instead of looping.
         Some(Err(_)) => {
-            return Before::FailWithoutRequest(
+            return Before::FailWithoutRequest(NoAnswer::new(
+                FailureKind::SecretUnreadable,
                 "signing secret unreadable (QUALIFIER_SECRET_KEY changed?); rotate the secret",
-            );
+            ));
         }
         Some(Ok(hook)) => hook,
     };
@@ -215,6 +246,10 @@ pub fn before_attempt<'a>(meta: &DeliveryMeta, ctx: &'a DeliveryContext) -> Befo
     // A test event was asked for by name: it goes whatever the subscription.
     if !meta.test && !hook.webhook.event_types.contains(&meta.event_type) {
         return Before::Skip(SkipReason::NotSubscribed);
+    }
+    // A test event asked for while the endpoint fails is sent at once, as a probe would be.
+    if ctx.health.state == EndpointState::Failing && !meta.test {
+        return Before::Hold;
     }
     Before::Send(hook)
 }
@@ -226,8 +261,8 @@ pub enum Response {
         code: u16,
         retry_after: Option<String>,
     },
-    /// Timeout, connection or TLS error, or a refused address; the text is for the log.
-    NoAnswer(String),
+    /// Timeout, connection or TLS error, or a refused address.
+    NoAnswer(NoAnswer),
 }
 
 /// One attempt as the sender reports it.
@@ -240,11 +275,11 @@ pub struct Sent {
 
 impl Sent {
     /// A failure that never reached the network.
-    pub fn without_request(started_at: OffsetDateTime, error: &str) -> Sent {
+    pub fn without_request(started_at: OffsetDateTime, why: NoAnswer) -> Sent {
         Sent {
             started_at,
             duration_ms: 0,
-            response: Response::NoAnswer(error.to_owned()),
+            response: Response::NoAnswer(why),
         }
     }
 }
@@ -264,6 +299,9 @@ pub enum After {
     },
     /// Record `dead` and route the message to the dead-letter exchange.
     Dead,
+    /// Record `failed` and hold the delivery in its row while the endpoint fails; it resumes
+    /// at `resume_attempt` when the endpoint is back ([`during_outage`]).
+    Hold { resume_attempt: u32 },
 }
 
 impl After {
@@ -271,13 +309,13 @@ impl After {
     pub fn status(&self) -> DeliveryStatus {
         match self {
             After::Succeeded => DeliveryStatus::Succeeded,
-            After::Retry { .. } => DeliveryStatus::Failed,
+            After::Retry { .. } | After::Hold { .. } => DeliveryStatus::Failed,
             After::Dead => DeliveryStatus::Dead,
         }
     }
 }
 
-/// Classifies the attempt and picks the next step; returns the attempt's log entry beside it.
+/// Classifies attempt number `attempt` and picks the next step; returns its log entry beside it.
 ///
 /// - Success is a 2xx; every other status (3xx included: redirects are never followed), and no
 ///   answer at all, fails the attempt.
@@ -289,7 +327,8 @@ pub fn after_attempt(
     attempt: u32,
     delays_ms: &[u64],
     now_ms: i64,
-) -> (AttemptRecord, After) {
+) -> (AttemptEntry, After) {
+    let mut error_kind = None;
     let (status_code, error, retry_after) = match &sent.response {
         Response::Status { code, .. } if (200..300).contains(code) => (Some(*code), None, None),
         Response::Status { code, retry_after } => {
@@ -303,14 +342,19 @@ pub fn after_attempt(
                 .flatten();
             (Some(*code), Some(error), honoured)
         }
-        Response::NoAnswer(e) => (None, Some(e.clone()), None),
+        Response::NoAnswer(why) => {
+            error_kind = Some(why.kind);
+            (None, Some(why.message.clone()), None)
+        }
     };
     let failed = error.is_some();
-    let record = AttemptRecord {
+    let record = AttemptEntry {
+        attempt,
         started_at: sent.started_at,
         duration_ms: sent.duration_ms,
         status_code,
         error,
+        error_kind,
     };
     let step = if !failed {
         After::Succeeded
@@ -346,6 +390,217 @@ pub fn after_attempt(
 pub fn parse_retry_after(v: &str) -> Option<Duration> {
     let secs: u64 = v.trim().parse().ok()?;
     Some(Duration::from_secs(secs).min(MAX_RETRY_AFTER))
+}
+
+// --- Endpoint health (contract section 9) ------------------------------------------------------
+
+/// The endpoint-health settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HealthRules {
+    /// `QUALIFIER_ENDPOINT_FAILING_AFTER`: failures in a row that make an endpoint failing...
+    pub failing_after: u32,
+    /// `QUALIFIER_ENDPOINT_FAILING_SPAN_MS`: ...the first and the last at least this far apart.
+    pub failing_span: Duration,
+    /// `QUALIFIER_ENDPOINT_PROBE_MIN_MS`: the first probe's wait; each failed probe doubles it...
+    pub probe_min: Duration,
+    /// `QUALIFIER_ENDPOINT_PROBE_MAX_MS`: ...up to this.
+    pub probe_max: Duration,
+    /// `QUALIFIER_ENDPOINT_DISABLE_AFTER_S`: failing this long disables the endpoint.
+    pub disable_after: Duration,
+}
+
+impl Default for HealthRules {
+    fn default() -> Self {
+        HealthRules {
+            failing_after: 3,
+            failing_span: Duration::from_millis(60_000),
+            probe_min: Duration::from_millis(5_000),
+            probe_max: Duration::from_millis(900_000),
+            disable_after: Duration::from_secs(432_000),
+        }
+    }
+}
+
+/// What one attempt (or probe) says about the endpoint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Observed {
+    /// A 2xx.
+    Up,
+    /// A 429 or 503 with a `Retry-After` we honour: a back-off, not a failure.
+    Paused,
+    /// Anything else, in the delivery log's words; `gone` for a 410.
+    Down { error: String, gone: bool },
+}
+
+/// Reads an attempt's answer as health sees it.
+pub fn observed(sent: &Sent) -> Observed {
+    match &sent.response {
+        Response::Status { code, .. } if (200..300).contains(code) => Observed::Up,
+        Response::Status { code, retry_after }
+            if matches!(code, 429 | 503)
+                && retry_after.as_deref().and_then(parse_retry_after).is_some() =>
+        {
+            Observed::Paused
+        }
+        Response::Status { code, .. } => Observed::Down {
+            error: if (300..400).contains(code) {
+                format!("HTTP {code} (redirects are not followed)")
+            } else {
+                format!("HTTP {code}")
+            },
+            gone: *code == 410,
+        },
+        Response::NoAnswer(why) => Observed::Down {
+            error: why.message.clone(),
+            gone: false,
+        },
+    }
+}
+
+/// Where an observation came from: a delivery's attempt, or a probe (a test event sent while
+/// the endpoint fails counts as one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    Attempt,
+    Probe,
+}
+
+/// Whether an attempt's observation can change the endpoint's health, seen from the health the
+/// attempt started with: a clean endpoint's success changes nothing (and writes nothing), nor
+/// does a back-off.
+pub fn touches_health(o: &Observed, state: EndpointState, consecutive_failures: u32) -> bool {
+    match o {
+        Observed::Paused => false,
+        Observed::Up => state != EndpointState::Healthy || consecutive_failures > 0,
+        Observed::Down { .. } => true,
+    }
+}
+
+/// The endpoint's health after an observation, and the change of state it makes, if any;
+/// `None` when nothing changes (nothing is written).
+/// - A success resets the failures; a failing endpoint becomes healthy (`Recovered`).
+/// - A back-off changes nothing. A disabled endpoint stays disabled until it is re-enabled.
+/// - A `410 Gone` disables at once.
+/// - A failure counts; the `failing_after`-th in a row, `failing_span` or more after the first,
+///   makes a healthy endpoint failing, its first probe `probe_min` away.
+/// - A failed probe doubles the wait before the next (up to `probe_max`); failing for
+///   `disable_after` disables.
+pub fn health_after(
+    h: &EndpointHealth,
+    o: &Observed,
+    source: Source,
+    now: OffsetDateTime,
+    rules: &HealthRules,
+) -> Option<(EndpointHealth, Option<HealthChange>)> {
+    if h.state == EndpointState::Disabled {
+        return None;
+    }
+    let mut n = h.clone();
+    match o {
+        Observed::Paused => None,
+        Observed::Up => {
+            if h.is_clean() {
+                return None;
+            }
+            n.consecutive_failures = 0;
+            n.streak_started_at = None;
+            n.last_success_at = Some(now);
+            if h.state == EndpointState::Healthy {
+                return Some((n, None));
+            }
+            n.state = EndpointState::Healthy;
+            n.failing_since = None;
+            n.next_probe_at = None;
+            n.probe_interval_ms = None;
+            Some((n, Some(HealthChange::Recovered)))
+        }
+        Observed::Down { error, gone } => {
+            n.consecutive_failures = h.consecutive_failures.saturating_add(1);
+            n.streak_started_at = Some(h.streak_started_at.unwrap_or(now));
+            n.last_failure_at = Some(now);
+            n.last_error = Some(error.clone());
+            if *gone {
+                return Some((
+                    disable(n, format!("endpoint answered 410 Gone at {}", fmt(now))),
+                    Some(HealthChange::Disabled),
+                ));
+            }
+            match (h.state, source) {
+                (EndpointState::Failing, Source::Probe) => {
+                    let since = h.failing_since.unwrap_or(now);
+                    if now - since >= rules.disable_after {
+                        let reason = format!(
+                            "failing since {} for longer than {} s",
+                            fmt(since),
+                            rules.disable_after.as_secs()
+                        );
+                        return Some((disable(n, reason), Some(HealthChange::Disabled)));
+                    }
+                    let last = h
+                        .probe_interval_ms
+                        .map_or(rules.probe_min, Duration::from_millis);
+                    let next = (last * 2).clamp(rules.probe_min, rules.probe_max);
+                    n.probe_interval_ms = Some(next.as_millis() as u64);
+                    n.next_probe_at = Some(now + next);
+                    Some((n, None))
+                }
+                // An attempt that started before the endpoint was found failing.
+                (EndpointState::Failing, Source::Attempt) => Some((n, None)),
+                _ => {
+                    let streak = now - n.streak_started_at.unwrap_or(now);
+                    if n.consecutive_failures >= rules.failing_after && streak >= rules.failing_span
+                    {
+                        n.state = EndpointState::Failing;
+                        n.failing_since = Some(now);
+                        n.probe_interval_ms = Some(rules.probe_min.as_millis() as u64);
+                        n.next_probe_at = Some(now + rules.probe_min);
+                        Some((n, Some(HealthChange::Failing)))
+                    } else {
+                        Some((n, None))
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn fmt(t: OffsetDateTime) -> String {
+    qualifier_domain::timefmt::format(t)
+}
+
+fn disable(mut h: EndpointHealth, reason: String) -> EndpointHealth {
+    h.state = EndpointState::Disabled;
+    h.disabled_reason = Some(reason);
+    h.next_probe_at = None;
+    h.probe_interval_ms = None;
+    h
+}
+
+/// While the endpoint fails, a failed delivery is held instead of retried or dead-lettered:
+/// an outage spends no attempt and makes nothing dead. It resumes at its next attempt, and one
+/// whose last attempt failed gets that last attempt again once the endpoint is back.
+pub fn during_outage(step: After, attempt: u32, state: EndpointState) -> After {
+    match step {
+        After::Retry { .. } | After::Dead if state == EndpointState::Failing => After::Hold {
+            resume_attempt: (attempt + 1).min(MAX_ATTEMPTS),
+        },
+        other => other,
+    }
+}
+
+/// When the next probe of an endpoint that could not be probed is due (its webhook is gone or
+/// disabled by hand): the longest probe wait, so it is looked at again without spinning.
+pub fn probe_skipped(
+    h: &EndpointHealth,
+    now: OffsetDateTime,
+    rules: &HealthRules,
+) -> Option<(EndpointHealth, Option<HealthChange>)> {
+    if h.state != EndpointState::Failing {
+        return None;
+    }
+    let mut n = h.clone();
+    n.next_probe_at = Some(now + rules.probe_max);
+    Some((n, None))
 }
 
 /// The retry queue for a wait of at least `wait`: the longest configured delay that does not
@@ -404,7 +659,11 @@ mod tests {
         status: DeliveryStatus,
         webhook: Option<Result<WebhookForDelivery, OpenError>>,
     ) -> DeliveryContext {
-        DeliveryContext { status, webhook }
+        DeliveryContext {
+            status,
+            webhook,
+            health: Default::default(),
+        }
     }
 
     fn sent(response: Response) -> Sent {
@@ -492,8 +751,262 @@ mod tests {
         let c = ctx(DeliveryStatus::Pending, Some(Err(OpenError::WrongKey)));
         assert!(matches!(
             before_attempt(&m, &c),
-            Before::FailWithoutRequest(e) if e.contains("rotate the secret")
+            Before::FailWithoutRequest(e) if e.message.contains("rotate the secret")
         ));
+    }
+
+    const RULES: HealthRules = HealthRules {
+        failing_after: 3,
+        failing_span: Duration::from_secs(60),
+        probe_min: Duration::from_secs(5),
+        probe_max: Duration::from_secs(900),
+        disable_after: Duration::from_secs(432_000),
+    };
+
+    fn down(e: &str) -> Observed {
+        Observed::Down {
+            error: e.into(),
+            gone: false,
+        }
+    }
+
+    fn at(secs: i64) -> OffsetDateTime {
+        OffsetDateTime::from_unix_timestamp(1_800_000_000 + secs).unwrap()
+    }
+
+    /// Applies observations in order; returns the health and every change of state.
+    fn run(
+        start: EndpointHealth,
+        steps: &[(i64, Observed, Source)],
+    ) -> (EndpointHealth, Vec<HealthChange>) {
+        let mut h = start;
+        let mut changes = vec![];
+        for (t, o, src) in steps {
+            if let Some((n, c)) = health_after(&h, o, *src, at(*t), &RULES) {
+                h = n;
+                changes.extend(c);
+            }
+        }
+        (h, changes)
+    }
+
+    #[test]
+    fn three_failures_spanning_a_minute_make_an_endpoint_failing() {
+        use Source::Attempt as A;
+        // Three quick failures are not an outage yet: the span is too short.
+        let (h, c) = run(
+            EndpointHealth::default(),
+            &[
+                (0, down("HTTP 500"), A),
+                (1, down("HTTP 500"), A),
+                (2, down("HTTP 500"), A),
+            ],
+        );
+        assert_eq!(
+            (h.state, h.consecutive_failures, c.len()),
+            (EndpointState::Healthy, 3, 0)
+        );
+        // The next one, a minute after the first, is.
+        let (h, c) = run(h, &[(60, down("timed out after 10000 ms"), A)]);
+        assert_eq!(c, [HealthChange::Failing]);
+        assert_eq!(h.state, EndpointState::Failing);
+        assert_eq!(h.failing_since, Some(at(60)));
+        assert_eq!(h.next_probe_at, Some(at(65)), "first probe after probe_min");
+        assert_eq!(h.last_error.as_deref(), Some("timed out after 10000 ms"));
+    }
+
+    #[test]
+    fn a_success_resets_the_count_and_a_back_off_is_not_a_failure() {
+        use Source::Attempt as A;
+        let (h, c) = run(
+            EndpointHealth::default(),
+            &[
+                (0, down("HTTP 500"), A),
+                (30, down("HTTP 500"), A),
+                (40, Observed::Up, A),
+                (61, down("HTTP 500"), A),
+                (70, Observed::Paused, A),
+                (200, down("HTTP 500"), A),
+            ],
+        );
+        assert_eq!(
+            (h.state, h.consecutive_failures),
+            (EndpointState::Healthy, 2)
+        );
+        assert!(c.is_empty());
+        assert_eq!(h.last_success_at, Some(at(40)));
+        assert!(
+            !touches_health(&Observed::Up, EndpointState::Healthy, 0),
+            "clean success writes nothing"
+        );
+        assert!(touches_health(&Observed::Up, EndpointState::Healthy, 2));
+        assert!(!touches_health(
+            &Observed::Paused,
+            EndpointState::Failing,
+            9
+        ));
+    }
+
+    #[test]
+    fn failed_probes_back_off_doubling_to_the_cap_and_a_good_probe_recovers() {
+        use Source::{Attempt as A, Probe as P};
+        let (h, _) = run(
+            EndpointHealth::default(),
+            &[(0, down("x"), A), (30, down("x"), A), (60, down("x"), A)],
+        );
+        let mut t = 65;
+        let mut waits = vec![];
+        let mut h = h;
+        for _ in 0..12 {
+            let (n, c) = run(h, &[(t, down("connection failed"), P)]);
+            assert!(c.is_empty());
+            let wait = (n.next_probe_at.unwrap() - at(t)).whole_seconds();
+            waits.push(wait);
+            t += wait;
+            h = n;
+        }
+        assert_eq!(&waits[..8], [10, 20, 40, 80, 160, 320, 640, 900]);
+        assert!(waits[8..].iter().all(|w| *w == 900), "capped at probe_max");
+        // An attempt that was in flight when it turned failing does not move the probes.
+        let (n, c) = run(h.clone(), &[(t, down("x"), A)]);
+        assert!(c.is_empty() && n.next_probe_at == h.next_probe_at);
+        let (h, c) = run(h, &[(t, Observed::Up, P)]);
+        assert_eq!(c, [HealthChange::Recovered]);
+        assert_eq!(h.state, EndpointState::Healthy);
+        assert_eq!(
+            (h.consecutive_failures, h.failing_since, h.next_probe_at),
+            (0, None, None)
+        );
+    }
+
+    #[test]
+    fn failing_past_the_disable_timer_or_a_410_disables() {
+        use Source::{Attempt as A, Probe as P};
+        let (h, _) = run(
+            EndpointHealth::default(),
+            &[(0, down("x"), A), (30, down("x"), A), (60, down("x"), A)],
+        );
+        let five_days = 432_000;
+        let (still, c) = run(h.clone(), &[(60 + five_days - 1, down("x"), P)]);
+        assert!(c.is_empty() && still.state == EndpointState::Failing);
+        let (off, c) = run(h, &[(60 + five_days, down("x"), P)]);
+        assert_eq!(c, [HealthChange::Disabled]);
+        assert_eq!(off.state, EndpointState::Disabled);
+        assert!(off.disabled_reason.unwrap().starts_with("failing since"));
+        // A 410 disables at once, healthy or not; a disabled endpoint then ignores everything.
+        let gone = Observed::Down {
+            error: "HTTP 410".into(),
+            gone: true,
+        };
+        let (off, c) = run(
+            EndpointHealth::default(),
+            &[(5, gone, A), (6, Observed::Up, P)],
+        );
+        assert_eq!(c, [HealthChange::Disabled]);
+        assert_eq!(off.state, EndpointState::Disabled);
+        assert!(off.disabled_reason.unwrap().contains("410 Gone"));
+    }
+
+    #[test]
+    fn an_attempts_answer_is_read_as_health_sees_it() {
+        assert_eq!(observed(&status(204)), Observed::Up);
+        assert_eq!(observed(&status_retry_after(429, "30")), Observed::Paused);
+        assert_eq!(observed(&status_retry_after(503, "5")), Observed::Paused);
+        assert_eq!(
+            observed(&status(503)),
+            Observed::Down {
+                error: "HTTP 503".into(),
+                gone: false
+            }
+        );
+        assert_eq!(
+            observed(&status(410)),
+            Observed::Down {
+                error: "HTTP 410".into(),
+                gone: true
+            }
+        );
+    }
+
+    #[test]
+    fn while_failing_nothing_is_attempted_or_made_dead() {
+        let m = meta(EventType::LeadCreated);
+        let mut c = ctx(
+            DeliveryStatus::Pending,
+            Some(Ok(hook(true, &[EventType::LeadCreated]))),
+        );
+        c.health.state = EndpointState::Failing;
+        assert_eq!(before_attempt(&m, &c), Before::Hold);
+        let mut t = m.clone();
+        t.test = true;
+        assert!(
+            matches!(before_attempt(&t, &c), Before::Send(_)),
+            "a test event goes at once"
+        );
+        let retry = After::Retry {
+            queue: 0,
+            not_before_ms: None,
+            org_back_off: None,
+        };
+        let failing = EndpointState::Failing;
+        assert_eq!(
+            during_outage(retry.clone(), 2, failing),
+            After::Hold { resume_attempt: 3 }
+        );
+        assert_eq!(
+            during_outage(After::Dead, 5, failing),
+            After::Hold { resume_attempt: 5 }
+        );
+        assert_eq!(
+            during_outage(After::Dead, 5, EndpointState::Healthy),
+            After::Dead
+        );
+        assert_eq!(
+            during_outage(After::Succeeded, 1, failing),
+            After::Succeeded
+        );
+    }
+
+    #[test]
+    fn a_message_without_a_row_is_acknowledged_not_requeued() {
+        let m = meta(EventType::LeadCreated);
+        assert_eq!(before_attempt(&m, None), Before::Orphan);
+    }
+
+    #[test]
+    fn admission_asks_the_gate_only_when_the_message_may_start() {
+        let mut m = meta(EventType::LeadCreated);
+        m.not_before_ms = Some(NOW + 2000);
+        let mut asked = false;
+        let r: Result<(), Hold> = admission(&m, NOW, || {
+            asked = true;
+            Ok(())
+        });
+        assert_eq!(r, Err(Hold::BackingOff { for_ms: 2000 }));
+        assert!(
+            !asked,
+            "no slot is taken while the message's own pause holds"
+        );
+        m.not_before_ms = None;
+        let at_cap = Hold::AtCap {
+            typical_ms: Some(5),
+            settling: false,
+        };
+        assert_eq!(admission(&m, NOW, || Err::<(), _>(at_cap)), Err(at_cap));
+        assert_eq!(admission(&m, NOW, || Ok::<_, Hold>(7)), Ok(7));
+    }
+
+    #[test]
+    fn a_failure_without_an_answer_is_logged_with_its_kind() {
+        let why = NoAnswer::new(FailureKind::Connect, "connection failed: refused");
+        let (entry, step) = after_attempt(&sent(Response::NoAnswer(why)), 2, &DELAYS, NOW);
+        assert_eq!(entry.attempt, 2);
+        assert_eq!(entry.error_kind, Some(FailureKind::Connect));
+        assert_eq!(entry.error.as_deref(), Some("connection failed: refused"));
+        assert_eq!(entry.status_code, None);
+        assert!(matches!(step, After::Retry { queue: 1, .. }));
+        let (entry, _) = after_attempt(&status(500), 1, &DELAYS, NOW);
+        assert_eq!(entry.error_kind, None, "an answer is not a failure kind");
     }
 
     #[test]
@@ -717,7 +1230,10 @@ mod tests {
             );
         }
         let (rec, step) = after_attempt(
-            &sent(Response::NoAnswer("timed out after 10000 ms".into())),
+            &sent(Response::NoAnswer(NoAnswer::new(
+                FailureKind::Timeout,
+                "timed out after 10000 ms",
+            ))),
             1,
             &DELAYS,
             NOW,

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use uuid::Uuid;
 
-use crate::decide::{self, Hold, MAX_RETRY_AFTER, OrgSlots, Slots};
+use crate::decide::{self, Hold, OrgSlots, Slots};
 
 /// How much one attempt moves an org's typical duration (exponential moving average).
 const EWMA_WEIGHT: f64 = 0.2;
@@ -164,10 +164,11 @@ impl OrgGate {
         });
     }
 
-    /// The receiver asked for a pause: no new attempt for `org` until `wait` has passed.
+    /// The receiver asked for a pause: no new attempt for `org` until `wait` has passed (the
+    /// delivery rules clamped it already: [`decide::parse_retry_after`]).
     pub fn back_off(&self, org: Uuid, wait: Duration) {
         let now = Instant::now();
-        let until = now + wait.min(MAX_RETRY_AFTER);
+        let until = now + wait;
         let mut st = self.lock();
         let o = st.orgs.entry(org).or_insert_with(|| OrgState::new(now));
         o.not_before = Some(o.not_before.map_or(until, |t| t.max(until)));

@@ -4,6 +4,7 @@ pub use qualifier_store::batch;
 pub mod config;
 pub mod decide;
 pub mod gate;
+pub mod health;
 pub mod sender;
 pub mod worker;
 
@@ -56,6 +57,7 @@ pub struct RunningDelivery {
     server: actix_web::dev::ServerHandle,
     server_task: tokio::task::JoinHandle<std::io::Result<()>>,
     worker: tokio::task::JoinHandle<()>,
+    health: tokio::task::JoinHandle<()>,
     shutdown: CancellationToken,
 }
 
@@ -64,6 +66,7 @@ impl RunningDelivery {
     pub async fn stop(self) {
         self.shutdown.cancel();
         let _ = self.worker.await;
+        let _ = self.health.await;
         self.server.stop(true).await;
         let _ = self.server_task.await;
     }
@@ -74,7 +77,7 @@ pub async fn start(cfg: DeliveryConfig) -> anyhow::Result<RunningDelivery> {
     {
         use qualifier_telemetry::metrics as m;
         m::install();
-        for outcome in ["delivered", "retrying", "dead", "skipped"] {
+        for outcome in ["delivered", "retrying", "dead", "skipped", "held"] {
             m::zero_counter(m::DELIVERIES, &[("outcome", outcome)]);
         }
     }
@@ -105,8 +108,26 @@ pub async fn start(cfg: DeliveryConfig) -> anyhow::Result<RunningDelivery> {
         status: status.clone(),
         drain_timeout: timeout + Duration::from_secs(5),
         attempt_timeout: timeout,
+        health: cfg.health,
+        notify_operator: cfg.operator_webhook.is_some(),
     });
     let shutdown = CancellationToken::new();
+    let operator = match &cfg.operator_webhook {
+        Some((url, key)) => Some(health::Operator {
+            url: url.clone(),
+            key: key.clone(),
+            client: sender::operator_client(timeout, roots.as_deref())?,
+        }),
+        None => None,
+    };
+    let health_work = Arc::new(health::HealthWork {
+        store: store.clone(),
+        sender: worker.sender.clone(),
+        rules: cfg.health,
+        operator,
+        probe_lease: timeout + Duration::from_secs(5),
+    });
+    let health_task = tokio::spawn(health_work.run(shutdown.clone()));
     let worker = tokio::spawn(worker.run(shutdown.clone()));
 
     let health = web::Data::new(Health { store, status });
@@ -130,6 +151,7 @@ pub async fn start(cfg: DeliveryConfig) -> anyhow::Result<RunningDelivery> {
         server: handle,
         server_task,
         worker,
+        health: health_task,
         shutdown,
     })
 }

@@ -11,6 +11,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use qualifier_domain::delivery::{FailureKind, NoAnswer};
 use qualifier_domain::netguard::WebhookUrl;
 use qualifier_domain::timefmt;
 use qualifier_egress::{EgressError, EgressPolicy};
@@ -18,6 +19,24 @@ use qualifier_store::webhooks::WebhookForDelivery;
 
 use crate::decide::{Response, Sent};
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
+
+/// The client for the operator's webhook (`QUALIFIER_OPERATOR_WEBHOOK_URL`): the operator's own
+/// service, configuration rather than an org's input, so no address rule; the same TLS roots as
+/// endpoints (system roots plus `QUALIFIER_WEBHOOK_CA_FILE`), no redirects, no proxy.
+pub fn operator_client(
+    timeout: Duration,
+    extra_roots_pem: Option<&[u8]>,
+) -> anyhow::Result<reqwest::Client> {
+    let mut b = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(timeout)
+        .no_proxy()
+        .user_agent("Qualifier-Webhooks/1");
+    if let Some(pem) = extra_roots_pem {
+        b = b.tls_certs_merge(reqwest::Certificate::from_pem_bundle(pem)?);
+    }
+    Ok(b.build()?)
+}
 
 /// A resolver that refuses a name unless every address it resolves to is permitted.
 struct GuardedResolver {
@@ -46,6 +65,8 @@ impl Resolve for GuardedResolver {
 pub struct DeliveryJob {
     pub meta: DeliveryMeta,
     pub body: Vec<u8>,
+    /// A probe of a failing endpoint (`X-Qualifier-Probe: true`), not a delivery.
+    pub probe: bool,
 }
 
 #[derive(Clone)]
@@ -91,20 +112,20 @@ impl Sender {
     pub async fn send(&self, job: &DeliveryJob, hook: &WebhookForDelivery) -> Sent {
         let started_at = timefmt::now_millis();
         let clock = Instant::now();
-        let no_answer = |error: String| Sent {
+        let no_answer = |why: NoAnswer| Sent {
             started_at,
             duration_ms: clock.elapsed().as_millis() as u64,
-            response: Response::NoAnswer(error),
+            response: Response::NoAnswer(why),
         };
         let url = match WebhookUrl::parse(&hook.webhook.url) {
             Ok(u) => u,
-            Err(e) => return no_answer(e.to_string()),
+            Err(e) => return no_answer(NoAnswer::new(FailureKind::InvalidUrl, e.to_string())),
         };
         // IP literals never reach the resolver, so they are judged here.
         if let Some(ip) = url.ip_literal()
             && let Err(e) = self.policy.check(&[SocketAddr::new(ip, url.port())])
         {
-            return no_answer(e.to_string());
+            return no_answer(NoAnswer::new(FailureKind::RefusedAddress, e.to_string()));
         }
         let signature = qualifier_signing::sign(&hook.signing_secret, &job.body);
         // Standard Webhooks: the same delivery id and instant (whole seconds), the same key.
@@ -118,6 +139,9 @@ impl Sender {
         let mut request = self.client.post(url.url().clone());
         if job.meta.test {
             request = request.header("X-Qualifier-Test", "true");
+        }
+        if job.probe {
+            request = request.header("X-Qualifier-Probe", "true");
         }
         let sent = request
             .header("Content-Type", "application/json")
@@ -133,7 +157,7 @@ impl Sender {
             .await;
         let mut resp = match sent {
             Ok(r) => r,
-            Err(e) => return no_answer(describe(&e, self.timeout)),
+            Err(e) => return no_answer(classify(&e, self.timeout)),
         };
         let code = resp.status().as_u16();
         let retry_after = resp
@@ -157,12 +181,48 @@ impl Sender {
     }
 }
 
-/// A one-line cause for the delivery log, without any secret (URLs carry no credentials).
-fn describe(e: &reqwest::Error, timeout: Duration) -> String {
+/// The first error of type `T` in `e`'s cause chain. `io::Error::source` skips the error it
+/// wraps (hyper and rustls hand theirs over inside one), so each one's inner error is looked at
+/// too.
+fn find_cause<'a, T: std::error::Error + 'static>(
+    e: &'a (dyn std::error::Error + 'static),
+) -> Option<&'a T> {
+    let mut next = Some(e);
+    while let Some(err) = next {
+        if let Some(t) = err.downcast_ref::<T>() {
+            return Some(t);
+        }
+        if let Some(inner) = err
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+            && let Some(t) = find_cause::<T>(inner)
+        {
+            return Some(t);
+        }
+        next = err.source();
+    }
+    None
+}
+
+/// The kind of a failed request, and a one-line cause for the delivery log without any secret
+/// (URLs carry no credentials) and without the address a host resolved to.
+fn classify(e: &reqwest::Error, timeout: Duration) -> NoAnswer {
     use std::error::Error;
     if e.is_timeout() {
-        return format!("timed out after {} ms", timeout.as_millis());
+        return NoAnswer::new(
+            FailureKind::Timeout,
+            format!("timed out after {} ms", timeout.as_millis()),
+        );
     }
+    let kind = if find_cause::<EgressError>(e).is_some() {
+        FailureKind::RefusedAddress
+    } else if find_cause::<rustls::Error>(e).is_some() {
+        FailureKind::Tls
+    } else if e.is_connect() {
+        FailureKind::Connect
+    } else {
+        FailureKind::Request
+    };
     let mut msg = if e.is_connect() {
         "connection failed".to_owned()
     } else {
@@ -174,5 +234,5 @@ fn describe(e: &reqwest::Error, timeout: Duration) -> String {
         msg.push_str(&s.to_string());
         src = s.source();
     }
-    msg
+    NoAnswer::new(kind, msg)
 }

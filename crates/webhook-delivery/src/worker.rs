@@ -18,8 +18,10 @@ use qualifier_bus::{
     BusError, DeliveryMeta, MetaError, Outgoing, PARK_TIERS_MS, Publisher, Topology,
 };
 use qualifier_domain::DeliveryStatus;
+use qualifier_domain::delivery::{AttemptEntry, FailureKind};
+use qualifier_domain::health::EndpointState;
 use qualifier_domain::timefmt::now_millis;
-use qualifier_store::deliveries::{AttemptRecord, AttemptWrite, DeliveryContext};
+use qualifier_store::deliveries::{AttemptWrite, DeliveryContext};
 use qualifier_store::{Store, StoreError};
 use qualifier_telemetry::metrics::{self as m, metrics};
 use tokio_util::sync::CancellationToken;
@@ -42,14 +44,16 @@ const QUEUE_SAMPLE: Duration = Duration::from_secs(2);
 pub enum NotDurable {
     #[error("reading the delivery's context failed")]
     Context(#[source] BatchError),
-    #[error("delivery row not found")]
-    MissingRow,
     #[error("recording the attempt failed")]
     Record(#[source] BatchError),
     #[error("marking the delivery skipped failed")]
     Skip(#[source] StoreError),
     #[error("publishing the message's next hop failed")]
     Publish(#[source] BusError),
+    #[error("holding the delivery for its endpoint's outage failed")]
+    Hold(#[source] StoreError),
+    #[error("the endpoint is no longer failing; the delivery goes round again")]
+    NotHeld,
 }
 
 #[derive(Default)]
@@ -73,6 +77,10 @@ pub struct Worker {
     /// Context reads and outcome writes, batched across concurrent attempts.
     pub contexts: Batcher<uuid::Uuid, Option<DeliveryContext>>,
     pub outcomes: Batcher<AttemptWrite, ()>,
+    /// The endpoint-health settings (contract section 9).
+    pub health: decide::HealthRules,
+    /// Whether state changes queue an operational event (an operator webhook is configured).
+    pub notify_operator: bool,
 }
 
 impl Worker {
@@ -105,14 +113,13 @@ impl Worker {
     async fn record(
         &self,
         job: &DeliveryJob,
-        record: AttemptRecord,
+        entry: AttemptEntry,
         status: DeliveryStatus,
     ) -> Result<(), NotDurable> {
         self.outcomes
             .call(AttemptWrite {
                 delivery_id: job.meta.delivery_id,
-                attempt: job.meta.attempt,
-                record,
+                entry,
                 status,
             })
             .await
@@ -124,6 +131,7 @@ fn parse_job(d: &Delivery) -> Result<DeliveryJob, MetaError> {
     Ok(DeliveryJob {
         meta: DeliveryMeta::from_properties(&d.properties)?,
         body: d.data.clone(),
+        probe: false,
     })
 }
 
@@ -139,10 +147,11 @@ fn job_message<'a>(job: &'a DeliveryJob, exchange: &'a str, routing_key: &'a str
 }
 
 /// Attempt latency, event-to-delivery latency and the outcome count of one attempt.
-fn record_metrics(job: &DeliveryJob, record: &AttemptRecord, step: &After) {
+fn record_metrics(job: &DeliveryJob, record: &AttemptEntry, step: &After) {
     let (outcome, result) = match step {
         After::Succeeded => ("delivered", "success"),
         After::Retry { .. } => ("retrying", "failure"),
+        After::Hold { .. } => ("held", "failure"),
         After::Dead => ("dead", "failure"),
     };
     metrics::counter!(m::DELIVERIES, "outcome" => outcome).increment(1);
@@ -199,14 +208,21 @@ impl Worker {
         job: &DeliveryJob,
     ) -> Result<(), NotDurable> {
         // One read: the delivery's status and the org's webhook as it is now.
-        let ctx: DeliveryContext = self
+        let ctx: Option<DeliveryContext> = self
             .contexts
             .call(job.meta.delivery_id)
             .await
-            .map_err(NotDurable::Context)?
-            .ok_or(NotDurable::MissingRow)?;
-        let sent: Sent = match decide::before_attempt(&job.meta, &ctx) {
+            .map_err(NotDurable::Context)?;
+        let sent: Sent = match decide::before_attempt(&job.meta, ctx.as_ref()) {
             Before::Drop => return Ok(()),
+            Before::Orphan => {
+                tracing::error!(delivery_id = %job.meta.delivery_id, "message for a delivery that does not exist dropped");
+                return Ok(());
+            }
+            Before::Hold => {
+                metrics::counter!(m::DELIVERIES, "outcome" => "held").increment(1);
+                return self.hold(job, job.meta.attempt).await;
+            }
             Before::Skip(reason) => {
                 metrics::counter!(m::DELIVERIES, "outcome" => "skipped").increment(1);
                 tracing::info!(delivery_id = %job.meta.delivery_id, reason = reason.as_str(), "delivery skipped");
@@ -216,9 +232,9 @@ impl Worker {
                     .await
                     .map_err(NotDurable::Skip);
             }
-            Before::FailWithoutRequest(error) => {
-                tracing::error!(delivery_id = %job.meta.delivery_id, error, "attempt failed before any request");
-                Sent::without_request(now_millis(), error)
+            Before::FailWithoutRequest(why) => {
+                tracing::error!(delivery_id = %job.meta.delivery_id, error = %why.message, "attempt failed before any request");
+                Sent::without_request(now_millis(), why)
             }
             Before::Send(hook) => {
                 let sent = self.sender.send(job, hook).await;
@@ -233,6 +249,12 @@ impl Worker {
             &self.topology.retry_delays_ms,
             unix_ms(),
         );
+        let step = match &ctx {
+            Some(c) if record.error_kind != Some(FailureKind::SecretUnreadable) => {
+                self.observe_health(job, c, &sent, step).await
+            }
+            _ => step,
+        };
         record_metrics(job, &record, &step);
         let id = job.meta.delivery_id;
         match &step {
@@ -245,10 +267,14 @@ impl Worker {
             After::Dead => {
                 tracing::warn!(delivery_id = %id, error = ?record.error, "last attempt failed; dead-lettering");
             }
+            After::Hold { .. } => {
+                tracing::info!(delivery_id = %id, attempt = job.meta.attempt, error = ?record.error, "attempt failed while the endpoint fails; held until it is back");
+            }
         }
         self.record(job, record, step.status()).await?;
         let (exchange, routing_key, next) = match step {
             After::Succeeded => return Ok(()),
+            After::Hold { resume_attempt } => return self.hold(job, resume_attempt).await,
             After::Retry {
                 queue,
                 not_before_ms,
@@ -270,6 +296,62 @@ impl Worker {
             .publish_all(&[job_message(&next, &exchange, &routing_key)])
             .await
             .map_err(NotDurable::Publish)
+    }
+
+    /// Holds the delivery in its row while its endpoint fails (then the message is acked).
+    async fn hold(&self, job: &DeliveryJob, resume_attempt: u32) -> Result<(), NotDurable> {
+        match self
+            .store
+            .hold_delivery(job.meta.delivery_id, resume_attempt)
+            .await
+        {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(NotDurable::NotHeld),
+            Err(e) => Err(NotDurable::Hold(e)),
+        }
+    }
+
+    /// Applies what an attempt showed of its endpoint to the shared health (under its row's
+    /// lock: one truth across replicas), and returns the step as the outage rule changes it.
+    /// Health is bookkeeping: when it cannot be written the step stands as decided.
+    async fn observe_health(
+        &self,
+        job: &DeliveryJob,
+        ctx: &DeliveryContext,
+        sent: &Sent,
+        step: After,
+    ) -> After {
+        let seen = decide::observed(sent);
+        let glance = ctx.health;
+        if !decide::touches_health(&seen, glance.state, glance.consecutive_failures) {
+            return decide::during_outage(step, job.meta.attempt, glance.state);
+        }
+        // A test event sent while the endpoint fails counts as a probe.
+        let source = if job.meta.test && glance.state == EndpointState::Failing {
+            decide::Source::Probe
+        } else {
+            decide::Source::Attempt
+        };
+        let rules = self.health;
+        let now = now_millis();
+        let changed = self
+            .store
+            .change_health(job.meta.org_id, self.notify_operator, move |h| {
+                decide::health_after(h, &seen, source, now, &rules)
+            })
+            .await;
+        match changed {
+            Ok((h, change)) => {
+                if let Some(c) = change {
+                    tracing::warn!(org_id = %job.meta.org_id, change = c.event_type(), error = ?h.last_error, "endpoint health changed");
+                }
+                decide::during_outage(step, job.meta.attempt, h.state)
+            }
+            Err(e) => {
+                tracing::warn!(org_id = %job.meta.org_id, error = %qualifier_store::cause_chain(&e), "endpoint health not updated");
+                step
+            }
+        }
     }
 
     /// Parks `job` for as long as the rules say (it waits without using an attempt) and acks
@@ -312,22 +394,14 @@ impl Worker {
         if let Some(t) = qualifier_telemetry::trace_id(&span) {
             span.record("trace_id", t);
         }
-        let gate = self.gate.enter(job.meta.org_id);
-        let permit = match (
-            decide::hold(&job.meta, unix_ms(), gate.as_ref().err().copied()),
-            gate,
-        ) {
-            (None, Ok(permit)) => permit,
-            (why, _) => {
-                // A slot taken while the message's own pause holds it is given back at once.
-                let why = why.unwrap_or(Hold::AtCap {
-                    typical_ms: None,
-                    settling: false,
-                });
-                self.park(&publisher, d, &job, why).await;
-                return;
-            }
-        };
+        let permit =
+            match decide::admission(&job.meta, unix_ms(), || self.gate.enter(job.meta.org_id)) {
+                Ok(permit) => permit,
+                Err(why) => {
+                    self.park(&publisher, d, &job, why).await;
+                    return;
+                }
+            };
         let in_flight = metrics::gauge!(m::IN_FLIGHT);
         in_flight.increment(1.0);
         let result =

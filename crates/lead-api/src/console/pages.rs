@@ -3,9 +3,10 @@
 
 use maud::{DOCTYPE, Markup, html};
 use qualifier_domain::EventType;
+use qualifier_domain::health::{EndpointHealth, EndpointState};
 use qualifier_store::console::TokenListing;
 use qualifier_store::deliveries::{Delivery, DeliveryDetail};
-use qualifier_store::webhooks::Webhook;
+use qualifier_store::webhooks::{Webhook, WebhookStatus};
 use strum::VariantArray;
 use time::OffsetDateTime;
 
@@ -21,8 +22,15 @@ fn ts(t: OffsetDateTime) -> String {
     qualifier_domain::timefmt::format(t)
 }
 
-/// The frame of every signed-in page: navigation, sign-out, and the page's content.
-pub fn layout(title: &str, nav: Nav, csrf: &str, content: Markup) -> Markup {
+/// Who a signed-in page is for: the session's CSRF token for its forms, and the org's name,
+/// shown on every page (contract section 11).
+pub struct Who<'a> {
+    pub csrf: &'a str,
+    pub org_name: &'a str,
+}
+
+/// The frame of every signed-in page: the org, navigation, sign-out, and the page's content.
+pub fn layout(title: &str, nav: Nav, who: &Who, content: Markup) -> Markup {
     let link = |n: Nav, href: &str, label: &str| {
         html! {
             @if n == nav {
@@ -45,13 +53,14 @@ pub fn layout(title: &str, nav: Nav, csrf: &str, content: Markup) -> Markup {
             body {
                 header {
                     p.crumb { "Settings · Integrations" }
+                    p.org { "Organisation: " strong data-org { (who.org_name) } }
                     nav aria-label="Integrations" {
                         (link(Nav::Webhook, "/console", "Webhook"))
                         (link(Nav::Tokens, "/console/tokens", "API tokens"))
                         (link(Nav::Deliveries, "/console/deliveries", "Deliveries"))
                     }
                     form method="post" action="/console/logout" {
-                        input type="hidden" name="csrf" value=(csrf);
+                        input type="hidden" name="csrf" value=(who.csrf);
                         button type="submit" { "Sign out" }
                     }
                 }
@@ -59,6 +68,24 @@ pub fn layout(title: &str, nav: Nav, csrf: &str, content: Markup) -> Markup {
             }
         }
     }
+}
+
+/// A sign-in link for another org while signed in: name both, switch only on the button.
+pub fn switch_page(who: &Who, target_org: &str, ticket: &str) -> Markup {
+    let content = html! {
+        p role="alert" {
+            "You are signed in to " strong { (who.org_name) } ". This link signs you in to "
+            strong data-target-org { (target_org) } " instead."
+        }
+        p { "Switch only if you meant to manage that organisation: its settings, tokens and deliveries are not yours to copy into your own systems." }
+        form method="post" action="/console/login" {
+            input type="hidden" name="csrf" value=(who.csrf);
+            input type="hidden" name="ticket" value=(ticket);
+            button type="submit" { "Switch organisation" }
+        }
+        p { a href="/console" { "Stay in " (who.org_name) } }
+    };
+    layout("Switch organisation?", Nav::Webhook, who, content)
 }
 
 /// A page for someone who is not (or no longer) signed in, or a refused request.
@@ -113,21 +140,58 @@ impl WebhookForm {
     }
 }
 
+/// The banner of a failing or disabled endpoint (contract section 9): since when, the last
+/// error, the next probe, and `Check now` while it fails.
+fn health_banner(csrf: &str, h: &EndpointHealth) -> Markup {
+    let opt = |t: Option<OffsetDateTime>| t.map(ts).unwrap_or_else(|| "—".to_owned());
+    html! {
+        @match h.state {
+            EndpointState::Healthy => {}
+            EndpointState::Failing => {
+                section.banner.failing role="alert" aria-labelledby="health-h" {
+                    h2 id="health-h" { "Your endpoint is failing" }
+                    p { "Deliveries are waiting, none is lost and none uses up its attempts. We check your endpoint on our own and send everything that waited, oldest first, as soon as it answers 2xx." }
+                    dl {
+                        dt { "Failing since" } dd { (opt(h.failing_since)) }
+                        dt { "Last error" } dd { (h.last_error.as_deref().unwrap_or("—")) }
+                        dt { "Next check" } dd { (opt(h.next_probe_at)) }
+                    }
+                    form method="post" action="/console/webhook/check" {
+                        input type="hidden" name="csrf" value=(csrf);
+                        button type="submit" { "Check now" }
+                    }
+                }
+            }
+            EndpointState::Disabled => {
+                section.banner.disabled role="alert" aria-labelledby="health-h" {
+                    h2 id="health-h" { "Your endpoint is disabled" }
+                    p { (h.disabled_reason.as_deref().unwrap_or("Disabled.")) }
+                    dl {
+                        dt { "Last error" } dd { (h.last_error.as_deref().unwrap_or("—")) }
+                    }
+                    p { "Deliveries end skipped while it is disabled. Tick Enabled and save to turn it back on; then replay the skipped deliveries from the Deliveries page or the API." }
+                }
+            }
+        }
+    }
+}
+
 pub fn webhook_page(
-    csrf: &str,
-    saved: Option<&Webhook>,
+    who: &Who,
+    saved: Option<&WebhookStatus>,
     form: &WebhookForm,
     notice: Option<&str>,
     secret: Option<(&str, &str)>,
 ) -> Markup {
     let content = html! {
         @if let Some(n) = notice { p.notice role="status" { (n) } }
+        @if let Some(w) = saved { (health_banner(who.csrf, &w.health)) }
         @if let Some((label, s)) = secret {
             (secret_once(label, s, "Shown once: copy it into your receiver's configuration now. It verifies the webhook-signature header (Standard Webhooks) and X-Qualifier-Signature."))
         }
         @if let Some(e) = &form.form_error { p.error role="alert" { (e) } }
         form method="post" action="/console/webhook" novalidate {
-            input type="hidden" name="csrf" value=(csrf);
+            input type="hidden" name="csrf" value=(who.csrf);
             div.field {
                 label for="url" { "Endpoint URL" }
                 input type="url" id="url" name="url" value=(form.url) placeholder="https://crm.example.com/hooks/qualifier"
@@ -157,7 +221,7 @@ pub fn webhook_page(
                 h2 id="secret-h" { "Signing secret" }
                 p { "Rotating makes a new secret at once. During the grace window deliveries carry a signature with the previous secret too, so receivers keep verifying while you deploy the new one." }
                 form method="post" action="/console/webhook/rotate" {
-                    input type="hidden" name="csrf" value=(csrf);
+                    input type="hidden" name="csrf" value=(who.csrf);
                     div.field {
                         label for="grace" { "Grace window" }
                         select id="grace" name="grace_seconds" {
@@ -174,18 +238,18 @@ pub fn webhook_page(
                 h2 id="test-h" { "Test" }
                 p { "Sends an example event, signed like any other, marked X-Qualifier-Test: true." }
                 form method="post" action="/console/webhook/test" {
-                    input type="hidden" name="csrf" value=(csrf);
+                    input type="hidden" name="csrf" value=(who.csrf);
                     button type="submit" { "Send test event" }
                 }
-                p.meta { "Last saved " (ts(w.updated_at)) }
+                p.meta { "Last saved " (ts(w.webhook.updated_at)) }
             }
         }
     };
-    layout("Webhook", Nav::Webhook, csrf, content)
+    layout("Webhook", Nav::Webhook, who, content)
 }
 
 pub fn tokens_page(
-    csrf: &str,
+    who: &Who,
     tokens: &[TokenListing],
     created: Option<&str>,
     name_error: Option<&str>,
@@ -197,7 +261,7 @@ pub fn tokens_page(
             (secret_once("New API token", s, "Shown once: store it in your integration's secret store now. Use it as a Bearer token."))
         }
         form method="post" action="/console/tokens" {
-            input type="hidden" name="csrf" value=(csrf);
+            input type="hidden" name="csrf" value=(who.csrf);
             div.field {
                 label for="token-name" { "Token name" }
                 input type="text" id="token-name" name="name" maxlength="200"
@@ -220,7 +284,7 @@ pub fn tokens_page(
                             td { (t.last_used_at.map(ts).unwrap_or_else(|| "never".into())) }
                             td {
                                 form method="post" action=(format!("/console/tokens/{}/revoke", t.id)) {
-                                    input type="hidden" name="csrf" value=(csrf);
+                                    input type="hidden" name="csrf" value=(who.csrf);
                                     button type="submit" aria-label=(format!("Revoke {}", t.name.as_deref().unwrap_or("unnamed token"))) { "Revoke" }
                                 }
                             }
@@ -230,7 +294,7 @@ pub fn tokens_page(
             }
         }
     };
-    layout("API tokens", Nav::Tokens, csrf, content)
+    layout("API tokens", Nav::Tokens, who, content)
 }
 
 /// The deliveries list's filter values as given (already validated).
@@ -241,7 +305,7 @@ pub struct DeliveryFilterForm {
 }
 
 pub fn deliveries_page(
-    csrf: &str,
+    who: &Who,
     filter: &DeliveryFilterForm,
     rows: &[Delivery],
     next: Option<&str>,
@@ -304,13 +368,14 @@ pub fn deliveries_page(
         }
         @if let Some(h) = next_href { p { a href=(h) rel="next" { "Next page" } } }
     };
-    layout("Deliveries", Nav::Deliveries, csrf, content)
+    layout("Deliveries", Nav::Deliveries, who, content)
 }
 
-pub fn delivery_page(csrf: &str, d: &DeliveryDetail, notice: Option<&str>) -> Markup {
+pub fn delivery_page(who: &Who, d: &DeliveryDetail, notice: Option<&str>) -> Markup {
     let s = &d.delivery;
-    let finished = !matches!(s.status.as_str(), "pending");
-    let attempts = d.attempt_log.as_array().cloned().unwrap_or_default();
+    // The replay call's own rule: the button is there exactly where a replay is accepted.
+    let replayable = s.status.replayable();
+    let attempts = &d.attempt_log;
     let content = html! {
         @if let Some(n) = notice { p.notice role="status" { (n) } }
         dl {
@@ -324,31 +389,31 @@ pub fn delivery_page(csrf: &str, d: &DeliveryDetail, notice: Option<&str>) -> Ma
             p { "No attempt yet." }
         } @else {
             ol.timeline {
-                @for a in &attempts {
+                @for a in attempts {
                     li {
-                        strong { "Attempt " (a["attempt"]) }
-                        " at " (a["started_at"].as_str().unwrap_or("")) ", "
-                        (a["duration_ms"]) " ms: "
-                        @let code = a["status_code"].as_u64().map(|c| format!("HTTP {c}"));
-                        @let error = a["error"].as_str().filter(|e| Some(*e) != code.as_deref());
+                        strong { "Attempt " (a.attempt) }
+                        " at " (ts(a.started_at)) ", "
+                        (a.duration_ms) " ms: "
+                        @let code = a.status_code.map(|c| format!("HTTP {c}"));
+                        @let error = a.error.as_deref().filter(|e| Some(*e) != code.as_deref());
                         @if let Some(c) = &code { (c) }
                         @if let Some(e) = error { " " (e) }
                     }
                 }
             }
         }
-        @if finished {
+        @if replayable {
             form method="post" action=(format!("/console/deliveries/{}/replay", s.id)) {
-                input type="hidden" name="csrf" value=(csrf);
+                input type="hidden" name="csrf" value=(who.csrf);
                 button type="submit" { "Replay" }
             }
         }
         p { a href="/console/deliveries" { "All deliveries" } }
     };
-    layout("Delivery", Nav::Deliveries, csrf, content)
+    layout("Delivery", Nav::Deliveries, who, content)
 }
 
-pub fn replay_dead_page(csrf: &str, count: usize, rate: u32) -> Markup {
+pub fn replay_dead_page(who: &Who, count: usize, rate: u32) -> Markup {
     let content = html! {
         @if count == 0 {
             p { "No dead deliveries: nothing to replay." }
@@ -360,11 +425,11 @@ pub fn replay_dead_page(csrf: &str, count: usize, rate: u32) -> Markup {
                 (rate) " per second."
             }
             form method="post" action="/console/deliveries/replay-dead" {
-                input type="hidden" name="csrf" value=(csrf);
+                input type="hidden" name="csrf" value=(who.csrf);
                 button type="submit" { "Replay all dead" }
             }
         }
         p { a href="/console/deliveries" { "Back to deliveries" } }
     };
-    layout("Replay all dead", Nav::Deliveries, csrf, content)
+    layout("Replay all dead", Nav::Deliveries, who, content)
 }

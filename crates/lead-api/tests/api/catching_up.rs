@@ -710,3 +710,183 @@ async fn each_list_query_uses_an_index() {
         assert!(!plan.contains("Seq Scan"), "{query}\n{plan}");
     }
 }
+
+/// Contract section 11: cursors carry nothing global. Org A takes two feed cursors with org B's
+/// writes in between: decoded, neither holds its position (a counter all orgs share), both are
+/// as long. A cursor in the pre-v1.2 form still works.
+#[tokio::test(flavor = "multi_thread")]
+async fn cursors_say_nothing_of_other_orgs_and_old_ones_still_work() {
+    use base64::Engine;
+    let app = app().await;
+    let (org_a, token_a) = app.org().await;
+    let (org_b, token_b) = app.org().await;
+    let wait_published = || async {
+        for _ in 0..200 {
+            if unpublished(&app).await == 0 {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        panic!("the relay never published");
+    };
+    // Positions of thirteen digits: a small one (a fresh database starts at 1) would show up by
+    // chance in the cursor's random-looking bytes often enough to fail one run in ten.
+    app.db
+        .client()
+        .await
+        .execute("UPDATE feed_head SET pos = 7340000000000", &[])
+        .await
+        .unwrap();
+    app.inbound_lead(&org_a, "+447700800001").await;
+    wait_published().await;
+    let (_, c1) = feed_page(&app, &token_a, None, 100).await;
+    for i in 0..30 {
+        app.inbound_lead(&org_b, &format!("+4477008{i:05}")).await;
+    }
+    app.inbound_lead(&org_a, "+447700800002").await;
+    wait_published().await;
+    let (events, c2) = feed_page(&app, &token_a, Some(&c1), 100).await;
+    assert_eq!(events.len(), 1);
+    let positions: Vec<i64> = app
+        .db
+        .client()
+        .await
+        .query(
+            "SELECT feed_pos FROM outbox WHERE org_id = $1::text::uuid ORDER BY feed_pos",
+            &[&org_a],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(positions.len(), 2);
+    assert!(
+        positions[1] - positions[0] > 30,
+        "B's events lie between A's: {positions:?}"
+    );
+    let raw = |c: &str| {
+        base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(c)
+            .unwrap()
+    };
+    for (c, pos) in [(&c1, positions[0]), (&c2, positions[1])] {
+        let text = String::from_utf8_lossy(&raw(c)).into_owned();
+        assert!(!text.contains("f1:"), "{text}");
+        assert!(
+            !text.contains(&pos.to_string()),
+            "the position shows in {text}"
+        );
+    }
+    assert_eq!(c1.len(), c2.len());
+    // Presented by B, A's cursor is a position like any other: B reads only its own events.
+    let (theirs, _) = feed_page(&app, &token_b, Some(&c1), 100).await;
+    assert!(theirs.iter().all(|e| e["org_id"] == org_b.as_str()));
+    // An empty page returns the very cursor it got.
+    let (empty, same) = feed_page(&app, &token_a, Some(&c2), 100).await;
+    assert!(empty.is_empty());
+    assert_eq!(same, c2);
+    // A cursor as issued before v1.2: base64url of the plain position.
+    let old =
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!("f1:{}", positions[0]));
+    let (events, _) = feed_page(&app, &token_a, Some(&old), 100).await;
+    assert_eq!(events.len(), 1, "the old cursor continues where it was");
+    // The deliveries list's cursor is sealed too (it was the outbox sequence).
+    let r = app
+        .internal(
+            Method::GET,
+            &format!("/internal/v1/orgs/{org_b}/deliveries?limit=2"),
+            None,
+        )
+        .await;
+    let v: Value = r.json().await.unwrap();
+    let next = v["next_cursor"].as_str().unwrap().to_owned();
+    assert!(!String::from_utf8_lossy(&raw(&next)).contains("d1:"));
+    let r = app
+        .internal(
+            Method::GET,
+            &format!("/internal/v1/orgs/{org_b}/deliveries?cursor={next}"),
+            None,
+        )
+        .await;
+    assert_eq!(r.status(), 200, "and it continues the list");
+}
+
+/// Contract section 11: a page holds at most QUALIFIER_MAX_PAGE_BYTES (1 MiB) of JSON. Sixty
+/// leads of about 40 KB each, asked for 500 at a time: every page of the lead list and of the
+/// feed stays under the budget, and the walks return every lead and event exactly once.
+#[tokio::test(flavor = "multi_thread")]
+async fn pages_of_large_leads_keep_to_the_byte_budget_and_walk_everything_once() {
+    let app = app().await;
+    let (org, token) = app.org().await;
+    let big: serde_json::Map<String, Value> = (0..40)
+        .map(|k| (format!("note{k}"), Value::String("x".repeat(1000))))
+        .collect();
+    for i in 0..60 {
+        let r = app
+            .internal(
+                Method::POST,
+                &format!("/internal/v1/orgs/{org}/inbound"),
+                Some(json!({"name": "Big", "phone": format!("+4477009{i:05}"), "channel": "sms", "profile": big})),
+            )
+            .await;
+        assert_eq!(r.status(), 201);
+    }
+    let budget = lead_api::page::DEFAULT_MAX_PAGE_BYTES;
+    let mut seen = HashSet::new();
+    let mut path = "/api/v1/leads?limit=500".to_owned();
+    let mut pages = 0;
+    loop {
+        let r = app.public(Method::GET, &path, &token, None).await;
+        assert_eq!(r.status(), 200);
+        let bytes = r.bytes().await.unwrap();
+        assert!(bytes.len() <= budget, "a page of {} bytes", bytes.len());
+        let v: Value = serde_json::from_slice(&bytes).unwrap();
+        for l in v["leads"].as_array().unwrap() {
+            assert!(
+                seen.insert(l["id"].as_str().unwrap().to_owned()),
+                "twice: {}",
+                l["id"]
+            );
+        }
+        pages += 1;
+        match v["next_cursor"].as_str() {
+            Some(c) => path = format!("/api/v1/leads?limit=500&cursor={c}"),
+            None => break,
+        }
+    }
+    assert_eq!(seen.len(), 60);
+    assert!(pages >= 3, "the budget cut the pages: {pages}");
+    // The feed the same way (each event carries its lead).
+    for _ in 0..200 {
+        if unpublished(&app).await == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let mut ids = HashSet::new();
+    let mut after: Option<String> = None;
+    loop {
+        let path = match &after {
+            Some(c) => format!("/api/v1/events?limit=500&after={c}"),
+            None => "/api/v1/events?limit=500".to_owned(),
+        };
+        let r = app.public(Method::GET, &path, &token, None).await;
+        let bytes = r.bytes().await.unwrap();
+        assert!(
+            bytes.len() <= budget,
+            "a feed page of {} bytes",
+            bytes.len()
+        );
+        let v: Value = serde_json::from_slice(&bytes).unwrap();
+        let events = v["events"].as_array().unwrap();
+        if events.is_empty() {
+            break;
+        }
+        for e in events {
+            assert!(ids.insert(e["id"].as_str().unwrap().to_owned()));
+        }
+        after = Some(v["next_cursor"].as_str().unwrap().to_owned());
+    }
+    assert_eq!(ids.len(), 60);
+}

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use crate::helpers::TestApp;
 
-async fn app() -> TestApp {
+pub(crate) async fn app() -> TestApp {
     TestApp::spawn_with(|c| {
         c.allow_cidrs = vec!["127.0.0.0/8".parse().unwrap()];
     })
@@ -15,14 +15,14 @@ async fn app() -> TestApp {
 }
 
 /// A client that shows redirects instead of following them and keeps no cookies.
-fn browser() -> Client {
+pub(crate) fn browser() -> Client {
     Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .unwrap()
 }
 
-async fn mint(app: &TestApp, org: &str) -> String {
+pub(crate) async fn mint(app: &TestApp, org: &str) -> String {
     let r = app
         .internal(
             Method::POST,
@@ -48,7 +48,7 @@ async fn mint(app: &TestApp, org: &str) -> String {
 }
 
 /// Signs in with a fresh ticket: the cookie header value to send back.
-async fn sign_in(app: &TestApp, org: &str) -> String {
+pub(crate) async fn sign_in(app: &TestApp, org: &str) -> String {
     let url = mint(app, org).await;
     let r = browser().get(&url).send().await.unwrap();
     assert_eq!(r.status(), StatusCode::SEE_OTHER);
@@ -67,7 +67,7 @@ async fn sign_in(app: &TestApp, org: &str) -> String {
     set.split(';').next().unwrap().to_owned()
 }
 
-async fn get(app: &TestApp, cookie: Option<&str>, path: &str) -> (StatusCode, String) {
+pub(crate) async fn get(app: &TestApp, cookie: Option<&str>, path: &str) -> (StatusCode, String) {
     let mut rb = browser().get(format!("{}{path}", app.public));
     if let Some(c) = cookie {
         rb = rb.header(header::COOKIE, c);
@@ -77,7 +77,7 @@ async fn get(app: &TestApp, cookie: Option<&str>, path: &str) -> (StatusCode, St
     (r.status(), r.text().await.unwrap())
 }
 
-async fn post(
+pub(crate) async fn post(
     app: &TestApp,
     cookie: &str,
     path: &str,
@@ -111,7 +111,7 @@ fn assert_headers(r: &reqwest::Response, path: &str) {
 }
 
 /// The CSRF token the page's forms carry.
-fn csrf_of(html: &str) -> String {
+pub(crate) fn csrf_of(html: &str) -> String {
     let at = html
         .find("name=\"csrf\" value=\"")
         .expect("a form with a CSRF token")
@@ -496,4 +496,251 @@ async fn stalled_and_oversized_forms_are_refused_without_effect() {
         1,
         "only the org's first token"
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failing_endpoint_shows_a_banner_whose_check_now_makes_a_probe_due() {
+    let app = app().await;
+    let (org, _) = app.org().await;
+    let r = app
+        .internal(
+            Method::PUT,
+            &format!("/internal/v1/orgs/{org}/webhook"),
+            Some(json!({"url": "https://127.0.0.1:9443/hook", "event_types": ["lead.created"]})),
+        )
+        .await;
+    assert_eq!(r.status(), 200);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["webhook"]["health"]["state"], "healthy");
+    assert!(v["webhook"]["health"]["failing_since"].is_null());
+    let cookie = sign_in(&app, &org).await;
+    let (_, html) = get(&app, Some(&cookie), "/console").await;
+    assert!(!html.contains("Check now"), "no banner while healthy");
+    // As a webhook-delivery replica records it: failing for an hour, next probe in ten minutes.
+    let pg = app.db.client().await;
+    pg.execute(
+        "INSERT INTO endpoint_health (org_id, state, failing_since, last_failure_at, last_error,
+                 consecutive_failures, next_probe_at, probe_interval_ms)
+         VALUES ($1::text::uuid, 'failing', now() - interval '1 hour', now(), 'HTTP 503 <b>',
+                 7, now() + interval '10 minutes', 600000)",
+        &[&org],
+    )
+    .await
+    .unwrap();
+    let (status, html) = get(&app, Some(&cookie), "/console").await;
+    assert_eq!(status, 200);
+    assert!(html.contains("Your endpoint is failing"), "{html}");
+    assert!(
+        html.contains("HTTP 503 &lt;b&gt;"),
+        "the last error, escaped"
+    );
+    assert!(html.contains("Check now"));
+    let r = app
+        .internal(
+            Method::GET,
+            &format!("/internal/v1/orgs/{org}/webhook"),
+            None,
+        )
+        .await;
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["webhook"]["health"]["state"], "failing");
+    assert_eq!(v["webhook"]["health"]["consecutive_failures"], 7);
+    assert_eq!(v["webhook"]["health"]["last_error"], "HTTP 503 <b>");
+    // Check now: the probe is due at once (a worker sends it).
+    let csrf = csrf_of(&html);
+    let (status, _, loc) = post(&app, &cookie, "/console/webhook/check", &[("csrf", &csrf)]).await;
+    assert_eq!(status, 303);
+    assert_eq!(loc.as_deref(), Some("/console?done=checking"));
+    let due: bool = pg
+        .query_one(
+            "SELECT next_probe_at <= now() FROM endpoint_health WHERE org_id = $1::text::uuid",
+            &[&org],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert!(due, "the next probe is due now");
+    // Re-enabling through the API makes it healthy again.
+    let r = app
+        .internal(
+            Method::PUT,
+            &format!("/internal/v1/orgs/{org}/webhook"),
+            Some(json!({"url": "https://127.0.0.1:9443/hook", "event_types": ["lead.created"], "enabled": true})),
+        )
+        .await;
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["webhook"]["health"]["state"], "healthy");
+    assert_eq!(v["webhook"]["health"]["consecutive_failures"], 0);
+    let (_, html) = get(&app, Some(&cookie), "/console").await;
+    assert!(!html.contains("Check now"));
+}
+
+/// Contract section 11: the console offers `Replay` exactly for the deliveries that the replay
+/// call accepts (it used to offer it for `failed` ones too, which the call refuses).
+#[tokio::test(flavor = "multi_thread")]
+async fn replay_is_offered_exactly_where_the_replay_call_accepts() {
+    let app = app().await;
+    let (org, _) = app.org().await;
+    let statuses = ["pending", "failed", "succeeded", "dead", "skipped"];
+    for i in 0..statuses.len() {
+        let r = app
+            .internal(
+                Method::POST,
+                &format!("/internal/v1/orgs/{org}/inbound"),
+                Some(json!({"name": "Ada", "phone": format!("+3161111000{i}"), "channel": "sms"})),
+            )
+            .await;
+        assert_eq!(r.status(), 201);
+    }
+    let pg = app.db.client().await;
+    let ids: Vec<String> = pg
+        .query(
+            "SELECT delivery_id::text FROM outbox WHERE org_id = $1::text::uuid ORDER BY seq",
+            &[&org],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(ids.len(), statuses.len());
+    for (id, status) in ids.iter().zip(statuses) {
+        pg.execute(
+            "UPDATE outbox SET status = $2 WHERE delivery_id = $1::text::uuid",
+            &[id, &status],
+        )
+        .await
+        .unwrap();
+    }
+    let cookie = sign_in(&app, &org).await;
+    for (id, status) in ids.iter().zip(statuses) {
+        let (code, html) = get(&app, Some(&cookie), &format!("/console/deliveries/{id}")).await;
+        assert_eq!(code, 200);
+        let offered = html.contains(&format!("action=\"/console/deliveries/{id}/replay\""));
+        let r = app
+            .internal(
+                Method::POST,
+                &format!("/internal/v1/orgs/{org}/deliveries/{id}/replay"),
+                None,
+            )
+            .await;
+        let accepted = r.status() == 202;
+        assert_eq!(
+            offered, accepted,
+            "{status}: offered {offered}, accepted {accepted}"
+        );
+        assert_eq!(
+            accepted,
+            matches!(status, "succeeded" | "dead" | "skipped"),
+            "{status}"
+        );
+    }
+}
+
+/// Contract section 11: every page names the org; a link to another org asks before
+/// switching (and switches only on the button); signing in again ends the previous session.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_console_names_its_org_and_asks_before_switching() {
+    let app = app().await;
+    let (org_a, _) = app.org().await;
+    let r = app
+        .internal(
+            Method::POST,
+            "/internal/v1/orgs",
+            Some(json!({"name": "Beta <Ltd>"})),
+        )
+        .await;
+    let org_b = r.json::<Value>().await.unwrap()["org"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let cookie_a = sign_in(&app, &org_a).await;
+    for page in [
+        "/console",
+        "/console/tokens",
+        "/console/deliveries",
+        "/console/deliveries/replay-dead",
+    ] {
+        let (status, html) = get(&app, Some(&cookie_a), page).await;
+        assert_eq!(status, 200, "{page}");
+        assert!(
+            html.contains("<strong data-org>Acme</strong>"),
+            "{page}: {html}"
+        );
+    }
+    // B's link while signed in to A: a page naming both, nothing switched yet.
+    let link_b = mint(&app, &org_b).await;
+    let r = browser()
+        .get(&link_b)
+        .header(header::COOKIE, &cookie_a)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert!(
+        r.headers().get(header::SET_COOKIE).is_none(),
+        "no new session yet"
+    );
+    let html = r.text().await.unwrap();
+    assert!(html.contains("<strong data-org>Acme</strong>"), "{html}");
+    assert!(
+        html.contains("Beta &lt;Ltd&gt;"),
+        "the other org, escaped: {html}"
+    );
+    assert!(html.contains("Switch organisation"));
+    let (_, still_a) = get(&app, Some(&cookie_a), "/console").await;
+    assert!(still_a.contains("data-org>Acme<"), "still in A");
+    // The button: B's session replaces A's.
+    let ticket = link_b.split("ticket=").nth(1).unwrap().to_owned();
+    let csrf = csrf_of(&html);
+    let r = browser()
+        .post(format!("{}/console/login", app.public))
+        .header(header::COOKIE, &cookie_a)
+        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+        .body(
+            url::form_urlencoded::Serializer::new(String::new())
+                .extend_pairs([("csrf", csrf.as_str()), ("ticket", ticket.as_str())])
+                .finish(),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    let cookie_b = r.headers()[header::SET_COOKIE]
+        .to_str()
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
+    let (status, html) = get(&app, Some(&cookie_b), "/console").await;
+    assert_eq!(status, 200);
+    assert!(html.contains("Beta &lt;Ltd&gt;"));
+    assert_eq!(
+        get(&app, Some(&cookie_a), "/console").await.0,
+        401,
+        "A's session ended"
+    );
+    // Signing in again (same org) ends the session it replaces too.
+    let again = mint(&app, &org_b).await;
+    let r = browser()
+        .get(&again)
+        .header(header::COOKIE, &cookie_b)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    let cookie_b2 = r.headers()[header::SET_COOKIE]
+        .to_str()
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        get(&app, Some(&cookie_b), "/console").await.0,
+        401,
+        "the old one is gone"
+    );
+    assert_eq!(get(&app, Some(&cookie_b2), "/console").await.0, 200);
 }

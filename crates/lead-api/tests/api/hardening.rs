@@ -428,3 +428,204 @@ async fn a_token_created_on_one_replica_works_on_another_at_once() {
     }
     second.stop(false).await;
 }
+
+/// Contract section 11: quotas where one org could load everyone. Test events: 10 a minute per
+/// org, API and console together, then 429 with Retry-After. Tokens: 100 unrevoked per org.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_eleventh_test_event_in_a_minute_and_the_hundred_and_first_token_are_refused() {
+    let app = crate::console::app().await;
+    let (org, _) = app.org().await;
+    let r = app
+        .internal(
+            Method::PUT,
+            &format!("/internal/v1/orgs/{org}/webhook"),
+            Some(serde_json::json!({"url": "https://127.0.0.1:9443/hook", "event_types": ["lead.created"]})),
+        )
+        .await;
+    assert_eq!(r.status(), 200);
+    let test = format!("/internal/v1/orgs/{org}/webhook/test");
+    for i in 0..9 {
+        assert_eq!(
+            app.internal(Method::POST, &test, None).await.status(),
+            202,
+            "test event {i}"
+        );
+    }
+    // The tenth through the console, the eleventh through either is refused.
+    let cookie = crate::console::sign_in(&app, &org).await;
+    let (_, page) = crate::console::get(&app, Some(&cookie), "/console").await;
+    let csrf = crate::console::csrf_of(&page);
+    let (status, _, _) =
+        crate::console::post(&app, &cookie, "/console/webhook/test", &[("csrf", &csrf)]).await;
+    assert_eq!(status, 303);
+    let r = app.internal(Method::POST, &test, None).await;
+    assert_eq!(r.status(), 429);
+    let wait: u64 = r.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=60).contains(&wait), "{wait}");
+    assert_eq!(
+        r.json::<Value>().await.unwrap()["error"],
+        "Rate limit exceeded"
+    );
+    let (status, html, _) =
+        crate::console::post(&app, &cookie, "/console/webhook/test", &[("csrf", &csrf)]).await;
+    assert_eq!(status, 429);
+    assert!(html.contains("At most 10 test events a minute"), "{html}");
+    let pg = app.db.client().await;
+    let n: i64 = pg
+        .query_one(
+            "SELECT count(*) FROM outbox WHERE org_id = $1::text::uuid AND is_test",
+            &[&org],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(n, 10, "the refused ones wrote nothing");
+
+    // Tokens: the org has one; 99 more fit, the next does not, a revocation makes room.
+    let tokens = format!("/internal/v1/orgs/{org}/tokens");
+    let mut last = String::new();
+    for i in 0..99 {
+        let r = app.internal(Method::POST, &tokens, None).await;
+        assert_eq!(r.status(), 201, "token {i}");
+        last = r.json::<Value>().await.unwrap()["token"]["id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+    }
+    let r = app.internal(Method::POST, &tokens, None).await;
+    assert_eq!(r.status(), 422);
+    assert_eq!(
+        r.json::<Value>().await.unwrap()["error"],
+        "Token limit reached"
+    );
+    let r = app
+        .internal(Method::DELETE, &format!("{tokens}/{last}"), None)
+        .await;
+    assert_eq!(r.status(), 204);
+    assert_eq!(
+        app.internal(Method::POST, &tokens, None).await.status(),
+        201
+    );
+}
+
+/// Contract section 11: the public listener does not spend the database on strangers. A flood
+/// of forged console cookies, made-up sign-in tickets and `/readyz` holds at most 2 database
+/// connections at a time (read from pg_stat_activity), and the API's own GETs keep working.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn strangers_hold_at_most_two_database_connections() {
+    use rand::Rng;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    let app = Arc::new(
+        TestApp::spawn_with(|c| {
+            c.db_pool_size = 16;
+            c.http_workers = 2;
+            c.rate_limit_per_minute = 10_000_000;
+        })
+        .await,
+    );
+    let (org, token) = app.org().await;
+    let lead = app.inbound_lead(&org, "+447700900555").await;
+    let lead_path = format!("/api/v1/leads/{}", lead["id"].as_str().unwrap());
+    let gets = |n: usize| {
+        let (app, token, path) = (app.clone(), token.clone(), lead_path.clone());
+        async move {
+            let mut ms = Vec::new();
+            for _ in 0..n {
+                let t = Instant::now();
+                let r = app.public(Method::GET, &path, &token, None).await;
+                assert_eq!(r.status(), 200, "the API keeps answering");
+                ms.push(t.elapsed().as_secs_f64() * 1000.0);
+            }
+            ms.sort_by(f64::total_cmp);
+            ms[ms.len() * 99 / 100]
+        }
+    };
+    let quiet_p99 = gets(200).await;
+    let stop = Arc::new(AtomicBool::new(false));
+    let sent = Arc::new(AtomicUsize::new(0));
+    let mut flood = Vec::new();
+    for i in 0..48 {
+        let (app, stop, sent) = (app.clone(), stop.clone(), sent.clone());
+        flood.push(tokio::spawn(async move {
+            let http = reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .unwrap();
+            let base62 = |n: usize| -> String {
+                let mut rng = rand::rng();
+                (0..n)
+                    .map(|_| {
+                        let c = rng.random_range(0..62u8);
+                        (match c {
+                            0..=9 => b'0' + c,
+                            10..=35 => b'a' + c - 10,
+                            _ => b'A' + c - 36,
+                        }) as char
+                    })
+                    .collect()
+            };
+            while !stop.load(Ordering::Relaxed) {
+                let rb = match i % 3 {
+                    0 => http
+                        .get(format!("{}/console", app.public))
+                        .header("cookie", format!("qlf_console={}", base62(43))),
+                    1 => http.get(format!(
+                        "{}/console/login?ticket=qlf_ct_{}",
+                        app.public,
+                        base62(40)
+                    )),
+                    _ => http.get(format!("{}/readyz", app.public)),
+                };
+                let _ = rb.send().await;
+                sent.fetch_add(1, Ordering::Relaxed);
+            }
+        }));
+    }
+    // Strangers' statements in flight, sampled as fast as PostgreSQL answers.
+    let sampler = {
+        let (db, stop) = (app.db.client().await, stop.clone());
+        tokio::spawn(async move {
+            let mut most = 0i64;
+            let mut samples = 0;
+            while !stop.load(Ordering::Relaxed) {
+                let n: i64 = db
+                    .query_one(
+                        "SELECT count(*) FROM pg_stat_activity
+                         WHERE datname = current_database() AND pid <> pg_backend_pid()
+                           AND state <> 'idle'
+                           AND (query ILIKE '%console_sessions%' OR query ILIKE '%console_tickets%'
+                                OR query = 'SELECT 1')",
+                        &[],
+                    )
+                    .await
+                    .unwrap()
+                    .get(0);
+                most = most.max(n);
+                samples += 1;
+            }
+            (most, samples)
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let flooded_p99 = gets(200).await;
+    stop.store(true, Ordering::Relaxed);
+    for f in flood {
+        f.await.unwrap();
+    }
+    let (most, samples) = sampler.await.unwrap();
+    println!(
+        "strangers sent {} requests; at most {most} of their statements in flight over {samples} samples; API GET p99 {quiet_p99:.1} ms quiet, {flooded_p99:.1} ms flooded",
+        sent.load(Ordering::Relaxed)
+    );
+    assert!(samples > 100, "the sampler kept up: {samples}");
+    assert!(most <= 2, "strangers held {most} connections at once");
+    assert!(
+        flooded_p99 < 2000.0,
+        "API GET p99 under the flood: {flooded_p99:.1} ms"
+    );
+}

@@ -2,7 +2,9 @@
 
 mod catching_up;
 mod console;
+mod extractors;
 mod hardening;
+mod help;
 mod helpers;
 mod hostile;
 mod idempotency;

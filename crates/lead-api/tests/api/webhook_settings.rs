@@ -238,3 +238,30 @@ async fn allow_cidrs_admit_a_development_endpoint() {
         .await;
     assert_eq!(r.status(), 422);
 }
+
+/// Contract section 11: a name that does not resolve and one that resolves to a private
+/// address are refused with the same words, so saving urls cannot map internal names.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unresolvable_host_and_a_private_one_get_the_same_message() {
+    let app = TestApp::spawn().await;
+    let (org, _) = app.org().await;
+    let path = format!("/internal/v1/orgs/{org}/webhook");
+    let mut messages = vec![];
+    for url in [
+        "https://no-such-host.invalid/h",
+        "https://localhost/h",
+        "https://10.0.0.7/h",
+    ] {
+        let r = app
+            .internal(
+                Method::PUT,
+                &path,
+                Some(json!({"url": url, "event_types": ["lead.created"]})),
+            )
+            .await;
+        assert_eq!(r.status(), 422, "{url}");
+        messages.push(r.json::<Value>().await.unwrap()["error"].clone());
+    }
+    assert!(messages.iter().all(|m| *m == messages[0]), "{messages:?}");
+    assert_eq!(messages[0], "url must resolve only to public addresses");
+}

@@ -427,22 +427,7 @@ async fn a_sealed_secret_copied_to_another_orgs_row_does_not_open_there() {
         )
         .await;
     let id = list["deliveries"][0]["id"].as_str().unwrap().to_owned();
-    let deadline = std::time::Instant::now() + WAIT;
-    let d = loop {
-        let d = s
-            .call(
-                Method::GET,
-                &format!("/internal/v1/orgs/{}/deliveries/{id}", beta.org),
-                None,
-            )
-            .await["delivery"]
-            .clone();
-        if d["status"] == "dead" {
-            break d;
-        }
-        assert!(std::time::Instant::now() < deadline, "{d}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let d = s.wait_status_in(&beta.org, &id, "dead", WAIT).await;
     assert!(
         d["last_error"]
             .as_str()
@@ -460,9 +445,14 @@ async fn a_sealed_secret_copied_to_another_orgs_row_does_not_open_there() {
 async fn a_legacy_unbound_secret_is_resealed_to_its_org_at_start() {
     let mut s = Stack::start().await;
     let key = qualifier_store::SecretKey::from_base64(&s.key_b64).unwrap();
-    // A secret sealed the old way (no associated data), as rows written before this version.
+    // A secret sealed the old way (no associated data), as rows written before this version,
+    // in a database that (like any from before v1.2) may still hold such secrets.
     let legacy = key.seal_legacy(&s.secret);
     let client = s.db.client().await;
+    client
+        .execute("UPDATE secret_format SET unbound_allowed = true", &[])
+        .await
+        .unwrap();
     client
         .execute(
             "UPDATE webhooks SET secret_sealed = $1 WHERE org_id = $2::text::uuid",
@@ -496,4 +486,97 @@ async fn a_legacy_unbound_secret_is_resealed_to_its_org_at_start() {
     s.inbound("+447700900780").await;
     let got = s.receiver.wait_for(1, WAIT).await;
     assert!(!got.is_empty(), "the re-sealed secret still signs");
+}
+
+/// Contract section 11: `qualifierctl migrate` re-seals the current and the previous secret
+/// bound to their org, and from then on no unbound blob opens anywhere: one copied from an old
+/// backup into another org's row (or back into its own) signs nothing.
+#[tokio::test(flavor = "multi_thread")]
+async fn after_migrate_no_unbound_secret_opens_current_or_previous() {
+    let s = Stack::start().await;
+    let beta = crate::stack::SecondOrg::add(&s).await;
+    let key = qualifier_store::SecretKey::from_base64(&s.key_b64).unwrap();
+    let client = s.db.client().await;
+    // A pre-v1.2 database: unbound secrets allowed, A's current and previous one unbound.
+    let legacy = key.seal_legacy(&s.secret);
+    let legacy_previous = key.seal_legacy("qlf_whsec_previousprevioussecret00000000000");
+    client
+        .execute("UPDATE secret_format SET unbound_allowed = true", &[])
+        .await
+        .unwrap();
+    client
+        .execute(
+            "UPDATE webhooks SET secret_sealed = $1, previous_secret_sealed = $2,
+                    previous_expires_at = now() + interval '1 day'
+             WHERE org_id = $3::text::uuid",
+            &[&legacy, &legacy_previous, &s.org],
+        )
+        .await
+        .unwrap();
+    let out = std::process::Command::new(crate::crash::workspace_binary("qualifierctl"))
+        .arg("migrate")
+        .env("DATABASE_URL", &s.db.url)
+        .env("QUALIFIER_SECRET_KEY", &s.key_b64)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["resealed_secrets"], 2, "current and previous: {v}");
+    let row = client
+        .query_one(
+            "SELECT secret_sealed, previous_secret_sealed FROM webhooks WHERE org_id = $1::text::uuid",
+            &[&s.org],
+        )
+        .await
+        .unwrap();
+    let org_a: uuid::Uuid = s.org.parse().unwrap();
+    assert!(!key.is_legacy(&row.get::<_, Vec<u8>>(0), org_a));
+    assert!(!key.is_legacy(&row.get::<_, Vec<u8>>(1), org_a));
+    // Org A still delivers, signed with both (bound) secrets.
+    s.inbound("+447700900790").await;
+    let got = s.receiver.wait_for(1, WAIT).await;
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].header("webhook-signature").split(' ').count(), 2);
+    // Now A's old unbound blob, from a backup, is copied into beta's row: it does not open
+    // there, so nothing is signed with A's secret and sent to beta's endpoint.
+    client
+        .execute(
+            "UPDATE webhooks SET secret_sealed = $1 WHERE org_id = $2::text::uuid",
+            &[&legacy, &beta.org],
+        )
+        .await
+        .unwrap();
+    beta.inbound(&s, "+447700900791").await;
+    let ds = s
+        .call(
+            Method::GET,
+            &format!("/internal/v1/orgs/{}/deliveries", beta.org),
+            None,
+        )
+        .await;
+    let id = ds["deliveries"][0]["id"].as_str().unwrap().to_owned();
+    let d = s.wait_status_in(&beta.org, &id, "dead", WAIT).await;
+    assert!(
+        d["last_error"]
+            .as_str()
+            .unwrap()
+            .starts_with("signing secret unreadable")
+    );
+    assert!(
+        beta.receiver.received().is_empty(),
+        "nothing was sent to beta"
+    );
+    // And a second migrate re-seals nothing: it would bind the copied blob to beta.
+    let out = std::process::Command::new(crate::crash::workspace_binary("qualifierctl"))
+        .arg("migrate")
+        .env("DATABASE_URL", &s.db.url)
+        .env("QUALIFIER_SECRET_KEY", &s.key_b64)
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["resealed_secrets"], 0);
 }

@@ -6,6 +6,8 @@ mod console_browser;
 mod crash;
 mod delivery;
 mod hardening;
+mod health;
+mod help;
 mod stack;
 mod standard;
 mod telemetry;

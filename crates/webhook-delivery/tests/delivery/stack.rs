@@ -45,6 +45,7 @@ pub fn api_config(db: &TestDb, topo: &TestTopology, key: &SecretKey) -> ApiConfi
         event_retention_days: 30,
         replay_rate_per_second: 50,
         console_base_url: None,
+        max_page_bytes: lead_api::page::DEFAULT_MAX_PAGE_BYTES,
     }
 }
 
@@ -67,6 +68,8 @@ pub fn delivery_config(
         allow_cidrs: vec!["127.0.0.0/8".parse().unwrap(), "::1/128".parse().unwrap()],
         ca_file: Some(receiver.ca_file.clone()),
         db_pool_size: 4,
+        health: Default::default(),
+        operator_webhook: None,
     }
 }
 
@@ -196,10 +199,11 @@ impl Stack {
         v["deliveries"].as_array().unwrap().clone()
     }
 
-    pub async fn delivery(&self, id: &str) -> Value {
+    /// One delivery of `org` (the stack's own or a second org's), as the internal API shows it.
+    pub async fn delivery_in(&self, org: &str, id: &str) -> Value {
         self.call(
             Method::GET,
-            &format!("/internal/v1/orgs/{}/deliveries/{id}", self.org),
+            &format!("/internal/v1/orgs/{org}/deliveries/{id}"),
             None,
         )
         .await["delivery"]
@@ -208,9 +212,20 @@ impl Stack {
 
     /// Polls the delivery until its status is `want` (or fails after the timeout).
     pub async fn wait_status(&self, id: &str, want: &str, timeout: Duration) -> Value {
+        self.wait_status_in(&self.org, id, want, timeout).await
+    }
+
+    /// [`Stack::wait_status`] for a delivery of another org on this stack.
+    pub async fn wait_status_in(
+        &self,
+        org: &str,
+        id: &str,
+        want: &str,
+        timeout: Duration,
+    ) -> Value {
         let deadline = std::time::Instant::now() + timeout;
         loop {
-            let d = self.delivery(id).await;
+            let d = self.delivery_in(org, id).await;
             if d["status"] == want {
                 return d;
             }

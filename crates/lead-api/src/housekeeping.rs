@@ -1,0 +1,106 @@
+//! Housekeeping: the periodic jobs of every `lead-api` replica, each named, in one place.
+//!
+//! Every job is idempotent, so replicas may overlap, and none is needed for correctness: what
+//! they remove is already refused or unused (expired tickets, sessions, idempotency keys,
+//! retired secrets) or past retention. They only keep tables small and data at rest minimal,
+//! with no cron job to deploy. A new job is a variant of [`Job`] and a line in [`Job::ALL`].
+
+use std::time::Duration;
+
+use qualifier_store::{Store, StoreError};
+use tokio_util::sync::CancellationToken;
+
+/// How often the jobs run.
+pub const EVERY: Duration = Duration::from_secs(60);
+
+/// Rows one statement removes at most, so no statement holds many row locks for long.
+const BATCH: i64 = 1000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Job {
+    /// Previous signing secrets whose overlap window ended: already unused, but a retired
+    /// secret should not outlive its window at rest.
+    DropRetiredSecrets,
+    /// Expired console tickets and sessions (already refused).
+    PurgeConsoleSessions,
+    /// Expired idempotency keys (already ignored).
+    PurgeIdempotencyKeys,
+    /// Finished events older than `QUALIFIER_EVENT_RETENTION_DAYS`, with their delivery records;
+    /// pending ones are never removed.
+    ExpireEvents,
+}
+
+impl Job {
+    pub const ALL: [Job; 4] = [
+        Job::DropRetiredSecrets,
+        Job::PurgeConsoleSessions,
+        Job::PurgeIdempotencyKeys,
+        Job::ExpireEvents,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Job::DropRetiredSecrets => "drop_retired_secrets",
+            Job::PurgeConsoleSessions => "purge_console_sessions",
+            Job::PurgeIdempotencyKeys => "purge_idempotency_keys",
+            Job::ExpireEvents => "expire_events",
+        }
+    }
+
+    /// One run; how many rows it removed.
+    pub async fn run(
+        self,
+        store: &Store,
+        retention: Duration,
+        stop: &CancellationToken,
+    ) -> Result<usize, StoreError> {
+        match self {
+            Job::DropRetiredSecrets => store.drop_expired_previous_secrets().await,
+            Job::PurgeConsoleSessions => store.purge_console(BATCH).await,
+            Job::PurgeIdempotencyKeys => store.idempotency_purge(BATCH).await,
+            Job::ExpireEvents => {
+                let mut removed = 0;
+                loop {
+                    let n = store.expire_events(retention, BATCH).await?;
+                    removed += n;
+                    if (n as i64) < BATCH || stop.is_cancelled() {
+                        return Ok(removed);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Runs every job every [`EVERY`] until `stop`. A failing job is skipped until the next round
+/// (the database may be away; the next round retries).
+pub async fn run(store: Store, retention: Duration, stop: CancellationToken) {
+    let mut tick = tokio::time::interval(EVERY);
+    loop {
+        tokio::select! { _ = tick.tick() => {}, _ = stop.cancelled() => return }
+        for job in Job::ALL {
+            match job.run(&store, retention, &stop).await {
+                Ok(0) => {}
+                Ok(removed) => {
+                    tracing::info!(job = job.name(), removed, "housekeeping removed rows")
+                }
+                Err(e) => {
+                    tracing::debug!(job = job.name(), error = %qualifier_store::cause_chain(&e), "housekeeping skipped")
+                }
+            }
+        }
+    }
+}
+
+/// Once at start: secrets sealed before they were bound to their org are re-sealed bound
+/// (contract section 8). In the background: a start must not wait for the database, and until
+/// it runs they still open.
+pub async fn reseal_legacy_secrets(store: Store) {
+    match store.reseal_legacy_secrets().await {
+        Ok(0) => {}
+        Ok(n) => tracing::info!(resealed = n, "signing secrets re-sealed to their org"),
+        Err(e) => {
+            tracing::warn!(error = %qualifier_store::cause_chain(&e), "re-sealing signing secrets failed; next start retries")
+        }
+    }
+}

@@ -1,0 +1,476 @@
+//! Typed commands: what every entry point (the public API, the internal API and the console)
+//! turns its input into before it acts. Each command is parsed here, once, with the contract's
+//! messages; a handler reads its body or form, calls one of these, and hands the typed value to
+//! the store. A new input rule is a change here and a test here.
+//!
+//! JSON bodies come as the `Map` [`crate::body`] read; console forms as plain field values, so
+//! this module knows nothing of either transport.
+
+use std::time::Duration;
+
+use qualifier_domain::netguard::WebhookUrl;
+use qualifier_domain::validate::{Name, body};
+use qualifier_domain::{DeliveryStatus, EventType};
+use qualifier_egress::EgressPolicy;
+use qualifier_store::deliveries::DeliveryFilter;
+use serde_json::{Map, Value};
+use strum::VariantArray;
+use uuid::Uuid;
+
+use crate::error::ApiError;
+
+fn unprocessable(m: impl Into<String>) -> ApiError {
+    ApiError::Unprocessable(m.into())
+}
+
+// --- Event types -----------------------------------------------------------------------------
+
+fn event_types_message(field: &str) -> String {
+    let names: Vec<&str> = EventType::VARIANTS.iter().map(|t| t.as_str()).collect();
+    format!("{field} must be one of {}", names.join(", "))
+}
+
+/// One event type named by the client in `field`, or the contract's 422 listing the types.
+pub fn event_type_in(field: &str, raw: &str) -> Result<EventType, ApiError> {
+    raw.parse::<EventType>()
+        .map_err(|_| unprocessable(event_types_message(field)))
+}
+
+/// A webhook's `event_types`: a non-empty list of known types; duplicates collapse, order is the
+/// catalogue's. `None` items are values that are not strings.
+fn subscription<'a>(
+    items: impl IntoIterator<Item = Option<&'a str>>,
+) -> Result<Vec<EventType>, ApiError> {
+    let bad = || unprocessable("event_types must be a non-empty list of event types");
+    let mut chosen = Vec::new();
+    for item in items {
+        let s = item.ok_or_else(bad)?;
+        qualifier_domain::validate::check_text("event_types", s)?;
+        let t: EventType = s
+            .parse()
+            .map_err(|_| unprocessable(format!("event_types has an unknown event type: {s}")))?;
+        chosen.push(t);
+    }
+    if chosen.is_empty() {
+        return Err(bad());
+    }
+    Ok(EventType::VARIANTS
+        .iter()
+        .copied()
+        .filter(|t| chosen.contains(t))
+        .collect())
+}
+
+/// The JSON body's `event_types` as a subscription.
+pub fn subscription_of(obj: &Map<String, Value>) -> Result<Vec<EventType>, ApiError> {
+    let bad = || unprocessable("event_types must be a non-empty list of event types");
+    let list = body::get(obj, "event_types")
+        .and_then(Value::as_array)
+        .ok_or_else(bad)?;
+    subscription(list.iter().map(Value::as_str))
+}
+
+// --- Webhook settings --------------------------------------------------------------------------
+
+/// The org's webhook as an administrator sets it (internal API `PUT`, console form).
+#[derive(Debug, Clone)]
+pub struct WebhookSettings {
+    pub url: WebhookUrl,
+    pub event_types: Vec<EventType>,
+    pub enabled: bool,
+}
+
+/// A url that parses and whose host resolves only to addresses the egress policy permits, now
+/// (delivery checks again before every connection).
+pub async fn public_endpoint(raw: &str, egress: &EgressPolicy) -> Result<WebhookUrl, ApiError> {
+    reachable(WebhookUrl::parse(raw)?, egress).await
+}
+
+/// `url` when its host resolves only to addresses the egress policy permits.
+async fn reachable(url: WebhookUrl, egress: &EgressPolicy) -> Result<WebhookUrl, ApiError> {
+    egress
+        .resolve(&url)
+        .await
+        .map_err(|e| unprocessable(e.to_string()))?;
+    Ok(url)
+}
+
+/// What is wrong with each field of a webhook form, for the console to show beside the field.
+#[derive(Debug, Default)]
+pub struct WebhookFieldErrors {
+    pub url: Option<String>,
+    pub event_types: Option<String>,
+}
+
+impl WebhookSettings {
+    /// The JSON body: `url` and `event_types` required, `enabled` default true. Checked in the
+    /// contract's order: the url's form, the event types, then where the url resolves.
+    pub async fn from_json(
+        obj: &Map<String, Value>,
+        egress: &EgressPolicy,
+    ) -> Result<WebhookSettings, ApiError> {
+        let url = WebhookUrl::parse(body::required_string(obj, "url")?)?;
+        let event_types = subscription_of(obj)?;
+        let enabled = body::boolean(obj, "enabled")?.unwrap_or(true);
+        Ok(WebhookSettings {
+            url: reachable(url, egress).await?,
+            event_types,
+            enabled,
+        })
+    }
+
+    /// A form's fields (the url trimmed, every checked type, the box): every problem at once.
+    pub async fn from_form(
+        url: &str,
+        event_types: &[&str],
+        enabled: bool,
+        egress: &EgressPolicy,
+    ) -> Result<WebhookSettings, WebhookFieldErrors> {
+        let url = public_endpoint(url, egress).await;
+        let types = subscription(event_types.iter().map(|t| Some(*t)));
+        match (url, types) {
+            (Ok(url), Ok(event_types)) => Ok(WebhookSettings {
+                url,
+                event_types,
+                enabled,
+            }),
+            (url, types) => Err(WebhookFieldErrors {
+                url: url.err().map(|e| e.to_string()),
+                event_types: types.err().map(|e| e.to_string()),
+            }),
+        }
+    }
+}
+
+// --- Secret rotation ---------------------------------------------------------------------------
+
+/// The overlap window of a rotation: the previous secret keeps signing this long.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GraceWindow(pub Duration);
+
+/// When the caller does not say: a day, long enough to deploy the new secret to every receiver
+/// (contract section 5).
+const DEFAULT_GRACE_SECONDS: u64 = 86_400;
+const MAX_GRACE_SECONDS: u64 = 604_800;
+const GRACE_MESSAGE: &str = "grace_seconds must be an integer from 0 to 604800";
+
+impl GraceWindow {
+    fn seconds(secs: Option<u64>) -> Result<GraceWindow, ApiError> {
+        match secs {
+            None => Ok(GraceWindow(Duration::from_secs(DEFAULT_GRACE_SECONDS))),
+            Some(n) if n <= MAX_GRACE_SECONDS => Ok(GraceWindow(Duration::from_secs(n))),
+            Some(_) => Err(unprocessable(GRACE_MESSAGE)),
+        }
+    }
+
+    /// `grace_seconds`: an integer from 0 to 604800, default 86400.
+    pub fn from_json(obj: &Map<String, Value>) -> Result<GraceWindow, ApiError> {
+        match body::get(obj, "grace_seconds") {
+            None => Self::seconds(None),
+            Some(v) => Self::seconds(Some(
+                v.as_u64().ok_or_else(|| unprocessable(GRACE_MESSAGE))?,
+            )),
+        }
+    }
+
+    /// The form's `grace_seconds` field, when it has one.
+    pub fn from_form(raw: Option<&str>) -> Result<GraceWindow, ApiError> {
+        let secs = raw
+            .map(|g| g.trim().parse::<u64>())
+            .transpose()
+            .map_err(|_| unprocessable(GRACE_MESSAGE))?;
+        Self::seconds(secs)
+    }
+}
+
+// --- Tokens ------------------------------------------------------------------------------------
+
+/// A new API token: an optional name.
+#[derive(Debug, Clone, Default)]
+pub struct NewToken {
+    pub name: Option<Name>,
+}
+
+impl NewToken {
+    pub fn from_json(obj: &Map<String, Value>) -> Result<NewToken, ApiError> {
+        Ok(NewToken {
+            name: body::string(obj, "name")?
+                .map(|n| Name::parse("name", n))
+                .transpose()?,
+        })
+    }
+
+    /// The form's `name` field: blank means no name.
+    pub fn from_form(raw: Option<&str>) -> Result<NewToken, ApiError> {
+        let name = raw.map(str::trim).filter(|n| !n.is_empty());
+        Ok(NewToken {
+            name: name.map(|n| Name::parse("name", n)).transpose()?,
+        })
+    }
+}
+
+// --- Deliveries --------------------------------------------------------------------------------
+
+/// A page of the delivery log: the filter, where to continue, how many.
+#[derive(Debug, Clone, Default)]
+pub struct DeliveryQuery {
+    pub filter: DeliveryFilter,
+    /// The previous page's cursor, as sent: it opens only for its org ([`DeliveryQuery::before`]).
+    pub cursor: Option<String>,
+    pub limit: i64,
+}
+
+#[derive(serde::Deserialize)]
+struct DeliveryParams {
+    status: Option<String>,
+    limit: Option<String>,
+    event_type: Option<String>,
+    lead_id: Option<String>,
+    since: Option<String>,
+    until: Option<String>,
+    cursor: Option<String>,
+}
+
+const NOT_OURS: &str = "cursor is not a cursor this list returned";
+const STATUS_NAMES: &str = "status must be one of pending, succeeded, failed, dead, skipped";
+/// Deliveries per page when the query does not say.
+const PAGE_SIZE: i64 = 50;
+
+fn lead_id(raw: &str) -> Result<Uuid, ApiError> {
+    Uuid::parse_str(raw).map_err(|_| unprocessable("lead_id must be a UUID"))
+}
+
+impl DeliveryQuery {
+    /// The list's query string (unknown parameters are ignored; empty ones are absent).
+    pub fn parse(query_string: &str) -> Result<DeliveryQuery, ApiError> {
+        // Parsed by hand so a bad query string gets the contract's 422, not actix's own error.
+        let q = actix_web::web::Query::<DeliveryParams>::from_query(query_string)
+            .map_err(|_| unprocessable("Invalid query string"))?
+            .into_inner();
+        let given = |v: Option<String>| v.filter(|s| !s.is_empty());
+        let mut f = DeliveryFilter::default();
+        if let Some(s) = given(q.status) {
+            f.statuses = vec![
+                s.parse::<DeliveryStatus>()
+                    .map_err(|_| unprocessable(STATUS_NAMES))?,
+            ];
+        }
+        if let Some(t) = given(q.event_type) {
+            f.event_types = vec![event_type_in("event_type", &t)?];
+        }
+        f.lead_id = given(q.lead_id).as_deref().map(lead_id).transpose()?;
+        f.since = crate::cursor::timestamp("since", q.since.as_deref())?;
+        f.until = crate::cursor::timestamp("until", q.until.as_deref())?;
+        // A cursor that cannot be a cursor at all is refused here, with the other parameters;
+        // whether it opens is known once the org is (`before`).
+        let cursor = given(q.cursor);
+        if cursor.as_ref().is_some_and(|c| c.len() > 160) {
+            return Err(unprocessable(NOT_OURS));
+        }
+        let limit = crate::cursor::limit(q.limit.as_deref(), PAGE_SIZE)?;
+        Ok(DeliveryQuery {
+            filter: f,
+            cursor,
+            limit,
+        })
+    }
+
+    /// The outbox position to continue below, from the cursor this list gave `org`.
+    pub fn before(
+        &self,
+        cursors: &crate::cursor::Cursors,
+        org: Uuid,
+    ) -> Result<Option<i64>, ApiError> {
+        self.cursor
+            .as_deref()
+            .map(|raw| {
+                cursors
+                    .parse_delivery(org, raw)
+                    .ok_or_else(|| unprocessable(NOT_OURS))
+            })
+            .transpose()
+    }
+}
+
+/// Which deliveries a bulk replay sends again, and whether it only counts them.
+#[derive(Debug, Clone)]
+pub struct ReplayFilter {
+    pub filter: DeliveryFilter,
+    pub dry_run: bool,
+}
+
+impl ReplayFilter {
+    /// Every dead delivery of the org (the console's "Replay all dead").
+    pub fn all_dead(dry_run: bool) -> ReplayFilter {
+        ReplayFilter {
+            filter: DeliveryFilter {
+                statuses: vec![DeliveryStatus::Dead],
+                ..Default::default()
+            },
+            dry_run,
+        }
+    }
+
+    /// The bulk replay body: `status` (default `["dead"]`; `dead`, `failed` or `skipped`),
+    /// `since`, `until`, `event_types`, `lead_id`, `dry_run`. Every field is optional.
+    pub fn from_json(obj: &Map<String, Value>) -> Result<ReplayFilter, ApiError> {
+        let mut f = Self::all_dead(false).filter;
+        if let Some(list) = body::get(obj, "status") {
+            const MSG: &str = "status must be a non-empty list of dead, failed, skipped";
+            let items = list
+                .as_array()
+                .filter(|a| !a.is_empty())
+                .ok_or_else(|| unprocessable(MSG))?;
+            f.statuses = items
+                .iter()
+                .map(|i| match i.as_str().and_then(|s| s.parse().ok()) {
+                    Some(
+                        s @ (DeliveryStatus::Dead
+                        | DeliveryStatus::Failed
+                        | DeliveryStatus::Skipped),
+                    ) => Ok(s),
+                    _ => Err(unprocessable(MSG)),
+                })
+                .collect::<Result<_, _>>()?;
+        }
+        if let Some(list) = body::get(obj, "event_types") {
+            let msg = || unprocessable(event_types_message("event_types"));
+            f.event_types = list
+                .as_array()
+                .ok_or_else(msg)?
+                .iter()
+                .map(|i| i.as_str().and_then(|s| s.parse().ok()).ok_or_else(msg))
+                .collect::<Result<_, _>>()?;
+        }
+        f.lead_id = body::string(obj, "lead_id")?.map(lead_id).transpose()?;
+        for (name, slot) in [("since", &mut f.since), ("until", &mut f.until)] {
+            *slot = crate::cursor::timestamp(name, body::string(obj, name)?)?;
+        }
+        Ok(ReplayFilter {
+            filter: f,
+            dry_run: body::boolean(obj, "dry_run")?.unwrap_or(false),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn msg<T: std::fmt::Debug>(r: Result<T, ApiError>) -> String {
+        match r {
+            Err(ApiError::Unprocessable(m)) => m,
+            other => panic!("expected 422, got {other:?}"),
+        }
+    }
+
+    fn obj(v: Value) -> Map<String, Value> {
+        v.as_object().cloned().unwrap()
+    }
+
+    #[test]
+    fn a_subscription_collapses_duplicates_into_catalogue_order() {
+        let t = subscription(["lead.qualified", "lead.created", "lead.created"].map(Some)).unwrap();
+        assert_eq!(t, [EventType::LeadCreated, EventType::LeadQualified]);
+        assert_eq!(
+            msg(subscription([])),
+            "event_types must be a non-empty list of event types"
+        );
+        assert_eq!(
+            msg(subscription([Some("lead.created"), None])),
+            "event_types must be a non-empty list of event types"
+        );
+        assert_eq!(
+            msg(subscription([Some("lead.nope")])),
+            "event_types has an unknown event type: lead.nope"
+        );
+    }
+
+    #[test]
+    fn the_grace_window_reads_the_same_from_json_and_form() {
+        let day = GraceWindow(Duration::from_secs(86_400));
+        assert_eq!(GraceWindow::from_json(&Map::new()).unwrap(), day);
+        assert_eq!(GraceWindow::from_form(None).unwrap(), day);
+        assert_eq!(
+            GraceWindow::from_json(&obj(json!({"grace_seconds": 0}))).unwrap(),
+            GraceWindow::from_form(Some("0")).unwrap()
+        );
+        for bad in [json!(-1), json!(604_801), json!("60"), json!(1.5)] {
+            assert_eq!(
+                msg(GraceWindow::from_json(&obj(
+                    json!({ "grace_seconds": bad })
+                ))),
+                GRACE_MESSAGE
+            );
+        }
+        for bad in ["-1", "604801", "x", ""] {
+            assert_eq!(msg(GraceWindow::from_form(Some(bad))), GRACE_MESSAGE);
+        }
+    }
+
+    #[test]
+    fn a_token_name_is_optional_and_checked_like_any_name() {
+        assert!(NewToken::from_form(Some("  ")).unwrap().name.is_none());
+        assert!(NewToken::from_json(&Map::new()).unwrap().name.is_none());
+        let n = NewToken::from_form(Some(" CRM sync "))
+            .unwrap()
+            .name
+            .unwrap();
+        assert_eq!(n.as_str(), "CRM sync");
+        assert!(NewToken::from_form(Some("a\u{7}b")).is_err());
+        assert!(NewToken::from_json(&obj(json!({"name": 5}))).is_err());
+    }
+
+    #[test]
+    fn a_delivery_query_names_the_parameter_it_refuses() {
+        let q = DeliveryQuery::parse("status=dead&event_type=lead.created&done=saved").unwrap();
+        assert_eq!(q.filter.statuses, [DeliveryStatus::Dead]);
+        assert_eq!(q.filter.event_types, [EventType::LeadCreated]);
+        assert_eq!((q.limit, q.cursor), (50, None));
+        assert_eq!(
+            DeliveryQuery::parse("status=&cursor=")
+                .unwrap()
+                .filter
+                .statuses,
+            []
+        );
+        assert!(msg(DeliveryQuery::parse("status=gone")).starts_with("status"));
+        assert!(msg(DeliveryQuery::parse("event_type=x")).starts_with("event_type"));
+        assert!(msg(DeliveryQuery::parse("lead_id=x")).starts_with("lead_id"));
+        let cursors =
+            crate::cursor::Cursors::new(
+                &qualifier_store::SecretKey::from_base64(
+                    &qualifier_store::SecretKey::generate_base64(),
+                )
+                .unwrap(),
+            );
+        let q = DeliveryQuery::parse("cursor=x").unwrap();
+        assert!(msg(q.before(&cursors, Uuid::new_v4())).starts_with("cursor"));
+        let org = Uuid::new_v4();
+        let q = DeliveryQuery::parse(&format!("cursor={}", cursors.delivery(org, 9))).unwrap();
+        assert_eq!(q.before(&cursors, org).unwrap(), Some(9));
+    }
+
+    #[test]
+    fn a_replay_filter_defaults_to_dead_and_refuses_unreplayable_statuses() {
+        let r = ReplayFilter::from_json(&Map::new()).unwrap();
+        assert_eq!(r.filter.statuses, [DeliveryStatus::Dead]);
+        assert!(!r.dry_run);
+        let r = ReplayFilter::from_json(&obj(
+            json!({"status": ["skipped", "failed"], "dry_run": true}),
+        ))
+        .unwrap();
+        assert_eq!(
+            r.filter.statuses,
+            [DeliveryStatus::Skipped, DeliveryStatus::Failed]
+        );
+        assert!(r.dry_run);
+        for bad in [json!([]), json!(["pending"]), json!("dead")] {
+            assert_eq!(
+                msg(ReplayFilter::from_json(&obj(json!({ "status": bad })))),
+                "status must be a non-empty list of dead, failed, skipped"
+            );
+        }
+    }
+}

@@ -1,0 +1,413 @@
+//! Endpoint health (contract section 9), kept in PostgreSQL so every `webhook-delivery` replica
+//! sees one truth: the state, the held deliveries of a failing endpoint, the probe lease that
+//! lets one replica probe at a time, and the operational events a change of state sends.
+//!
+//! The rules that decide a new state are the delivery rules' (`webhook-delivery`'s
+//! `decide.rs`); [`Store::change_health`] runs them under the row's lock and carries out what a
+//! change brings, in the same transaction.
+
+use diesel::sql_types::{BigInt, Bool, Bytea, Int4, Nullable, Text, Uuid as SqlUuid};
+use diesel::{ExpressionMethods, OptionalExtension, QueryDsl, Queryable, Selectable};
+use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+use qualifier_domain::health::{EndpointHealth, EndpointState, HealthChange};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use crate::schema::endpoint_health;
+use crate::{Store, StoreError};
+
+#[derive(Debug, Clone, Queryable, Selectable)]
+#[diesel(table_name = endpoint_health)]
+pub(crate) struct HealthRow {
+    state: EndpointState,
+    failing_since: Option<OffsetDateTime>,
+    last_success_at: Option<OffsetDateTime>,
+    last_failure_at: Option<OffsetDateTime>,
+    last_error: Option<String>,
+    consecutive_failures: i32,
+    streak_started_at: Option<OffsetDateTime>,
+    next_probe_at: Option<OffsetDateTime>,
+    probe_interval_ms: Option<i64>,
+    disabled_reason: Option<String>,
+}
+
+impl From<HealthRow> for EndpointHealth {
+    fn from(r: HealthRow) -> Self {
+        EndpointHealth {
+            state: r.state,
+            failing_since: r.failing_since,
+            last_success_at: r.last_success_at,
+            last_failure_at: r.last_failure_at,
+            last_error: r.last_error,
+            consecutive_failures: r.consecutive_failures.max(0) as u32,
+            streak_started_at: r.streak_started_at,
+            next_probe_at: r.next_probe_at,
+            probe_interval_ms: r.probe_interval_ms.map(|n| n.max(0) as u64),
+            disabled_reason: r.disabled_reason,
+        }
+    }
+}
+
+/// An operational event to send to the operator's webhook.
+#[derive(Debug, Clone, diesel::QueryableByName)]
+pub struct OpsEvent {
+    #[diesel(sql_type = SqlUuid)]
+    pub id: Uuid,
+    #[diesel(sql_type = Text)]
+    pub event_type: String,
+    #[diesel(sql_type = Bytea)]
+    pub payload: Vec<u8>,
+    #[diesel(sql_type = Int4)]
+    pub attempts: i32,
+}
+
+#[derive(diesel::QueryableByName)]
+struct OrgId {
+    #[diesel(sql_type = SqlUuid)]
+    org_id: Uuid,
+}
+
+#[derive(diesel::QueryableByName)]
+struct StateCount {
+    #[diesel(sql_type = Text)]
+    state: String,
+    #[diesel(sql_type = BigInt)]
+    n: i64,
+}
+
+async fn read(
+    conn: &mut AsyncPgConnection,
+    org_id: Uuid,
+    lock: bool,
+) -> Result<EndpointHealth, StoreError> {
+    let q = endpoint_health::table.filter(endpoint_health::org_id.eq(org_id));
+    let row: Option<HealthRow> = if lock {
+        q.select(<HealthRow as diesel::SelectableHelper<diesel::pg::Pg>>::as_select())
+            .for_update()
+            .first(conn)
+            .await
+            .optional()?
+    } else {
+        q.select(<HealthRow as diesel::SelectableHelper<diesel::pg::Pg>>::as_select())
+            .first(conn)
+            .await
+            .optional()?
+    };
+    Ok(row.map(EndpointHealth::from).unwrap_or_default())
+}
+
+/// Writes `h` as the org's health (the probe lease ends with it).
+async fn write(
+    conn: &mut AsyncPgConnection,
+    org_id: Uuid,
+    h: &EndpointHealth,
+) -> Result<(), StoreError> {
+    diesel::update(endpoint_health::table.filter(endpoint_health::org_id.eq(org_id)))
+        .set((
+            endpoint_health::state.eq(h.state),
+            endpoint_health::failing_since.eq(h.failing_since),
+            endpoint_health::last_success_at.eq(h.last_success_at),
+            endpoint_health::last_failure_at.eq(h.last_failure_at),
+            endpoint_health::last_error.eq(h.last_error.as_deref()),
+            endpoint_health::consecutive_failures
+                .eq(i32::try_from(h.consecutive_failures).unwrap_or(i32::MAX)),
+            endpoint_health::streak_started_at.eq(h.streak_started_at),
+            endpoint_health::next_probe_at.eq(h.next_probe_at),
+            endpoint_health::probe_interval_ms.eq(h.probe_interval_ms.map(|n| n as i64)),
+            endpoint_health::probe_lease_until.eq(None::<OffsetDateTime>),
+            endpoint_health::disabled_reason.eq(h.disabled_reason.as_deref()),
+            endpoint_health::updated_at.eq(OffsetDateTime::now_utc()),
+        ))
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+/// Queues the operational event of `change` for the org, with the webhook as it is now.
+async fn queue_ops_event(
+    conn: &mut AsyncPgConnection,
+    org_id: Uuid,
+    change: HealthChange,
+    h: &EndpointHealth,
+) -> Result<(), StoreError> {
+    use crate::schema::webhooks;
+    let hook: Option<(String, bool)> = webhooks::table
+        .filter(webhooks::org_id.eq(org_id))
+        .select((webhooks::url, webhooks::enabled))
+        .first(conn)
+        .await
+        .optional()?;
+    let Some((url, enabled)) = hook else {
+        return Ok(());
+    };
+    let id = Uuid::new_v4();
+    let payload = serde_json::json!({
+        "id": id,
+        "type": change.event_type(),
+        "version": "1",
+        "occurred_at": qualifier_domain::timefmt::format(qualifier_domain::timefmt::now_millis()),
+        "org_id": org_id,
+        "data": { "webhook": { "url": url, "enabled": enabled, "health": h } },
+    });
+    diesel::sql_query(
+        "INSERT INTO ops_events (id, event_type, org_id, payload) VALUES ($1, $2, $3, $4)",
+    )
+    .bind::<SqlUuid, _>(id)
+    .bind::<Text, _>(change.event_type())
+    .bind::<SqlUuid, _>(org_id)
+    .bind::<Bytea, _>(serde_json::to_vec(&payload).unwrap_or_default())
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+impl Store {
+    /// The org endpoint's health (healthy, with nothing to report, when it never failed).
+    pub async fn endpoint_health(&self, org_id: Uuid) -> Result<EndpointHealth, StoreError> {
+        let mut conn = self.conn().await?;
+        read(&mut conn, org_id, false).await
+    }
+
+    /// Runs a health rule atomically across replicas: locks the org's row (creating it),
+    /// asks `decide` for the new health given the current one (`None`: nothing changes, nothing
+    /// is written), writes it, and carries out its change of state in the same transaction:
+    /// - `Recovered`: every held delivery goes back to the relay, oldest first, with the
+    ///   attempts it had left;
+    /// - `Disabled`: the webhook's `enabled` becomes false and held deliveries end `skipped`;
+    /// - each change queues its operational event when `notify_operator`.
+    pub async fn change_health<F>(
+        &self,
+        org_id: Uuid,
+        notify_operator: bool,
+        decide: F,
+    ) -> Result<(EndpointHealth, Option<HealthChange>), StoreError>
+    where
+        F: FnOnce(&EndpointHealth) -> Option<(EndpointHealth, Option<HealthChange>)> + Send,
+    {
+        let mut conn = self.conn().await?;
+        conn.transaction::<_, StoreError, _>(async move |conn| {
+            diesel::sql_query(
+                "INSERT INTO endpoint_health (org_id) SELECT $1 WHERE EXISTS (SELECT 1 FROM orgs WHERE id = $1) ON CONFLICT DO NOTHING",
+            )
+            .bind::<SqlUuid, _>(org_id)
+            .execute(conn)
+            .await?;
+            let now = read(conn, org_id, true).await?;
+            let Some((next, change)) = decide(&now) else {
+                return Ok((now, None));
+            };
+            write(conn, org_id, &next).await?;
+            match change {
+                Some(HealthChange::Recovered) => release_held(conn, org_id).await?,
+                Some(HealthChange::Disabled) => {
+                    diesel::sql_query(
+                        "UPDATE webhooks SET enabled = false, updated_at = clock_timestamp()
+                         WHERE org_id = $1",
+                    )
+                    .bind::<SqlUuid, _>(org_id)
+                    .execute(conn)
+                    .await?;
+                    diesel::sql_query(
+                        "UPDATE outbox SET status = 'skipped', last_error = 'webhook disabled',
+                                held_at = NULL, resume_attempt = NULL,
+                                updated_at = clock_timestamp()
+                         WHERE org_id = $1 AND held_at IS NOT NULL",
+                    )
+                    .bind::<SqlUuid, _>(org_id)
+                    .execute(conn)
+                    .await?;
+                }
+                Some(HealthChange::Failing) | None => {}
+            }
+            if let (Some(c), true) = (change, notify_operator) {
+                queue_ops_event(conn, org_id, c, &next).await?;
+            }
+            Ok((next, change))
+        })
+        .await
+    }
+
+    /// Holds a delivery while its endpoint is failing: it leaves the broker (the caller acks)
+    /// and waits in its row, to resume at `resume_attempt`. False when the endpoint is no longer
+    /// failing or the delivery already ended: the caller must not ack then. The health row is
+    /// read `FOR SHARE`, so a recovery either sees this hold (and releases it) or waits for it.
+    pub async fn hold_delivery(
+        &self,
+        delivery_id: Uuid,
+        resume_attempt: u32,
+    ) -> Result<bool, StoreError> {
+        let mut conn = self.conn().await?;
+        let n = diesel::sql_query(
+            "UPDATE outbox o SET held_at = clock_timestamp(), resume_attempt = $2,
+                    updated_at = clock_timestamp()
+             WHERE o.delivery_id = $1 AND o.status IN ('pending', 'failed')
+               AND EXISTS (SELECT 1 FROM endpoint_health h
+                           WHERE h.org_id = o.org_id AND h.state = 'failing' FOR SHARE)",
+        )
+        .bind::<SqlUuid, _>(delivery_id)
+        .bind::<Int4, _>(i32::try_from(resume_attempt).unwrap_or(i32::MAX))
+        .execute(&mut conn)
+        .await?;
+        Ok(n > 0)
+    }
+
+    /// Claims up to `limit` failing endpoints whose probe is due and that no replica is
+    /// probing, for `lease_ms` (after which another replica may try, if this one died).
+    pub async fn claim_probes(&self, lease_ms: i64, limit: i64) -> Result<Vec<Uuid>, StoreError> {
+        let mut conn = self.conn().await?;
+        let rows: Vec<OrgId> = diesel::sql_query(
+            "UPDATE endpoint_health h
+             SET probe_lease_until = clock_timestamp() + make_interval(secs => $1 / 1000.0)
+             WHERE h.org_id IN (
+                 SELECT org_id FROM endpoint_health
+                 WHERE state = 'failing' AND next_probe_at <= clock_timestamp()
+                   AND (probe_lease_until IS NULL OR probe_lease_until < clock_timestamp())
+                 ORDER BY next_probe_at LIMIT $2
+                 FOR UPDATE SKIP LOCKED)
+             RETURNING h.org_id",
+        )
+        .bind::<BigInt, _>(lease_ms)
+        .bind::<BigInt, _>(limit)
+        .load(&mut conn)
+        .await?;
+        Ok(rows.into_iter().map(|r| r.org_id).collect())
+    }
+
+    /// `Check now`: the next probe of a failing endpoint is due at once. False when the
+    /// endpoint is not failing.
+    pub async fn probe_now(&self, org_id: Uuid) -> Result<bool, StoreError> {
+        let mut conn = self.conn().await?;
+        let n = diesel::update(
+            endpoint_health::table
+                .filter(endpoint_health::org_id.eq(org_id))
+                .filter(endpoint_health::state.eq(EndpointState::Failing)),
+        )
+        .set(endpoint_health::next_probe_at.eq(OffsetDateTime::now_utc()))
+        .execute(&mut conn)
+        .await?;
+        Ok(n > 0)
+    }
+
+    /// A safety net: held deliveries of an endpoint that is no longer failing go back to the
+    /// relay (the recovery releases them itself; this covers a hold that raced with it).
+    pub async fn release_stray_held(&self) -> Result<usize, StoreError> {
+        let mut conn = self.conn().await?;
+        let n = diesel::sql_query(
+            "UPDATE outbox o SET published_at = NULL, held_at = NULL,
+                    replay_at = clock_timestamp(), updated_at = clock_timestamp()
+             WHERE o.held_at IS NOT NULL AND o.held_at < clock_timestamp() - interval '5 seconds'
+               AND NOT EXISTS (SELECT 1 FROM endpoint_health h
+                               WHERE h.org_id = o.org_id AND h.state = 'failing')",
+        )
+        .execute(&mut conn)
+        .await?;
+        Ok(n)
+    }
+
+    /// Endpoints by state, for `qualifier_webhook_endpoints{state}`: every configured webhook
+    /// counts, healthy unless its health row says otherwise.
+    pub async fn endpoint_counts(&self) -> Result<[(EndpointState, i64); 3], StoreError> {
+        let mut conn = self.conn().await?;
+        let rows: Vec<StateCount> = diesel::sql_query(
+            "SELECT COALESCE(h.state, 'healthy') AS state, count(*) AS n
+             FROM webhooks w LEFT JOIN endpoint_health h ON h.org_id = w.org_id
+             GROUP BY 1",
+        )
+        .load(&mut conn)
+        .await?;
+        let of = |s: &str| rows.iter().find(|r| r.state == s).map_or(0, |r| r.n);
+        Ok([
+            (EndpointState::Healthy, of("healthy")),
+            (EndpointState::Failing, of("failing")),
+            (EndpointState::Disabled, of("disabled")),
+        ])
+    }
+
+    /// Claims up to `limit` operational events that are due, for `lease_ms`.
+    pub async fn claim_ops_events(
+        &self,
+        lease_ms: i64,
+        limit: i64,
+    ) -> Result<Vec<OpsEvent>, StoreError> {
+        let mut conn = self.conn().await?;
+        Ok(diesel::sql_query(
+            "UPDATE ops_events e
+             SET next_attempt_at = clock_timestamp() + make_interval(secs => $1 / 1000.0)
+             WHERE e.id IN (
+                 SELECT id FROM ops_events
+                 WHERE delivered_at IS NULL AND next_attempt_at <= clock_timestamp()
+                 ORDER BY created_at LIMIT $2
+                 FOR UPDATE SKIP LOCKED)
+             RETURNING e.id, e.event_type, e.payload, e.attempts",
+        )
+        .bind::<BigInt, _>(lease_ms)
+        .bind::<BigInt, _>(limit)
+        .load(&mut conn)
+        .await?)
+    }
+
+    /// Records one attempt at an operational event: delivered, or due again after `retry_ms`
+    /// (`None`: given up).
+    pub async fn ops_event_attempted(
+        &self,
+        id: Uuid,
+        delivered: bool,
+        error: Option<&str>,
+        retry_ms: Option<i64>,
+    ) -> Result<(), StoreError> {
+        let mut conn = self.conn().await?;
+        diesel::sql_query(
+            "UPDATE ops_events SET attempts = attempts + 1, last_error = $3,
+                    delivered_at = CASE WHEN $2 THEN clock_timestamp() END,
+                    next_attempt_at = CASE WHEN $4 IS NULL THEN 'infinity'::timestamptz
+                                           ELSE clock_timestamp() + make_interval(secs => $4 / 1000.0) END
+             WHERE id = $1",
+        )
+        .bind::<SqlUuid, _>(id)
+        .bind::<Bool, _>(delivered)
+        .bind::<Nullable<Text>, _>(error)
+        .bind::<Nullable<BigInt>, _>(retry_ms)
+        .execute(&mut conn)
+        .await?;
+        Ok(())
+    }
+}
+
+/// Re-enabling a webhook (`PUT` with `enabled: true`) makes it healthy (contract section 9),
+/// keeping what it remembers of past successes and failures; deliveries held while it failed go
+/// back to the relay. Called inside the `PUT`'s transaction.
+pub(crate) async fn reset(conn: &mut AsyncPgConnection, org_id: Uuid) -> Result<(), StoreError> {
+    let n = diesel::sql_query(
+        "UPDATE endpoint_health
+         SET state = 'healthy', failing_since = NULL, consecutive_failures = 0,
+             streak_started_at = NULL, next_probe_at = NULL, probe_interval_ms = NULL,
+             probe_lease_until = NULL, disabled_reason = NULL, updated_at = clock_timestamp()
+         WHERE org_id = $1 AND (state <> 'healthy' OR consecutive_failures > 0)",
+    )
+    .bind::<SqlUuid, _>(org_id)
+    .execute(conn)
+    .await?;
+    if n > 0 {
+        release_held(conn, org_id).await?;
+    }
+    Ok(())
+}
+
+/// Every held delivery of the org goes back to the relay, oldest first (the relay orders due
+/// rows by `replay_at`, then `seq`), and the relay is woken.
+async fn release_held(conn: &mut AsyncPgConnection, org_id: Uuid) -> Result<(), StoreError> {
+    let n = diesel::sql_query(
+        "UPDATE outbox SET published_at = NULL, held_at = NULL,
+                replay_at = clock_timestamp(), updated_at = clock_timestamp()
+         WHERE org_id = $1 AND held_at IS NOT NULL",
+    )
+    .bind::<SqlUuid, _>(org_id)
+    .execute(conn)
+    .await?;
+    if n > 0 {
+        diesel::sql_query("SELECT pg_notify('qualifier_outbox', '')")
+            .execute(conn)
+            .await?;
+    }
+    Ok(())
+}

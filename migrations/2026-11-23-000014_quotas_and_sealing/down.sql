@@ -1,0 +1,2 @@
+DROP TABLE secret_format;
+DROP INDEX outbox_org_tests;
