@@ -64,11 +64,11 @@ async fn pk_select(path: web::Path<uuid::Uuid>, pool: web::Data<DbPool>) -> Http
 /// Starts the ceiling server with the same worker count and pool size as `lead-api`; returns
 /// its base URL and its handle.
 pub fn start_pk_server(
-    database_url: &str,
+    database: &qualifier_store::Database,
     pool_size: usize,
     workers: usize,
 ) -> anyhow::Result<(String, actix_web::dev::ServerHandle)> {
-    let pool = qualifier_store::connect(database_url, pool_size).map_err(anyhow::Error::msg)?;
+    let pool = qualifier_store::connect(database, pool_size)?;
     let data = web::Data::new(pool);
     let server = HttpServer::new(move || {
         App::new()

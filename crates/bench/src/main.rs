@@ -492,8 +492,8 @@ async fn api_phase(o: &Opts, sink: &Sink) -> anyhow::Result<Value> {
     let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
     let pool_size = 16;
     let cfg = lead_api::ApiConfig {
-        database_url: env.db.url.clone(),
-        amqp_url: qualifier_testkit::amqp_url(),
+        database: env.db.database(),
+        brokers: qualifier_testkit::brokers(),
         http_addr: "127.0.0.1:0".parse()?,
         internal_addr: "127.0.0.1:0".parse()?,
         internal_token: INTERNAL_TOKEN.into(),
@@ -543,7 +543,8 @@ async fn api_phase(o: &Opts, sink: &Sink) -> anyhow::Result<Value> {
         }
     };
     let leads_url = format!("{}/api/v1/leads", env.public);
-    let (ceiling_base, ceiling) = ceilings::start_pk_server(&env.db.url, pool_size, workers)?;
+    let (ceiling_base, ceiling) =
+        ceilings::start_pk_server(&env.db.database(), pool_size, workers)?;
     let ceiling_url = format!("{ceiling_base}/pk");
     // A short warm-up of each, so pools and connections exist before anything is timed.
     load::closed_loop(

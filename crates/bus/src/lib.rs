@@ -110,6 +110,10 @@ pub enum BusError {
     Amqp(#[from] lapin::Error),
     #[error("broker refused the message (nack)")]
     Nacked,
+    #[error("broker confirmed nothing within {CONFIRM_TIMEOUT:?}")]
+    Unconfirmed,
+    #[error("{0}")]
+    Config(String),
 }
 
 /// The waits of the park queues, shortest first. A message held back parks in the longest that
@@ -285,11 +289,191 @@ pub fn reconnect_backoff() -> impl Iterator<Item = std::time::Duration> {
         .build()
 }
 
-/// A connection named `name`, so `rabbitmqctl list_connections client_properties` (and the
-/// management UI) tells which service and which topology prefix each connection belongs to.
+/// `AMQP_URL` as the services read it (contract section 10): one URL, or several separated by
+/// commas, one per node of one cluster, with `amqps://` verified against the system roots plus
+/// `QUALIFIER_AMQP_CA_FILE`. Cheap to clone.
+#[derive(Clone)]
+pub struct Brokers {
+    urls: std::sync::Arc<[String]>,
+    /// Where each URL points, for messages: `host:port`, never the credentials.
+    places: std::sync::Arc<[String]>,
+    ca_pem: Option<std::sync::Arc<str>>,
+}
+
+impl std::fmt::Debug for Brokers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Brokers")
+            .field("nodes", &self.places)
+            .field("ca_file", &self.ca_pem.is_some())
+            .finish()
+    }
+}
+
+/// A bad `AMQP_URL` or `QUALIFIER_AMQP_CA_FILE`: the variable and its problem.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{var} {problem}")]
+pub struct BrokersError {
+    pub var: &'static str,
+    pub problem: String,
+}
+
+/// Where a process is in its round of the nodes: each connection loop keeps its own, so the
+/// relay's publisher and the worker's consumer each move on from the node they lost.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Rotation(usize);
+
+impl Brokers {
+    /// Parses the list and reads the CA file once, at start.
+    pub fn parse(list: &str, ca_file: Option<&std::path::Path>) -> Result<Brokers, BrokersError> {
+        let url_err = |problem: String| BrokersError {
+            var: "AMQP_URL",
+            problem,
+        };
+        let mut urls = Vec::new();
+        let mut places = Vec::new();
+        for (i, raw) in list.split(',').map(str::trim).enumerate() {
+            if raw.is_empty() {
+                return Err(url_err(format!("has an empty entry (number {})", i + 1)));
+            }
+            let uri: lapin::uri::AMQPUri = raw.parse().map_err(|e: String| {
+                // The parser's message never holds the password, only what it could not read.
+                url_err(format!("entry {} is not an AMQP URL: {e}", i + 1))
+            })?;
+            places.push(format!(
+                "{}://{}:{}",
+                match uri.scheme {
+                    lapin::uri::AMQPScheme::AMQP => "amqp",
+                    lapin::uri::AMQPScheme::AMQPS => "amqps",
+                },
+                uri.authority.host,
+                uri.authority.port
+            ));
+            urls.push(raw.to_owned());
+        }
+        let ca_pem = match ca_file {
+            None => None,
+            Some(path) => {
+                let err = |problem: String| BrokersError {
+                    var: "QUALIFIER_AMQP_CA_FILE",
+                    problem,
+                };
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| err(format!("cannot be read ({}): {e}", path.display())))?;
+                if !text.contains("-----BEGIN CERTIFICATE-----") {
+                    return Err(err(format!("{} holds no PEM certificate", path.display())));
+                }
+                Some(text.into())
+            }
+        };
+        Ok(Brokers {
+            urls: urls.into(),
+            places: places.into(),
+            ca_pem,
+        })
+    }
+
+    /// The nodes, for messages (no credentials).
+    pub fn nodes(&self) -> String {
+        self.places.join(", ")
+    }
+
+    fn tls(&self) -> lapin::tcp::OwnedTLSConfig {
+        lapin::tcp::OwnedTLSConfig {
+            identity: None,
+            cert_chain: self.ca_pem.as_deref().map(str::to_owned),
+        }
+    }
+
+    async fn connect_one(&self, i: usize, name: &str) -> Result<Connection, lapin::Error> {
+        let props = ConnectionProperties::default().with_connection_name(name.into());
+        Connection::connect_with_config(
+            &self.urls[i],
+            props,
+            self.tls(),
+            lapin::runtime::default_runtime()?,
+        )
+        .await
+    }
+
+    /// A connection named `name` (so `rabbitmqctl list_connections client_properties` tells
+    /// which service and topology prefix it belongs to), to the first node that answers, going
+    /// round the list from where `at` says, once. On success `at` moves past the node used, so
+    /// after that connection drops the next attempt starts at the following node.
+    pub async fn connect(&self, name: &str, at: &mut Rotation) -> Result<Connection, BusError> {
+        let n = self.urls.len();
+        let mut last = None;
+        for k in 0..n {
+            let i = (at.0 + k) % n;
+            match self.connect_one(i, name).await {
+                Ok(c) => {
+                    tracing::info!(node = %self.places[i], connection = name, "connected to RabbitMQ");
+                    at.0 = (i + 1) % n;
+                    return Ok(c);
+                }
+                Err(e) => {
+                    tracing::warn!(node = %self.places[i], error = %e, "RabbitMQ node not reachable");
+                    last = Some(e);
+                }
+            }
+        }
+        at.0 = (at.0 + 1) % n;
+        Err(BusError::Amqp(
+            last.expect("AMQP_URL holds at least one URL"),
+        ))
+    }
+
+    /// One connection to every node at start. A TLS failure (a certificate not trusted, a name
+    /// that does not match) will not heal by waiting, so it is the service's start error, one
+    /// line naming `AMQP_URL`; a node that is down is only logged (the service waits for it).
+    pub async fn check_at_start(&self, name: &str) -> Result<(), String> {
+        for i in 0..self.urls.len() {
+            let tried = tokio::time::timeout(
+                std::time::Duration::from_secs(15),
+                self.connect_one(i, name),
+            )
+            .await;
+            match tried {
+                Ok(Ok(conn)) => {
+                    let _ = conn.close(200, "start check".into()).await;
+                }
+                Ok(Err(e)) => {
+                    if let Some(tls) = tls_failure(&e) {
+                        return Err(format!("AMQP_URL: TLS to {} failed: {tls}", self.places[i]));
+                    }
+                    tracing::warn!(node = %self.places[i], error = %e, "RabbitMQ node not reachable at start; waiting for it");
+                }
+                Err(_) => {
+                    tracing::warn!(node = %self.places[i], "RabbitMQ node did not answer at start within 15 s");
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The TLS reason in a lapin connection error, if that is what it is: rustls' error sits in
+/// the I/O error's chain ("invalid peer certificate: UnknownIssuer").
+fn tls_failure(e: &lapin::Error) -> Option<String> {
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(c) = cur {
+        if let Some(t) = c.downcast_ref::<rustls::Error>() {
+            return Some(t.to_string());
+        }
+        if let Some(io) = c.downcast_ref::<std::io::Error>()
+            && let Some(inner) = io.get_ref()
+            && let Some(t) = inner.downcast_ref::<rustls::Error>()
+        {
+            return Some(t.to_string());
+        }
+        cur = c.source();
+    }
+    None
+}
+
+/// A connection to one URL (tests, benchmarks and tools that talk to one node).
 pub async fn connect(url: &str, name: &str) -> Result<Connection, BusError> {
-    let props = ConnectionProperties::default().with_connection_name(name.into());
-    Ok(Connection::connect(url, props).await?)
+    let brokers = Brokers::parse(url, None).map_err(|e| BusError::Config(e.to_string()))?;
+    brokers.connect(name, &mut Rotation::default()).await
 }
 
 /// A message to publish: body bytes plus headers.
@@ -302,11 +486,18 @@ pub struct Outgoing<'a> {
     pub message_id: Option<String>,
 }
 
+/// How long a batch's confirms may take. Normally milliseconds; seen here: a RabbitMQ 3.10
+/// node restarted into its cluster accepted publishes on a new channel and never confirmed
+/// them. Past this the batch counts as refused (its messages stay in the outbox, or its
+/// delivery stays unacked) and the owner reconnects, to the next node.
+pub const CONFIRM_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// A channel in confirm mode. `publish_all` sends a batch and returns only when the broker has
 /// confirmed every message (persisted, for durable queues), so callers may then forget them.
 #[derive(Clone)]
 pub struct Publisher {
     channel: Channel,
+    nacked: std::sync::Arc<tokio::sync::Notify>,
 }
 
 impl Publisher {
@@ -315,7 +506,20 @@ impl Publisher {
         channel
             .confirm_select(ConfirmSelectOptions::default())
             .await?;
-        Ok(Publisher { channel })
+        Ok(Publisher {
+            channel,
+            nacked: Default::default(),
+        })
+    }
+
+    /// Resolves once the broker has refused a message on this channel, or left a batch
+    /// unconfirmed past [`CONFIRM_TIMEOUT`]. Its owner then opens a
+    /// new connection: RabbitMQ 3.10 keeps nacking every publish of a channel whose quorum
+    /// queue lost its leader (the channel's queue client holds the stale leader; fixed in 3.12,
+    /// rabbitmq-server#9241), while a new channel finds the new leader at once. Seen here with
+    /// a three-node cluster: a minute of nacks after a kill -9 of the leader's node, until this.
+    pub async fn nacked(&self) {
+        self.nacked.notified().await
     }
 
     pub fn channel(&self) -> &Channel {
@@ -355,12 +559,21 @@ impl Publisher {
                 .await?;
             confirms.push(c);
         }
-        for c in confirms {
-            if !c.await?.is_ack() {
-                return Err(BusError::Nacked);
+        let confirmed = tokio::time::timeout(CONFIRM_TIMEOUT, async {
+            for c in confirms {
+                if !c.await?.is_ack() {
+                    return Err(BusError::Nacked);
+                }
             }
+            Ok(())
+        })
+        .await
+        .unwrap_or(Err(BusError::Unconfirmed));
+        if matches!(confirmed, Err(BusError::Nacked | BusError::Unconfirmed)) {
+            // A stored permit: the owner's select sees it even if it was not waiting yet.
+            self.nacked.notify_one();
         }
-        Ok(())
+        confirmed
     }
 }
 

@@ -16,12 +16,13 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use qualifier_store::SecretKey;
+use qualifier_testkit::procs::{Service, wait_ready_state};
 use qualifier_testkit::receiver::{Behaviour, Receiver};
 use qualifier_testkit::{TestDb, TestTopology, amqp_url, free_ports};
 use rand::Rng;
@@ -56,42 +57,9 @@ struct Opts {
 }
 
 fn bin_dir(opts: &Opts) -> PathBuf {
-    opts.bin.clone().unwrap_or_else(|| {
-        std::env::current_exe()
-            .expect("own path")
-            .parent()
-            .expect("own directory")
-            .to_path_buf()
-    })
-}
-
-/// A service process; killed with SIGKILL when dropped.
-struct Service {
-    name: &'static str,
-    cmd: Command,
-    child: Option<Child>,
-}
-
-impl Service {
-    fn start(&mut self) {
-        self.child = Some(
-            self.cmd
-                .spawn()
-                .unwrap_or_else(|e| panic!("{}: {e}", self.name)),
-        );
-    }
-    fn kill9(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-impl Drop for Service {
-    fn drop(&mut self) {
-        self.kill9();
-    }
+    opts.bin
+        .clone()
+        .unwrap_or_else(qualifier_testkit::procs::own_dir)
 }
 
 /// Puts RabbitMQ and PostgreSQL back whatever happens (a panic mid-fault included).
@@ -153,40 +121,6 @@ async fn dropping_proxy(target: u16, drop_ratio: Arc<AtomicU64>) -> u16 {
         }
     });
     port
-}
-
-async fn readyz(http: &reqwest::Client, url: &str) -> Option<u16> {
-    http.get(url)
-        .timeout(Duration::from_secs(2))
-        .send()
-        .await
-        .ok()
-        .map(|r| r.status().as_u16())
-}
-
-/// Polls until `/readyz` answers `want` on every url (or the time is up).
-async fn wait_ready_state(
-    http: &reqwest::Client,
-    urls: &[String],
-    want: u16,
-    within: Duration,
-) -> bool {
-    let deadline = Instant::now() + within;
-    loop {
-        let mut all = true;
-        for u in urls {
-            if readyz(http, u).await != Some(want) {
-                all = false;
-            }
-        }
-        if all {
-            return true;
-        }
-        if Instant::now() > deadline {
-            return false;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
 
 #[derive(Default)]
@@ -251,16 +185,8 @@ async fn main() -> anyhow::Result<()> {
         .env("QUALIFIER_ENDPOINT_PROBE_MIN_MS", "250")
         .env("QUALIFIER_ENDPOINT_PROBE_MAX_MS", "1000")
         .env("QUALIFIER_WEBHOOK_CA_FILE", &receiver.ca_file);
-    let mut api = Service {
-        name: "lead-api",
-        cmd: api_cmd,
-        child: None,
-    };
-    let mut delivery = Service {
-        name: "webhook-delivery",
-        cmd: delivery_cmd,
-        child: None,
-    };
+    let mut api = Service::new("lead-api", api_cmd);
+    let mut delivery = Service::new("webhook-delivery", delivery_cmd);
     let _restore = Restore;
     api.start();
     delivery.start();

@@ -232,12 +232,21 @@ pub async fn start(cfg: ApiConfig) -> anyhow::Result<RunningApi> {
     m::install();
     m::zero_counter(m::RATE_LIMITED, &[]);
     m::zero_counter(m::OUTBOX_PUBLISHED, &[]);
-    let pool = qualifier_store::connect(&cfg.database_url, cfg.db_pool_size)
+    // TLS that cannot work (an untrusted certificate, no TLS under `require`) stops the start
+    // with one line; a server that is down is waited for.
+    cfg.database
+        .check_at_start()
+        .await
+        .map_err(anyhow::Error::msg)?;
+    cfg.brokers
+        .check_at_start("lead-api start check")
+        .await
+        .map_err(anyhow::Error::msg)?;
+    let pool = qualifier_store::connect(&cfg.database, cfg.db_pool_size)
         .context("building the database pool")?;
     // Admission is one short statement per request: half the pool's size is plenty.
-    let limiter =
-        qualifier_store::connect_relaxed(&cfg.database_url, (cfg.db_pool_size / 2).max(2))
-            .context("building the rate-limit pool")?;
+    let limiter = qualifier_store::connect_relaxed(&cfg.database, (cfg.db_pool_size / 2).max(2))
+        .context("building the rate-limit pool")?;
     let store = Store::new(pool, cfg.secret_key.clone())
         .with_app_base_url(cfg.app_base_url.clone())
         .with_limiter_pool(limiter);
@@ -256,7 +265,7 @@ pub async fn start(cfg: ApiConfig) -> anyhow::Result<RunningApi> {
     ));
     let wake_relay = Arc::new(tokio::sync::Notify::new());
     let listener = tokio::spawn(crate::notifications::listen(
-        cfg.database_url.clone(),
+        cfg.database.clone(),
         store.clone(),
         tokens.clone(),
         wake_relay.clone(),
@@ -266,7 +275,7 @@ pub async fn start(cfg: ApiConfig) -> anyhow::Result<RunningApi> {
         crate::relay::Relay {
             store: store.clone(),
             wake: wake_relay,
-            amqp_url: cfg.amqp_url.clone(),
+            brokers: cfg.brokers.clone(),
             topology: qualifier_bus::Topology::new(
                 cfg.topology_prefix.clone(),
                 cfg.retry_delays_ms.clone(),

@@ -25,12 +25,18 @@ const MAX_PAGE_BYTES: &str = "1048576";
 #[derive(clap::Parser, Debug, Clone, Default)]
 #[command(name = "lead-api", version, about, long_about = None)]
 pub struct ApiArgs {
-    /// PostgreSQL URL (required)
+    /// PostgreSQL URL, as libpq takes it: sslmode, sslrootcert, several hosts with
+    /// target_session_attrs=read-write (required)
     #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
     pub database_url: Option<String>,
-    /// RabbitMQ URL (required)
+    /// RabbitMQ URL, or several comma-separated (one per node of one cluster); amqps:// for TLS
+    /// (required)
     #[arg(long, env = "AMQP_URL", hide_env_values = true)]
     pub amqp_url: Option<String>,
+    /// PEM file of the CA that signs the RabbitMQ nodes' certificates (amqps://), trusted
+    /// besides the system roots
+    #[arg(long, env = "QUALIFIER_AMQP_CA_FILE", hide_env_values = true)]
+    pub amqp_ca_file: Option<String>,
     /// Public listener (API and console)
     #[arg(long, env = "QUALIFIER_HTTP_ADDR", default_value = HTTP_ADDR, hide_env_values = true)]
     pub http_addr: String,
@@ -88,8 +94,10 @@ impl AsRef<TelemetryArgs> for ApiArgs {
 
 #[derive(Clone, Debug)]
 pub struct ApiConfig {
-    pub database_url: String,
-    pub amqp_url: String,
+    /// `DATABASE_URL`, parsed: every connection is opened through it (TLS, several hosts).
+    pub database: qualifier_store::Database,
+    /// `AMQP_URL` and `QUALIFIER_AMQP_CA_FILE`, parsed.
+    pub brokers: qualifier_bus::Brokers,
     pub http_addr: SocketAddr,
     pub internal_addr: SocketAddr,
     pub internal_token: String,
@@ -129,8 +137,16 @@ impl ApiConfig {
         url::Url::parse(&app_base_url)
             .map_err(|e| EnvError::new("QUALIFIER_APP_BASE_URL", format!("is not a URL: {e}")))?;
         Ok(ApiConfig {
-            database_url: required("DATABASE_URL", &a.database_url)?,
-            amqp_url: required("AMQP_URL", &a.amqp_url)?,
+            database: qualifier_store::Database::from_url(
+                &required("DATABASE_URL", &a.database_url)?,
+                "lead-api",
+            )
+            .map_err(|p| EnvError::new("DATABASE_URL", p))?,
+            brokers: qualifier_bus::Brokers::parse(
+                &required("AMQP_URL", &a.amqp_url)?,
+                optional(&a.amqp_ca_file).map(std::path::Path::new),
+            )
+            .map_err(|e| EnvError::new(e.var, e.problem))?,
             http_addr: parsed("QUALIFIER_HTTP_ADDR", value(&a.http_addr, HTTP_ADDR))?,
             internal_addr: parsed(
                 "QUALIFIER_INTERNAL_ADDR",

@@ -23,7 +23,7 @@ async fn sleep_or_cancel(d: Duration, shutdown: &CancellationToken) {
 /// adds the new token's fingerprint to the filter. The filter is reloaded whenever the connection
 /// comes up, and marked stale while it is down (notifications may be missed).
 pub async fn listen(
-    database_url: String,
+    database: qualifier_store::Database,
     store: Store,
     tokens: Arc<TokenFilter>,
     wake: Arc<Notify>,
@@ -31,7 +31,7 @@ pub async fn listen(
 ) {
     let mut backoff = qualifier_bus::reconnect_backoff();
     while !shutdown.is_cancelled() {
-        match tokio_postgres::connect(&database_url, tokio_postgres::NoTls).await {
+        match database.connect_raw().await {
             Ok((client, mut connection)) => {
                 let (wake2, tokens2) = (wake.clone(), tokens.clone());
                 let pump = tokio::spawn(async move {
@@ -69,7 +69,10 @@ pub async fn listen(
                 }
                 tracing::warn!("outbox LISTEN connection lost; reconnecting");
             }
-            Err(e) => tracing::warn!(error = %e, "outbox LISTEN connection failed"),
+            Err(e) => {
+                let error = qualifier_store::pgconn::describe(&e);
+                tracing::warn!(%error, "outbox LISTEN connection failed")
+            }
         }
         let wait = backoff.next().unwrap_or(Duration::from_secs(10));
         sleep_or_cancel(wait, &shutdown).await;

@@ -35,7 +35,7 @@ pub struct Relay {
     pub store: Store,
     /// Notified when an outbox row commits (or the LISTEN connection came back).
     pub wake: Arc<Notify>,
-    pub amqp_url: String,
+    pub brokers: qualifier_bus::Brokers,
     pub topology: Topology,
     pub status: Arc<RelayStatus>,
 }
@@ -102,13 +102,16 @@ impl Relay {
         let sampler = tokio::spawn(Self::sample_backlog(self.store.clone(), shutdown.clone()));
         let wake = self.wake.clone();
         let mut backoff = qualifier_bus::reconnect_backoff();
+        let mut rotation = qualifier_bus::Rotation::default();
         while !shutdown.is_cancelled() {
             let connected = async {
-                let conn = qualifier_bus::connect(
-                    &self.amqp_url,
-                    &format!("lead-api relay {}", self.topology.prefix),
-                )
-                .await?;
+                let conn = self
+                    .brokers
+                    .connect(
+                        &format!("lead-api relay {}", self.topology.prefix),
+                        &mut rotation,
+                    )
+                    .await?;
                 let publisher = Publisher::new(&conn).await?;
                 self.topology.declare(publisher.channel()).await?;
                 Ok::<_, qualifier_bus::BusError>((conn, publisher))
@@ -154,7 +157,17 @@ impl Relay {
                         if !conn.status().connected() {
                             break;
                         }
-                        sleep_or_cancel(Duration::from_millis(200), &shutdown).await;
+                        // A broker nack leaves this channel unable to publish (see
+                        // `Publisher::nacked`): a new connection, after the usual short wait.
+                        let refused = tokio::select! {
+                            _ = publisher.nacked() => true,
+                            _ = sleep_or_cancel(Duration::from_millis(200), &shutdown) => false,
+                        };
+                        if refused {
+                            sleep_or_cancel(Duration::from_millis(200), &shutdown).await;
+                            tracing::warn!("broker refused a publish; reconnecting");
+                            break;
+                        }
                     }
                 }
             }

@@ -135,8 +135,12 @@ enum Command {
     DeleteTopology {
         #[arg(long)]
         prefix: String,
+        /// One URL or several, comma-separated (the nodes of one cluster)
         #[arg(long, env = "AMQP_URL", hide_env_values = true)]
         amqp_url: String,
+        /// PEM file of the CA of the nodes' certificates (amqps://)
+        #[arg(long, env = "QUALIFIER_AMQP_CA_FILE", hide_env_values = true)]
+        amqp_ca_file: Option<std::path::PathBuf>,
         #[arg(long, env = qualifier_config::RETRY_DELAYS, default_value = qualifier_config::DEFAULT_RETRY_DELAYS, hide_env_values = true)]
         retry_delays_ms: String,
     },
@@ -148,17 +152,23 @@ fn parse_time(s: &str) -> Result<time::OffsetDateTime, String> {
 }
 
 impl Cli {
-    fn store(&self) -> Result<Store> {
+    fn database(&self) -> Result<qualifier_store::Database> {
         let url = self
             .database_url
             .as_deref()
             .context("DATABASE_URL is required")?;
+        qualifier_store::Database::from_url(url, "qualifierctl")
+            .map_err(|p| anyhow::anyhow!("DATABASE_URL {p}"))
+    }
+
+    fn store(&self) -> Result<Store> {
+        let database = self.database()?;
         // Commands that never touch webhook secrets work without the key; a throwaway one is used.
         let key = match &self.secret_key {
             Some(k) => SecretKey::from_base64(k).context("QUALIFIER_SECRET_KEY")?,
             None => SecretKey::from_base64(&SecretKey::generate_base64())?,
         };
-        let pool = qualifier_store::connect(url, 2).context("building the database pool")?;
+        let pool = qualifier_store::connect(&database, 2)?;
         Ok(Store::new(pool, key).with_app_base_url(&self.app_base_url))
     }
 
@@ -173,11 +183,7 @@ impl Cli {
 async fn run(cli: Cli) -> Result<serde_json::Value> {
     Ok(match &cli.command {
         Command::Migrate => {
-            let url = cli
-                .database_url
-                .as_deref()
-                .context("DATABASE_URL is required")?;
-            let applied = qualifier_store::run_migrations(url).await?;
+            let applied = qualifier_store::run_migrations(&cli.database()?).await?;
             // With the key, secrets sealed before they were bound to their org are re-sealed
             // now (lead-api also does it at start).
             let resealed = match cli.secret_key {
@@ -294,13 +300,16 @@ async fn run(cli: Cli) -> Result<serde_json::Value> {
         Command::DeleteTopology {
             prefix,
             amqp_url,
+            amqp_ca_file,
             retry_delays_ms,
         } => {
             // For throwaway environments (CI stacks, previews): removes every exchange and
             // queue of one prefix, messages included.
             let delays = qualifier_config::retry_delays(retry_delays_ms)?;
             let topo = qualifier_bus::Topology::new(prefix.clone(), delays);
-            let conn = qualifier_bus::connect(amqp_url, "qualifierctl")
+            let brokers = qualifier_bus::Brokers::parse(amqp_url, amqp_ca_file.as_deref())?;
+            let conn = brokers
+                .connect("qualifierctl", &mut qualifier_bus::Rotation::default())
                 .await
                 .context("connecting to AMQP_URL")?;
             let ch = conn.create_channel().await?;

@@ -12,6 +12,7 @@ pub mod idempotency;
 pub mod leads;
 pub mod orgs;
 pub mod outbox;
+pub mod pgconn;
 pub mod pool;
 pub mod schema;
 pub mod secrets;
@@ -19,7 +20,8 @@ pub mod tokens;
 pub mod webhooks;
 
 pub use error::{BoxError, StoreError, cause_chain};
-pub use pool::{DbPool, MigrationError, connect, connect_relaxed, run_migrations};
+pub use pgconn::{Database, SslMode};
+pub use pool::{DbPool, MigrationError, PoolError, connect, connect_relaxed, run_migrations};
 pub use secrets::SecretKey;
 
 /// `QUALIFIER_APP_BASE_URL`'s default (contract section 1).

@@ -7,6 +7,8 @@ use diesel_async::pooled_connection::AsyncDieselConnectionManager;
 use diesel_async::pooled_connection::deadpool::{Object, Pool};
 use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
 
+use crate::pgconn::Database;
+
 pub type DbPool = Pool<AsyncPgConnection>;
 pub type DbConn = Object<AsyncPgConnection>;
 
@@ -25,30 +27,26 @@ pub const MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations")
 
 /// A pool whose waits are bounded, so a request meets a prompt 503 when PostgreSQL is down instead
 /// of hanging until the client gives up.
-pub fn connect(
-    database_url: &str,
-    max_size: usize,
-) -> Result<DbPool, deadpool::managed::BuildError> {
-    build(database_url, max_size, false)
+pub fn connect(database: &Database, max_size: usize) -> Result<DbPool, PoolError> {
+    build(database, max_size, false)
+}
+
+/// Why a pool could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum PoolError {
+    #[error("building the database pool")]
+    Build(#[from] deadpool::managed::BuildError),
 }
 
 /// A pool whose sessions commit without waiting for the WAL flush (`synchronous_commit = off`).
 /// Only for state that may lose its last few hundred milliseconds in a database crash without
 /// breaking a promise: the rate-limit buckets (a crash can only forget spending, so at worst a
 /// client gets a few extra requests). Never for leads, the outbox or delivery outcomes.
-pub fn connect_relaxed(
-    database_url: &str,
-    max_size: usize,
-) -> Result<DbPool, deadpool::managed::BuildError> {
-    build(database_url, max_size, true)
+pub fn connect_relaxed(database: &Database, max_size: usize) -> Result<DbPool, PoolError> {
+    build(database, max_size, true)
 }
 
-fn build(
-    database_url: &str,
-    max_size: usize,
-    relaxed_commit: bool,
-) -> Result<DbPool, deadpool::managed::BuildError> {
-    use diesel_async::AsyncConnection;
+fn build(database: &Database, max_size: usize, relaxed_commit: bool) -> Result<DbPool, PoolError> {
     use diesel_async::pooled_connection::{ManagerConfig, RecyclingMethod};
     use futures_util::FutureExt;
     let mut cfg = ManagerConfig::<AsyncPgConnection>::default();
@@ -56,40 +54,46 @@ fn build(
     // connection the server closed is already seen as broken and replaced, and one that breaks
     // in use fails that one operation, which every caller already retries or answers with 503.
     cfg.recycling_method = RecyclingMethod::Fast;
-    if relaxed_commit {
-        cfg.custom_setup = Box::new(|url| {
-            async move {
-                let mut conn = AsyncPgConnection::establish(url).await?;
+    // Every connection is opened by `Database` (TLS, several hosts), never from the URL string
+    // the manager is given (which it passes on unused).
+    let db = database.clone();
+    cfg.custom_setup = Box::new(move |_url| {
+        let db = db.clone();
+        async move {
+            let mut conn = db.connect_diesel().await?;
+            if relaxed_commit {
                 diesel_async::RunQueryDsl::execute(
                     diesel::sql_query("SET synchronous_commit = off"),
                     &mut conn,
                 )
                 .await
                 .map_err(diesel::ConnectionError::CouldntSetupConfiguration)?;
-                Ok(conn)
             }
-            .boxed()
-        });
-    }
-    let mgr = AsyncDieselConnectionManager::<AsyncPgConnection>::new_with_config(database_url, cfg);
-    Pool::builder(mgr)
+            Ok(conn)
+        }
+        .boxed()
+    });
+    let mgr = AsyncDieselConnectionManager::<AsyncPgConnection>::new_with_config("", cfg);
+    Ok(Pool::builder(mgr)
         .max_size(max_size)
         .runtime(deadpool::Runtime::Tokio1)
         .wait_timeout(Some(Duration::from_secs(5)))
         .create_timeout(Some(Duration::from_secs(5)))
         .recycle_timeout(Some(Duration::from_secs(5)))
-        .build()
+        .build()?)
 }
 
 /// Runs pending migrations. Diesel's migration harness is synchronous, so it runs on a blocking
-/// thread through the async connection wrapper (no libpq needed).
-pub async fn run_migrations(database_url: &str) -> Result<Vec<String>, MigrationError> {
-    use diesel::Connection;
+/// thread through the async connection wrapper (no libpq needed); the connection is opened
+/// first, by `Database`, because the wrapper's own `establish` cannot do TLS.
+pub async fn run_migrations(database: &Database) -> Result<Vec<String>, MigrationError> {
     use diesel_async::async_connection_wrapper::AsyncConnectionWrapper;
-    let url = database_url.to_owned();
+    let conn = database
+        .connect_diesel()
+        .await
+        .map_err(MigrationError::Connect)?;
     tokio::task::spawn_blocking(move || {
-        let mut conn = AsyncConnectionWrapper::<AsyncPgConnection>::establish(&url)
-            .map_err(MigrationError::Connect)?;
+        let mut conn = AsyncConnectionWrapper::<AsyncPgConnection>::from(conn);
         let applied = conn
             .run_pending_migrations(MIGRATIONS)
             .map_err(MigrationError::Failed)?;

@@ -4,6 +4,7 @@
 //! (`CREATE DATABASE ... TEMPLATE`, as crates.io's test-db does), and dropped when the test ends,
 //! so tests run in parallel against the real server and leave nothing behind.
 
+pub mod procs;
 pub mod receiver;
 pub mod telemetry;
 
@@ -82,9 +83,12 @@ async fn ensure_template(admin: &tokio_postgres::Client) -> String {
             .batch_execute(&format!("CREATE DATABASE {tmp}"))
             .await
             .expect("create template db");
-        qualifier_store::run_migrations(&url_for(&tmp))
-            .await
-            .expect("migrate template");
+        qualifier_store::run_migrations(
+            &qualifier_store::Database::from_url(&url_for(&tmp), "qualifier test")
+                .expect("test URL"),
+        )
+        .await
+        .expect("migrate template");
         admin
             .batch_execute(&format!("ALTER DATABASE {tmp} RENAME TO {tpl}"))
             .await
@@ -131,6 +135,11 @@ impl TestDb {
         }
     }
 
+    /// The database as the services take it (`DATABASE_URL` parsed).
+    pub fn database(&self) -> qualifier_store::Database {
+        qualifier_store::Database::from_url(&self.url, "qualifier test").expect("a valid test URL")
+    }
+
     /// A plain SQL client for assertions, independent of the code under test.
     pub async fn client(&self) -> tokio_postgres::Client {
         let (client, conn) = tokio_postgres::connect(&self.url, NoTls)
@@ -173,6 +182,11 @@ pub fn free_ports<const N: usize>() -> [u16; N] {
 pub fn amqp_url() -> String {
     std::env::var("QUALIFIER_TEST_AMQP")
         .unwrap_or_else(|_| "amqp://guest:guest@127.0.0.1:5672/%2f".into())
+}
+
+/// The test broker as the services take it.
+pub fn brokers() -> qualifier_bus::Brokers {
+    qualifier_bus::Brokers::parse(&amqp_url(), None).expect("a valid test AMQP URL")
 }
 
 /// A topology prefix of this test's own; its exchanges and queues are deleted on drop.

@@ -26,12 +26,18 @@ const DISABLE_AFTER_S: &str = "432000";
 #[derive(clap::Parser, Debug, Clone, Default)]
 #[command(name = "webhook-delivery", version, about, long_about = None)]
 pub struct DeliveryArgs {
-    /// PostgreSQL URL (required)
+    /// PostgreSQL URL, as libpq takes it: sslmode, sslrootcert, several hosts with
+    /// target_session_attrs=read-write (required)
     #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
     pub database_url: Option<String>,
-    /// RabbitMQ URL (required)
+    /// RabbitMQ URL, or several comma-separated (one per node of one cluster); amqps:// for TLS
+    /// (required)
     #[arg(long, env = "AMQP_URL", hide_env_values = true)]
     pub amqp_url: Option<String>,
+    /// PEM file of the CA that signs the RabbitMQ nodes' certificates (amqps://), trusted
+    /// besides the system roots
+    #[arg(long, env = "QUALIFIER_AMQP_CA_FILE", hide_env_values = true)]
+    pub amqp_ca_file: Option<String>,
     /// 32 bytes, base64: opens the sealed signing secrets (required)
     #[arg(long, env = "QUALIFIER_SECRET_KEY", hide_env_values = true)]
     pub secret_key: Option<String>,
@@ -103,8 +109,10 @@ impl AsRef<TelemetryArgs> for DeliveryArgs {
 
 #[derive(Clone, Debug)]
 pub struct DeliveryConfig {
-    pub database_url: String,
-    pub amqp_url: String,
+    /// `DATABASE_URL`, parsed: every connection is opened through it (TLS, several hosts).
+    pub database: qualifier_store::Database,
+    /// `AMQP_URL` and `QUALIFIER_AMQP_CA_FILE`, parsed.
+    pub brokers: qualifier_bus::Brokers,
     pub secret_key: SecretKey,
     pub topology_prefix: String,
     pub addr: SocketAddr,
@@ -196,8 +204,16 @@ impl DeliveryConfig {
         Ok(DeliveryConfig {
             health,
             operator_webhook,
-            database_url: required("DATABASE_URL", &a.database_url)?,
-            amqp_url: required("AMQP_URL", &a.amqp_url)?,
+            database: qualifier_store::Database::from_url(
+                &required("DATABASE_URL", &a.database_url)?,
+                "webhook-delivery",
+            )
+            .map_err(|p| EnvError::new("DATABASE_URL", p))?,
+            brokers: qualifier_bus::Brokers::parse(
+                &required("AMQP_URL", &a.amqp_url)?,
+                optional(&a.amqp_ca_file).map(std::path::Path::new),
+            )
+            .map_err(|e| EnvError::new(e.var, e.problem))?,
             secret_key,
             topology_prefix: topology_prefix(&a.topology_prefix)?,
             addr: parsed("QUALIFIER_DELIVERY_ADDR", value(&a.delivery_addr, ADDR))?,

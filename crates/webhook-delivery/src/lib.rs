@@ -81,7 +81,16 @@ pub async fn start(cfg: DeliveryConfig) -> anyhow::Result<RunningDelivery> {
             m::zero_counter(m::DELIVERIES, &[("outcome", outcome)]);
         }
     }
-    let pool = qualifier_store::connect(&cfg.database_url, cfg.db_pool_size)
+    // TLS that cannot work stops the start with one line; a server that is down is waited for.
+    cfg.database
+        .check_at_start()
+        .await
+        .map_err(anyhow::Error::msg)?;
+    cfg.brokers
+        .check_at_start("webhook-delivery start check")
+        .await
+        .map_err(anyhow::Error::msg)?;
+    let pool = qualifier_store::connect(&cfg.database, cfg.db_pool_size)
         .context("building the database pool")?;
     let store = Store::new(pool, cfg.secret_key.clone());
     let roots = match &cfg.ca_file {
@@ -102,7 +111,7 @@ pub async fn start(cfg: DeliveryConfig) -> anyhow::Result<RunningDelivery> {
         store: store.clone(),
         sender,
         topology: Topology::new(cfg.topology_prefix.clone(), cfg.retry_delays_ms.clone()),
-        amqp_url: cfg.amqp_url.clone(),
+        brokers: cfg.brokers.clone(),
         concurrency: cfg.concurrency,
         gate: gate::OrgGate::new(cfg.org_concurrency, cfg.concurrency, timeout),
         status: status.clone(),

@@ -65,7 +65,7 @@ pub struct Worker {
     pub store: Store,
     pub sender: Sender,
     pub topology: Topology,
-    pub amqp_url: String,
+    pub brokers: qualifier_bus::Brokers,
     pub concurrency: usize,
     pub status: Arc<WorkerStatus>,
     /// Per-org in-flight cap and `Retry-After` back-off.
@@ -435,13 +435,16 @@ impl Worker {
     pub async fn run(self: Arc<Self>, shutdown: CancellationToken) {
         let tracker = TaskTracker::new();
         let mut backoff = qualifier_bus::reconnect_backoff();
+        let mut rotation = qualifier_bus::Rotation::default();
         while !shutdown.is_cancelled() {
             let setup = async {
-                let conn = qualifier_bus::connect(
-                    &self.amqp_url,
-                    &format!("webhook-delivery {}", self.topology.prefix),
-                )
-                .await?;
+                let conn = self
+                    .brokers
+                    .connect(
+                        &format!("webhook-delivery {}", self.topology.prefix),
+                        &mut rotation,
+                    )
+                    .await?;
                 let publisher = Publisher::new(&conn).await?;
                 self.topology.declare(publisher.channel()).await?;
                 let ch = conn.create_channel().await?;
@@ -495,6 +498,12 @@ impl Worker {
                             break;
                         }
                     },
+                    _ = publisher.nacked() => {
+                        // The refused message's delivery went back to the queue (not acked);
+                        // a new connection gets a channel that can publish again.
+                        tracing::warn!("broker refused a publish; reconnecting");
+                        break;
+                    }
                     _ = shutdown.cancelled() => {
                         // Stop taking new messages, finish what is in flight, then close: whatever
                         // is still unacked returns to the queue for another replica.

@@ -372,7 +372,7 @@ async fn a_cursor_older_than_retention_is_410_and_a_fresh_start_reads_what_is_ke
     )
     .await
     .unwrap();
-    let pool = qualifier_store::connect(&app.db.url, 1).unwrap();
+    let pool = qualifier_store::connect(&app.db.database(), 1).unwrap();
     let key =
         qualifier_store::SecretKey::from_base64(&qualifier_store::SecretKey::generate_base64())
             .unwrap();

@@ -19,8 +19,8 @@ pub use qualifier_testkit::http_client as client;
 
 pub fn config(db: &TestDb, topo: &TestTopology) -> ApiConfig {
     ApiConfig {
-        database_url: db.url.clone(),
-        amqp_url: qualifier_testkit::amqp_url(),
+        database: db.database(),
+        brokers: qualifier_testkit::brokers(),
         topology_prefix: topo.prefix.clone(),
         retry_delays_ms: topo.retry_delays_ms.clone(),
         http_addr: "127.0.0.1:0".parse().unwrap(),

@@ -520,9 +520,12 @@ async fn a_revoked_token_is_refused_at_once() {
 #[tokio::test(flavor = "multi_thread")]
 async fn an_unreachable_database_is_503_with_retry_after_and_no_details() {
     // Nothing listens on port 1: every pool checkout fails at once.
-    let app =
-        TestApp::spawn_with(|c| c.database_url = "postgres://postgres@127.0.0.1:1/none".into())
-            .await;
+    let app = TestApp::spawn_with(|c| {
+        c.database =
+            qualifier_store::Database::from_url("postgres://postgres@127.0.0.1:1/none", "test")
+                .unwrap()
+    })
+    .await;
     let token = format!("qlf_org_{}", "A".repeat(40));
     let r = app
         .public(

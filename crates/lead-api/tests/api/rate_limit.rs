@@ -188,7 +188,7 @@ async fn one_batch_takes_exactly_what_the_bucket_holds() {
         assert_eq!(r.status(), 204);
         t.to_owned()
     };
-    let pool = qualifier_store::connect(&app.db.url, 1).unwrap();
+    let pool = qualifier_store::connect(&app.db.database(), 1).unwrap();
     let key =
         qualifier_store::SecretKey::from_base64(&qualifier_store::SecretKey::generate_base64())
             .unwrap();

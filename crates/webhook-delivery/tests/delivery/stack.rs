@@ -28,8 +28,8 @@ pub struct Stack {
 
 pub fn api_config(db: &TestDb, topo: &TestTopology, key: &SecretKey) -> ApiConfig {
     ApiConfig {
-        database_url: db.url.clone(),
-        amqp_url: amqp_url(),
+        database: db.database(),
+        brokers: qualifier_testkit::brokers(),
         http_addr: "127.0.0.1:0".parse().unwrap(),
         internal_addr: "127.0.0.1:0".parse().unwrap(),
         internal_token: INTERNAL_TOKEN.into(),
@@ -56,8 +56,8 @@ pub fn delivery_config(
     receiver: &Receiver,
 ) -> DeliveryConfig {
     DeliveryConfig {
-        database_url: db.url.clone(),
-        amqp_url: amqp_url(),
+        database: db.database(),
+        brokers: qualifier_testkit::brokers(),
         secret_key: key.clone(),
         topology_prefix: topo.prefix.clone(),
         addr: "127.0.0.1:0".parse().unwrap(),

@@ -1,0 +1,86 @@
+//! The real binaries as child processes, for the drivers that run them under faults
+//! (`qualifier-chaos`, `qualifier-topology`).
+
+use std::path::PathBuf;
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+
+/// The directory of the running executable: the services are built beside the drivers.
+pub fn own_dir() -> PathBuf {
+    std::env::current_exe()
+        .expect("own path")
+        .parent()
+        .expect("own directory")
+        .to_path_buf()
+}
+
+/// A service process; killed with SIGKILL when dropped.
+pub struct Service {
+    pub name: &'static str,
+    pub cmd: Command,
+    pub child: Option<Child>,
+}
+
+impl Service {
+    pub fn new(name: &'static str, cmd: Command) -> Service {
+        Service {
+            name,
+            cmd,
+            child: None,
+        }
+    }
+    pub fn start(&mut self) {
+        self.child = Some(
+            self.cmd
+                .spawn()
+                .unwrap_or_else(|e| panic!("{}: {e}", self.name)),
+        );
+    }
+    pub fn kill9(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        self.kill9();
+    }
+}
+
+/// The status `/readyz` answers at `url`, if it answers.
+pub async fn readyz(http: &reqwest::Client, url: &str) -> Option<u16> {
+    http.get(url)
+        .timeout(Duration::from_secs(2))
+        .send()
+        .await
+        .ok()
+        .map(|r| r.status().as_u16())
+}
+
+/// Polls until `/readyz` answers `want` on every url (or the time is up).
+pub async fn wait_ready_state(
+    http: &reqwest::Client,
+    urls: &[String],
+    want: u16,
+    within: Duration,
+) -> bool {
+    let deadline = Instant::now() + within;
+    loop {
+        let mut all = true;
+        for u in urls {
+            if readyz(http, u).await != Some(want) {
+                all = false;
+            }
+        }
+        if all {
+            return true;
+        }
+        if Instant::now() > deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
