@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: run test build lint fmt services migrate clean-test-dbs bench bench-quick latency receiver-kit conformance deploy-check chaos chaos-short fuzz fuzz-short
+.PHONY: run test build lint fmt services migrate clean-test-dbs bench bench-quick latency receiver-kit conformance deploy-check chaos chaos-short fuzz fuzz-short topology topology-short
 
 run: build          ## services, migrations, both binaries, a printed dev org and token
 	scripts/run-dev.sh
@@ -28,6 +28,14 @@ chaos:              ## 5,000 events under kill -9, broker and database restarts,
 chaos-short:        ## the same with 800 events and one fault of each kind (CI)
 	$(CARGO) build -p lead-api -p webhook-delivery -p qualifier-chaos
 	$(BIN)/qualifier-chaos --events 800 --faults 7
+
+topology:           ## TLS to both servers, a 3-node RabbitMQ cluster losing nodes, a PostgreSQL failover (2,000 events each)
+	$(CARGO) build -p lead-api -p webhook-delivery -p qualifierctl -p qualifier-topology
+	$(BIN)/qualifier-topology --events 2000 --seconds 60
+
+topology-short:     ## the same with 600 events over 30 s (CI)
+	$(CARGO) build -p lead-api -p webhook-delivery -p qualifierctl -p qualifier-topology
+	$(BIN)/qualifier-topology --events 600 --seconds 30
 
 fuzz:               ## each cargo-fuzz target for FUZZ_SECONDS (default 60)
 	scripts/fuzz.sh $(or $(FUZZ_SECONDS),60)

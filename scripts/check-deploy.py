@@ -107,6 +107,83 @@ dockerfile = (ROOT / "deploy" / "Dockerfile").read_text()
 if dockerfile.count("FROM ") < 2:
     err("deploy/Dockerfile must be multi-stage")
 
+# --- the image's build context (contract section 10) ---
+# Dependencies cached in a layer of their own: the recipe (manifests and Cargo.lock) is cooked
+# before the sources are copied, so a source change does not rebuild them.
+build_stage = dockerfile[dockerfile.find("AS build"):]
+cook = build_stage.find("cargo chef cook")
+copy_all = build_stage.find("COPY . .")
+if "cargo chef prepare" not in dockerfile or cook < 0 or copy_all < 0 or cook > copy_all:
+    err("deploy/Dockerfile must cook dependencies (cargo chef) before copying the sources")
+if "COPY --from=planner" not in build_stage or "recipe.json" not in build_stage:
+    err("deploy/Dockerfile's build stage must take only the planner's recipe.json before cooking")
+
+
+def dockerignore_patterns():
+    pats = []
+    for line in (ROOT / ".dockerignore").read_text().splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            neg = line.startswith("!")
+            pats.append((neg, line.lstrip("!").strip("/")))
+    return pats
+
+
+def ignored(rel, pats):
+    """Docker's rule, for the patterns used here: a path is excluded if it or a parent matches
+    (`**/` matches at any depth); the last matching pattern wins."""
+    import fnmatch
+    parts = rel.split("/")
+    prefixes = ["/".join(parts[: i + 1]) for i in range(len(parts))]
+    out = False
+    for neg, pat in pats:
+        for pre in prefixes:
+            name = pre
+            if fnmatch.fnmatchcase(name, pat) or (
+                pat.startswith("**/") and fnmatch.fnmatchcase(name.split("/")[-1], pat[3:])
+            ) or (pat.startswith("**/") and fnmatch.fnmatchcase(name, pat[3:])):
+                out = not neg
+                break
+    return out
+
+
+if not (ROOT / ".dockerignore").exists():
+    err(".dockerignore is missing: the whole target/ directory would be sent as context")
+else:
+    pats = dockerignore_patterns()
+    import os
+    size, files, leaked = 0, 0, []
+    for dirpath, dirnames, filenames in os.walk(ROOT):
+        rel_dir = os.path.relpath(dirpath, ROOT)
+        rel_dir = "" if rel_dir == "." else rel_dir
+        dirnames[:] = [d for d in dirnames if not ignored(f"{rel_dir}/{d}".lstrip("/"), pats)]
+        for f in filenames:
+            rel = f"{rel_dir}/{f}".lstrip("/")
+            if ignored(rel, pats):
+                continue
+            files += 1
+            size += os.path.getsize(os.path.join(dirpath, f))
+            if rel.startswith(("target/", ".git/")) or "/target/" in rel:
+                leaked.append(rel)
+    if leaked:
+        err(f"the build context holds {leaked[:3]}")
+    if size > 20 * 1024 * 1024:
+        err(f"the build context is {size / 1e6:.1f} MB (limit 20 MB)")
+    for needed in ["Cargo.toml", "Cargo.lock", "migrations/", "crates/lead-api/src/main.rs"]:
+        if ignored(needed.rstrip("/"), pats):
+            err(f".dockerignore excludes {needed}, which the build needs")
+    # Files the code embeds at compile time must be in the context too.
+    for src in ROOT.glob("crates/*/src/**/*.rs"):
+        for m in re.finditer(r'(include_str!|include_bytes!|embed_migrations!)\("([^"]+)"\)', src.read_text()):
+            # include_* are relative to the file, embed_migrations! to the crate's manifest.
+            crate_dir = src.relative_to(ROOT).parts[:2]
+            base = ROOT.joinpath(*crate_dir) if m.group(1) == "embed_migrations!" else src.parent
+            target = (base / m.group(2)).resolve()
+            rel = os.path.relpath(target, ROOT)
+            if ignored(rel, pats):
+                err(f"{src.relative_to(ROOT)} embeds {rel}, which .dockerignore excludes")
+    print(f"deploy check: build context {files} files, {size / 1e6:.1f} MB")
+
 for e in errors:
     print("deploy check:", e)
 print(f"deploy check: {len(objects)} Kubernetes objects, {len(svcs)} compose services, "

@@ -322,6 +322,13 @@ pub struct BrokersError {
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Rotation(usize);
 
+impl Rotation {
+    /// The index in the list where the next attempt starts.
+    pub fn position(self) -> usize {
+        self.0
+    }
+}
+
 impl Brokers {
     /// Parses the list and reads the CA file once, at start.
     pub fn parse(list: &str, ca_file: Option<&std::path::Path>) -> Result<Brokers, BrokersError> {
