@@ -93,12 +93,117 @@ pub struct AttemptEntry {
     /// The kind of a failure without an answer (absent in entries written before it existed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_kind: Option<FailureKind>,
+    /// The first [`RESPONSE_EXCERPT_BYTES`] of the receiver's answer, as text without control
+    /// characters ([`response_excerpt`]); absent when it answered nothing, and in entries written
+    /// before v1.3.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_body: Option<String>,
+    /// The headers the attempt was sent with, in order, signatures included (they are what the
+    /// receiver saw; the secret is never among them). Absent in entries written before v1.3.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub request_headers: Vec<(String, String)>,
+}
+
+/// How much of a receiver's answer an attempt keeps.
+pub const RESPONSE_EXCERPT_BYTES: usize = 4096;
+
+/// What an attempt keeps of a receiver's answer: its first [`RESPONSE_EXCERPT_BYTES`], read as
+/// UTF-8 (invalid bytes become U+FFFD), with every control character but newline and tab
+/// removed, so a stored answer can hold no NUL (which PostgreSQL's jsonb refuses), no terminal
+/// escape sequence and no carriage return that rewrites a log line. `None` when nothing is
+/// left. HTML in it is left as it is: every page escapes it when it shows it.
+pub fn response_excerpt(body: &[u8]) -> Option<String> {
+    let head = &body[..body.len().min(RESPONSE_EXCERPT_BYTES)];
+    let text: String = String::from_utf8_lossy(head)
+        .chars()
+        .filter(|c| !c.is_control() || matches!(c, '\n' | '\t'))
+        .collect();
+    (!text.trim().is_empty()).then_some(text)
+}
+
+/// How the attempts of one delivery read across replays: `(replay, attempt)` for each entry of
+/// its log, oldest first. Within a cycle attempt numbers only grow (a held delivery resumes at
+/// the next number); a replay starts again at 1, so an entry whose number does not exceed the
+/// one before it opens the next replay. Replay 0 is the original cycle.
+pub fn cycles(log: &[AttemptEntry]) -> Vec<(u32, u32)> {
+    let mut replay = 0;
+    let mut last = 0;
+    log.iter()
+        .map(|e| {
+            if e.attempt <= last {
+                replay += 1;
+            }
+            last = e.attempt;
+            (replay, e.attempt)
+        })
+        .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use strum::VariantArray;
+
+    #[test]
+    fn an_excerpt_is_bounded_and_holds_no_control_characters() {
+        let big = vec![b'a'; 1 << 20];
+        assert_eq!(
+            response_excerpt(&big).unwrap().len(),
+            RESPONSE_EXCERPT_BYTES
+        );
+        let hostile = b"ok\0\x1b[2J\x1b]0;owned\x07\r\nline\ttab\x7f\xff<script>x</script>";
+        let e = response_excerpt(hostile).unwrap();
+        assert_eq!(e, "ok[2J]0;owned\nline\ttab\u{fffd}<script>x</script>");
+        assert!(!e.chars().any(|c| c.is_control() && c != '\n' && c != '\t'));
+        assert_eq!(response_excerpt(b""), None);
+        assert_eq!(response_excerpt(b"\0\r\n "), None);
+        // A multi-byte character cut at the limit becomes one replacement character.
+        let mut cut = vec![b'a'; RESPONSE_EXCERPT_BYTES - 1];
+        cut.extend("é".as_bytes());
+        assert!(response_excerpt(&cut).unwrap().ends_with('\u{fffd}'));
+    }
+
+    fn entry(attempt: u32) -> AttemptEntry {
+        AttemptEntry {
+            attempt,
+            started_at: time::OffsetDateTime::UNIX_EPOCH,
+            duration_ms: 1,
+            status_code: Some(500),
+            error: Some("HTTP 500".into()),
+            error_kind: None,
+            response_body: None,
+            request_headers: vec![],
+        }
+    }
+
+    #[test]
+    fn replays_number_their_attempts_again_from_one() {
+        let log: Vec<_> = [1, 2, 3, 4, 5, 1, 2, 1, 3, 4].map(entry).to_vec();
+        assert_eq!(
+            cycles(&log),
+            [
+                (0, 1),
+                (0, 2),
+                (0, 3),
+                (0, 4),
+                (0, 5),
+                (1, 1),
+                (1, 2),
+                (2, 1),
+                (2, 3),
+                (2, 4)
+            ]
+        );
+        assert!(cycles(&[]).is_empty());
+    }
+
+    #[test]
+    fn entries_written_before_the_excerpt_still_read() {
+        let old = serde_json::json!({"attempt": 1, "started_at": "2026-11-21T10:15:02.481Z",
+            "duration_ms": 3, "status_code": 200, "error": null});
+        let e: AttemptEntry = serde_json::from_value(old).unwrap();
+        assert_eq!((e.response_body, e.request_headers.len()), (None, 0));
+    }
 
     #[test]
     fn names_are_the_contracts_and_round_trip() {

@@ -288,6 +288,23 @@ impl Store {
         })
     }
 
+    /// The body a delivery sends (its event's envelope, byte for byte), for the console.
+    pub async fn delivery_payload(
+        &self,
+        org_id: Uuid,
+        delivery_id: Uuid,
+    ) -> Result<Vec<u8>, StoreError> {
+        let mut conn = self.conn().await?;
+        outbox::table
+            .filter(outbox::org_id.eq(org_id))
+            .filter(outbox::delivery_id.eq(delivery_id))
+            .select(outbox::payload)
+            .first(&mut conn)
+            .await
+            .optional()?
+            .ok_or(StoreError::NotFound("Delivery not found"))
+    }
+
     /// Replay: a finished delivery (dead, succeeded or skipped) gets a fresh cycle of 5 attempts
     /// under the same delivery id. The row goes back to the relay (unpublished, due at the org's
     /// next replay slot), which sends it again with attempt 1; no broker access in the request.

@@ -56,6 +56,8 @@ struct State {
     behaviour: Option<Behaviour>,
     /// Answers for the next requests, before `behaviour` applies.
     script: Vec<Behaviour>,
+    /// The body of every answer, when set (else a short word per behaviour).
+    answer_body: Option<(Vec<u8>, &'static str)>,
 }
 
 pub struct Receiver {
@@ -109,23 +111,28 @@ async fn hook(
             at: Instant::now(),
             accepted: behaviour == Behaviour::Ok,
         });
-        behaviour
+        (behaviour, st.answer_body.clone())
+    };
+    let (behaviour, answer_body) = behaviour;
+    let answer = |mut b: actix_web::HttpResponseBuilder, default: &'static str| match &answer_body {
+        Some((body, content_type)) => b.content_type(*content_type).body(body.clone()),
+        None => b.body(default),
     };
     match behaviour {
-        Behaviour::Ok => HttpResponse::Ok().body("ok"),
+        Behaviour::Ok => answer(HttpResponse::Ok(), "ok"),
         Behaviour::Status(code) => {
-            HttpResponse::build(actix_web::http::StatusCode::from_u16(code).unwrap())
-                .insert_header(("Location", "https://127.0.0.1:1/elsewhere"))
-                .body("no")
+            let mut b = HttpResponse::build(actix_web::http::StatusCode::from_u16(code).unwrap());
+            b.insert_header(("Location", "https://127.0.0.1:1/elsewhere"));
+            answer(b, "no")
         }
         Behaviour::Hang(d) => {
             tokio::time::sleep(d).await;
-            HttpResponse::Ok().body("late")
+            answer(HttpResponse::Ok(), "late")
         }
         Behaviour::RetryAfter(code, secs) => {
-            HttpResponse::build(actix_web::http::StatusCode::from_u16(code).unwrap())
-                .insert_header(("Retry-After", secs.to_string()))
-                .body("slow down")
+            let mut b = HttpResponse::build(actix_web::http::StatusCode::from_u16(code).unwrap());
+            b.insert_header(("Retry-After", secs.to_string()));
+            answer(b, "slow down")
         }
     }
 }
@@ -184,6 +191,11 @@ impl Receiver {
 
     pub fn set_secrets(&self, secrets: Vec<String>) {
         self.state.lock().unwrap().secrets = secrets;
+    }
+
+    /// Every answer from now on carries this body and content type (`None`: the defaults).
+    pub fn set_answer_body(&self, body: Option<(Vec<u8>, &'static str)>) {
+        self.state.lock().unwrap().answer_body = body;
     }
 
     pub fn set_behaviour(&self, b: Behaviour) {

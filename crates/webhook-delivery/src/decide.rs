@@ -271,6 +271,10 @@ pub struct Sent {
     pub started_at: OffsetDateTime,
     pub duration_ms: u64,
     pub response: Response,
+    /// The headers the request carried (empty when none was sent).
+    pub request_headers: Vec<(String, String)>,
+    /// What the attempt keeps of the receiver's answer (`response_excerpt`).
+    pub response_body: Option<String>,
 }
 
 impl Sent {
@@ -280,6 +284,8 @@ impl Sent {
             started_at,
             duration_ms: 0,
             response: Response::NoAnswer(why),
+            request_headers: Vec::new(),
+            response_body: None,
         }
     }
 }
@@ -355,6 +361,8 @@ pub fn after_attempt(
         status_code,
         error,
         error_kind,
+        response_body: sent.response_body.clone(),
+        request_headers: sent.request_headers.clone(),
     };
     let step = if !failed {
         After::Succeeded
@@ -671,6 +679,8 @@ mod tests {
             started_at: now_millis(),
             duration_ms: 12,
             response,
+            request_headers: vec![("webhook-id".into(), "msg".into())],
+            response_body: Some("{\"error\": \"nope\"}".into()),
         }
     }
 

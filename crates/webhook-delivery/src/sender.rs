@@ -11,7 +11,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use qualifier_domain::delivery::{FailureKind, NoAnswer};
+use qualifier_domain::delivery::{FailureKind, NoAnswer, RESPONSE_EXCERPT_BYTES, response_excerpt};
 use qualifier_domain::netguard::WebhookUrl;
 use qualifier_domain::timefmt;
 use qualifier_egress::{EgressError, EgressPolicy};
@@ -112,20 +112,31 @@ impl Sender {
     pub async fn send(&self, job: &DeliveryJob, hook: &WebhookForDelivery) -> Sent {
         let started_at = timefmt::now_millis();
         let clock = Instant::now();
-        let no_answer = |why: NoAnswer| Sent {
+        let mut headers: Vec<(String, String)> = Vec::new();
+        let no_answer = |why: NoAnswer, headers: Vec<(String, String)>| Sent {
             started_at,
             duration_ms: clock.elapsed().as_millis() as u64,
             response: Response::NoAnswer(why),
+            request_headers: headers,
+            response_body: None,
         };
         let url = match WebhookUrl::parse(&hook.webhook.url) {
             Ok(u) => u,
-            Err(e) => return no_answer(NoAnswer::new(FailureKind::InvalidUrl, e.to_string())),
+            Err(e) => {
+                return no_answer(
+                    NoAnswer::new(FailureKind::InvalidUrl, e.to_string()),
+                    headers,
+                );
+            }
         };
         // IP literals never reach the resolver, so they are judged here.
         if let Some(ip) = url.ip_literal()
             && let Err(e) = self.policy.check(&[SocketAddr::new(ip, url.port())])
         {
-            return no_answer(NoAnswer::new(FailureKind::RefusedAddress, e.to_string()));
+            return no_answer(
+                NoAnswer::new(FailureKind::RefusedAddress, e.to_string()),
+                headers,
+            );
         }
         let signature = qualifier_signing::sign(&hook.signing_secret, &job.body);
         // Standard Webhooks: the same delivery id and instant (whole seconds), the same key.
@@ -136,28 +147,30 @@ impl Sender {
             .chain(hook.previous_secret.as_deref())
             .collect();
         let standard = qualifier_signing::standard::header(&secrets, &id, unix, &job.body);
-        let mut request = self.client.post(url.url().clone());
+        // One list for the request and for the attempt log, so the log shows what was sent.
+        let mut add = |k: &str, v: String| headers.push((k.to_owned(), v));
+        add("Content-Type", "application/json".into());
+        add("X-Qualifier-Event", job.meta.event_type.as_str().into());
+        add("X-Qualifier-Signature", signature);
+        add("X-Qualifier-Delivery", id.clone());
+        add("X-Qualifier-Timestamp", timefmt::format(started_at));
+        add("webhook-id", id);
+        add("webhook-timestamp", unix.to_string());
+        add("webhook-signature", standard);
         if job.meta.test {
-            request = request.header("X-Qualifier-Test", "true");
+            add("X-Qualifier-Test", "true".into());
         }
         if job.probe {
-            request = request.header("X-Qualifier-Probe", "true");
+            add("X-Qualifier-Probe", "true".into());
         }
-        let sent = request
-            .header("Content-Type", "application/json")
-            .header("X-Qualifier-Event", job.meta.event_type.as_str())
-            .header("X-Qualifier-Signature", signature)
-            .header("X-Qualifier-Delivery", &id)
-            .header("X-Qualifier-Timestamp", timefmt::format(started_at))
-            .header("webhook-id", &id)
-            .header("webhook-timestamp", unix.to_string())
-            .header("webhook-signature", standard)
-            .body(job.body.clone())
-            .send()
-            .await;
+        let mut request = self.client.post(url.url().clone());
+        for (k, v) in &headers {
+            request = request.header(k.as_str(), v.as_str());
+        }
+        let sent = request.body(job.body.clone()).send().await;
         let mut resp = match sent {
             Ok(r) => r,
-            Err(e) => return no_answer(classify(&e, self.timeout)),
+            Err(e) => return no_answer(classify(&e, self.timeout), headers),
         };
         let code = resp.status().as_u16();
         let retry_after = resp
@@ -165,11 +178,17 @@ impl Sender {
             .get(reqwest::header::RETRY_AFTER)
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
-        // Read a little of the body so the connection can be reused; stop at the limit or error.
+        // Read a little of the body so the connection can be reused (stop at the limit or an
+        // error), keeping its start for the attempt log.
         let mut read = 0;
+        let mut head: Vec<u8> = Vec::new();
         while read < RESPONSE_READ_LIMIT {
             match resp.chunk().await {
-                Ok(Some(c)) => read += c.len(),
+                Ok(Some(c)) => {
+                    read += c.len();
+                    let room = RESPONSE_EXCERPT_BYTES.saturating_sub(head.len());
+                    head.extend_from_slice(&c[..c.len().min(room)]);
+                }
                 _ => break,
             }
         }
@@ -177,6 +196,8 @@ impl Sender {
             started_at,
             duration_ms: clock.elapsed().as_millis() as u64,
             response: Response::Status { code, retry_after },
+            request_headers: headers,
+            response_body: response_excerpt(&head),
         }
     }
 }

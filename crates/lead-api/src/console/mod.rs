@@ -760,9 +760,11 @@ async fn delivery_get(
 ) -> Result<HttpResponse> {
     let id = parse_id(&path, "Delivery not found")?;
     let d = st.store.get_delivery(s.org_id, id).await?;
+    let payload = st.store.delivery_payload(s.org_id, id).await?;
     Ok(ok(pages::delivery_page(
         &s.who(),
         &d,
+        &payload,
         notice_text(req.query_string()),
     )))
 }

@@ -371,33 +371,79 @@ pub fn deliveries_page(
     layout("Deliveries", Nav::Deliveries, who, content)
 }
 
-pub fn delivery_page(who: &Who, d: &DeliveryDetail, notice: Option<&str>) -> Markup {
+/// The body as sent, indented for reading (the signature covers the exact bytes, which are
+/// the compact form; the page says so).
+fn pretty_json(bytes: &[u8]) -> String {
+    serde_json::from_slice::<serde_json::Value>(bytes)
+        .and_then(|v| serde_json::to_string_pretty(&v))
+        .unwrap_or_else(|_| String::from_utf8_lossy(bytes).into_owned())
+}
+
+/// "Attempt 2", or "Replay 1, attempt 2" once the delivery was replayed.
+pub fn attempt_label(replay: u32, attempt: u32) -> String {
+    if replay == 0 {
+        format!("Attempt {attempt}")
+    } else {
+        format!("Replay {replay}, attempt {attempt}")
+    }
+}
+
+pub fn delivery_page(
+    who: &Who,
+    d: &DeliveryDetail,
+    payload: &[u8],
+    notice: Option<&str>,
+) -> Markup {
     let s = &d.delivery;
     // The replay call's own rule: the button is there exactly where a replay is accepted.
     let replayable = s.status.replayable();
     let attempts = &d.attempt_log;
+    let numbers = qualifier_domain::delivery::cycles(attempts);
     let content = html! {
         @if let Some(n) = notice { p.notice role="status" { (n) } }
         dl {
-            dt { "Delivery id (webhook-id)" } dd { code { (s.id) } }
+            dt { "Delivery id (webhook-id)" } dd { code data-delivery-id { (s.id) } }
             dt { "Event" } dd { (s.event_type.as_str()) " · " code { (s.event_id) } }
             dt { "Status" } dd { span class=(format!("status status-{}", s.status.as_str())) { (s.status.as_str()) } }
             dt { "Created" } dd { (ts(s.created_at)) }
         }
+        h2 { "Payload" }
+        p.hint { "Indented here; the request carries it compact, and the signatures cover those exact bytes." }
+        pre.payload data-payload { (pretty_json(payload)) }
         h2 { "Attempts" }
         @if attempts.is_empty() {
             p { "No attempt yet." }
         } @else {
             ol.timeline {
-                @for a in attempts {
-                    li {
-                        strong { "Attempt " (a.attempt) }
-                        " at " (ts(a.started_at)) ", "
-                        (a.duration_ms) " ms: "
-                        @let code = a.status_code.map(|c| format!("HTTP {c}"));
-                        @let error = a.error.as_deref().filter(|e| Some(*e) != code.as_deref());
-                        @if let Some(c) = &code { (c) }
-                        @if let Some(e) = error { " " (e) }
+                // Newest first: the one being debugged is usually the last.
+                @for (a, (replay, n)) in attempts.iter().zip(numbers.iter().copied()).rev() {
+                    li data-attempt {
+                        p {
+                            strong data-attempt-label { (attempt_label(replay, n)) }
+                            " at " (ts(a.started_at)) ", "
+                            (a.duration_ms) " ms: "
+                            @let code = a.status_code.map(|c| format!("HTTP {c}"));
+                            @let error = a.error.as_deref().filter(|e| Some(*e) != code.as_deref());
+                            @if let Some(c) = &code { (c) }
+                            @if let Some(e) = error { " " (e) }
+                            @if let Some(k) = a.error_kind { " " span.kind { "(" (k.as_str()) ")" } }
+                        }
+                        @if let Some(body) = &a.response_body {
+                            details open[a.error.is_some()] {
+                                summary { "Response body" }
+                                pre.response data-response-body { (body) }
+                            }
+                        }
+                        @if !a.request_headers.is_empty() {
+                            details {
+                                summary { "Request headers" }
+                                table.headers {
+                                    @for (k, v) in &a.request_headers {
+                                        tr { th scope="row" { (k) } td { code { (v) } } }
+                                    }
+                                }
+                            }
+                        }
                     }
                 }
             }

@@ -580,3 +580,116 @@ async fn after_migrate_no_unbound_secret_opens_current_or_previous() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["resealed_secrets"], 0);
 }
+
+/// Signs in to the console as the stack's org: the session cookie to send back.
+async fn console_cookie(s: &Stack) -> String {
+    let link = s
+        .call(
+            Method::POST,
+            &format!("/internal/v1/orgs/{}/console-sessions", s.org),
+            None,
+        )
+        .await["url"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let no_redirects = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let r = no_redirects.get(&link).send().await.unwrap();
+    r.headers()["set-cookie"]
+        .to_str()
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned()
+}
+
+/// What a receiver answers is kept per attempt (issue 25): its first 4 KiB, as text without
+/// control characters, and the console shows it inert. Three answers: 1 MB, one full of NUL and
+/// terminal escapes, one with a script.
+#[tokio::test(flavor = "multi_thread")]
+async fn receiver_answers_are_kept_truncated_clean_and_shown_inert() {
+    let s = Stack::start().await;
+    let cookie = console_cookie(&s).await;
+    let mut huge = b"{\"error\": \"".to_vec();
+    huge.extend(std::iter::repeat_n(b'x', 1 << 20));
+    let answers: [(Vec<u8>, &str); 3] = [
+        (huge, "application/json"),
+        (
+            b"bad\0request\x1b[31m red \x1b]0;title\x07\r\ndone\x7f".to_vec(),
+            "text/plain",
+        ),
+        (
+            b"<script>document.title='owned'</script><img src=x onerror=alert(1)>".to_vec(),
+            "text/html",
+        ),
+    ];
+    for (i, (body, content_type)) in answers.into_iter().enumerate() {
+        s.receiver.set_answer_body(Some((body, content_type)));
+        s.receiver.set_behaviour(Behaviour::Status(400));
+        let before = s.receiver.received().len();
+        s.inbound(&format!("+44770090{i:04}")).await;
+        let got = s.receiver.wait_for(before + 1, WAIT).await;
+        let id = got[before].header("x-qualifier-delivery").to_owned();
+        let mut d = s.delivery_in(&s.org, &id).await;
+        for _ in 0..100 {
+            if d["attempt_log"].as_array().is_some_and(|a| !a.is_empty()) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            d = s.delivery_in(&s.org, &id).await;
+        }
+        let entry = &d["attempt_log"][0];
+        let kept = entry["response_body"].as_str().unwrap();
+        assert!(kept.len() <= 4096, "kept {} bytes", kept.len());
+        assert!(
+            !kept
+                .chars()
+                .any(|c| c.is_control() && c != '\n' && c != '\t'),
+            "{kept:?}"
+        );
+        let headers: Vec<(String, String)> =
+            serde_json::from_value(entry["request_headers"].clone()).unwrap();
+        assert!(
+            headers.iter().any(|(k, v)| k == "webhook-id" && *v == id),
+            "{headers:?}"
+        );
+        let page = s
+            .http
+            .get(format!("{}/console/deliveries/{id}", s.public))
+            .header("cookie", &cookie)
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        match i {
+            0 => {
+                assert_eq!(kept.len(), 4096);
+                assert!(page.contains(&"x".repeat(4000)));
+                assert!(
+                    page.len() < 64 * 1024,
+                    "the page holds the excerpt, not the megabyte"
+                );
+            }
+            1 => {
+                assert_eq!(kept, "badrequest[31m red ]0;title\ndone");
+                assert!(!page.contains('\u{1b}') && !page.contains('\0'));
+            }
+            _ => {
+                assert!(kept.contains("<script>"), "stored as sent, as text");
+                assert!(
+                    page.contains("&lt;script&gt;document.title="),
+                    "shown escaped"
+                );
+                assert!(!page.contains("<script>document"), "never as markup");
+                assert!(!page.contains("<img src=x"), "never as markup");
+            }
+        }
+        assert!(page.contains("Response body") && page.contains("Payload"));
+    }
+}
