@@ -240,6 +240,31 @@ fn lead_id(raw: &str) -> Result<Uuid, ApiError> {
     Uuid::parse_str(raw).map_err(|_| unprocessable("lead_id must be a UUID"))
 }
 
+/// The console's one search field (`q`): a delivery id (what the receiver saw as `webhook-id`
+/// and `X-Qualifier-Delivery`), an event id or a lead id. `None` when the field is empty.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeliverySearch {
+    /// As typed (trimmed), to show back in the field.
+    pub text: String,
+    /// The id, or why the text is not one.
+    pub id: Result<Uuid, &'static str>,
+}
+
+pub const SEARCH_HINT: &str =
+    "Search takes a delivery id (the webhook-id your receiver logged), an event id or a lead id";
+
+impl DeliverySearch {
+    pub fn parse(query_string: &str) -> Option<DeliverySearch> {
+        let text = url::form_urlencoded::parse(query_string.as_bytes())
+            .find(|(k, _)| k == "q")
+            .map(|(_, v)| v.trim().to_owned())
+            .filter(|v| !v.is_empty())?;
+        // Any spelling a log may hold: upper case, braces, a urn:uuid: prefix, no hyphens.
+        let id = Uuid::parse_str(&text).map_err(|_| SEARCH_HINT);
+        Some(DeliverySearch { text, id })
+    }
+}
+
 impl DeliveryQuery {
     /// The list's query string (unknown parameters are ignored; empty ones are absent).
     pub fn parse(query_string: &str) -> Result<DeliveryQuery, ApiError> {
@@ -356,6 +381,25 @@ impl ReplayFilter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_search_field_takes_an_id_in_any_spelling_and_says_what_it_takes() {
+        let id = "0f8e2c9a-6c1d-4a57-9d55-2b1f0c7e4d10";
+        for q in [
+            format!("q={id}"),
+            format!("q=+{}+", id.to_uppercase()),
+            format!("q=%7B{id}%7D"),
+            format!("q=urn:uuid:{id}"),
+            format!("status=dead&q={}", id.replace('-', "")),
+        ] {
+            let s = DeliverySearch::parse(&q).unwrap();
+            assert_eq!(s.id, Ok(Uuid::parse_str(id).unwrap()), "{q}");
+        }
+        assert_eq!(DeliverySearch::parse("q=&status=dead"), None);
+        assert_eq!(DeliverySearch::parse("status=dead"), None);
+        let bad = DeliverySearch::parse("q=%3Cscript%3E").unwrap();
+        assert_eq!((bad.text.as_str(), bad.id), ("<script>", Err(SEARCH_HINT)));
+    }
     use serde_json::json;
 
     fn msg<T: std::fmt::Debug>(r: Result<T, ApiError>) -> String {

@@ -1,7 +1,7 @@
 //! The delivery log: one delivery per event (the outbox row), its status and its attempts.
 
-use diesel::NullableExpressionMethods;
 use diesel::sql_types::Array;
+use diesel::{BoolExpressionMethods, NullableExpressionMethods};
 use diesel::{
     ExpressionMethods, OptionalExtension, QueryDsl, Queryable, Selectable, SelectableHelper,
 };
@@ -258,6 +258,32 @@ impl Store {
         rows.truncate(limit as usize);
         let next = if more { rows.last().map(|r| r.0) } else { None };
         Ok((rows.iter().map(|r| (r.0, r.1.summary())).collect(), next))
+    }
+
+    /// The org's deliveries whose delivery id, event id or lead id is `id`, newest first (at
+    /// most `limit`): one search field for whichever id an administrator has in hand.
+    pub async fn find_deliveries(
+        &self,
+        org_id: Uuid,
+        id: Uuid,
+        limit: i64,
+    ) -> Result<Vec<Delivery>, StoreError> {
+        let mut conn = self.conn().await?;
+        let rows: Vec<DeliveryRow> = outbox::table
+            .filter(outbox::org_id.eq(org_id))
+            .filter(
+                outbox::delivery_id
+                    .eq(id)
+                    .or(outbox::event_id.eq(id))
+                    // `lead_id` is null on events of no lead: no match, as SQL's `=` says.
+                    .or(outbox::lead_id.assume_not_null().eq(id)),
+            )
+            .order(outbox::seq.desc())
+            .limit(limit)
+            .select(DeliveryRow::as_select())
+            .load(&mut conn)
+            .await?;
+        Ok(rows.iter().map(DeliveryRow::summary).collect())
     }
 
     pub async fn get_delivery(

@@ -58,7 +58,9 @@ use strum::VariantArray;
 use uuid::Uuid;
 
 use crate::error::ApiError;
-use crate::inputs::{DeliveryQuery, GraceWindow, NewToken, ReplayFilter, WebhookSettings};
+use crate::inputs::{
+    DeliveryQuery, DeliverySearch, GraceWindow, NewToken, ReplayFilter, WebhookSettings,
+};
 use crate::state::AppState;
 use pages::{DeliveryFilterForm, WebhookForm};
 
@@ -736,20 +738,36 @@ async fn deliveries_get(
             .map_or("", |t| t.as_str())
             .to_owned(),
     };
-    let before = q.before(&st.cursors, s.org_id)?;
-    let (rows, next) = st
-        .store
-        .list_deliveries(s.org_id, &q.filter, before, q.limit)
-        .await?;
-    let next = next.map(|seq| st.cursors.delivery(s.org_id, seq));
-    Ok(ok(pages::deliveries_page(
-        &s.who(),
-        &shown,
-        &rows,
-        next.as_deref(),
-        notice_text(req.query_string()),
-        error.as_deref(),
-    )))
+    let search = DeliverySearch::parse(req.query_string());
+    let (rows, next, error) = match &search {
+        // One page of matches: an id names one delivery, a lead a handful.
+        Some(DeliverySearch { id: Ok(id), .. }) => {
+            let rows = st.store.find_deliveries(s.org_id, *id, 100).await?;
+            (rows, None, error)
+        }
+        _ => {
+            let before = q.before(&st.cursors, s.org_id)?;
+            let (rows, next) = st
+                .store
+                .list_deliveries(s.org_id, &q.filter, before, q.limit)
+                .await?;
+            let next = next.map(|seq| st.cursors.delivery(s.org_id, seq));
+            (rows, next, error)
+        }
+    };
+    let hours = st.store.deliveries_by_hour(s.org_id).await?;
+    let health = st.store.endpoint_health(s.org_id).await.ok();
+    let view = pages::DeliveriesView {
+        hours: &hours,
+        health: health.as_ref(),
+        filter: &shown,
+        search: search.as_ref(),
+        rows: &rows,
+        next: next.as_deref(),
+        notice: notice_text(req.query_string()),
+        filter_error: error.as_deref(),
+    };
+    Ok(ok(pages::deliveries_page(&s.who(), &view)))
 }
 
 async fn delivery_get(

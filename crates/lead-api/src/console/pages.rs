@@ -4,7 +4,7 @@
 use maud::{DOCTYPE, Markup, html};
 use qualifier_domain::EventType;
 use qualifier_domain::health::{EndpointHealth, EndpointState};
-use qualifier_store::console::TokenListing;
+use qualifier_store::console::{HourOfDeliveries, TokenListing};
 use qualifier_store::deliveries::{Delivery, DeliveryDetail};
 use qualifier_store::webhooks::{Webhook, WebhookStatus};
 use strum::VariantArray;
@@ -304,14 +304,131 @@ pub struct DeliveryFilterForm {
     pub event_type: String,
 }
 
-pub fn deliveries_page(
-    who: &Who,
-    filter: &DeliveryFilterForm,
-    rows: &[Delivery],
-    next: Option<&str>,
-    notice: Option<&str>,
-    filter_error: Option<&str>,
-) -> Markup {
+/// What the Deliveries page shows.
+pub struct DeliveriesView<'a> {
+    pub filter: &'a DeliveryFilterForm,
+    /// The search field's content, when a search was made (its rows are the matches).
+    pub search: Option<&'a crate::inputs::DeliverySearch>,
+    pub rows: &'a [Delivery],
+    pub next: Option<&'a str>,
+    pub notice: Option<&'a str>,
+    pub filter_error: Option<&'a str>,
+    /// The last 24 hours, oldest first (`Store::deliveries_by_hour`).
+    pub hours: &'a [HourOfDeliveries],
+    pub health: Option<&'a EndpointHealth>,
+}
+
+/// Totals of the chart's 24 hours.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct DayTotals {
+    pub succeeded: i64,
+    pub failed_attempts: i64,
+    pub dead: i64,
+    pub skipped: i64,
+    pub in_progress: i64,
+}
+
+impl DayTotals {
+    pub fn of(hours: &[HourOfDeliveries]) -> DayTotals {
+        let mut t = DayTotals::default();
+        for h in hours {
+            t.succeeded += h.succeeded;
+            t.failed_attempts += h.failed_attempts;
+            t.dead += h.dead;
+            t.skipped += h.skipped;
+            t.in_progress += h.in_progress;
+        }
+        t
+    }
+
+    /// Of the deliveries that finished (succeeded or dead), the share that succeeded, in whole
+    /// percent; `None` before any finished. Skipped ones were never attempted, so they count
+    /// for neither side.
+    pub fn success_rate(&self) -> Option<i64> {
+        let finished = self.succeeded + self.dead;
+        (finished > 0).then(|| (self.succeeded * 100 + finished / 2) / finished)
+    }
+}
+
+const CHART_SLOT: i64 = 26;
+const CHART_BARS: i64 = 110;
+
+/// One hour's stacked bar, bottom up: `(y, height, count, colour, what)` of each non-empty part.
+fn stacked(
+    h: &HourOfDeliveries,
+    scale: &dyn Fn(i64) -> i64,
+) -> Vec<(i64, i64, i64, &'static str, &'static str)> {
+    let parts = [
+        (h.succeeded, "#137333", "succeeded"),
+        (h.dead, "#b3261e", "dead"),
+        (h.skipped, "#9aa0a6", "skipped"),
+        (h.in_progress, "#a8c7fa", "in progress"),
+    ];
+    let mut y = CHART_BARS;
+    parts
+        .into_iter()
+        .filter(|(n, _, _)| *n > 0)
+        .map(|(n, colour, what)| {
+            let height = scale(n).max(1);
+            y -= height;
+            (y, height, n, colour, what)
+        })
+        .collect()
+}
+
+/// The last 24 hours drawn on the server as SVG (no script, nothing the CSP has to allow):
+/// per hour a stacked bar of the deliveries created in it by outcome, and beside it a thin bar
+/// of their failed attempts. Every bar has a `title` (the numbers on hover); the sentence
+/// under the chart gives the totals as text.
+pub fn day_chart(hours: &[HourOfDeliveries]) -> Markup {
+    let top = hours
+        .iter()
+        .map(|h| (h.succeeded + h.dead + h.skipped + h.in_progress).max(h.failed_attempts))
+        .max()
+        .unwrap_or(0)
+        .max(1);
+    let scale = |n: i64| n * CHART_BARS / top;
+    let width = CHART_SLOT * hours.len() as i64;
+    html! {
+        svg.day xmlns="http://www.w3.org/2000/svg" width=(width) height=(CHART_BARS + 22)
+            viewBox=(format!("0 0 {width} {}", CHART_BARS + 22)) role="img"
+            aria-label="Deliveries per hour over the last 24 hours, by outcome" {
+            line x1="0" y1=(CHART_BARS) x2=(width) y2=(CHART_BARS) stroke="#c4c7c5" {}
+            @for (i, h) in hours.iter().enumerate() {
+                @let x = i as i64 * CHART_SLOT + 2;
+                @let hour = format!("{:02}:00", h.hour.hour());
+                @for (y, height, n, colour, what) in stacked(h, &scale) {
+                    rect x=(x) y=(y) width="16" height=(height) fill=(colour) {
+                        title { (hour) " UTC: " (n) " " (what) }
+                    }
+                }
+                @if h.failed_attempts > 0 {
+                    @let height = scale(h.failed_attempts).max(1);
+                    rect x=(x + 17) y=(CHART_BARS - height) width="6" height=(height) fill="#f9ab00" {
+                        title { (hour) " UTC: " (h.failed_attempts) " failed attempts" }
+                    }
+                }
+                @if i % 6 == 0 {
+                    text x=(x) y=(CHART_BARS + 16) font-size="11" fill="#444746" { (hour) }
+                }
+            }
+        }
+    }
+}
+
+pub fn deliveries_page(who: &Who, v: &DeliveriesView) -> Markup {
+    let DeliveriesView {
+        filter,
+        search,
+        rows,
+        next,
+        notice,
+        filter_error,
+        hours,
+        health,
+    } = *v;
+    let totals = DayTotals::of(hours);
+    let search_error = search.and_then(|s| s.id.err());
     const STATUSES: [&str; 5] = ["pending", "succeeded", "failed", "dead", "skipped"];
     let next_href = next.map(|c| {
         let mut q = url::form_urlencoded::Serializer::new(String::new());
@@ -326,6 +443,49 @@ pub fn deliveries_page(
     });
     let content = html! {
         @if let Some(n) = notice { p.notice role="status" { (n) } }
+        figure.chart {
+            figcaption { "Last 24 hours" }
+            (day_chart(hours))
+            p.legend aria-hidden="true" {
+                span.l-succeeded { "succeeded" } span.l-dead { "dead" } span.l-skipped { "skipped" }
+                span.l-failed { "failed attempts" }
+            }
+            p data-day-totals data-succeeded=(totals.succeeded) data-failed-attempts=(totals.failed_attempts)
+                data-dead=(totals.dead) data-skipped=(totals.skipped) data-in-progress=(totals.in_progress) {
+                strong { (totals.succeeded) } " succeeded, "
+                strong { (totals.failed_attempts) } " failed attempts, "
+                strong { (totals.dead) } " dead, "
+                strong { (totals.skipped) } " skipped"
+                @if totals.in_progress > 0 { ", " strong { (totals.in_progress) } " in progress" }
+                " · success rate "
+                @match totals.success_rate() {
+                    Some(r) => strong data-success-rate=(r) { (r) "%" },
+                    None => "n/a (nothing finished)",
+                }
+            }
+            @if let Some(h) = health {
+                p data-endpoint-state=(h.state.as_str()) {
+                    "Endpoint: "
+                    @match h.state {
+                        EndpointState::Healthy => span.status.status-succeeded { "healthy" },
+                        EndpointState::Failing => span.status.status-failed { "failing" },
+                        EndpointState::Disabled => span.status.status-dead { "disabled" },
+                    }
+                    @if let Some(t) = h.failing_since { " since " (ts(t)) }
+                    " · " a href="/console" { "Webhook settings" }
+                }
+            }
+        }
+        form.search method="get" action="/console/deliveries" role="search" {
+            label for="q" { "Search" }
+            input id="q" name="q" type="search" value=(search.map_or("", |s| s.text.as_str()))
+                placeholder="delivery id (webhook-id), event id or lead id"
+                aria-invalid=[search_error.map(|_| "true")]
+                aria-describedby=[search_error.map(|_| "q-error")];
+            button type="submit" { "Search" }
+            @if search.is_some() { a href="/console/deliveries" { "Clear" } }
+            @if let Some(e) = search_error { p.error id="q-error" role="alert" { (e) } }
+        }
         form method="get" action="/console/deliveries" {
             div.field {
                 label for="status" { "Status" }
@@ -348,10 +508,18 @@ pub fn deliveries_page(
         }
         p { a href="/console/deliveries/replay-dead" { "Replay all dead" } " — shows how many first." }
         @if rows.is_empty() {
-            p { "No deliveries." }
+            @if search.is_some_and(|s| s.id.is_ok()) {
+                p { "No delivery of this organisation has that delivery, event or lead id." }
+            } @else {
+                p { "No deliveries." }
+            }
         } @else {
             table {
-                caption { "Deliveries, newest first" }
+                @if search.is_some_and(|s| s.id.is_ok()) {
+                    caption { "Deliveries matching " code { (search.map_or("", |s| s.text.as_str())) } }
+                } @else {
+                    caption { "Deliveries, newest first" }
+                }
                 thead { tr { th scope="col" { "Created" } th scope="col" { "Event" } th scope="col" { "Status" } th scope="col" { "Attempts" } th scope="col" { "Last response" } } }
                 tbody {
                     @for d in rows {
@@ -478,4 +646,64 @@ pub fn replay_dead_page(who: &Who, count: usize, rate: u32) -> Markup {
         p { a href="/console/deliveries" { "Back to deliveries" } }
     };
     layout("Replay all dead", Nav::Deliveries, who, content)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hour(i: i64, succeeded: i64, dead: i64, failed_attempts: i64) -> HourOfDeliveries {
+        HourOfDeliveries {
+            hour: OffsetDateTime::UNIX_EPOCH + time::Duration::hours(i),
+            succeeded,
+            dead,
+            skipped: 0,
+            in_progress: 0,
+            failed_attempts,
+        }
+    }
+
+    #[test]
+    fn the_day_chart_draws_each_hour_to_scale_with_its_numbers() {
+        let mut hours: Vec<_> = (0..24).map(|i| hour(i, 0, 0, 0)).collect();
+        hours[3] = hour(3, 8, 2, 10);
+        hours[23] = hour(23, 4, 0, 0);
+        let svg = day_chart(&hours).into_string();
+        assert!(svg.starts_with("<svg"), "{svg}");
+        assert!(
+            !svg.contains("<script") && !svg.contains("style="),
+            "nothing the CSP blocks"
+        );
+        // The tallest column (10 deliveries, 10 failed attempts) fills the 110 px.
+        assert!(
+            svg.contains(r##"height="88" fill="#137333""##),
+            "8 of 10: {svg}"
+        );
+        assert!(svg.contains(r##"height="22" fill="#b3261e""##), "2 of 10");
+        assert!(svg.contains(r##"width="6" height="110" fill="#f9ab00""##));
+        assert!(
+            svg.contains("03:00 UTC: 8 succeeded") && svg.contains("03:00 UTC: 10 failed attempts")
+        );
+        assert_eq!(svg.matches("<rect").count(), 4);
+        let t = DayTotals::of(&hours);
+        assert_eq!((t.succeeded, t.dead, t.failed_attempts), (12, 2, 10));
+        assert_eq!(t.success_rate(), Some(86), "12 of 14, rounded");
+        assert_eq!(DayTotals::default().success_rate(), None);
+        // An empty day still draws its axis and hour labels, and divides by nothing.
+        let empty = day_chart(
+            &hours
+                .iter()
+                .map(|h| hour(h.hour.hour() as i64, 0, 0, 0))
+                .collect::<Vec<_>>(),
+        )
+        .into_string();
+        assert_eq!(empty.matches("<rect").count(), 0);
+        assert_eq!(empty.matches("<text").count(), 4);
+    }
+
+    #[test]
+    fn replays_are_labelled_by_their_number() {
+        assert_eq!(attempt_label(0, 3), "Attempt 3");
+        assert_eq!(attempt_label(2, 1), "Replay 2, attempt 1");
+    }
 }
