@@ -156,7 +156,12 @@ else:
     for dirpath, dirnames, filenames in os.walk(ROOT):
         rel_dir = os.path.relpath(dirpath, ROOT)
         rel_dir = "" if rel_dir == "." else rel_dir
-        dirnames[:] = [d for d in dirnames if not ignored(f"{rel_dir}/{d}".lstrip("/"), pats)]
+        # Docker walks into an excluded directory when a `!` pattern may re-include something
+        # under it; so does this.
+        def keep(d):
+            rel = f"{rel_dir}/{d}".lstrip("/")
+            return not ignored(rel, pats) or any(neg and p.startswith(rel + "/") for neg, p in pats)
+        dirnames[:] = [d for d in dirnames if keep(d)]
         for f in filenames:
             rel = f"{rel_dir}/{f}".lstrip("/")
             if ignored(rel, pats):

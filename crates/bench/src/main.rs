@@ -509,6 +509,7 @@ async fn api_phase(o: &Opts, sink: &Sink) -> anyhow::Result<Value> {
         replay_rate_per_second: 50,
         console_base_url: None,
         max_page_bytes: lead_api::page::DEFAULT_MAX_PAGE_BYTES,
+        console_frame_ancestors: Vec::new(),
     };
     let api = lead_api::start(cfg).await?;
     env.internal = format!("http://{}", api.internal_addr);

@@ -39,6 +39,27 @@ named_enum! {
     }
 }
 
+impl EventType {
+    /// When it fires, in the seed's words (section 6); the console's event catalogue shows it.
+    pub fn description(self) -> &'static str {
+        match self {
+            EventType::LeadCreated => {
+                "A new inbound contact created a lead. Never fires for leads created through the API."
+            }
+            EventType::LeadUpdated => "Contact info or profile fields changed.",
+            EventType::LeadStageChanged => {
+                "qualification_stage transitioned, in any direction; data.previous_stage is the stage before. Closing a lead (PATCH with status closed) sends it with stage closed."
+            }
+            EventType::LeadQualified => {
+                "The stage moved into qualified; always together with a lead.stage_changed."
+            }
+            EventType::HandoffCreated => "The AI requested a human takeover.",
+            EventType::HandoffAccepted => "An operator took the handoff.",
+            EventType::HandoffReleased => "The operator handed the lead back to the AI.",
+        }
+    }
+}
+
 /// `data`: the lead snapshot plus the event's own fields. Field order matches `events.md`.
 #[derive(Debug, Clone, Serialize)]
 pub struct EventData {

@@ -306,12 +306,14 @@ pub async fn start(cfg: ApiConfig) -> anyhow::Result<RunningApi> {
     tokio::spawn(watch_readiness(state.clone(), shutdown.clone()));
 
     let st = state.clone();
+    let frame_ancestors = cfg.console_frame_ancestors.clone();
     let public = HttpServer::new(move || {
+        let frame_ancestors = frame_ancestors.clone();
         app!(
             st,
-            |cfg: &mut web::ServiceConfig| {
+            move |cfg: &mut web::ServiceConfig| {
                 crate::public::routes(cfg);
-                crate::console::routes(cfg);
+                crate::console::routes(cfg, &frame_ancestors);
             },
             readyz_cached
         )

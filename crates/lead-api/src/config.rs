@@ -82,6 +82,14 @@ pub struct ApiArgs {
     /// Where console sign-in links point [default: the public listener's address]
     #[arg(long, env = "QUALIFIER_CONSOLE_BASE_URL", hide_env_values = true)]
     pub console_base_url: Option<String>,
+    /// Origins allowed to embed the console in a frame, comma-separated (for example your
+    /// product's https://app.example.com) [default: none, the console refuses every frame]
+    #[arg(
+        long,
+        env = "QUALIFIER_CONSOLE_FRAME_ANCESTORS",
+        hide_env_values = true
+    )]
+    pub console_frame_ancestors: Option<String>,
     #[command(flatten)]
     pub telemetry: TelemetryArgs,
 }
@@ -119,6 +127,9 @@ pub struct ApiConfig {
     pub console_base_url: Option<String>,
     /// `QUALIFIER_MAX_PAGE_BYTES`: the byte budget of one list page (contract section 11).
     pub max_page_bytes: usize,
+    /// `QUALIFIER_CONSOLE_FRAME_ANCESTORS`: the origins that may frame the console (empty:
+    /// none may).
+    pub console_frame_ancestors: Vec<String>,
 }
 
 impl ApiConfig {
@@ -184,6 +195,10 @@ impl ApiConfig {
             console_base_url: optional(&a.console_base_url)
                 .map(console_base_url)
                 .transpose()?,
+            console_frame_ancestors: optional(&a.console_frame_ancestors)
+                .map(frame_ancestors)
+                .transpose()?
+                .unwrap_or_default(),
             http_workers: match optional(&a.http_workers) {
                 Some(n) => positive("QUALIFIER_HTTP_WORKERS", n)? as usize,
                 None => std::thread::available_parallelism().map_or(2, |n| n.get()),
@@ -202,10 +217,73 @@ fn console_base_url(u: &str) -> Result<String, EnvError> {
     Ok(u.to_owned())
 }
 
+/// Each entry must be an origin (scheme, host, optional port), as CSP's `frame-ancestors`
+/// takes it; the origin is what goes into the header, re-serialized, so nothing a value holds
+/// besides it (a `;`, a path, a quote) can reach the policy.
+fn frame_ancestors(raw: &str) -> Result<Vec<String>, EnvError> {
+    const VAR: &str = "QUALIFIER_CONSOLE_FRAME_ANCESTORS";
+    raw.split([',', ' '])
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            let u = url::Url::parse(s).map_err(|_| {
+                EnvError::new(
+                    VAR,
+                    format!("holds {s:?}, which is not an origin such as https://app.example.com"),
+                )
+            })?;
+            let bare = u.path() == "/"
+                && u.query().is_none()
+                && u.fragment().is_none()
+                && u.username().is_empty()
+                && u.password().is_none();
+            if !matches!(u.scheme(), "https" | "http") || !bare || u.host().is_none() {
+                return Err(EnvError::new(
+                    VAR,
+                    format!("holds {s:?}, which is not an origin such as https://app.example.com"),
+                ));
+            }
+            Ok(u.origin().ascii_serialization())
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use clap::Parser;
+
+    #[test]
+    fn frame_ancestors_are_origins_and_nothing_else() {
+        let c = ApiConfig::from_args(&args(&[
+            "--console-frame-ancestors=https://app.example.com, https://EU.example.com:8443",
+        ]))
+        .unwrap();
+        assert_eq!(
+            c.console_frame_ancestors,
+            ["https://app.example.com", "https://eu.example.com:8443"]
+        );
+        assert!(
+            ApiConfig::from_args(&args(&[]))
+                .unwrap()
+                .console_frame_ancestors
+                .is_empty()
+        );
+        for bad in [
+            "*",
+            "https://app.example.com/settings",
+            "https://app.example.com;script-src *",
+            "javascript:alert(1)",
+            "'self'",
+            "https://u:p@app.example.com",
+        ] {
+            let e = ApiConfig::from_args(&args(&[&format!("--console-frame-ancestors={bad}")]))
+                .unwrap_err();
+            assert!(
+                e.to_string().contains("QUALIFIER_CONSOLE_FRAME_ANCESTORS"),
+                "{bad}: {e}"
+            );
+        }
+    }
 
     fn args(extra: &[&str]) -> ApiArgs {
         let base = [

@@ -44,6 +44,7 @@
 //! let _ = post(revoke);
 //! ```
 
+mod catalogue;
 mod pages;
 
 use actix_web::cookie::{Cookie, SameSite};
@@ -99,13 +100,35 @@ fn cookie_for(secure: bool, value: String) -> Cookie<'static> {
 const CSS: &str = include_str!("static/console.css");
 const JS: &str = include_str!("static/console.js");
 
-pub fn routes(cfg: &mut web::ServiceConfig) {
+/// The console's security headers. By default no page may be framed (`frame-ancestors
+/// 'none'`, and `X-Frame-Options: DENY` for browsers before CSP 2). With
+/// `QUALIFIER_CONSOLE_FRAME_ANCESTORS`, exactly those origins may frame it, and X-Frame-Options
+/// is left out: it cannot name an origin, and `DENY` would win over the CSP in old browsers.
+fn security_headers(frame_ancestors: &[String]) -> DefaultHeaders {
+    let headers = DefaultHeaders::new();
+    if frame_ancestors.is_empty() {
+        headers
+            .add((
+                header::CONTENT_SECURITY_POLICY,
+                "default-src 'self'; frame-ancestors 'none'",
+            ))
+            .add((header::X_FRAME_OPTIONS, "DENY"))
+    } else {
+        headers.add((
+            header::CONTENT_SECURITY_POLICY,
+            format!(
+                "default-src 'self'; frame-ancestors {}",
+                frame_ancestors.join(" ")
+            ),
+        ))
+    }
+}
+
+pub fn routes(cfg: &mut web::ServiceConfig, frame_ancestors: &[String]) {
     cfg.service(
         web::scope("/console")
             .wrap(
-                DefaultHeaders::new()
-                    .add((header::CONTENT_SECURITY_POLICY, "default-src 'self'"))
-                    .add((header::X_FRAME_OPTIONS, "DENY"))
+                security_headers(frame_ancestors)
                     .add((header::REFERRER_POLICY, "no-referrer"))
                     .add((header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
                     .add((header::CACHE_CONTROL, "no-store")),
@@ -121,6 +144,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .route("/tokens", web::get().to(tokens_get))
             .route("/tokens", post(tokens_create))
             .route("/tokens/{id}/revoke", post(tokens_revoke))
+            .route("/events", web::get().to(events_get))
+            .route("/events/test", post(events_test))
             .route("/deliveries", web::get().to(deliveries_get))
             .route("/deliveries/replay-dead", web::get().to(replay_dead_get))
             .route("/deliveries/replay-dead", post(replay_dead_post))
@@ -656,6 +681,34 @@ async fn webhook_rotate(f: CsrfForm, st: web::Data<AppState>) -> Result<Posted> 
 
 async fn webhook_test(f: CsrfForm, st: web::Data<AppState>) -> Result<Posted> {
     let id = st.store.send_test_event(f.session.org_id, None).await?;
+    Ok(f.answer(see_other(&format!("/console/deliveries/{id}"))))
+}
+
+// --- Event catalogue -----------------------------------------------------------------------
+
+async fn events_get(s: ConsoleSession, st: web::Data<AppState>) -> Result<HttpResponse> {
+    let subscribed = st
+        .store
+        .get_webhook(s.org_id)
+        .await?
+        .map(|w| w.event_types)
+        .unwrap_or_default();
+    Ok(ok(catalogue::catalogue_page(
+        &s.who(),
+        s.org_id,
+        &st.store.app_base_url,
+        &subscribed,
+    )))
+}
+
+/// `Send test event` for one type: sent even if the webhook is not subscribed to it.
+async fn events_test(f: CsrfForm, st: web::Data<AppState>) -> Result<Posted> {
+    let t = f
+        .form
+        .get("event_type")
+        .and_then(|t| t.parse::<EventType>().ok())
+        .ok_or(ConsoleError::NotFound("Event type not found"))?;
+    let id = st.store.send_test_event(f.session.org_id, Some(t)).await?;
     Ok(f.answer(see_other(&format!("/console/deliveries/{id}"))))
 }
 

@@ -16,6 +16,7 @@ pub enum Nav {
     Webhook,
     Tokens,
     Deliveries,
+    Events,
 }
 
 fn ts(t: OffsetDateTime) -> String {
@@ -58,6 +59,7 @@ pub fn layout(title: &str, nav: Nav, who: &Who, content: Markup) -> Markup {
                         (link(Nav::Webhook, "/console", "Webhook"))
                         (link(Nav::Tokens, "/console/tokens", "API tokens"))
                         (link(Nav::Deliveries, "/console/deliveries", "Deliveries"))
+                        (link(Nav::Events, "/console/events", "Event types"))
                     }
                     form method="post" action="/console/logout" {
                         input type="hidden" name="csrf" value=(who.csrf);

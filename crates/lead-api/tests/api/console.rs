@@ -105,7 +105,10 @@ pub(crate) async fn post(
 
 fn assert_headers(r: &reqwest::Response, path: &str) {
     let h = r.headers();
-    assert_eq!(h["content-security-policy"], "default-src 'self'", "{path}");
+    assert_eq!(
+        h["content-security-policy"], "default-src 'self'; frame-ancestors 'none'",
+        "{path}"
+    );
     assert_eq!(h["x-frame-options"], "DENY", "{path}");
     assert_eq!(h["referrer-policy"], "no-referrer", "{path}");
 }
@@ -743,4 +746,40 @@ async fn the_console_names_its_org_and_asks_before_switching() {
         "the old one is gone"
     );
     assert_eq!(get(&app, Some(&cookie_b2), "/console").await.0, 200);
+}
+
+/// `QUALIFIER_CONSOLE_FRAME_ANCESTORS` (issue 25): the listed origins may frame every console
+/// page, others may not (the browser test loads it from both); X-Frame-Options is left out,
+/// since `DENY` would override the list in browsers that know both.
+#[tokio::test(flavor = "multi_thread")]
+async fn listed_origins_may_frame_the_console_and_no_other() {
+    let app = TestApp::spawn_with(|c| {
+        c.console_frame_ancestors = vec![
+            "https://app.example.com".into(),
+            "https://eu.example.com:8443".into(),
+        ]
+    })
+    .await;
+    let (org, _) = app.org().await;
+    let cookie = sign_in(&app, &org).await;
+    for path in [
+        "/console",
+        "/console/deliveries",
+        "/console/events",
+        "/console/nowhere",
+    ] {
+        let r = browser()
+            .get(format!("{}{path}", app.public))
+            .header(header::COOKIE, &cookie)
+            .send()
+            .await
+            .unwrap();
+        let h = r.headers();
+        assert_eq!(
+            h["content-security-policy"],
+            "default-src 'self'; frame-ancestors https://app.example.com https://eu.example.com:8443",
+            "{path}"
+        );
+        assert!(h.get("x-frame-options").is_none(), "{path}");
+    }
 }

@@ -137,6 +137,7 @@ async fn console_session_refuses_every_page_when_signed_out() {
         "/console",
         "/console/tokens",
         "/console/deliveries",
+        "/console/events",
         "/console/deliveries/replay-dead",
         &format!("/console/deliveries/{ZERO}"),
     ] {
@@ -166,6 +167,7 @@ async fn csrf_form_refuses_every_action_without_the_sessions_token() {
         "/console/webhook/rotate",
         "/console/webhook/test",
         "/console/webhook/check",
+        "/console/events/test",
         "/console/tokens",
         &format!("/console/tokens/{ZERO}/revoke"),
         "/console/deliveries/replay-dead",
