@@ -7,11 +7,15 @@ screenshot of each page into the given directory.
 
   console-browser.py setup  <sign-in url> <endpoint url> <screenshot dir>
   console-browser.py replay <sign-in url> <screenshot dir>
+  console-browser.py debug  <sign-in url> <delivery id> <screenshot dir>
+                            <allowed port> <frame sign-in url> <refused port> <frame sign-in url>
 """
 
+import http.server
 import json
 import shutil
 import sys
+import threading
 import time
 
 from playwright.sync_api import expect, sync_playwright
@@ -117,7 +121,7 @@ def replay(login, shots):
         rows.first.click()
         expect(page.get_by_role("heading", name="Attempts")).to_be_visible()
         out["replayed_one"] = page.url.rsplit("/", 1)[-1]
-        out["attempts_shown"] = page.locator("ol.timeline li").count()
+        out["attempts_shown"] = page.locator("[data-attempt]").count()
         shot(page, shots, "delivery-dead")
         page.get_by_role("button", name="Replay").click()
         expect(page.get_by_role("status")).to_contain_text("Queued again")
@@ -134,11 +138,99 @@ def replay(login, shots):
     return out
 
 
+def frame_host(port, src):
+    """A page on http://127.0.0.1:<port> (another origin than the console) that frames `src`,
+    as a product's own settings page would."""
+    html = (f'<!doctype html><title>Product settings</title><h1>Integrations</h1>'
+            f'<iframe src="{src}" width="1000" height="700"></iframe>').encode()
+
+    class Page(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.end_headers()
+            self.wfile.write(html)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", int(port)), Page)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def debug(login, delivery_id, shots, allowed_port, allowed_src, refused_port, refused_src):
+    out = {}
+    with sync_playwright() as p:
+        b = browser(p)
+        page = b.new_context(viewport={"width": 1100, "height": 900}).new_page()
+        sign_in(page, login)
+        page.get_by_role("link", name="Deliveries", exact=True).click()
+        totals = page.locator("[data-day-totals]")
+        expect(totals).to_be_visible()
+        out["chart_bars"] = page.locator("svg.day rect").count()
+        out["totals"] = {k: int(totals.get_attribute(f"data-{k}")) for k in
+                         ["succeeded", "failed-attempts", "dead", "skipped", "in-progress"]}
+        rate = page.locator("[data-success-rate]")
+        out["success_rate"] = int(rate.get_attribute("data-success-rate")) if rate.count() else None
+        shot(page, shots, "deliveries-chart")
+
+        # The id from the receiver's log, pasted in upper case as some loggers print it.
+        page.get_by_label("Search").fill(delivery_id.upper())
+        page.get_by_role("button", name="Search").click()
+        rows = page.locator("tbody tr")
+        out["search_rows"] = rows.count()
+        shot(page, shots, "deliveries-search")
+        rows.first.locator("a").click()
+        expect(page.get_by_role("heading", name="Payload")).to_be_visible()
+        out["delivery_page_id"] = page.locator("[data-delivery-id]").inner_text().strip()
+        out["payload"] = page.locator("[data-payload]").inner_text()
+        out["attempt_labels"] = [t.strip() for t in
+                                 page.locator("[data-attempt-label]").all_inner_texts()]
+        # Response bodies are in <details>, open for failed attempts.
+        out["response_bodies"] = page.locator("[data-response-body]").all_text_contents()
+        shot(page, shots, "delivery-debug")
+
+        page.get_by_role("link", name="Event types").click()
+        expect(page.get_by_role("heading", name="Event types")).to_be_visible()
+        sections = page.locator("[data-event-type]")
+        out["catalogue_types"] = [sections.nth(i).get_attribute("data-event-type")
+                                  for i in range(sections.count())]
+        accepted = page.locator('[data-event-type="handoff.accepted"]')
+        accepted.get_by_text("Schema", exact=True).click()
+        out["schema_title"] = json.loads(accepted.locator("[data-schema]").inner_text())["title"]
+        shot(page, shots, "event-types")
+        accepted.get_by_role("button", name="Send test event").click()
+        expect(page.get_by_role("heading", name="Delivery")).to_be_visible()
+        out["test_delivery"] = page.url.rsplit("/", 1)[-1]
+        wait_for_text(page, "succeeded")
+        out["test_event_type"] = json.loads(page.locator("[data-payload]").inner_text())["type"]
+
+        # Embedded in the product's settings page: allowed from one origin, not from another.
+        servers = [frame_host(allowed_port, allowed_src), frame_host(refused_port, refused_src)]
+        for name, port in [("allowed", allowed_port), ("refused", refused_port)]:
+            host = b.new_context(viewport={"width": 1100, "height": 900}).new_page()
+            host.goto(f"http://127.0.0.1:{port}/")
+            heading = host.frame_locator("iframe").get_by_role("heading", name="Webhook")
+            try:
+                expect(heading).to_be_visible(timeout=5000)
+                out[f"framed_{name}"] = True
+            except AssertionError:
+                out[f"framed_{name}"] = False
+            shot(host, shots, f"embedded-{name}")
+        for srv in servers:
+            srv.shutdown()
+        b.close()
+    return out
+
+
 def main():
     if len(sys.argv) == 5 and sys.argv[1] == "setup":
         out = setup(sys.argv[2], sys.argv[3], sys.argv[4])
     elif len(sys.argv) == 4 and sys.argv[1] == "replay":
         out = replay(sys.argv[2], sys.argv[3])
+    elif len(sys.argv) == 9 and sys.argv[1] == "debug":
+        out = debug(*sys.argv[2:])
     else:
         sys.exit(__doc__)
     print(json.dumps(out))

@@ -446,7 +446,7 @@ pub fn deliveries_page(who: &Who, v: &DeliveriesView) -> Markup {
     let content = html! {
         @if let Some(n) = notice { p.notice role="status" { (n) } }
         figure.chart {
-            figcaption { "Last 24 hours" }
+            figcaption { "Last 24 hours (UTC)" }
             (day_chart(hours))
             p.legend aria-hidden="true" {
                 span.l-succeeded { "succeeded" } span.l-dead { "dead" } span.l-skipped { "skipped" }
@@ -584,8 +584,9 @@ pub fn delivery_page(
         @if attempts.is_empty() {
             p { "No attempt yet." }
         } @else {
-            ol.timeline {
-                // Newest first: the one being debugged is usually the last.
+            // Newest first (the one being debugged is usually the last); a list without
+            // numbers, since each entry is labelled with its own.
+            ul.timeline {
                 @for (a, (replay, n)) in attempts.iter().zip(numbers.iter().copied()).rev() {
                     li data-attempt {
                         p {

@@ -161,3 +161,136 @@ async fn an_administrator_sets_up_webhooks_and_recovers_dead_deliveries_in_the_b
     want.sort();
     assert_eq!(resent, want, "each came back under its own delivery id");
 }
+
+/// Issue 25, the morning after a receiver misbehaved: the administrator finds the delivery by
+/// the id in the receiver's log, reads the payload and, per attempt, what the receiver answered
+/// (attempts numbered by replay), sees the last day's chart agree with the API, sends a test
+/// event of a chosen type from the catalogue, and the console opens framed in the product's
+/// settings page (an allowed origin) but not in another.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_administrator_debugs_a_failing_receiver_in_the_browser() {
+    let [allowed, refused] = qualifier_testkit::free_ports::<2>();
+    let s = Stack::start_tuned(
+        |c| c.console_frame_ancestors = vec![format!("http://127.0.0.1:{allowed}")],
+        |_| {},
+    )
+    .await;
+    let shots = shots_dir().to_string_lossy().into_owned();
+    let error_body = r#"{"error":"crm_unavailable","detail":"HubSpot token expired"}"#;
+
+    // Two delivered, then one that dies against a receiver answering a JSON error.
+    s.inbound("+447700900801").await;
+    s.inbound("+447700900802").await;
+    s.receiver.wait_for(2, WAIT).await;
+    s.receiver
+        .set_answer_body(Some((error_body.as_bytes().to_vec(), "application/json")));
+    s.receiver.set_behaviour(Behaviour::Status(500));
+    s.inbound("+447700900803").await;
+    let got = s.receiver.wait_for(7, WAIT).await;
+    let id = got[6].header("webhook-id").to_owned();
+    s.wait_status(&id, "dead", WAIT).await;
+    // The receiver is fixed; the delivery is replayed and goes through.
+    s.receiver.set_answer_body(None);
+    s.receiver.set_behaviour(Behaviour::Ok);
+    s.call(
+        Method::POST,
+        &format!("/internal/v1/orgs/{}/deliveries/{id}/replay", s.org),
+        None,
+    )
+    .await;
+    s.wait_status(&id, "succeeded", WAIT).await;
+
+    let page = browser(vec![
+        "debug".into(),
+        sign_in_link(&s).await,
+        id.clone(),
+        shots,
+        allowed.to_string(),
+        sign_in_link(&s).await,
+        refused.to_string(),
+        sign_in_link(&s).await,
+    ])
+    .await;
+
+    // Found by the receiver-side webhook-id.
+    assert_eq!(page["search_rows"], 1, "{page}");
+    assert_eq!(page["delivery_page_id"], id.as_str());
+    let payload: serde_json::Value =
+        serde_json::from_str(page["payload"].as_str().unwrap()).unwrap();
+    let sent: serde_json::Value = serde_json::from_slice(&got[6].body).unwrap();
+    assert_eq!(payload, sent, "the payload shown is the one sent");
+    // Newest first: the replay's attempt, then the five that failed.
+    assert_eq!(
+        page["attempt_labels"],
+        json!([
+            "Replay 1, attempt 1",
+            "Attempt 5",
+            "Attempt 4",
+            "Attempt 3",
+            "Attempt 2",
+            "Attempt 1"
+        ])
+    );
+    let bodies = page["response_bodies"].as_array().unwrap();
+    assert_eq!(bodies.len(), 6, "{page}");
+    assert_eq!(bodies[0], "ok");
+    for b in &bodies[1..] {
+        assert_eq!(b, error_body, "what the receiver answered, per attempt");
+    }
+    // The chart's totals are the API's list of the same day (the page was read before the
+    // catalogue's test event).
+    let test_id = page["test_delivery"].as_str().unwrap();
+    let list: Vec<Value> = s
+        .deliveries()
+        .await
+        .into_iter()
+        .filter(|d| d["id"] != test_id)
+        .collect();
+    let count = |status: &str| list.iter().filter(|d| d["status"] == status).count() as i64;
+    let failed_attempts: i64 = {
+        let d = s.delivery_in(&s.org, &id).await;
+        d["attempt_log"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| !e["error"].is_null())
+            .count() as i64
+    };
+    let totals = &page["totals"];
+    assert_eq!(totals["succeeded"], count("succeeded"), "{page}");
+    assert_eq!(totals["dead"], count("dead"));
+    assert_eq!(totals["skipped"], count("skipped"));
+    assert_eq!(totals["failed-attempts"], failed_attempts);
+    assert_eq!(totals["succeeded"], 3);
+    assert_eq!(
+        page["success_rate"], 100,
+        "every finished delivery succeeded"
+    );
+    assert!(page["chart_bars"].as_i64().unwrap() >= 2, "{page}");
+    // The catalogue lists every type; its test event is of the type chosen.
+    assert_eq!(
+        page["catalogue_types"],
+        json!([
+            "lead.created",
+            "lead.updated",
+            "lead.stage_changed",
+            "lead.qualified",
+            "handoff.created",
+            "handoff.accepted",
+            "handoff.released"
+        ])
+    );
+    assert_eq!(page["schema_title"], "handoff.accepted");
+    assert_eq!(page["test_event_type"], "handoff.accepted");
+    let test = s
+        .receiver
+        .received()
+        .into_iter()
+        .find(|r| r.header("webhook-id") == test_id)
+        .expect("the catalogue's test event arrived");
+    assert_eq!(test.header("x-qualifier-event"), "handoff.accepted");
+    assert_eq!(test.header("x-qualifier-test"), "true");
+    // Framed: by the allowed origin it loads, by another the browser refuses it.
+    assert_eq!(page["framed_allowed"], true, "{page}");
+    assert_eq!(page["framed_refused"], false, "{page}");
+}
