@@ -201,29 +201,15 @@ async fn main() -> anyhow::Result<()> {
         "services never became ready"
     );
     let base = format!("http://127.0.0.1:{internal}/internal/v1");
-    let org = http
-        .post(format!("{base}/orgs"))
-        .bearer_auth(INTERNAL_TOKEN)
-        .json(&json!({"name": "Chaos"}))
-        .send()
-        .await?
-        .json::<Value>()
-        .await?["org"]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let hook = http
-        .put(format!("{base}/orgs/{org}/webhook"))
-        .bearer_auth(INTERNAL_TOKEN)
-        .json(
-            &json!({"url": format!("https://127.0.0.1:{proxy_port}/hooks/qualifier"),
-            "event_types": ["lead.created"], "enabled": true}),
-        )
-        .send()
-        .await?
-        .json::<Value>()
-        .await?;
-    receiver.set_secrets(vec![hook["signing_secret"].as_str().unwrap().to_owned()]);
+    let (org, secret) = qualifier_testkit::procs::org_with_webhook(
+        &http,
+        &base,
+        INTERNAL_TOKEN,
+        "Chaos",
+        &format!("https://127.0.0.1:{proxy_port}/hooks/qualifier"),
+    )
+    .await?;
+    receiver.set_secrets(vec![secret]);
 
     // The producer: one new lead (one lead.created) per request; a request that fails is sent
     // again (a known phone creates nothing twice), so every lead is committed exactly once.

@@ -84,3 +84,40 @@ pub async fn wait_ready_state(
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+/// Through the internal API at `base` (`http://…/internal/v1`): a new org named `name` whose
+/// webhook sends `lead.created` to `hook_url`. Its id and the webhook's signing secret.
+pub async fn org_with_webhook(
+    http: &reqwest::Client,
+    base: &str,
+    internal_token: &str,
+    name: &str,
+    hook_url: &str,
+) -> Result<(String, String), reqwest::Error> {
+    let org: serde_json::Value = http
+        .post(format!("{base}/orgs"))
+        .bearer_auth(internal_token)
+        .json(&serde_json::json!({ "name": name }))
+        .send()
+        .await?
+        .error_for_status()?
+        .json()
+        .await?;
+    let org = org["org"]["id"].as_str().unwrap_or_default().to_owned();
+    let hook: serde_json::Value = http
+        .put(format!("{base}/orgs/{org}/webhook"))
+        .bearer_auth(internal_token)
+        .json(
+            &serde_json::json!({"url": hook_url, "event_types": ["lead.created"], "enabled": true}),
+        )
+        .send()
+        .await?
+        .error_for_status()?
+        .json()
+        .await?;
+    let secret = hook["signing_secret"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    Ok((org, secret))
+}

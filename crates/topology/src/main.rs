@@ -170,31 +170,15 @@ impl Env {
             "the services never became ready"
         );
         let base = format!("http://127.0.0.1:{internal}/internal/v1");
-        let org = http
-            .post(format!("{base}/orgs"))
-            .bearer_auth(INTERNAL_TOKEN)
-            .json(&json!({"name": format!("Topology {prefix}")}))
-            .send()
-            .await?
-            .json::<Value>()
-            .await?["org"]["id"]
-            .as_str()
-            .context("an org id")?
-            .to_owned();
-        let hook = http
-            .put(format!("{base}/orgs/{org}/webhook"))
-            .bearer_auth(INTERNAL_TOKEN)
-            .json(&json!({"url": rx.url, "event_types": ["lead.created"], "enabled": true}))
-            .send()
-            .await?
-            .json::<Value>()
-            .await?;
-        rx.set_secrets(vec![
-            hook["signing_secret"]
-                .as_str()
-                .context("a signing secret")?
-                .to_owned(),
-        ]);
+        let (org, secret) = qualifier_testkit::procs::org_with_webhook(
+            &http,
+            &base,
+            INTERNAL_TOKEN,
+            &format!("Topology {prefix}"),
+            &rx.url,
+        )
+        .await?;
+        rx.set_secrets(vec![secret]);
         Ok(Stack {
             _api: api,
             _delivery: delivery,

@@ -21,18 +21,6 @@ fn shots_dir() -> PathBuf {
     dir
 }
 
-async fn sign_in_link(s: &Stack) -> String {
-    s.call(
-        Method::POST,
-        &format!("/internal/v1/orgs/{}/console-sessions", s.org),
-        None,
-    )
-    .await["url"]
-        .as_str()
-        .unwrap()
-        .to_owned()
-}
-
 /// Runs one phase of the browser script; what the pages showed.
 async fn browser(args: Vec<String>) -> Value {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/console-browser.py");
@@ -61,7 +49,7 @@ async fn an_administrator_sets_up_webhooks_and_recovers_dead_deliveries_in_the_b
     let before = s.receiver.received().len();
     let page = browser(vec![
         "setup".into(),
-        sign_in_link(&s).await,
+        s.console_link().await,
         endpoint.clone(),
         shots.clone(),
     ])
@@ -143,7 +131,7 @@ async fn an_administrator_sets_up_webhooks_and_recovers_dead_deliveries_in_the_b
     let before = s.receiver.received().len();
 
     // Back up: one replayed from its page, the other with "Replay all dead" after its count.
-    let page = browser(vec!["replay".into(), sign_in_link(&s).await, shots]).await;
+    let page = browser(vec!["replay".into(), s.console_link().await, shots]).await;
     assert_eq!(page["dead_listed"], 2, "{page}");
     assert_eq!(page["attempts_shown"], 5, "{page}");
     assert!(dead.contains(&page["replayed_one"].as_str().unwrap().to_owned()));
@@ -202,13 +190,13 @@ async fn an_administrator_debugs_a_failing_receiver_in_the_browser() {
 
     let page = browser(vec![
         "debug".into(),
-        sign_in_link(&s).await,
+        s.console_link().await,
         id.clone(),
         shots,
         allowed.to_string(),
-        sign_in_link(&s).await,
+        s.console_link().await,
         refused.to_string(),
-        sign_in_link(&s).await,
+        s.console_link().await,
     ])
     .await;
 

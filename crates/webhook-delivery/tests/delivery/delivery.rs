@@ -581,39 +581,13 @@ async fn after_migrate_no_unbound_secret_opens_current_or_previous() {
     assert_eq!(v["resealed_secrets"], 0);
 }
 
-/// Signs in to the console as the stack's org: the session cookie to send back.
-async fn console_cookie(s: &Stack) -> String {
-    let link = s
-        .call(
-            Method::POST,
-            &format!("/internal/v1/orgs/{}/console-sessions", s.org),
-            None,
-        )
-        .await["url"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let no_redirects = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap();
-    let r = no_redirects.get(&link).send().await.unwrap();
-    r.headers()["set-cookie"]
-        .to_str()
-        .unwrap()
-        .split(';')
-        .next()
-        .unwrap()
-        .to_owned()
-}
-
 /// What a receiver answers is kept per attempt (issue 25): its first 4 KiB, as text without
 /// control characters, and the console shows it inert. Three answers: 1 MB, one full of NUL and
 /// terminal escapes, one with a script.
 #[tokio::test(flavor = "multi_thread")]
 async fn receiver_answers_are_kept_truncated_clean_and_shown_inert() {
     let s = Stack::start().await;
-    let cookie = console_cookie(&s).await;
+    let cookie = s.console_cookie().await;
     let mut huge = b"{\"error\": \"".to_vec();
     huge.extend(std::iter::repeat_n(b'x', 1 << 20));
     let answers: [(Vec<u8>, &str); 3] = [

@@ -155,6 +155,39 @@ impl Stack {
         }
     }
 
+    /// A fresh console sign-in link for the stack's org.
+    pub async fn console_link(&self) -> String {
+        self.call(
+            Method::POST,
+            &format!("/internal/v1/orgs/{}/console-sessions", self.org),
+            None,
+        )
+        .await["url"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+
+    /// Signs in to the console: the session cookie to send back.
+    pub async fn console_cookie(&self) -> String {
+        let no_redirects = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .unwrap();
+        let r = no_redirects
+            .get(self.console_link().await)
+            .send()
+            .await
+            .unwrap();
+        r.headers()["set-cookie"]
+            .to_str()
+            .unwrap()
+            .split(';')
+            .next()
+            .unwrap()
+            .to_owned()
+    }
+
     pub async fn put_webhook(&self, body: Value) -> Value {
         self.call(
             Method::PUT,
