@@ -25,18 +25,8 @@ const MAX_PAGE_BYTES: &str = "1048576";
 #[derive(clap::Parser, Debug, Clone, Default)]
 #[command(name = "lead-api", version, about, long_about = None)]
 pub struct ApiArgs {
-    /// PostgreSQL URL, as libpq takes it: sslmode, sslrootcert, several hosts with
-    /// target_session_attrs=read-write (required)
-    #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
-    pub database_url: Option<String>,
-    /// RabbitMQ URL, or several comma-separated (one per node of one cluster); amqps:// for TLS
-    /// (required)
-    #[arg(long, env = "AMQP_URL", hide_env_values = true)]
-    pub amqp_url: Option<String>,
-    /// PEM file of the CA that signs the RabbitMQ nodes' certificates (amqps://), trusted
-    /// besides the system roots
-    #[arg(long, env = "QUALIFIER_AMQP_CA_FILE", hide_env_values = true)]
-    pub amqp_ca_file: Option<String>,
+    #[command(flatten)]
+    pub connections: qualifier_config::ConnectionArgs,
     /// Public listener (API and console)
     #[arg(long, env = "QUALIFIER_HTTP_ADDR", default_value = HTTP_ADDR, hide_env_values = true)]
     pub http_addr: String,
@@ -149,15 +139,15 @@ impl ApiConfig {
             .map_err(|e| EnvError::new("QUALIFIER_APP_BASE_URL", format!("is not a URL: {e}")))?;
         Ok(ApiConfig {
             database: qualifier_store::Database::from_url(
-                &required("DATABASE_URL", &a.database_url)?,
+                &a.connections.database_url()?,
                 "lead-api",
             )
             .map_err(|p| EnvError::new("DATABASE_URL", p))?,
-            brokers: qualifier_bus::Brokers::parse(
-                &required("AMQP_URL", &a.amqp_url)?,
-                optional(&a.amqp_ca_file).map(std::path::Path::new),
-            )
-            .map_err(|e| EnvError::new(e.var, e.problem))?,
+            brokers: {
+                let (urls, ca_file) = a.connections.amqp()?;
+                qualifier_bus::Brokers::parse(&urls, ca_file)
+                    .map_err(|e| EnvError::new(e.var, e.problem))?
+            },
             http_addr: parsed("QUALIFIER_HTTP_ADDR", value(&a.http_addr, HTTP_ADDR))?,
             internal_addr: parsed(
                 "QUALIFIER_INTERNAL_ADDR",
@@ -320,7 +310,7 @@ mod tests {
         let e = ApiConfig::from_args(&args(&["--console-base-url=ftp://x"])).unwrap_err();
         assert_eq!(e.var, "QUALIFIER_CONSOLE_BASE_URL");
         let mut a = args(&[]);
-        a.database_url = Some(" ".into());
+        a.connections.database_url = Some(" ".into());
         let e = ApiConfig::from_args(&a).unwrap_err();
         assert_eq!(
             e.to_string(),

@@ -26,18 +26,8 @@ const DISABLE_AFTER_S: &str = "432000";
 #[derive(clap::Parser, Debug, Clone, Default)]
 #[command(name = "webhook-delivery", version, about, long_about = None)]
 pub struct DeliveryArgs {
-    /// PostgreSQL URL, as libpq takes it: sslmode, sslrootcert, several hosts with
-    /// target_session_attrs=read-write (required)
-    #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
-    pub database_url: Option<String>,
-    /// RabbitMQ URL, or several comma-separated (one per node of one cluster); amqps:// for TLS
-    /// (required)
-    #[arg(long, env = "AMQP_URL", hide_env_values = true)]
-    pub amqp_url: Option<String>,
-    /// PEM file of the CA that signs the RabbitMQ nodes' certificates (amqps://), trusted
-    /// besides the system roots
-    #[arg(long, env = "QUALIFIER_AMQP_CA_FILE", hide_env_values = true)]
-    pub amqp_ca_file: Option<String>,
+    #[command(flatten)]
+    pub connections: qualifier_config::ConnectionArgs,
     /// 32 bytes, base64: opens the sealed signing secrets (required)
     #[arg(long, env = "QUALIFIER_SECRET_KEY", hide_env_values = true)]
     pub secret_key: Option<String>,
@@ -205,15 +195,15 @@ impl DeliveryConfig {
             health,
             operator_webhook,
             database: qualifier_store::Database::from_url(
-                &required("DATABASE_URL", &a.database_url)?,
+                &a.connections.database_url()?,
                 "webhook-delivery",
             )
             .map_err(|p| EnvError::new("DATABASE_URL", p))?,
-            brokers: qualifier_bus::Brokers::parse(
-                &required("AMQP_URL", &a.amqp_url)?,
-                optional(&a.amqp_ca_file).map(std::path::Path::new),
-            )
-            .map_err(|e| EnvError::new(e.var, e.problem))?,
+            brokers: {
+                let (urls, ca_file) = a.connections.amqp()?;
+                qualifier_bus::Brokers::parse(&urls, ca_file)
+                    .map_err(|e| EnvError::new(e.var, e.problem))?
+            },
             secret_key,
             topology_prefix: topology_prefix(&a.topology_prefix)?,
             addr: parsed("QUALIFIER_DELIVERY_ADDR", value(&a.delivery_addr, ADDR))?,
