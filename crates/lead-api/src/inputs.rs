@@ -257,7 +257,16 @@ impl DeliverySearch {
     pub fn parse(query_string: &str) -> Option<DeliverySearch> {
         let text = url::form_urlencoded::parse(query_string.as_bytes())
             .find(|(k, _)| k == "q")
-            .map(|(_, v)| v.trim().to_owned())
+            // Shown back in the field: without control characters, and no longer than any
+            // spelling of an id needs.
+            .map(|(_, v)| {
+                v.chars()
+                    .filter(|c| !c.is_control())
+                    .take(100)
+                    .collect::<String>()
+                    .trim()
+                    .to_owned()
+            })
             .filter(|v| !v.is_empty())?;
         // Any spelling a log may hold: upper case, braces, a urn:uuid: prefix, no hyphens.
         let id = Uuid::parse_str(&text).map_err(|_| SEARCH_HINT);
@@ -399,6 +408,9 @@ mod tests {
         assert_eq!(DeliverySearch::parse("status=dead"), None);
         let bad = DeliverySearch::parse("q=%3Cscript%3E").unwrap();
         assert_eq!((bad.text.as_str(), bad.id), ("<script>", Err(SEARCH_HINT)));
+        let noisy = DeliverySearch::parse(&format!("q=%00%1b{id}%0d{}", "x".repeat(500))).unwrap();
+        assert!(!noisy.text.chars().any(char::is_control));
+        assert_eq!(noisy.text.chars().count(), 100);
     }
     use serde_json::json;
 

@@ -783,3 +783,79 @@ async fn listed_origins_may_frame_the_console_and_no_other() {
         assert!(h.get("x-frame-options").is_none(), "{path}");
     }
 }
+
+/// The Deliveries search (issue 25) looks only at the signed-in org's deliveries: org B's lead,
+/// event and delivery ids find nothing for org A, A's own find its row, and text that is no id
+/// (markup, control characters, 10 KB) gets the field's hint, escaped.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_search_finds_only_the_orgs_own_deliveries_and_says_what_it_takes() {
+    let app = app().await;
+    let (org_a, _) = app.org().await;
+    let (org_b, _) = app.org().await;
+    let lead_a = app.inbound_lead(&org_a, "+447700900501").await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let lead_b = app.inbound_lead(&org_b, "+447700900502").await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let row = app
+        .db
+        .client()
+        .await
+        .query_one(
+            "SELECT delivery_id::text, event_id::text FROM outbox WHERE lead_id = $1::text::uuid",
+            &[&lead_b],
+        )
+        .await
+        .unwrap();
+    let (delivery_b, event_b): (String, String) = (row.get(0), row.get(1));
+    let cookie = sign_in(&app, &org_a).await;
+    for theirs in [&lead_b, &delivery_b, &event_b] {
+        let (status, html) = get(
+            &app,
+            Some(&cookie),
+            &format!("/console/deliveries?q={theirs}"),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK);
+        assert!(
+            html.contains("No delivery of this organisation has that"),
+            "{theirs}"
+        );
+        assert!(
+            !html.contains(&format!("/console/deliveries/{delivery_b}")),
+            "no row of B's"
+        );
+    }
+    let (_, html) = get(
+        &app,
+        Some(&cookie),
+        &format!("/console/deliveries?q={lead_a}"),
+    )
+    .await;
+    assert!(html.contains("Deliveries matching"), "{html}");
+    assert_eq!(html.matches("<tbody>").count(), 1);
+    assert_eq!(
+        html.matches("/console/deliveries/").count() - html.matches("replay-dead").count(),
+        1
+    );
+    let long = "a".repeat(10_000);
+    for q in [
+        "%3Cscript%3Ealert(1)%3C/script%3E",
+        "%00%1b%5B2J",
+        "'%20OR%201=1--",
+        long.as_str(),
+    ] {
+        let (status, html) = get(&app, Some(&cookie), &format!("/console/deliveries?q={q}")).await;
+        assert_eq!(status, StatusCode::OK, "{q}");
+        assert!(
+            !html.contains(&"a".repeat(101)),
+            "shown back at most 100 characters"
+        );
+        assert!(html.contains("Search takes a delivery id"), "{q}");
+        assert!(!html.contains("<script>alert"), "shown escaped");
+        assert!(!html.contains('\u{1b}') && !html.contains('\0'));
+    }
+}
