@@ -70,11 +70,11 @@ REL := $(or $(CARGO_TARGET_DIR),target)/release
 
 bench:              ## the benchmark harness (docs/performance.md): table + target/bench/latest.json
 	$(CARGO) build --release -p lead-api -p webhook-delivery -p qualifier-bench
-	$(REL)/qualifier-bench $(BENCH_ARGS)
+	scripts/bench.sh $(BENCH_ARGS)
 
 bench-quick:        ## the same, short (4,000 events per run; about two minutes once built)
 	$(CARGO) build --release -p lead-api -p webhook-delivery -p qualifier-bench
-	$(REL)/qualifier-bench --quick $(BENCH_ARGS)
+	scripts/bench.sh --quick $(BENCH_ARGS)
 
 latency:            ## commit-to-receipt latency of signed webhooks on an idle system
 	$(CARGO) run --release -p webhook-delivery --example e2e_latency

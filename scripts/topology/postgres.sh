@@ -7,6 +7,8 @@
 #       a primary on 127.0.0.1:PORT; TLS on with certs.sh's server certificate when CERTDIR is
 #       given (CERTDIR "-" means TLS off); with STANDBY_PORT also a synchronous standby
 #       (pg_basebackup, synchronous_standby_names) streaming from it
+#       with STATEMENTS=1 in the environment the primary also preloads pg_stat_statements with
+#       planning tracked (the benchmark's server: scripts/bench.sh)
 #   postgres.sh kill-primary DIR   kill -9 the primary's postmaster
 #   postgres.sh promote DIR        promote the standby (pg_ctl promote), wait until it writes
 #   postgres.sh down DIR           stop both, remove DIR
@@ -35,6 +37,11 @@ up)
     echo "wal_level = replica"
     echo "max_wal_senders = 5"
     echo "fsync = on"
+    if [[ ${STATEMENTS:-0} == 1 ]]; then
+      echo "shared_preload_libraries = 'pg_stat_statements'"
+      echo "pg_stat_statements.track_planning = on"
+      echo "pg_stat_statements.max = 10000"
+    fi
     if [[ $certs != - ]]; then
       cp "$certs/server.pem" "$certs/server.key" "$dir/primary/"
       chown postgres:postgres "$dir/primary/server.pem" "$dir/primary/server.key"

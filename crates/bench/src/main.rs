@@ -21,10 +21,12 @@
 //! `target/bench/latest.json` too.
 
 mod ceilings;
+mod cpu;
 mod feed;
 mod load;
 mod services;
 mod sink;
+mod stmts;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -52,6 +54,10 @@ struct Opts {
     /// Run one phase alone, for profiling it (`perf record -a` while it runs).
     #[arg(long, value_parser = ["e2e", "drain", "api", "feed", "lone", "outage", "noisy"])]
     only: Option<String>,
+    /// Run the `lead-api` and `webhook-delivery` found here instead of the ones beside the
+    /// harness (another build, for before/after pairs: `scripts/bench-pairs.sh`).
+    #[arg(long)]
+    bin_dir: Option<PathBuf>,
 }
 
 impl Opts {
@@ -213,6 +219,61 @@ fn patience(events: u64) -> Duration {
     Duration::from_secs(60 + events / 100)
 }
 
+/// A run's measured window: CPU per process (`/proc`) and PostgreSQL's statements
+/// (`pg_stat_statements`), from when it opens until it closes.
+struct Window {
+    cpu: cpu::Snapshot,
+    stmts: Result<(), String>,
+}
+
+/// A closed [`Window`], waiting for the run's delivered count.
+struct Measured {
+    before: cpu::Snapshot,
+    after: cpu::Snapshot,
+    stmts: Result<Vec<stmts::Stmt>, String>,
+}
+
+impl Window {
+    async fn open(env: &Env) -> Window {
+        let stmts = stmts::reset(env).await;
+        Window {
+            cpu: cpu::Snapshot::take(),
+            stmts,
+        }
+    }
+
+    /// Closes it: call it as soon as the last event arrived, before the harness's own queries.
+    async fn close(self, env: &Env) -> Measured {
+        let after = cpu::Snapshot::take();
+        let stmts = match self.stmts {
+            Ok(()) => stmts::fetch(env).await,
+            Err(why) => Err(why),
+        };
+        Measured {
+            before: self.cpu,
+            after,
+            stmts,
+        }
+    }
+}
+
+impl Measured {
+    fn json(self, delivered: u64) -> Value {
+        json!({
+            "cpu": cpu::report(&self.before, &self.after, delivered),
+            "statements": stmts::summarize(self.stmts, delivered),
+        })
+    }
+}
+
+/// Prints a run's CPU and statement tables (`v` holds [`Measured::json`]'s keys).
+fn print_measured(title: &str, v: &Value) {
+    if v["cpu"].is_object() {
+        cpu::print(title, &v["cpu"]);
+        stmts::print(title, &v["statements"]);
+    }
+}
+
 /// Cluster-wide and broker-wide counters, read before and after a run (nothing else runs).
 #[derive(Debug, Default, Clone, Copy)]
 struct Counters {
@@ -327,10 +388,18 @@ async fn e2e_with(
             stop_tail.clone(),
         )
     });
+    let window = match with_cost {
+        true => Some(Window::open(&env).await),
+        false => None,
+    };
     let start = now_us();
     produce(&env, &org, events / 2, 0, 32, pace.map(|r| r / 2.0), true).await;
     let produced = (now_us() - start) as f64 / 1e6;
     wait_delivered(sink, ep, events, patience(events)).await;
+    let measured = match window {
+        Some(w) => Some(w.close(&env).await),
+        None => None,
+    };
     stop_tail.store(true, std::sync::atomic::Ordering::Relaxed);
     let feed_tail = match tail {
         Some(t) => Some(t.await?),
@@ -349,7 +418,10 @@ async fn e2e_with(
             let d = tally.delivered.max(1) as f64;
             let total: i64 = rows.values().sum();
             let outbox = rows.get("outbox").copied().unwrap_or(0);
+            let m = measured.map_or(Value::Null, |m| m.json(tally.delivered));
             Some(json!({
+                "cpu": m["cpu"],
+                "statements": m["statements"],
                 "delivered_events": tally.delivered,
                 "pg_rows_written_by_table": rows,
                 "pg_row_writes_per_delivered_event": r3(total as f64 / d),
@@ -404,19 +476,24 @@ async fn drain(
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    let window = Window::open(&env).await;
     let start = now_us();
     let procs =
         futures_util::future::try_join_all((0..workers).map(|_| env.start_delivery(&settings)))
             .await?;
     wait_delivered(sink, ep, events, patience(events)).await;
+    let measured = window.close(&env).await;
     let committed = env.committed().await?;
     api.stop();
     for p in procs {
         p.stop();
     }
     let t = Tally::of(&committed, &sink.receipts(), ep, &org.id, 0);
-    let window = (t.last_us - t.first_us) as f64 / 1e6;
+    let span_s = (t.last_us - t.first_us) as f64 / 1e6;
+    let m = measured.json(t.delivered);
     let mut v = t.json();
+    v["cpu"] = m["cpu"].clone();
+    v["statements"] = m["statements"].clone();
     v["workers"] = json!(workers);
     v["concurrency_per_worker"] = json!(settings.concurrency);
     v["receiver_latency_ms"] = json!(match answer {
@@ -424,7 +501,7 @@ async fn drain(
         Answer::After(d) => d.as_millis() as u64,
         Answer::Fail(_) => 0,
     });
-    v["drained_per_s"] = json!(r3(t.delivered as f64 / window));
+    v["drained_per_s"] = json!(r3(t.delivered as f64 / span_s));
     v["drained_per_s_from_start"] =
         json!(r3(t.delivered as f64 / ((t.last_us - start) as f64 / 1e6)));
     Ok(v)
@@ -749,6 +826,14 @@ fn row(out: &mut Vec<Value>, name: &str, value: f64, target: Option<(&str, f64)>
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let o = <Opts as clap::Parser>::parse();
+    if let Some(d) = &o.bin_dir {
+        anyhow::ensure!(
+            d.join("lead-api").is_file() && d.join("webhook-delivery").is_file(),
+            "--bin-dir {}: no lead-api and webhook-delivery there",
+            d.display()
+        );
+        let _ = services::BIN_DIR.set(d.clone());
+    }
     let sink = Sink::start(2).await?;
     let n = o.events();
     println!(
@@ -769,9 +854,14 @@ async fn main() -> anyhow::Result<()> {
                     v["feed_tail_events_read"] = json!(events);
                     v["feed_tail_page_p99_ms"] = json!(r3(pct(lat, 0.99)));
                 }
+                print_measured("end to end", &v["cost"]);
                 v
             }
-            "drain" => drain(&sink, n, 1, Answer::Ok, default_delivery()).await?,
+            "drain" => {
+                let v = drain(&sink, n, 1, Answer::Ok, default_delivery()).await?;
+                print_measured("backlog drain", &v);
+                v
+            }
             "api" => api_phase(&o, &sink).await?,
             "feed" => feed::read_phase(&sink).await?,
             "lone" => {
@@ -1159,6 +1249,12 @@ async fn main() -> anyhow::Result<()> {
         }
         std::fs::write(p, &text)?;
     }
+    println!();
+    print_measured("end to end at the maximum rate, 1 worker", &cost);
+    print_measured(
+        "backlog drain, 1 worker",
+        &report["backlog_drain"]["one_worker"],
+    );
     println!("\nfigures written to {}", dir.join("latest.json").display());
     anyhow::ensure!(
         lost_total == 0,

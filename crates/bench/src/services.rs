@@ -15,8 +15,15 @@ pub const INTERNAL_TOKEN: &str = "bench-internal-token-0123456789";
 /// Retries are not part of the measured happy path; these keep a stray failure cheap.
 pub const RETRY_DELAYS: [u64; 4] = [1000, 2000, 4000, 8000];
 
-/// The directory holding the release binaries (the bench's own).
+/// `--bin-dir`: another build's `lead-api` and `webhook-delivery`, for before/after pairs driven
+/// by one harness.
+pub static BIN_DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+
+/// The directory holding the release binaries (`--bin-dir`, or the bench's own).
 pub fn bin_dir() -> PathBuf {
+    if let Some(d) = BIN_DIR.get() {
+        return d.clone();
+    }
     std::env::current_exe()
         .ok()
         .and_then(|p| p.parent().map(|d| d.to_path_buf()))
