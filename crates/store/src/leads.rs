@@ -18,7 +18,15 @@ use crate::{Store, StoreError, outbox};
 
 const PHONE_UNIQUE: &str = "leads_org_phone";
 
-#[derive(Debug, Clone, Queryable, Selectable, diesel::Insertable, diesel::AsChangeset)]
+#[derive(
+    Debug,
+    Clone,
+    Queryable,
+    Selectable,
+    diesel::QueryableByName,
+    diesel::Insertable,
+    diesel::AsChangeset,
+)]
 #[diesel(table_name = leads, treat_none_as_null = true)]
 pub struct LeadRow {
     pub id: Uuid,
@@ -175,6 +183,199 @@ pub(crate) async fn emit(
     }
     Ok(())
 }
+
+/// How [`write_with_events`] writes the lead row.
+enum RowWrite {
+    /// A new lead; a lead with the same phone in the org already there means nothing is written.
+    Insert,
+    /// The lead as read with this row version (`xmin`); a row changed since means nothing is
+    /// written.
+    Update { version: i64 },
+}
+
+/// The parameters of [`write_with_events`] and [`read_versioned`], named in a `VALUES` row.
+const WRITE_HEAD: &str = "WITH p(id, org_id, name, email, phone, channel, qualification_stage,
+         route_target, profile, external_system, external_id, external_url, ai_paused,
+         created_at, updated_at, traceparent, event_ids, event_types, payloads, deliveries,
+         version) AS (VALUES (";
+
+/// The events of the written row, after `l` (the written lead's id, when it was written).
+macro_rules! events_cte {
+    () => {
+        "e AS (INSERT INTO outbox (event_id, org_id, event_type, payload, delivery_id,
+                                  traceparent, is_test, lead_id)
+               SELECT v.event_id, p.org_id, v.event_type, v.payload, v.delivery_id,
+                      p.traceparent, false, l.id
+               FROM p CROSS JOIN l
+                    CROSS JOIN unnest(p.event_ids, p.event_types, p.payloads, p.deliveries)
+                    AS v(event_id, event_type, payload, delivery_id))
+         SELECT count(*) AS written FROM l"
+    };
+}
+
+const INSERT_TAIL: &str = concat!(
+    ")),
+     l AS (INSERT INTO leads (id, org_id, name, email, phone, channel, qualification_stage,
+                              route_target, profile, external_system, external_id, external_url,
+                              ai_paused, created_at, updated_at)
+           SELECT id, org_id, name, email, phone, channel, qualification_stage, route_target,
+                  profile, external_system, external_id, external_url, ai_paused, created_at,
+                  updated_at
+           FROM p WHERE true
+           ON CONFLICT (org_id, phone) DO NOTHING
+           RETURNING id),
+     ",
+    events_cte!()
+);
+
+const UPDATE_TAIL: &str = concat!(
+    ")),
+     l AS (UPDATE leads SET name = p.name, email = p.email, phone = p.phone,
+                  channel = p.channel, qualification_stage = p.qualification_stage,
+                  route_target = p.route_target, profile = p.profile,
+                  external_system = p.external_system, external_id = p.external_id,
+                  external_url = p.external_url, ai_paused = p.ai_paused,
+                  updated_at = p.updated_at
+           FROM p
+           WHERE leads.id = p.id AND leads.org_id = p.org_id
+             AND leads.xmin::text::int8 = p.version
+           RETURNING leads.id),
+     ",
+    events_cte!()
+);
+
+/// The lead row and the events its change emits in one statement and one round trip: the
+/// statement commits alone (no BEGIN, lock, COMMIT), and its two writes are one atomic unit, so
+/// an event exists if and only if its change committed, as with the transaction it replaces.
+/// Returns false when the row was not written (and no event was): the phone is taken
+/// ([`RowWrite::Insert`]) or the row changed since it was read ([`RowWrite::Update`]). The text
+/// is fixed, so each connection prepares it once ([`crate::prepared`]).
+async fn write_with_events(
+    conn: &mut AsyncPgConnection,
+    org_id: Uuid,
+    lead: &Lead,
+    write: RowWrite,
+    events: &[(EventType, Option<Stage>)],
+) -> Result<bool, diesel::result::Error> {
+    use diesel::sql_types::{
+        Array, Bool, Bytea, Int8, Jsonb, Nullable, Text, Timestamptz, Uuid as SqlUuid,
+    };
+    let row = LeadRow::from_lead(org_id, lead);
+    let mut event_ids = Vec::with_capacity(events.len());
+    let mut types = Vec::with_capacity(events.len());
+    let mut payloads = Vec::with_capacity(events.len());
+    let mut deliveries = Vec::with_capacity(events.len());
+    for (event_type, previous_stage) in events {
+        let env = Envelope::new(
+            *event_type,
+            org_id,
+            lead.updated_at,
+            EventData {
+                previous_stage: *previous_stage,
+                lead: lead.clone(),
+                handoff: None,
+            },
+        );
+        event_ids.push(env.id);
+        types.push(event_type.as_str().to_owned());
+        payloads.push(env.to_bytes());
+        deliveries.push(Uuid::new_v4());
+    }
+    let (tail, version) = match write {
+        RowWrite::Insert => (INSERT_TAIL, None),
+        RowWrite::Update { version } => (UPDATE_TAIL, Some(version)),
+    };
+    #[derive(diesel::QueryableByName)]
+    struct Written {
+        #[diesel(sql_type = Int8)]
+        written: i64,
+    }
+    let w: Written = crate::prepared::prepared::<SqlUuid, _>(WRITE_HEAD, tail, row.id)
+        .bind::<SqlUuid, _>(row.org_id)
+        .bind::<Text, _>(row.name)
+        .bind::<Nullable<Text>, _>(row.email)
+        .bind::<Text, _>(row.phone)
+        .bind::<Text, _>(row.channel)
+        .bind::<Text, _>(row.qualification_stage)
+        .bind::<Nullable<Text>, _>(row.route_target)
+        .bind::<Jsonb, _>(row.profile)
+        .bind::<Nullable<Text>, _>(row.external_system)
+        .bind::<Nullable<Text>, _>(row.external_id)
+        .bind::<Nullable<Text>, _>(row.external_url)
+        .bind::<Bool, _>(row.ai_paused)
+        .bind::<Timestamptz, _>(row.created_at)
+        .bind::<Timestamptz, _>(row.updated_at)
+        .bind::<Nullable<Text>, _>(qualifier_telemetry::current_traceparent())
+        .bind::<Array<SqlUuid>, _>(event_ids)
+        .bind::<Array<Text>, _>(types)
+        .bind::<Array<Bytea>, _>(payloads)
+        .bind::<Array<SqlUuid>, _>(deliveries)
+        .bind::<Nullable<Int8>, _>(version)
+        .get_result(conn)
+        .await?;
+    Ok(w.written == 1)
+}
+
+/// The lead as it is now and its row version (`xmin`, which every write of the row changes),
+/// without a lock (see [`write_with_events`]).
+async fn read_versioned(
+    conn: &mut AsyncPgConnection,
+    org_id: Uuid,
+    lead_id: Uuid,
+) -> Result<(LeadRow, i64), StoreError> {
+    use diesel::QueryableByName;
+    use diesel::sql_types::{Int8, Uuid as SqlUuid};
+    #[derive(QueryableByName)]
+    struct Versioned {
+        #[diesel(embed)]
+        lead: LeadRow,
+        #[diesel(sql_type = Int8)]
+        version: i64,
+    }
+    let v: Option<Versioned> = crate::prepared::prepared::<SqlUuid, _>(
+        "SELECT l.id, l.org_id, l.name, l.email, l.phone, l.channel, l.qualification_stage,
+                l.route_target, l.profile, l.external_system, l.external_id, l.external_url,
+                l.ai_paused, l.created_at, l.updated_at, l.xmin::text::int8 AS version
+         FROM leads l, (VALUES (",
+        ")) AS p(lead_id, lead_org) WHERE l.id = p.lead_id AND l.org_id = p.lead_org",
+        lead_id,
+    )
+    .bind::<SqlUuid, _>(org_id)
+    .get_result(conn)
+    .await
+    .optional()?;
+    v.map(|v| (v.lead, v.version))
+        .ok_or(StoreError::NotFound("Lead not found"))
+}
+
+/// The lead an inbound contact creates when its phone is new.
+fn fresh_lead(base: &str, c: &InboundContact) -> Result<Lead, FieldError> {
+    let profile = match &c.profile {
+        Some(p) => qualifier_domain::validate::parse_profile(p)?,
+        None => Map::new(),
+    };
+    let now = now_millis();
+    let id = Uuid::now_v7();
+    Ok(Lead {
+        id,
+        name: c.name.clone(),
+        email: c.email.clone(),
+        phone: c.phone.clone(),
+        channel: c.channel.clone(),
+        qualification_stage: Stage::Qualifying,
+        route_target: None,
+        profile,
+        external_ref: None,
+        ai_paused: false,
+        conversation_url: conversation_url(base, id),
+        created_at: now,
+        updated_at: now,
+    })
+}
+
+/// Compare-and-set rounds a change makes before it falls back to locking the row: each lost
+/// round means another writer changed the same lead in between, so a few are plenty.
+const CAS_ROUNDS: usize = 4;
 
 impl Store {
     pub async fn get_lead(&self, org_id: Uuid, lead_id: Uuid) -> Result<Lead, StoreError> {
@@ -358,10 +559,44 @@ impl Store {
         change: F,
     ) -> Result<Lead, StoreError>
     where
-        F: FnOnce(&mut Lead) -> Result<(), FieldError> + Send + 'static,
+        F: Fn(&mut Lead) -> Result<(), FieldError> + Send + Sync + 'static,
     {
         let base = self.app_base_url.clone();
         let mut conn = self.conn().await?;
+        // Optimistic first: read, change in memory, write row and events in one statement that
+        // only applies to the row as read. Two round trips instead of five.
+        for _ in 0..CAS_ROUNDS {
+            let res = async {
+                let (row, version) = read_versioned(&mut conn, org_id, lead_id).await?;
+                let before = row.to_lead(&base)?;
+                let mut after = before.clone();
+                change(&mut after).map_err(StoreError::Invalid)?;
+                if after == before {
+                    return Ok(Some(before));
+                }
+                after.updated_at = now_millis().max(before.updated_at);
+                let events = lead_change_events(&before, &after);
+                let written = write_with_events(
+                    &mut conn,
+                    org_id,
+                    &after,
+                    RowWrite::Update { version },
+                    &events,
+                )
+                .await?;
+                Ok::<_, StoreError>(written.then_some(after))
+            }
+            .await;
+            match res {
+                Ok(Some(lead)) => return Ok(lead),
+                Ok(None) => continue,
+                Err(StoreError::Db(e)) if StoreError::is_unique_violation(&e, PHONE_UNIQUE) => {
+                    return Err(StoreError::Conflict("Lead already exists".into()));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        // Contended: lock the row and change it in a transaction, which always makes progress.
         let res = conn
             .transaction::<Lead, StoreError, _>(async move |conn| {
                 let before = lock_lead(conn, org_id, lead_id).await?.to_lead(&base)?;
@@ -396,8 +631,8 @@ impl Store {
         patch: PublicPatch,
     ) -> Result<Lead, StoreError> {
         self.change_lead(org_id, lead_id, move |lead| {
-            if let Some(r) = patch.external_ref {
-                lead.external_ref = Some(r);
+            if let Some(r) = &patch.external_ref {
+                lead.external_ref = Some(r.clone());
             }
             if let Some(p) = patch.ai_paused {
                 lead.ai_paused = p;
@@ -419,20 +654,20 @@ impl Store {
         patch: InternalPatch,
     ) -> Result<Lead, StoreError> {
         self.change_lead(org_id, lead_id, move |lead| {
-            if let Some(n) = patch.name {
-                lead.name = n;
+            if let Some(n) = &patch.name {
+                lead.name = n.clone();
             }
-            if let Some(e) = patch.email {
-                lead.email = Some(e);
+            if let Some(e) = &patch.email {
+                lead.email = Some(e.clone());
             }
-            if let Some(p) = patch.phone {
-                lead.phone = p;
+            if let Some(p) = &patch.phone {
+                lead.phone = p.clone();
             }
             if let Some(p) = &patch.profile {
                 lead.profile = qualifier_domain::validate::merge_profile(&lead.profile, p)?;
             }
-            if let Some(r) = patch.route_target {
-                lead.route_target = Some(r);
+            if let Some(r) = &patch.route_target {
+                lead.route_target = Some(r.clone());
             }
             if let Some(s) = patch.stage {
                 lead.qualification_stage = s;
@@ -451,30 +686,24 @@ impl Store {
     ) -> Result<(Lead, bool), StoreError> {
         let base = self.app_base_url.clone();
         let mut conn = self.conn().await?;
+        // A new contact, the common case: the lead and `lead.created` in one statement. A known
+        // phone writes nothing there and takes the transaction below, which updates it.
+        let fresh = fresh_lead(&base, &c).map_err(StoreError::Invalid)?;
+        let created = write_with_events(
+            &mut conn,
+            org_id,
+            &fresh,
+            RowWrite::Insert,
+            &[(EventType::LeadCreated, None)],
+        )
+        .await
+        .map_err(crate::orgs::org_missing)?;
+        if created {
+            return Ok((fresh, true));
+        }
         conn.transaction::<(Lead, bool), StoreError, _>(async move |conn| {
             let now = now_millis();
-            let id = Uuid::now_v7();
-            let profile = match &c.profile {
-                Some(p) => {
-                    qualifier_domain::validate::parse_profile(p).map_err(StoreError::Invalid)?
-                }
-                None => Map::new(),
-            };
-            let fresh = Lead {
-                id,
-                name: c.name.clone(),
-                email: c.email.clone(),
-                phone: c.phone.clone(),
-                channel: c.channel.clone(),
-                qualification_stage: Stage::Qualifying,
-                route_target: None,
-                profile,
-                external_ref: None,
-                ai_paused: false,
-                conversation_url: conversation_url(&base, id),
-                created_at: now,
-                updated_at: now,
-            };
+            let fresh = fresh_lead(&base, &c).map_err(StoreError::Invalid)?;
             // ON CONFLICT DO NOTHING makes two simultaneous first messages from one phone create
             // one lead: the loser falls through to the update path below.
             let inserted = diesel::insert_into(leads::table)

@@ -14,6 +14,7 @@ pub mod orgs;
 pub mod outbox;
 pub mod pgconn;
 pub mod pool;
+pub mod prepared;
 pub mod schema;
 pub mod secrets;
 pub mod tokens;
@@ -21,7 +22,10 @@ pub mod webhooks;
 
 pub use error::{BoxError, StoreError, cause_chain};
 pub use pgconn::{Database, SslMode};
-pub use pool::{DbPool, MigrationError, PoolError, connect, connect_relaxed, run_migrations};
+pub use pool::{
+    DbPool, MigrationError, PoolError, connect, connect_generic_plans, connect_relaxed,
+    run_migrations,
+};
 pub use secrets::SecretKey;
 
 /// `QUALIFIER_APP_BASE_URL`'s default (contract section 1).

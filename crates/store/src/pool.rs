@@ -28,7 +28,21 @@ pub const MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations")
 /// A pool whose waits are bounded, so a request meets a prompt 503 when PostgreSQL is down instead
 /// of hanging until the client gives up.
 pub fn connect(database: &Database, max_size: usize) -> Result<DbPool, PoolError> {
-    build(database, max_size, false)
+    build(database, max_size, &[])
+}
+
+/// [`connect`] whose sessions always use a prepared statement's generic plan
+/// (`plan_cache_mode = force_generic_plan`). For the delivery worker, whose statements are all
+/// key lookups: its batched context read (`delivery_id = ANY($1)`) was otherwise planned anew on
+/// almost every call, because a custom plan for a one-element array looks cheaper to PostgreSQL
+/// than the generic one; that planning was the largest planning cost per event measured
+/// (docs/performance.md, session 9).
+pub fn connect_generic_plans(database: &Database, max_size: usize) -> Result<DbPool, PoolError> {
+    build(
+        database,
+        max_size,
+        &["SET plan_cache_mode = force_generic_plan"],
+    )
 }
 
 /// Why a pool could not be built.
@@ -43,10 +57,15 @@ pub enum PoolError {
 /// breaking a promise: the rate-limit buckets (a crash can only forget spending, so at worst a
 /// client gets a few extra requests). Never for leads, the outbox or delivery outcomes.
 pub fn connect_relaxed(database: &Database, max_size: usize) -> Result<DbPool, PoolError> {
-    build(database, max_size, true)
+    build(database, max_size, &["SET synchronous_commit = off"])
 }
 
-fn build(database: &Database, max_size: usize, relaxed_commit: bool) -> Result<DbPool, PoolError> {
+/// A pool whose every new session first runs `session` (settings of the session).
+fn build(
+    database: &Database,
+    max_size: usize,
+    session: &'static [&'static str],
+) -> Result<DbPool, PoolError> {
     use diesel_async::pooled_connection::{ManagerConfig, RecyclingMethod};
     use futures_util::FutureExt;
     let mut cfg = ManagerConfig::<AsyncPgConnection>::default();
@@ -61,13 +80,10 @@ fn build(database: &Database, max_size: usize, relaxed_commit: bool) -> Result<D
         let db = db.clone();
         async move {
             let mut conn = db.connect_diesel().await?;
-            if relaxed_commit {
-                diesel_async::RunQueryDsl::execute(
-                    diesel::sql_query("SET synchronous_commit = off"),
-                    &mut conn,
-                )
-                .await
-                .map_err(diesel::ConnectionError::CouldntSetupConfiguration)?;
+            for set in session {
+                diesel_async::RunQueryDsl::execute(diesel::sql_query(*set), &mut conn)
+                    .await
+                    .map_err(diesel::ConnectionError::CouldntSetupConfiguration)?;
             }
             Ok(conn)
         }

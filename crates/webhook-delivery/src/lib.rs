@@ -90,7 +90,7 @@ pub async fn start(cfg: DeliveryConfig) -> anyhow::Result<RunningDelivery> {
         .check_at_start("webhook-delivery start check")
         .await
         .map_err(anyhow::Error::msg)?;
-    let pool = qualifier_store::connect(&cfg.database, cfg.db_pool_size)
+    let pool = qualifier_store::connect_generic_plans(&cfg.database, cfg.db_pool_size)
         .context("building the database pool")?;
     let store = Store::new(pool, cfg.secret_key.clone());
     let roots = match &cfg.ca_file {

@@ -375,3 +375,88 @@ async fn a_failed_change_writes_no_event() {
         .unwrap();
     assert_eq!(stage.get::<_, String>(0), "qualifying");
 }
+
+/// Changes are written by compare-and-set on the row version, then a locked transaction when
+/// contended (docs/performance.md, session 9). Sixteen writers change one lead at once: each adds
+/// a profile key (a lost update would drop keys) and each emits exactly one `lead.updated`
+/// whose snapshot holds its own key; then eight clients close it at once and exactly one
+/// `lead.stage_changed` is written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_changes_of_one_lead_lose_nothing_and_emit_once_each() {
+    let app = std::sync::Arc::new(TestApp::spawn().await);
+    let (org, token) = app.org().await;
+    let lead = app.inbound_lead(&org, "+447700900777").await;
+    let id = lead["id"].as_str().unwrap().to_owned();
+    let writers: Vec<_> = (0..16)
+        .map(|i| {
+            let (app, org, id) = (app.clone(), org.clone(), id.clone());
+            tokio::spawn(async move {
+                app.internal(
+                    Method::PATCH,
+                    &format!("/internal/v1/orgs/{org}/leads/{id}"),
+                    Some(json!({"profile": {format!("k{i}"): i}})),
+                )
+                .await
+                .status()
+                .as_u16()
+            })
+        })
+        .collect();
+    for w in writers {
+        assert_eq!(w.await.unwrap(), 200);
+    }
+    let rows = app.outbox().await;
+    let updates: Vec<&Value> = rows
+        .iter()
+        .filter(|r| r.0 == "lead.updated")
+        .map(|r| &r.1)
+        .collect();
+    assert_eq!(updates.len(), 16, "one event per change");
+    // Each change's own snapshot holds its key, and the snapshots grow one key at a time: the
+    // writes were serialised, none overwrote another.
+    let mut sizes: Vec<usize> = updates
+        .iter()
+        .map(|e| e["data"]["lead"]["profile"].as_object().unwrap().len())
+        .collect();
+    sizes.sort();
+    let base = lead["profile"].as_object().map_or(0, |p| p.len());
+    assert_eq!(sizes, (base + 1..=base + 16).collect::<Vec<_>>());
+    let c = app.db.client().await;
+    let profile: String = c
+        .query_one(
+            "SELECT profile::text FROM leads WHERE id = $1::text::uuid",
+            &[&id],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    let profile: Value = serde_json::from_str(&profile).unwrap();
+    assert_eq!(profile.as_object().unwrap().len(), base + 16, "{profile}");
+
+    let closers: Vec<_> = (0..8)
+        .map(|_| {
+            let (app, token, id) = (app.clone(), token.clone(), id.clone());
+            tokio::spawn(async move {
+                app.public(
+                    Method::PATCH,
+                    &format!("/api/v1/leads/{id}"),
+                    &token,
+                    Some(json!({"status": "closed"})),
+                )
+                .await
+                .status()
+                .as_u16()
+            })
+        })
+        .collect();
+    for c in closers {
+        assert_eq!(c.await.unwrap(), 200);
+    }
+    let closed = app
+        .outbox_types()
+        .await
+        .into_iter()
+        .filter(|t| t == "lead.stage_changed")
+        .count();
+    assert_eq!(closed, 1, "one close, one event");
+}
