@@ -130,7 +130,16 @@ struct Figures {
 }
 
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
+async fn main() {
+    if let Err(e) = run().await {
+        // The cause on one line, last: CI shows the tail of the output, and anyhow's Debug form
+        // would end in a backtrace of the runtime's frames when RUST_BACKTRACE is set.
+        eprintln!("chaos: FAILED: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+async fn run() -> anyhow::Result<()> {
     let opts = <Opts as clap::Parser>::parse();
     let (events, fault_count) = (opts.events, opts.faults);
     let bins = bin_dir(&opts);

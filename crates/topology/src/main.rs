@@ -724,7 +724,12 @@ async fn main() -> anyhow::Result<()> {
         out.join("latest.json"),
         serde_json::to_vec_pretty(&figures)?,
     )?;
-    result?;
+    if let Err(e) = result {
+        // The cause on one line, last: CI shows the tail of the output, and anyhow's Debug form
+        // would end in a backtrace of the runtime's frames when RUST_BACKTRACE is set.
+        eprintln!("topology: FAILED: {e:#}");
+        std::process::exit(1);
+    }
     println!("topology: every scenario held");
     Ok(())
 }
