@@ -340,6 +340,8 @@ struct E2e {
     cost: Option<Value>,
     /// With `with_cost`: a client tailing the feed throughout (events read, page latencies).
     feed_tail: Option<(u64, Vec<f64>)>,
+    /// Messages the delivery processes parked (at an org's cap or for a receiver's pause).
+    parked: f64,
 }
 
 /// One end-to-end run: `workers` delivery processes running while events are caused.
@@ -406,6 +408,12 @@ async fn e2e_with(
         None => None,
     };
     let committed = env.committed().await?;
+    let mut parked = 0.0;
+    for p in &procs {
+        parked += p
+            .counter(&env.http, "qualifier_delivery_parked_total")
+            .await;
+    }
     api.stop();
     for p in procs {
         p.stop();
@@ -442,6 +450,7 @@ async fn e2e_with(
         tally,
         cost,
         feed_tail,
+        parked,
     })
 }
 
@@ -484,6 +493,12 @@ async fn drain(
     wait_delivered(sink, ep, events, patience(events)).await;
     let measured = window.close(&env).await;
     let committed = env.committed().await?;
+    let mut parked = 0.0;
+    for p in &procs {
+        parked += p
+            .counter(&env.http, "qualifier_delivery_parked_total")
+            .await;
+    }
     api.stop();
     for p in procs {
         p.stop();
@@ -786,6 +801,8 @@ async fn lone_org(sink: &Sink, n: u64, lifted: &E2e) -> anyhow::Result<Value> {
         "cap_lifted_p99_ms": p99(&lifted.tally),
         "p99_ratio_default_vs_lifted": r3(p99(&capped.tally) / p99(&lifted.tally)),
         "default_cap_events_lost": capped.tally.lost,
+        "default_cap_messages_parked": capped.parked,
+        "cap_lifted_messages_parked": lifted.parked,
     }))
 }
 

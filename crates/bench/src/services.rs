@@ -38,6 +38,18 @@ pub struct Proc {
 }
 
 impl Proc {
+    /// The sum of a counter's series on the process's `/metrics` page (0 when unreadable).
+    pub async fn counter(&self, http: &reqwest::Client, name: &str) -> f64 {
+        let url = self.health.replace("/readyz", "/metrics");
+        let Ok(page) = async { http.get(&url).send().await?.text().await }.await else {
+            return 0.0;
+        };
+        page.lines()
+            .filter(|l| l.split(['{', ' ']).next() == Some(name))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum()
+    }
+
     pub fn stop(mut self) {
         let _ = Command::new("kill")
             .args(["-TERM", &self.child.id().to_string()])

@@ -33,15 +33,28 @@ pub const MIN_PARK: Duration = Duration::from_secs(1);
 /// overflow makes one short hop, then parks for [`MIN_PARK`] and longer, as before.
 pub const SETTLE_PARK: Duration = Duration::from_millis(100);
 
+/// The longest a message held only by the newcomers' reserve waits inside the process for a
+/// slot before it is parked after all ([`wait_here`]).
+pub const WAIT_HERE_MAX: Duration = Duration::from_secs(5);
+
+/// The shortest such wait: as long as the park it replaces ([`MIN_PARK`]). Under load a slot
+/// can take longer than a few attempts to come round (a commit stall holds every attempt's
+/// outcome), and a message parked then goes to the tail of the work queue as well.
+pub const WAIT_HERE_MIN: Duration = MIN_PARK;
+
 /// Why a message waits without using an attempt, with what decides how long.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Hold {
     /// The org holds its share of this process's attempt slots; `typical_ms` is how long its
     /// attempts usually take (unknown before the first one ends).
     /// `settling`: no attempt has ended yet and the first started under [`SETTLE_PARK`] ago.
+    /// `may_wait`: its endpoint is quick, or not known yet (`settling`), so a slot it may take
+    /// comes round soon (one of its own attempts ending, or one beyond the newcomers' reserve):
+    /// the message waits for it in the process ([`wait_here`]).
     AtCap {
         typical_ms: Option<u64>,
         settling: bool,
+        may_wait: bool,
     },
     /// The receiver asked for a pause (`Retry-After`) that has this long left.
     BackingOff { for_ms: u64 },
@@ -132,6 +145,9 @@ pub struct Slots {
     pub cap: usize,
     /// Another org waits for a slot while holding less than its cap.
     pub others_starved: bool,
+    /// Messages wait in the process for a slot beyond the reserve ([`wait_here`]) and this one
+    /// is not one of them: it queues behind them rather than borrowing ahead.
+    pub queued_ahead: bool,
     pub attempt_timeout: Duration,
 }
 
@@ -145,6 +161,9 @@ pub struct OrgSlots {
     pub typical: Option<Duration>,
     /// Before one has ended: how long ago its first attempt started.
     pub first_started_ago: Option<Duration>,
+    /// Messages of this org wait in the process for a slot and this one is not one of them:
+    /// it queues behind them, so its org's messages start in the order they came.
+    pub queued_ahead: bool,
 }
 
 /// Whether an org may start an attempt now (the per-org cap, work-conserving):
@@ -155,6 +174,9 @@ pub struct OrgSlots {
 ///   than its cap, and its attempts are known to end quickly (under half the timeout). A
 ///   hanging or failing endpoint would hold a borrowed slot for the whole timeout, so it keeps
 ///   to its cap; a fast one gives a borrowed slot back within its typical duration.
+/// - a message that arrives while others wait in the process ([`wait_here`]) queues behind
+///   them: behind its own org's for any slot, behind anyone's for a borrowed one. A newcomer's
+///   message within its cap still starts at once.
 pub fn admit(org: &OrgSlots, p: &Slots) -> Result<(), Hold> {
     if let Some(left) = org.paused_for {
         return Err(Hold::BackingOff {
@@ -162,17 +184,52 @@ pub fn admit(org: &OrgSlots, p: &Slots) -> Result<(), Hold> {
         });
     }
     let free = p.slots.saturating_sub(p.in_flight);
-    let within_cap = org.in_flight < p.cap && free > 0;
+    let within_cap = org.in_flight < p.cap && free > 0 && !org.queued_ahead;
     let quick = org.typical.is_some_and(|t| t < p.attempt_timeout / 2);
-    let may_borrow = free > p.cap && !p.others_starved && quick;
+    let queued = p.queued_ahead || org.queued_ahead;
+    let may_borrow = free > p.cap && !p.others_starved && quick && !queued;
     if within_cap || may_borrow {
         Ok(())
     } else {
+        let settling =
+            org.typical.is_none() && org.first_started_ago.is_some_and(|a| a < SETTLE_PARK);
         Err(Hold::AtCap {
             typical_ms: org.typical.map(|d| d.as_millis() as u64),
-            settling: org.typical.is_none()
-                && org.first_started_ago.is_some_and(|a| a < SETTLE_PARK),
+            settling,
+            may_wait: quick || settling,
         })
+    }
+}
+
+/// Whether a held message waits inside the process for a slot (and how long at most) instead
+/// of being parked at once. A quick org's message does: one of its own attempts ends within
+/// about its typical duration, or a slot beyond the newcomers' reserve frees, and the message
+/// takes it, in arrival order. A park would send it through a TTL queue for at least
+/// [`MIN_PARK`] and then to the tail of the work queue, so an org alone on the system waited
+/// seconds at p99 that it did not wait with the cap lifted.
+///
+/// The wait changes no share: a waiter is admitted by [`admit`] like any message, so it never
+/// takes the reserve nor a slot another org waits for. It holds one unacked message
+/// (prefetch) meanwhile; a newcomer's message is let in by the next ack, one of the quick
+/// org's attempts away.
+///
+/// An org whose first attempts are still young (`settling`) waits here up to [`SETTLE_PARK`]
+/// for the first of them to end, which tells whether it is quick. Everything else parks as
+/// before: a receiver's pause, a slow or hanging endpoint (a waiter would hold its message for
+/// the whole timeout).
+pub fn wait_here(hold: Hold) -> Option<Duration> {
+    match hold {
+        Hold::AtCap {
+            may_wait: true,
+            settling: true,
+            ..
+        } => Some(SETTLE_PARK),
+        Hold::AtCap {
+            may_wait: true,
+            typical_ms: Some(t),
+            ..
+        } => Some((Duration::from_millis(t) * 4).clamp(WAIT_HERE_MIN, WAIT_HERE_MAX)),
+        _ => None,
     }
 }
 
@@ -1001,6 +1058,7 @@ mod tests {
         let at_cap = Hold::AtCap {
             typical_ms: Some(5),
             settling: false,
+            may_wait: false,
         };
         assert_eq!(admission(&m, NOW, || Err::<(), _>(at_cap)), Err(at_cap));
         assert_eq!(admission(&m, NOW, || Ok::<_, Hold>(7)), Ok(7));
@@ -1025,6 +1083,7 @@ mod tests {
         let at_cap = Hold::AtCap {
             typical_ms: None,
             settling: false,
+            may_wait: false,
         };
         assert_eq!(hold(&m, NOW, None), None);
         assert_eq!(hold(&m, NOW, Some(at_cap)), Some(at_cap));
@@ -1046,6 +1105,7 @@ mod tests {
             in_flight,
             cap: 16,
             others_starved,
+            queued_ahead: false,
             attempt_timeout: Duration::from_secs(10),
         }
     }
@@ -1056,6 +1116,7 @@ mod tests {
             paused_for: None,
             typical: typical_ms.map(Duration::from_millis),
             first_started_ago: None,
+            queued_ahead: false,
         }
     }
 
@@ -1115,9 +1176,63 @@ mod tests {
             Err(Hold::AtCap {
                 typical_ms: Some(20),
                 settling: false,
+                may_wait: true,
             }),
             "the last 16 slots stay free for a newcomer"
         );
+    }
+
+    #[test]
+    fn a_quick_org_waits_in_the_process_for_a_slot_it_may_take() {
+        let held = |o: OrgSlots, s: Slots| wait_here(admit(&o, &s).unwrap_err());
+        // Quick and alone, beyond its cap with only the reserve left: four attempts, at least
+        // as long as a park.
+        assert_eq!(
+            held(org(48, Some(20)), slots(48, false)),
+            Some(WAIT_HERE_MIN)
+        );
+        assert_eq!(
+            held(org(48, Some(400)), slots(48, false)),
+            Some(Duration::from_millis(1_600))
+        );
+        assert_eq!(
+            held(org(48, Some(4_000)), slots(48, false)),
+            Some(WAIT_HERE_MAX)
+        );
+        // Messages already wait here for a slot beyond the reserve: a new one queues behind
+        // them instead of taking a released slot first.
+        let behind = Slots {
+            queued_ahead: true,
+            ..slots(20, false)
+        };
+        assert_eq!(held(org(20, Some(20)), behind), Some(WAIT_HERE_MIN));
+        // Another org waits below its cap: the idle slots are its, so this one waits for one
+        // of its own attempts to end.
+        assert_eq!(
+            held(org(16, Some(20)), slots(20, true)),
+            Some(WAIT_HERE_MIN)
+        );
+        // Its own messages already wait here: a new one queues behind them, even within its
+        // cap, so they start in the order they came.
+        let own = OrgSlots {
+            queued_ahead: true,
+            ..org(3, Some(20))
+        };
+        assert_eq!(held(own, slots(20, false)), Some(WAIT_HERE_MIN));
+        // Slow, hanging or not yet known: parks (a waiter would hold its message that long).
+        assert_eq!(held(org(16, Some(5_000)), slots(16, false)), None);
+        assert_eq!(held(org(16, None), slots(16, false)), None);
+        // Its first attempts are young: it waits here until the first one ends, at most the
+        // settle time.
+        let young = OrgSlots {
+            first_started_ago: Some(Duration::from_millis(20)),
+            ..org(16, None)
+        };
+        assert_eq!(held(young, slots(16, false)), Some(SETTLE_PARK));
+        // A receiver's pause is never waited out in the process.
+        let mut paused = org(0, Some(20));
+        paused.paused_for = Some(Duration::from_secs(3));
+        assert_eq!(held(paused, slots(0, false)), None);
     }
 
     #[test]
@@ -1151,6 +1266,7 @@ mod tests {
                 Hold::AtCap {
                     typical_ms,
                     settling: false,
+                    may_wait: false,
                 },
                 timeout,
             )
@@ -1170,6 +1286,7 @@ mod tests {
                 Hold::AtCap {
                     typical_ms: Some(900),
                     settling: false,
+                    may_wait: false,
                 },
                 short
             ),
@@ -1187,7 +1304,8 @@ mod tests {
             carried_not_before(
                 Hold::AtCap {
                     typical_ms: None,
-                    settling: false
+                    settling: false,
+                    may_wait: false
                 },
                 NOW
             ),

@@ -17,6 +17,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use tokio::sync::Notify;
+
 use uuid::Uuid;
 
 use crate::decide::{self, Hold, OrgSlots, Slots};
@@ -37,6 +39,10 @@ struct OrgState {
     /// When its first attempt started (what [`decide::SETTLE_PARK`] is measured from).
     first_started: Option<Instant>,
     last_seen: Instant,
+    /// Its messages waiting in the process for a slot ([`OrgGate::wait_for_slot`]).
+    waiting_here: usize,
+    /// Woken once per slot of this org released: its longest-waiting message asks again.
+    freed: Arc<Notify>,
 }
 
 impl OrgState {
@@ -48,6 +54,8 @@ impl OrgState {
             typical: None,
             first_started: None,
             last_seen: now,
+            waiting_here: 0,
+            freed: Arc::new(Notify::new()),
         }
     }
 }
@@ -55,6 +63,9 @@ impl OrgState {
 struct State {
     orgs: HashMap<Uuid, OrgState>,
     in_flight: usize,
+    /// Messages waiting in the process for a slot beyond the reserve
+    /// ([`OrgGate::wait_for_slot`]).
+    waiting_here: usize,
 }
 
 pub struct OrgGate {
@@ -62,6 +73,9 @@ pub struct OrgGate {
     slots: usize,
     attempt_timeout: Duration,
     state: Mutex<State>,
+    /// Woken once per released slot (of any org): the longest-waiting message held in the
+    /// process ([`OrgGate::wait_for_slot`]) asks again.
+    freed: Notify,
 }
 
 /// An attempt slot of one org; released on drop.
@@ -74,8 +88,32 @@ impl Drop for Permit {
     fn drop(&mut self) {
         let mut st = self.gate.lock();
         st.in_flight = st.in_flight.saturating_sub(1);
-        if let Some(o) = st.orgs.get_mut(&self.org) {
+        let own = st.orgs.get_mut(&self.org).map(|o| {
             o.in_flight = o.in_flight.saturating_sub(1);
+            o.freed.clone()
+        });
+        drop(st);
+        // One waiter of its own org (a slot within its cap came back) and one of any org (a
+        // slot beyond the reserve may have): not all, as a slot admits at most one message.
+        if let Some(own) = own {
+            own.notify_one();
+        }
+        self.gate.freed.notify_one();
+    }
+}
+
+/// One message counted in `waiting_here` while it waits (also when its task is dropped).
+struct Queued<'a> {
+    gate: &'a OrgGate,
+    org: Uuid,
+}
+
+impl Drop for Queued<'_> {
+    fn drop(&mut self) {
+        let mut st = self.gate.lock();
+        st.waiting_here = st.waiting_here.saturating_sub(1);
+        if let Some(o) = st.orgs.get_mut(&self.org) {
+            o.waiting_here = o.waiting_here.saturating_sub(1);
         }
     }
 }
@@ -96,7 +134,9 @@ impl OrgGate {
             state: Mutex::new(State {
                 orgs: HashMap::new(),
                 in_flight: 0,
+                waiting_here: 0,
             }),
+            freed: Notify::new(),
         })
     }
 
@@ -107,12 +147,21 @@ impl OrgGate {
     /// A slot for `org`, or why it must wait (with what the park rule needs to know:
     /// [`crate::decide::park_wait`]).
     pub fn enter(self: &Arc<Self>, org: Uuid) -> Result<Permit, Hold> {
+        self.enter_as(org, false)
+    }
+
+    /// `waiter`: the message already waits in the process, so others waiting do not make it
+    /// queue again.
+    fn enter_as(self: &Arc<Self>, org: Uuid, waiter: bool) -> Result<Permit, Hold> {
         let now = Instant::now();
         let mut guard = self.lock();
         let st = &mut *guard;
         if st.orgs.len() > 1024 {
-            st.orgs
-                .retain(|_, o| o.in_flight > 0 || now.duration_since(o.last_seen) < FORGET_AFTER);
+            st.orgs.retain(|_, o| {
+                o.in_flight > 0
+                    || o.waiting_here > 0
+                    || now.duration_since(o.last_seen) < FORGET_AFTER
+            });
         }
         // Another org waits with less than its cap in flight: idle slots are its, not ours.
         let others_starved = st.orgs.iter().any(|(id, o)| {
@@ -123,6 +172,7 @@ impl OrgGate {
             in_flight: st.in_flight,
             cap: self.cap,
             others_starved,
+            queued_ahead: !waiter && st.waiting_here > 0,
             attempt_timeout: self.attempt_timeout,
         };
         let o = st.orgs.entry(org).or_insert_with(|| OrgState::new(now));
@@ -132,6 +182,7 @@ impl OrgGate {
             paused_for: remaining(o.not_before, now),
             typical: o.typical,
             first_started_ago: o.first_started.map(|t| now.duration_since(t)),
+            queued_ahead: !waiter && o.waiting_here > 0,
         };
         decide::admit(&view, &process)?;
         o.first_started.get_or_insert(now);
@@ -141,6 +192,56 @@ impl OrgGate {
             gate: self.clone(),
             org,
         })
+    }
+
+    /// A slot for `org`, waiting in the process for one to be released as long as the rules
+    /// let this message wait here ([`decide::wait_here`], at most `limit`); otherwise why it
+    /// must be parked. Waiters are woken one per released slot, longest-waiting first.
+    pub async fn wait_for_slot(
+        self: &Arc<Self>,
+        org: Uuid,
+        limit: Duration,
+    ) -> Result<Permit, Hold> {
+        let started = tokio::time::Instant::now();
+        let mut deadline = started + limit;
+        let own = {
+            let now = Instant::now();
+            let mut st = self.lock();
+            st.waiting_here += 1;
+            let o = st.orgs.entry(org).or_insert_with(|| OrgState::new(now));
+            o.waiting_here += 1;
+            o.freed.clone()
+        };
+        let _queued = Queued { gate: self, org };
+        loop {
+            // Registered before asking, so a slot released between the answer and the wait
+            // still wakes this waiter (a notification it does not use passes to the next).
+            let freed = self.freed.notified();
+            let own_freed = own.notified();
+            tokio::pin!(freed, own_freed);
+            freed.as_mut().enable();
+            own_freed.as_mut().enable();
+            let why = match self.enter_as(org, true) {
+                Ok(p) => {
+                    // Pass the wake on: the slot that woke this one may not be the only one
+                    // free (an org's first attempt ending lets it borrow many at once).
+                    self.freed.notify_one();
+                    return Ok(p);
+                }
+                Err(why) => why,
+            };
+            // What is known may have changed while it waited (its first attempt ended, another
+            // org began to wait): the rule as it stands now says how long it may stay.
+            match decide::wait_here(why) {
+                Some(l) => deadline = deadline.max(started + l),
+                None => return Err(why),
+            }
+            tokio::select! {
+                _ = &mut freed => {}
+                _ = &mut own_freed => {}
+                _ = tokio::time::sleep_until(deadline) => return self.enter_as(org, true),
+            }
+        }
     }
 
     /// A message of `org` was parked at its cap for `wait`: other orgs yield idle slots to it
@@ -234,6 +335,62 @@ mod tests {
         assert!(gate.enter(Uuid::new_v4()).is_ok());
         std::thread::sleep(Duration::from_millis(60));
         assert!(gate.enter(a).is_ok());
+    }
+
+    #[tokio::test]
+    async fn a_message_held_by_the_reserve_takes_the_next_released_slot() {
+        let gate = OrgGate::new(2, 8, T);
+        let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
+        gate.observe(a, Duration::from_millis(20));
+        let mut held: Vec<_> = (0..6).map(|_| gate.enter(a).unwrap()).collect();
+        let waiter = {
+            let gate = gate.clone();
+            tokio::spawn(async move { gate.wait_for_slot(a, Duration::from_secs(5)).await })
+        };
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!waiter.is_finished(), "no slot beyond the reserve yet");
+        // The reserve stays a newcomer's while the message waits.
+        let b1 = gate.enter(b).expect("a newcomer finds a slot at once");
+        drop(b1);
+        assert!(
+            !waiter.is_finished(),
+            "a newcomer's slot going back is still the reserve"
+        );
+        held.pop();
+        // A message arriving now queues behind the one already waiting.
+        assert!(at_cap(gate.enter(a)), "no borrowing ahead of a waiter");
+        let permit = tokio::time::timeout(Duration::from_secs(1), waiter)
+            .await
+            .expect("woken by the released slot")
+            .unwrap();
+        assert!(permit.is_ok());
+        assert!(at_cap(gate.enter(a)), "and it took that slot");
+    }
+
+    #[tokio::test]
+    async fn a_waiter_is_parked_after_its_limit_and_a_held_org_at_once() {
+        let gate = OrgGate::new(2, 8, T);
+        let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
+        gate.observe(a, Duration::from_millis(20));
+        let _held: Vec<_> = (0..6).map(|_| gate.enter(a).unwrap()).collect();
+        let started = std::time::Instant::now();
+        let r = gate.wait_for_slot(a, Duration::from_millis(100)).await;
+        assert!(matches!(r, Err(Hold::AtCap { may_wait: true, .. })));
+        assert!(started.elapsed() >= Duration::from_millis(100));
+        // An org whose first attempts have run past the settle time without one ending (maybe
+        // a hanging endpoint) does not wait here: it is parked without delay.
+        let _b: Vec<_> = (0..2).map(|_| gate.enter(b).unwrap()).collect();
+        tokio::time::sleep(decide::SETTLE_PARK + Duration::from_millis(20)).await;
+        let started = std::time::Instant::now();
+        let r = gate.wait_for_slot(b, Duration::from_secs(5)).await;
+        assert!(matches!(
+            r,
+            Err(Hold::AtCap {
+                may_wait: false,
+                ..
+            })
+        ));
+        assert!(started.elapsed() < Duration::from_secs(1));
     }
 
     #[test]

@@ -394,14 +394,21 @@ impl Worker {
         if let Some(t) = qualifier_telemetry::trace_id(&span) {
             span.record("trace_id", t);
         }
-        let permit =
+        let admitted =
             match decide::admission(&job.meta, unix_ms(), || self.gate.enter(job.meta.org_id)) {
-                Ok(permit) => permit,
-                Err(why) => {
-                    self.park(&publisher, d, &job, why).await;
-                    return;
-                }
+                Err(why) => match decide::wait_here(why) {
+                    Some(limit) => self.gate.wait_for_slot(job.meta.org_id, limit).await,
+                    None => Err(why),
+                },
+                ok => ok,
             };
+        let permit = match admitted {
+            Ok(permit) => permit,
+            Err(why) => {
+                self.park(&publisher, d, &job, why).await;
+                return;
+            }
+        };
         let in_flight = metrics::gauge!(m::IN_FLIGHT);
         in_flight.increment(1.0);
         let result =
