@@ -507,6 +507,7 @@ async fn drain(
     let span_s = (t.last_us - t.first_us) as f64 / 1e6;
     let m = measured.json(t.delivered);
     let mut v = t.json();
+    v["messages_parked"] = json!(parked);
     v["cpu"] = m["cpu"].clone();
     v["statements"] = m["statements"].clone();
     v["workers"] = json!(workers);
