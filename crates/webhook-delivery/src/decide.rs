@@ -55,6 +55,9 @@ pub enum Hold {
         typical_ms: Option<u64>,
         settling: bool,
         may_wait: bool,
+        /// Cap's-worths of this org's messages already parked and not yet due back: the
+        /// turns of its slots ahead of this one.
+        turns_ahead: u32,
     },
     /// The receiver asked for a pause (`Retry-After`) that has this long left.
     BackingOff { for_ms: u64 },
@@ -143,8 +146,9 @@ pub struct Slots {
     pub in_flight: usize,
     /// What one org may always hold (`QUALIFIER_DELIVERY_ORG_CONCURRENCY`).
     pub cap: usize,
-    /// Another org waits for a slot while holding less than its cap.
-    pub others_starved: bool,
+    /// How many slots other orgs waiting for one (parked or here) lack to reach their caps:
+    /// those idle slots are theirs, so nobody borrows them.
+    pub others_short: usize,
     /// Messages wait in the process for a slot beyond the reserve ([`wait_here`]) and this one
     /// is not one of them: it queues behind them rather than borrowing ahead.
     pub queued_ahead: bool,
@@ -161,6 +165,8 @@ pub struct OrgSlots {
     pub typical: Option<Duration>,
     /// Before one has ended: how long ago its first attempt started.
     pub first_started_ago: Option<Duration>,
+    /// Its messages parked at its cap and not yet due back.
+    pub parked_ahead: usize,
     /// Messages of this org wait in the process for a slot and this one is not one of them:
     /// it queues behind them, so its org's messages start in the order they came.
     pub queued_ahead: bool,
@@ -170,8 +176,9 @@ pub struct OrgSlots {
 /// - never while its receiver's pause lasts;
 /// - always within its cap, when a slot is free;
 /// - beyond its cap, it may borrow an idle slot when all of these hold: a cap's worth of slots
-///   stays free after it (a newcomer finds one at once), no other org is waiting with less
-///   than its cap, and its attempts are known to end quickly (under half the timeout). A
+///   stays free after it (a newcomer finds one at once), and besides that as many as the orgs
+///   waiting below their caps lack (their message finds its slot when it is back), and its
+///   attempts are known to end quickly (under half the timeout). A
 ///   hanging or failing endpoint would hold a borrowed slot for the whole timeout, so it keeps
 ///   to its cap; a fast one gives a borrowed slot back within its typical duration.
 /// - a message that arrives while others wait in the process ([`wait_here`]) queues behind
@@ -187,7 +194,7 @@ pub fn admit(org: &OrgSlots, p: &Slots) -> Result<(), Hold> {
     let within_cap = org.in_flight < p.cap && free > 0 && !org.queued_ahead;
     let quick = org.typical.is_some_and(|t| t < p.attempt_timeout / 2);
     let queued = p.queued_ahead || org.queued_ahead;
-    let may_borrow = free > p.cap && !p.others_starved && quick && !queued;
+    let may_borrow = free > p.cap + p.others_short && quick && !queued;
     if within_cap || may_borrow {
         Ok(())
     } else {
@@ -197,6 +204,7 @@ pub fn admit(org: &OrgSlots, p: &Slots) -> Result<(), Hold> {
             typical_ms: org.typical.map(|d| d.as_millis() as u64),
             settling,
             may_wait: quick || settling,
+            turns_ahead: (org.parked_ahead / p.cap.max(1)) as u32,
         })
     }
 }
@@ -239,16 +247,31 @@ pub fn wait_here(hold: Hold) -> Option<Duration> {
 /// - At its cap: about one of its attempts' time (a slot has freed by then), between
 ///   [`MIN_PARK`] and the attempt timeout; [`MIN_PARK`] until one attempt has ended, and
 ///   [`SETTLE_PARK`] while its first attempts are younger than that.
+/// - At its cap behind its own parked messages: one attempt's time per cap's worth ahead of
+///   it (about when its turn comes), up to [`MAX_TURNS_AHEAD`] more. A slow org's burst of a
+///   thousand otherwise hopped through the broker every second, each message, and that churn
+///   took the CPU its neighbours deliver with (noisy-neighbour run, issue 26).
 pub fn park_wait(hold: Hold, attempt_timeout: Duration) -> Duration {
     match hold {
         Hold::BackingOff { for_ms } => Duration::from_millis(for_ms),
         Hold::AtCap { settling: true, .. } => SETTLE_PARK,
-        Hold::AtCap { typical_ms, .. } => typical_ms
-            .map_or(MIN_PARK, Duration::from_millis)
-            .min(attempt_timeout)
-            .max(MIN_PARK),
+        Hold::AtCap {
+            typical_ms,
+            turns_ahead,
+            ..
+        } => {
+            typical_ms
+                .map_or(MIN_PARK, Duration::from_millis)
+                .min(attempt_timeout)
+                .max(MIN_PARK)
+                * (1 + turns_ahead.min(MAX_TURNS_AHEAD))
+        }
     }
 }
+
+/// The most turns of its slots a parked message waits out in one park: a slow endpoint that
+/// speeds up is noticed within this many of its old attempt durations.
+pub const MAX_TURNS_AHEAD: u32 = 8;
 
 /// The pause a parked message carries in its `not-before` header, so that whichever replica
 /// takes it next honours the receiver's `Retry-After` too (its own gate may not know of it).
@@ -1059,6 +1082,7 @@ mod tests {
             typical_ms: Some(5),
             settling: false,
             may_wait: false,
+            turns_ahead: 0,
         };
         assert_eq!(admission(&m, NOW, || Err::<(), _>(at_cap)), Err(at_cap));
         assert_eq!(admission(&m, NOW, || Ok::<_, Hold>(7)), Ok(7));
@@ -1084,6 +1108,7 @@ mod tests {
             typical_ms: None,
             settling: false,
             may_wait: false,
+            turns_ahead: 0,
         };
         assert_eq!(hold(&m, NOW, None), None);
         assert_eq!(hold(&m, NOW, Some(at_cap)), Some(at_cap));
@@ -1099,12 +1124,13 @@ mod tests {
         );
     }
 
-    fn slots(in_flight: usize, others_starved: bool) -> Slots {
+    /// `others_waiting`: another org waits with none of its 16 in flight.
+    fn slots(in_flight: usize, others_waiting: bool) -> Slots {
         Slots {
             slots: 64,
             in_flight,
             cap: 16,
-            others_starved,
+            others_short: if others_waiting { 16 } else { 0 },
             queued_ahead: false,
             attempt_timeout: Duration::from_secs(10),
         }
@@ -1116,6 +1142,7 @@ mod tests {
             paused_for: None,
             typical: typical_ms.map(Duration::from_millis),
             first_started_ago: None,
+            parked_ahead: 0,
             queued_ahead: false,
         }
     }
@@ -1177,6 +1204,7 @@ mod tests {
                 typical_ms: Some(20),
                 settling: false,
                 may_wait: true,
+                turns_ahead: 0,
             }),
             "the last 16 slots stay free for a newcomer"
         );
@@ -1209,7 +1237,7 @@ mod tests {
         // Another org waits below its cap: the idle slots are its, so this one waits for one
         // of its own attempts to end.
         assert_eq!(
-            held(org(16, Some(20)), slots(20, true)),
+            held(org(16, Some(20)), slots(40, true)),
             Some(WAIT_HERE_MIN)
         );
         // Its own messages already wait here: a new one queues behind them, even within its
@@ -1236,8 +1264,21 @@ mod tests {
     }
 
     #[test]
-    fn nobody_borrows_while_another_org_waits_below_its_cap() {
-        assert!(admit(&org(16, Some(20)), &slots(20, true)).is_err());
+    fn nobody_borrows_the_slots_an_org_waiting_below_its_cap_lacks() {
+        // Another org waits with none in flight: its 16 and the reserve's 16 stay free.
+        assert_eq!(admit(&org(16, Some(20)), &slots(31, true)), Ok(()));
+        assert!(admit(&org(16, Some(20)), &slots(32, true)).is_err());
+        // It waits with 13 of its 16 in flight: 3 more stay free besides the reserve.
+        let short3 = Slots {
+            others_short: 3,
+            ..slots(44, false)
+        };
+        assert_eq!(admit(&org(28, Some(20)), &short3), Ok(()));
+        let short3 = Slots {
+            in_flight: 45,
+            ..short3
+        };
+        assert!(admit(&org(29, Some(20)), &short3).is_err());
     }
 
     #[test]
@@ -1267,6 +1308,7 @@ mod tests {
                     typical_ms,
                     settling: false,
                     may_wait: false,
+                    turns_ahead: 0,
                 },
                 timeout,
             )
@@ -1280,6 +1322,22 @@ mod tests {
             "a hanging endpoint: one timeout"
         );
         assert_eq!(at_cap(Some(60_000)), timeout);
+        // Behind three cap's worths of its own parked messages: its turn, four attempts away,
+        // and never more than nine.
+        let behind = |typical_ms, turns_ahead| {
+            park_wait(
+                Hold::AtCap {
+                    typical_ms,
+                    settling: false,
+                    may_wait: false,
+                    turns_ahead,
+                },
+                timeout,
+            )
+        };
+        assert_eq!(behind(Some(2_000), 3), Duration::from_secs(8));
+        assert_eq!(behind(None, 3), MIN_PARK * 4);
+        assert_eq!(behind(Some(10_000), 500), timeout * 9);
         let short = Duration::from_millis(500);
         assert_eq!(
             park_wait(
@@ -1287,6 +1345,7 @@ mod tests {
                     typical_ms: Some(900),
                     settling: false,
                     may_wait: false,
+                    turns_ahead: 0,
                 },
                 short
             ),
@@ -1305,7 +1364,8 @@ mod tests {
                 Hold::AtCap {
                     typical_ms: None,
                     settling: false,
-                    may_wait: false
+                    may_wait: false,
+                    turns_ahead: 0,
                 },
                 NOW
             ),

@@ -13,7 +13,8 @@
 //! back-off learned by one replica is carried to the others by the failed message's
 //! `not-before` header only. That keeps the hot path free of shared state.
 
-use std::collections::HashMap;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -41,6 +42,8 @@ struct OrgState {
     last_seen: Instant,
     /// Its messages waiting in the process for a slot ([`OrgGate::wait_for_slot`]).
     waiting_here: usize,
+    /// When each of its messages parked at its cap is due back (earliest first).
+    parked: BinaryHeap<Reverse<Instant>>,
     /// Woken once per slot of this org released: its longest-waiting message asks again.
     freed: Arc<Notify>,
 }
@@ -55,6 +58,7 @@ impl OrgState {
             first_started: None,
             last_seen: now,
             waiting_here: 0,
+            parked: BinaryHeap::new(),
             freed: Arc::new(Notify::new()),
         }
     }
@@ -163,25 +167,37 @@ impl OrgGate {
                     || now.duration_since(o.last_seen) < FORGET_AFTER
             });
         }
-        // Another org waits with less than its cap in flight: idle slots are its, not ours.
-        let others_starved = st.orgs.iter().any(|(id, o)| {
-            *id != org && o.in_flight < self.cap && remaining(o.waiting_until, now).is_some()
-        });
+        // Other orgs waiting with less than their cap in flight: that many idle slots are
+        // theirs, not ours. Only that many: a boolean here throttled a quick org to its cap
+        // whenever a hanging org's slot fell free while its message was parked, which left
+        // the slots idle and halved the quick org's rate (noisy-neighbour run, issue 26).
+        let others_short = st
+            .orgs
+            .iter()
+            .filter(|(id, o)| {
+                **id != org && (o.waiting_here > 0 || remaining(o.waiting_until, now).is_some())
+            })
+            .map(|(_, o)| self.cap.saturating_sub(o.in_flight))
+            .sum();
         let process = Slots {
             slots: self.slots,
             in_flight: st.in_flight,
             cap: self.cap,
-            others_starved,
+            others_short,
             queued_ahead: !waiter && st.waiting_here > 0,
             attempt_timeout: self.attempt_timeout,
         };
         let o = st.orgs.entry(org).or_insert_with(|| OrgState::new(now));
         o.last_seen = now;
+        while o.parked.peek().is_some_and(|Reverse(due)| *due <= now) {
+            o.parked.pop();
+        }
         let view = OrgSlots {
             in_flight: o.in_flight,
             paused_for: remaining(o.not_before, now),
             typical: o.typical,
             first_started_ago: o.first_started.map(|t| now.duration_since(t)),
+            parked_ahead: o.parked.len(),
             queued_ahead: !waiter && o.waiting_here > 0,
         };
         decide::admit(&view, &process)?;
@@ -252,6 +268,7 @@ impl OrgGate {
         let o = st.orgs.entry(org).or_insert_with(|| OrgState::new(now));
         let until = now + wait;
         o.waiting_until = Some(o.waiting_until.map_or(until, |t| t.max(until)));
+        o.parked.push(Reverse(until));
     }
 
     /// One attempt of `org` took `took` (feeds the typical duration the park rule uses).
@@ -314,13 +331,41 @@ mod tests {
     }
 
     #[test]
-    fn an_org_waiting_elsewhere_stops_others_from_going_beyond_their_cap() {
+    fn an_org_waiting_elsewhere_keeps_the_slots_it_lacks_free() {
         let gate = OrgGate::new(2, 8, T);
         let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
         gate.observe(a, Duration::from_millis(20));
-        let _a: Vec<_> = (0..2).map(|_| gate.enter(a).unwrap()).collect();
+        let _a: Vec<_> = (0..4).map(|_| gate.enter(a).unwrap()).collect();
         gate.waiting(b, Duration::from_secs(5));
-        assert!(at_cap(gate.enter(a)), "b waits, so a keeps to its cap");
+        // 4 free: the reserve's 2 and the 2 that b, waiting with none in flight, lacks.
+        assert!(at_cap(gate.enter(a)), "b waits, so a borrows no further");
+        let _b: Vec<_> = (0..2)
+            .map(|_| {
+                gate.enter(b)
+                    .expect("b finds its cap free when its message is back")
+            })
+            .collect();
+        assert!(at_cap(gate.enter(a)), "and the reserve stays free");
+        let _c = gate.enter(Uuid::new_v4()).expect("a newcomer finds a slot");
+    }
+
+    #[test]
+    fn an_org_behind_its_own_parked_messages_is_told_how_many_turns_ahead() {
+        let gate = OrgGate::new(2, 8, T);
+        let a = Uuid::new_v4();
+        let _a: Vec<_> = (0..2).map(|_| gate.enter(a).unwrap()).collect();
+        let turns = |r: Result<Permit, Hold>| match r {
+            Err(Hold::AtCap { turns_ahead, .. }) => turns_ahead,
+            _ => panic!("at its cap"),
+        };
+        assert_eq!(turns(gate.enter(a)), 0);
+        for _ in 0..5 {
+            gate.waiting(a, Duration::from_secs(5));
+        }
+        gate.waiting(a, Duration::from_millis(30));
+        assert_eq!(turns(gate.enter(a)), 3, "six parked, two slots");
+        std::thread::sleep(Duration::from_millis(40));
+        assert_eq!(turns(gate.enter(a)), 2, "one came back");
     }
 
     #[test]
