@@ -32,6 +32,8 @@ pub const QUEUE_DEPTH: &str = "qualifier_queue_depth";
 pub const PARKED: &str = "qualifier_delivery_parked_total";
 /// Attempts in flight in this process.
 pub const IN_FLIGHT: &str = "qualifier_delivery_in_flight";
+/// Gauge: messages of quick orgs waiting in this process for a slot instead of parking.
+pub const WAITING_FOR_SLOT: &str = "qualifier_delivery_waiting_for_slot";
 /// Gauge: org endpoints by health `state` (`healthy`, `failing`, `disabled`), sampled from the
 /// database by each webhook-delivery replica (contract section 9).
 pub const WEBHOOK_ENDPOINTS: &str = "qualifier_webhook_endpoints";
@@ -80,6 +82,10 @@ fn describe() {
         "messages parked without using an attempt, by reason"
     );
     describe_gauge!(IN_FLIGHT, "webhook attempts in flight in this process");
+    describe_gauge!(
+        WAITING_FOR_SLOT,
+        "messages waiting in this process for an attempt slot"
+    );
 }
 
 static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();

@@ -397,7 +397,13 @@ impl Worker {
         let admitted =
             match decide::admission(&job.meta, unix_ms(), || self.gate.enter(job.meta.org_id)) {
                 Err(why) => match decide::wait_here(why) {
-                    Some(limit) => self.gate.wait_for_slot(job.meta.org_id, limit).await,
+                    Some(limit) => {
+                        let waiting = metrics::gauge!(m::WAITING_FOR_SLOT);
+                        waiting.increment(1.0);
+                        let r = self.gate.wait_for_slot(job.meta.org_id, limit).await;
+                        waiting.decrement(1.0);
+                        r
+                    }
                     None => Err(why),
                 },
                 ok => ok,
