@@ -54,8 +54,12 @@ struct Opts {
     /// Run one phase alone, for profiling it (`perf record -a` while it runs).
     #[arg(long, value_parser = ["e2e", "drain", "api", "feed", "lone", "outage", "noisy"])]
     only: Option<String>,
+    /// With `--only e2e`: cause events at this many per second instead of as fast as the API
+    /// takes them (commit-to-receipt latency at a chosen load).
+    #[arg(long)]
+    pace: Option<f64>,
     /// Run the `lead-api` and `webhook-delivery` found here instead of the ones beside the
-    /// harness (another build, for before/after pairs: `scripts/bench-pairs.sh`).
+    /// harness (another build, for before/after pairs with `scripts/bench.sh`).
     #[arg(long)]
     bin_dir: Option<PathBuf>,
 }
@@ -873,7 +877,7 @@ async fn run() -> anyhow::Result<()> {
     if let Some(phase) = &o.only {
         let v = match phase.as_str() {
             "e2e" => {
-                let run = e2e(&sink, n, 1, None, true).await?;
+                let run = e2e(&sink, n, 1, o.pace, true).await?;
                 let mut v = run.tally.json();
                 v["delivered_per_s"] = json!(r3(run.delivered_per_s));
                 v["ingest_committed_per_s"] = json!(r3(run.ingest_per_s));
