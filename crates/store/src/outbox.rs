@@ -86,7 +86,7 @@ where
     Fut: std::future::Future<Output = Result<(), E>> + Send,
     E: std::error::Error + Send + Sync + 'static,
 {
-    use diesel::sql_types::{Nullable, Timestamptz};
+    use diesel::sql_types::Nullable;
     conn.transaction::<usize, StoreError, _>(async move |conn| {
         let head: i64 = feed_head::table
             .select(feed_head::pos)
@@ -104,11 +104,10 @@ where
             .await?;
         let due: Vec<Unpublished> = outbox::table
             .filter(outbox::published_at.is_null())
-            .filter(
-                outbox::replay_at.le(diesel::dsl::sql::<Nullable<Timestamptz>>(
-                    "clock_timestamp()",
-                )),
-            )
+            // `now` (the transaction's start, a moment ago) rather than a `clock_timestamp()`
+            // literal: diesel cannot cache a statement holding SQL text, so that one was
+            // parsed and planned on every relay round.
+            .filter(outbox::replay_at.le(diesel::dsl::now))
             // Oldest first among rows due at the same instant (an endpoint's held deliveries).
             .order((outbox::replay_at.asc(), outbox::seq.asc()))
             .limit(limit)
@@ -138,14 +137,18 @@ where
         publish(rows)
             .await
             .map_err(|e| StoreError::Publish(Box::new(e)))?;
-        diesel::sql_query(
-            "WITH marked AS (
+        // Prepared (fixed text, `crate::prepared`), like the claim above: at a low event rate
+        // the relay runs a batch per event or two, and planning it every time was a visible
+        // share of PostgreSQL's CPU per event (docs/performance.md, session 10).
+        crate::prepared::prepared::<Array<Int8>, _>(
+            "WITH p(seqs, positions, head) AS (VALUES (",
+            ")), marked AS (
                  UPDATE outbox o SET published_at = clock_timestamp(), feed_pos = v.pos
-                 FROM unnest($1::int8[], $2::int8[]) AS v(seq, pos)
+                 FROM p, unnest(p.seqs, p.positions) AS v(seq, pos)
                  WHERE o.seq = v.seq)
-             UPDATE feed_head SET pos = $3 WHERE pos <> $3",
+             UPDATE feed_head SET pos = p.head FROM p WHERE pos <> p.head",
+            &seqs,
         )
-        .bind::<Array<Int8>, _>(&seqs)
         .bind::<Array<Nullable<Int8>>, _>(&positions)
         .bind::<Int8, _>(next)
         .execute(conn)
@@ -224,15 +227,21 @@ impl Store {
     /// one-second bursts.
     pub async fn next_replay_due(&self) -> Result<Option<std::time::Duration>, StoreError> {
         let mut conn = self.conn().await?;
-        let wait: Option<f64> = diesel::select(diesel::dsl::sql::<
-            diesel::sql_types::Nullable<diesel::sql_types::Double>,
-        >(
-            "(SELECT GREATEST(0, EXTRACT(EPOCH FROM min(replay_at) - clock_timestamp()))::float8
-              FROM outbox WHERE published_at IS NULL AND replay_at IS NOT NULL)",
-        ))
+        #[derive(diesel::QueryableByName)]
+        struct Wait {
+            #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Double>)]
+            wait: Option<f64>,
+        }
+        // Prepared (the floor is its one parameter): the relay asks this every round.
+        let w: Wait = crate::prepared::prepared::<diesel::sql_types::Double, _>(
+            "SELECT GREATEST(",
+            ", EXTRACT(EPOCH FROM min(replay_at) - clock_timestamp()))::float8 AS wait
+              FROM outbox WHERE published_at IS NULL AND replay_at IS NOT NULL",
+            0.0f64,
+        )
         .get_result(&mut conn)
         .await?;
-        Ok(wait.map(std::time::Duration::from_secs_f64))
+        Ok(w.wait.map(std::time::Duration::from_secs_f64))
     }
 
     /// Retention: deletes up to `batch` finished events created more than `keep` ago, oldest
