@@ -83,7 +83,7 @@ async fn five_failed_attempts_go_dead_and_replay_redelivers_under_the_same_id() 
     assert_eq!(d["attempt_log"].as_array().unwrap().len(), 5);
     let dead_q = s.topo.topology().dead_queue();
     assert_eq!(
-        s.queue_depth(&dead_q).await,
+        s.wait_queue_depth(&dead_q, 1, WAIT).await,
         1,
         "the dead-letter queue holds the event"
     );

@@ -272,6 +272,21 @@ impl Stack {
     }
 
     /// Messages waiting in a queue of this test's topology.
+    /// Waits up to `within` for `queue` to hold `n` messages and returns the last depth read.
+    /// The worker writes a delivery's outcome before it publishes the message on (the row is
+    /// the record; a crash between the two re-runs the attempt), so a queue may trail the
+    /// status the API shows by a moment.
+    pub async fn wait_queue_depth(&self, queue: &str, n: u32, within: Duration) -> u32 {
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            let depth = self.queue_depth(queue).await;
+            if depth == n || tokio::time::Instant::now() >= deadline {
+                return depth;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
     pub async fn queue_depth(&self, queue: &str) -> u32 {
         use qualifier_bus::lapin::options::QueueDeclareOptions;
         let conn = qualifier_bus::connect(&amqp_url(), "qualifier test")
