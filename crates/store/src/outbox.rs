@@ -3,7 +3,9 @@
 //! rows, publishes them and marks them published (rows stay: they are the delivery log).
 
 use diesel::sql_types::{Array, Int8};
-use diesel::{ExpressionMethods, QueryDsl, Queryable, Selectable, SelectableHelper};
+use diesel::{
+    ExpressionMethods, OptionalExtension, QueryDsl, Queryable, Selectable, SelectableHelper,
+};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use qualifier_domain::{Envelope, EventType};
 use time::OffsetDateTime;
@@ -229,19 +231,26 @@ impl Store {
         let mut conn = self.conn().await?;
         #[derive(diesel::QueryableByName)]
         struct Wait {
-            #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Double>)]
-            wait: Option<f64>,
+            #[diesel(sql_type = diesel::sql_types::Double)]
+            wait: f64,
         }
-        // Prepared (the floor is its one parameter): the relay asks this every round.
-        let w: Wait = crate::prepared::prepared::<diesel::sql_types::Double, _>(
+        // Prepared (the floor is its one parameter): the relay asks this every round. No row
+        // when no replay is waiting: `GREATEST` ignores a NULL argument, so `GREATEST(0,
+        // min(...))` over no rows was 0, "due now", and the relay polled every 5 ms with
+        // nothing to do (about 200 rounds a second per replica, docs/performance.md,
+        // session 11).
+        let w: Option<Wait> = crate::prepared::prepared::<diesel::sql_types::Double, _>(
             "SELECT GREATEST(",
-            ", EXTRACT(EPOCH FROM min(replay_at) - clock_timestamp()))::float8 AS wait
-              FROM outbox WHERE published_at IS NULL AND replay_at IS NOT NULL",
+            ", d.wait)::float8 AS wait
+               FROM (SELECT EXTRACT(EPOCH FROM min(replay_at) - clock_timestamp())::float8 AS wait
+                       FROM outbox WHERE published_at IS NULL AND replay_at IS NOT NULL) d
+              WHERE d.wait IS NOT NULL",
             0.0f64,
         )
         .get_result(&mut conn)
-        .await?;
-        Ok(w.wait.map(std::time::Duration::from_secs_f64))
+        .await
+        .optional()?;
+        Ok(w.map(|w| std::time::Duration::from_secs_f64(w.wait)))
     }
 
     /// Retention: deletes up to `batch` finished events created more than `keep` ago, oldest

@@ -890,3 +890,104 @@ async fn pages_of_large_leads_keep_to_the_byte_budget_and_walk_everything_once()
     }
     assert_eq!(ids.len(), 60);
 }
+
+/// Commits in the test database over `window` (what every process connected to it did).
+async fn commits_during(app: &TestApp, window: Duration) -> i64 {
+    let c = app.db.client().await;
+    let read = async || -> i64 {
+        c.query_one(
+            "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0)
+    };
+    // Backends report their counts at most once a second: a second's settling on each side.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let before = read().await;
+    tokio::time::sleep(window).await;
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    read().await - before
+}
+
+/// With no paced replay waiting, the relay sleeps until an event commits (or its one-second
+/// safety poll); a replay scheduled ahead wakes it at its instant. Until session 11 the
+/// next-replay query answered "due now" when nothing was scheduled, and every idle `lead-api`
+/// ran a relay round against the database every 5 ms.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_idle_relay_leaves_the_database_alone_and_wakes_for_a_scheduled_replay() {
+    let app = app().await;
+    let (org, _) = app.org().await;
+    app.inbound_lead(&org, "+447700900901").await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while unpublished(&app).await > 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the event was relayed"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let pool = qualifier_store::connect(&app.db.database(), 1).unwrap();
+    let key =
+        qualifier_store::SecretKey::from_base64(&qualifier_store::SecretKey::generate_base64())
+            .unwrap();
+    let store = qualifier_store::Store::new(pool, key);
+    assert_eq!(store.next_replay_due().await.unwrap(), None);
+
+    // Three idle seconds: the relay's safety poll and the backlog sampler are a handful of
+    // commits a second; a 5 ms poll was about 400.
+    let idle = commits_during(&app, Duration::from_secs(3)).await;
+    assert!(idle < 60, "{idle} commits in 3 idle seconds");
+
+    // A replay scheduled 1.5 s ahead: the relay is told how long to sleep, and publishes it
+    // then, not before and not at the next safety poll after.
+    let c = app.db.client().await;
+    let scheduled: std::time::SystemTime = c
+        .query_one(
+            "WITH r AS (UPDATE outbox SET published_at = NULL,
+                           replay_at = clock_timestamp() + interval '1500 milliseconds'
+                     RETURNING replay_at)
+             SELECT min(replay_at) FROM r",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    let due = store
+        .next_replay_due()
+        .await
+        .unwrap()
+        .expect("a replay waits");
+    assert!(
+        due > Duration::from_millis(1000) && due <= Duration::from_millis(1500),
+        "{due:?}"
+    );
+    // Nothing else commits to wake the relay: only the scheduled instant can.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let published: std::time::SystemTime = loop {
+        let row = c
+            .query_opt(
+                "SELECT min(published_at) FROM outbox HAVING bool_and(published_at IS NOT NULL)",
+                &[],
+            )
+            .await
+            .unwrap();
+        if let Some(row) = row {
+            break row.get(0);
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the replay was relayed"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let late = published
+        .duration_since(scheduled)
+        .expect("not before its instant");
+    assert!(
+        late < Duration::from_millis(500),
+        "published {late:?} after its instant"
+    );
+    assert_eq!(store.next_replay_due().await.unwrap(), None);
+}
