@@ -76,8 +76,9 @@ fn fingerprint_of_hash(hash: &[u8]) -> Option<[u8; 8]> {
 /// The function `qualifier_admit_batch` (migration 11), with $1 the distinct token hashes, $2 how
 /// many requests present each, $3 capacity and $4 refill per second. A NULL bucket is a full one.
 /// Refusals store the refilled level without taking a unit, so 429s consume nothing.
-const ADMIT_SQL: &str = "SELECT token_hash, token_id, org_id, level, granted \
-     FROM qualifier_admit_batch($1, $2, $3, $4)";
+const ADMIT_HEAD: &str = "SELECT token_hash, token_id, org_id, level, granted \
+     FROM qualifier_admit_batch(";
+const ADMIT_TAIL: &str = ")";
 
 /// What the `i`-th request (0-based) of a batch presenting one token gets, when the bucket held
 /// `level` units after refilling and the batch was granted `granted` of them.
@@ -232,13 +233,16 @@ impl Store {
             Some(p) => p.get().await.map_err(StoreError::from_pool)?,
             None => self.conn().await?,
         };
-        let rows: Vec<AdmitRow> = diesel::sql_query(ADMIT_SQL)
-            .bind::<Array<Bytea>, _>(&distinct)
-            .bind::<Array<Integer>, _>(&counts)
-            .bind::<Double, _>(capacity)
-            .bind::<Double, _>(per_second)
-            .load(&mut conn)
-            .await?;
+        // Prepared (fixed text, `crate::prepared`): every API request waits on one of these,
+        // and at a low request rate each request is its own batch, parsed and planned on every
+        // call as `sql_query` (docs/performance.md, session 11).
+        let rows: Vec<AdmitRow> =
+            crate::prepared::prepared::<Array<Bytea>, _>(ADMIT_HEAD, ADMIT_TAIL, &distinct)
+                .bind::<Array<Integer>, _>(&counts)
+                .bind::<Double, _>(capacity)
+                .bind::<Double, _>(per_second)
+                .load(&mut conn)
+                .await?;
         drop(conn);
         let mut seen = vec![0usize; distinct.len()];
         Ok(hashes
