@@ -47,6 +47,18 @@ async fn feed_page(
     )
 }
 
+/// Waits until the relay has published every committed event.
+async fn wait_relayed(app: &TestApp, within: Duration) {
+    let deadline = std::time::Instant::now() + within;
+    while unpublished(app).await > 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the relay did not drain within {within:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 async fn unpublished(app: &TestApp) -> i64 {
     let c = app.db.client().await;
     c.query_one(
@@ -183,14 +195,7 @@ async fn the_feed_gives_every_event_once_in_order_while_transactions_commit_conc
     for w in writers {
         w.await.unwrap();
     }
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while unpublished(&app).await > 0 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the relay did not drain"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_relayed(&app, Duration::from_secs(30)).await;
     done.store(true, Ordering::SeqCst);
     let got = reader.await.unwrap();
     let naive_seen = naive.await.unwrap();
@@ -260,11 +265,7 @@ async fn the_feed_holds_every_event_of_the_org_as_stored_and_only_its_own() {
         .await;
     assert_eq!(r.status(), 200);
     app.inbound_lead(&other_org, "+447700900002").await;
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while unpublished(&app).await > 0 {
-        assert!(std::time::Instant::now() < deadline);
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_relayed(&app, Duration::from_secs(20)).await;
 
     let (events, next) = feed_page(&app, &token, None, 100).await;
     let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
@@ -355,11 +356,7 @@ async fn a_cursor_older_than_retention_is_410_and_a_fresh_start_reads_what_is_ke
     for i in 0..4 {
         app.inbound_lead(&org, &format!("+4477009001{i:02}")).await;
     }
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while unpublished(&app).await > 0 {
-        assert!(std::time::Instant::now() < deadline);
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_relayed(&app, Duration::from_secs(20)).await;
     let (events, _) = feed_page(&app, &token, None, 1).await;
     assert_eq!(events.len(), 1);
     let (_, first_cursor) = feed_page(&app, &token, None, 1).await;
@@ -372,11 +369,7 @@ async fn a_cursor_older_than_retention_is_410_and_a_fresh_start_reads_what_is_ke
     )
     .await
     .unwrap();
-    let pool = qualifier_store::connect(&app.db.database(), 1).unwrap();
-    let key =
-        qualifier_store::SecretKey::from_base64(&qualifier_store::SecretKey::generate_base64())
-            .unwrap();
-    let store = qualifier_store::Store::new(pool, key);
+    let store = app.store();
     let deleted = store
         .expire_events(Duration::from_secs(30 * 86_400), 1000)
         .await
@@ -920,19 +913,8 @@ async fn an_idle_relay_leaves_the_database_alone_and_wakes_for_a_scheduled_repla
     let app = app().await;
     let (org, _) = app.org().await;
     app.inbound_lead(&org, "+447700900901").await;
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while unpublished(&app).await > 0 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the event was relayed"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let pool = qualifier_store::connect(&app.db.database(), 1).unwrap();
-    let key =
-        qualifier_store::SecretKey::from_base64(&qualifier_store::SecretKey::generate_base64())
-            .unwrap();
-    let store = qualifier_store::Store::new(pool, key);
+    wait_relayed(&app, Duration::from_secs(10)).await;
+    let store = app.store();
     assert_eq!(store.next_replay_due().await.unwrap(), None);
 
     // Three idle seconds: the relay's safety poll and the backlog sampler are a handful of

@@ -62,6 +62,17 @@ impl TestApp {
         }
     }
 
+    /// A store on the app's database with a pool of its own, for what the API does not expose
+    /// (retention, the relay's next-replay query, a bucket's level). Its secret key is not the
+    /// app's: nothing it opens is a webhook secret.
+    pub fn store(&self) -> qualifier_store::Store {
+        let pool = qualifier_store::connect(&self.db.database(), 1).unwrap();
+        let key =
+            qualifier_store::SecretKey::from_base64(&qualifier_store::SecretKey::generate_base64())
+                .unwrap();
+        qualifier_store::Store::new(pool, key)
+    }
+
     /// The Prometheus page of the internal listener (no token needed).
     pub async fn metrics(&self) -> String {
         let r = self

@@ -188,11 +188,7 @@ async fn one_batch_takes_exactly_what_the_bucket_holds() {
         assert_eq!(r.status(), 204);
         t.to_owned()
     };
-    let pool = qualifier_store::connect(&app.db.database(), 1).unwrap();
-    let key =
-        qualifier_store::SecretKey::from_base64(&qualifier_store::SecretKey::generate_base64())
-            .unwrap();
-    let store = qualifier_store::Store::new(pool, key);
+    let store = app.store();
     // Leave 3.2 units in the bucket, last touched an hour from now: no time has passed since
     // for the refill, so a slow machine cannot add a unit during the test.
     app.db
