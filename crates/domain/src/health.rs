@@ -83,3 +83,26 @@ impl HealthChange {
         }
     }
 }
+
+/// What happens to the deliveries held while an endpoint failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HeldDeliveries {
+    /// They stay held.
+    Keep,
+    /// They go back to the relay, oldest first, with the attempts they had left.
+    Release,
+    /// They end `skipped`.
+    Skip,
+}
+
+/// A new health and everything it brings, as data: the delivery rules decide it, the store
+/// carries it out in one transaction under the endpoint's row lock.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HealthPlan {
+    pub health: EndpointHealth,
+    /// The change of state, if any (each queues its operational event).
+    pub change: Option<HealthChange>,
+    pub held: HeldDeliveries,
+    /// The webhook's `enabled` becomes false.
+    pub disable_webhook: bool,
+}

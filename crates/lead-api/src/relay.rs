@@ -50,7 +50,7 @@ fn to_message<'a>(topology_exchange: &'a str, row: &'a Unpublished) -> Outgoing<
         event_id: row.event_id,
         org_id: row.org_id,
         event_type: row.event_type,
-        attempt: row.resume_attempt.map_or(1, |a| a.max(1) as u32),
+        attempt: row.start_attempt(),
         occurred_at_ms: Some(qualifier_domain::timefmt::unix_millis(row.created_at)),
         traceparent: row.traceparent.clone(),
         not_before_ms: None,

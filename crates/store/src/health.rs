@@ -1,15 +1,18 @@
-//! Endpoint health (contract section 9), kept in PostgreSQL so every `webhook-delivery` replica
-//! sees one truth: the state, the held deliveries of a failing endpoint, the probe lease that
-//! lets one replica probe at a time, and the operational events a change of state sends.
+//! Endpoint health (docs/delivery.md, "Endpoint health"), kept in PostgreSQL so every
+//! `webhook-delivery` replica sees one truth: the state, the held deliveries of a failing
+//! endpoint, the probe lease that lets one replica probe at a time, and the operational events a
+//! change of state sends.
 //!
-//! The rules that decide a new state are the delivery rules' (`webhook-delivery`'s
-//! `decide.rs`); [`Store::change_health`] runs them under the row's lock and carries out what a
-//! change brings, in the same transaction.
+//! The rules that decide a new state, and what it does to held deliveries, are the delivery
+//! rules' (`crates/webhook-delivery/src/decide/health.rs`); [`Store::change_health`] runs them
+//! under the row's lock and carries out the plan they return, in the same transaction.
 
 use diesel::sql_types::{BigInt, Bool, Bytea, Int4, Nullable, Text, Uuid as SqlUuid};
 use diesel::{ExpressionMethods, OptionalExtension, QueryDsl, Queryable, Selectable};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
-use qualifier_domain::health::{EndpointHealth, EndpointState, HealthChange};
+use qualifier_domain::health::{
+    EndpointHealth, EndpointState, HealthChange, HealthPlan, HeldDeliveries,
+};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
@@ -169,12 +172,10 @@ impl Store {
     }
 
     /// Runs a health rule atomically across replicas: locks the org's row (creating it),
-    /// asks `decide` for the new health given the current one (`None`: nothing changes, nothing
-    /// is written), writes it, and carries out its change of state in the same transaction:
-    /// - `Recovered`: every held delivery goes back to the relay, oldest first, with the
-    ///   attempts it had left;
-    /// - `Disabled`: the webhook's `enabled` becomes false and held deliveries end `skipped`;
-    /// - each change queues its operational event when `notify_operator`.
+    /// asks `decide` for the plan given the current health (`None`: nothing changes, nothing is
+    /// written), writes the new health, and carries out the plan in the same transaction: held
+    /// deliveries released or skipped, the webhook disabled, and the change's operational event
+    /// queued when `notify_operator`. What a change does is the plan's to say, not this one's.
     pub async fn change_health<F>(
         &self,
         org_id: Uuid,
@@ -182,7 +183,7 @@ impl Store {
         decide: F,
     ) -> Result<(EndpointHealth, Option<HealthChange>), StoreError>
     where
-        F: FnOnce(&EndpointHealth) -> Option<(EndpointHealth, Option<HealthChange>)> + Send,
+        F: FnOnce(&EndpointHealth) -> Option<HealthPlan> + Send,
     {
         let mut conn = self.conn().await?;
         conn.transaction::<_, StoreError, _>(async move |conn| {
@@ -193,20 +194,23 @@ impl Store {
             .execute(conn)
             .await?;
             let now = read(conn, org_id, true).await?;
-            let Some((next, change)) = decide(&now) else {
+            let Some(plan) = decide(&now) else {
                 return Ok((now, None));
             };
-            write(conn, org_id, &next).await?;
-            match change {
-                Some(HealthChange::Recovered) => release_held(conn, org_id).await?,
-                Some(HealthChange::Disabled) => {
-                    diesel::sql_query(
-                        "UPDATE webhooks SET enabled = false, updated_at = clock_timestamp()
-                         WHERE org_id = $1",
-                    )
-                    .bind::<SqlUuid, _>(org_id)
-                    .execute(conn)
-                    .await?;
+            write(conn, org_id, &plan.health).await?;
+            if plan.disable_webhook {
+                diesel::sql_query(
+                    "UPDATE webhooks SET enabled = false, updated_at = clock_timestamp()
+                     WHERE org_id = $1",
+                )
+                .bind::<SqlUuid, _>(org_id)
+                .execute(conn)
+                .await?;
+            }
+            match plan.held {
+                HeldDeliveries::Keep => {}
+                HeldDeliveries::Release => release_held(conn, org_id).await?,
+                HeldDeliveries::Skip => {
                     diesel::sql_query(
                         "UPDATE outbox SET status = 'skipped', last_error = 'webhook disabled',
                                 held_at = NULL, resume_attempt = NULL,
@@ -217,12 +221,11 @@ impl Store {
                     .execute(conn)
                     .await?;
                 }
-                Some(HealthChange::Failing) | None => {}
             }
-            if let (Some(c), true) = (change, notify_operator) {
-                queue_ops_event(conn, org_id, c, &next).await?;
+            if let (Some(c), true) = (plan.change, notify_operator) {
+                queue_ops_event(conn, org_id, c, &plan.health).await?;
             }
-            Ok((next, change))
+            Ok((plan.health, plan.change))
         })
         .await
     }
@@ -288,17 +291,22 @@ impl Store {
         Ok(n > 0)
     }
 
-    /// A safety net: held deliveries of an endpoint that is no longer failing go back to the
-    /// relay (the recovery releases them itself; this covers a hold that raced with it).
-    pub async fn release_stray_held(&self) -> Result<usize, StoreError> {
+    /// A safety net: deliveries held for longer than `older_than` by an endpoint that is no
+    /// longer failing go back to the relay (how long is the delivery rules' to say).
+    pub async fn release_stray_held(
+        &self,
+        older_than: std::time::Duration,
+    ) -> Result<usize, StoreError> {
         let mut conn = self.conn().await?;
         let n = diesel::sql_query(
             "UPDATE outbox o SET published_at = NULL, held_at = NULL,
                     replay_at = clock_timestamp(), updated_at = clock_timestamp()
-             WHERE o.held_at IS NOT NULL AND o.held_at < clock_timestamp() - interval '5 seconds'
+             WHERE o.held_at IS NOT NULL
+               AND o.held_at < clock_timestamp() - make_interval(secs => $1 / 1000.0)
                AND NOT EXISTS (SELECT 1 FROM endpoint_health h
                                WHERE h.org_id = o.org_id AND h.state = 'failing')",
         )
+        .bind::<BigInt, _>(older_than.as_millis() as i64)
         .execute(&mut conn)
         .await?;
         Ok(n)
@@ -353,8 +361,9 @@ impl Store {
         id: Uuid,
         delivered: bool,
         error: Option<&str>,
-        retry_ms: Option<i64>,
+        retry_after: Option<std::time::Duration>,
     ) -> Result<(), StoreError> {
+        let retry_ms = retry_after.map(|d| d.as_millis() as i64);
         let mut conn = self.conn().await?;
         diesel::sql_query(
             "UPDATE ops_events SET attempts = attempts + 1, last_error = $3,

@@ -66,6 +66,15 @@ pub struct Unpublished {
     pub resume_attempt: Option<i32>,
 }
 
+impl Unpublished {
+    /// The attempt its message starts at: where the delivery rules held it (`resume_attempt`,
+    /// chosen by `crates/webhook-delivery/src/decide/attempt.rs`, `during_outage`), else the
+    /// first. A stored value below 1 can only be a hand edit and counts as the first.
+    pub fn start_attempt(&self) -> u32 {
+        self.resume_attempt.map_or(1, |a| a.max(1) as u32)
+    }
+}
+
 /// Claims up to `limit` new events and up to `limit` replays that are due, lets `publish` send
 /// them, and marks them published in the same transaction once it returns Ok. A crash or an error
 /// before the commit leaves them unpublished, to be sent again (same delivery ids).

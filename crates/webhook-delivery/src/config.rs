@@ -263,6 +263,24 @@ mod tests {
         assert_eq!(c.db_pool_size, 3);
     }
 
+    /// Every default of the delivery rules is the configuration's default: a rule tested with
+    /// `HealthRules::default()` is the rule a deployment without settings runs.
+    #[test]
+    fn the_rules_defaults_are_the_configurations() {
+        let c = DeliveryConfig::from_args(&args(&[])).unwrap();
+        assert_eq!(c.health, crate::decide::HealthRules::default());
+        assert_eq!(
+            c.retry_delays_ms,
+            [30_000, 120_000, 480_000, 1_920_000],
+            "the waits before attempts 2..5"
+        );
+        assert_eq!(
+            c.retry_delays_ms.len() + 1,
+            crate::decide::MAX_ATTEMPTS as usize,
+            "one wait before each attempt after the first"
+        );
+    }
+
     #[test]
     fn a_bad_value_is_named() {
         let e = DeliveryConfig::from_args(&args(&["--retry-delays-ms=1,2"])).unwrap_err();

@@ -1,6 +1,8 @@
 //! Per-org fairness inside one `webhook-delivery` process: the facts the delivery rules need
 //! (how many attempts each org has in flight, whether a receiver asked for a pause, how long an
-//! org's attempts take) and the slots themselves. The rules are [`crate::decide`]'s.
+//! org's attempts take) and the slots themselves. The rules are [`crate::decide`]'s
+//! (`decide/admission.rs`): the gate counts, asks [`decide::entry`] for each answer, and carries
+//! the answer out (a slot, a wait in the process, or a park).
 //!
 //! - **In-flight cap, work-conserving:** an org may hold `cap` of the process's `slots` at once,
 //!   and borrow idle ones beyond that on the terms of [`decide::admit`]. An org that cannot
@@ -22,7 +24,7 @@ use tokio::sync::Notify;
 
 use uuid::Uuid;
 
-use crate::decide::{self, Hold, OrgSlots, Slots};
+use crate::decide::{self, Entry, Hold, Neighbour, OrgSlots, Slots};
 
 /// How much one attempt moves an org's typical duration (exponential moving average).
 const EWMA_WEIGHT: f64 = 0.2;
@@ -151,12 +153,20 @@ impl OrgGate {
     /// A slot for `org`, or why it must wait (with what the park rule needs to know:
     /// [`crate::decide::park_wait`]).
     pub fn enter(self: &Arc<Self>, org: Uuid) -> Result<Permit, Hold> {
+        match self.entry(org) {
+            Entry::Start(p) => Ok(p),
+            Entry::WaitHere { hold, .. } | Entry::Park(hold) => Err(hold),
+        }
+    }
+
+    /// The delivery rules' whole answer for a message of `org` asking for a slot now.
+    pub fn entry(self: &Arc<Self>, org: Uuid) -> Entry<Permit> {
         self.enter_as(org, false)
     }
 
     /// `waiter`: the message already waits in the process, so others waiting do not make it
     /// queue again.
-    fn enter_as(self: &Arc<Self>, org: Uuid, waiter: bool) -> Result<Permit, Hold> {
+    fn enter_as(self: &Arc<Self>, org: Uuid, waiter: bool) -> Entry<Permit> {
         let now = Instant::now();
         let mut guard = self.lock();
         let st = &mut *guard;
@@ -167,18 +177,16 @@ impl OrgGate {
                     || now.duration_since(o.last_seen) < FORGET_AFTER
             });
         }
-        // Other orgs waiting with less than their cap in flight: that many idle slots are
-        // theirs, not ours. Only that many: a boolean here throttled a quick org to its cap
-        // whenever a hanging org's slot fell free while its message was parked, which left
-        // the slots idle and halved the quick org's rate (noisy-neighbour run, issue 26).
-        let others_short = st
-            .orgs
-            .iter()
-            .filter(|(id, o)| {
-                **id != org && (o.waiting_here > 0 || remaining(o.waiting_until, now).is_some())
-            })
-            .map(|(_, o)| self.cap.saturating_sub(o.in_flight))
-            .sum();
+        let others_short = decide::others_short(
+            self.cap,
+            st.orgs
+                .iter()
+                .filter(|(id, _)| **id != org)
+                .map(|(_, o)| Neighbour {
+                    in_flight: o.in_flight,
+                    waiting: o.waiting_here > 0 || remaining(o.waiting_until, now).is_some(),
+                }),
+        );
         let process = Slots {
             slots: self.slots,
             in_flight: st.in_flight,
@@ -200,19 +208,24 @@ impl OrgGate {
             parked_ahead: o.parked.len(),
             queued_ahead: !waiter && o.waiting_here > 0,
         };
-        decide::admit(&view, &process)?;
+        match decide::entry(&view, &process) {
+            Entry::Start(()) => {}
+            Entry::WaitHere { limit, hold } => return Entry::WaitHere { limit, hold },
+            Entry::Park(hold) => return Entry::Park(hold),
+        }
         o.first_started.get_or_insert(now);
         o.in_flight += 1;
         st.in_flight += 1;
-        Ok(Permit {
+        Entry::Start(Permit {
             gate: self.clone(),
             org,
         })
     }
 
-    /// A slot for `org`, waiting in the process for one to be released as long as the rules
-    /// let this message wait here ([`decide::wait_here`], at most `limit`); otherwise why it
-    /// must be parked. Waiters are woken one per released slot, longest-waiting first.
+    /// A slot for `org`, waiting in the process for one to be released for as long as the
+    /// rules let this message wait here (at least `limit`; each answer of [`decide::entry`]
+    /// while it waits may lengthen it, as what is known changes); otherwise the hold it must be
+    /// parked for. Waiters are woken one per released slot, longest-waiting first.
     pub async fn wait_for_slot(
         self: &Arc<Self>,
         org: Uuid,
@@ -237,25 +250,25 @@ impl OrgGate {
             tokio::pin!(freed, own_freed);
             freed.as_mut().enable();
             own_freed.as_mut().enable();
-            let why = match self.enter_as(org, true) {
-                Ok(p) => {
+            match self.enter_as(org, true) {
+                Entry::Start(p) => {
                     // Pass the wake on: the slot that woke this one may not be the only one
                     // free (an org's first attempt ending lets it borrow many at once).
                     self.freed.notify_one();
                     return Ok(p);
                 }
-                Err(why) => why,
-            };
-            // What is known may have changed while it waited (its first attempt ended, another
-            // org began to wait): the rule as it stands now says how long it may stay.
-            match decide::wait_here(why) {
-                Some(l) => deadline = deadline.max(started + l),
-                None => return Err(why),
+                Entry::Park(hold) => return Err(hold),
+                Entry::WaitHere { limit, .. } => deadline = deadline.max(started + limit),
             }
             tokio::select! {
                 _ = &mut freed => {}
                 _ = &mut own_freed => {}
-                _ = tokio::time::sleep_until(deadline) => return self.enter_as(org, true),
+                _ = tokio::time::sleep_until(deadline) => {
+                    return match self.enter_as(org, true) {
+                        Entry::Start(p) => Ok(p),
+                        Entry::WaitHere { hold, .. } | Entry::Park(hold) => Err(hold),
+                    };
+                }
             }
         }
     }

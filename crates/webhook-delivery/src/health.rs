@@ -1,9 +1,12 @@
-//! Endpoint health's background work in every `webhook-delivery` replica (contract section 9):
-//! probing failing endpoints (one probe at a time per endpoint across replicas: each probe is
-//! claimed with a lease in the endpoint's health row), sending the operational events that
-//! changes of state queue, and the `qualifier_webhook_endpoints{state}` gauge.
+//! Endpoint health's background work in every `webhook-delivery` replica (docs/delivery.md,
+//! "Endpoint health"): probing failing endpoints (one probe at a time per endpoint across
+//! replicas: each probe is claimed with a lease in the endpoint's health row), sending the
+//! operational events that changes of state queue, and the `qualifier_webhook_endpoints{state}`
+//! gauge.
 //!
-//! What a probe's answer does to the endpoint is [`crate::decide::health_after`]'s to say.
+//! It carries out plans and decides nothing: whether an endpoint can be probed, what a probe's
+//! answer does and when an operator notice is tried again are the delivery rules'
+//! (`decide/health.rs`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,7 +19,7 @@ use qualifier_telemetry::metrics::{self as m, metrics};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use crate::decide::{self, HealthRules, Observed, Source};
+use crate::decide::{self, HealthRules, ProbeTarget};
 use crate::sender::{DeliveryJob, Sender};
 
 /// Where operational events go: the operator's own service, and the key of its secret.
@@ -25,6 +28,8 @@ pub struct Operator {
     pub url: url::Url,
     pub key: Vec<u8>,
     pub client: reqwest::Client,
+    /// The client's whole-request timeout (named in a timed-out notice's error).
+    pub timeout: Duration,
 }
 
 pub struct HealthWork {
@@ -80,26 +85,24 @@ impl HealthWork {
 
     /// One probe: a signed test event with `X-Qualifier-Probe: true`, in no delivery log.
     async fn probe(&self, org_id: Uuid) {
-        let now = now_millis();
         let rules = self.rules;
-        let hook = match self.store.webhook_for_delivery(org_id).await {
-            Ok(Some(Ok(h))) if h.webhook.enabled => h,
-            Ok(_) => {
-                // Gone, disabled by hand or unreadable: nothing to probe; look again later.
+        let Ok(webhook) = self.store.webhook_for_delivery(org_id).await else {
+            return;
+        };
+        let hook = match decide::probe_target(webhook.as_ref(), now_millis(), &rules) {
+            ProbeTarget::Send(hook) => hook,
+            ProbeTarget::NotNow(step) => {
                 let _ = self
                     .store
-                    .change_health(org_id, false, move |h| {
-                        decide::probe_skipped(h, now, &rules)
-                    })
+                    .change_health(org_id, false, move |h| step.apply(h))
                     .await;
                 return;
             }
-            Err(_) => return,
         };
         let env = qualifier_domain::event::example(
             EventType::LeadCreated,
             org_id,
-            now,
+            now_millis(),
             &self.store.app_base_url,
         );
         let job = DeliveryJob {
@@ -117,21 +120,15 @@ impl HealthWork {
             body: env.to_bytes(),
             probe: true,
         };
-        let sent = self.sender.send(&job, &hook).await;
-        let seen = decide::observed(&sent);
-        let result = match &seen {
-            Observed::Up => "up",
-            Observed::Paused => "paused",
-            Observed::Down { .. } => "down",
-        };
+        let sent = self.sender.send(&job, hook).await;
+        let plan = decide::after_probe(&sent, now_millis(), &rules);
+        let result = plan.result;
         metrics::counter!(m::PROBES, "result" => result).increment(1);
-        let at = now_millis();
         let notify = self.operator.is_some();
+        let step = plan.health;
         match self
             .store
-            .change_health(org_id, notify, move |h| {
-                decide::health_after(h, &seen, Source::Probe, at, &rules)
-            })
+            .change_health(org_id, notify, move |h| step.apply(h))
             .await
         {
             Ok((h, Some(c))) => {
@@ -146,45 +143,32 @@ impl HealthWork {
         }
     }
 
-    /// Sends due operational events, signed with Standard Webhooks headers; a failure is
-    /// retried later, doubling up to an hour, for about two days.
+    /// Sends due operational events, signed with Standard Webhooks headers; a failure is tried
+    /// again when the delivery rules say ([`decide::after_notice`]).
     async fn send_ops_events(&self, op: &Operator) {
         let Ok(events) = self.store.claim_ops_events(30_000, 10).await else {
             return;
         };
         for e in events {
-            let id = e.id.to_string();
-            let unix = time::OffsetDateTime::now_utc().unix_timestamp();
-            let signature =
-                qualifier_signing::standard::sign_with_key(&op.key, &id, unix, &e.payload);
-            let sent = op
-                .client
-                .post(op.url.clone())
-                .header("Content-Type", "application/json")
-                .header("webhook-id", &id)
-                .header("webhook-timestamp", unix.to_string())
-                .header("webhook-signature", signature)
-                .header("X-Qualifier-Event", &e.event_type)
-                .body(e.payload.clone())
-                .send()
-                .await;
-            let error = match sent {
-                Ok(r) if r.status().is_success() => None,
-                Ok(r) => Some(format!("HTTP {}", r.status().as_u16())),
-                Err(err) if err.is_timeout() => Some("timed out".to_owned()),
-                Err(_) => Some("connection failed".to_owned()),
+            let response = crate::sender::send_notice(op, &e).await;
+            let outcome = decide::after_notice(&response, e.attempts);
+            let label = if outcome.delivered {
+                "delivered"
+            } else {
+                "failed"
             };
-            let delivered = error.is_none();
-            metrics::counter!(m::OPS_EVENTS, "result" => if delivered { "delivered" } else { "failed" })
-                .increment(1);
-            let retry_ms = (!delivered && e.attempts < 60)
-                .then(|| (1_000i64 << e.attempts.clamp(0, 12)).min(3_600_000));
-            if let Some(err) = &error {
+            metrics::counter!(m::OPS_EVENTS, "result" => label).increment(1);
+            if let Some(err) = &outcome.error {
                 tracing::warn!(event_id = %e.id, event_type = %e.event_type, error = %err, "operator webhook failed; retrying later");
             }
             if let Err(err) = self
                 .store
-                .ops_event_attempted(e.id, delivered, error.as_deref(), retry_ms)
+                .ops_event_attempted(
+                    e.id,
+                    outcome.delivered,
+                    outcome.error.as_deref(),
+                    outcome.retry_after,
+                )
                 .await
             {
                 tracing::warn!(error = %qualifier_store::cause_chain(&err), "operator event outcome not recorded; it may be sent again");
@@ -198,7 +182,11 @@ impl HealthWork {
                 metrics::gauge!(m::WEBHOOK_ENDPOINTS, "state" => state.as_str()).set(n as f64);
             }
         }
-        match self.store.release_stray_held().await {
+        match self
+            .store
+            .release_stray_held(decide::STRAY_HOLD_AFTER)
+            .await
+        {
             Ok(0) | Err(_) => {}
             Ok(n) => tracing::warn!(
                 released = n,

@@ -126,6 +126,7 @@ pub async fn start(cfg: DeliveryConfig) -> anyhow::Result<RunningDelivery> {
             url: url.clone(),
             key: key.clone(),
             client: sender::operator_client(timeout, roots.as_deref())?,
+            timeout,
         }),
         None => None,
     };

@@ -15,6 +15,7 @@ use qualifier_domain::delivery::{FailureKind, NoAnswer, RESPONSE_EXCERPT_BYTES, 
 use qualifier_domain::netguard::WebhookUrl;
 use qualifier_domain::timefmt;
 use qualifier_egress::{EgressError, EgressPolicy};
+use qualifier_store::health::OpsEvent;
 use qualifier_store::webhooks::WebhookForDelivery;
 
 use crate::decide::{Response, Sent};
@@ -199,6 +200,32 @@ impl Sender {
             request_headers: headers,
             response_body: response_excerpt(&head),
         }
+    }
+}
+
+/// One POST of an operational event to the operator's service, signed with Standard Webhooks
+/// headers under its secret; what it saw, for the delivery rules to read.
+pub async fn send_notice(op: &crate::health::Operator, e: &OpsEvent) -> Response {
+    let id = e.id.to_string();
+    let unix = time::OffsetDateTime::now_utc().unix_timestamp();
+    let signature = qualifier_signing::standard::sign_with_key(&op.key, &id, unix, &e.payload);
+    let sent = op
+        .client
+        .post(op.url.clone())
+        .header("Content-Type", "application/json")
+        .header("webhook-id", &id)
+        .header("webhook-timestamp", unix.to_string())
+        .header("webhook-signature", signature)
+        .header("X-Qualifier-Event", &e.event_type)
+        .body(e.payload.clone())
+        .send()
+        .await;
+    match sent {
+        Ok(r) => Response::Status {
+            code: r.status().as_u16(),
+            retry_after: None,
+        },
+        Err(err) => Response::NoAnswer(classify(&err, op.timeout)),
     }
 }
 

@@ -1,8 +1,10 @@
 //! The consumer loop: bounded concurrency, ack only after the outcome is durable, reconnect on
 //! broker loss, drain in-flight work on shutdown (unacked messages return to the queue).
 //!
-//! The worker carries out steps; it decides nothing. Whether a message waits, is dropped,
-//! skipped, sent, retried or dead-lettered is [`crate::decide`]'s answer.
+//! The worker carries out plans; it decides nothing. A message asks the delivery rules
+//! ([`crate::decide`]) at most three times: [`decide::plan_admission`] (or, after a wait in the
+//! process that found no slot, [`decide::park`]), [`decide::before_attempt`] and
+//! [`decide::plan_after_attempt`]. Every branch below is on the variants of their answers.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -14,11 +16,9 @@ use qualifier_bus::lapin::options::{
     BasicAckOptions, BasicCancelOptions, BasicConsumeOptions, BasicNackOptions, BasicQosOptions,
 };
 use qualifier_bus::lapin::types::FieldTable;
-use qualifier_bus::{
-    BusError, DeliveryMeta, MetaError, Outgoing, PARK_TIERS_MS, Publisher, Topology,
-};
+use qualifier_bus::{BusError, DeliveryMeta, MetaError, Outgoing, Publisher, Topology};
 use qualifier_domain::DeliveryStatus;
-use qualifier_domain::delivery::{AttemptEntry, FailureKind};
+use qualifier_domain::delivery::AttemptEntry;
 use qualifier_domain::health::EndpointState;
 use qualifier_domain::timefmt::now_millis;
 use qualifier_store::deliveries::{AttemptWrite, DeliveryContext};
@@ -28,7 +28,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::batch::{BatchError, Batcher};
-use crate::decide::{self, After, Before, Hold, Sent};
+use crate::decide::{self, Admission, After, Before, HealthUpdate, ParkPlan, Sent};
 use crate::gate;
 use crate::sender::{DeliveryJob, Sender};
 
@@ -77,7 +77,7 @@ pub struct Worker {
     /// Context reads and outcome writes, batched across concurrent attempts.
     pub contexts: Batcher<uuid::Uuid, Option<DeliveryContext>>,
     pub outcomes: Batcher<AttemptWrite, ()>,
-    /// The endpoint-health settings (contract section 9).
+    /// The endpoint-health settings (docs/delivery.md, "Endpoint health").
     pub health: decide::HealthRules,
     /// Whether state changes queue an operational event (an operator webhook is configured).
     pub notify_operator: bool,
@@ -243,18 +243,22 @@ impl Worker {
                 sent
             }
         };
-        let (record, step) = decide::after_attempt(
+        let plan = decide::plan_after_attempt(
             &sent,
-            job.meta.attempt,
+            &job.meta,
+            ctx.as_ref().map(|c| &c.health),
             &self.topology.retry_delays_ms,
+            &self.health,
             unix_ms(),
+            now_millis(),
         );
-        let step = match &ctx {
-            Some(c) if record.error_kind != Some(FailureKind::SecretUnreadable) => {
-                self.observe_health(job, c, &sent, step).await
-            }
-            _ => step,
+        let state = match plan.health.clone() {
+            HealthUpdate::Unknown => None,
+            HealthUpdate::Unchanged(state) => Some(state),
+            HealthUpdate::Apply(input) => self.apply_health(job, input).await,
         };
+        let step = plan.next(state);
+        let record = plan.record;
         record_metrics(job, &record, &step);
         let id = job.meta.delivery_id;
         match &step {
@@ -312,61 +316,43 @@ impl Worker {
     }
 
     /// Applies what an attempt showed of its endpoint to the shared health (under its row's
-    /// lock: one truth across replicas), and returns the step as the outage rule changes it.
-    /// Health is bookkeeping: when it cannot be written the step stands as decided.
-    async fn observe_health(
+    /// lock: one truth across replicas) and returns the state it leaves; `None` when it could
+    /// not be written (health is bookkeeping: the attempt's step then stands as decided).
+    async fn apply_health(
         &self,
         job: &DeliveryJob,
-        ctx: &DeliveryContext,
-        sent: &Sent,
-        step: After,
-    ) -> After {
-        let seen = decide::observed(sent);
-        let glance = ctx.health;
-        if !decide::touches_health(&seen, glance.state, glance.consecutive_failures) {
-            return decide::during_outage(step, job.meta.attempt, glance.state);
-        }
-        // A test event sent while the endpoint fails counts as a probe.
-        let source = if job.meta.test && glance.state == EndpointState::Failing {
-            decide::Source::Probe
-        } else {
-            decide::Source::Attempt
-        };
-        let rules = self.health;
-        let now = now_millis();
-        let changed = self
+        input: decide::HealthInput,
+    ) -> Option<EndpointState> {
+        let step = input.step();
+        match self
             .store
             .change_health(job.meta.org_id, self.notify_operator, move |h| {
-                decide::health_after(h, &seen, source, now, &rules)
+                step.apply(h)
             })
-            .await;
-        match changed {
+            .await
+        {
             Ok((h, change)) => {
                 if let Some(c) = change {
                     tracing::warn!(org_id = %job.meta.org_id, change = c.event_type(), error = ?h.last_error, "endpoint health changed");
                 }
-                decide::during_outage(step, job.meta.attempt, h.state)
+                Some(h.state)
             }
             Err(e) => {
                 tracing::warn!(org_id = %job.meta.org_id, error = %qualifier_store::cause_chain(&e), "endpoint health not updated");
-                step
+                None
             }
         }
     }
 
-    /// Parks `job` for as long as the rules say (it waits without using an attempt) and acks
-    /// the original.
-    async fn park(&self, publisher: &Publisher, d: Delivery, job: &DeliveryJob, why: Hold) {
-        metrics::counter!(m::PARKED, "reason" => why.label()).increment(1);
-        let wait = decide::park_wait(why, self.attempt_timeout);
-        let tier = decide::park_tier(&PARK_TIERS_MS, wait);
-        if matches!(why, Hold::AtCap { .. }) {
-            self.gate
-                .waiting(job.meta.org_id, Duration::from_millis(PARK_TIERS_MS[tier]));
+    /// Parks `job` as the plan says (it waits without using an attempt) and acks the original.
+    async fn park(&self, publisher: &Publisher, d: Delivery, job: &DeliveryJob, plan: ParkPlan) {
+        metrics::counter!(m::PARKED, "reason" => plan.reason).increment(1);
+        if let Some(wait) = plan.org_waits {
+            self.gate.waiting(job.meta.org_id, wait);
         }
-        let queue = self.topology.parked_queue(tier);
+        let queue = self.topology.parked_queue(plan.tier);
         let mut held = job.clone();
-        if let Some(t) = decide::carried_not_before(why, unix_ms()) {
+        if let Some(t) = plan.not_before_ms {
             held.meta.not_before_ms = Some(t);
         }
         let parked = publisher
@@ -394,25 +380,25 @@ impl Worker {
         if let Some(t) = qualifier_telemetry::trace_id(&span) {
             span.record("trace_id", t);
         }
-        let admitted =
-            match decide::admission(&job.meta, unix_ms(), || self.gate.enter(job.meta.org_id)) {
-                Err(why) => match decide::wait_here(why) {
-                    Some(limit) => {
-                        let waiting = metrics::gauge!(m::WAITING_FOR_SLOT);
-                        waiting.increment(1.0);
-                        let r = self.gate.wait_for_slot(job.meta.org_id, limit).await;
-                        waiting.decrement(1.0);
-                        r
-                    }
-                    None => Err(why),
-                },
-                ok => ok,
-            };
+        let org = job.meta.org_id;
+        let admitted = decide::plan_admission(&job.meta, unix_ms(), self.attempt_timeout, || {
+            self.gate.entry(org)
+        });
         let permit = match admitted {
-            Ok(permit) => permit,
-            Err(why) => {
-                self.park(&publisher, d, &job, why).await;
-                return;
+            Admission::Start(permit) => permit,
+            Admission::Park(plan) => return self.park(&publisher, d, &job, plan).await,
+            Admission::WaitHere { limit } => {
+                let waiting = metrics::gauge!(m::WAITING_FOR_SLOT);
+                waiting.increment(1.0);
+                let slot = self.gate.wait_for_slot(org, limit).await;
+                waiting.decrement(1.0);
+                match slot {
+                    Ok(permit) => permit,
+                    Err(hold) => {
+                        let plan = decide::park(hold, self.attempt_timeout, unix_ms());
+                        return self.park(&publisher, d, &job, plan).await;
+                    }
+                }
             }
         };
         let in_flight = metrics::gauge!(m::IN_FLIGHT);
@@ -432,8 +418,7 @@ impl Worker {
             }
             Err(e) => {
                 tracing::warn!(delivery_id = %job.meta.delivery_id, error = %qualifier_store::cause_chain(&e), "outcome not durable; requeueing");
-                // A short pause keeps a database outage from spinning the message in a hot loop.
-                tokio::time::sleep(Duration::from_millis(500)).await;
+                tokio::time::sleep(decide::REQUEUE_PAUSE).await;
                 let _ = d
                     .acker
                     .nack(BasicNackOptions {
