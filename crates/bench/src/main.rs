@@ -227,14 +227,14 @@ fn patience(events: u64) -> Duration {
 /// (`pg_stat_statements`), from when it opens until it closes.
 struct Window {
     cpu: cpu::Snapshot,
-    stmts: Result<(), String>,
+    stmts: Result<(), stmts::Unavailable>,
 }
 
 /// A closed [`Window`], waiting for the run's delivered count.
 struct Measured {
     before: cpu::Snapshot,
     after: cpu::Snapshot,
-    stmts: Result<Vec<stmts::Stmt>, String>,
+    stmts: Result<Vec<stmts::Stmt>, stmts::Unavailable>,
 }
 
 impl Window {

@@ -13,9 +13,21 @@ use crate::services::Env;
 /// Rows of the printed table (the JSON has every statement).
 const SHOWN: usize = 12;
 
+/// Why a run has no statement table.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum Unavailable {
+    /// The server does not preload the module (a server other than `scripts/bench.sh`'s).
+    #[error(
+        "pg_stat_statements unavailable ({0}); run the bench through `make bench`, which starts a server that preloads it"
+    )]
+    NotLoaded(String),
+    #[error("pg_stat_statements could not be read: {0}")]
+    Unreadable(String),
+}
+
 /// Opens the window: the extension in the run's database and its counters zeroed. Err says why
-/// there will be no statement table (the server does not preload the module).
-pub async fn reset(env: &Env) -> Result<(), String> {
+/// there will be no statement table.
+pub async fn reset(env: &Env) -> Result<(), Unavailable> {
     let pg = env.db.client().await;
     pg.batch_execute(
         "CREATE EXTENSION IF NOT EXISTS pg_stat_statements;
@@ -23,9 +35,9 @@ pub async fn reset(env: &Env) -> Result<(), String> {
     )
     .await
     .map_err(|e| {
-        format!(
-            "pg_stat_statements unavailable ({}); run the bench through `make bench`, which starts a server that preloads it",
-            e.as_db_error().map_or_else(|| e.to_string(), |d| d.message().to_owned())
+        Unavailable::NotLoaded(
+            e.as_db_error()
+                .map_or_else(|| e.to_string(), |d| d.message().to_owned()),
         )
     })
 }
@@ -75,7 +87,7 @@ pub fn group(rows: Vec<Stmt>) -> Vec<Stmt> {
 
 /// The window's statements so far (call this before the harness's own queries): Err when the
 /// view cannot be read.
-pub async fn fetch(env: &Env) -> Result<Vec<Stmt>, String> {
+pub async fn fetch(env: &Env) -> Result<Vec<Stmt>, Unavailable> {
     let pg = env.db.client().await;
     let rows = pg
         .query(
@@ -86,7 +98,7 @@ pub async fn fetch(env: &Env) -> Result<Vec<Stmt>, String> {
             &[],
         )
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| Unavailable::Unreadable(e.to_string()))?;
     Ok(group(
         rows.iter()
             .map(|r| Stmt {
@@ -102,10 +114,10 @@ pub async fn fetch(env: &Env) -> Result<Vec<Stmt>, String> {
 }
 
 /// Statements per delivered event, from what [`reset`] and [`fetch`] gave.
-pub fn summarize(fetched: Result<Vec<Stmt>, String>, delivered: u64) -> Value {
+pub fn summarize(fetched: Result<Vec<Stmt>, Unavailable>, delivered: u64) -> Value {
     let stmts = match fetched {
         Ok(s) => s,
-        Err(why) => return json!({"unavailable": why}),
+        Err(why) => return json!({"unavailable": why.to_string()}),
     };
     let d = delivered.max(1) as f64;
     let total = |f: fn(&Stmt) -> f64| stmts.iter().map(f).sum::<f64>();

@@ -116,6 +116,15 @@ pub enum BusError {
     Config(String),
 }
 
+/// A node of `AMQP_URL` refused TLS (a certificate not trusted, a name that does not match):
+/// waiting will not heal it, so the service does not start.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("AMQP_URL: TLS to {node} failed: {cause}")]
+pub struct BrokerTlsError {
+    pub node: String,
+    pub cause: String,
+}
+
 /// The waits of the park queues, shortest first. A message held back parks in the longest that
 /// does not overshoot its wait; each queue has a single TTL, so its messages expire in order.
 /// The 1 s tier keeps the name the single park queue of earlier versions had. The 100 ms tier
@@ -432,7 +441,7 @@ impl Brokers {
     /// One connection to every node at start. A TLS failure (a certificate not trusted, a name
     /// that does not match) will not heal by waiting, so it is the service's start error, one
     /// line naming `AMQP_URL`; a node that is down is only logged (the service waits for it).
-    pub async fn check_at_start(&self, name: &str) -> Result<(), String> {
+    pub async fn check_at_start(&self, name: &str) -> Result<(), BrokerTlsError> {
         for i in 0..self.urls.len() {
             let tried = tokio::time::timeout(
                 std::time::Duration::from_secs(15),
@@ -445,7 +454,10 @@ impl Brokers {
                 }
                 Ok(Err(e)) => {
                     if let Some(tls) = tls_failure(&e) {
-                        return Err(format!("AMQP_URL: TLS to {} failed: {tls}", self.places[i]));
+                        return Err(BrokerTlsError {
+                            node: self.places[i].clone(),
+                            cause: tls,
+                        });
                     }
                     tracing::warn!(node = %self.places[i], error = %e, "RabbitMQ node not reachable at start; waiting for it");
                 }

@@ -76,17 +76,22 @@ pub fn positive_u32(var: &'static str, v: &str) -> Result<u32, EnvError> {
 
 /// A comma-separated list of CIDRs (a bare address counts as a /32 or /128).
 pub fn cidrs(var: &'static str, v: &str) -> Result<Vec<ipnet::IpNet>, EnvError> {
-    parse_cidrs(v).map_err(|e| EnvError::new(var, e))
+    parse_cidrs(v).map_err(|e| EnvError::new(var, e.to_string()))
 }
 
-pub fn parse_cidrs(s: &str) -> Result<Vec<ipnet::IpNet>, String> {
+/// A part of a CIDR list that is neither a CIDR nor an address.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("has an invalid CIDR {0:?}")]
+pub struct InvalidCidr(pub String);
+
+pub fn parse_cidrs(s: &str) -> Result<Vec<ipnet::IpNet>, InvalidCidr> {
     s.split(',')
         .map(str::trim)
         .filter(|p| !p.is_empty())
         .map(|p| {
             p.parse::<ipnet::IpNet>()
                 .or_else(|_| p.parse::<std::net::IpAddr>().map(ipnet::IpNet::from))
-                .map_err(|_| format!("has an invalid CIDR {p:?}"))
+                .map_err(|_| InvalidCidr(p.to_owned()))
         })
         .collect()
 }

@@ -236,12 +236,10 @@ pub async fn start(cfg: ApiConfig) -> anyhow::Result<RunningApi> {
     // with one line; a server that is down is waited for.
     cfg.database
         .check_at_start()
-        .await
-        .map_err(anyhow::Error::msg)?;
+        .await?;
     cfg.brokers
         .check_at_start("lead-api start check")
-        .await
-        .map_err(anyhow::Error::msg)?;
+        .await?;
     let pool = qualifier_store::connect(&cfg.database, cfg.db_pool_size)
         .context("building the database pool")?;
     // Admission is one short statement per request: half the pool's size is plenty.

@@ -142,7 +142,7 @@ impl ApiConfig {
                 &a.connections.database_url()?,
                 "lead-api",
             )
-            .map_err(|p| EnvError::new("DATABASE_URL", p))?,
+            .map_err(|p| EnvError::new("DATABASE_URL", p.to_string()))?,
             brokers: {
                 let (urls, ca_file) = a.connections.amqp()?;
                 qualifier_bus::Brokers::parse(&urls, ca_file)

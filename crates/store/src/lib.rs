@@ -21,7 +21,7 @@ pub mod tokens;
 pub mod webhooks;
 
 pub use error::{BoxError, StoreError, cause_chain};
-pub use pgconn::{Database, SslMode};
+pub use pgconn::{Database, SslMode, StartError, UrlError};
 pub use pool::{
     DbPool, MigrationError, PoolError, connect, connect_generic_plans, connect_relaxed,
     run_migrations,

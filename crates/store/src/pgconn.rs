@@ -1,4 +1,4 @@
-//! How every PostgreSQL connection is opened (contract section 10): the pools, the LISTEN
+//! How every PostgreSQL connection is opened (docs/operations.md, "TLS to PostgreSQL"): the pools, the LISTEN
 //! connection, migrations and `qualifierctl` all go through [`Database`], so they all follow the
 //! same `DATABASE_URL`, TLS included.
 //!
@@ -35,6 +35,46 @@ use tokio_postgres::config::SslMode as PgSslMode;
 use tokio_postgres::tls::MakeTlsConnect;
 use tokio_postgres_rustls::MakeRustlsConnect;
 
+/// Why a `DATABASE_URL` cannot be used. Each message follows the variable's name in a
+/// configuration error (`DATABASE_URL has sslmode=allow; ...`) and never repeats the URL, which
+/// may hold a password.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UrlError {
+    #[error("must be a postgres:// URL")]
+    NotPostgres,
+    #[error("has sslmode={0}; use disable, prefer, require, verify-ca or verify-full")]
+    SslMode(String),
+    /// tokio-postgres refused the rest of the URL (its cause chain, which never holds the URL).
+    #[error("is not a valid PostgreSQL URL: {0}")]
+    Invalid(String),
+    #[error(
+        "has sslmode={0} but no sslrootcert (a PEM file of the CA to trust, or \
+         sslrootcert=system), and ~/.postgresql/root.crt does not exist"
+    )]
+    NoRootCert(&'static str),
+    #[error("has sslrootcert=system but no system root certificate was found")]
+    NoSystemRoots,
+    #[error("sslrootcert {path}: {problem}")]
+    RootFile { path: String, problem: String },
+    #[error("sslrootcert {0} holds no PEM certificate")]
+    EmptyRootFile(String),
+    #[error("cannot use sslrootcert: {0}")]
+    Verifier(String),
+    #[error("TLS setup: {0}")]
+    TlsSetup(String),
+}
+
+/// Why a service must not start with this database: a TLS failure will not heal by waiting.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StartError {
+    #[error("DATABASE_URL: TLS to {hosts} failed (sslmode={mode}): {cause}")]
+    Tls {
+        hosts: String,
+        mode: &'static str,
+        cause: String,
+    },
+}
+
 /// libpq's `sslmode`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SslMode {
@@ -46,8 +86,8 @@ pub enum SslMode {
 }
 
 impl FromStr for SslMode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = UrlError;
+    fn from_str(s: &str) -> Result<Self, UrlError> {
         Ok(match s {
             "disable" => SslMode::Disable,
             "prefer" => SslMode::Prefer,
@@ -55,11 +95,7 @@ impl FromStr for SslMode {
             "verify-ca" => SslMode::VerifyCa,
             "verify-full" => SslMode::VerifyFull,
             // libpq's `allow` tries plaintext first: nothing here should prefer that.
-            other => {
-                return Err(format!(
-                    "has sslmode={other}; use disable, prefer, require, verify-ca or verify-full"
-                ));
-            }
+            other => return Err(UrlError::SslMode(other.to_owned())),
         })
     }
 }
@@ -129,10 +165,10 @@ impl Database {
     /// connections in `pg_stat_activity` unless the URL names them itself. The error is the
     /// problem, to follow `DATABASE_URL` in a configuration error; it never repeats the URL,
     /// which may hold a password.
-    pub fn from_url(url: &str, application_name: &str) -> Result<Database, String> {
+    pub fn from_url(url: &str, application_name: &str) -> Result<Database, UrlError> {
         let (rest, ask) = split_tls_options(url)?;
         let mut config = tokio_postgres::Config::from_str(&rest)
-            .map_err(|e| format!("is not a valid PostgreSQL URL: {}", crate::cause_chain(&e)))?;
+            .map_err(|e| UrlError::Invalid(crate::cause_chain(&e)))?;
         if config.get_application_name().is_none() {
             config.application_name(application_name);
         }
@@ -198,15 +234,14 @@ impl Database {
     /// match, a server without TLS under `require`) will not heal by waiting, so it is the
     /// service's start error, one line naming `DATABASE_URL`. A server that is unreachable may
     /// come up later: that is only logged, and the service starts and waits for it as before.
-    pub async fn check_at_start(&self) -> Result<(), String> {
+    pub async fn check_at_start(&self) -> Result<(), StartError> {
         match tokio::time::timeout(Duration::from_secs(15), self.connect_raw()).await {
             Ok(Ok(_)) => Ok(()),
-            Ok(Err(e)) if is_tls_failure(&e) => Err(format!(
-                "DATABASE_URL: TLS to {} failed (sslmode={}): {}",
-                self.hosts(),
-                mode_name(self.inner.mode),
-                cause_text(&e)
-            )),
+            Ok(Err(e)) if is_tls_failure(&e) => Err(StartError::Tls {
+                hosts: self.hosts(),
+                mode: mode_name(self.inner.mode),
+                cause: cause_text(&e),
+            }),
             Ok(Err(e)) => {
                 tracing::warn!(hosts = %self.hosts(), error = %describe(&e),
                     "database not reachable at start; waiting for it");
@@ -258,9 +293,9 @@ fn is_tls_failure(e: &tokio_postgres::Error) -> bool {
 
 /// Takes `sslmode` and `sslrootcert` out of the URL's query (tokio-postgres refuses the
 /// verify modes and does not know `sslrootcert`); everything else stays for tokio-postgres.
-fn split_tls_options(url: &str) -> Result<(String, TlsAsk), String> {
+fn split_tls_options(url: &str) -> Result<(String, TlsAsk), UrlError> {
     if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
-        return Err("must be a postgres:// URL".into());
+        return Err(UrlError::NotPostgres);
     }
     let (base, query) = url.split_once('?').unwrap_or((url, ""));
     let mut ask = TlsAsk {
@@ -292,7 +327,7 @@ fn provider() -> Arc<CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 
-fn client_config(ask: &TlsAsk) -> Result<rustls::ClientConfig, String> {
+fn client_config(ask: &TlsAsk) -> Result<rustls::ClientConfig, UrlError> {
     client_config_with(ask, default_root_file())
 }
 
@@ -300,20 +335,14 @@ fn client_config(ask: &TlsAsk) -> Result<rustls::ClientConfig, String> {
 fn client_config_with(
     ask: &TlsAsk,
     fallback_root: Option<PathBuf>,
-) -> Result<rustls::ClientConfig, String> {
+) -> Result<rustls::ClientConfig, UrlError> {
     let mode = ask.effective_mode();
     let roots = match (&ask.roots, mode) {
         (_, SslMode::Disable | SslMode::Prefer | SslMode::Require) => None,
         (Some(r), _) => Some(r.clone()),
         (None, _) => match fallback_root {
             Some(p) => Some(Roots::File(p)),
-            None => {
-                return Err(format!(
-                    "has sslmode={} but no sslrootcert (a PEM file of the CA to trust, or \
-                     sslrootcert=system), and ~/.postgresql/root.crt does not exist",
-                    mode_name(mode)
-                ));
-            }
+            None => return Err(UrlError::NoRootCert(mode_name(mode))),
         },
     };
     let provider = provider();
@@ -324,7 +353,7 @@ fn client_config_with(
             Some(
                 WebPkiServerVerifier::builder_with_provider(store, provider.clone())
                     .build()
-                    .map_err(|e| format!("cannot use sslrootcert: {e}"))?,
+                    .map_err(|e| UrlError::Verifier(e.to_string()))?,
             )
         }
     };
@@ -335,7 +364,7 @@ fn client_config_with(
     };
     Ok(rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
-        .map_err(|e| format!("TLS setup: {e}"))?
+        .map_err(|e| UrlError::TlsSetup(e.to_string()))?
         .dangerous()
         .with_custom_certificate_verifier(Arc::new(verifier))
         .with_no_client_auth())
@@ -347,33 +376,30 @@ fn default_root_file() -> Option<PathBuf> {
     p.exists().then_some(p)
 }
 
-fn root_store(roots: &Roots) -> Result<RootCertStore, String> {
+fn root_store(roots: &Roots) -> Result<RootCertStore, UrlError> {
     let mut store = RootCertStore::empty();
     match roots {
         Roots::System => {
             let found = rustls_native_certs::load_native_certs();
             let (added, _) = store.add_parsable_certificates(found.certs);
             if added == 0 {
-                return Err(
-                    "has sslrootcert=system but no system root certificate was found".into(),
-                );
+                return Err(UrlError::NoSystemRoots);
             }
         }
         Roots::File(path) => {
+            let file = |e: &dyn std::fmt::Display| UrlError::RootFile {
+                path: path.display().to_string(),
+                problem: e.to_string(),
+            };
             let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(path)
-                .map_err(|e| format!("sslrootcert {}: {e}", path.display()))?
+                .map_err(|e| file(&e))?
                 .collect::<Result<_, _>>()
-                .map_err(|e| format!("sslrootcert {}: {e}", path.display()))?;
+                .map_err(|e| file(&e))?;
             if certs.is_empty() {
-                return Err(format!(
-                    "sslrootcert {} holds no PEM certificate",
-                    path.display()
-                ));
+                return Err(UrlError::EmptyRootFile(path.display().to_string()));
             }
             for c in certs {
-                store
-                    .add(c)
-                    .map_err(|e| format!("sslrootcert {}: {e}", path.display()))?;
+                store.add(c).map_err(|e| file(&e))?;
             }
         }
     }
@@ -488,7 +514,7 @@ mod tests {
             ("mysql://u:hunter2@h/db", "postgres://"),
             ("postgres://u:hunter2@h/db?nonsense=1", "nonsense"),
         ] {
-            let e = Database::from_url(url, "test").unwrap_err();
+            let e = Database::from_url(url, "test").unwrap_err().to_string();
             assert!(e.contains(says), "{url}: {e}");
             assert!(!e.contains("hunter2"), "{e}");
         }
@@ -498,7 +524,7 @@ mod tests {
     fn verify_modes_need_a_root_certificate() {
         for mode in [SslMode::VerifyCa, SslMode::VerifyFull] {
             let a = TlsAsk { mode, roots: None };
-            let e = client_config_with(&a, None).unwrap_err();
+            let e = client_config_with(&a, None).unwrap_err().to_string();
             assert!(e.contains("sslrootcert"), "{e}");
         }
         let a = TlsAsk {

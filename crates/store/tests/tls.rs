@@ -97,7 +97,7 @@ async fn a_tls_failure_stops_the_start_and_an_absent_server_does_not() {
         "qualifier test",
     )
     .unwrap();
-    let e = wrong.check_at_start().await.unwrap_err();
+    let e = wrong.check_at_start().await.unwrap_err().to_string();
     assert!(
         e.starts_with("DATABASE_URL: TLS to 127.0.0.1:5432 failed (sslmode=verify-full)"),
         "{e}"

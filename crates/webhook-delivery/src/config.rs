@@ -198,7 +198,7 @@ impl DeliveryConfig {
                 &a.connections.database_url()?,
                 "webhook-delivery",
             )
-            .map_err(|p| EnvError::new("DATABASE_URL", p))?,
+            .map_err(|p| EnvError::new("DATABASE_URL", p.to_string()))?,
             brokers: {
                 let (urls, ca_file) = a.connections.amqp()?;
                 qualifier_bus::Brokers::parse(&urls, ca_file)

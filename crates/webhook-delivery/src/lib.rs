@@ -84,12 +84,10 @@ pub async fn start(cfg: DeliveryConfig) -> anyhow::Result<RunningDelivery> {
     // TLS that cannot work stops the start with one line; a server that is down is waited for.
     cfg.database
         .check_at_start()
-        .await
-        .map_err(anyhow::Error::msg)?;
+        .await?;
     cfg.brokers
         .check_at_start("webhook-delivery start check")
-        .await
-        .map_err(anyhow::Error::msg)?;
+        .await?;
     let pool = qualifier_store::connect_generic_plans(&cfg.database, cfg.db_pool_size)
         .context("building the database pool")?;
     let store = Store::new(pool, cfg.secret_key.clone());
