@@ -1,4 +1,4 @@
-//! Configuration from the environment (contract section 1).
+//! Configuration from the environment (docs/operations.md, "Configuration").
 //!
 //! Each binary declares its variables once with clap (`env` on every argument), so `--help` is
 //! generated and lists exactly what it reads. Every check below names its variable in its error,
@@ -7,6 +7,9 @@
 
 use std::fmt;
 use std::str::FromStr;
+
+mod args;
+pub use args::*;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EnvError {
@@ -139,39 +142,6 @@ pub fn retry_delays(raw: &str) -> Result<Vec<u64>, EnvError> {
         ));
     }
     Ok(d)
-}
-
-/// Where both services find PostgreSQL and RabbitMQ (contract section 10); each service parses
-/// the values into `qualifier_store::Database` and `qualifier_bus::Brokers`.
-#[derive(clap::Args, Debug, Clone, Default)]
-pub struct ConnectionArgs {
-    /// PostgreSQL URL, as libpq takes it: sslmode, sslrootcert, several hosts with
-    /// target_session_attrs=read-write (required)
-    #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
-    pub database_url: Option<String>,
-    /// RabbitMQ URL, or several comma-separated (one per node of one cluster); amqps:// for TLS
-    /// (required)
-    #[arg(long, env = "AMQP_URL", hide_env_values = true)]
-    pub amqp_url: Option<String>,
-    /// PEM file of the CA that signs the RabbitMQ nodes' certificates (amqps://), trusted
-    /// besides the system roots
-    #[arg(long, env = "QUALIFIER_AMQP_CA_FILE", hide_env_values = true)]
-    pub amqp_ca_file: Option<String>,
-}
-
-impl ConnectionArgs {
-    /// `DATABASE_URL`, required.
-    pub fn database_url(&self) -> Result<String, EnvError> {
-        required("DATABASE_URL", &self.database_url)
-    }
-
-    /// `AMQP_URL`, required, and `QUALIFIER_AMQP_CA_FILE` if set.
-    pub fn amqp(&self) -> Result<(String, Option<&std::path::Path>), EnvError> {
-        Ok((
-            required("AMQP_URL", &self.amqp_url)?,
-            optional(&self.amqp_ca_file).map(std::path::Path::new),
-        ))
-    }
 }
 
 /// The variables of logging and tracing, shared by both services (read by the telemetry crate).

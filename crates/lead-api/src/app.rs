@@ -234,12 +234,8 @@ pub async fn start(cfg: ApiConfig) -> anyhow::Result<RunningApi> {
     m::zero_counter(m::OUTBOX_PUBLISHED, &[]);
     // TLS that cannot work (an untrusted certificate, no TLS under `require`) stops the start
     // with one line; a server that is down is waited for.
-    cfg.database
-        .check_at_start()
-        .await?;
-    cfg.brokers
-        .check_at_start("lead-api start check")
-        .await?;
+    cfg.database.check_at_start().await?;
+    cfg.brokers.check_at_start("lead-api start check").await?;
     let pool = qualifier_store::connect(&cfg.database, cfg.db_pool_size)
         .context("building the database pool")?;
     // Admission is one short statement per request: half the pool's size is plenty.

@@ -1,22 +1,22 @@
-//! `lead-api` configuration (contract section 1): every variable declared once, below, as a clap
-//! argument with `env`, then validated once at start into [`ApiConfig`]. `--help` is generated
-//! from the same declarations, so it lists exactly what the service reads.
+//! `lead-api` configuration (docs/operations.md, "Configuration"): every variable declared once,
+//! as a clap argument with `env` (below, or in `qualifier-config` when another binary reads it
+//! too), then validated once at start into [`ApiConfig`]. `--help` is generated from the same
+//! declarations, so it lists exactly what the service reads.
 
 use std::net::SocketAddr;
 
 use qualifier_config::{
-    EnvError, TelemetryArgs, cidrs, optional, parsed, positive, positive_u32, required,
-    retry_delays, topology_prefix, value,
+    AllowCidrsArgs, AppBaseUrlArgs, EnvError, PoolSizeArgs, ReplayRateArgs, RetryDelaysArgs,
+    SecretKeyArgs, TelemetryArgs, TopologyPrefixArgs, optional, parsed, positive, positive_u32,
+    required, topology_prefix, value,
 };
 use qualifier_store::SecretKey;
 
 const HTTP_ADDR: &str = "0.0.0.0:8080";
 const INTERNAL_ADDR: &str = "127.0.0.1:8081";
-const APP_BASE_URL: &str = "https://app.qualifier.local";
 const RATE_LIMIT: &str = "120";
-const DB_POOL_SIZE: &str = "16";
+const DB_POOL_SIZE: usize = 16;
 const EVENT_RETENTION_DAYS: &str = "30";
-const REPLAY_RATE: &str = "50";
 const MAX_PAGE_BYTES: &str = "1048576";
 
 /// lead-api: Qualifier's public and internal HTTP API, and the outbox relay.
@@ -36,36 +36,30 @@ pub struct ApiArgs {
     /// Bearer token of the internal API, at least 16 characters (required)
     #[arg(long, env = "QUALIFIER_INTERNAL_TOKEN", hide_env_values = true)]
     pub internal_token: Option<String>,
-    /// 32 bytes, base64: seals signing secrets at rest (required)
-    #[arg(long, env = "QUALIFIER_SECRET_KEY", hide_env_values = true)]
-    pub secret_key: Option<String>,
-    /// Base of conversation_url ({base}/conversations/{lead_id})
-    #[arg(long, env = "QUALIFIER_APP_BASE_URL", default_value = APP_BASE_URL, hide_env_values = true)]
-    pub app_base_url: String,
+    #[command(flatten)]
+    pub secret_key: SecretKeyArgs,
+    #[command(flatten)]
+    pub app_base_url: AppBaseUrlArgs,
     /// Requests per minute per API token (token bucket)
     #[arg(long, env = "QUALIFIER_RATE_LIMIT_PER_MINUTE", default_value = RATE_LIMIT, hide_env_values = true)]
     pub rate_limit_per_minute: String,
-    /// CIDRs exempt from the private-address ban (development and tests only)
-    #[arg(long, env = "QUALIFIER_WEBHOOK_ALLOW_CIDRS", hide_env_values = true)]
-    pub webhook_allow_cidrs: Option<String>,
-    /// PostgreSQL connections of the main pool
-    #[arg(long, env = "QUALIFIER_DB_POOL_SIZE", default_value = DB_POOL_SIZE, hide_env_values = true)]
-    pub db_pool_size: String,
+    #[command(flatten)]
+    pub allow_cidrs: AllowCidrsArgs,
+    #[command(flatten)]
+    pub db_pool_size: PoolSizeArgs,
     /// HTTP worker threads [default: the number of CPUs]
     #[arg(long, env = "QUALIFIER_HTTP_WORKERS", hide_env_values = true)]
     pub http_workers: Option<String>,
-    /// Prefix of every exchange and queue name
-    #[arg(long, env = qualifier_config::TOPOLOGY_PREFIX, default_value = qualifier_config::DEFAULT_TOPOLOGY_PREFIX, hide_env_values = true)]
-    pub topology_prefix: String,
-    /// The 4 waits before attempts 2..5, in ms (the relay declares the retry queues)
-    #[arg(long, env = qualifier_config::RETRY_DELAYS, default_value = qualifier_config::DEFAULT_RETRY_DELAYS, hide_env_values = true)]
-    pub retry_delays_ms: String,
+    #[command(flatten)]
+    pub topology_prefix: TopologyPrefixArgs,
+    /// The relay declares the retry queues, named by their waits.
+    #[command(flatten)]
+    pub retry_delays: RetryDelaysArgs,
     /// Finished events (and their delivery records) are kept this many days
     #[arg(long, env = "QUALIFIER_EVENT_RETENTION_DAYS", default_value = EVENT_RETENTION_DAYS, hide_env_values = true)]
     pub event_retention_days: String,
-    /// Replays of one org are sent at most this many per second
-    #[arg(long, env = "QUALIFIER_REPLAY_RATE_PER_SECOND", default_value = REPLAY_RATE, hide_env_values = true)]
-    pub replay_rate_per_second: String,
+    #[command(flatten)]
+    pub replay_rate: ReplayRateArgs,
     /// The most JSON one page of a list holds, in bytes (a page ends early at a whole item)
     #[arg(long, env = "QUALIFIER_MAX_PAGE_BYTES", default_value = MAX_PAGE_BYTES, hide_env_values = true)]
     pub max_page_bytes: String,
@@ -115,7 +109,7 @@ pub struct ApiConfig {
     /// `QUALIFIER_CONSOLE_BASE_URL`: where console sign-in links point; by default the public
     /// listener's own address.
     pub console_base_url: Option<String>,
-    /// `QUALIFIER_MAX_PAGE_BYTES`: the byte budget of one list page (contract section 11).
+    /// `QUALIFIER_MAX_PAGE_BYTES`: the byte budget of one list page (docs/api.md, "Pages").
     pub max_page_bytes: usize,
     /// `QUALIFIER_CONSOLE_FRAME_ANCESTORS`: the origins that may frame the console (empty:
     /// none may).
@@ -125,8 +119,8 @@ pub struct ApiConfig {
 impl ApiConfig {
     /// Validates what clap read; the first problem found names its variable.
     pub fn from_args(a: &ApiArgs) -> Result<ApiConfig, EnvError> {
-        let secret_key = SecretKey::from_base64(&required("QUALIFIER_SECRET_KEY", &a.secret_key)?)
-            .map_err(|e| EnvError::new("QUALIFIER_SECRET_KEY", e.to_string()))?;
+        let secret_key = SecretKey::from_base64(&a.secret_key.required()?)
+            .map_err(|e| EnvError::new(qualifier_config::SECRET_KEY, e.to_string()))?;
         let internal_token = required("QUALIFIER_INTERNAL_TOKEN", &a.internal_token)?;
         if internal_token.len() < 16 {
             return Err(EnvError::new(
@@ -134,7 +128,11 @@ impl ApiConfig {
                 "must be at least 16 characters",
             ));
         }
-        let app_base_url = value(&a.app_base_url, APP_BASE_URL).to_owned();
+        let app_base_url = value(
+            &a.app_base_url.app_base_url,
+            qualifier_config::DEFAULT_APP_BASE_URL,
+        )
+        .to_owned();
         url::Url::parse(&app_base_url)
             .map_err(|e| EnvError::new("QUALIFIER_APP_BASE_URL", format!("is not a URL: {e}")))?;
         Ok(ApiConfig {
@@ -160,24 +158,15 @@ impl ApiConfig {
                 "QUALIFIER_RATE_LIMIT_PER_MINUTE",
                 value(&a.rate_limit_per_minute, RATE_LIMIT),
             )?,
-            allow_cidrs: cidrs(
-                "QUALIFIER_WEBHOOK_ALLOW_CIDRS",
-                optional(&a.webhook_allow_cidrs).unwrap_or(""),
-            )?,
-            db_pool_size: positive(
-                "QUALIFIER_DB_POOL_SIZE",
-                value(&a.db_pool_size, DB_POOL_SIZE),
-            )? as usize,
-            topology_prefix: topology_prefix(&a.topology_prefix)?,
-            retry_delays_ms: retry_delays(&a.retry_delays_ms)?,
+            allow_cidrs: a.allow_cidrs.cidrs()?,
+            db_pool_size: a.db_pool_size.size(DB_POOL_SIZE)?,
+            topology_prefix: topology_prefix(&a.topology_prefix.topology_prefix)?,
+            retry_delays_ms: a.retry_delays.delays()?,
             event_retention_days: positive_u32(
                 "QUALIFIER_EVENT_RETENTION_DAYS",
                 value(&a.event_retention_days, EVENT_RETENTION_DAYS),
             )?,
-            replay_rate_per_second: positive_u32(
-                "QUALIFIER_REPLAY_RATE_PER_SECOND",
-                value(&a.replay_rate_per_second, REPLAY_RATE),
-            )?,
+            replay_rate_per_second: a.replay_rate.rate()?,
             max_page_bytes: positive(
                 "QUALIFIER_MAX_PAGE_BYTES",
                 value(&a.max_page_bytes, MAX_PAGE_BYTES),
@@ -301,6 +290,18 @@ mod tests {
         assert_eq!(c.max_page_bytes, 1 << 20);
     }
 
+    /// The store's own default (what a `Store` built without configuration writes into
+    /// snapshots) is the configuration's.
+    #[test]
+    fn the_app_base_url_has_one_default() {
+        let c = ApiConfig::from_args(&args(&[])).unwrap();
+        assert_eq!(c.app_base_url, qualifier_store::DEFAULT_APP_BASE_URL);
+        assert_eq!(
+            qualifier_config::DEFAULT_APP_BASE_URL,
+            qualifier_store::DEFAULT_APP_BASE_URL
+        );
+    }
+
     #[test]
     fn an_empty_value_counts_as_unset_and_a_bad_one_is_named() {
         let c = ApiConfig::from_args(&args(&["--rate-limit-per-minute="])).unwrap();
@@ -310,7 +311,7 @@ mod tests {
         let e = ApiConfig::from_args(&args(&["--console-base-url=ftp://x"])).unwrap_err();
         assert_eq!(e.var, "QUALIFIER_CONSOLE_BASE_URL");
         let mut a = args(&[]);
-        a.connections.database_url = Some(" ".into());
+        a.connections.database.database_url = Some(" ".into());
         let e = ApiConfig::from_args(&a).unwrap_err();
         assert_eq!(
             e.to_string(),

@@ -4,12 +4,15 @@
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
-use qualifier_config::cidrs;
+use qualifier_config::{
+    AllowCidrsArgs, AppBaseUrlArgs, BrokerArgs, DatabaseArgs, ReplayRateArgs, RetryDelaysArgs,
+    SecretKeyArgs,
+};
 use qualifier_domain::netguard::WebhookUrl;
 use qualifier_domain::{DeliveryStatus, EventType};
 use qualifier_egress::EgressPolicy;
 use qualifier_store::deliveries::DeliveryFilter;
-use qualifier_store::{DEFAULT_APP_BASE_URL, SecretKey, Store};
+use qualifier_store::{SecretKey, Store};
 use serde_json::json;
 use strum::VariantArray;
 use uuid::Uuid;
@@ -18,20 +21,14 @@ use uuid::Uuid;
 #[derive(Parser)]
 #[command(name = "qualifierctl", version, about)]
 struct Cli {
-    /// PostgreSQL URL (every command but gen-secret-key).
-    #[arg(long, env = "DATABASE_URL", global = true, hide_env_values = true)]
-    database_url: Option<String>,
-    /// Base64 of 32 bytes that seal signing secrets (set-webhook, rotate-secret).
-    #[arg(
-        long,
-        env = "QUALIFIER_SECRET_KEY",
-        global = true,
-        hide_env_values = true
-    )]
-    secret_key: Option<String>,
-    /// Base of `conversation_url` in lead snapshots.
-    #[arg(long, env = "QUALIFIER_APP_BASE_URL", global = true, default_value = DEFAULT_APP_BASE_URL)]
-    app_base_url: String,
+    /// Every command but gen-secret-key and gen-operator-secret needs DATABASE_URL;
+    /// set-webhook and rotate-secret need QUALIFIER_SECRET_KEY.
+    #[command(flatten)]
+    database: DatabaseArgs,
+    #[command(flatten)]
+    secret_key: SecretKeyArgs,
+    #[command(flatten)]
+    app_base_url: AppBaseUrlArgs,
     #[command(subcommand)]
     command: Command,
 }
@@ -63,9 +60,8 @@ enum Command {
         events: Vec<EventType>,
         #[arg(long)]
         disabled: bool,
-        /// CIDRs exempt from the private-address ban (development and tests only)
-        #[arg(long, env = "QUALIFIER_WEBHOOK_ALLOW_CIDRS", hide_env_values = true)]
-        allow_cidrs: Option<String>,
+        #[command(flatten)]
+        allow_cidrs: AllowCidrsArgs,
     },
     /// Replace the org's signing secret; the previous one also signs (Standard Webhooks
     /// header) for the grace window.
@@ -105,8 +101,8 @@ enum Command {
         /// Count what would be replayed; send nothing.
         #[arg(long, requires = "all_dead")]
         dry_run: bool,
-        #[arg(long, env = "QUALIFIER_REPLAY_RATE_PER_SECOND", default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..))]
-        rate_per_second: u32,
+        #[command(flatten)]
+        rate: ReplayRateArgs,
     },
     /// Create an org and a token in one go.
     BootstrapDev {
@@ -118,8 +114,8 @@ enum Command {
     /// Print a fresh QUALIFIER_OPERATOR_WEBHOOK_SECRET (Standard Webhooks `whsec_...`): give it
     /// to webhook-delivery and to the operator service that receives endpoint.* events.
     GenOperatorSecret,
-    /// Show an org endpoint's health (contract section 9): state, since when, last error, next
-    /// probe.
+    /// Show an org endpoint's health (docs/delivery.md, "Endpoint health"): state, since when,
+    /// last error, next probe.
     Health {
         #[arg(long)]
         org: Uuid,
@@ -135,14 +131,10 @@ enum Command {
     DeleteTopology {
         #[arg(long)]
         prefix: String,
-        /// One URL or several, comma-separated (the nodes of one cluster)
-        #[arg(long, env = "AMQP_URL", hide_env_values = true)]
-        amqp_url: String,
-        /// PEM file of the CA of the nodes' certificates (amqps://)
-        #[arg(long, env = "QUALIFIER_AMQP_CA_FILE", hide_env_values = true)]
-        amqp_ca_file: Option<std::path::PathBuf>,
-        #[arg(long, env = qualifier_config::RETRY_DELAYS, default_value = qualifier_config::DEFAULT_RETRY_DELAYS, hide_env_values = true)]
-        retry_delays_ms: String,
+        #[command(flatten)]
+        broker: BrokerArgs,
+        #[command(flatten)]
+        retry_delays: RetryDelaysArgs,
     },
 }
 
@@ -154,6 +146,7 @@ fn parse_time(s: &str) -> Result<time::OffsetDateTime, String> {
 impl Cli {
     fn database(&self) -> Result<qualifier_store::Database> {
         let url = self
+            .database
             .database_url
             .as_deref()
             .context("DATABASE_URL is required")?;
@@ -164,16 +157,17 @@ impl Cli {
     fn store(&self) -> Result<Store> {
         let database = self.database()?;
         // Commands that never touch webhook secrets work without the key; a throwaway one is used.
-        let key = match &self.secret_key {
+        let key = match &self.secret_key.secret_key {
             Some(k) => SecretKey::from_base64(k).context("QUALIFIER_SECRET_KEY")?,
             None => SecretKey::from_base64(&SecretKey::generate_base64())?,
         };
         let pool = qualifier_store::connect(&database, 2)?;
-        Ok(Store::new(pool, key).with_app_base_url(&self.app_base_url))
+        Ok(Store::new(pool, key).with_app_base_url(&self.app_base_url.app_base_url))
     }
 
     fn require_secret_key(&self) -> Result<()> {
         self.secret_key
+            .secret_key
             .as_ref()
             .map(|_| ())
             .context("QUALIFIER_SECRET_KEY is required for this command")
@@ -186,7 +180,7 @@ async fn run(cli: Cli) -> Result<serde_json::Value> {
             let applied = qualifier_store::run_migrations(&cli.database()?).await?;
             // With the key, secrets sealed before they were bound to their org are re-sealed
             // now (lead-api also does it at start).
-            let resealed = match cli.secret_key {
+            let resealed = match cli.secret_key.secret_key {
                 Some(_) => cli.store()?.reseal_legacy_secrets().await?,
                 None => 0,
             };
@@ -220,10 +214,7 @@ async fn run(cli: Cli) -> Result<serde_json::Value> {
             } else {
                 events.clone()
             };
-            let policy = EgressPolicy::new(cidrs(
-                "QUALIFIER_WEBHOOK_ALLOW_CIDRS",
-                qualifier_config::optional(allow_cidrs).unwrap_or(""),
-            )?);
+            let policy = EgressPolicy::new(allow_cidrs.cidrs()?);
             policy.resolve(&url).await?;
             let (webhook, secret) = cli
                 .store()?
@@ -256,11 +247,11 @@ async fn run(cli: Cli) -> Result<serde_json::Value> {
         Command::Replay {
             org,
             delivery: Some(delivery),
-            rate_per_second,
+            rate,
             ..
         } => {
             cli.store()?
-                .replay_delivery(*org, *delivery, *rate_per_second)
+                .replay_delivery(*org, *delivery, rate.rate()?)
                 .await?;
             json!({ "delivery": delivery, "status": "pending" })
         }
@@ -270,7 +261,7 @@ async fn run(cli: Cli) -> Result<serde_json::Value> {
             since,
             until,
             dry_run,
-            rate_per_second,
+            rate,
             ..
         } => {
             let f = DeliveryFilter {
@@ -281,7 +272,7 @@ async fn run(cli: Cli) -> Result<serde_json::Value> {
             };
             let matched = cli
                 .store()?
-                .replay_matching(*org, &f, *dry_run, *rate_per_second)
+                .replay_matching(*org, &f, *dry_run, rate.rate()?)
                 .await?;
             let replayed = if *dry_run { 0 } else { matched };
             json!({ "matched": matched, "replayed": replayed, "dry_run": dry_run })
@@ -299,15 +290,15 @@ async fn run(cli: Cli) -> Result<serde_json::Value> {
         }
         Command::DeleteTopology {
             prefix,
-            amqp_url,
-            amqp_ca_file,
-            retry_delays_ms,
+            broker,
+            retry_delays,
         } => {
             // For throwaway environments (CI stacks, previews): removes every exchange and
             // queue of one prefix, messages included.
-            let delays = qualifier_config::retry_delays(retry_delays_ms)?;
+            let delays = retry_delays.delays()?;
             let topo = qualifier_bus::Topology::new(prefix.clone(), delays);
-            let brokers = qualifier_bus::Brokers::parse(amqp_url, amqp_ca_file.as_deref())?;
+            let (urls, ca_file) = broker.amqp()?;
+            let brokers = qualifier_bus::Brokers::parse(&urls, ca_file)?;
             let conn = brokers
                 .connect("qualifierctl", &mut qualifier_bus::Rotation::default())
                 .await

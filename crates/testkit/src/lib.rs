@@ -48,7 +48,11 @@ fn template_name() -> String {
     format!("qualifier_tpl_{h:016x}")
 }
 
+/// The files under `dir`, or `dir` itself when it is a file.
 fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    if dir.is_file() {
+        return vec![dir.to_path_buf()];
+    }
     let mut out = Vec::new();
     if let Ok(rd) = std::fs::read_dir(dir) {
         for e in rd.flatten() {

@@ -1,13 +1,14 @@
-//! `webhook-delivery` configuration (contract section 1): every variable declared once, below,
-//! as a clap argument with `env`, then validated once at start into [`DeliveryConfig`].
-//! `--help` is generated from the same declarations.
+//! `webhook-delivery` configuration (docs/operations.md, "Configuration"): every variable
+//! declared once, as a clap argument with `env` (below, or in `qualifier-config` when another
+//! binary reads it too), then validated once at start into [`DeliveryConfig`]. `--help` is
+//! generated from the same declarations.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use qualifier_config::{
-    EnvError, TelemetryArgs, cidrs, optional, parsed, positive, required, retry_delays,
-    topology_prefix, value,
+    AllowCidrsArgs, EnvError, PoolSizeArgs, RetryDelaysArgs, SecretKeyArgs, TelemetryArgs,
+    TopologyPrefixArgs, optional, parsed, positive, topology_prefix, value,
 };
 use qualifier_store::SecretKey;
 
@@ -28,12 +29,10 @@ const DISABLE_AFTER_S: &str = "432000";
 pub struct DeliveryArgs {
     #[command(flatten)]
     pub connections: qualifier_config::ConnectionArgs,
-    /// 32 bytes, base64: opens the sealed signing secrets (required)
-    #[arg(long, env = "QUALIFIER_SECRET_KEY", hide_env_values = true)]
-    pub secret_key: Option<String>,
-    /// Prefix of every exchange and queue name
-    #[arg(long, env = qualifier_config::TOPOLOGY_PREFIX, default_value = qualifier_config::DEFAULT_TOPOLOGY_PREFIX, hide_env_values = true)]
-    pub topology_prefix: String,
+    #[command(flatten)]
+    pub secret_key: SecretKeyArgs,
+    #[command(flatten)]
+    pub topology_prefix: TopologyPrefixArgs,
     /// /healthz, /readyz and /metrics listener
     #[arg(long, env = "QUALIFIER_DELIVERY_ADDR", default_value = ADDR, hide_env_values = true)]
     pub delivery_addr: String,
@@ -50,18 +49,15 @@ pub struct DeliveryArgs {
     /// Whole-request timeout of one attempt, in ms
     #[arg(long, env = "QUALIFIER_DELIVERY_TIMEOUT_MS", default_value = TIMEOUT_MS, hide_env_values = true)]
     pub delivery_timeout_ms: String,
-    /// The 4 waits before attempts 2..5, in ms
-    #[arg(long, env = qualifier_config::RETRY_DELAYS, default_value = qualifier_config::DEFAULT_RETRY_DELAYS, hide_env_values = true)]
-    pub retry_delays_ms: String,
-    /// CIDRs exempt from the private-address ban (development and tests only)
-    #[arg(long, env = "QUALIFIER_WEBHOOK_ALLOW_CIDRS", hide_env_values = true)]
-    pub webhook_allow_cidrs: Option<String>,
+    #[command(flatten)]
+    pub retry_delays: RetryDelaysArgs,
+    #[command(flatten)]
+    pub allow_cidrs: AllowCidrsArgs,
     /// Extra PEM roots trusted for endpoints (development and tests only)
     #[arg(long, env = "QUALIFIER_WEBHOOK_CA_FILE", hide_env_values = true)]
     pub webhook_ca_file: Option<String>,
-    /// PostgreSQL connections [default: half the concurrency, from 4 to 32]
-    #[arg(long, env = "QUALIFIER_DB_POOL_SIZE", hide_env_values = true)]
-    pub db_pool_size: Option<String>,
+    #[command(flatten)]
+    pub db_pool_size: PoolSizeArgs,
     /// Failures in a row that make an endpoint failing (its deliveries wait, probes start)
     #[arg(long, env = "QUALIFIER_ENDPOINT_FAILING_AFTER", default_value = FAILING_AFTER, hide_env_values = true)]
     pub endpoint_failing_after: String,
@@ -122,8 +118,8 @@ pub struct DeliveryConfig {
 impl DeliveryConfig {
     /// Validates what clap read; the first problem found names its variable.
     pub fn from_args(a: &DeliveryArgs) -> Result<DeliveryConfig, EnvError> {
-        let secret_key = SecretKey::from_base64(&required("QUALIFIER_SECRET_KEY", &a.secret_key)?)
-            .map_err(|e| EnvError::new("QUALIFIER_SECRET_KEY", e.to_string()))?;
+        let secret_key = SecretKey::from_base64(&a.secret_key.required()?)
+            .map_err(|e| EnvError::new(qualifier_config::SECRET_KEY, e.to_string()))?;
         let concurrency = positive(
             "QUALIFIER_DELIVERY_CONCURRENCY",
             value(&a.delivery_concurrency, CONCURRENCY),
@@ -205,7 +201,7 @@ impl DeliveryConfig {
                     .map_err(|e| EnvError::new(e.var, e.problem))?
             },
             secret_key,
-            topology_prefix: topology_prefix(&a.topology_prefix)?,
+            topology_prefix: topology_prefix(&a.topology_prefix.topology_prefix)?,
             addr: parsed("QUALIFIER_DELIVERY_ADDR", value(&a.delivery_addr, ADDR))?,
             concurrency,
             // Default: a quarter of the slots, so at least four orgs with hanging endpoints are
@@ -218,17 +214,11 @@ impl DeliveryConfig {
                 "QUALIFIER_DELIVERY_TIMEOUT_MS",
                 value(&a.delivery_timeout_ms, TIMEOUT_MS),
             )?,
-            retry_delays_ms: retry_delays(&a.retry_delays_ms)?,
-            allow_cidrs: cidrs(
-                "QUALIFIER_WEBHOOK_ALLOW_CIDRS",
-                optional(&a.webhook_allow_cidrs).unwrap_or(""),
-            )?,
+            retry_delays_ms: a.retry_delays.delays()?,
+            allow_cidrs: a.allow_cidrs.cidrs()?,
             ca_file,
             // Each in-flight delivery uses a connection for its reads and its outcome write.
-            db_pool_size: match optional(&a.db_pool_size) {
-                Some(n) => positive("QUALIFIER_DB_POOL_SIZE", n)? as usize,
-                None => (concurrency / 2).clamp(4, 32),
-            },
+            db_pool_size: a.db_pool_size.size((concurrency / 2).clamp(4, 32))?,
         })
     }
 }

@@ -82,9 +82,7 @@ pub async fn start(cfg: DeliveryConfig) -> anyhow::Result<RunningDelivery> {
         }
     }
     // TLS that cannot work stops the start with one line; a server that is down is waited for.
-    cfg.database
-        .check_at_start()
-        .await?;
+    cfg.database.check_at_start().await?;
     cfg.brokers
         .check_at_start("webhook-delivery start check")
         .await?;
