@@ -20,11 +20,11 @@ fuzz_target!(|data: &[u8]| {
     let Ok(v) = serde_json::from_slice::<Value>(data) else {
         return;
     };
-    if let Ok(p) = lead_api::public::parse_public_patch(&v) {
+    if let Ok(p) = lead_api::inputs::parse_public_patch(&v) {
         assert!(p.external_ref.as_ref().is_none_or(clean_ref));
     }
     if let Some(obj) = v.as_object() {
-        if let Ok(n) = lead_api::public::parse_new_lead(obj) {
+        if let Ok(n) = lead_api::inputs::parse_new_lead(obj) {
             assert!(clean(n.name.as_str()) && clean(n.phone.as_str()));
             assert!(n.email.as_ref().is_none_or(|e| clean(e.as_str())));
             assert!(clean(n.channel.as_str()));
@@ -34,7 +34,7 @@ fuzz_target!(|data: &[u8]| {
                 assert!(clean(k) && val.as_str().is_none_or(clean));
             }
         }
-        if let Ok(p) = lead_api::internal::parse_internal_patch(obj) {
+        if let Ok(p) = lead_api::inputs::parse_internal_patch(obj) {
             assert!(p.name.as_ref().is_none_or(|n| clean(n.as_str())));
             assert!(p.email.as_ref().is_none_or(|e| clean(e.as_str())));
             assert!(p.route_target.as_ref().is_none_or(|r| clean(r.as_str())));

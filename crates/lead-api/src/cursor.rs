@@ -18,10 +18,7 @@
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use time::OffsetDateTime;
-use time::format_description::well_known::Rfc3339;
 use uuid::Uuid;
-
-use crate::error::ApiError;
 
 fn encode(text: &str) -> String {
     URL_SAFE_NO_PAD.encode(text)
@@ -174,32 +171,6 @@ impl Cursors {
     }
 }
 
-/// `limit`: 1..=500, `default` when absent or empty.
-pub fn limit(raw: Option<&str>, default: i64) -> Result<i64, ApiError> {
-    match raw.filter(|s| !s.is_empty()) {
-        None => Ok(default),
-        Some(l) => l
-            .parse::<i64>()
-            .ok()
-            .filter(|n| (1..=500).contains(n))
-            .ok_or_else(|| {
-                ApiError::Unprocessable("limit must be an integer from 1 to 500".into())
-            }),
-    }
-}
-
-/// A timestamp parameter: RFC 3339 (`Z` or an offset), the lead object's format included.
-pub fn timestamp(name: &str, raw: Option<&str>) -> Result<Option<OffsetDateTime>, ApiError> {
-    match raw.filter(|s| !s.is_empty()) {
-        None => Ok(None),
-        Some(s) => OffsetDateTime::parse(s, &Rfc3339).map(Some).map_err(|_| {
-            ApiError::Unprocessable(format!(
-                "{name} must be a timestamp such as 2026-01-31T12:00:00.000Z"
-            ))
-        }),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -272,28 +243,5 @@ mod tests {
         let id = Uuid::new_v4();
         assert_eq!(c.parse_lead(org, &lead(t, id)), Some((t, id)));
         assert_eq!(c.parse_feed(org, "%%%"), None);
-    }
-
-    #[test]
-    fn limits_and_timestamps() {
-        assert_eq!(limit(None, 100).unwrap(), 100);
-        assert_eq!(limit(Some("500"), 100).unwrap(), 500);
-        for bad in ["0", "501", "-1", "x", "1.5"] {
-            assert!(limit(Some(bad), 100).is_err(), "{bad}");
-        }
-        assert!(
-            timestamp("since", Some("2026-01-31T12:00:00.000Z"))
-                .unwrap()
-                .is_some()
-        );
-        assert!(
-            timestamp("since", Some("2026-01-31T14:00:00+02:00"))
-                .unwrap()
-                .is_some()
-        );
-        match timestamp("updated_since", Some("yesterday")) {
-            Err(ApiError::Unprocessable(m)) => assert!(m.starts_with("updated_since ")),
-            other => panic!("{other:?}"),
-        }
     }
 }

@@ -2,16 +2,14 @@
 //! settings screen, the AI agent and the inbound channels call.
 
 use actix_web::{HttpRequest, HttpResponse, web};
-use qualifier_domain::Stage;
-use qualifier_domain::validate::{Channel, Email, Name, Phone, RouteTarget, body, parse_profile};
-use qualifier_store::leads::{InboundContact, InternalPatch};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use uuid::Uuid;
 
 use crate::error::{ApiError, method_not_allowed};
 use crate::extract::InternalAuth;
 use crate::inputs::{
-    DeliveryQuery, GraceWindow, NewToken, ReplayFilter, WebhookSettings, event_type_in,
+    DeliveryQuery, GraceWindow, NewToken, ReplayFilter, WebhookSettings, handoff_operator,
+    handoff_reason, org_name, parse_inbound, parse_internal_patch, test_event_type,
 };
 use crate::state::{AppState, path_id};
 
@@ -83,7 +81,7 @@ async fn create_org(
     st: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let obj = crate::body::object(&req, payload, "Request body must be a JSON object").await?;
-    let name = Name::parse("name", body::required_string(&obj, "name")?)?;
+    let name = org_name(&obj)?;
     let org = st.store.create_org(name.as_str()).await?;
     Ok(HttpResponse::Created().json(json!({ "org": org })))
 }
@@ -102,7 +100,7 @@ async fn create_token(
     Ok(HttpResponse::Created().json(json!({ "token": token, "secret": secret })))
 }
 
-/// A one-time sign-in link to the settings console for the org (contract section 7).
+/// A one-time sign-in link to the settings console for the org (docs/console.md).
 async fn create_console_session(
     _: InternalAuth,
     path: web::Path<String>,
@@ -180,7 +178,7 @@ async fn rotate_secret(
     })))
 }
 
-/// Sends a signed example event through the normal pipeline (contract section 5).
+/// Sends a signed example event through the normal pipeline (docs/api.md, "Test events").
 async fn send_test_event(
     _: InternalAuth,
     req: HttpRequest,
@@ -189,9 +187,7 @@ async fn send_test_event(
     st: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let obj = crate::body::optional_object(&req, payload).await?;
-    let event_type = body::string(&obj, "event_type")?
-        .map(|s| event_type_in("event_type", s))
-        .transpose()?;
+    let event_type = test_event_type(&obj)?;
     let org_id = path_id(&path, ORG_NOT_FOUND)?;
     let delivery_id = st.store.send_test_event(org_id, event_type).await?;
     let delivery = st.store.get_delivery(org_id, delivery_id).await?.delivery;
@@ -206,17 +202,7 @@ async fn inbound(
     st: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let obj = crate::body::object(&req, payload, "Request body must be a JSON object").await?;
-    let profile = body::get(&obj, "profile").cloned();
-    if let Some(p) = &profile {
-        parse_profile(p)?;
-    }
-    let contact = InboundContact {
-        name: Name::parse("name", body::required_string(&obj, "name")?)?,
-        phone: Phone::parse(body::required_string(&obj, "phone")?)?,
-        email: body::string(&obj, "email")?.map(Email::parse).transpose()?,
-        channel: Channel::parse(body::required_string(&obj, "channel")?)?,
-        profile,
-    };
+    let contact = parse_inbound(&obj)?;
     let org_id = path_id(&path, ORG_NOT_FOUND)?;
     let (lead, created) = st.store.inbound_contact(org_id, contact).await?;
     let mut res = if created {
@@ -225,43 +211,6 @@ async fn inbound(
         HttpResponse::Ok()
     };
     Ok(res.json(json!({ "lead": lead })))
-}
-
-const INTERNAL_FIELDS: [&str; 6] = [
-    "name",
-    "email",
-    "phone",
-    "profile",
-    "route_target",
-    "qualification_stage",
-];
-
-pub fn parse_internal_patch(obj: &Map<String, Value>) -> Result<InternalPatch, ApiError> {
-    if INTERNAL_FIELDS.iter().all(|f| body::get(obj, f).is_none()) {
-        return Err(ApiError::Unprocessable(
-            "Provide at least one of name, email, phone, profile, route_target, qualification_stage.".into(),
-        ));
-    }
-    let profile = body::get(obj, "profile").cloned();
-    if let Some(p) = &profile
-        && !p.is_object()
-    {
-        return Err(ApiError::Unprocessable("profile must be an object".into()));
-    }
-    Ok(InternalPatch {
-        name: body::string(obj, "name")?
-            .map(|n| Name::parse("name", n))
-            .transpose()?,
-        email: body::string(obj, "email")?.map(Email::parse).transpose()?,
-        phone: body::string(obj, "phone")?.map(Phone::parse).transpose()?,
-        profile,
-        route_target: body::string(obj, "route_target")?
-            .map(RouteTarget::parse)
-            .transpose()?,
-        stage: body::string(obj, "qualification_stage")?
-            .map(Stage::parse)
-            .transpose()?,
-    })
 }
 
 async fn patch_lead(
@@ -286,17 +235,7 @@ async fn create_handoff(
     st: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let obj = crate::body::optional_object(&req, payload).await?;
-    let reason = body::string(&obj, "reason")?
-        .map(|r| {
-            if r.chars().count() > 1000 {
-                Err(ApiError::Unprocessable(
-                    "reason must be at most 1000 characters".into(),
-                ))
-            } else {
-                Ok(r.to_owned())
-            }
-        })
-        .transpose()?;
+    let reason = handoff_reason(&obj)?;
     let (org_id, lead_id) = org_and(&path, "Lead not found")?;
     let handoff = st.store.create_handoff(org_id, lead_id, reason).await?;
     Ok(HttpResponse::Created().json(json!({ "handoff": handoff })))
@@ -310,11 +249,11 @@ async fn accept_handoff(
     st: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let obj = crate::body::object(&req, payload, "Request body must be a JSON object").await?;
-    let operator = Name::parse("operator", body::required_string(&obj, "operator")?)?;
+    let operator = handoff_operator(&obj)?;
     let (org_id, lead_id, hid) = handoff_path(&path)?;
     let handoff = st
         .store
-        .accept_handoff(org_id, lead_id, hid, operator.into_inner())
+        .accept_handoff(org_id, lead_id, hid, operator)
         .await?;
     Ok(HttpResponse::Ok().json(json!({ "handoff": handoff })))
 }

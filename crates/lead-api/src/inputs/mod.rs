@@ -1,6 +1,6 @@
 //! Typed commands: what every entry point (the public API, the internal API and the console)
-//! turns its input into before it acts. Each command is parsed here, once, with the contract's
-//! messages; a handler reads its body or form, calls one of these, and hands the typed value to
+//! turns its input into before it acts. Each command is parsed here, once, with the messages
+//! docs/api.md lists; a handler reads its body or form, calls one of these, and hands the typed value to
 //! the store. A new input rule is a change here and a test here.
 //!
 //! JSON bodies come as the `Map` [`crate::body`] read; console forms as plain field values, so
@@ -18,6 +18,12 @@ use strum::VariantArray;
 use uuid::Uuid;
 
 use crate::error::ApiError;
+
+mod lead;
+mod lists;
+
+pub use lead::*;
+pub use lists::*;
 
 fn unprocessable(m: impl Into<String>) -> ApiError {
     ApiError::Unprocessable(m.into())
@@ -209,6 +215,35 @@ impl NewToken {
     }
 }
 
+// --- Orgs, test events and sign-in ---------------------------------------------------------------
+
+/// `POST /internal/v1/orgs`: the org's name.
+pub fn org_name(obj: &Map<String, Value>) -> Result<Name, ApiError> {
+    Ok(Name::parse("name", body::required_string(obj, "name")?)?)
+}
+
+/// A test event's optional `event_type` (the API's JSON body).
+pub fn test_event_type(obj: &Map<String, Value>) -> Result<Option<EventType>, ApiError> {
+    body::string(obj, "event_type")?
+        .map(|s| event_type_in("event_type", s))
+        .transpose()
+}
+
+/// The console's `Send test event` names one type; any other value names nothing there is.
+pub fn console_test_event_type(raw: Option<&str>) -> Result<EventType, ApiError> {
+    raw.and_then(|t| t.parse::<EventType>().ok())
+        .ok_or(ApiError::NotFound("Event type not found"))
+}
+
+/// The longest sign-in ticket there is (`qlf_ct_` and its random part), with room to spare.
+const TICKET_MAX: usize = 100;
+
+/// A console sign-in ticket, by its form only; `None` for anything that cannot be one (it is
+/// refused as any unknown ticket is, without a database lookup).
+pub fn ticket(raw: Option<&str>) -> Option<&str> {
+    raw.filter(|t| t.starts_with("qlf_ct_") && t.len() <= TICKET_MAX)
+}
+
 // --- Deliveries --------------------------------------------------------------------------------
 
 /// A page of the delivery log: the filter, where to continue, how many.
@@ -278,9 +313,7 @@ impl DeliveryQuery {
     /// The list's query string (unknown parameters are ignored; empty ones are absent).
     pub fn parse(query_string: &str) -> Result<DeliveryQuery, ApiError> {
         // Parsed by hand so a bad query string gets the contract's 422, not actix's own error.
-        let q = actix_web::web::Query::<DeliveryParams>::from_query(query_string)
-            .map_err(|_| unprocessable("Invalid query string"))?
-            .into_inner();
+        let q: DeliveryParams = query(query_string)?;
         let given = |v: Option<String>| v.filter(|s| !s.is_empty());
         let mut f = DeliveryFilter::default();
         if let Some(s) = given(q.status) {
@@ -293,15 +326,15 @@ impl DeliveryQuery {
             f.event_types = vec![event_type_in("event_type", &t)?];
         }
         f.lead_id = given(q.lead_id).as_deref().map(lead_id).transpose()?;
-        f.since = crate::cursor::timestamp("since", q.since.as_deref())?;
-        f.until = crate::cursor::timestamp("until", q.until.as_deref())?;
+        f.since = timestamp("since", q.since.as_deref())?;
+        f.until = timestamp("until", q.until.as_deref())?;
         // A cursor that cannot be a cursor at all is refused here, with the other parameters;
         // whether it opens is known once the org is (`before`).
         let cursor = given(q.cursor);
         if cursor.as_ref().is_some_and(|c| c.len() > 160) {
             return Err(unprocessable(NOT_OURS));
         }
-        let limit = crate::cursor::limit(q.limit.as_deref(), PAGE_SIZE)?;
+        let limit = limit(q.limit.as_deref(), PAGE_SIZE)?;
         Ok(DeliveryQuery {
             filter: f,
             cursor,
@@ -378,7 +411,7 @@ impl ReplayFilter {
         }
         f.lead_id = body::string(obj, "lead_id")?.map(lead_id).transpose()?;
         for (name, slot) in [("since", &mut f.since), ("until", &mut f.until)] {
-            *slot = crate::cursor::timestamp(name, body::string(obj, name)?)?;
+            *slot = timestamp(name, body::string(obj, name)?)?;
         }
         Ok(ReplayFilter {
             filter: f,

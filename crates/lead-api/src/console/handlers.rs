@@ -1,0 +1,468 @@
+//! The console's pages and actions. Each parses its input with [`crate::inputs`] and calls the
+//! same state and store functions as the internal API.
+
+use actix_web::cookie::Cookie;
+use actix_web::http::{StatusCode, header};
+use actix_web::{HttpRequest, HttpResponse, web};
+use qualifier_domain::EventType;
+use strum::VariantArray;
+use uuid::Uuid;
+
+use super::errors::{ConsoleError, Result};
+use super::extract::{
+    COOKIE, ConsoleSession, CsrfForm, Posted, cookie_for, session_cookie, stranger_lane,
+};
+use super::pages::{self, DeliveryFilterForm, WebhookForm};
+use super::{CSS, JS, catalogue, ok, see_other};
+use crate::inputs::{
+    DeliveryQuery, DeliverySearch, GraceWindow, NewToken, ReplayFilter, WebhookSettings,
+};
+use crate::state::AppState;
+
+fn parse_id(raw: &str, what: &'static str) -> Result<Uuid> {
+    Uuid::parse_str(raw).map_err(|_| ConsoleError::NotFound(what))
+}
+
+pub(super) async fn css() -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type("text/css; charset=utf-8")
+        .body(CSS)
+}
+
+pub(super) async fn js() -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type("text/javascript; charset=utf-8")
+        .body(JS)
+}
+
+#[derive(serde::Deserialize)]
+struct LoginQuery {
+    ticket: Option<String>,
+}
+
+fn ticket_of(raw: Option<&str>) -> Result<&str> {
+    crate::inputs::ticket(raw).ok_or(ConsoleError::SignedOut)
+}
+
+/// Uses the ticket up and answers with the new session's cookie (the previous session, if
+/// any, ended: signing in again never leaves two live sessions behind one browser).
+pub(super) async fn sign_in(
+    req: &HttpRequest,
+    st: &AppState,
+    ticket: &str,
+) -> Result<HttpResponse> {
+    let lane = stranger_lane(st).await?;
+    let (secret, _) = st
+        .store
+        .redeem_console_ticket(ticket)
+        .await?
+        .ok_or(ConsoleError::SignedOut)?;
+    if let Some(old) = session_cookie(req) {
+        st.store.end_console_session(old.value()).await?;
+    }
+    drop(lane);
+    let mut r = HttpResponse::SeeOther();
+    // A cookie of the other name (the listener moved between http and https) goes too.
+    if let Some(stale) = req.cookie(COOKIE).filter(|_| st.console_secure_cookie()) {
+        let mut gone = Cookie::build(stale.name().to_owned(), "")
+            .path("/console")
+            .finish();
+        gone.make_removal();
+        r.cookie(gone);
+    }
+    Ok(r.cookie(cookie_for(st.console_secure_cookie(), secret))
+        .insert_header((header::LOCATION, "/console"))
+        .finish())
+}
+
+/// Exchanges a ticket for a session cookie, then sends the browser to the console. Signed in
+/// to another org already, the browser is asked first (contract section 11): a link to another
+/// org, sent by mistake or on purpose, must not silently swap the org an administrator works in.
+pub(super) async fn login(req: HttpRequest, st: web::Data<AppState>) -> Result<HttpResponse> {
+    let q = web::Query::<LoginQuery>::from_query(req.query_string())
+        .map_err(|_| ConsoleError::SignedOut)?;
+    let ticket = ticket_of(q.ticket.as_deref())?;
+    if let Ok(current) = ConsoleSession::of(&req).await {
+        let target = {
+            let _lane = stranger_lane(&st).await?;
+            st.store
+                .peek_console_ticket(ticket)
+                .await?
+                .ok_or(ConsoleError::SignedOut)?
+        };
+        if target.org_id != current.org_id {
+            return Ok(ok(pages::switch_page(
+                &current.who(),
+                &target.org_name,
+                ticket,
+            )));
+        }
+    }
+    sign_in(&req, &st, ticket).await
+}
+
+/// `Switch organisation`, from the page [`login`] showed: only now is the session replaced.
+pub(super) async fn login_switch(
+    f: CsrfForm,
+    req: HttpRequest,
+    st: web::Data<AppState>,
+) -> Result<Posted> {
+    let ticket = ticket_of(f.form.get("ticket"))?;
+    let r = sign_in(&req, &st, ticket).await?;
+    Ok(f.answer(r))
+}
+
+pub(super) async fn logout(
+    f: CsrfForm,
+    req: HttpRequest,
+    st: web::Data<AppState>,
+) -> Result<Posted> {
+    if let Some(c) = session_cookie(&req) {
+        st.store.end_console_session(c.value()).await?;
+    }
+    let mut gone = cookie_for(st.console_secure_cookie(), String::new());
+    gone.make_removal();
+    Ok(f.answer(
+        HttpResponse::Ok()
+            .cookie(gone)
+            .content_type("text/html; charset=utf-8")
+            .body(
+                pages::plain(
+                    "Signed out",
+                    "You are signed out. Open the settings from the product to sign in again.",
+                )
+                .into_string(),
+            ),
+    ))
+}
+
+// --- Webhook -------------------------------------------------------------------------------
+
+pub(super) async fn webhook_view(
+    st: &AppState,
+    s: &ConsoleSession,
+    form: Option<WebhookForm>,
+    notice: Option<&str>,
+    secret: Option<(&str, &str)>,
+) -> Result<HttpResponse> {
+    let saved = st.store.webhook_status(s.org_id).await?;
+    let form = form.unwrap_or_else(|| {
+        saved
+            .as_ref()
+            .map(|w| WebhookForm::of(&w.webhook))
+            .unwrap_or(WebhookForm {
+                enabled: true,
+                event_types: EventType::VARIANTS.to_vec(),
+                ..Default::default()
+            })
+    });
+    Ok(ok(pages::webhook_page(
+        &s.who(),
+        saved.as_ref(),
+        &form,
+        notice,
+        secret,
+    )))
+}
+
+#[derive(serde::Deserialize)]
+struct Notice {
+    done: Option<String>,
+}
+
+fn notice_text(q: &str) -> Option<&'static str> {
+    let n = web::Query::<Notice>::from_query(q).ok()?;
+    match n.done.as_deref()? {
+        "saved" => Some("Saved."),
+        "checking" => Some("Checking your endpoint now. Reload in a moment to see the result."),
+        "revoked" => Some("Token revoked. Requests with it now get 401."),
+        "replayed" => Some("Queued again: 5 fresh attempts under the same delivery id."),
+        "replayed-all" => {
+            Some("Dead deliveries queued again, paced so your endpoint is not flooded.")
+        }
+        _ => None,
+    }
+}
+
+pub(super) async fn webhook_get(
+    s: ConsoleSession,
+    req: HttpRequest,
+    st: web::Data<AppState>,
+) -> Result<HttpResponse> {
+    webhook_view(&st, &s, None, notice_text(req.query_string()), None).await
+}
+
+pub(super) async fn webhook_save(f: CsrfForm, st: web::Data<AppState>) -> Result<Posted> {
+    let url = f.form.get("url").unwrap_or("").trim();
+    let types = f.form.all("event_types");
+    let enabled = f.form.get("enabled").is_some();
+    let settings = match WebhookSettings::from_form(url, &types, enabled, &st.egress).await {
+        Ok(s) => s,
+        Err(errors) => {
+            // The form again, as sent, each problem beside its field.
+            let shown = WebhookForm {
+                url: url.to_owned(),
+                event_types: types.iter().filter_map(|t| t.parse().ok()).collect(),
+                enabled,
+                url_error: errors.url,
+                types_error: errors.event_types,
+                ..Default::default()
+            };
+            let mut r = webhook_view(&st, &f.session, Some(shown), None, None).await?;
+            *r.status_mut() = StatusCode::UNPROCESSABLE_ENTITY;
+            return Ok(f.answer(r));
+        }
+    };
+    let (_, secret) = st.put_webhook(f.session.org_id, settings).await?;
+    let r = match secret {
+        // Created: the signing secret exists from now on and is shown this once.
+        Some(secret) => {
+            webhook_view(
+                &st,
+                &f.session,
+                None,
+                Some("Saved. Your endpoint now receives the selected events."),
+                Some(("Signing secret", &secret)),
+            )
+            .await?
+        }
+        None => see_other("/console?done=saved"),
+    };
+    Ok(f.answer(r))
+}
+
+pub(super) async fn webhook_rotate(f: CsrfForm, st: web::Data<AppState>) -> Result<Posted> {
+    let GraceWindow(grace) = GraceWindow::from_form(f.form.get("grace_seconds"))
+        .map_err(|e| ConsoleError::BadRequest(e.to_string()))?;
+    let (secret, previous) = st
+        .store
+        .rotate_webhook_secret(f.session.org_id, grace)
+        .await?;
+    let notice = match previous {
+        Some(t) => format!(
+            "Rotated. The previous secret keeps signing too until {}.",
+            qualifier_domain::timefmt::format(t)
+        ),
+        None => "Rotated. The previous secret no longer signs anything.".to_owned(),
+    };
+    let r = webhook_view(
+        &st,
+        &f.session,
+        None,
+        Some(&notice),
+        Some(("New signing secret", &secret)),
+    )
+    .await?;
+    Ok(f.answer(r))
+}
+
+pub(super) async fn webhook_test(f: CsrfForm, st: web::Data<AppState>) -> Result<Posted> {
+    let id = st.store.send_test_event(f.session.org_id, None).await?;
+    Ok(f.answer(see_other(&format!("/console/deliveries/{id}"))))
+}
+
+// --- Event catalogue -----------------------------------------------------------------------
+
+pub(super) async fn events_get(s: ConsoleSession, st: web::Data<AppState>) -> Result<HttpResponse> {
+    let subscribed = st
+        .store
+        .get_webhook(s.org_id)
+        .await?
+        .map(|w| w.event_types)
+        .unwrap_or_default();
+    Ok(ok(catalogue::catalogue_page(
+        &s.who(),
+        s.org_id,
+        &st.store.app_base_url,
+        &subscribed,
+    )))
+}
+
+/// `Send test event` for one type: sent even if the webhook is not subscribed to it.
+pub(super) async fn events_test(f: CsrfForm, st: web::Data<AppState>) -> Result<Posted> {
+    let t = crate::inputs::console_test_event_type(f.form.get("event_type"))?;
+    let id = st.store.send_test_event(f.session.org_id, Some(t)).await?;
+    Ok(f.answer(see_other(&format!("/console/deliveries/{id}"))))
+}
+
+/// `Check now`: the failing endpoint's next probe is due at once (a replica sends it within a
+/// second or so); the page then shows the outcome.
+pub(super) async fn webhook_check(f: CsrfForm, st: web::Data<AppState>) -> Result<Posted> {
+    st.store.probe_now(f.session.org_id).await?;
+    Ok(f.answer(see_other("/console?done=checking")))
+}
+
+// --- Tokens --------------------------------------------------------------------------------
+
+pub(super) async fn tokens_get(
+    s: ConsoleSession,
+    req: HttpRequest,
+    st: web::Data<AppState>,
+) -> Result<HttpResponse> {
+    let tokens = st.store.list_tokens(s.org_id).await?;
+    Ok(ok(pages::tokens_page(
+        &s.who(),
+        &tokens,
+        None,
+        None,
+        notice_text(req.query_string()),
+    )))
+}
+
+pub(super) async fn tokens_create(f: CsrfForm, st: web::Data<AppState>) -> Result<Posted> {
+    let s = &f.session;
+    let new = match NewToken::from_form(f.form.get("name")) {
+        Ok(n) => n,
+        Err(e) => {
+            let tokens = st.store.list_tokens(s.org_id).await?;
+            let page = pages::tokens_page(&s.who(), &tokens, None, Some(&e.to_string()), None);
+            return Ok(f.answer(super::page(StatusCode::UNPROCESSABLE_ENTITY, page)));
+        }
+    };
+    let (_, secret) = st.issue_token(s.org_id, new).await?;
+    let tokens = st.store.list_tokens(s.org_id).await?;
+    let page = pages::tokens_page(&s.who(), &tokens, Some(&secret), None, None);
+    Ok(f.answer(ok(page)))
+}
+
+pub(super) async fn tokens_revoke(
+    f: CsrfForm,
+    path: web::Path<String>,
+    st: web::Data<AppState>,
+) -> Result<Posted> {
+    let id = parse_id(&path, "Token not found")?;
+    st.store.revoke_token(f.session.org_id, id).await?;
+    Ok(f.answer(see_other("/console/tokens?done=revoked")))
+}
+
+// --- Deliveries ----------------------------------------------------------------------------
+
+pub(super) async fn deliveries_get(
+    s: ConsoleSession,
+    req: HttpRequest,
+    st: web::Data<AppState>,
+) -> Result<HttpResponse> {
+    // The internal API's parser; a filter it refuses is shown above the unfiltered list.
+    let (q, error) = match DeliveryQuery::parse(req.query_string()) {
+        Ok(q) => (q, None),
+        Err(e) => (
+            DeliveryQuery::parse("").map_err(ConsoleError::from)?,
+            Some(e.to_string()),
+        ),
+    };
+    let shown = DeliveryFilterForm {
+        status: q
+            .filter
+            .statuses
+            .first()
+            .map_or("", |s| s.as_str())
+            .to_owned(),
+        event_type: q
+            .filter
+            .event_types
+            .first()
+            .map_or("", |t| t.as_str())
+            .to_owned(),
+    };
+    let search = DeliverySearch::parse(req.query_string());
+    let (rows, next, error) = match &search {
+        // One page of matches: an id names one delivery, a lead a handful.
+        Some(DeliverySearch { id: Ok(id), .. }) => {
+            let rows = st.store.find_deliveries(s.org_id, *id, 100).await?;
+            (rows, None, error)
+        }
+        _ => {
+            let before = q.before(&st.cursors, s.org_id)?;
+            let (rows, next) = st
+                .store
+                .list_deliveries(s.org_id, &q.filter, before, q.limit)
+                .await?;
+            let next = next.map(|seq| st.cursors.delivery(s.org_id, seq));
+            (rows, next, error)
+        }
+    };
+    let hours = st.store.deliveries_by_hour(s.org_id).await?;
+    let health = st.store.endpoint_health(s.org_id).await.ok();
+    let view = pages::DeliveriesView {
+        hours: &hours,
+        health: health.as_ref(),
+        filter: &shown,
+        search: search.as_ref(),
+        rows: &rows,
+        next: next.as_deref(),
+        notice: notice_text(req.query_string()),
+        filter_error: error.as_deref(),
+    };
+    Ok(ok(pages::deliveries_page(&s.who(), &view)))
+}
+
+pub(super) async fn delivery_get(
+    s: ConsoleSession,
+    req: HttpRequest,
+    path: web::Path<String>,
+    st: web::Data<AppState>,
+) -> Result<HttpResponse> {
+    let id = parse_id(&path, "Delivery not found")?;
+    let d = st.store.get_delivery(s.org_id, id).await?;
+    let payload = st.store.delivery_payload(s.org_id, id).await?;
+    Ok(ok(pages::delivery_page(
+        &s.who(),
+        &d,
+        &payload,
+        notice_text(req.query_string()),
+    )))
+}
+
+pub(super) async fn delivery_replay(
+    f: CsrfForm,
+    path: web::Path<String>,
+    st: web::Data<AppState>,
+) -> Result<Posted> {
+    let id = parse_id(&path, "Delivery not found")?;
+    st.store
+        .replay_delivery(f.session.org_id, id, st.replay_rate_per_second)
+        .await?;
+    Ok(f.answer(see_other(&format!(
+        "/console/deliveries/{id}?done=replayed"
+    ))))
+}
+
+/// The count first (a dry run), then the button that replays them.
+pub(super) async fn replay_dead_get(
+    s: ConsoleSession,
+    st: web::Data<AppState>,
+) -> Result<HttpResponse> {
+    let n = st
+        .replay_matching(s.org_id, &ReplayFilter::all_dead(true))
+        .await?;
+    Ok(ok(pages::replay_dead_page(
+        &s.who(),
+        n,
+        st.replay_rate_per_second,
+    )))
+}
+
+pub(super) async fn replay_dead_post(f: CsrfForm, st: web::Data<AppState>) -> Result<Posted> {
+    st.replay_matching(f.session.org_id, &ReplayFilter::all_dead(false))
+        .await?;
+    Ok(f.answer(see_other("/console/deliveries?done=replayed-all")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_known_notices_are_shown() {
+        assert_eq!(notice_text("done=saved"), Some("Saved."));
+        assert_eq!(notice_text("done=<script>"), None);
+        assert_eq!(notice_text(""), None);
+    }
+
+    #[test]
+    fn pages_escape_what_they_show() {
+        let html = pages::plain("T", "<script>alert(1)</script>").into_string();
+        assert!(!html.contains("<script>alert"));
+        assert!(html.contains("&lt;script&gt;"));
+    }
+}
