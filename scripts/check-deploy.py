@@ -22,7 +22,7 @@ def docs(path):
     return [d for d in yaml.safe_load_all(path.read_text()) if d]
 
 
-# Variables the services document (.env.example is the reference list, contract section 1).
+# Variables the services document (.env.example is the reference list, docs/operations.md, "Configuration").
 known = set(re.findall(r"^#?\s*([A-Z][A-Z0-9_]+)=", (ROOT / ".env.example").read_text(), re.M))
 known |= {"RUST_LOG", "QUALIFIER_LOG_FORMAT", "OTEL_EXPORTER_OTLP_ENDPOINT"}
 
@@ -107,7 +107,7 @@ dockerfile = (ROOT / "deploy" / "Dockerfile").read_text()
 if dockerfile.count("FROM ") < 2:
     err("deploy/Dockerfile must be multi-stage")
 
-# --- the image's build context (contract section 10) ---
+# --- the image's build context (docs/operations.md, "Production topology") ---
 # Dependencies cached in a layer of their own: the recipe (manifests and Cargo.lock) is cooked
 # before the sources are copied, so a source change does not rebuild them.
 build_stage = dockerfile[dockerfile.find("AS build"):]

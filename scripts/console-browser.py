@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Drives the settings console in Debian's chromium with Playwright, as an administrator would:
-by the visible labels of contract section 7, never by CSS paths. Called by the browser test in
+by the visible labels of docs/console.md, never by CSS paths. Called by the browser test in
 crates/webhook-delivery/tests/delivery/console_browser.rs, which checks the effects (the
 receiver, the API); this script reports what the pages showed, as JSON on stdout, and saves a
 screenshot of each page into the given directory.

@@ -1,6 +1,6 @@
 //! Any bytes as a request body, through every body parser of both APIs: an error is fine, a
 //! panic is a bug (it would be a 500, or a dead worker thread), and whatever a parser accepts
-//! holds no control character but tab, CR and LF (contract section 8: PostgreSQL refuses NUL,
+//! holds no control character but tab, CR and LF (docs/reliability.md, "Hostile input": PostgreSQL refuses NUL,
 //! and the rest would reach stored data, logs and CSV exports).
 #![no_main]
 

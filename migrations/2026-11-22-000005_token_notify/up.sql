@@ -1,5 +1,5 @@
 -- Every lead-api keeps the fingerprints of the tokens that exist, so a well-formed but unknown
--- token is refused without a database round trip (contract section 8; docs/reliability.md).
+-- token is refused without a database round trip (docs/reliability.md, "Hostile input"; docs/reliability.md).
 -- A new token is announced to every replica at commit; the payload is the first 8 bytes of its
 -- SHA-256, in hex: a fingerprint, not the token.
 CREATE FUNCTION qualifier_token_created() RETURNS trigger LANGUAGE plpgsql AS $$

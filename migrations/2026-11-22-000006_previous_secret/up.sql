@@ -1,4 +1,4 @@
--- Rotation with an overlap window (contract section 5): the secret being retired is kept,
+-- Rotation with an overlap window (docs/api.md): the secret being retired is kept,
 -- sealed like the current one, until `previous_expires_at`; deliveries meanwhile carry a
 -- Standard Webhooks signature under both.
 ALTER TABLE webhooks

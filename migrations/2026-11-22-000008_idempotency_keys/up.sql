@@ -1,4 +1,4 @@
--- Idempotency-Key (contract section 5; draft-ietf-httpapi-idempotency-key-header): the first
+-- Idempotency-Key (docs/api.md; draft-ietf-httpapi-idempotency-key-header): the first
 -- response to a key is kept 24 hours, keyed by org and key, with the request's fingerprint.
 -- `status` is NULL while the first request is being processed.
 CREATE TABLE idempotency_keys (

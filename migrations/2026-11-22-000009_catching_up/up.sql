@@ -1,4 +1,4 @@
--- Catching up after an outage (contract section 6; docs/architecture.md, "The events feed").
+-- Catching up after an outage (docs/api.md; docs/architecture.md, "The events feed").
 --
 -- feed_pos: the event's place in its org's events feed. It is assigned by the relay, after the
 -- event's transaction committed, while the relay holds the feed_head row lock until its own

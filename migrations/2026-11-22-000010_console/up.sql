@@ -1,4 +1,4 @@
--- The settings console (contract section 7). Tickets and sessions are stored as SHA-256 hashes
+-- The settings console (docs/console.md). Tickets and sessions are stored as SHA-256 hashes
 -- of their secrets, like API tokens: a read of these tables signs nobody in.
 CREATE TABLE console_tickets (
     ticket_hash bytea PRIMARY KEY,

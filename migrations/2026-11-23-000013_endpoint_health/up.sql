@@ -1,4 +1,4 @@
--- Endpoint health (contract section 9): one row per org endpoint that has ever failed, shared by
+-- Endpoint health (docs/delivery.md, "Endpoint health"): one row per org endpoint that has ever failed, shared by
 -- every webhook-delivery replica. No row means healthy with nothing to report, so the hot path
 -- (a healthy org's successes) writes nothing here.
 CREATE TABLE endpoint_health (

@@ -1,4 +1,4 @@
--- Test events are limited per org and minute (contract section 11): counting an org's recent
+-- Test events are limited per org and minute (docs/reliability.md, "Strangers, quotas and pages"): counting an org's recent
 -- ones must not scan its whole delivery log.
 CREATE INDEX outbox_org_tests ON outbox (org_id, created_at) WHERE is_test;
 

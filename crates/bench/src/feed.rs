@@ -1,4 +1,4 @@
-//! The events feed (contract section 6): how fast a client catching up reads an org's history,
+//! The events feed (docs/api.md): how fast a client catching up reads an org's history,
 //! and how long a page takes while events are being written and delivered.
 
 use std::sync::Arc;

@@ -687,7 +687,7 @@ async fn api_phase(o: &Opts, sink: &Sink) -> anyhow::Result<Value> {
 /// The per-org cap exists for neighbours: alone, an org should not feel it. One org at the
 /// maximum rate under the default cap (16 of 64), against `lifted`, the same run with the cap
 /// lifted to the process's 64 slots.
-/// Endpoint health (contract section 9): `events` events wait through an outage of the org's
+/// Endpoint health (docs/delivery.md, "Endpoint health"): `events` events wait through an outage of the org's
 /// endpoint, then it comes back and they are delivered with no call. Reports what waiting cost
 /// the broker (messages it accepted per waiting event per hour of outage: held deliveries are
 /// off the broker, so close to 0) and the drain rate after recovery (the first good probe

@@ -298,7 +298,7 @@ pub fn reconnect_backoff() -> impl Iterator<Item = std::time::Duration> {
         .build()
 }
 
-/// `AMQP_URL` as the services read it (contract section 10): one URL, or several separated by
+/// `AMQP_URL` as the services read it (docs/operations.md, "Production topology"): one URL, or several separated by
 /// commas, one per node of one cluster, with `amqps://` verified against the system roots plus
 /// `QUALIFIER_AMQP_CA_FILE`. Cheap to clone.
 #[derive(Clone)]

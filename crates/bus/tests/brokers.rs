@@ -1,4 +1,4 @@
-//! `AMQP_URL` as a list (contract section 10), against the real local broker and a port where
+//! `AMQP_URL` as a list (docs/operations.md, "Production topology"), against the real local broker and a port where
 //! nothing listens (a node that is down).
 
 use qualifier_bus::{Brokers, Rotation};

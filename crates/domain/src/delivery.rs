@@ -1,4 +1,4 @@
-//! A delivery's status, as the delivery log and the internal API show it (contract section 3).
+//! A delivery's status, as the delivery log and the internal API show it (docs/api.md).
 
 named_enum! {
     /// `pending` until the first attempt, `failed` while retries remain, then one of the three
@@ -61,7 +61,7 @@ named_enum! {
 }
 
 /// An attempt that got no HTTP answer: the kind, and the line the delivery log shows (which
-/// never names an address, contract section 8).
+/// never names an address, docs/reliability.md, "Hostile input").
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NoAnswer {
     pub kind: FailureKind,
@@ -95,11 +95,12 @@ pub struct AttemptEntry {
     pub error_kind: Option<FailureKind>,
     /// The first [`RESPONSE_EXCERPT_BYTES`] of the receiver's answer, as text without control
     /// characters ([`response_excerpt`]); absent when it answered nothing, and in entries written
-    /// before v1.3.
+    /// before the attempt log kept answers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub response_body: Option<String>,
     /// The headers the attempt was sent with, in order, signatures included (they are what the
-    /// receiver saw; the secret is never among them). Absent in entries written before v1.3.
+    /// receiver saw; the secret is never among them). Absent in entries written before
+    /// the attempt log kept them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub request_headers: Vec<(String, String)>,
 }

@@ -1,7 +1,7 @@
 //! Webhook events: the catalogue, the envelope, and which events a change emits.
 //!
 //! The envelope is serialized once, in the transaction that makes the change, and those bytes are
-//! what every attempt sends and signs (contract section 4).
+//! what every attempt sends and signs (docs/delivery.md).
 
 use serde::Serialize;
 use time::OffsetDateTime;
@@ -10,7 +10,7 @@ use uuid::Uuid;
 use crate::{Handoff, Lead, Stage};
 
 named_enum! {
-    /// The event catalogue (seed section 6). Its names are the strings receivers see in `type` and
+    /// The event catalogue (docs/events.md). Its names are the strings receivers see in `type` and
     /// `X-Qualifier-Event`, stored in the outbox and in a webhook's subscription list; strum derives
     /// the name table (`as_str`, `FromStr`, `VARIANTS`) from the attributes below, so a new type is
     /// one variant here.
@@ -40,7 +40,7 @@ named_enum! {
 }
 
 impl EventType {
-    /// When it fires, in the seed's words (section 6); the console's event catalogue shows it.
+    /// When it fires (docs/events.md); the console's event catalogue shows it.
     pub fn description(self) -> &'static str {
         match self {
             EventType::LeadCreated => {
@@ -179,7 +179,7 @@ pub fn example(
 
 /// What a lead change emits, in order: `lead.updated` when contact or profile fields changed,
 /// `lead.stage_changed` when the stage changed, and `lead.qualified` beside it when the new stage
-/// is `qualified`. `external_ref`, `ai_paused` and `route_target` emit nothing (contract 2-3).
+/// is `qualified`. `external_ref`, `ai_paused` and `route_target` emit nothing (docs/api.md).
 pub fn lead_change_events(before: &Lead, after: &Lead) -> Vec<(EventType, Option<Stage>)> {
     let mut out = Vec::new();
     let contact_changed = before.name != after.name

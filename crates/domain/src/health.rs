@@ -1,4 +1,4 @@
-//! An org endpoint's health (contract section 9): whether its deliveries are attempted
+//! An org endpoint's health (docs/delivery.md, "Endpoint health"): whether its deliveries are attempted
 //! (`healthy`), held while probes find out when it is back (`failing`), or not sent at all
 //! (`disabled`). The rules that move it live in `webhook-delivery`'s `decide.rs`; this is the
 //! state they move, as the store keeps it and the API shows it.

@@ -1,5 +1,5 @@
 //! The domain's named enums (stage, handoff state, event type, delivery status): each is its
-//! contract names and nothing else. One macro gives them all the same derives: serde and strum
+//! documented names (docs/api.md, docs/events.md) and nothing else. One macro gives them all the same derives: serde and strum
 //! (the name table: `as_str`, `FromStr`, `Display`, `VARIANTS`), and, with the `diesel` feature,
 //! the `text` column mapping of `sql.rs`. The names themselves are the enum's own attributes.
 
@@ -33,7 +33,7 @@ macro_rules! named_enum {
         }
 
         impl $name {
-            /// The contract's name.
+            /// The documented name.
             pub fn as_str(self) -> &'static str {
                 self.into()
             }

@@ -1,6 +1,6 @@
 //! The domain's enums as PostgreSQL `text` columns (feature `diesel`, enabled by the store).
 //!
-//! Each is written as its contract name and read back through the same name table, so a stored
+//! Each is written as its documented name and read back through the same name table, so a stored
 //! value that does not parse is a deserialization error naming the type, never a silent default.
 //! The columns also carry CHECK constraints, so such a value can only come from outside the
 //! service (a manual edit, a newer version's row).

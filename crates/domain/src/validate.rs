@@ -1,5 +1,5 @@
 //! Validated values. Each newtype has a private field and a `parse` constructor, so code that
-//! holds one holds a valid value. Errors are the one-line 422 messages of the contract, naming
+//! holds one holds a valid value. Errors are the one-line 422 messages docs/api.md describes, naming
 //! the field.
 
 use serde_json::{Map, Value};
@@ -28,7 +28,7 @@ impl fmt::Display for FieldError {
 
 impl std::error::Error for FieldError {}
 
-/// The one text rule for everything a request body carries (contract section 8): tab, CR and LF
+/// The one text rule for everything a request body carries (docs/reliability.md, "Hostile input"): tab, CR and LF
 /// are allowed, every other control character (C0, DEL, C1; NUL above all, which PostgreSQL
 /// refuses in `text` and `jsonb`) is a 422 naming the field. Applied where body fields are read
 /// ([`body::string`]) and to the nested texts (`external_ref.*`, profile keys and values).

@@ -8,10 +8,10 @@ use ipnet::IpNet;
 use qualifier_domain::netguard::{WebhookUrl, is_public_ip};
 
 /// Why an endpoint is refused. The messages never name the address a host resolved to: that
-/// would tell an org what an internal name resolves to (contract section 8). Nor do they say
+/// would tell an org what an internal name resolves to (docs/reliability.md, "Hostile input"). Nor do they say
 /// whether a name resolved at all: a name that does not resolve and one that resolves to a
 /// private address get the same message, so an org cannot probe which internal names exist
-/// (contract section 11). The variants stay apart for our own logs.
+/// (docs/reliability.md, "Strangers, quotas and pages"). The variants stay apart for our own logs.
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
 pub enum EgressError {
     #[error("url must resolve only to public addresses")]

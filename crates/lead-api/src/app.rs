@@ -70,7 +70,7 @@ async fn healthz() -> HttpResponse {
 }
 
 /// The public listener's `/readyz`: the state the readiness loop last saw, no database work
-/// per request (contract section 11: strangers do not spend the database).
+/// per request (docs/reliability.md, "Strangers, quotas and pages": strangers do not spend the database).
 async fn readyz_cached(st: web::Data<AppState>) -> HttpResponse {
     if st.ready.load(std::sync::atomic::Ordering::Relaxed) {
         HttpResponse::Ok().json(serde_json::json!({ "status": "ready" }))
@@ -357,7 +357,7 @@ pub async fn start(cfg: ApiConfig) -> anyhow::Result<RunningApi> {
 }
 
 /// `QUALIFIER_CONSOLE_BASE_URL`, or `http://` + the public listener's address, with `127.0.0.1`
-/// in place of an all-addresses host (contract section 7).
+/// in place of an all-addresses host (docs/console.md).
 pub fn console_base_url(configured: Option<&str>, public: std::net::SocketAddr) -> String {
     if let Some(u) = configured {
         return u.trim_end_matches('/').to_owned();

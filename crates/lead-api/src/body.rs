@@ -1,4 +1,4 @@
-//! Request bodies, read by hand so the contract's order of checks holds: authentication and the
+//! Request bodies, read by hand so the documented order of checks (docs/api.md, "Errors") holds: authentication and the
 //! rate limit run before a single body byte is read, then size and type (413, 415), then JSON
 //! (400); fields (422) and lookups (404) come after, in the handlers. This is the one place
 //! bodies are read, so the body deadline (408) lives here too.
@@ -11,7 +11,7 @@ use crate::error::ApiError;
 
 pub const BODY_LIMIT: usize = 64 * 1024;
 
-/// A body must have fully arrived this long after the request's head (contract section 8): a
+/// A body must have fully arrived this long after the request's head (docs/reliability.md, "Hostile input"): a
 /// client that announces 40 bytes and sends 5 does not hold a connection and a worker forever.
 pub const BODY_DEADLINE: std::time::Duration = std::time::Duration::from_secs(10);
 

@@ -1,19 +1,19 @@
-//! Opaque cursors and the query parameters of the list endpoints (contract section 6).
+//! Opaque cursors and the query parameters of the list endpoints (docs/api.md).
 //!
 //! A cursor's content is a short tagged text: `f1:<feed position>` for the events feed,
 //! `l1:<unix micros>:<uuid>` for the lead list, `d1:<outbox seq>` for the deliveries list. The
 //! tag keeps one list's cursor from being taken for another's. Anything that does not decode is
 //! a 422 naming the parameter.
 //!
-//! Since contract v1.2 (section 11) cursors are issued sealed ([`Cursors`]): AES-256-GCM under a
+//! Cursors are issued sealed ([`Cursors`], docs/api.md, "Lists and the feed"): AES-256-GCM under a
 //! key derived from `QUALIFIER_SECRET_KEY`. Feed positions and outbox sequences are counters
 //! shared by every org, so a readable cursor let an org see how many events all tenants produced
 //! between two of its pages; a sealed one says nothing (numbers are zero-padded, so not even its
 //! length). A cursor is still just a position: presented by another org it reads that org's own
-//! events from there, as before v1.2. The nonce is derived from the org and the content, so the
+//! events from there, as an unsealed cursor always did. The nonce is derived from the org and the content, so the
 //! same position gives the same cursor (an empty feed page returns the very cursor it was given)
-//! and two orgs never share one. Cursors issued before v1.2 (plain base64url of the text) are
-//! still accepted.
+//! and two orgs never share one. Cursors issued before sealing (plain base64url of the text,
+//! the "legacy" form below) are still accepted.
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -24,7 +24,7 @@ fn encode(text: &str) -> String {
     URL_SAFE_NO_PAD.encode(text)
 }
 
-/// The text of a cursor issued before v1.2 (plain base64url).
+/// The text of a cursor issued before sealing (plain base64url).
 fn legacy_text(raw: &str) -> Option<String> {
     // A cursor is short; a long one is not ours (and is not worth decoding).
     if raw.len() > 128 {
@@ -52,7 +52,7 @@ fn delivery_text(text: &str) -> Option<i64> {
     field(text, "d1")?.parse().ok()
 }
 
-/// The events feed: the position of the last event seen (0 = the start). The pre-v1.2 form.
+/// The events feed: the position of the last event seen (0 = the start). The legacy (unsealed) form.
 pub fn feed(pos: i64) -> String {
     encode(&format!("f1:{pos}"))
 }
@@ -61,7 +61,7 @@ pub fn parse_feed(raw: &str) -> Option<i64> {
     feed_text(&legacy_text(raw)?)
 }
 
-/// The lead list: the `(updated_at, id)` of the last lead seen. The pre-v1.2 form.
+/// The lead list: the `(updated_at, id)` of the last lead seen. The legacy (unsealed) form.
 pub fn lead(updated_at: OffsetDateTime, id: Uuid) -> String {
     let micros = updated_at.unix_timestamp_nanos() / 1000;
     encode(&format!("l1:{micros}:{id}"))
@@ -72,7 +72,7 @@ pub fn parse_lead(raw: &str) -> Option<(OffsetDateTime, Uuid)> {
 }
 
 /// The deliveries list: the outbox sequence of the last delivery seen (the list is newest
-/// first). The pre-v1.2 form.
+/// first). The legacy (unsealed) form.
 pub fn delivery(seq: i64) -> String {
     encode(&format!("d1:{seq}"))
 }
@@ -120,7 +120,7 @@ impl Cursors {
         URL_SAFE_NO_PAD.encode(out)
     }
 
-    /// The cursor's text: sealed, or (issued before v1.2) plain. `org` is not needed to open one
+    /// The cursor's text: sealed, or (issued before sealing) plain. `org` is not needed to open one
     /// (a cursor is a position, whoever presents it); it is kept in the signature beside
     /// [`Cursors::seal`]'s for the day a list's positions become the org's own.
     fn open(&self, _org: Uuid, raw: &str) -> Option<String> {

@@ -1,6 +1,6 @@
 //! The one place errors become HTTP responses.
 //!
-//! Policy: every error body is the seed's `{"error": "<message>"}` with the contract's exact
+//! Policy: every error body is `{"error": "<message>"}` with the exact
 //! message and status. Client errors say what was wrong; a database that cannot be reached is 503
 //! with `Retry-After`; anything else is an opaque 500 whose cause goes to the log (with the
 //! request id, by the request-id middleware), never to the client.
@@ -31,7 +31,7 @@ pub enum ApiError {
     NotFound(&'static str),
     #[error("Method not allowed")]
     MethodNotAllowed,
-    /// A cursor older than what retention keeps (contract section 6).
+    /// A cursor older than what retention keeps (docs/api.md).
     #[error("{0}")]
     Gone(&'static str),
     #[error("{message}")]

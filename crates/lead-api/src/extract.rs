@@ -4,7 +4,7 @@
 //!
 //! actix extracts a handler's arguments in order and stops at the first refusal, so the
 //! credential argument comes first: authentication (401) and the rate limit (429) are answered
-//! before a single body byte is read, as the contract's order of checks requires.
+//! before a single body byte is read, as the documented order of checks requires (docs/api.md, "Errors").
 
 use std::future::{Ready, ready};
 use std::pin::Pin;

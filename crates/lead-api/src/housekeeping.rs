@@ -93,7 +93,7 @@ pub async fn run(store: Store, retention: Duration, stop: CancellationToken) {
 }
 
 /// Once at start: secrets sealed before they were bound to their org are re-sealed bound
-/// (contract section 8). In the background: a start must not wait for the database, and until
+/// (docs/reliability.md, "Hostile input"). In the background: a start must not wait for the database, and until
 /// it runs they still open.
 pub async fn reseal_legacy_secrets(store: Store) {
     match store.reseal_legacy_secrets().await {

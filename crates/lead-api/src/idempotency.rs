@@ -1,4 +1,4 @@
-//! `Idempotency-Key` on the public POST and PATCH (contract section 5, after the IETF draft
+//! `Idempotency-Key` on the public POST and PATCH (docs/api.md, after the IETF draft
 //! `draft-ietf-httpapi-idempotency-key-header`): the first response to a key is kept 24 hours
 //! and replayed to a repeat of the same request; nothing is changed or emitted twice.
 //!
@@ -111,7 +111,7 @@ async fn kept_of(res: HttpResponse) -> (HttpResponse, Option<Kept>) {
 }
 
 /// Keeps the response to a held key (any status but 5xx: a 5xx is not kept, so a repeat runs
-/// afresh) and answers it. An error is kept as its contract response.
+/// afresh) and answers it. An error is kept as its documented response.
 pub async fn finish(
     st: &AppState,
     held: Option<Held>,

@@ -296,7 +296,7 @@ async fn list_deliveries(
     ))
 }
 
-/// `POST .../deliveries/replay` (contract section 6). Every field is optional.
+/// `POST .../deliveries/replay` (docs/api.md). Every field is optional.
 async fn replay_deliveries(
     _: InternalAuth,
     req: HttpRequest,

@@ -1,4 +1,4 @@
-//! Pages with a byte budget (contract section 11): the lead list, the events feed and the
+//! Pages with a byte budget (docs/reliability.md, "Strangers, quotas and pages"): the lead list, the events feed and the
 //! deliveries list end a page early, at a whole item, once it would hold more than
 //! `QUALIFIER_MAX_PAGE_BYTES` of JSON, and their `next_cursor` continues after the last item
 //! sent. A lead can carry close to 64 KiB, so 500 of them would otherwise be a 30 MB response

@@ -30,7 +30,7 @@ pub struct AppState {
     pub admitter: Batcher<Vec<u8>, Admission>,
     /// `GET /api/v1/leads/{id}` reads of concurrent requests, one statement per round trip.
     pub lead_reader: Batcher<(Uuid, Uuid), Result<Lead, StoreError>>,
-    /// Seals and opens list cursors (contract section 11).
+    /// Seals and opens list cursors (docs/reliability.md, "Strangers, quotas and pages").
     pub cursors: crate::cursor::Cursors,
     /// `QUALIFIER_MAX_PAGE_BYTES` ([`crate::page`]).
     pub max_page_bytes: usize,
@@ -208,7 +208,7 @@ impl AppState {
     }
 }
 
-/// A path id that is not a UUID is simply not found (contract: `Lead not found` for a bad id).
+/// A path id that is not a UUID is simply not found (docs/api.md: `Lead not found` for a bad id).
 /// The id also goes on the request's span, so every log line of the request names it.
 pub fn path_id(raw: &str, not_found: &'static str) -> Result<Uuid, ApiError> {
     let id = Uuid::parse_str(raw).map_err(|_| ApiError::NotFound(not_found))?;

@@ -19,7 +19,7 @@ use std::time::Duration;
 use tokio::sync::{Semaphore, SemaphorePermit};
 
 /// Concurrent database lookups for everything unauthenticated: tokens the set does not know,
-/// console cookies and sign-in tickets not yet looked up (contract section 11: together at most
+/// console cookies and sign-in tickets not yet looked up (docs/reliability.md, "Strangers, quotas and pages": together at most
 /// 2 connections, whatever their number).
 pub const MISS_LANE: usize = 2;
 

@@ -21,7 +21,7 @@ pub fn verify(secret: &str, body: &[u8], header: &str) -> bool {
     let Some(digits) = header.strip_prefix(PREFIX) else {
         return false;
     };
-    // The seed says lowercase; `hex` also takes uppercase, so the case is checked here first.
+    // The signature is lowercase hex (docs/receivers.md); `hex` also takes uppercase, so the case is checked here first.
     if digits.len() != 64
         || !digits
             .bytes()

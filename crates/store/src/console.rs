@@ -1,4 +1,4 @@
-//! The settings console's sign-in (contract section 7): one-time tickets minted through the
+//! The settings console's sign-in (docs/console.md): one-time tickets minted through the
 //! internal API, exchanged for an eight-hour session scoped to one org, and the token list the
 //! console shows.
 
@@ -22,7 +22,7 @@ pub struct ConsoleSession {
     pub org_id: Uuid,
     #[diesel(sql_type = Text)]
     pub csrf_token: String,
-    /// The org's name, shown on every page (contract section 11).
+    /// The org's name, shown on every page (docs/reliability.md, "Strangers, quotas and pages").
     #[diesel(sql_type = Text)]
     pub org_name: String,
 }

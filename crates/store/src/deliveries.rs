@@ -186,7 +186,7 @@ impl Store {
         let mut conn = self.conn().await?;
         // Prepared (fixed text, `crate::prepared`): as `sql_query` this was planned on every
         // call, about 0.1 ms each, which at a low event rate (a batch per event) was a tenth
-        // of PostgreSQL's CPU per event (docs/performance.md, session 10).
+        // of PostgreSQL's CPU per event (docs/performance.md).
         crate::prepared::prepared::<Array<diesel::sql_types::Uuid>, _>(
             "WITH p(ids, statuses, codes, errs, entries) AS (VALUES (",
             ")) UPDATE outbox o SET status = v.status, attempts = o.attempts + 1,
@@ -364,7 +364,7 @@ impl Store {
         .await
     }
 
-    /// Bulk replay (contract section 6): every delivery of the org that matches `f` is put back
+    /// Bulk replay (docs/api.md): every delivery of the org that matches `f` is put back
     /// to the relay under its own id, spaced `1 / rate_per_second` apart after the org's replays
     /// already scheduled. Returns how many matched; a dry run changes nothing.
     pub async fn replay_matching(

@@ -10,7 +10,7 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    /// The thing does not exist in the caller's org; the message is the contract's.
+    /// The thing does not exist in the caller's org; the message is the one docs/api.md lists.
     #[error("{0}")]
     NotFound(&'static str),
     /// POST/inbound/patch hit the (org, phone) uniqueness: the existing lead's id.
@@ -19,7 +19,7 @@ pub enum StoreError {
     /// A state-machine or uniqueness rule refused the change (409).
     #[error("{0}")]
     Conflict(String),
-    /// A per-org quota of actions is used up for now (contract section 11): 429.
+    /// A per-org quota of actions is used up for now (docs/reliability.md, "Strangers, quotas and pages"): 429.
     #[error("Rate limit exceeded")]
     RateLimited { retry_after_secs: u64 },
     /// A field was invalid against the stored state (for example a merged profile too large).

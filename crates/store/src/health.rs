@@ -382,7 +382,7 @@ impl Store {
     }
 }
 
-/// Re-enabling a webhook (`PUT` with `enabled: true`) makes it healthy (contract section 9),
+/// Re-enabling a webhook (`PUT` with `enabled: true`) makes it healthy (docs/delivery.md, "Endpoint health"),
 /// keeping what it remembers of past successes and failures; deliveries held while it failed go
 /// back to the relay. Called inside the `PUT`'s transaction.
 pub(crate) async fn reset(conn: &mut AsyncPgConnection, org_id: Uuid) -> Result<(), StoreError> {

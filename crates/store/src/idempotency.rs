@@ -1,5 +1,5 @@
 //! Idempotency keys: the first response to a key is kept for [`KEEP`], so a client may repeat a
-//! POST or PATCH safely (contract section 5).
+//! POST or PATCH safely (docs/api.md).
 
 use std::time::Duration;
 

@@ -28,7 +28,7 @@ pub use pool::{
 };
 pub use secrets::SecretKey;
 
-/// `QUALIFIER_APP_BASE_URL`'s default (contract section 1).
+/// `QUALIFIER_APP_BASE_URL`'s default (docs/operations.md, "Configuration").
 pub const DEFAULT_APP_BASE_URL: &str = "https://app.qualifier.local";
 
 /// What every store operation needs: the pool and the key that seals webhook secrets; lead

@@ -150,7 +150,7 @@ where
             .map_err(|e| StoreError::Publish(Box::new(e)))?;
         // Prepared (fixed text, `crate::prepared`), like the claim above: at a low event rate
         // the relay runs a batch per event or two, and planning it every time was a visible
-        // share of PostgreSQL's CPU per event (docs/performance.md, session 10).
+        // share of PostgreSQL's CPU per event (docs/performance.md).
         crate::prepared::prepared::<Array<Int8>, _>(
             "WITH p(seqs, positions, head) AS (VALUES (",
             ")), marked AS (
@@ -246,8 +246,7 @@ impl Store {
         // Prepared (the floor is its one parameter): the relay asks this every round. No row
         // when no replay is waiting: `GREATEST` ignores a NULL argument, so `GREATEST(0,
         // min(...))` over no rows was 0, "due now", and the relay polled every 5 ms with
-        // nothing to do (about 200 rounds a second per replica, docs/performance.md,
-        // session 11).
+        // nothing to do (about 200 rounds a second per replica; CHANGELOG.md, 0.1.0).
         let w: Option<Wait> = crate::prepared::prepared::<diesel::sql_types::Double, _>(
             "SELECT GREATEST(",
             ", d.wait)::float8 AS wait

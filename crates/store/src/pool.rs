@@ -36,7 +36,7 @@ pub fn connect(database: &Database, max_size: usize) -> Result<DbPool, PoolError
 /// key lookups: its batched context read (`delivery_id = ANY($1)`) was otherwise planned anew on
 /// almost every call, because a custom plan for a one-element array looks cheaper to PostgreSQL
 /// than the generic one; that planning was the largest planning cost per event measured
-/// (docs/performance.md, session 9).
+/// (docs/performance.md).
 pub fn connect_generic_plans(database: &Database, max_size: usize) -> Result<DbPool, PoolError> {
     build(
         database,

@@ -2,7 +2,7 @@
 //!
 //! `diesel::sql_query` marks every statement unsafe to cache, so PostgreSQL parses and plans it
 //! on every call; for a statement on every request that parsing and planning is most of its cost
-//! (docs/performance.md, session 9). A [`Prepared`] statement is fixed text: its parameters come
+//! (docs/performance.md). A [`Prepared`] statement is fixed text: its parameters come
 //! first, as the one row of a `VALUES` list the rest of the statement reads by column name, so
 //! the text never depends on the values and diesel caches it by that text.
 

@@ -149,7 +149,7 @@ impl SecretKey {
     }
 
     /// Opens a secret sealed for `org_id`, in the bound format only: what every read uses once
-    /// unbound secrets are no longer allowed (contract section 11).
+    /// unbound secrets are no longer allowed (docs/reliability.md, "Strangers, quotas and pages").
     pub fn open_bound(&self, sealed: &[u8], org_id: Uuid) -> Result<String, OpenError> {
         let bound = sealed.strip_prefix(BOUND).ok_or(OpenError::WrongKey)?;
         self.open_with(bound, Aad::from(org_id.as_bytes()))

@@ -18,7 +18,7 @@ use crate::schema::api_tokens;
 use crate::secrets::{hash_token, looks_like_org_token, new_org_token};
 use crate::{Store, StoreError};
 
-/// Unrevoked API tokens one org may hold (contract section 11).
+/// Unrevoked API tokens one org may hold (docs/reliability.md, "Strangers, quotas and pages").
 pub const MAX_TOKENS_PER_ORG: i64 = 100;
 
 #[derive(Debug, Clone, Serialize)]
@@ -107,8 +107,8 @@ fn admission_of(row: &AdmitRow, i: usize, per_second: f64) -> Admission {
 
 impl Store {
     /// Creates a token; the secret is returned once and only its hash is stored.
-    /// Creates an API token; at most [`MAX_TOKENS_PER_ORG`] unrevoked per org (contract
-    /// section 11: each token brings its own rate limit, and every replica keeps its
+    /// Creates an API token; at most [`MAX_TOKENS_PER_ORG`] unrevoked per org (
+    /// docs/reliability.md, "Strangers, quotas and pages": each token brings its own rate limit, and every replica keeps its
     /// fingerprint).
     pub async fn create_token(
         &self,
@@ -235,7 +235,7 @@ impl Store {
         };
         // Prepared (fixed text, `crate::prepared`): every API request waits on one of these,
         // and at a low request rate each request is its own batch, parsed and planned on every
-        // call as `sql_query` (docs/performance.md, session 11).
+        // call as `sql_query` (docs/performance.md).
         let rows: Vec<AdmitRow> =
             crate::prepared::prepared::<Array<Bytea>, _>(ADMIT_HEAD, ADMIT_TAIL, &distinct)
                 .bind::<Array<Integer>, _>(&counts)

@@ -50,7 +50,7 @@ pub struct Webhook {
     pub updated_at: OffsetDateTime,
 }
 
-/// Test events one org may send per minute, API and console together (contract section 11).
+/// Test events one org may send per minute, API and console together (docs/reliability.md, "Strangers, quotas and pages").
 pub const TEST_EVENTS_PER_MINUTE: i64 = 10;
 
 /// The webhook as the internal API shows it: the settings and the endpoint's health.
@@ -118,7 +118,7 @@ impl Store {
                 .await
                 .optional()?;
             if enabled {
-                // Re-enabling makes the endpoint healthy (contract section 9).
+                // Re-enabling makes the endpoint healthy (docs/delivery.md, "Endpoint health").
                 crate::health::reset(conn, org_id).await?;
             }
             if let Some(mut row) = existing {
@@ -293,7 +293,7 @@ impl Store {
     /// Re-seals every secret still in the legacy format (not bound to its org), current and
     /// previous, so that each opens only for its own org; then, when none is left, records that
     /// no unbound secret may open any more (`secret_format`), so a blob copied between orgs
-    /// never opens again (contract section 11). Idempotent and cheap (one row per org);
+    /// never opens again (docs/reliability.md, "Strangers, quotas and pages"). Idempotent and cheap (one row per org);
     /// `lead-api` runs it at every start and `qualifierctl migrate` when it has the key. Once
     /// unbound secrets are refused it does nothing: re-sealing an unbound blob then would bind
     /// a copied secret to the org it was copied to. Each row is rewritten only if unchanged
@@ -353,7 +353,7 @@ impl Store {
             }
         }
         if left == 0 {
-            // Rows written meanwhile are sealed bound already (every seal since v1.1 is).
+            // Rows written meanwhile are sealed bound already (every seal since secrets were bound to their org is).
             diesel::sql_query("UPDATE secret_format SET unbound_allowed = false WHERE id")
                 .execute(&mut conn)
                 .await?;
@@ -384,7 +384,7 @@ impl Store {
             if !enabled {
                 return Err(StoreError::Conflict("Webhook is disabled".into()));
             }
-            // At most TEST_EVENTS_PER_MINUTE per org (contract section 11): each is a real
+            // At most TEST_EVENTS_PER_MINUTE per org (docs/reliability.md, "Strangers, quotas and pages"): each is a real
             // delivery through the relay and work queue every org shares. Retry-After: until
             // the oldest of the minute's test events leaves the window.
             #[derive(diesel::QueryableByName)]

@@ -35,7 +35,7 @@ pub const IN_FLIGHT: &str = "qualifier_delivery_in_flight";
 /// Gauge: messages of quick orgs waiting in this process for a slot instead of parking.
 pub const WAITING_FOR_SLOT: &str = "qualifier_delivery_waiting_for_slot";
 /// Gauge: org endpoints by health `state` (`healthy`, `failing`, `disabled`), sampled from the
-/// database by each webhook-delivery replica (contract section 9).
+/// database by each webhook-delivery replica (docs/delivery.md, "Endpoint health").
 pub const WEBHOOK_ENDPOINTS: &str = "qualifier_webhook_endpoints";
 /// Counter: probes of failing endpoints by `result` (`up`, `down`, `paused`).
 pub const PROBES: &str = "qualifier_endpoint_probes_total";

@@ -1,5 +1,5 @@
 //! `qualifier-topology` (`make topology`, `make topology-short` in CI): the production topology
-//! of contract section 10, built on this machine by `scripts/topology/` on ports of its own,
+//! of docs/operations.md, "Production topology", built on this machine by `scripts/topology/` on ports of its own,
 //! with the real `lead-api` and `webhook-delivery` binaries and a real HTTPS receiver.
 //!
 //! Scenarios (all by default, or one with `--only`):
@@ -34,7 +34,7 @@ use serde_json::{Value, json};
 use tokio::process::Command;
 
 const INTERNAL_TOKEN: &str = "topology-internal-token-0123456789";
-/// Contract section 10: delivery resumes within this of a node loss or a promotion.
+/// docs/operations.md, "Production topology": delivery resumes within this of a node loss or a promotion.
 const RESUME_LIMIT: Duration = Duration::from_secs(30);
 /// Ports of our own (the default services keep 5432 and 5672): AMQP 41001-41003, AMQPS
 /// 41011-41013, Erlang distribution 41021-41023; PostgreSQL 41200 (no TLS), 41300/41301.
@@ -389,7 +389,7 @@ async fn plain_client(url: &str) -> anyhow::Result<tokio_postgres::Client> {
     Ok(c)
 }
 
-/// Contract section 10, TLS to PostgreSQL.
+/// docs/operations.md, "Production topology": TLS to PostgreSQL.
 async fn postgres_tls(env: &Env) -> anyhow::Result<Value> {
     println!("postgres-tls: sslmode require / verify-full against the default server");
     let db = TestDb::new().await;
@@ -514,7 +514,7 @@ async fn postgres_tls(env: &Env) -> anyhow::Result<Value> {
     Ok(json!(cases))
 }
 
-/// Contract section 10, the RabbitMQ cluster and TLS to it.
+/// docs/operations.md, "Production topology": the RabbitMQ cluster and TLS to it.
 async fn rabbitmq(env: &Env, events: u64, over: Duration) -> anyhow::Result<Value> {
     println!("rabbitmq: three nodes with TLS listeners");
     let dir = env.work.join("rabbitmq");
@@ -612,7 +612,7 @@ async fn rabbitmq(env: &Env, events: u64, over: Duration) -> anyhow::Result<Valu
     Ok(Value::Object(out))
 }
 
-/// Contract section 10, PostgreSQL failover.
+/// docs/operations.md, "Production topology": PostgreSQL failover.
 async fn failover(env: &Env, events: u64, over: Duration) -> anyhow::Result<Value> {
     println!("failover: a primary and a synchronous standby, both with TLS");
     let dir = env.work.join("pg-failover");

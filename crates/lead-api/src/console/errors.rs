@@ -17,7 +17,7 @@ pub enum ConsoleError {
     BadRequest(String),
     Conflict(String),
     Refused(StatusCode, String),
-    /// A quota (contract section 11): 429 with `Retry-After`.
+    /// A quota (docs/reliability.md, "Strangers, quotas and pages"): 429 with `Retry-After`.
     RateLimited {
         retry_after_secs: u64,
     },
@@ -93,7 +93,7 @@ impl From<ApiError> for ConsoleError {
         match e {
             ApiError::NotFound(what) => ConsoleError::NotFound(what),
             ApiError::Unprocessable(m) => ConsoleError::BadRequest(m),
-            // The body rules of every request (contract section 8), as pages.
+            // The body rules of every request (docs/reliability.md, "Hostile input"), as pages.
             ApiError::PayloadTooLarge => {
                 ConsoleError::Refused(StatusCode::PAYLOAD_TOO_LARGE, e.to_string())
             }

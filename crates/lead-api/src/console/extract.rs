@@ -13,7 +13,7 @@ use crate::state::AppState;
 /// The session cookie: `HttpOnly`, `SameSite=Strict`, eight hours; path `/console` where the
 /// console is served over plain http (a developer's machine).
 pub const COOKIE: &str = "qlf_console";
-/// Its name where `Secure` applies (contract section 11): the `__Host-` prefix makes a browser
+/// Its name where `Secure` applies (docs/reliability.md, "Strangers, quotas and pages"): the `__Host-` prefix makes a browser
 /// refuse it unless it is `Secure`, has no `Domain` and has path `/`, so no sibling subdomain
 /// or plain-http page can plant or shadow it.
 pub const HOST_COOKIE: &str = "__Host-qlf_console";
@@ -128,7 +128,7 @@ struct CsrfChecked(());
 
 /// An action: a signed-in session, and its form, whose `csrf` field matched the session's
 /// token (constant time). 401 without a session, 403 without the right token, and the body
-/// rules of every request (413, 408; contract section 8) as pages.
+/// rules of every request (413, 408; docs/reliability.md, "Hostile input") as pages.
 pub struct CsrfForm {
     pub session: ConsoleSession,
     pub form: Form,
@@ -191,7 +191,7 @@ where
     web::post().to(handler)
 }
 
-/// A place in the lane every unauthenticated database lookup shares (contract section 11: a
+/// A place in the lane every unauthenticated database lookup shares (docs/reliability.md, "Strangers, quotas and pages": a
 /// flood of forged cookies or tickets holds at most 2 connections); a lane that stays full is
 /// a 503 page.
 pub(super) async fn stranger_lane(st: &AppState) -> Result<tokio::sync::SemaphorePermit<'_>> {

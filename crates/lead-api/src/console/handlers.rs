@@ -76,7 +76,7 @@ pub(super) async fn sign_in(
 }
 
 /// Exchanges a ticket for a session cookie, then sends the browser to the console. Signed in
-/// to another org already, the browser is asked first (contract section 11): a link to another
+/// to another org already, the browser is asked first (docs/reliability.md, "Strangers, quotas and pages"): a link to another
 /// org, sent by mistake or on purpose, must not silently swap the org an administrator works in.
 pub(super) async fn login(req: HttpRequest, st: web::Data<AppState>) -> Result<HttpResponse> {
     let q = web::Query::<LoginQuery>::from_query(req.query_string())

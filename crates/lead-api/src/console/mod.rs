@@ -1,4 +1,4 @@
-//! The settings console, Integrations → Webhook (contract section 7), on the public listener
+//! The settings console, Integrations → Webhook (docs/console.md), on the public listener
 //! under `/console`: server-rendered HTML that works without JavaScript.
 //!
 //! Sign-in is a one-time ticket minted through the internal API; it becomes a session cookie

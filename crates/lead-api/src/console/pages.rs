@@ -24,7 +24,7 @@ fn ts(t: OffsetDateTime) -> String {
 }
 
 /// Who a signed-in page is for: the session's CSRF token for its forms, and the org's name,
-/// shown on every page (contract section 11).
+/// shown on every page (docs/reliability.md, "Strangers, quotas and pages").
 pub struct Who<'a> {
     pub csrf: &'a str,
     pub org_name: &'a str,
@@ -105,7 +105,7 @@ pub fn plain(title: &str, message: &str) -> Markup {
     }
 }
 
-/// A secret shown once, with a copy button (contract section 7: `data-secret`).
+/// A secret shown once, with a copy button (docs/console.md: `data-secret`).
 pub fn secret_once(label: &str, secret: &str, note: &str) -> Markup {
     html! {
         section.secret aria-label=(label) {
@@ -142,7 +142,7 @@ impl WebhookForm {
     }
 }
 
-/// The banner of a failing or disabled endpoint (contract section 9): since when, the last
+/// The banner of a failing or disabled endpoint (docs/delivery.md, "Endpoint health"): since when, the last
 /// error, the next probe, and `Check now` while it fails.
 fn health_banner(csrf: &str, h: &EndpointHealth) -> Markup {
     let opt = |t: Option<OffsetDateTime>| t.map(ts).unwrap_or_else(|| "—".to_owned());

@@ -36,7 +36,7 @@ fn event_types_message(field: &str) -> String {
     format!("{field} must be one of {}", names.join(", "))
 }
 
-/// One event type named by the client in `field`, or the contract's 422 listing the types.
+/// One event type named by the client in `field`, or the 422 listing the types.
 pub fn event_type_in(field: &str, raw: &str) -> Result<EventType, ApiError> {
     raw.parse::<EventType>()
         .map_err(|_| unprocessable(event_types_message(field)))
@@ -110,7 +110,7 @@ pub struct WebhookFieldErrors {
 
 impl WebhookSettings {
     /// The JSON body: `url` and `event_types` required, `enabled` default true. Checked in the
-    /// contract's order: the url's form, the event types, then where the url resolves.
+    /// documented order: the url's form, the event types, then where the url resolves.
     pub async fn from_json(
         obj: &Map<String, Value>,
         egress: &EgressPolicy,
@@ -155,7 +155,7 @@ impl WebhookSettings {
 pub struct GraceWindow(pub Duration);
 
 /// When the caller does not say: a day, long enough to deploy the new secret to every receiver
-/// (contract section 5).
+/// (docs/api.md).
 const DEFAULT_GRACE_SECONDS: u64 = 86_400;
 const MAX_GRACE_SECONDS: u64 = 604_800;
 const GRACE_MESSAGE: &str = "grace_seconds must be an integer from 0 to 604800";
@@ -312,7 +312,7 @@ impl DeliverySearch {
 impl DeliveryQuery {
     /// The list's query string (unknown parameters are ignored; empty ones are absent).
     pub fn parse(query_string: &str) -> Result<DeliveryQuery, ApiError> {
-        // Parsed by hand so a bad query string gets the contract's 422, not actix's own error.
+        // Parsed by hand so a bad query string gets the API's 422, not actix's own error.
         let q: DeliveryParams = query(query_string)?;
         let given = |v: Option<String>| v.filter(|s| !s.is_empty());
         let mut f = DeliveryFilter::default();

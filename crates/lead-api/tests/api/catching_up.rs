@@ -1,4 +1,4 @@
-//! Catching up after an outage (contract section 6): the events feed, the lead list and the
+//! Catching up after an outage (docs/api.md): the events feed, the lead list and the
 //! deliveries list, each paged while other transactions commit.
 
 use std::collections::{HashMap, HashSet};
@@ -704,9 +704,9 @@ async fn each_list_query_uses_an_index() {
     }
 }
 
-/// Contract section 11: cursors carry nothing global. Org A takes two feed cursors with org B's
+/// docs/reliability.md, "Strangers, quotas and pages": cursors carry nothing global. Org A takes two feed cursors with org B's
 /// writes in between: decoded, neither holds its position (a counter all orgs share), both are
-/// as long. A cursor in the pre-v1.2 form still works.
+/// as long. A cursor in the legacy (unsealed) form still works.
 #[tokio::test(flavor = "multi_thread")]
 async fn cursors_say_nothing_of_other_orgs_and_old_ones_still_work() {
     use base64::Engine;
@@ -779,7 +779,7 @@ async fn cursors_say_nothing_of_other_orgs_and_old_ones_still_work() {
     let (empty, same) = feed_page(&app, &token_a, Some(&c2), 100).await;
     assert!(empty.is_empty());
     assert_eq!(same, c2);
-    // A cursor as issued before v1.2: base64url of the plain position.
+    // A cursor as issued before sealing: base64url of the plain position.
     let old =
         base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!("f1:{}", positions[0]));
     let (events, _) = feed_page(&app, &token_a, Some(&old), 100).await;
@@ -805,7 +805,7 @@ async fn cursors_say_nothing_of_other_orgs_and_old_ones_still_work() {
     assert_eq!(r.status(), 200, "and it continues the list");
 }
 
-/// Contract section 11: a page holds at most QUALIFIER_MAX_PAGE_BYTES (1 MiB) of JSON. Sixty
+/// docs/reliability.md, "Strangers, quotas and pages": a page holds at most QUALIFIER_MAX_PAGE_BYTES (1 MiB) of JSON. Sixty
 /// leads of about 40 KB each, asked for 500 at a time: every page of the lead list and of the
 /// feed stays under the budget, and the walks return every lead and event exactly once.
 #[tokio::test(flavor = "multi_thread")]
@@ -905,9 +905,9 @@ async fn commits_during(app: &TestApp, window: Duration) -> i64 {
 }
 
 /// With no paced replay waiting, the relay sleeps until an event commits (or its one-second
-/// safety poll); a replay scheduled ahead wakes it at its instant. Until session 11 the
-/// next-replay query answered "due now" when nothing was scheduled, and every idle `lead-api`
-/// ran a relay round against the database every 5 ms.
+/// safety poll); a replay scheduled ahead wakes it at its instant. A next-replay query that
+/// answered "due now" when nothing was scheduled made every idle `lead-api` run a relay round
+/// against the database every 5 ms (CHANGELOG.md, 0.1.0).
 #[tokio::test(flavor = "multi_thread")]
 async fn an_idle_relay_leaves_the_database_alone_and_wakes_for_a_scheduled_replay() {
     let app = app().await;

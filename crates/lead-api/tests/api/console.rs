@@ -1,4 +1,4 @@
-//! The settings console's security (contract section 7): tickets, the session cookie, CSRF,
+//! The settings console's security (docs/console.md): tickets, the session cookie, CSRF,
 //! one org per session, and the headers of every page. Browser tests drive the pages
 //! themselves; these speak HTTP directly, as an attacker would.
 
@@ -447,7 +447,7 @@ async fn tokens_made_on_the_page_work_and_revoked_ones_stop() {
     assert_eq!(r.status(), 401);
 }
 
-/// Contract section 8 holds on the console too: a form that never finishes gets 408, a huge
+/// The hostile-input rules (docs/reliability.md, "Hostile input") hold on the console too: a form that never finishes gets 408, a huge
 /// one 413, and neither creates anything.
 #[tokio::test(flavor = "multi_thread")]
 async fn stalled_and_oversized_forms_are_refused_without_effect() {
@@ -578,7 +578,7 @@ async fn a_failing_endpoint_shows_a_banner_whose_check_now_makes_a_probe_due() {
     assert!(!html.contains("Check now"));
 }
 
-/// Contract section 11: the console offers `Replay` exactly for the deliveries that the replay
+/// docs/reliability.md, "Strangers, quotas and pages": the console offers `Replay` exactly for the deliveries that the replay
 /// call accepts (it used to offer it for `failed` ones too, which the call refuses).
 #[tokio::test(flavor = "multi_thread")]
 async fn replay_is_offered_exactly_where_the_replay_call_accepts() {
@@ -640,7 +640,7 @@ async fn replay_is_offered_exactly_where_the_replay_call_accepts() {
     }
 }
 
-/// Contract section 11: every page names the org; a link to another org asks before
+/// docs/reliability.md, "Strangers, quotas and pages": every page names the org; a link to another org asks before
 /// switching (and switches only on the button); signing in again ends the previous session.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_console_names_its_org_and_asks_before_switching() {
@@ -748,7 +748,7 @@ async fn the_console_names_its_org_and_asks_before_switching() {
     assert_eq!(get(&app, Some(&cookie_b2), "/console").await.0, 200);
 }
 
-/// `QUALIFIER_CONSOLE_FRAME_ANCESTORS` (issue 25): the listed origins may frame every console
+/// `QUALIFIER_CONSOLE_FRAME_ANCESTORS`: the listed origins may frame every console
 /// page, others may not (the browser test loads it from both); X-Frame-Options is left out,
 /// since `DENY` would override the list in browsers that know both.
 #[tokio::test(flavor = "multi_thread")]
@@ -784,7 +784,7 @@ async fn listed_origins_may_frame_the_console_and_no_other() {
     }
 }
 
-/// The Deliveries search (issue 25) looks only at the signed-in org's deliveries: org B's lead,
+/// The Deliveries search looks only at the signed-in org's deliveries: org B's lead,
 /// event and delivery ids find nothing for org A, A's own find its row, and text that is no id
 /// (markup, control characters, 10 KB) gets the field's hint, escaped.
 #[tokio::test(flavor = "multi_thread")]

@@ -1,4 +1,4 @@
-//! The hardening rules of contract section 8, each tried as an attacker would: made-up methods,
+//! The hardening rules of docs/reliability.md, "Hostile input", each tried as an attacker would: made-up methods,
 //! control characters in every text field, a body that never finishes.
 
 use std::collections::HashSet;
@@ -429,7 +429,7 @@ async fn a_token_created_on_one_replica_works_on_another_at_once() {
     second.stop(false).await;
 }
 
-/// Contract section 11: quotas where one org could load everyone. Test events: 10 a minute per
+/// docs/reliability.md, "Strangers, quotas and pages": quotas where one org could load everyone. Test events: 10 a minute per
 /// org, API and console together, then 429 with Retry-After. Tokens: 100 unrevoked per org.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_eleventh_test_event_in_a_minute_and_the_hundred_and_first_token_are_refused() {
@@ -512,7 +512,7 @@ async fn the_eleventh_test_event_in_a_minute_and_the_hundred_and_first_token_are
     );
 }
 
-/// Contract section 11: the public listener does not spend the database on strangers. A flood
+/// docs/reliability.md, "Strangers, quotas and pages": the public listener does not spend the database on strangers. A flood
 /// of forged console cookies, made-up sign-in tickets and `/readyz` holds at most 2 database
 /// connections at a time (read from pg_stat_activity), and the API's own GETs keep working.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -1,6 +1,6 @@
 //! Hostile input over every route that takes a body or an id: generated JSON of every shape,
 //! non-JSON bytes and odd path segments. Whatever arrives, the answer is a 2xx or a 4xx with the
-//! contract's `{"error": "..."}` body, never a 5xx, and nothing stored is lost.
+//! documented `{"error": "..."}` body (docs/api.md), never a 5xx, and nothing stored is lost.
 
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
@@ -75,7 +75,7 @@ const KNOWN_4XX: &[(u16, &str)] = &[
     (415, "Content-Type must be application/json"),
 ];
 
-/// A 4xx must carry the contract's body: a known message for its status, or for 422 (and 409
+/// A 4xx must carry the documented body: a known message for its status, or for 422 (and 409
 /// state conflicts) one line naming the problem.
 async fn assert_contract_answer(what: &str, r: reqwest::Response) {
     let status = r.status().as_u16();

@@ -1,4 +1,4 @@
-//! Idempotency-Key on the public POST and PATCH (contract section 5).
+//! Idempotency-Key on the public POST and PATCH (docs/api.md).
 
 use reqwest::Method;
 use serde_json::{Value, json};

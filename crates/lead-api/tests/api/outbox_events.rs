@@ -377,7 +377,7 @@ async fn a_failed_change_writes_no_event() {
 }
 
 /// Changes are written by compare-and-set on the row version, then a locked transaction when
-/// contended (docs/performance.md, session 9). Sixteen writers change one lead at once: each adds
+/// contended (docs/performance.md). Sixteen writers change one lead at once: each adds
 /// a profile key (a lost update would drop keys) and each emits exactly one `lead.updated`
 /// whose snapshot holds its own key; then eight clients close it at once and exactly one
 /// `lead.stage_changed` is written.

@@ -1,4 +1,4 @@
-//! The public API: the contract's error table, order of checks, isolation and headers.
+//! The public API: the documented error table (docs/api.md), order of checks, isolation and headers.
 
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -115,7 +115,7 @@ async fn unknown_route_and_wrong_method() {
         )
         .await;
     assert_eq!(error_of(r).await, (405, "Method not allowed".into()));
-    // GET /api/v1/leads is the lead list (contract section 6); DELETE is not a method of it.
+    // GET /api/v1/leads is the lead list (docs/api.md); DELETE is not a method of it.
     let r = app
         .public(Method::DELETE, "/api/v1/leads", &token, None)
         .await;

@@ -123,7 +123,7 @@ async fn two_instances_on_one_database_admit_no_more_than_one_bucket() {
 }
 
 /// A refused GET of a lead that exists shows nothing of it: 404 for another org's token, 429
-/// with the contract's body only once the bucket is empty, 401 for an unknown token. (Guards any
+/// with the documented body only once the bucket is empty, 401 for an unknown token. (Guards any
 /// future merging of the admission and the read into one round trip.)
 #[tokio::test(flavor = "multi_thread")]
 async fn a_refused_get_shows_nothing_of_an_existing_lead() {

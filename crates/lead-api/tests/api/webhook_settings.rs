@@ -239,7 +239,7 @@ async fn allow_cidrs_admit_a_development_endpoint() {
     assert_eq!(r.status(), 422);
 }
 
-/// Contract section 11: a name that does not resolve and one that resolves to a private
+/// docs/reliability.md, "Strangers, quotas and pages": a name that does not resolve and one that resolves to a private
 /// address are refused with the same words, so saving urls cannot map internal names.
 #[tokio::test(flavor = "multi_thread")]
 async fn an_unresolvable_host_and_a_private_one_get_the_same_message() {

@@ -1,4 +1,4 @@
-//! Catching up after an outage, end to end (contract section 6): the feed holds what receivers
+//! Catching up after an outage, end to end (docs/api.md): the feed holds what receivers
 //! were sent, byte for byte, and a bulk replay re-sends every dead delivery under its own id at
 //! the configured pace.
 

@@ -150,7 +150,7 @@ async fn an_administrator_sets_up_webhooks_and_recovers_dead_deliveries_in_the_b
     assert_eq!(resent, want, "each came back under its own delivery id");
 }
 
-/// Issue 25, the morning after a receiver misbehaved: the administrator finds the delivery by
+/// The morning after a receiver misbehaved: the administrator finds the delivery by
 /// the id in the receiver's log, reads the payload and, per attempt, what the receiver answered
 /// (attempts numbered by replay), sees the last day's chart agree with the API, sends a test
 /// event of a chosen type from the catalogue, and the console opens framed in the product's

@@ -446,7 +446,7 @@ async fn a_legacy_unbound_secret_is_resealed_to_its_org_at_start() {
     let mut s = Stack::start().await;
     let key = qualifier_store::SecretKey::from_base64(&s.key_b64).unwrap();
     // A secret sealed the old way (no associated data), as rows written before this version,
-    // in a database that (like any from before v1.2) may still hold such secrets.
+    // in a database that (like any from before secrets were bound) may still hold such secrets.
     let legacy = key.seal_legacy(&s.secret);
     let client = s.db.client().await;
     client
@@ -488,7 +488,7 @@ async fn a_legacy_unbound_secret_is_resealed_to_its_org_at_start() {
     assert!(!got.is_empty(), "the re-sealed secret still signs");
 }
 
-/// Contract section 11: `qualifierctl migrate` re-seals the current and the previous secret
+/// docs/reliability.md, "Strangers, quotas and pages": `qualifierctl migrate` re-seals the current and the previous secret
 /// bound to their org, and from then on no unbound blob opens anywhere: one copied from an old
 /// backup into another org's row (or back into its own) signs nothing.
 #[tokio::test(flavor = "multi_thread")]
@@ -497,7 +497,7 @@ async fn after_migrate_no_unbound_secret_opens_current_or_previous() {
     let beta = crate::stack::SecondOrg::add(&s).await;
     let key = qualifier_store::SecretKey::from_base64(&s.key_b64).unwrap();
     let client = s.db.client().await;
-    // A pre-v1.2 database: unbound secrets allowed, A's current and previous one unbound.
+    // A database from before secrets were bound: unbound secrets allowed, A's current and previous one unbound.
     let legacy = key.seal_legacy(&s.secret);
     let legacy_previous = key.seal_legacy("qlf_whsec_previousprevioussecret00000000000");
     client
@@ -581,7 +581,7 @@ async fn after_migrate_no_unbound_secret_opens_current_or_previous() {
     assert_eq!(v["resealed_secrets"], 0);
 }
 
-/// What a receiver answers is kept per attempt (issue 25): its first 4 KiB, as text without
+/// What a receiver answers is kept per attempt: its first 4 KiB, as text without
 /// control characters, and the console shows it inert. Three answers: 1 MB, one full of NUL and
 /// terminal escapes, one with a script.
 #[tokio::test(flavor = "multi_thread")]

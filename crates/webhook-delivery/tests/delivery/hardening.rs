@@ -1,4 +1,4 @@
-//! Hardening of the delivery side (contract section 8) against a hostile environment.
+//! Hardening of the delivery side (docs/reliability.md, "Hostile input") against a hostile environment.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -1,4 +1,4 @@
-//! Endpoint health (contract section 9) against the real binaries' libraries, PostgreSQL,
+//! Endpoint health (docs/delivery.md, "Endpoint health") against the real binaries' libraries, PostgreSQL,
 //! RabbitMQ and HTTPS receivers that the tests switch between failing, hanging, `410` and
 //! healthy. Retry waits are 100 ms and the health settings are scaled to match, so an outage
 //! "longer than the whole retry schedule" takes seconds.
