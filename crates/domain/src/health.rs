@@ -1,6 +1,6 @@
 //! An org endpoint's health (docs/delivery.md, "Endpoint health"): whether its deliveries are attempted
 //! (`healthy`), held while probes find out when it is back (`failing`), or not sent at all
-//! (`disabled`). The rules that move it live in `webhook-delivery`'s `decide.rs`; this is the
+//! (`disabled`). The rules that move it live in `webhook-delivery`'s `decide/health.rs`; this is the
 //! state they move, as the store keeps it and the API shows it.
 
 use time::OffsetDateTime;

@@ -109,7 +109,7 @@ pub struct ApiConfig {
     /// `QUALIFIER_CONSOLE_BASE_URL`: where console sign-in links point; by default the public
     /// listener's own address.
     pub console_base_url: Option<String>,
-    /// `QUALIFIER_MAX_PAGE_BYTES`: the byte budget of one list page (docs/api.md, "Pages").
+    /// `QUALIFIER_MAX_PAGE_BYTES`: the byte budget of one list page (docs/api.md, "Lists and the feed").
     pub max_page_bytes: usize,
     /// `QUALIFIER_CONSOLE_FRAME_ANCESTORS`: the origins that may frame the console (empty:
     /// none may).

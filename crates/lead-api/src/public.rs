@@ -39,7 +39,7 @@ async fn get_lead(
     Ok(HttpResponse::Ok().json(json!({ "lead": lead })))
 }
 
-/// `GET /api/v1/events`: the org's events in feed order (docs/api.md, "Events feed"). Each envelope is
+/// `GET /api/v1/events`: the org's events in feed order (docs/api.md, "Lists and the feed"). Each envelope is
 /// the stored payload, the very bytes every delivery attempt sent, spliced in unparsed.
 async fn events_feed(
     auth: OrgAuth,
@@ -69,7 +69,7 @@ async fn events_feed(
     ))
 }
 
-/// `GET /api/v1/leads`: the org's leads by `(updated_at, id)` (docs/api.md, "Lead list").
+/// `GET /api/v1/leads`: the org's leads by `(updated_at, id)` (docs/api.md, "Lists and the feed").
 async fn list_leads(
     auth: OrgAuth,
     req: HttpRequest,
