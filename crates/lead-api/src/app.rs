@@ -228,24 +228,34 @@ impl RunningApi {
 }
 
 /// Connects to the database, binds both listeners (port 0 picks a free port) and starts serving.
-pub async fn start(cfg: ApiConfig) -> anyhow::Result<RunningApi> {
-    m::install();
-    m::zero_counter(m::RATE_LIMITED, &[]);
-    m::zero_counter(m::OUTBOX_PUBLISHED, &[]);
-    // TLS that cannot work (an untrusted certificate, no TLS under `require`) stops the start
-    // with one line; a server that is down is waited for.
-    cfg.database.check_at_start().await?;
-    cfg.brokers.check_at_start("lead-api start check").await?;
+/// The store, over its two pools: the main one, and a small one whose commits do not wait for
+/// the WAL flush, for the rate limiter's buckets.
+fn open_store(cfg: &ApiConfig) -> anyhow::Result<Store> {
     let pool = qualifier_store::connect(&cfg.database, cfg.db_pool_size)
         .context("building the database pool")?;
     // Admission is one short statement per request: half the pool's size is plenty.
     let limiter = qualifier_store::connect_relaxed(&cfg.database, (cfg.db_pool_size / 2).max(2))
         .context("building the rate-limit pool")?;
-    let store = Store::new(pool, cfg.secret_key.clone())
+    Ok(Store::new(pool, cfg.secret_key.clone())
         .with_app_base_url(cfg.app_base_url.clone())
-        .with_limiter_pool(limiter);
+        .with_limiter_pool(limiter))
+}
+
+/// What runs beside the listeners: housekeeping, the LISTEN connection and the outbox relay.
+struct Background {
+    relay: tokio::task::JoinHandle<()>,
+    listener: tokio::task::JoinHandle<()>,
+    relay_status: Arc<crate::relay::RelayStatus>,
+    tokens: Arc<crate::token_filter::TokenFilter>,
+    strangers: Arc<tokio::sync::Semaphore>,
+}
+
+fn spawn_background(
+    cfg: &ApiConfig,
+    store: &Store,
+    shutdown: &tokio_util::sync::CancellationToken,
+) -> Background {
     tokio::spawn(crate::housekeeping::reseal_legacy_secrets(store.clone()));
-    let shutdown = tokio_util::sync::CancellationToken::new();
     let retention = std::time::Duration::from_secs(u64::from(cfg.event_retention_days) * 86_400);
     tokio::spawn(crate::housekeeping::run(
         store.clone(),
@@ -278,24 +288,46 @@ pub async fn start(cfg: ApiConfig) -> anyhow::Result<RunningApi> {
         }
         .run(shutdown.clone()),
     );
-    let admitter = AppState::admitter(&store, cfg.rate_limit_per_minute);
-    let lead_reader = AppState::lead_reader(&store);
-    let state = web::Data::from(Arc::new(AppState {
-        admitter,
-        lead_reader,
-        relay: relay_status,
+    Background {
+        relay,
+        listener,
+        relay_status,
+        tokens,
+        strangers,
+    }
+}
+
+fn app_state(cfg: &ApiConfig, store: Store, bg: &Background) -> web::Data<AppState> {
+    web::Data::from(Arc::new(AppState {
+        admitter: AppState::admitter(&store, cfg.rate_limit_per_minute),
+        lead_reader: AppState::lead_reader(&store),
+        relay: bg.relay_status.clone(),
         store,
         rate_limit_per_minute: cfg.rate_limit_per_minute,
         replay_rate_per_second: cfg.replay_rate_per_second,
         internal_token_digest: AppState::new_internal_digest(&cfg.internal_token),
         egress: EgressPolicy::new(cfg.allow_cidrs.clone()),
-        tokens,
+        tokens: bg.tokens.clone(),
         console_base_url: std::sync::OnceLock::new(),
         cursors: crate::cursor::Cursors::new(&cfg.secret_key),
         max_page_bytes: cfg.max_page_bytes,
-        strangers,
+        strangers: bg.strangers.clone(),
         ready: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
-    }));
+    }))
+}
+
+pub async fn start(cfg: ApiConfig) -> anyhow::Result<RunningApi> {
+    m::install();
+    m::zero_counter(m::RATE_LIMITED, &[]);
+    m::zero_counter(m::OUTBOX_PUBLISHED, &[]);
+    // TLS that cannot work (an untrusted certificate, no TLS under `require`) stops the start
+    // with one line; a server that is down is waited for.
+    cfg.database.check_at_start().await?;
+    cfg.brokers.check_at_start("lead-api start check").await?;
+    let store = open_store(&cfg)?;
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let bg = spawn_background(&cfg, &store, &shutdown);
+    let state = app_state(&cfg, store, &bg);
     let workers = cfg.http_workers;
     tokio::spawn(watch_readiness(state.clone(), shutdown.clone()));
 
@@ -350,8 +382,8 @@ pub async fn start(cfg: ApiConfig) -> anyhow::Result<RunningApi> {
         public: ph,
         internal: ih,
         tasks,
-        relay,
-        listener,
+        relay: bg.relay,
+        listener: bg.listener,
         shutdown,
     })
 }

@@ -1,0 +1,302 @@
+//! The console's HTML (maud escapes every interpolated value). No inline script or style: the
+//! CSP is `default-src 'self'`, so the stylesheet and the copy button's script are static files.
+
+use maud::{DOCTYPE, Markup, html};
+use qualifier_domain::EventType;
+use qualifier_domain::health::{EndpointHealth, EndpointState};
+use qualifier_store::console::TokenListing;
+use qualifier_store::webhooks::{Webhook, WebhookStatus};
+use strum::VariantArray;
+use time::OffsetDateTime;
+
+mod deliveries;
+pub use deliveries::*;
+
+/// Which navigation link is the current page.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Nav {
+    Webhook,
+    Tokens,
+    Deliveries,
+    Events,
+}
+
+fn ts(t: OffsetDateTime) -> String {
+    qualifier_domain::timefmt::format(t)
+}
+
+/// Who a signed-in page is for: the session's CSRF token for its forms, and the org's name,
+/// shown on every page (docs/reliability.md, "Strangers, quotas and pages").
+pub struct Who<'a> {
+    pub csrf: &'a str,
+    pub org_name: &'a str,
+}
+
+/// The frame of every signed-in page: the org, navigation, sign-out, and the page's content.
+pub fn layout(title: &str, nav: Nav, who: &Who, content: Markup) -> Markup {
+    let link = |n: Nav, href: &str, label: &str| {
+        html! {
+            @if n == nav {
+                a href=(href) aria-current="page" { (label) }
+            } @else {
+                a href=(href) { (label) }
+            }
+        }
+    };
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                title { (title) " · Qualifier settings" }
+                link rel="stylesheet" href="/console/static/console.css";
+                script src="/console/static/console.js" defer {}
+            }
+            body {
+                header {
+                    p.crumb { "Settings · Integrations" }
+                    p.org { "Organisation: " strong data-org { (who.org_name) } }
+                    nav aria-label="Integrations" {
+                        (link(Nav::Webhook, "/console", "Webhook"))
+                        (link(Nav::Tokens, "/console/tokens", "API tokens"))
+                        (link(Nav::Deliveries, "/console/deliveries", "Deliveries"))
+                        (link(Nav::Events, "/console/events", "Event types"))
+                    }
+                    form method="post" action="/console/logout" {
+                        input type="hidden" name="csrf" value=(who.csrf);
+                        button type="submit" { "Sign out" }
+                    }
+                }
+                main { h1 { (title) } (content) }
+            }
+        }
+    }
+}
+
+/// A sign-in link for another org while signed in: name both, switch only on the button.
+pub fn switch_page(who: &Who, target_org: &str, ticket: &str) -> Markup {
+    let content = html! {
+        p role="alert" {
+            "You are signed in to " strong { (who.org_name) } ". This link signs you in to "
+            strong data-target-org { (target_org) } " instead."
+        }
+        p { "Switch only if you meant to manage that organisation: its settings, tokens and deliveries are not yours to copy into your own systems." }
+        form method="post" action="/console/login" {
+            input type="hidden" name="csrf" value=(who.csrf);
+            input type="hidden" name="ticket" value=(ticket);
+            button type="submit" { "Switch organisation" }
+        }
+        p { a href="/console" { "Stay in " (who.org_name) } }
+    };
+    layout("Switch organisation?", Nav::Webhook, who, content)
+}
+
+/// A page for someone who is not (or no longer) signed in, or a refused request.
+pub fn plain(title: &str, message: &str) -> Markup {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                title { (title) " · Qualifier settings" }
+                link rel="stylesheet" href="/console/static/console.css";
+            }
+            body { main { h1 { (title) } p { (message) } } }
+        }
+    }
+}
+
+/// A secret shown once, with a copy button (docs/console.md: `data-secret`).
+pub fn secret_once(label: &str, secret: &str, note: &str) -> Markup {
+    html! {
+        section.secret aria-label=(label) {
+            h2 { (label) }
+            p { (note) }
+            p.secret-row {
+                code data-secret id="secret" { (secret) }
+                button type="button" data-copy="secret" { "Copy" }
+            }
+        }
+    }
+}
+
+/// What the webhook form shows: the saved settings or what was just submitted, and the message
+/// of each field that was refused.
+#[derive(Default)]
+pub struct WebhookForm {
+    pub url: String,
+    pub event_types: Vec<EventType>,
+    pub enabled: bool,
+    pub url_error: Option<String>,
+    pub types_error: Option<String>,
+    pub form_error: Option<String>,
+}
+
+impl WebhookForm {
+    pub fn of(w: &Webhook) -> Self {
+        WebhookForm {
+            url: w.url.clone(),
+            event_types: w.event_types.clone(),
+            enabled: w.enabled,
+            ..Default::default()
+        }
+    }
+}
+
+/// The banner of a failing or disabled endpoint (docs/delivery.md, "Endpoint health"): since when, the last
+/// error, the next probe, and `Check now` while it fails.
+fn health_banner(csrf: &str, h: &EndpointHealth) -> Markup {
+    let opt = |t: Option<OffsetDateTime>| t.map(ts).unwrap_or_else(|| "—".to_owned());
+    html! {
+        @match h.state {
+            EndpointState::Healthy => {}
+            EndpointState::Failing => {
+                section.banner.failing role="alert" aria-labelledby="health-h" {
+                    h2 id="health-h" { "Your endpoint is failing" }
+                    p { "Deliveries are waiting, none is lost and none uses up its attempts. We check your endpoint on our own and send everything that waited, oldest first, as soon as it answers 2xx." }
+                    dl {
+                        dt { "Failing since" } dd { (opt(h.failing_since)) }
+                        dt { "Last error" } dd { (h.last_error.as_deref().unwrap_or("—")) }
+                        dt { "Next check" } dd { (opt(h.next_probe_at)) }
+                    }
+                    form method="post" action="/console/webhook/check" {
+                        input type="hidden" name="csrf" value=(csrf);
+                        button type="submit" { "Check now" }
+                    }
+                }
+            }
+            EndpointState::Disabled => {
+                section.banner.disabled role="alert" aria-labelledby="health-h" {
+                    h2 id="health-h" { "Your endpoint is disabled" }
+                    p { (h.disabled_reason.as_deref().unwrap_or("Disabled.")) }
+                    dl {
+                        dt { "Last error" } dd { (h.last_error.as_deref().unwrap_or("—")) }
+                    }
+                    p { "Deliveries end skipped while it is disabled. Tick Enabled and save to turn it back on; then replay the skipped deliveries from the Deliveries page or the API." }
+                }
+            }
+        }
+    }
+}
+
+pub fn webhook_page(
+    who: &Who,
+    saved: Option<&WebhookStatus>,
+    form: &WebhookForm,
+    notice: Option<&str>,
+    secret: Option<(&str, &str)>,
+) -> Markup {
+    let content = html! {
+        @if let Some(n) = notice { p.notice role="status" { (n) } }
+        @if let Some(w) = saved { (health_banner(who.csrf, &w.health)) }
+        @if let Some((label, s)) = secret {
+            (secret_once(label, s, "Shown once: copy it into your receiver's configuration now. It verifies the webhook-signature header (Standard Webhooks) and X-Qualifier-Signature."))
+        }
+        @if let Some(e) = &form.form_error { p.error role="alert" { (e) } }
+        form method="post" action="/console/webhook" novalidate {
+            input type="hidden" name="csrf" value=(who.csrf);
+            div.field {
+                label for="url" { "Endpoint URL" }
+                input type="url" id="url" name="url" value=(form.url) placeholder="https://crm.example.com/hooks/qualifier"
+                    aria-describedby=[form.url_error.as_ref().map(|_| "url-error")]
+                    aria-invalid=[form.url_error.as_ref().map(|_| "true")];
+                @if let Some(e) = &form.url_error { p.error id="url-error" { (e) } }
+            }
+            fieldset aria-describedby=[form.types_error.as_ref().map(|_| "types-error")] {
+                legend { "Event types" }
+                @for t in EventType::VARIANTS {
+                    div.check {
+                        input type="checkbox" id=(format!("type-{}", t.as_str())) name="event_types"
+                            value=(t.as_str()) checked[form.event_types.contains(t)];
+                        label for=(format!("type-{}", t.as_str())) { (t.as_str()) }
+                    }
+                }
+                @if let Some(e) = &form.types_error { p.error id="types-error" { (e) } }
+            }
+            div.check {
+                input type="checkbox" id="enabled" name="enabled" value="true" checked[form.enabled];
+                label for="enabled" { "Enabled" }
+            }
+            button type="submit" { "Save" }
+        }
+        @if let Some(w) = saved {
+            section aria-labelledby="secret-h" {
+                h2 id="secret-h" { "Signing secret" }
+                p { "Rotating makes a new secret at once. During the grace window deliveries carry a signature with the previous secret too, so receivers keep verifying while you deploy the new one." }
+                form method="post" action="/console/webhook/rotate" {
+                    input type="hidden" name="csrf" value=(who.csrf);
+                    div.field {
+                        label for="grace" { "Grace window" }
+                        select id="grace" name="grace_seconds" {
+                            option value="86400" selected { "1 day (default)" }
+                            option value="3600" { "1 hour" }
+                            option value="604800" { "7 days" }
+                            option value="0" { "None: stop the old secret now (leaked secret)" }
+                        }
+                    }
+                    button type="submit" { "Rotate secret" }
+                }
+            }
+            section aria-labelledby="test-h" {
+                h2 id="test-h" { "Test" }
+                p { "Sends an example event, signed like any other, marked X-Qualifier-Test: true." }
+                form method="post" action="/console/webhook/test" {
+                    input type="hidden" name="csrf" value=(who.csrf);
+                    button type="submit" { "Send test event" }
+                }
+                p.meta { "Last saved " (ts(w.webhook.updated_at)) }
+            }
+        }
+    };
+    layout("Webhook", Nav::Webhook, who, content)
+}
+
+pub fn tokens_page(
+    who: &Who,
+    tokens: &[TokenListing],
+    created: Option<&str>,
+    name_error: Option<&str>,
+    notice: Option<&str>,
+) -> Markup {
+    let content = html! {
+        @if let Some(n) = notice { p.notice role="status" { (n) } }
+        @if let Some(s) = created {
+            (secret_once("New API token", s, "Shown once: store it in your integration's secret store now. Use it as a Bearer token."))
+        }
+        form method="post" action="/console/tokens" {
+            input type="hidden" name="csrf" value=(who.csrf);
+            div.field {
+                label for="token-name" { "Token name" }
+                input type="text" id="token-name" name="name" maxlength="200"
+                    aria-describedby=[name_error.map(|_| "name-error")];
+                @if let Some(e) = name_error { p.error id="name-error" { (e) } }
+            }
+            button type="submit" { "Create token" }
+        }
+        @if tokens.is_empty() {
+            p { "No API tokens yet." }
+        } @else {
+            table {
+                caption { "Active tokens" }
+                thead { tr { th scope="col" { "Name" } th scope="col" { "Created" } th scope="col" { "Last used" } th scope="col" { span.visually-hidden { "Actions" } } } }
+                tbody {
+                    @for t in tokens {
+                        tr {
+                            td { (t.name.as_deref().unwrap_or("(unnamed)")) }
+                            td { (ts(t.created_at)) }
+                            td { (t.last_used_at.map(ts).unwrap_or_else(|| "never".into())) }
+                            td {
+                                form method="post" action=(format!("/console/tokens/{}/revoke", t.id)) {
+                                    input type="hidden" name="csrf" value=(who.csrf);
+                                    button type="submit" aria-label=(format!("Revoke {}", t.name.as_deref().unwrap_or("unnamed token"))) { "Revoke" }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    };
+    layout("API tokens", Nav::Tokens, who, content)
+}
