@@ -14,11 +14,27 @@ fn url(host: &str, query: &str) -> String {
     format!("postgres://postgres@{host}:5432/postgres?{query}")
 }
 
-async fn encrypted(db: &Database) -> Result<bool, String> {
+/// A connection refused, described with its whole cause chain: what the cases match on.
+#[derive(Debug)]
+struct Refused(String);
+
+impl Refused {
+    fn contains(&self, w: &str) -> bool {
+        self.0.contains(w)
+    }
+}
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+async fn encrypted(db: &Database) -> Result<bool, Refused> {
     let (client, conn) = db
         .connect_raw()
         .await
-        .map_err(|e| qualifier_store::pgconn::describe(&e))?;
+        .map_err(|e| Refused(qualifier_store::pgconn::describe(&e)))?;
     tokio::spawn(conn);
     let row = client
         .query_one(
@@ -26,7 +42,7 @@ async fn encrypted(db: &Database) -> Result<bool, String> {
             &[],
         )
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| Refused(e.to_string()))?;
     Ok(row.get(0))
 }
 

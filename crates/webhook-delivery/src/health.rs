@@ -41,18 +41,12 @@ pub struct HealthWork {
     pub probe_lease: Duration,
 }
 
-/// How often each replica looks for due probes and events: often enough for the shortest probe
-/// wait, never more than once a second (one indexed query on a partial index, usually empty).
-pub fn tick(rules: &HealthRules) -> Duration {
-    (rules.probe_min / 2).clamp(Duration::from_millis(50), Duration::from_secs(1))
-}
-
 /// How often the gauge and the stray-hold safety net run.
 const SAMPLE: Duration = Duration::from_secs(5);
 
 impl HealthWork {
     pub async fn run(self: Arc<Self>, shutdown: CancellationToken) {
-        let mut tick = tokio::time::interval(tick(&self.rules));
+        let mut tick = tokio::time::interval(decide::probe_tick(&self.rules));
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut last_sample = tokio::time::Instant::now() - SAMPLE;
         loop {

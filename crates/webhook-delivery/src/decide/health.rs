@@ -256,6 +256,13 @@ impl HealthInput {
     }
 }
 
+/// How often each replica looks for due probes and operator notices: often enough for the
+/// shortest probe wait, never more than once a second (one indexed query on a partial index,
+/// usually empty).
+pub fn probe_tick(rules: &HealthRules) -> Duration {
+    (rules.probe_min / 2).clamp(Duration::from_millis(50), Duration::from_secs(1))
+}
+
 /// Where a due probe goes.
 #[derive(Debug)]
 pub enum ProbeTarget<'a> {
@@ -570,6 +577,16 @@ mod tests {
             "paused"
         );
         assert_eq!(after_probe(&status(500), at(0), &RULES).result, "down");
+    }
+
+    #[test]
+    fn due_probes_are_looked_for_at_most_once_a_second() {
+        assert_eq!(probe_tick(&RULES), Duration::from_secs(1));
+        let quick = HealthRules {
+            probe_min: Duration::from_millis(60),
+            ..RULES
+        };
+        assert_eq!(probe_tick(&quick), Duration::from_millis(50));
     }
 
     #[test]
