@@ -9,6 +9,7 @@ screenshot of each page into the given directory.
   console-browser.py replay <sign-in url> <screenshot dir>
   console-browser.py debug  <sign-in url> <delivery id> <screenshot dir>
                             <allowed port> <frame sign-in url> <refused port> <frame sign-in url>
+  console-browser.py cross_site <org A sign-in url> <org B sign-in url> <port> <screenshot dir>
 """
 
 import http.server
@@ -224,6 +225,60 @@ def debug(login, delivery_id, shots, allowed_port, allowed_src, refused_port, re
     return out
 
 
+def link_host(port, href):
+    """A page on http://localhost:<port>: another *site* than the console on 127.0.0.1 (an IP and
+    a name are never the same site), as an e-mail's web view, a chat or any web page would be,
+    holding a sign-in link."""
+    html = (f'<!doctype html><title>Mail</title><h1>Your settings link</h1>'
+            f'<p><a href="{href}">Open the integration settings</a></p>').encode()
+
+    class Page(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.end_headers()
+            self.wfile.write(html)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", int(port)), Page)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def cross_site(login_a, login_b, port, shots):
+    """Signed in to org A, the administrator follows org B's sign-in link from another site."""
+    out = {}
+    with sync_playwright() as p:
+        b = browser(p)
+        page = b.new_context(viewport={"width": 1100, "height": 900}).new_page()
+        sign_in(page, login_a)
+        out["signed_in_to"] = page.locator("[data-org]").inner_text()
+        console = login_a.split("/console/")[0] + "/console"
+        server = link_host(port, login_b)
+        page.goto(f"http://localhost:{port}/")
+        page.get_by_role("link", name="Open the integration settings").click()
+        page.wait_for_load_state()
+        switch = page.get_by_role("button", name="Switch organisation")
+        out["asked"] = switch.count() == 1
+        out["target_named"] = (page.locator("[data-target-org]").inner_text()
+                               if page.locator("[data-target-org]").count() else None)
+        shot(page, shots, "switch-from-another-site")
+        # Nothing changed until the button: the console is still org A's.
+        probe = b.contexts[0].new_page()
+        probe.goto(console)
+        out["before_click"] = probe.locator("[data-org]").inner_text()
+        probe.close()
+        if out["asked"]:
+            switch.click()
+            expect(page.get_by_role("heading", name="Webhook")).to_be_visible()
+            out["after_click"] = page.locator("[data-org]").inner_text()
+        server.shutdown()
+        b.close()
+    return out
+
+
 def main():
     if len(sys.argv) == 5 and sys.argv[1] == "setup":
         out = setup(sys.argv[2], sys.argv[3], sys.argv[4])
@@ -231,6 +286,8 @@ def main():
         out = replay(sys.argv[2], sys.argv[3])
     elif len(sys.argv) == 9 and sys.argv[1] == "debug":
         out = debug(*sys.argv[2:])
+    elif len(sys.argv) == 6 and sys.argv[1] == "cross_site":
+        out = cross_site(*sys.argv[2:])
     else:
         sys.exit(__doc__)
     print(json.dumps(out))

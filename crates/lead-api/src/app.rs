@@ -310,6 +310,7 @@ fn app_state(cfg: &ApiConfig, store: Store, bg: &Background) -> web::Data<AppSta
         tokens: bg.tokens.clone(),
         console_base_url: std::sync::OnceLock::new(),
         cursors: crate::cursor::Cursors::new(&cfg.secret_key),
+        credentials: crate::console::credentials::Credentials::new(&cfg.secret_key),
         max_page_bytes: cfg.max_page_bytes,
         strangers: bg.strangers.clone(),
         ready: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),

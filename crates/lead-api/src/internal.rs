@@ -108,6 +108,11 @@ async fn create_console_session(
 ) -> Result<HttpResponse, ApiError> {
     let org_id = path_id(&path, ORG_NOT_FOUND)?;
     let (ticket, expires_at) = st.store.mint_console_ticket(org_id).await?;
+    let ticket = st.credentials.issue(
+        crate::console::credentials::Kind::Ticket,
+        &ticket,
+        expires_at,
+    );
     Ok(HttpResponse::Created().json(json!({
         "url": format!("{}/console/login?ticket={ticket}", st.console_base_url()),
         "expires_at": qualifier_domain::timefmt::format(expires_at),

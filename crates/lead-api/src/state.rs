@@ -30,6 +30,8 @@ pub struct AppState {
     pub admitter: Batcher<Vec<u8>, Admission>,
     /// `GET /api/v1/leads/{id}` reads of concurrent requests, one statement per round trip.
     pub lead_reader: Batcher<(Uuid, Uuid), Result<Lead, StoreError>>,
+    /// Issues and opens console tickets and session cookies ([`crate::console::credentials`]).
+    pub credentials: crate::console::credentials::Credentials,
     /// Seals and opens list cursors (docs/reliability.md, "Strangers, quotas and pages").
     pub cursors: crate::cursor::Cursors,
     /// `QUALIFIER_MAX_PAGE_BYTES` ([`crate::page`]).

@@ -8,9 +8,8 @@ use actix_web::{FromRequest, HttpRequest, HttpResponse, Responder, web};
 
 use super::errors::{ConsoleError, Result};
 use super::pages;
-use crate::state::AppState;
 
-/// The session cookie: `HttpOnly`, `SameSite=Strict`, eight hours; path `/console` where the
+/// The session cookie: `HttpOnly`, `SameSite=Lax`, eight hours; path `/console` where the
 /// console is served over plain http (a developer's machine).
 pub const COOKIE: &str = "qlf_console";
 /// Its name where `Secure` applies (docs/reliability.md, "Strangers, quotas and pages"): the `__Host-` prefix makes a browser
@@ -24,7 +23,11 @@ pub(super) fn session_cookie(req: &HttpRequest) -> Option<Cookie<'static>> {
 }
 
 /// A session cookie holding `value` (empty, with `make_removal`, to clear it); `secure` unless
-/// the console is served over plain http.
+/// the console is served over plain http. `Lax`, not `Strict`: a sign-in link followed from an
+/// e-mail or another site must arrive with the session it would replace, so the console can ask
+/// before switching organisation (a `Strict` cookie stayed behind and the link signed in
+/// silently). Every state-changing request is a POST with the session's CSRF token, and a
+/// cross-site POST carries no `Lax` cookie.
 pub(super) fn cookie_for(secure: bool, value: String) -> Cookie<'static> {
     let (name, path) = if secure {
         (HOST_COOKIE, "/")
@@ -34,7 +37,7 @@ pub(super) fn cookie_for(secure: bool, value: String) -> Cookie<'static> {
     Cookie::build(name, value)
         .path(path)
         .http_only(true)
-        .same_site(SameSite::Strict)
+        .same_site(SameSite::Lax)
         .secure(secure)
         .max_age(actix_web::cookie::time::Duration::seconds(
             qualifier_store::console::SESSION_TTL.whole_seconds(),
@@ -67,16 +70,19 @@ impl ConsoleSession {
 
     pub(super) async fn of(req: &HttpRequest) -> Result<ConsoleSession> {
         let st = crate::extract::state(req).map_err(|_| ConsoleError::Unavailable)?;
-        let secret = session_cookie(req).ok_or(ConsoleError::SignedOut)?;
-        let secret = secret.value();
-        // A session secret is 43 base62 characters; anything else is not worth a query.
-        if secret.len() != 43 || !secret.bytes().all(|b| b.is_ascii_alphanumeric()) {
-            return Err(ConsoleError::SignedOut);
-        }
-        // Until it is found, a cookie is a stranger's: its lookup takes the narrow lane.
-        let _lane = stranger_lane(&st).await?;
+        let cookie = session_cookie(req).ok_or(ConsoleError::SignedOut)?;
+        // Only a cookie this deployment issued, unexpired, is worth a query; a forged one is
+        // refused here, however slow the database is.
+        let id = st
+            .credentials
+            .open(
+                super::credentials::Kind::Session,
+                cookie.value(),
+                time::OffsetDateTime::now_utc(),
+            )
+            .ok_or(ConsoleError::SignedOut)?;
         st.store
-            .console_session(secret)
+            .console_session(id)
             .await?
             .map(ConsoleSession)
             .ok_or(ConsoleError::SignedOut)
@@ -191,15 +197,6 @@ where
     web::post().to(handler)
 }
 
-/// A place in the lane every unauthenticated database lookup shares (docs/reliability.md, "Strangers, quotas and pages": a
-/// flood of forged cookies or tickets holds at most 2 connections); a lane that stays full is
-/// a 503 page.
-pub(super) async fn stranger_lane(st: &AppState) -> Result<tokio::sync::SemaphorePermit<'_>> {
-    crate::token_filter::enter(&st.strangers)
-        .await
-        .map_err(|()| ConsoleError::Unavailable)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -220,7 +217,7 @@ mod tests {
             ("__Host-qlf_console", Some("/"), Some(true))
         );
         assert_eq!(c.domain(), None, "a __Host- cookie has no Domain");
-        assert_eq!(c.same_site(), Some(SameSite::Strict));
+        assert_eq!(c.same_site(), Some(SameSite::Lax));
         assert_eq!(c.http_only(), Some(true));
         let c = cookie_for(false, "s".into());
         assert_eq!((c.name(), c.path()), ("qlf_console", Some("/console")));

@@ -6,12 +6,12 @@ use actix_web::http::{StatusCode, header};
 use actix_web::{HttpRequest, HttpResponse, web};
 use qualifier_domain::EventType;
 use strum::VariantArray;
+use time::OffsetDateTime;
 use uuid::Uuid;
 
+use super::credentials::Kind;
 use super::errors::{ConsoleError, Result};
-use super::extract::{
-    COOKIE, ConsoleSession, CsrfForm, Posted, cookie_for, session_cookie, stranger_lane,
-};
+use super::extract::{COOKIE, ConsoleSession, CsrfForm, Posted, cookie_for, session_cookie};
 use super::pages::{self, DeliveryFilterForm, WebhookForm};
 use super::{CSS, JS, catalogue, ok, see_other};
 use crate::inputs::{
@@ -40,8 +40,21 @@ struct LoginQuery {
     ticket: Option<String>,
 }
 
-fn ticket_of(raw: Option<&str>) -> Result<&str> {
-    crate::inputs::ticket(raw).ok_or(ConsoleError::SignedOut)
+/// The ticket's random part, when this deployment issued it and it has not expired: anything
+/// else is refused without a query ([`super::credentials`]).
+fn ticket_of<'a>(st: &AppState, raw: Option<&'a str>) -> Result<&'a str> {
+    crate::inputs::ticket(raw)
+        .and_then(|t| {
+            st.credentials
+                .open(Kind::Ticket, t, OffsetDateTime::now_utc())
+        })
+        .ok_or(ConsoleError::SignedOut)
+}
+
+/// The session id behind this request's cookie, when it is one this deployment issued.
+fn session_id<'a>(st: &AppState, c: &'a Cookie<'static>) -> Option<&'a str> {
+    st.credentials
+        .open(Kind::Session, c.value(), OffsetDateTime::now_utc())
 }
 
 /// Uses the ticket up and answers with the new session's cookie (the previous session, if
@@ -51,16 +64,21 @@ pub(super) async fn sign_in(
     st: &AppState,
     ticket: &str,
 ) -> Result<HttpResponse> {
-    let lane = stranger_lane(st).await?;
     let (secret, _) = st
         .store
         .redeem_console_ticket(ticket)
         .await?
         .ok_or(ConsoleError::SignedOut)?;
-    if let Some(old) = session_cookie(req) {
-        st.store.end_console_session(old.value()).await?;
+    if let Some(old) = session_cookie(req)
+        && let Some(id) = session_id(st, &old)
+    {
+        st.store.end_console_session(id).await?;
     }
-    drop(lane);
+    let cookie = st.credentials.issue(
+        Kind::Session,
+        &secret,
+        OffsetDateTime::now_utc() + qualifier_store::console::SESSION_TTL,
+    );
     let mut r = HttpResponse::SeeOther();
     // A cookie of the other name (the listener moved between http and https) goes too.
     if let Some(stale) = req.cookie(COOKIE).filter(|_| st.console_secure_cookie()) {
@@ -70,7 +88,7 @@ pub(super) async fn sign_in(
         gone.make_removal();
         r.cookie(gone);
     }
-    Ok(r.cookie(cookie_for(st.console_secure_cookie(), secret))
+    Ok(r.cookie(cookie_for(st.console_secure_cookie(), cookie))
         .insert_header((header::LOCATION, "/console"))
         .finish())
 }
@@ -81,20 +99,20 @@ pub(super) async fn sign_in(
 pub(super) async fn login(req: HttpRequest, st: web::Data<AppState>) -> Result<HttpResponse> {
     let q = web::Query::<LoginQuery>::from_query(req.query_string())
         .map_err(|_| ConsoleError::SignedOut)?;
-    let ticket = ticket_of(q.ticket.as_deref())?;
+    let ticket = ticket_of(&st, q.ticket.as_deref())?;
     if let Ok(current) = ConsoleSession::of(&req).await {
-        let target = {
-            let _lane = stranger_lane(&st).await?;
-            st.store
-                .peek_console_ticket(ticket)
-                .await?
-                .ok_or(ConsoleError::SignedOut)?
-        };
+        let target = st
+            .store
+            .peek_console_ticket(ticket)
+            .await?
+            .ok_or(ConsoleError::SignedOut)?;
         if target.org_id != current.org_id {
+            // The page's form carries the ticket as issued (signed), as the link did.
+            let signed = q.ticket.as_deref().unwrap_or_default();
             return Ok(ok(pages::switch_page(
                 &current.who(),
                 &target.org_name,
-                ticket,
+                signed,
             )));
         }
     }
@@ -107,7 +125,7 @@ pub(super) async fn login_switch(
     req: HttpRequest,
     st: web::Data<AppState>,
 ) -> Result<Posted> {
-    let ticket = ticket_of(f.form.get("ticket"))?;
+    let ticket = ticket_of(&st, f.form.get("ticket"))?;
     let r = sign_in(&req, &st, ticket).await?;
     Ok(f.answer(r))
 }
@@ -117,8 +135,10 @@ pub(super) async fn logout(
     req: HttpRequest,
     st: web::Data<AppState>,
 ) -> Result<Posted> {
-    if let Some(c) = session_cookie(&req) {
-        st.store.end_console_session(c.value()).await?;
+    if let Some(c) = session_cookie(&req)
+        && let Some(id) = session_id(&st, &c)
+    {
+        st.store.end_console_session(id).await?;
     }
     let mut gone = cookie_for(st.console_secure_cookie(), String::new());
     gone.make_removal();

@@ -45,6 +45,7 @@
 //! ```
 
 mod catalogue;
+pub mod credentials;
 mod errors;
 mod extract;
 mod handlers;

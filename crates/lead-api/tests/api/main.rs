@@ -3,6 +3,7 @@
 mod catching_up;
 mod console;
 mod extractors;
+mod forgeries;
 mod hardening;
 mod help;
 mod helpers;

@@ -282,3 +282,46 @@ async fn an_administrator_debugs_a_failing_receiver_in_the_browser() {
     assert_eq!(page["framed_allowed"], true, "{page}");
     assert_eq!(page["framed_refused"], false, "{page}");
 }
+
+/// Signed in to one org, an administrator follows another org's sign-in link from another site
+/// (a page on `localhost`, while the console is on `127.0.0.1`: another site, as an e-mail's web
+/// view or a chat would be). The console asks first, naming the other org, and the session is
+/// the first org's until the console's own `Switch organisation` button is clicked. With a
+/// `SameSite=Strict` cookie the link arrived without the session and signed in silently.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sign_in_link_from_another_site_asks_before_switching_organisation() {
+    let s = Stack::start().await;
+    let other = crate::stack::SecondOrg::add(&s).await;
+    let link_b = s
+        .call(
+            Method::POST,
+            &format!("/internal/v1/orgs/{}/console-sessions", other.org),
+            None,
+        )
+        .await["url"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let [port] = qualifier_testkit::free_ports::<1>();
+    let page = browser(vec![
+        "cross_site".into(),
+        s.console_link().await,
+        link_b,
+        port.to_string(),
+        shots_dir().to_string_lossy().into_owned(),
+    ])
+    .await;
+    let first = page["signed_in_to"].as_str().unwrap().to_owned();
+    assert_ne!(first, "Beta", "{page}");
+    assert_eq!(
+        page["asked"], true,
+        "the link asked before switching: {page}"
+    );
+    assert_eq!(page["target_named"], "Beta", "{page}");
+    assert_eq!(
+        page["before_click"],
+        first.as_str(),
+        "nothing switched before the click: {page}"
+    );
+    assert_eq!(page["after_click"], "Beta", "the click switched: {page}");
+}
