@@ -197,34 +197,7 @@ impl Store {
             let Some(plan) = decide(&now) else {
                 return Ok((now, None));
             };
-            write(conn, org_id, &plan.health).await?;
-            if plan.disable_webhook {
-                diesel::sql_query(
-                    "UPDATE webhooks SET enabled = false, updated_at = clock_timestamp()
-                     WHERE org_id = $1",
-                )
-                .bind::<SqlUuid, _>(org_id)
-                .execute(conn)
-                .await?;
-            }
-            match plan.held {
-                HeldDeliveries::Keep => {}
-                HeldDeliveries::Release => release_held(conn, org_id).await?,
-                HeldDeliveries::Skip => {
-                    diesel::sql_query(
-                        "UPDATE outbox SET status = 'skipped', last_error = 'webhook disabled',
-                                held_at = NULL, resume_attempt = NULL,
-                                updated_at = clock_timestamp()
-                         WHERE org_id = $1 AND held_at IS NOT NULL",
-                    )
-                    .bind::<SqlUuid, _>(org_id)
-                    .execute(conn)
-                    .await?;
-                }
-            }
-            if let (Some(c), true) = (plan.change, notify_operator) {
-                queue_ops_event(conn, org_id, c, &plan.health).await?;
-            }
+            apply(conn, org_id, &plan, notify_operator).await?;
             Ok((plan.health, plan.change))
         })
         .await
@@ -382,24 +355,66 @@ impl Store {
     }
 }
 
-/// Re-enabling a webhook (`PUT` with `enabled: true`) makes it healthy (docs/delivery.md, "Endpoint health"),
-/// keeping what it remembers of past successes and failures; deliveries held while it failed go
-/// back to the relay. Called inside the `PUT`'s transaction.
-pub(crate) async fn reset(conn: &mut AsyncPgConnection, org_id: Uuid) -> Result<(), StoreError> {
-    let n = diesel::sql_query(
-        "UPDATE endpoint_health
-         SET state = 'healthy', failing_since = NULL, consecutive_failures = 0,
-             streak_started_at = NULL, next_probe_at = NULL, probe_interval_ms = NULL,
-             probe_lease_until = NULL, disabled_reason = NULL, updated_at = clock_timestamp()
-         WHERE org_id = $1 AND (state <> 'healthy' OR consecutive_failures > 0)",
-    )
-    .bind::<SqlUuid, _>(org_id)
-    .execute(conn)
-    .await?;
-    if n > 0 {
-        release_held(conn, org_id).await?;
+/// Carries out a health plan in the caller's transaction, the endpoint's row locked: the new
+/// health (its probe lease ends with it), the webhook disabled, held deliveries released or
+/// skipped, and the change's operational event queued when `notify_operator`.
+pub(crate) async fn apply(
+    conn: &mut AsyncPgConnection,
+    org_id: Uuid,
+    plan: &HealthPlan,
+    notify_operator: bool,
+) -> Result<(), StoreError> {
+    write(conn, org_id, &plan.health).await?;
+    if plan.disable_webhook {
+        diesel::sql_query(
+            "UPDATE webhooks SET enabled = false, updated_at = clock_timestamp()
+             WHERE org_id = $1",
+        )
+        .bind::<SqlUuid, _>(org_id)
+        .execute(&mut *conn)
+        .await?;
+    }
+    match plan.held {
+        HeldDeliveries::Keep => {}
+        HeldDeliveries::Release => release_held(conn, org_id).await?,
+        HeldDeliveries::Skip => {
+            diesel::sql_query(
+                "UPDATE outbox SET status = 'skipped', last_error = 'webhook disabled',
+                        held_at = NULL, resume_attempt = NULL,
+                        updated_at = clock_timestamp()
+                 WHERE org_id = $1 AND held_at IS NOT NULL",
+            )
+            .bind::<SqlUuid, _>(org_id)
+            .execute(&mut *conn)
+            .await?;
+        }
+    }
+    if let (Some(c), true) = (plan.change, notify_operator) {
+        queue_ops_event(conn, org_id, c, &plan.health).await?;
     }
     Ok(())
+}
+
+/// Saving the webhook (`PUT`, the console's `Save`): the endpoint's health as
+/// `qualifier_domain::health::on_save` says, in the `PUT`'s transaction. A change it makes
+/// (disabling a failing endpoint) queues its operational event whether or not an operator
+/// webhook is configured (`lead-api` does not know); unsent ones leave with retention.
+pub(crate) async fn on_save(
+    conn: &mut AsyncPgConnection,
+    org_id: Uuid,
+    enabled: bool,
+) -> Result<(), StoreError> {
+    diesel::sql_query(
+        "INSERT INTO endpoint_health (org_id) SELECT $1 WHERE EXISTS (SELECT 1 FROM orgs WHERE id = $1) ON CONFLICT DO NOTHING",
+    )
+    .bind::<SqlUuid, _>(org_id)
+    .execute(&mut *conn)
+    .await?;
+    let now = read(conn, org_id, true).await?;
+    match qualifier_domain::health::on_save(&now, enabled, OffsetDateTime::now_utc()) {
+        Some(plan) => apply(conn, org_id, &plan, true).await,
+        None => Ok(()),
+    }
 }
 
 /// Every held delivery of the org goes back to the relay, oldest first (the relay orders due

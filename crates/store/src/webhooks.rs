@@ -117,10 +117,9 @@ impl Store {
                 .first(conn)
                 .await
                 .optional()?;
-            if enabled {
-                // Re-enabling makes the endpoint healthy (docs/delivery.md, "Endpoint health").
-                crate::health::reset(conn, org_id).await?;
-            }
+            // What saving does to a failing or disabled endpoint (docs/delivery.md, "Endpoint
+            // health"): the rule is `qualifier_domain::health::on_save`.
+            crate::health::on_save(conn, org_id, enabled).await?;
             if let Some(mut row) = existing {
                 diesel::update(webhooks::table.filter(webhooks::org_id.eq(org_id)))
                     .set((

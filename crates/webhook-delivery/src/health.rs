@@ -46,19 +46,34 @@ const SAMPLE: Duration = Duration::from_secs(5);
 
 impl HealthWork {
     pub async fn run(self: Arc<Self>, shutdown: CancellationToken) {
+        // Operator notices have a loop of their own: a slow or hanging operator service must
+        // not delay a probe (and so a recovery) by as much as one send.
+        let notices = self
+            .operator
+            .clone()
+            .map(|op| tokio::spawn(self.clone().notices(op, shutdown.clone())));
         let mut tick = tokio::time::interval(decide::probe_tick(&self.rules));
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut last_sample = tokio::time::Instant::now() - SAMPLE;
         loop {
-            tokio::select! { _ = tick.tick() => {}, _ = shutdown.cancelled() => return }
+            tokio::select! { _ = tick.tick() => {}, _ = shutdown.cancelled() => break }
             self.probe_due().await;
-            if let Some(op) = &self.operator {
-                self.send_ops_events(op).await;
-            }
             if last_sample.elapsed() >= SAMPLE {
                 last_sample = tokio::time::Instant::now();
                 self.sample().await;
             }
+        }
+        if let Some(n) = notices {
+            let _ = n.await;
+        }
+    }
+
+    async fn notices(self: Arc<Self>, op: Operator, shutdown: CancellationToken) {
+        let mut tick = tokio::time::interval(decide::probe_tick(&self.rules));
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! { _ = tick.tick() => {}, _ = shutdown.cancelled() => return }
+            self.send_ops_events(&op).await;
         }
     }
 
@@ -137,36 +152,46 @@ impl HealthWork {
         }
     }
 
-    /// Sends due operational events, signed with Standard Webhooks headers; a failure is tried
-    /// again when the delivery rules say ([`decide::after_notice`]).
+    /// Sends due operational events, signed with Standard Webhooks headers, all at once: each
+    /// is claimed for longer than a send can take ([`decide::notice_lease`]), so a slow answer
+    /// never lets another replica send it again. A failure is tried again when the delivery
+    /// rules say ([`decide::after_notice`]).
     async fn send_ops_events(&self, op: &Operator) {
-        let Ok(events) = self.store.claim_ops_events(30_000, 10).await else {
+        let lease = decide::notice_lease(op.timeout).as_millis() as i64;
+        let Ok(events) = self
+            .store
+            .claim_ops_events(lease, decide::NOTICES_PER_ROUND)
+            .await
+        else {
             return;
         };
-        for e in events {
-            let response = crate::sender::send_notice(op, &e).await;
-            let outcome = decide::after_notice(&response, e.attempts);
-            let label = if outcome.delivered {
-                "delivered"
-            } else {
-                "failed"
-            };
-            metrics::counter!(m::OPS_EVENTS, "result" => label).increment(1);
-            if let Some(err) = &outcome.error {
-                tracing::warn!(event_id = %e.id, event_type = %e.event_type, error = %err, "operator webhook failed; retrying later");
-            }
-            if let Err(err) = self
-                .store
-                .ops_event_attempted(
-                    e.id,
-                    outcome.delivered,
-                    outcome.error.as_deref(),
-                    outcome.retry_after,
-                )
-                .await
-            {
-                tracing::warn!(error = %qualifier_store::cause_chain(&err), "operator event outcome not recorded; it may be sent again");
-            }
+        let sends = events.into_iter().map(|e| self.send_notice(op, e));
+        futures_util::future::join_all(sends).await;
+    }
+
+    async fn send_notice(&self, op: &Operator, e: qualifier_store::health::OpsEvent) {
+        let response = crate::sender::send_notice(op, &e).await;
+        let outcome = decide::after_notice(&response, e.attempts);
+        let label = if outcome.delivered {
+            "delivered"
+        } else {
+            "failed"
+        };
+        metrics::counter!(m::OPS_EVENTS, "result" => label).increment(1);
+        if let Some(err) = &outcome.error {
+            tracing::warn!(event_id = %e.id, event_type = %e.event_type, error = %err, "operator webhook failed; retrying later");
+        }
+        if let Err(err) = self
+            .store
+            .ops_event_attempted(
+                e.id,
+                outcome.delivered,
+                outcome.error.as_deref(),
+                outcome.retry_after,
+            )
+            .await
+        {
+            tracing::warn!(error = %qualifier_store::cause_chain(&err), "operator event outcome not recorded; it may be sent again");
         }
     }
 

@@ -1,223 +1,40 @@
-//! Endpoint health: when an endpoint becomes failing, how it is probed, when it recovers or is
-//! disabled, and what each change does to the deliveries held meanwhile (docs/delivery.md,
-//! "Endpoint health"); and the retry schedule of operator notices.
+//! Endpoint health as the delivery side meets it (docs/delivery.md, "Endpoint health"): what an
+//! attempt's or a probe's answer says about the endpoint ([`observed`]), whether a due probe can
+//! be sent, how often probes are looked for, when a stray hold is released, and the retry
+//! schedule of operator notices.
 //!
-//! Each function returns the new health as data ([`HealthPlan`]); `qualifier_store`'s
-//! `change_health` applies it under the endpoint's row lock, so replicas share one truth.
+//! The state machine itself (failing, probes' waits, recovery, disabling, saving the webhook) is
+//! `qualifier_domain::health`, beside the state, because `lead-api` applies it too; its items are
+//! re-exported here. Each rule answers with a [`HealthPlan`], which `qualifier_store`'s
+//! `change_health` applies under the endpoint's row lock, so replicas share one truth.
 
 use std::time::Duration;
 
-use qualifier_domain::health::{
-    EndpointHealth, EndpointState, HealthChange, HealthPlan, HeldDeliveries,
+use qualifier_domain::health::{EndpointHealth, HealthPlan};
+pub use qualifier_domain::health::{
+    HealthRules, Observed, Source, health_after, on_save, plan_for, probe_skipped, touches_health,
 };
 use qualifier_store::webhooks::WebhookForDelivery;
 use time::OffsetDateTime;
 
 use super::{Reading, Response, Sent, read};
 
-/// The endpoint-health settings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct HealthRules {
-    /// `QUALIFIER_ENDPOINT_FAILING_AFTER`: failures in a row that make an endpoint failing...
-    pub failing_after: u32,
-    /// `QUALIFIER_ENDPOINT_FAILING_SPAN_MS`: ...the first and the last at least this far apart.
-    pub failing_span: Duration,
-    /// `QUALIFIER_ENDPOINT_PROBE_MIN_MS`: the first probe's wait; each failed probe doubles it...
-    pub probe_min: Duration,
-    /// `QUALIFIER_ENDPOINT_PROBE_MAX_MS`: ...up to this.
-    pub probe_max: Duration,
-    /// `QUALIFIER_ENDPOINT_DISABLE_AFTER_S`: failing this long disables the endpoint.
-    pub disable_after: Duration,
-}
-
-impl Default for HealthRules {
-    fn default() -> Self {
-        HealthRules {
-            failing_after: 3,
-            failing_span: Duration::from_millis(60_000),
-            probe_min: Duration::from_millis(5_000),
-            probe_max: Duration::from_millis(900_000),
-            disable_after: Duration::from_secs(432_000),
-        }
-    }
-}
-
-/// What one attempt (or probe) says about the endpoint.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Observed {
-    /// A 2xx.
-    Up,
-    /// A 429 or 503 with a `Retry-After` we honour: a back-off, not a failure.
-    Paused,
-    /// Anything else, in the delivery log's words; `gone` for a 410.
-    Down { error: String, gone: bool },
-}
-
 /// Reads an attempt's answer as health sees it.
 pub fn observed(sent: &Sent) -> Observed {
     match read(&sent.response) {
         Reading::Success { .. } => Observed::Up,
         Reading::Failure {
-            back_off: Some(_), ..
-        } => Observed::Paused,
+            back_off: Some(wait),
+            ..
+        } => Observed::Paused { wait },
         Reading::Failure { error, gone, .. } => Observed::Down { error, gone },
     }
 }
 
-/// Where an observation came from: a delivery's attempt, or a probe (a test event sent while
-/// the endpoint fails counts as one).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Source {
-    Attempt,
-    Probe,
-}
-
-/// Whether an attempt's observation can change the endpoint's health, seen from the health the
-/// attempt started with: a clean endpoint's success changes nothing (and writes nothing), nor
-/// does a back-off.
-pub fn touches_health(o: &Observed, state: EndpointState, consecutive_failures: u32) -> bool {
-    match o {
-        Observed::Paused => false,
-        Observed::Up => state != EndpointState::Healthy || consecutive_failures > 0,
-        Observed::Down { .. } => true,
-    }
-}
-
-/// The endpoint's health after an observation, and the change of state it makes, if any;
-/// `None` when nothing changes (nothing is written).
-/// - A success resets the failures; a failing endpoint becomes healthy (`Recovered`).
-/// - A back-off changes nothing. A disabled endpoint stays disabled until it is re-enabled.
-/// - A `410 Gone` disables at once.
-/// - A failure counts; the `failing_after`-th in a row, `failing_span` or more after the first,
-///   makes a healthy endpoint failing, its first probe `probe_min` away.
-/// - A failed probe doubles the wait before the next (up to `probe_max`); failing for
-///   `disable_after` disables.
-pub fn health_after(
-    h: &EndpointHealth,
-    o: &Observed,
-    source: Source,
-    now: OffsetDateTime,
-    rules: &HealthRules,
-) -> Option<(EndpointHealth, Option<HealthChange>)> {
-    if h.state == EndpointState::Disabled {
-        return None;
-    }
-    let mut n = h.clone();
-    match o {
-        Observed::Paused => None,
-        Observed::Up => {
-            if h.is_clean() {
-                return None;
-            }
-            n.consecutive_failures = 0;
-            n.streak_started_at = None;
-            n.last_success_at = Some(now);
-            if h.state == EndpointState::Healthy {
-                return Some((n, None));
-            }
-            n.state = EndpointState::Healthy;
-            n.failing_since = None;
-            n.next_probe_at = None;
-            n.probe_interval_ms = None;
-            Some((n, Some(HealthChange::Recovered)))
-        }
-        Observed::Down { error, gone } => {
-            n.consecutive_failures = h.consecutive_failures.saturating_add(1);
-            n.streak_started_at = Some(h.streak_started_at.unwrap_or(now));
-            n.last_failure_at = Some(now);
-            n.last_error = Some(error.clone());
-            if *gone {
-                return Some((
-                    disable(n, format!("endpoint answered 410 Gone at {}", fmt(now))),
-                    Some(HealthChange::Disabled),
-                ));
-            }
-            match (h.state, source) {
-                (EndpointState::Failing, Source::Probe) => {
-                    let since = h.failing_since.unwrap_or(now);
-                    if now - since >= rules.disable_after {
-                        let reason = format!(
-                            "failing since {} for longer than {} s",
-                            fmt(since),
-                            rules.disable_after.as_secs()
-                        );
-                        return Some((disable(n, reason), Some(HealthChange::Disabled)));
-                    }
-                    let last = h
-                        .probe_interval_ms
-                        .map_or(rules.probe_min, Duration::from_millis);
-                    let next = (last * 2).clamp(rules.probe_min, rules.probe_max);
-                    n.probe_interval_ms = Some(next.as_millis() as u64);
-                    n.next_probe_at = Some(now + next);
-                    Some((n, None))
-                }
-                // An attempt that started before the endpoint was found failing.
-                (EndpointState::Failing, Source::Attempt) => Some((n, None)),
-                _ => {
-                    let streak = now - n.streak_started_at.unwrap_or(now);
-                    if n.consecutive_failures >= rules.failing_after && streak >= rules.failing_span
-                    {
-                        n.state = EndpointState::Failing;
-                        n.failing_since = Some(now);
-                        n.probe_interval_ms = Some(rules.probe_min.as_millis() as u64);
-                        n.next_probe_at = Some(now + rules.probe_min);
-                        Some((n, Some(HealthChange::Failing)))
-                    } else {
-                        Some((n, None))
-                    }
-                }
-            }
-        }
-    }
-}
-
-fn fmt(t: OffsetDateTime) -> String {
-    qualifier_domain::timefmt::format(t)
-}
-
-fn disable(mut h: EndpointHealth, reason: String) -> EndpointHealth {
-    h.state = EndpointState::Disabled;
-    h.disabled_reason = Some(reason);
-    h.next_probe_at = None;
-    h.probe_interval_ms = None;
-    h
-}
-
-/// When the next probe of an endpoint that could not be probed is due (its webhook is gone or
-/// disabled by hand): the longest probe wait, so it is looked at again without spinning.
-pub fn probe_skipped(
-    h: &EndpointHealth,
-    now: OffsetDateTime,
-    rules: &HealthRules,
-) -> Option<(EndpointHealth, Option<HealthChange>)> {
-    if h.state != EndpointState::Failing {
-        return None;
-    }
-    let mut n = h.clone();
-    n.next_probe_at = Some(now + rules.probe_max);
-    Some((n, None))
-}
 /// How long a delivery may stay held while its endpoint is no longer failing before the
 /// safety net releases it (a recovery releases its held deliveries itself; this covers a hold
 /// that raced with the recovery and committed after it).
 pub const STRAY_HOLD_AFTER: Duration = Duration::from_secs(5);
-
-/// What a change of state does to the deliveries held while the endpoint failed, and to the
-/// webhook: a recovery releases them (oldest first); a disabling ends them `skipped` and turns
-/// the webhook off; becoming failing keeps them.
-pub fn plan_for(health: EndpointHealth, change: Option<HealthChange>) -> HealthPlan {
-    let (held, disable_webhook) = match change {
-        Some(HealthChange::Recovered) => (HeldDeliveries::Release, false),
-        Some(HealthChange::Disabled) => (HeldDeliveries::Skip, true),
-        Some(HealthChange::Failing) | None => (HeldDeliveries::Keep, false),
-    };
-    HealthPlan {
-        health,
-        change,
-        held,
-        disable_webhook,
-    }
-}
 
 /// One observation of an endpoint, to be applied to its health as it is under the row lock.
 #[derive(Debug, Clone)]
@@ -295,7 +112,7 @@ pub fn after_probe(sent: &Sent, now: OffsetDateTime, rules: &HealthRules) -> Pro
     let seen = observed(sent);
     let result = match &seen {
         Observed::Up => "up",
-        Observed::Paused => "paused",
+        Observed::Paused { .. } => "paused",
         Observed::Down { .. } => "down",
     };
     ProbePlan {
@@ -307,6 +124,16 @@ pub fn after_probe(sent: &Sent, now: OffsetDateTime, rules: &HealthRules) -> Pro
             rules: *rules,
         }),
     }
+}
+
+/// Operator notices claimed (and sent, at once) per round of one replica.
+pub const NOTICES_PER_ROUND: i64 = 10;
+
+/// How long a claimed operator notice is this replica's: longer than its send can take (the
+/// client's whole-request timeout), so a slow send is never taken for a lost one and sent again
+/// by another replica. After a crash another replica sends it once the lease has passed.
+pub fn notice_lease(send_timeout: Duration) -> Duration {
+    send_timeout + Duration::from_secs(5)
 }
 
 /// Attempts at one operator notice before it is given up (about two days at the hourly cap).
@@ -348,6 +175,8 @@ pub fn after_notice(response: &Response, attempts: i32) -> NoticeOutcome {
 mod tests {
     use super::super::fixtures::*;
     use super::*;
+    use qualifier_domain::health::{EndpointState, HealthChange, HeldDeliveries};
+    use time::OffsetDateTime;
 
     const RULES: HealthRules = HealthRules {
         failing_after: 3,
@@ -357,155 +186,25 @@ mod tests {
         disable_after: Duration::from_secs(432_000),
     };
 
-    fn down(e: &str) -> Observed {
-        Observed::Down {
-            error: e.into(),
-            gone: false,
-        }
-    }
-
     fn at(secs: i64) -> OffsetDateTime {
         OffsetDateTime::from_unix_timestamp(1_800_000_000 + secs).unwrap()
-    }
-
-    /// Applies observations in order; returns the health and every change of state.
-    fn run(
-        start: EndpointHealth,
-        steps: &[(i64, Observed, Source)],
-    ) -> (EndpointHealth, Vec<HealthChange>) {
-        let mut h = start;
-        let mut changes = vec![];
-        for (t, o, src) in steps {
-            if let Some((n, c)) = health_after(&h, o, *src, at(*t), &RULES) {
-                h = n;
-                changes.extend(c);
-            }
-        }
-        (h, changes)
-    }
-
-    #[test]
-    fn three_failures_spanning_a_minute_make_an_endpoint_failing() {
-        use Source::Attempt as A;
-        // Three quick failures are not an outage yet: the span is too short.
-        let (h, c) = run(
-            EndpointHealth::default(),
-            &[
-                (0, down("HTTP 500"), A),
-                (1, down("HTTP 500"), A),
-                (2, down("HTTP 500"), A),
-            ],
-        );
-        assert_eq!(
-            (h.state, h.consecutive_failures, c.len()),
-            (EndpointState::Healthy, 3, 0)
-        );
-        // The next one, a minute after the first, is.
-        let (h, c) = run(h, &[(60, down("timed out after 10000 ms"), A)]);
-        assert_eq!(c, [HealthChange::Failing]);
-        assert_eq!(h.state, EndpointState::Failing);
-        assert_eq!(h.failing_since, Some(at(60)));
-        assert_eq!(h.next_probe_at, Some(at(65)), "first probe after probe_min");
-        assert_eq!(h.last_error.as_deref(), Some("timed out after 10000 ms"));
-    }
-
-    #[test]
-    fn a_success_resets_the_count_and_a_back_off_is_not_a_failure() {
-        use Source::Attempt as A;
-        let (h, c) = run(
-            EndpointHealth::default(),
-            &[
-                (0, down("HTTP 500"), A),
-                (30, down("HTTP 500"), A),
-                (40, Observed::Up, A),
-                (61, down("HTTP 500"), A),
-                (70, Observed::Paused, A),
-                (200, down("HTTP 500"), A),
-            ],
-        );
-        assert_eq!(
-            (h.state, h.consecutive_failures),
-            (EndpointState::Healthy, 2)
-        );
-        assert!(c.is_empty());
-        assert_eq!(h.last_success_at, Some(at(40)));
-        assert!(
-            !touches_health(&Observed::Up, EndpointState::Healthy, 0),
-            "clean success writes nothing"
-        );
-        assert!(touches_health(&Observed::Up, EndpointState::Healthy, 2));
-        assert!(!touches_health(
-            &Observed::Paused,
-            EndpointState::Failing,
-            9
-        ));
-    }
-
-    #[test]
-    fn failed_probes_back_off_doubling_to_the_cap_and_a_good_probe_recovers() {
-        use Source::{Attempt as A, Probe as P};
-        let (h, _) = run(
-            EndpointHealth::default(),
-            &[(0, down("x"), A), (30, down("x"), A), (60, down("x"), A)],
-        );
-        let mut t = 65;
-        let mut waits = vec![];
-        let mut h = h;
-        for _ in 0..12 {
-            let (n, c) = run(h, &[(t, down("connection failed"), P)]);
-            assert!(c.is_empty());
-            let wait = (n.next_probe_at.unwrap() - at(t)).whole_seconds();
-            waits.push(wait);
-            t += wait;
-            h = n;
-        }
-        assert_eq!(&waits[..8], [10, 20, 40, 80, 160, 320, 640, 900]);
-        assert!(waits[8..].iter().all(|w| *w == 900), "capped at probe_max");
-        // An attempt that was in flight when it turned failing does not move the probes.
-        let (n, c) = run(h.clone(), &[(t, down("x"), A)]);
-        assert!(c.is_empty() && n.next_probe_at == h.next_probe_at);
-        let (h, c) = run(h, &[(t, Observed::Up, P)]);
-        assert_eq!(c, [HealthChange::Recovered]);
-        assert_eq!(h.state, EndpointState::Healthy);
-        assert_eq!(
-            (h.consecutive_failures, h.failing_since, h.next_probe_at),
-            (0, None, None)
-        );
-    }
-
-    #[test]
-    fn failing_past_the_disable_timer_or_a_410_disables() {
-        use Source::{Attempt as A, Probe as P};
-        let (h, _) = run(
-            EndpointHealth::default(),
-            &[(0, down("x"), A), (30, down("x"), A), (60, down("x"), A)],
-        );
-        let five_days = 432_000;
-        let (still, c) = run(h.clone(), &[(60 + five_days - 1, down("x"), P)]);
-        assert!(c.is_empty() && still.state == EndpointState::Failing);
-        let (off, c) = run(h, &[(60 + five_days, down("x"), P)]);
-        assert_eq!(c, [HealthChange::Disabled]);
-        assert_eq!(off.state, EndpointState::Disabled);
-        assert!(off.disabled_reason.unwrap().starts_with("failing since"));
-        // A 410 disables at once, healthy or not; a disabled endpoint then ignores everything.
-        let gone = Observed::Down {
-            error: "HTTP 410".into(),
-            gone: true,
-        };
-        let (off, c) = run(
-            EndpointHealth::default(),
-            &[(5, gone, A), (6, Observed::Up, P)],
-        );
-        assert_eq!(c, [HealthChange::Disabled]);
-        assert_eq!(off.state, EndpointState::Disabled);
-        assert!(off.disabled_reason.unwrap().contains("410 Gone"));
     }
 
     #[test]
     fn an_attempts_answer_is_read_as_health_sees_it() {
         assert_eq!(observed(&status(204)), Observed::Up);
-        assert_eq!(observed(&status_retry_after(429, "30")), Observed::Paused);
-        assert_eq!(observed(&status_retry_after(503, "5")), Observed::Paused);
+        assert_eq!(
+            observed(&status_retry_after(429, "30")),
+            Observed::Paused {
+                wait: Duration::from_secs(30)
+            }
+        );
+        assert_eq!(
+            observed(&status_retry_after(503, "5")),
+            Observed::Paused {
+                wait: Duration::from_secs(5)
+            }
+        );
         assert_eq!(
             observed(&status(503)),
             Observed::Down {
@@ -520,21 +219,6 @@ mod tests {
                 gone: true
             }
         );
-    }
-
-    #[test]
-    fn a_change_of_state_says_what_happens_to_held_deliveries() {
-        let h = EndpointHealth::default();
-        let p = plan_for(h.clone(), Some(HealthChange::Recovered));
-        assert_eq!(
-            (p.held, p.disable_webhook),
-            (HeldDeliveries::Release, false)
-        );
-        let p = plan_for(h.clone(), Some(HealthChange::Disabled));
-        assert_eq!((p.held, p.disable_webhook), (HeldDeliveries::Skip, true));
-        let p = plan_for(h.clone(), Some(HealthChange::Failing));
-        assert_eq!((p.held, p.disable_webhook), (HeldDeliveries::Keep, false));
-        assert_eq!(plan_for(h, None).held, HeldDeliveries::Keep);
     }
 
     #[test]

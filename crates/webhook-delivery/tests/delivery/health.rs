@@ -354,3 +354,245 @@ async fn two_replicas_probe_a_hanging_endpoint_one_at_a_time() {
     second.stop().await;
     s.stop_delivery().await;
 }
+
+/// A stack with the operator's receiver and these health settings.
+async fn stack_with_rules(op: &Receiver, rules: HealthRules) -> Stack {
+    let url = op.url.clone();
+    Stack::start_with(move |c| {
+        c.health = rules;
+        c.operator_webhook = Some((
+            url::Url::parse(&url).unwrap(),
+            OPERATOR_SECRET.as_bytes().to_vec(),
+        ));
+    })
+    .await
+}
+
+fn attempts_of(ds: &[Value]) -> i64 {
+    ds.iter().map(|d| d["attempts"].as_i64().unwrap()).sum()
+}
+
+async fn put_webhook(s: &Stack, org: &str, url: &str, enabled: bool) -> Value {
+    s.call(
+        Method::PUT,
+        &format!("/internal/v1/orgs/{org}/webhook"),
+        Some(json!({"url": url, "event_types": ["lead.created"], "enabled": enabled})),
+    )
+    .await
+}
+
+/// Saving the webhook while its endpoint fails (the console's `Save` sends `enabled: true`
+/// with the box still ticked) keeps it failing and its deliveries held: no attempt is spent
+/// and nothing goes dead. It does send a probe at once, and only a probe answered 2xx
+/// releases what waited. (A save used to make the endpoint healthy and release every held
+/// delivery into an endpoint still down.)
+#[tokio::test(flavor = "multi_thread")]
+async fn saving_the_webhook_while_its_endpoint_fails_spends_no_attempt() {
+    let op = Receiver::start().await;
+    // Probes far apart, so the one the save sends is told from the schedule's.
+    let s = stack_with_rules(
+        &op,
+        HealthRules {
+            probe_min: Duration::from_secs(8),
+            probe_max: Duration::from_secs(8),
+            ..rules(Duration::from_secs(3600))
+        },
+    )
+    .await;
+    s.receiver.set_behaviour(Behaviour::Status(500));
+    for i in 0..4 {
+        s.inbound(&format!("+3165000{i:04}")).await;
+    }
+    wait_state(&s, &s.org, "failing", Duration::from_secs(15)).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let before = deliveries_of(&s, &s.org).await;
+    let probed = probes(&s.receiver);
+
+    let saved = put_webhook(&s, &s.org, &s.receiver.url, true).await;
+    assert_eq!(saved["webhook"]["health"]["state"], "failing", "{saved}");
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while probes(&s.receiver) == probed {
+        assert!(Instant::now() < deadline, "the save sent no probe");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let after = deliveries_of(&s, &s.org).await;
+    assert_eq!(
+        attempts_of(&after),
+        attempts_of(&before),
+        "no attempt spent"
+    );
+    assert!(
+        after
+            .iter()
+            .all(|d| d["status"] == "pending" || d["status"] == "failed"),
+        "nothing dead: {after:?}"
+    );
+    assert_eq!(health(&s, &s.org).await["state"], "failing");
+
+    // The endpoint is back: a save probes at once and the answer releases everything.
+    s.receiver.set_behaviour(Behaviour::Ok);
+    put_webhook(&s, &s.org, &s.receiver.url, true).await;
+    let deadline = Instant::now() + Duration::from_secs(6);
+    loop {
+        let ds = deliveries_of(&s, &s.org).await;
+        if ds.iter().all(|d| d["status"] == "succeeded") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "not delivered: {ds:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A probe answered `429` with `Retry-After: 2` waits two seconds before the next one; the
+/// endpoint stays failing and the disable timer runs on, so an endpoint that answers nothing
+/// else is disabled when it runs out, and what waited ends skipped. (Such answers used to be
+/// written nowhere: the endpoint was re-probed at the lease's pace and stayed failing for ever.)
+#[tokio::test(flavor = "multi_thread")]
+async fn probes_answered_with_retry_after_are_spaced_by_it_and_the_disable_timer_still_runs() {
+    let op = Receiver::start().await;
+    let s = stack_with_rules(
+        &op,
+        HealthRules {
+            probe_min: Duration::from_millis(200),
+            probe_max: Duration::from_secs(5),
+            ..rules(Duration::from_secs(7))
+        },
+    )
+    .await;
+    s.receiver.set_behaviour(Behaviour::Status(500));
+    for i in 0..3 {
+        s.inbound(&format!("+3166000{i:04}")).await;
+    }
+    let failing = wait_state(&s, &s.org, "failing", Duration::from_secs(15)).await;
+    s.receiver.set_behaviour(Behaviour::RetryAfter(429, 2));
+    let switched = Instant::now();
+    let h = wait_state(&s, &s.org, "disabled", Duration::from_secs(20)).await;
+    assert!(
+        h["disabled_reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("failing since"),
+        "{h}"
+    );
+    let probe_times: Vec<Instant> = s
+        .receiver
+        .received()
+        .iter()
+        .filter(|g| g.header("x-qualifier-probe") == "true" && g.at > switched)
+        .map(|g| g.at)
+        .collect();
+    assert!(
+        probe_times.len() >= 2,
+        "probes answered 429: {probe_times:?}"
+    );
+    for w in probe_times.windows(2) {
+        let gap = w[1] - w[0];
+        assert!(
+            gap >= Duration::from_millis(1900),
+            "probes {gap:?} apart, under the 2 s asked for"
+        );
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let ds = deliveries_of(&s, &s.org).await;
+        if ds.iter().all(|d| d["status"] == "skipped") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "not all skipped: {ds:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    println!(
+        "failing since {}, disabled: {}",
+        failing["failing_since"], h["disabled_reason"]
+    );
+}
+
+/// Disabling a failing endpoint by hand (`enabled: false`) disables it: its held deliveries
+/// end skipped and the operator hears `endpoint.disabled`. (It used to stay `failing` for ever,
+/// its deliveries held.)
+#[tokio::test(flavor = "multi_thread")]
+async fn disabling_a_failing_endpoint_skips_what_waited_and_tells_the_operator() {
+    let op = Receiver::start().await;
+    let s = stack(&op, Duration::from_secs(3600)).await;
+    s.receiver.set_behaviour(Behaviour::Status(500));
+    for i in 0..3 {
+        s.inbound(&format!("+3167000{i:04}")).await;
+    }
+    wait_state(&s, &s.org, "failing", Duration::from_secs(15)).await;
+    let r = put_webhook(&s, &s.org, &s.receiver.url, false).await;
+    assert_eq!(r["webhook"]["health"]["state"], "disabled", "{r}");
+    assert_eq!(r["webhook"]["enabled"], false);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let ds = deliveries_of(&s, &s.org).await;
+        if ds.iter().all(|d| d["status"] == "skipped") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "not all skipped: {ds:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while operator_events(&op).len() < 2 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        operator_events(&op),
+        ["endpoint.failing", "endpoint.disabled"]
+    );
+}
+
+/// An operator service that answers slowly (just inside the timeout) delays no recovery and
+/// gets each operational event once. Three orgs' endpoints fail together, so three events are
+/// due at once: sent one after another by the probing loop, they held its next probe for
+/// about three slow answers.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_slow_operator_service_neither_delays_recovery_nor_gets_an_event_twice() {
+    let op = Receiver::start().await;
+    op.set_behaviour(Behaviour::Hang(Duration::from_millis(1300)));
+    let s = stack(&op, Duration::from_secs(3600)).await;
+    let others = [SecondOrg::add(&s).await, SecondOrg::add(&s).await];
+    s.receiver.set_behaviour(Behaviour::Status(500));
+    for o in &others {
+        o.receiver.set_behaviour(Behaviour::Status(500));
+    }
+    for i in 0..3 {
+        s.inbound(&format!("+3168000{i:04}")).await;
+        for (j, o) in others.iter().enumerate() {
+            o.inbound(&s, &format!("+316900{j}{i:04}")).await;
+        }
+    }
+    wait_state(&s, &s.org, "failing", Duration::from_secs(15)).await;
+    for o in &others {
+        wait_state(&s, &o.org, "failing", Duration::from_secs(15)).await;
+    }
+    // The failing events are being sent to the slow service now; the endpoints come back.
+    s.receiver.set_behaviour(Behaviour::Ok);
+    for o in &others {
+        o.receiver.set_behaviour(Behaviour::Ok);
+    }
+    let back = Instant::now();
+    wait_state(&s, &s.org, "healthy", Duration::from_secs(15)).await;
+    for o in &others {
+        wait_state(&s, &o.org, "healthy", Duration::from_secs(15)).await;
+    }
+    let took = back.elapsed();
+    println!("three endpoints recovered {took:?} after coming back, beside a slow operator");
+    assert!(
+        took < Duration::from_millis(2500),
+        "recovery waited for the operator service: {took:?}"
+    );
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while operator_events(&op).len() < 6 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let ids: Vec<String> = op
+        .received()
+        .iter()
+        .map(|g| g.header("webhook-id").to_owned())
+        .collect();
+    let unique: HashSet<&String> = ids.iter().collect();
+    assert_eq!(ids.len(), 6, "three failing and three recovered: {ids:?}");
+    assert_eq!(unique.len(), ids.len(), "each event once: {ids:?}");
+}
