@@ -441,6 +441,26 @@ impl Brokers {
     /// One connection to every node at start. A TLS failure (a certificate not trusted, a name
     /// that does not match) will not heal by waiting, so it is the service's start error, one
     /// line naming `AMQP_URL`; a node that is down is only logged (the service waits for it).
+    /// What a start-up log should warn about in this list: some nodes in plaintext beside
+    /// others in TLS (a list that mixes them is almost always a typo), or every node in
+    /// plaintext (fine on a private network, not across one). `None` when all use TLS.
+    pub fn transport_warning(&self) -> Option<&'static str> {
+        let plain = self
+            .places
+            .iter()
+            .filter(|p| p.starts_with("amqp://"))
+            .count();
+        match plain {
+            0 => None,
+            n if n == self.places.len() => Some(
+                "AMQP_URL uses amqp:// (no TLS): events cross the network in plaintext; use amqps:// outside a private network",
+            ),
+            _ => Some(
+                "AMQP_URL mixes amqp:// and amqps:// nodes: the plaintext ones send events unencrypted; give every node amqps://",
+            ),
+        }
+    }
+
     pub async fn check_at_start(&self, name: &str) -> Result<(), BrokerTlsError> {
         for i in 0..self.urls.len() {
             let tried = tokio::time::timeout(

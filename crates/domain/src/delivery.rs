@@ -113,6 +113,44 @@ pub const RESPONSE_EXCERPT_BYTES: usize = 4096;
 /// removed, so a stored answer can hold no NUL (which PostgreSQL's jsonb refuses), no terminal
 /// escape sequence and no carriage return that rewrites a log line. `None` when nothing is
 /// left. HTML in it is left as it is: every page escapes it when it shows it.
+/// Signature headers as an attempt's record shows them: the first 8 characters of the value
+/// after its scheme, then `…`. A body and its whole signature would be a pair anyone who sees
+/// them could replay to the receiver; the start is enough to tell two signatures apart.
+const SIGNATURE_HEADERS: [&str; 2] = ["x-qualifier-signature", "webhook-signature"];
+
+impl AttemptEntry {
+    /// The entry as the console and the internal API show it: signatures shortened.
+    pub fn for_display(mut self) -> AttemptEntry {
+        for (name, value) in &mut self.request_headers {
+            if SIGNATURE_HEADERS.contains(&name.to_ascii_lowercase().as_str()) {
+                *value = shorten_signature(value);
+            }
+        }
+        self
+    }
+}
+
+/// `sha256=1a2b3c4d…` for `sha256=<hex>`; `v1,1a2b3c4d… v1,5e6f7a8b…` for Standard Webhooks'
+/// space-separated list.
+fn shorten_signature(value: &str) -> String {
+    value
+        .split(' ')
+        .map(|sig| {
+            let (scheme, rest) = match sig.split_once(['=', ',']) {
+                Some((s, r)) => (&sig[..s.len() + 1], r),
+                None => ("", sig),
+            };
+            let kept: String = rest.chars().take(8).collect();
+            if kept.len() < rest.len() {
+                format!("{scheme}{kept}…")
+            } else {
+                format!("{scheme}{kept}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 pub fn response_excerpt(body: &[u8]) -> Option<String> {
     let head = &body[..body.len().min(RESPONSE_EXCERPT_BYTES)];
     let text: String = String::from_utf8_lossy(head)
@@ -144,6 +182,32 @@ pub fn cycles(log: &[AttemptEntry]) -> Vec<(u32, u32)> {
 mod tests {
     use super::*;
     use strum::VariantArray;
+
+    #[test]
+    fn signatures_are_shown_shortened_and_nothing_else_changes() {
+        let hex = "a".repeat(64);
+        let b64 = "Zm9vYmFyYmF6cXV4cXV1eGZvb2Jhcg==";
+        let entry = AttemptEntry {
+            attempt: 1,
+            started_at: time::OffsetDateTime::UNIX_EPOCH,
+            duration_ms: 3,
+            status_code: Some(200),
+            error: None,
+            error_kind: None,
+            response_body: None,
+            request_headers: vec![
+                ("X-Qualifier-Signature".into(), format!("sha256={hex}")),
+                ("webhook-signature".into(), format!("v1,{b64} v1,{b64}")),
+                ("webhook-id".into(), "msg_1".into()),
+            ],
+        }
+        .for_display();
+        let h = &entry.request_headers;
+        assert_eq!(h[0].1, "sha256=aaaaaaaa…");
+        assert_eq!(h[1].1, "v1,Zm9vYmFy… v1,Zm9vYmFy…");
+        assert_eq!(h[2].1, "msg_1");
+        assert!(!h[0].1.contains(&hex) && !h[1].1.contains(b64));
+    }
 
     #[test]
     fn an_excerpt_is_bounded_and_holds_no_control_characters() {

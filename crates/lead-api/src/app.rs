@@ -228,14 +228,40 @@ impl RunningApi {
 }
 
 /// Connects to the database, binds both listeners (port 0 picks a free port) and starts serving.
+/// Transport settings that work but should not go unnoticed: one line each at start.
+fn warn_about_transport(cfg: &ApiConfig) {
+    if let Some(w) = cfg.brokers.transport_warning() {
+        tracing::warn!("{w}");
+    }
+    if matches!(
+        cfg.database.ssl_mode(),
+        qualifier_store::SslMode::Disable
+            | qualifier_store::SslMode::Prefer
+            | qualifier_store::SslMode::Require
+    ) {
+        tracing::warn!(sslmode = ?cfg.database.ssl_mode(), "DATABASE_URL does not check the server's certificate; production wants sslmode=verify-full with sslrootcert");
+    }
+}
+
 /// The store, over its two pools: the main one, and a small one whose commits do not wait for
 /// the WAL flush, for the rate limiter's buckets.
 fn open_store(cfg: &ApiConfig) -> anyhow::Result<Store> {
-    let pool = qualifier_store::connect(&cfg.database, cfg.db_pool_size)
-        .context("building the database pool")?;
+    // Every statement under the timeout: no request waits on a slow database longer than it.
+    let pool = qualifier_store::connect_with_timeout(
+        &cfg.database,
+        cfg.db_pool_size,
+        cfg.statement_timeout,
+        false,
+    )
+    .context("building the database pool")?;
     // Admission is one short statement per request: half the pool's size is plenty.
-    let limiter = qualifier_store::connect_relaxed(&cfg.database, (cfg.db_pool_size / 2).max(2))
-        .context("building the rate-limit pool")?;
+    let limiter = qualifier_store::connect_with_timeout(
+        &cfg.database,
+        (cfg.db_pool_size / 2).max(2),
+        cfg.statement_timeout,
+        true,
+    )
+    .context("building the rate-limit pool")?;
     Ok(Store::new(pool, cfg.secret_key.clone())
         .with_app_base_url(cfg.app_base_url.clone())
         .with_limiter_pool(limiter))
@@ -325,6 +351,7 @@ pub async fn start(cfg: ApiConfig) -> anyhow::Result<RunningApi> {
     // with one line; a server that is down is waited for.
     cfg.database.check_at_start().await?;
     cfg.brokers.check_at_start("lead-api start check").await?;
+    warn_about_transport(&cfg);
     let store = open_store(&cfg)?;
     let shutdown = tokio_util::sync::CancellationToken::new();
     let bg = spawn_background(&cfg, &store, &shutdown);

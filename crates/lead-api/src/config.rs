@@ -18,6 +18,7 @@ const RATE_LIMIT: &str = "120";
 const DB_POOL_SIZE: usize = 16;
 const EVENT_RETENTION_DAYS: &str = "30";
 const MAX_PAGE_BYTES: &str = "1048576";
+const STATEMENT_TIMEOUT_MS: &str = "5000";
 
 /// lead-api: Qualifier's public and internal HTTP API, and the outbox relay.
 ///
@@ -63,6 +64,10 @@ pub struct ApiArgs {
     /// The most JSON one page of a list holds, in bytes (a page ends early at a whole item)
     #[arg(long, env = "QUALIFIER_MAX_PAGE_BYTES", default_value = MAX_PAGE_BYTES, hide_env_values = true)]
     pub max_page_bytes: String,
+    /// The longest one database statement may run for lead-api, in ms: past it the request
+    /// answers 503 with Retry-After
+    #[arg(long, env = "QUALIFIER_STATEMENT_TIMEOUT_MS", default_value = STATEMENT_TIMEOUT_MS, hide_env_values = true)]
+    pub statement_timeout_ms: String,
     /// Where console sign-in links point [default: the public listener's address]
     #[arg(long, env = "QUALIFIER_CONSOLE_BASE_URL", hide_env_values = true)]
     pub console_base_url: Option<String>,
@@ -111,6 +116,9 @@ pub struct ApiConfig {
     pub console_base_url: Option<String>,
     /// `QUALIFIER_MAX_PAGE_BYTES`: the byte budget of one list page (docs/api.md, "Lists and the feed").
     pub max_page_bytes: usize,
+    /// `QUALIFIER_STATEMENT_TIMEOUT_MS`: every statement of lead-api's pools is cancelled past
+    /// it (docs/reliability.md, "Strangers, quotas and pages").
+    pub statement_timeout: std::time::Duration,
     /// `QUALIFIER_CONSOLE_FRAME_ANCESTORS`: the origins that may frame the console (empty:
     /// none may).
     pub console_frame_ancestors: Vec<String>,
@@ -171,6 +179,10 @@ impl ApiConfig {
                 "QUALIFIER_MAX_PAGE_BYTES",
                 value(&a.max_page_bytes, MAX_PAGE_BYTES),
             )? as usize,
+            statement_timeout: std::time::Duration::from_millis(positive(
+                "QUALIFIER_STATEMENT_TIMEOUT_MS",
+                value(&a.statement_timeout_ms, STATEMENT_TIMEOUT_MS),
+            )?),
             console_base_url: optional(&a.console_base_url)
                 .map(console_base_url)
                 .transpose()?,

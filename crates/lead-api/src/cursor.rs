@@ -145,6 +145,16 @@ impl Cursors {
         }
     }
 
+    /// Whether `raw` is in the unsealed form issued before cursors were sealed (whether or not
+    /// it parses).
+    pub fn is_legacy(&self, raw: &str) -> bool {
+        URL_SAFE_NO_PAD
+            .decode(raw)
+            .ok()
+            .and_then(|b| b.first().copied())
+            .is_some_and(|first| first != SEALED)
+    }
+
     pub fn feed(&self, org: Uuid, pos: i64) -> String {
         self.seal(org, &format!("f1:{pos:020}"))
     }

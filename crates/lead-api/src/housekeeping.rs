@@ -28,14 +28,17 @@ pub enum Job {
     /// Finished events older than `QUALIFIER_EVENT_RETENTION_DAYS`, with their delivery records;
     /// pending ones are never removed.
     ExpireEvents,
+    /// Operational events older than the same retention, delivered to the operator or not.
+    ExpireOpsEvents,
 }
 
 impl Job {
-    pub const ALL: [Job; 4] = [
+    pub const ALL: [Job; 5] = [
         Job::DropRetiredSecrets,
         Job::PurgeConsoleSessions,
         Job::PurgeIdempotencyKeys,
         Job::ExpireEvents,
+        Job::ExpireOpsEvents,
     ];
 
     pub fn name(self) -> &'static str {
@@ -44,6 +47,7 @@ impl Job {
             Job::PurgeConsoleSessions => "purge_console_sessions",
             Job::PurgeIdempotencyKeys => "purge_idempotency_keys",
             Job::ExpireEvents => "expire_events",
+            Job::ExpireOpsEvents => "expire_ops_events",
         }
     }
 
@@ -58,6 +62,7 @@ impl Job {
             Job::DropRetiredSecrets => store.drop_expired_previous_secrets().await,
             Job::PurgeConsoleSessions => store.purge_console(BATCH).await,
             Job::PurgeIdempotencyKeys => store.idempotency_purge(BATCH).await,
+            Job::ExpireOpsEvents => store.expire_ops_events(retention, BATCH).await,
             Job::ExpireEvents => {
                 let mut removed = 0;
                 loop {

@@ -282,6 +282,14 @@ async fn list_deliveries(
     let q = DeliveryQuery::parse(req.query_string())?;
     let org_id = path_id(&path, ORG_NOT_FOUND)?;
     let before = q.before(&st.cursors, org_id)?;
+    if let Some(b) = before {
+        st.check_legacy_cursor(
+            q.cursor.as_deref(),
+            crate::state::LegacyCursor::Deliveries(b),
+            crate::inputs::NOT_OURS,
+        )
+        .await?;
+    }
     let (rows, next) = st
         .store
         .list_deliveries_at(org_id, &q.filter, before, q.limit)

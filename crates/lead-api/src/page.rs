@@ -14,6 +14,12 @@ pub const DEFAULT_MAX_PAGE_BYTES: usize = 1 << 20;
 /// under 100 characters).
 const FRAME_BYTES: usize = 160;
 
+/// The bytes of items (with their separators) a page of `budget` holds: what a query that
+/// applies the budget while reading is given.
+pub fn item_budget(budget: usize) -> usize {
+    budget.saturating_sub(FRAME_BYTES)
+}
+
 /// How many of `items` (each one's JSON) fit in `budget` bytes: at least one, when there is one.
 pub fn fitting(items: &[Vec<u8>], budget: usize) -> usize {
     let mut used = FRAME_BYTES;

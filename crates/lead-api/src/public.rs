@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use crate::error::{ApiError, method_not_allowed};
 use crate::idempotency::{self, Begin};
 use crate::inputs::{FeedQuery, LeadListQuery, parse_new_lead, parse_public_patch};
-use crate::state::{AppState, OrgAuth, path_id};
+use crate::state::{AppState, LegacyCursor, OrgAuth, path_id};
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.service(
@@ -47,9 +47,23 @@ async fn events_feed(
     st: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let q = FeedQuery::parse(req.query_string(), &st.cursors, auth.org_id)?;
+    if let Some(after) = q.after {
+        st.check_legacy_cursor(
+            q.after_raw.as_deref(),
+            LegacyCursor::Feed(after),
+            "Invalid cursor",
+        )
+        .await?;
+    }
     let page = st
         .store
-        .events_feed(auth.org_id, q.after, q.event_type, q.limit)
+        .events_feed(
+            auth.org_id,
+            q.after,
+            q.event_type,
+            q.limit,
+            crate::page::item_budget(st.max_page_bytes),
+        )
         .await
         .map_err(|e| match e {
             FeedError::Expired => ApiError::Gone("Cursor expired"),

@@ -44,6 +44,46 @@ pub struct AppState {
     pub ready: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
+/// Which position an unsealed cursor names.
+#[derive(Debug, Clone, Copy)]
+pub enum LegacyCursor {
+    /// A feed position (`after`).
+    Feed(i64),
+    /// An outbox sequence to continue below (the deliveries list's `cursor`).
+    Deliveries(i64),
+}
+
+impl AppState {
+    /// An unsealed cursor (the form issued before cursors were sealed) is accepted only for a
+    /// position that existed then: one made up today would read the feed counter or outbox
+    /// sequence every org shares (docs/api.md, "Lists and the feed"). `raw` is the cursor as
+    /// sent; sealed ones pass without a query.
+    pub async fn check_legacy_cursor(
+        &self,
+        raw: Option<&str>,
+        at: LegacyCursor,
+        refused: &'static str,
+    ) -> Result<(), ApiError> {
+        let Some(raw) = raw.filter(|r| self.cursors.is_legacy(r)) else {
+            return Ok(());
+        };
+        let (pos_limit, seq_limit) = self.store.legacy_cursor_limits().await?;
+        let existed = match at {
+            LegacyCursor::Feed(p) => p <= pos_limit,
+            LegacyCursor::Deliveries(s) => s <= seq_limit.saturating_add(1),
+        };
+        if existed {
+            Ok(())
+        } else {
+            tracing::debug!(
+                cursor_len = raw.len(),
+                "unsealed cursor past the horizon refused"
+            );
+            Err(ApiError::Unprocessable(refused.into()))
+        }
+    }
+}
+
 /// How many admission (or lead-read) round trips may be in flight at once: one answering while
 /// the next gathers, as in the delivery worker.
 const ADMIT_FLUSHERS: usize = 2;

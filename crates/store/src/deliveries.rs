@@ -56,6 +56,38 @@ pub struct DeliveryDetail {
     pub attempt_log: Vec<AttemptEntry>,
 }
 
+/// A delivery as the lists show it: what [`DeliveryRow`] holds but its attempt log, which a
+/// list never shows and so never reads.
+#[derive(Debug, Clone, Queryable, Selectable)]
+#[diesel(table_name = outbox)]
+struct SummaryRow {
+    delivery_id: Uuid,
+    event_id: Uuid,
+    event_type: EventType,
+    status: DeliveryStatus,
+    attempts: i32,
+    last_status_code: Option<i32>,
+    last_error: Option<String>,
+    created_at: OffsetDateTime,
+    updated_at: OffsetDateTime,
+}
+
+impl SummaryRow {
+    fn summary(&self) -> Delivery {
+        Delivery {
+            id: self.delivery_id,
+            event_id: self.event_id,
+            event_type: self.event_type,
+            status: self.status,
+            attempts: self.attempts,
+            last_status_code: self.last_status_code,
+            last_error: self.last_error.clone(),
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+        }
+    }
+}
+
 impl DeliveryRow {
     fn summary(&self) -> Delivery {
         Delivery {
@@ -190,6 +222,7 @@ impl Store {
         crate::prepared::prepared::<Array<diesel::sql_types::Uuid>, _>(
             "WITH p(ids, statuses, codes, errs, entries) AS (VALUES (",
             ")) UPDATE outbox o SET status = v.status, attempts = o.attempts + 1,
+                    failed_attempts = o.failed_attempts + (v.err IS NOT NULL)::int,
                     last_status_code = v.code, last_error = v.err,
                     attempt_log = o.attempt_log || jsonb_build_array(v.entry),
                     updated_at = clock_timestamp()
@@ -252,10 +285,10 @@ impl Store {
         if let Some(b) = before_seq {
             q = q.filter(outbox::seq.lt(b));
         }
-        let mut rows: Vec<(i64, DeliveryRow)> = q
+        let mut rows: Vec<(i64, SummaryRow)> = q
             .order(outbox::seq.desc())
             .limit(limit + 1)
-            .select((outbox::seq, DeliveryRow::as_select()))
+            .select((outbox::seq, SummaryRow::as_select()))
             .load(&mut conn)
             .await?;
         let more = rows.len() as i64 > limit;
@@ -273,7 +306,7 @@ impl Store {
         limit: i64,
     ) -> Result<Vec<Delivery>, StoreError> {
         let mut conn = self.conn().await?;
-        let rows: Vec<DeliveryRow> = outbox::table
+        let rows: Vec<SummaryRow> = outbox::table
             .filter(outbox::org_id.eq(org_id))
             .filter(
                 outbox::delivery_id
@@ -284,10 +317,10 @@ impl Store {
             )
             .order(outbox::seq.desc())
             .limit(limit)
-            .select(DeliveryRow::as_select())
+            .select(SummaryRow::as_select())
             .load(&mut conn)
             .await?;
-        Ok(rows.iter().map(DeliveryRow::summary).collect())
+        Ok(rows.iter().map(SummaryRow::summary).collect())
     }
 
     pub async fn get_delivery(
@@ -313,7 +346,8 @@ impl Store {
                 .as_array()
                 .into_iter()
                 .flatten()
-                .filter_map(|e| serde_json::from_value(e.clone()).ok())
+                .filter_map(|e| serde_json::from_value::<AttemptEntry>(e.clone()).ok())
+                .map(AttemptEntry::for_display)
                 .collect(),
         })
     }
@@ -378,16 +412,22 @@ impl Store {
         let f = f.clone();
         conn.transaction::<usize, StoreError, _>(async move |conn| {
             // Unlike the list, a replay with no status matches nothing rather than everything.
-            let q = f
+            if f.statuses.is_empty() {
+                return Ok(0);
+            }
+            // A dry run is counted where the rows are, reading none of them out.
+            if dry_run {
+                let n: i64 = f.matching(org_id).count().get_result(conn).await?;
+                return Ok(n as usize);
+            }
+            let seqs: Vec<i64> = f
                 .matching(org_id)
-                .filter(outbox::status.eq_any(f.statuses.clone()));
-            let seqs: Vec<i64> = q
                 .order(outbox::seq.asc())
                 .select(outbox::seq)
                 .load(conn)
                 .await?;
-            if dry_run || seqs.is_empty() {
-                return Ok(seqs.len());
+            if seqs.is_empty() {
+                return Ok(0);
             }
             schedule_replays(conn, org_id, &seqs, &f.statuses, rate_per_second).await
         })

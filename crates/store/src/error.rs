@@ -72,6 +72,15 @@ impl From<diesel::result::Error> for StoreError {
                 _,
             )
             | Error::BrokenTransactionManager => StoreError::Unavailable(Box::new(e)),
+            // `statement_timeout` (lead-api's pools): the database is too slow to answer now;
+            // the request may be tried again, as for an unreachable one.
+            Error::DatabaseError(_, ref info)
+                if info
+                    .message()
+                    .contains("canceling statement due to statement timeout") =>
+            {
+                StoreError::Unavailable(Box::new(e))
+            }
             other => StoreError::Db(other),
         }
     }

@@ -404,12 +404,8 @@ pub(crate) async fn on_save(
     org_id: Uuid,
     enabled: bool,
 ) -> Result<(), StoreError> {
-    diesel::sql_query(
-        "INSERT INTO endpoint_health (org_id) SELECT $1 WHERE EXISTS (SELECT 1 FROM orgs WHERE id = $1) ON CONFLICT DO NOTHING",
-    )
-    .bind::<SqlUuid, _>(org_id)
-    .execute(&mut *conn)
-    .await?;
+    // No row is a healthy endpoint with nothing to forget, which no save changes: only an
+    // existing row is locked and planned for.
     let now = read(conn, org_id, true).await?;
     match qualifier_domain::health::on_save(&now, enabled, OffsetDateTime::now_utc()) {
         Some(plan) => apply(conn, org_id, &plan, true).await,

@@ -24,7 +24,7 @@ pub use error::{BoxError, StoreError, cause_chain};
 pub use pgconn::{Database, SslMode, StartError, UrlError};
 pub use pool::{
     DbPool, MigrationError, PoolError, connect, connect_generic_plans, connect_relaxed,
-    run_migrations,
+    connect_with_timeout, run_migrations,
 };
 pub use secrets::SecretKey;
 

@@ -192,12 +192,15 @@ pub enum FeedError {
 impl Store {
     /// The org's events after position `after` (from the oldest kept when `None`), in feed
     /// order (the `outbox_feed` index, or `outbox_feed_type` with a type), at most `limit`.
+    /// `budget`: the most payload bytes (plus one separator each) the page may hold; the rows
+    /// past it are not read out at all (the first is always sent, so a walk moves on).
     pub async fn events_feed(
         &self,
         org_id: Uuid,
         after: Option<i64>,
         event_type: Option<EventType>,
         limit: i64,
+        budget: usize,
     ) -> Result<FeedPage, FeedError> {
         let mut conn = self.conn().await?;
         let (expired_through,): (i64,) = feed_head::table
@@ -211,24 +214,42 @@ impl Store {
             return Err(FeedError::Expired);
         }
         let after = after.unwrap_or(0);
-        let mut q = outbox::table
-            .filter(outbox::org_id.eq(org_id))
-            .filter(outbox::feed_pos.gt(after))
-            .into_boxed();
-        if let Some(t) = event_type {
-            q = q.filter(outbox::event_type.eq(t));
-        }
-        let rows: Vec<(Option<i64>, Vec<u8>)> = q
-            .order(outbox::feed_pos.asc())
-            .limit(limit)
-            .select((outbox::feed_pos, outbox::payload))
-            .load(&mut conn)
-            .await
-            .map_err(StoreError::from)?;
-        let last = rows.last().and_then(|r| r.0).unwrap_or(after);
+        // The page's rows through the index (`outbox_feed`, or `outbox_feed_type` with a type),
+        // then only those within the byte budget read out: a payload's size comes from its
+        // stored length, so the ones past the budget are never fetched whole.
+        let page = match event_type {
+            None => {
+                "SELECT feed_pos, payload FROM outbox
+                     WHERE org_id = $1 AND feed_pos > $2
+                     ORDER BY feed_pos LIMIT $3"
+            }
+            Some(_) => {
+                "SELECT feed_pos, payload FROM outbox
+                        WHERE org_id = $1 AND feed_pos > $2 AND event_type = $5
+                        ORDER BY feed_pos LIMIT $3"
+            }
+        };
+        let rows: Vec<FeedRow> = diesel::sql_query(format!(
+            "SELECT feed_pos, payload FROM (
+                 SELECT feed_pos, payload,
+                        sum(octet_length(payload) + 1) OVER (ORDER BY feed_pos) AS upto,
+                        row_number() OVER (ORDER BY feed_pos) AS n
+                 FROM ({page}) p) w
+             WHERE n = 1 OR upto <= $4
+             ORDER BY feed_pos"
+        ))
+        .bind::<diesel::sql_types::Uuid, _>(org_id)
+        .bind::<Int8, _>(after)
+        .bind::<Int8, _>(limit)
+        .bind::<Int8, _>(i64::try_from(budget).unwrap_or(i64::MAX))
+        .bind::<diesel::sql_types::Text, _>(event_type.map_or("", |t| t.as_str()))
+        .load(&mut conn)
+        .await
+        .map_err(StoreError::from)?;
+        let last = rows.last().map_or(after, |r| r.feed_pos);
         Ok(FeedPage {
-            positions: rows.iter().map(|r| r.0.unwrap_or(after)).collect(),
-            payloads: rows.into_iter().map(|r| r.1).collect(),
+            positions: rows.iter().map(|r| r.feed_pos).collect(),
+            payloads: rows.into_iter().map(|r| r.payload).collect(),
             last,
         })
     }
@@ -292,6 +313,48 @@ impl Store {
         .await?;
         Ok(n.count as usize)
     }
+}
+
+impl Store {
+    /// Operational events older than `keep`, the oldest `batch` of them, removed (index
+    /// `ops_events_created`): they are kept as long as events are, never for ever.
+    pub async fn expire_ops_events(
+        &self,
+        keep: std::time::Duration,
+        batch: i64,
+    ) -> Result<usize, StoreError> {
+        let mut conn = self.conn().await?;
+        let n = diesel::sql_query(
+            "DELETE FROM ops_events WHERE id IN (
+                 SELECT id FROM ops_events
+                 WHERE created_at < clock_timestamp() - make_interval(secs => $1)
+                 ORDER BY created_at LIMIT $2)",
+        )
+        .bind::<diesel::sql_types::Double, _>(keep.as_secs_f64())
+        .bind::<Int8, _>(batch)
+        .execute(&mut conn)
+        .await?;
+        Ok(n)
+    }
+
+    /// The last feed position and outbox sequence that existed before cursors were sealed: an
+    /// unsealed cursor past them is refused (migration 16 recorded them).
+    pub async fn legacy_cursor_limits(&self) -> Result<(i64, i64), StoreError> {
+        let mut conn = self.conn().await?;
+        let (pos, seq): (Option<i64>, Option<i64>) = feed_head::table
+            .select((feed_head::legacy_pos_limit, feed_head::legacy_seq_limit))
+            .first(&mut conn)
+            .await?;
+        Ok((pos.unwrap_or(0), seq.unwrap_or(0)))
+    }
+}
+
+#[derive(diesel::QueryableByName)]
+struct FeedRow {
+    #[diesel(sql_type = Int8)]
+    feed_pos: i64,
+    #[diesel(sql_type = diesel::sql_types::Bytea)]
+    payload: Vec<u8>,
 }
 
 #[derive(diesel::QueryableByName)]

@@ -28,7 +28,24 @@ pub const MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations")
 /// A pool whose waits are bounded, so a request meets a prompt 503 when PostgreSQL is down instead
 /// of hanging until the client gives up.
 pub fn connect(database: &Database, max_size: usize) -> Result<DbPool, PoolError> {
-    build(database, max_size, &[])
+    build(database, max_size, Vec::new())
+}
+
+/// [`connect`] (or, with `relaxed`, [`connect_relaxed`]) whose every statement is cancelled
+/// after `timeout` (`statement_timeout`): `lead-api`'s pools, so a request of the public
+/// listener never waits on the database longer than that (a cancelled statement is a
+/// [`crate::StoreError::Unavailable`], answered 503 with `Retry-After`).
+pub fn connect_with_timeout(
+    database: &Database,
+    max_size: usize,
+    timeout: Duration,
+    relaxed: bool,
+) -> Result<DbPool, PoolError> {
+    let mut session = vec![format!("SET statement_timeout = {}", timeout.as_millis())];
+    if relaxed {
+        session.push("SET synchronous_commit = off".to_owned());
+    }
+    build(database, max_size, session)
 }
 
 /// [`connect`] whose sessions always use a prepared statement's generic plan
@@ -41,7 +58,7 @@ pub fn connect_generic_plans(database: &Database, max_size: usize) -> Result<DbP
     build(
         database,
         max_size,
-        &["SET plan_cache_mode = force_generic_plan"],
+        vec!["SET plan_cache_mode = force_generic_plan".to_owned()],
     )
 }
 
@@ -57,15 +74,15 @@ pub enum PoolError {
 /// breaking a promise: the rate-limit buckets (a crash can only forget spending, so at worst a
 /// client gets a few extra requests). Never for leads, the outbox or delivery outcomes.
 pub fn connect_relaxed(database: &Database, max_size: usize) -> Result<DbPool, PoolError> {
-    build(database, max_size, &["SET synchronous_commit = off"])
+    build(
+        database,
+        max_size,
+        vec!["SET synchronous_commit = off".to_owned()],
+    )
 }
 
 /// A pool whose every new session first runs `session` (settings of the session).
-fn build(
-    database: &Database,
-    max_size: usize,
-    session: &'static [&'static str],
-) -> Result<DbPool, PoolError> {
+fn build(database: &Database, max_size: usize, session: Vec<String>) -> Result<DbPool, PoolError> {
     use diesel_async::pooled_connection::{ManagerConfig, RecyclingMethod};
     use futures_util::FutureExt;
     let mut cfg = ManagerConfig::<AsyncPgConnection>::default();
@@ -77,11 +94,11 @@ fn build(
     // the manager is given (which it passes on unused).
     let db = database.clone();
     cfg.custom_setup = Box::new(move |_url| {
-        let db = db.clone();
+        let (db, session) = (db.clone(), session.clone());
         async move {
             let mut conn = db.connect_diesel().await?;
             for set in session {
-                diesel_async::RunQueryDsl::execute(diesel::sql_query(*set), &mut conn)
+                diesel_async::RunQueryDsl::execute(diesel::sql_query(set), &mut conn)
                     .await
                     .map_err(diesel::ConnectionError::CouldntSetupConfiguration)?;
             }

@@ -92,6 +92,7 @@ diesel::table! {
         lead_id -> Nullable<Uuid>,
         held_at -> Nullable<Timestamptz>,
         resume_attempt -> Nullable<Int4>,
+        failed_attempts -> Int4,
     }
 }
 
@@ -118,6 +119,8 @@ diesel::table! {
         id -> Bool,
         pos -> Int8,
         expired_through -> Int8,
+        legacy_pos_limit -> Nullable<Int8>,
+        legacy_seq_limit -> Nullable<Int8>,
     }
 }
 

@@ -86,6 +86,16 @@ pub async fn start(cfg: DeliveryConfig) -> anyhow::Result<RunningDelivery> {
     cfg.brokers
         .check_at_start("webhook-delivery start check")
         .await?;
+    if let Some(w) = cfg.brokers.transport_warning() {
+        tracing::warn!("{w}");
+    }
+    if let Some((url, _)) = &cfg.operator_webhook
+        && url.scheme() == "http"
+    {
+        tracing::warn!(
+            "QUALIFIER_OPERATOR_WEBHOOK_URL uses http:// (no TLS): endpoint health notices cross the network in plaintext; use https://"
+        );
+    }
     let pool = qualifier_store::connect_generic_plans(&cfg.database, cfg.db_pool_size)
         .context("building the database pool")?;
     let store = Store::new(pool, cfg.secret_key.clone());

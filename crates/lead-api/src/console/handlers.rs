@@ -393,6 +393,14 @@ pub(super) async fn deliveries_get(
         }
         _ => {
             let before = q.before(&st.cursors, s.org_id)?;
+            if let Some(b) = before {
+                st.check_legacy_cursor(
+                    q.cursor.as_deref(),
+                    crate::state::LegacyCursor::Deliveries(b),
+                    crate::inputs::NOT_OURS,
+                )
+                .await?;
+            }
             let (rows, next) = st
                 .store
                 .list_deliveries(s.org_id, &q.filter, before, q.limit)

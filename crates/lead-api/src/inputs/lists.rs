@@ -61,6 +61,8 @@ struct FeedParams {
 #[derive(Debug, Clone)]
 pub struct FeedQuery {
     pub after: Option<i64>,
+    /// `after` as sent (an unsealed one is checked against what existed before sealing).
+    pub after_raw: Option<String>,
     pub limit: i64,
     pub event_type: Option<EventType>,
 }
@@ -86,6 +88,7 @@ impl FeedQuery {
             .transpose()?;
         Ok(FeedQuery {
             after,
+            after_raw: q.after,
             limit,
             event_type,
         })

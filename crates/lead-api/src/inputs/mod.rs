@@ -266,7 +266,7 @@ struct DeliveryParams {
     cursor: Option<String>,
 }
 
-const NOT_OURS: &str = "cursor is not a cursor this list returned";
+pub const NOT_OURS: &str = "cursor is not a cursor this list returned";
 const STATUS_NAMES: &str = "status must be one of pending, succeeded, failed, dead, skipped";
 /// Deliveries per page when the query does not say.
 const PAGE_SIZE: i64 = 50;

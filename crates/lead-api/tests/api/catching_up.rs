@@ -779,11 +779,37 @@ async fn cursors_say_nothing_of_other_orgs_and_old_ones_still_work() {
     let (empty, same) = feed_page(&app, &token_a, Some(&c2), 100).await;
     assert!(empty.is_empty());
     assert_eq!(same, c2);
-    // A cursor as issued before sealing: base64url of the plain position.
+    // A cursor as issued before sealing: base64url of the plain position. It is accepted for a
+    // position that existed when the deployment began sealing (recorded by a migration; set
+    // here as if that had been after A's first event), and refused past it.
+    app.db
+        .client()
+        .await
+        .execute(
+            "UPDATE feed_head SET legacy_pos_limit = $1",
+            &[&positions[0]],
+        )
+        .await
+        .unwrap();
     let old =
         base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!("f1:{}", positions[0]));
     let (events, _) = feed_page(&app, &token_a, Some(&old), 100).await;
     assert_eq!(events.len(), 1, "the old cursor continues where it was");
+    for crafted in [positions[0] + 1, positions[0] + 1_000_000] {
+        let forged =
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!("f1:{crafted}"));
+        let r = app
+            .public(
+                Method::GET,
+                &format!("/api/v1/events?after={forged}"),
+                &token_a,
+                None,
+            )
+            .await;
+        assert_eq!(r.status(), 422, "an unsealed cursor past the horizon");
+        let v: Value = r.json().await.unwrap();
+        assert_eq!(v["error"], "Invalid cursor");
+    }
     // The deliveries list's cursor is sealed too (it was the outbox sequence).
     let r = app
         .internal(

@@ -558,15 +558,28 @@ async fn a_failing_endpoint_shows_a_banner_whose_check_now_makes_a_probe_due() {
         .unwrap()
         .get(0);
     assert!(due, "the next probe is due now");
-    // Re-enabling through the API makes it healthy again.
-    let r = app
-        .internal(
-            Method::PUT,
-            &format!("/internal/v1/orgs/{org}/webhook"),
-            Some(json!({"url": "https://127.0.0.1:9443/hook", "event_types": ["lead.created"], "enabled": true})),
-        )
-        .await;
-    let v: Value = r.json().await.unwrap();
+    // Saving while it fails keeps it failing: only a probe answered 2xx releases what waited.
+    let save = || async {
+        let r = app
+            .internal(
+                Method::PUT,
+                &format!("/internal/v1/orgs/{org}/webhook"),
+                Some(json!({"url": "https://127.0.0.1:9443/hook", "event_types": ["lead.created"], "enabled": true})),
+            )
+            .await;
+        r.json::<Value>().await.unwrap()
+    };
+    let v = save().await;
+    assert_eq!(v["webhook"]["health"]["state"], "failing");
+    // Disabled (the timer ran out): re-enabling makes it healthy again.
+    pg.execute(
+        "UPDATE endpoint_health SET state = 'disabled', disabled_reason = 'failing too long'
+         WHERE org_id = $1::text::uuid",
+        &[&org],
+    )
+    .await
+    .unwrap();
+    let v = save().await;
     assert_eq!(v["webhook"]["health"]["state"], "healthy");
     assert_eq!(v["webhook"]["health"]["consecutive_failures"], 0);
     let (_, html) = get(&app, Some(&cookie), "/console").await;

@@ -241,3 +241,62 @@ async fn an_administrators_pages_keep_their_latency_during_a_flood_of_forgeries(
         "console p95 {flooded:.1} ms during the flood against {quiet:.1} ms quiet"
     );
 }
+
+/// Every statement of a request runs under `QUALIFIER_STATEMENT_TIMEOUT_MS`: a PATCH whose lead
+/// another transaction holds locked, and a console page whose session table is locked, answer
+/// 503 `Service unavailable` with `Retry-After` once it passes, instead of waiting for the lock.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_statement_past_the_timeout_answers_503_with_retry_after() {
+    let app = TestApp::spawn_with(|c| {
+        c.statement_timeout = Duration::from_millis(400);
+    })
+    .await;
+    let (org, token) = app.org().await;
+    let lead = app.inbound_lead(&org, "+447700900777").await;
+    let id = lead["id"].as_str().unwrap().to_owned();
+    let cookie = sign_in(&app, &org).await;
+    let mut locker = app.db.client().await;
+    let tx = locker.transaction().await.unwrap();
+    tx.execute(
+        "SELECT 1 FROM leads WHERE id = $1::text::uuid FOR UPDATE",
+        &[&id],
+    )
+    .await
+    .unwrap();
+    tx.batch_execute("LOCK TABLE console_sessions IN ACCESS EXCLUSIVE MODE")
+        .await
+        .unwrap();
+
+    let t = Instant::now();
+    let r = app
+        .public(
+            reqwest::Method::PATCH,
+            &format!("/api/v1/leads/{id}"),
+            &token,
+            Some(serde_json::json!({"ai_paused": true})),
+        )
+        .await;
+    let took = t.elapsed();
+    assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert!(r.headers().contains_key(header::RETRY_AFTER));
+    let body: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(body["error"], "Service unavailable");
+    assert!(took < Duration::from_secs(3), "answered after {took:?}");
+
+    let (status, took) = get_console(&app, &cookie).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    assert!(took < Duration::from_secs(3), "answered after {took:?}");
+
+    // Once the lock is gone, the same requests work and nothing was lost.
+    tx.rollback().await.unwrap();
+    let r = app
+        .public(
+            reqwest::Method::PATCH,
+            &format!("/api/v1/leads/{id}"),
+            &token,
+            Some(serde_json::json!({"ai_paused": true})),
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::OK);
+    assert_eq!(get_console(&app, &cookie).await.0, StatusCode::OK);
+}

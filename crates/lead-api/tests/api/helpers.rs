@@ -36,6 +36,7 @@ pub fn config(db: &TestDb, topo: &TestTopology) -> ApiConfig {
         replay_rate_per_second: 50,
         console_base_url: None,
         max_page_bytes: lead_api::page::DEFAULT_MAX_PAGE_BYTES,
+        statement_timeout: std::time::Duration::from_secs(5),
         console_frame_ancestors: Vec::new(),
     }
 }
