@@ -92,7 +92,13 @@ async fn list_leads(
     let q = LeadListQuery::parse(req.query_string(), &st.cursors, auth.org_id)?;
     let (leads, next) = st
         .store
-        .list_leads(auth.org_id, q.updated_since, q.after, q.limit)
+        .list_leads(
+            auth.org_id,
+            q.updated_since,
+            q.after,
+            q.limit,
+            crate::page::item_budget(st.max_page_bytes),
+        )
         .await?;
     let items = crate::page::serialize(&leads)?;
     let n = crate::page::fitting(&items, st.max_page_bytes);

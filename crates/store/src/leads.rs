@@ -46,6 +46,17 @@ pub struct LeadRow {
     pub updated_at: OffsetDateTime,
 }
 
+use diesel::QueryableByName;
+
+/// A lead of a list page, with how many rows the page read before its byte budget.
+#[derive(QueryableByName)]
+struct BudgetedLead {
+    #[diesel(embed)]
+    lead: LeadRow,
+    #[diesel(sql_type = diesel::sql_types::Int8)]
+    total: i64,
+}
+
 impl LeadRow {
     /// The row as the domain's lead. Every text goes back through its parser: a value that no
     /// longer parses is an error naming it, never passed on as if it were valid.
@@ -451,30 +462,48 @@ impl Store {
         updated_since: Option<OffsetDateTime>,
         after: Option<(OffsetDateTime, Uuid)>,
         limit: i64,
+        budget: usize,
     ) -> Result<(Vec<Lead>, Option<(OffsetDateTime, Uuid)>), StoreError> {
-        use diesel::sql_types::{Bool, Timestamptz};
+        use diesel::sql_types::{Int8, Nullable, Timestamptz};
         let mut conn = self.conn().await?;
-        let mut q = leads::table.filter(leads::org_id.eq(org_id)).into_boxed();
-        if let Some(t) = updated_since {
-            q = q.filter(leads::updated_at.ge(t));
-        }
-        if let Some((t, id)) = after {
-            // A row comparison, which PostgreSQL turns into one range of the index.
-            q = q.filter(
-                diesel::dsl::sql::<Bool>("(leads.updated_at, leads.id) > (")
-                    .bind::<Timestamptz, _>(t)
-                    .sql(", ")
-                    .bind::<diesel::sql_types::Uuid, _>(id)
-                    .sql(")"),
-            );
-        }
-        let mut rows: Vec<LeadRow> = q
-            .order((leads::updated_at.asc(), leads::id.asc()))
-            .limit(limit + 1)
-            .select(LeadRow::as_select())
-            .load(&mut conn)
-            .await?;
-        let more = rows.len() as i64 > limit;
+        // The page's rows through `leads_org_updated` (a row comparison for the cursor, one
+        // range of the index), then only those within the byte budget read out: a lead's size
+        // is estimated from its stored profile (the one field that grows) plus a fixed part, so
+        // the rows past the budget are never fetched whole. The caller's exact cut
+        // (`page::fitting`) still applies to what comes back.
+        let (after_t, after_id) = match after {
+            Some((t, id)) => (Some(t), Some(id)),
+            None => (None, None),
+        };
+        let rows: Vec<BudgetedLead> = diesel::sql_query(
+            "SELECT id, org_id, name, email, phone, channel, qualification_stage, route_target,
+                    profile, external_system, external_id, external_url, ai_paused, created_at,
+                    updated_at, total
+             FROM (SELECT p.*,
+                          sum(coalesce(pg_column_size(p.profile), 0) + 600)
+                              OVER (ORDER BY p.updated_at, p.id) AS upto,
+                          row_number() OVER (ORDER BY p.updated_at, p.id) AS n,
+                          count(*) OVER () AS total
+                   FROM (SELECT * FROM leads
+                         WHERE org_id = $1
+                           AND ($2::timestamptz IS NULL OR updated_at >= $2)
+                           AND ($3::timestamptz IS NULL OR (updated_at, id) > ($3, $4))
+                         ORDER BY updated_at, id LIMIT $5) p) w
+             WHERE n = 1 OR upto <= $6
+             ORDER BY updated_at, id",
+        )
+        .bind::<diesel::sql_types::Uuid, _>(org_id)
+        .bind::<Nullable<Timestamptz>, _>(updated_since)
+        .bind::<Nullable<Timestamptz>, _>(after_t)
+        .bind::<Nullable<diesel::sql_types::Uuid>, _>(after_id)
+        .bind::<Int8, _>(limit + 1)
+        .bind::<Int8, _>(i64::try_from(budget).unwrap_or(i64::MAX))
+        .load(&mut conn)
+        .await?;
+        let read = rows.as_slice().first().map_or(0, |r| r.total);
+        let mut rows: Vec<LeadRow> = rows.into_iter().map(|r| r.lead).collect();
+        // More follow when the index had more than a page, or the budget cut the page short.
+        let more = read > limit || (rows.len() as i64) < read;
         rows.truncate(limit as usize);
         let next = if more {
             rows.last().map(|r| (r.updated_at, r.id))
