@@ -139,18 +139,16 @@ def replay(login, shots):
     return out
 
 
-def frame_host(port, src):
-    """A page on http://127.0.0.1:<port> (another origin than the console) that frames `src`,
-    as a product's own settings page would."""
-    html = (f'<!doctype html><title>Product settings</title><h1>Integrations</h1>'
-            f'<iframe src="{src}" width="1000" height="700"></iframe>').encode()
+def serve(port, html):
+    """Serves `html` on http://127.0.0.1:<port> until shutdown()."""
+    body = html.encode()
 
     class Page(http.server.BaseHTTPRequestHandler):
         def do_GET(self):
             self.send_response(200)
             self.send_header("Content-Type", "text/html")
             self.end_headers()
-            self.wfile.write(html)
+            self.wfile.write(body)
 
         def log_message(self, *args):
             pass
@@ -158,6 +156,13 @@ def frame_host(port, src):
     server = http.server.ThreadingHTTPServer(("127.0.0.1", int(port)), Page)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
+
+
+def frame_host(port, src):
+    """A page on http://127.0.0.1:<port> (another origin than the console) that frames `src`,
+    as a product's own settings page would."""
+    return serve(port, f'<!doctype html><title>Product settings</title><h1>Integrations</h1>'
+                       f'<iframe src="{src}" width="1000" height="700"></iframe>')
 
 
 def debug(login, delivery_id, shots, allowed_port, allowed_src, refused_port, refused_src):
@@ -226,25 +231,11 @@ def debug(login, delivery_id, shots, allowed_port, allowed_src, refused_port, re
 
 
 def link_host(port, href):
-    """A page on http://localhost:<port>: another *site* than the console on 127.0.0.1 (an IP and
-    a name are never the same site), as an e-mail's web view, a chat or any web page would be,
-    holding a sign-in link."""
-    html = (f'<!doctype html><title>Mail</title><h1>Your settings link</h1>'
-            f'<p><a href="{href}">Open the integration settings</a></p>').encode()
-
-    class Page(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):
-            self.send_response(200)
-            self.send_header("Content-Type", "text/html")
-            self.end_headers()
-            self.wfile.write(html)
-
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", int(port)), Page)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server
+    """A page served on port <port>, opened as http://localhost:<port>: another *site* than the
+    console on 127.0.0.1 (an IP and a name are never the same site), as an e-mail's web view, a
+    chat or any web page would be, holding a sign-in link."""
+    return serve(port, f'<!doctype html><title>Mail</title><h1>Your settings link</h1>'
+                       f'<p><a href="{href}">Open the integration settings</a></p>')
 
 
 def cross_site(login_a, login_b, port, shots):

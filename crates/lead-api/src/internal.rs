@@ -281,15 +281,7 @@ async fn list_deliveries(
 ) -> Result<HttpResponse, ApiError> {
     let q = DeliveryQuery::parse(req.query_string())?;
     let org_id = path_id(&path, ORG_NOT_FOUND)?;
-    let before = q.before(&st.cursors, org_id)?;
-    if let Some(b) = before {
-        st.check_legacy_cursor(
-            q.cursor.as_deref(),
-            crate::state::LegacyCursor::Deliveries(b),
-            crate::inputs::NOT_OURS,
-        )
-        .await?;
-    }
+    let before = st.deliveries_cursor(&q, org_id).await?;
     let (rows, next) = st
         .store
         .list_deliveries_at(org_id, &q.filter, before, q.limit)

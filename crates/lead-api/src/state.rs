@@ -84,6 +84,27 @@ impl AppState {
     }
 }
 
+impl AppState {
+    /// The position a deliveries-list query continues below: its cursor opened for `org`, an
+    /// unsealed one only within what existed before sealing.
+    pub async fn deliveries_cursor(
+        &self,
+        q: &crate::inputs::DeliveryQuery,
+        org: Uuid,
+    ) -> Result<Option<i64>, ApiError> {
+        let before = q.before(&self.cursors, org)?;
+        if let Some(b) = before {
+            self.check_legacy_cursor(
+                q.cursor.as_deref(),
+                LegacyCursor::Deliveries(b),
+                crate::inputs::NOT_OURS,
+            )
+            .await?;
+        }
+        Ok(before)
+    }
+}
+
 /// How many admission (or lead-read) round trips may be in flight at once: one answering while
 /// the next gathers, as in the delivery worker.
 const ADMIT_FLUSHERS: usize = 2;

@@ -19,19 +19,13 @@ use qualifier_domain::delivery::AttemptEntry;
 use qualifier_domain::health::EndpointState;
 use qualifier_domain::{DeliveryStatus, EventType};
 
+/// A delivery with its attempt log: what one delivery's page shows.
 #[derive(Debug, Clone, Queryable, Selectable)]
 #[diesel(table_name = outbox)]
 struct DeliveryRow {
-    delivery_id: Uuid,
-    event_id: Uuid,
-    event_type: EventType,
-    status: DeliveryStatus,
-    attempts: i32,
-    last_status_code: Option<i32>,
-    last_error: Option<String>,
+    #[diesel(embed)]
+    summary: SummaryRow,
     attempt_log: Value,
-    created_at: OffsetDateTime,
-    updated_at: OffsetDateTime,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -90,17 +84,7 @@ impl SummaryRow {
 
 impl DeliveryRow {
     fn summary(&self) -> Delivery {
-        Delivery {
-            id: self.delivery_id,
-            event_id: self.event_id,
-            event_type: self.event_type,
-            status: self.status,
-            attempts: self.attempts,
-            last_status_code: self.last_status_code,
-            last_error: self.last_error.clone(),
-            created_at: self.created_at,
-            updated_at: self.updated_at,
-        }
+        self.summary.summary()
     }
 }
 

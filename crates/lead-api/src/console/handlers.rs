@@ -392,15 +392,7 @@ pub(super) async fn deliveries_get(
             (rows, None, error)
         }
         _ => {
-            let before = q.before(&st.cursors, s.org_id)?;
-            if let Some(b) = before {
-                st.check_legacy_cursor(
-                    q.cursor.as_deref(),
-                    crate::state::LegacyCursor::Deliveries(b),
-                    crate::inputs::NOT_OURS,
-                )
-                .await?;
-            }
+            let before = st.deliveries_cursor(&q, s.org_id).await?;
             let (rows, next) = st
                 .store
                 .list_deliveries(s.org_id, &q.filter, before, q.limit)

@@ -16,21 +16,7 @@ use rand::Rng;
 use reqwest::{StatusCode, header};
 
 use crate::console::{app, browser, mint, sign_in};
-use crate::helpers::TestApp;
-
-fn base62(n: usize) -> String {
-    let mut rng = rand::rng();
-    (0..n)
-        .map(|_| {
-            let c = rng.random_range(0..62u8);
-            (match c {
-                0..=9 => b'0' + c,
-                10..=35 => b'a' + c - 10,
-                _ => b'A' + c - 36,
-            }) as char
-        })
-        .collect()
-}
+use crate::helpers::{TestApp, base62};
 
 fn random_tag() -> String {
     let bytes: [u8; 16] = rand::rng().random();
@@ -172,9 +158,11 @@ async fn replayed_and_truncated_tickets_open_nothing() {
     );
 }
 
-/// During a flood of forged cookies and tickets from many connections, a signed-in
-/// administrator's pages answer as fast as they do without it (the forgeries take no place
-/// that the administrator's lookups need).
+/// During a flood of forged cookies and tickets from many connections, with the tickets' table
+/// locked (as a slow database would make it), a signed-in administrator's pages keep
+/// answering: the forgeries take no place that the administrator's lookups need. When every
+/// console lookup shared the strangers' two-place lane, the forged tickets' lookups held it
+/// while they waited on the table, and the administrator's page waited 5 s for a 503.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_administrators_pages_keep_their_latency_during_a_flood_of_forgeries() {
     let app = Arc::new(
@@ -200,9 +188,14 @@ async fn an_administrators_pages_keep_their_latency_during_a_flood_of_forgeries(
         }
     };
     let quiet = pages(60).await;
+    let mut locker = app.db.client().await;
+    let tx = locker.transaction().await.unwrap();
+    tx.batch_execute("LOCK TABLE console_tickets IN ACCESS EXCLUSIVE MODE")
+        .await
+        .unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let mut flood = Vec::new();
-    for i in 0..32 {
+    for i in 0..16 {
         let (app, stop, real) = (app.clone(), stop.clone(), real.clone());
         flood.push(tokio::spawn(async move {
             let mut refused = 0u32;
@@ -225,6 +218,7 @@ async fn an_administrators_pages_keep_their_latency_during_a_flood_of_forgeries(
     tokio::time::sleep(Duration::from_millis(200)).await;
     let flooded = pages(60).await;
     stop.store(true, Ordering::Relaxed);
+    tx.rollback().await.unwrap();
     let mut refused = 0;
     for f in flood {
         refused += f.await.unwrap();
@@ -232,12 +226,12 @@ async fn an_administrators_pages_keep_their_latency_during_a_flood_of_forgeries(
     println!(
         "{refused} forgeries refused; console page p95 {quiet:.1} ms quiet, {flooded:.1} ms during the flood"
     );
-    assert!(refused > 200, "the flood ran: {refused}");
-    // The machine's two cores are shared with the flood's own requests, so some slowing is
-    // the CPU's; what must not happen is waiting behind the strangers' lane, whose wait was
-    // 5 s (and then a 503, which `pages` would have refused).
+    assert!(refused > 100, "the flood ran: {refused}");
+    // The machine's two cores are shared with the flood's own requests (and, in CI, with other
+    // tests), so some slowing is the CPU's; what must not happen is waiting behind the
+    // strangers' lane, whose wait was 5 s (and then a 503, which `pages` refuses).
     assert!(
-        flooded < 1000.0,
+        flooded < 2500.0,
         "console p95 {flooded:.1} ms during the flood against {quiet:.1} ms quiet"
     );
 }

@@ -517,7 +517,7 @@ async fn the_eleventh_test_event_in_a_minute_and_the_hundred_and_first_token_are
 /// connections at a time (read from pg_stat_activity), and the API's own GETs keep working.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn strangers_hold_at_most_two_database_connections() {
-    use rand::Rng;
+    use crate::helpers::base62;
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     let app = Arc::new(
@@ -556,19 +556,6 @@ async fn strangers_hold_at_most_two_database_connections() {
                 .redirect(reqwest::redirect::Policy::none())
                 .build()
                 .unwrap();
-            let base62 = |n: usize| -> String {
-                let mut rng = rand::rng();
-                (0..n)
-                    .map(|_| {
-                        let c = rng.random_range(0..62u8);
-                        (match c {
-                            0..=9 => b'0' + c,
-                            10..=35 => b'a' + c - 10,
-                            _ => b'A' + c - 36,
-                        }) as char
-                    })
-                    .collect()
-            };
             while !stop.load(Ordering::Relaxed) {
                 let rb = match i % 3 {
                     0 => http

@@ -240,3 +240,20 @@ pub async fn error_of(r: Response) -> (u16, String) {
     );
     (status, v["error"].as_str().unwrap().to_owned())
 }
+
+/// `n` random base62 characters: the alphabet of tokens, tickets and session ids, for forging
+/// them as an attacker would.
+pub fn base62(n: usize) -> String {
+    use rand::Rng;
+    let mut rng = rand::rng();
+    (0..n)
+        .map(|_| {
+            let c = rng.random_range(0..62u8);
+            (match c {
+                0..=9 => b'0' + c,
+                10..=35 => b'a' + c - 10,
+                _ => b'A' + c - 36,
+            }) as char
+        })
+        .collect()
+}

@@ -355,6 +355,19 @@ async fn two_replicas_probe_a_hanging_endpoint_one_at_a_time() {
     s.stop_delivery().await;
 }
 
+/// Waits until every delivery of `org` has `status`.
+async fn wait_all(s: &Stack, org: &str, status: &str, timeout: Duration) {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let ds = deliveries_of(s, org).await;
+        if ds.iter().all(|d| d["status"] == status) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "not all {status}: {ds:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// A stack with the operator's receiver and these health settings.
 async fn stack_with_rules(op: &Receiver, rules: HealthRules) -> Stack {
     let url = op.url.clone();
@@ -433,15 +446,7 @@ async fn saving_the_webhook_while_its_endpoint_fails_spends_no_attempt() {
     // The endpoint is back: a save probes at once and the answer releases everything.
     s.receiver.set_behaviour(Behaviour::Ok);
     put_webhook(&s, &s.org, &s.receiver.url, true).await;
-    let deadline = Instant::now() + Duration::from_secs(6);
-    loop {
-        let ds = deliveries_of(&s, &s.org).await;
-        if ds.iter().all(|d| d["status"] == "succeeded") {
-            break;
-        }
-        assert!(Instant::now() < deadline, "not delivered: {ds:?}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_all(&s, &s.org, "succeeded", Duration::from_secs(6)).await;
 }
 
 /// A probe answered `429` with `Retry-After: 2` waits two seconds before the next one; the
@@ -493,15 +498,7 @@ async fn probes_answered_with_retry_after_are_spaced_by_it_and_the_disable_timer
             "probes {gap:?} apart, under the 2 s asked for"
         );
     }
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let ds = deliveries_of(&s, &s.org).await;
-        if ds.iter().all(|d| d["status"] == "skipped") {
-            break;
-        }
-        assert!(Instant::now() < deadline, "not all skipped: {ds:?}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_all(&s, &s.org, "skipped", Duration::from_secs(10)).await;
     println!(
         "failing since {}, disabled: {}",
         failing["failing_since"], h["disabled_reason"]
@@ -523,15 +520,7 @@ async fn disabling_a_failing_endpoint_skips_what_waited_and_tells_the_operator()
     let r = put_webhook(&s, &s.org, &s.receiver.url, false).await;
     assert_eq!(r["webhook"]["health"]["state"], "disabled", "{r}");
     assert_eq!(r["webhook"]["enabled"], false);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let ds = deliveries_of(&s, &s.org).await;
-        if ds.iter().all(|d| d["status"] == "skipped") {
-            break;
-        }
-        assert!(Instant::now() < deadline, "not all skipped: {ds:?}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_all(&s, &s.org, "skipped", Duration::from_secs(10)).await;
     let deadline = Instant::now() + Duration::from_secs(10);
     while operator_events(&op).len() < 2 && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(50)).await;
