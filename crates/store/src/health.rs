@@ -304,7 +304,12 @@ impl Store {
         ])
     }
 
-    /// Claims up to `limit` operational events that are due, for `lease_ms`.
+    /// Claims up to `limit` operational events that are due, for `lease_ms`: of each org, only
+    /// its oldest undelivered event, so an org's events leave in the order they happened (the
+    /// next waits for the one before it, even through its retries; one given up no longer
+    /// holds the others back) while different orgs' go
+    /// side by side. The due check is repeated on the row being claimed, so two replicas never
+    /// claim the same event.
     pub async fn claim_ops_events(
         &self,
         lease_ms: i64,
@@ -314,11 +319,15 @@ impl Store {
         Ok(diesel::sql_query(
             "UPDATE ops_events e
              SET next_attempt_at = clock_timestamp() + make_interval(secs => $1 / 1000.0)
-             WHERE e.id IN (
-                 SELECT id FROM ops_events
-                 WHERE delivered_at IS NULL AND next_attempt_at <= clock_timestamp()
-                 ORDER BY created_at LIMIT $2
-                 FOR UPDATE SKIP LOCKED)
+             WHERE e.next_attempt_at <= clock_timestamp() AND e.delivered_at IS NULL
+               AND e.id IN (
+                 SELECT id FROM (
+                     SELECT DISTINCT ON (org_id) id, next_attempt_at, created_at
+                     FROM ops_events
+                     WHERE delivered_at IS NULL AND next_attempt_at <> 'infinity'
+                     ORDER BY org_id, created_at) oldest
+                 WHERE next_attempt_at <= clock_timestamp()
+                 ORDER BY created_at LIMIT $2)
              RETURNING e.id, e.event_type, e.payload, e.attempts",
         )
         .bind::<BigInt, _>(lease_ms)
