@@ -190,6 +190,25 @@ impl Database {
         })
     }
 
+    /// The same database, each of its sessions starting with the setting `name = value` (given
+    /// in the connection's startup packet, as libpq's `options=-c name=value`, so setting it
+    /// costs no statement and no transaction).
+    pub fn with_setting(&self, name: &str, value: &str) -> Database {
+        let mut config = self.inner.config.clone();
+        let options = match config.get_options() {
+            Some(o) if !o.is_empty() => format!("{o} -c {name}={value}"),
+            _ => format!("-c {name}={value}"),
+        };
+        config.options(&options);
+        Database {
+            inner: Arc::new(Inner {
+                config,
+                tls: self.inner.tls.clone(),
+                mode: self.inner.mode,
+            }),
+        }
+    }
+
     /// The effective `sslmode`.
     pub fn ssl_mode(&self) -> SslMode {
         self.inner.mode

@@ -41,11 +41,13 @@ pub fn connect_with_timeout(
     timeout: Duration,
     relaxed: bool,
 ) -> Result<DbPool, PoolError> {
-    let mut session = vec![format!("SET statement_timeout = {}", timeout.as_millis())];
-    if relaxed {
-        session.push("SET synchronous_commit = off".to_owned());
-    }
-    build(database, max_size, session)
+    let database = database.with_setting("statement_timeout", &timeout.as_millis().to_string());
+    let session = if relaxed {
+        vec!["SET synchronous_commit = off".to_owned()]
+    } else {
+        Vec::new()
+    };
+    build(&database, max_size, session)
 }
 
 /// [`connect`] whose sessions always use a prepared statement's generic plan
