@@ -922,8 +922,12 @@ async fn commits_during(app: &TestApp, window: Duration) -> i64 {
         .unwrap()
         .get(0)
     };
-    // Backends report their counts at most once a second: a second's settling on each side.
-    tokio::time::sleep(Duration::from_millis(1100)).await;
+    // A backend reports its counts when it goes idle, but at most once a second; what it could
+    // not report then waits for its idle timer, up to 10 s. Settling 11 s first keeps what came
+    // before the window (starting the app, creating the org, waiting for the relay) out of it;
+    // a second after it is enough for the backends busy inside it (a busy loop reports every
+    // second), and what reports later only makes the count smaller.
+    tokio::time::sleep(Duration::from_millis(11_000)).await;
     let before = read().await;
     tokio::time::sleep(window).await;
     tokio::time::sleep(Duration::from_millis(1100)).await;
