@@ -130,6 +130,66 @@ def check_standard() -> int:
     return failures
 
 
+def apply_scenario() -> tuple:
+    """Events of two leads, each change twice (a retry), shuffled, with fields the snippets have
+    never seen, and one event without a revision (written before revisions existed). Returns
+    (events, the revision each lead must end at)."""
+    import random
+
+    events = []
+    for lead_id, last in (("L1", 6), ("L2", 3)):
+        events.append({"type": "lead.created", "data": {"lead": {"id": lead_id, "name": "old"}}})
+        for rev in range(1, last + 1):
+            lead = {"id": lead_id, "revision": rev, "name": f"rev {rev}", "surprise": {"x": rev}}
+            events.append({"type": "lead.updated", "data": {"lead": lead, "previous": {}, "new_field": 1}})
+            events.append(json.loads(json.dumps(events[-1])))
+    events.append({"type": "lead.updated", "data": {"other": True}})
+    random.Random(7).shuffle(events)
+    # The newest state first: everything after it is older or the same.
+    newest = max((e for e in events if e["data"].get("lead", {}).get("id") == "L1"),
+                 key=lambda e: e["data"]["lead"].get("revision", 0))
+    events.remove(newest)
+    events.insert(0, newest)
+    return events, {"L1": 6, "L2": 3}
+
+
+APPLY_NODE_HARNESS = """
+const fs = require("node:fs");
+const { applyEvent } = require("./apply.js");
+const events = JSON.parse(fs.readFileSync(process.argv[2], "utf8"));
+const leads = new Map();
+for (const e of events) applyEvent(leads, e);
+console.log(JSON.stringify(Object.fromEntries([...leads].map(([k, v]) => [k, v.revision ?? 0]))));
+"""
+
+
+def check_apply() -> int:
+    events, want = apply_scenario()
+    failures = 0
+    scope: dict = {}
+    exec(compile(snippet("apply.py"), "apply.py", "exec"), scope)
+    leads: dict = {}
+    applied = [scope["apply_event"](leads, e) for e in events]
+    got = {k: v.get("revision", 0) for k, v in leads.items()}
+    # Nothing of L1 after its newest state (first) may be applied over it.
+    late = [a for e, a in zip(events[1:], applied[1:]) if e["data"].get("lead", {}).get("id") == "L1"]
+    if got != want or applied[0] is not True or any(late):
+        print(f"python apply: ended at {got}, want {want}")
+        failures += 1
+    with tempfile.TemporaryDirectory() as d:
+        dp = pathlib.Path(d)
+        (dp / "apply.js").write_text(snippet("apply.js"), encoding="utf-8")
+        (dp / "harness.js").write_text(APPLY_NODE_HARNESS, encoding="utf-8")
+        (dp / "events.json").write_text(json.dumps(events), encoding="utf-8")
+        out = subprocess.run(["node", str(dp / "harness.js"), str(dp / "events.json")],
+                             capture_output=True, text=True)
+        if out.returncode != 0 or json.loads(out.stdout or "null") != want:
+            print(f"node apply: ended at {out.stdout.strip()} {out.stderr.strip()}, want {want}")
+            failures += 1
+    print(f"apply snippets (python, node): {len(events)} shuffled events, {failures} wrong")
+    return failures
+
+
 def main() -> None:
     n = len(json.loads(VECTORS.read_text(encoding="utf-8"))["vectors"])
     failures = check_python()
@@ -137,7 +197,8 @@ def main() -> None:
     node = check_node()
     print(f"node snippet: {n} vectors, {'ok' if node == 0 else 'FAILED'}")
     standard = check_standard()
-    if failures or node or standard:
+    apply = check_apply()
+    if failures or node or standard or apply:
         sys.exit(1)
 
 

@@ -4,6 +4,7 @@
 //! what every attempt sends and signs (docs/delivery.md).
 
 use serde::Serialize;
+use serde_json::{Map, Value};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
@@ -46,7 +47,9 @@ impl EventType {
             EventType::LeadCreated => {
                 "A new inbound contact created a lead. Never fires for leads created through the API."
             }
-            EventType::LeadUpdated => "Contact info or profile fields changed.",
+            EventType::LeadUpdated => {
+                "Contact info or profile fields changed; data.previous holds what they were."
+            }
             EventType::LeadStageChanged => {
                 "qualification_stage transitioned, in any direction; data.previous_stage is the stage before. Closing a lead (PATCH with status closed) sends it with stage closed."
             }
@@ -65,6 +68,10 @@ impl EventType {
 pub struct EventData {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub previous_stage: Option<Stage>,
+    /// What the change altered, as it was before ([`previous_values`]): on `lead.updated`,
+    /// `lead.stage_changed` and `lead.qualified`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub previous: Option<Map<String, Value>>,
     pub lead: Lead,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub handoff: Option<Handoff>,
@@ -123,6 +130,15 @@ pub fn example(
         EventType::LeadQualified => (Stage::Qualified, Some(Stage::Qualifying)),
         _ => (Stage::Qualifying, None),
     };
+    let previous = match (event_type, previous_stage) {
+        (EventType::LeadUpdated, _) => Some(serde_json::json!({
+            "email": "ada@old.example",
+            "profile": {"budget": "400k", "area": null}
+        })),
+        (_, Some(was)) => Some(serde_json::json!({ "qualification_stage": was })),
+        _ => None,
+    }
+    .and_then(|v| v.as_object().cloned());
     fn text<T>(r: Result<T, crate::FieldError>) -> T {
         r.expect("example values are valid")
     }
@@ -148,6 +164,7 @@ pub fn example(
         conversation_url: crate::lead::conversation_url(app_base_url, id),
         created_at: now,
         updated_at: now,
+        revision: 3,
     };
     let handoff_state = match event_type {
         EventType::HandoffCreated => Some(HandoffState::Requested),
@@ -171,30 +188,131 @@ pub fn example(
         now,
         EventData {
             previous_stage,
+            previous,
             lead,
             handoff,
         },
     )
 }
 
+/// One event a change emits: its type and its own fields besides the snapshot.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChangeEvent {
+    pub event_type: EventType,
+    pub previous_stage: Option<Stage>,
+    pub previous: Option<Map<String, Value>>,
+}
+
+impl ChangeEvent {
+    /// An event with no fields of its own (`lead.created`).
+    pub fn plain(event_type: EventType) -> ChangeEvent {
+        ChangeEvent {
+            event_type,
+            previous_stage: None,
+            previous: None,
+        }
+    }
+
+    /// `data` for this event about `lead` (the snapshot after the change).
+    pub fn data(&self, lead: &Lead) -> EventData {
+        EventData {
+            previous_stage: self.previous_stage,
+            previous: self.previous.clone(),
+            lead: lead.clone(),
+            handoff: None,
+        }
+    }
+}
+
 /// What a lead change emits, in order: `lead.updated` when contact or profile fields changed,
 /// `lead.stage_changed` when the stage changed, and `lead.qualified` beside it when the new stage
 /// is `qualified`. `external_ref`, `ai_paused` and `route_target` emit nothing (docs/api.md).
-pub fn lead_change_events(before: &Lead, after: &Lead) -> Vec<(EventType, Option<Stage>)> {
+/// Each carries `previous`: the whole change's [`previous_values`], from the before/after pair
+/// the caller already holds (never a second read of the lead).
+pub fn lead_change_events(before: &Lead, after: &Lead) -> Vec<ChangeEvent> {
     let mut out = Vec::new();
     let contact_changed = before.name != after.name
         || before.email != after.email
         || before.phone != after.phone
         || before.profile != after.profile;
-    if contact_changed {
-        out.push((EventType::LeadUpdated, None));
+    let stage_changed = before.qualification_stage != after.qualification_stage;
+    if !contact_changed && !stage_changed {
+        return out;
     }
-    if before.qualification_stage != after.qualification_stage {
+    let previous = Some(previous_values(before, after));
+    let event = |event_type, previous_stage| ChangeEvent {
+        event_type,
+        previous_stage,
+        previous: previous.clone(),
+    };
+    if contact_changed {
+        out.push(event(EventType::LeadUpdated, None));
+    }
+    if stage_changed {
         let prev = Some(before.qualification_stage);
-        out.push((EventType::LeadStageChanged, prev));
+        out.push(event(EventType::LeadStageChanged, prev));
         if after.qualification_stage == Stage::Qualified {
-            out.push((EventType::LeadQualified, prev));
+            out.push(event(EventType::LeadQualified, prev));
         }
+    }
+    out
+}
+
+/// `data.previous`: the value before the change of every lead field the change altered. For
+/// `profile`, only the keys that changed, each with its previous value (`null` for a key the
+/// change added). `updated_at` and `revision` move with every change and are not listed.
+pub fn previous_values(before: &Lead, after: &Lead) -> Map<String, Value> {
+    fn json<T: Serialize>(v: &T) -> Value {
+        // Plain strings, numbers, booleans and maps: serializing cannot fail.
+        serde_json::to_value(v).expect("a lead field serializes")
+    }
+    let mut out = Map::new();
+    let mut field = |name: &str, changed: bool, was: Value| {
+        if changed {
+            out.insert(name.to_owned(), was);
+        }
+    };
+    field("name", before.name != after.name, json(&before.name));
+    field("email", before.email != after.email, json(&before.email));
+    field("phone", before.phone != after.phone, json(&before.phone));
+    field(
+        "channel",
+        before.channel != after.channel,
+        json(&before.channel),
+    );
+    field(
+        "qualification_stage",
+        before.qualification_stage != after.qualification_stage,
+        json(&before.qualification_stage),
+    );
+    field(
+        "route_target",
+        before.route_target != after.route_target,
+        json(&before.route_target),
+    );
+    field(
+        "external_ref",
+        before.external_ref != after.external_ref,
+        json(&before.external_ref),
+    );
+    field(
+        "ai_paused",
+        before.ai_paused != after.ai_paused,
+        json(&before.ai_paused),
+    );
+    if before.profile != after.profile {
+        let mut keys = Map::new();
+        for (k, v) in &before.profile {
+            if after.profile.get(k) != Some(v) {
+                keys.insert(k.clone(), v.clone());
+            }
+        }
+        for k in after.profile.keys() {
+            if !before.profile.contains_key(k) {
+                keys.insert(k.clone(), Value::Null);
+            }
+        }
+        out.insert("profile".to_owned(), Value::Object(keys));
     }
     out
 }
@@ -221,6 +339,7 @@ mod tests {
             conversation_url: "https://x/conversations/0".into(),
             created_at: now,
             updated_at: now,
+            revision: 1,
         }
     }
 
@@ -240,14 +359,57 @@ mod tests {
         let a = lead();
         let mut b = a.clone();
         b.qualification_stage = Stage::Qualified;
-        let ev = lead_change_events(&a, &b);
         assert_eq!(
-            ev,
+            kinds(&lead_change_events(&a, &b)),
             vec![
                 (EventType::LeadStageChanged, Some(Stage::Qualifying)),
                 (EventType::LeadQualified, Some(Stage::Qualifying))
             ]
         );
+    }
+
+    /// The events' types and previous stages, what most tests compare.
+    fn kinds(events: &[ChangeEvent]) -> Vec<(EventType, Option<Stage>)> {
+        events
+            .iter()
+            .map(|e| (e.event_type, e.previous_stage))
+            .collect()
+    }
+
+    #[test]
+    fn previous_names_each_altered_field_and_only_the_changed_profile_keys() {
+        let mut a = lead();
+        a.profile.insert("budget".into(), "400k".into());
+        a.profile.insert("area".into(), "Soho".into());
+        a.profile.insert("pets".into(), true.into());
+        let mut b = a.clone();
+        b.email = Some(crate::validate::Email::parse("ada@new.example").unwrap());
+        b.qualification_stage = Stage::Qualified;
+        b.profile.insert("budget".into(), "500k".into());
+        b.profile.remove("pets");
+        b.profile.insert("bedrooms".into(), 2.into());
+        b.updated_at = a.updated_at + time::Duration::seconds(1);
+        b.revision = a.revision + 1;
+        let events = lead_change_events(&a, &b);
+        assert_eq!(events.len(), 3);
+        let want = serde_json::json!({
+            "email": null,
+            "qualification_stage": "qualifying",
+            "profile": {"budget": "400k", "pets": true, "bedrooms": null}
+        });
+        for e in &events {
+            assert_eq!(
+                Value::Object(e.previous.clone().unwrap()),
+                want,
+                "{}",
+                e.event_type
+            );
+        }
+        // Serialized beside previous_stage, before the snapshot.
+        let data = serde_json::to_value(events[1].data(&b)).unwrap();
+        assert_eq!(data["previous"], want);
+        assert_eq!(data["previous_stage"], "qualifying");
+        assert_eq!(data["lead"]["revision"], 2);
     }
 
     #[test]
@@ -256,7 +418,7 @@ mod tests {
         let mut b = a.clone();
         b.qualification_stage = Stage::Closed;
         assert_eq!(
-            lead_change_events(&a, &b),
+            kinds(&lead_change_events(&a, &b)),
             vec![(EventType::LeadStageChanged, Some(Stage::Qualifying))]
         );
         assert!(lead_change_events(&b, &b).is_empty());
@@ -271,9 +433,16 @@ mod tests {
         b.external_ref = Some(ExternalRefFixture::hubspot());
         assert!(lead_change_events(&a, &b).is_empty());
         b.profile.insert("bedrooms".into(), 2.into());
+        let events = lead_change_events(&a, &b);
+        assert_eq!(kinds(&events), vec![(EventType::LeadUpdated, None)]);
+        // The write-back fields the same change altered are in `previous` too.
+        let previous = Value::Object(events[0].previous.clone().unwrap());
         assert_eq!(
-            lead_change_events(&a, &b),
-            vec![(EventType::LeadUpdated, None)]
+            previous,
+            serde_json::json!({
+                "route_target": null, "external_ref": null, "ai_paused": false,
+                "profile": {"bedrooms": null}
+            })
         );
     }
 
@@ -304,6 +473,9 @@ mod tests {
                 has_previous,
                 "{t}"
             );
+            let has_changes = has_previous || t == EventType::LeadUpdated;
+            assert_eq!(v["data"].get("previous").is_some(), has_changes, "{t}");
+            assert!(v["data"]["lead"]["revision"].is_i64(), "{t}");
         }
     }
 
@@ -316,6 +488,7 @@ mod tests {
             l.updated_at,
             EventData {
                 previous_stage: Some(Stage::Qualified),
+                previous: None,
                 lead: l,
                 handoff: None,
             },

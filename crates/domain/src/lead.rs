@@ -53,6 +53,36 @@ pub struct Lead {
     pub created_at: OffsetDateTime,
     #[serde(with = "crate::timefmt::millis")]
     pub updated_at: OffsetDateTime,
+    /// 1 at creation, plus 1 with every committed change of any field (kept by the database,
+    /// migration 19); the lead's entity tag and the number a receiver compares to tell a newer
+    /// snapshot from an older one.
+    pub revision: i64,
+}
+
+/// A lead's entity tag (`ETag`): its revision, quoted. Strong: two snapshots with one revision
+/// are the same bytes.
+pub fn entity_tag(revision: i64) -> String {
+    format!("\"{revision}\"")
+}
+
+/// What a write expects of the lead's revision when it is made (`If-Match`, docs/api.md).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Expected {
+    /// No condition, or `If-Match: *`: any lead that exists.
+    #[default]
+    Any,
+    /// One of these revisions. Empty when the header named no entity tag of ours, which then
+    /// matches nothing: a write its client meant as conditional is never made unconditionally.
+    OneOf(Vec<i64>),
+}
+
+impl Expected {
+    pub fn admits(&self, revision: i64) -> bool {
+        match self {
+            Expected::Any => true,
+            Expected::OneOf(revisions) => revisions.contains(&revision),
+        }
+    }
 }
 
 /// `conversation_url = {base}/conversations/{lead_id}`; a trailing slash on the base is ignored.
@@ -76,6 +106,15 @@ mod tests {
         }
         assert!(Stage::parse("Closed").is_err());
         assert!(Stage::parse("new").is_err());
+    }
+
+    #[test]
+    fn an_expectation_admits_only_the_revisions_it_names() {
+        assert!(Expected::Any.admits(7));
+        assert!(Expected::OneOf(vec![3, 7]).admits(7));
+        assert!(!Expected::OneOf(vec![3]).admits(7));
+        assert!(!Expected::OneOf(vec![]).admits(1));
+        assert_eq!(entity_tag(12), "\"12\"");
     }
 
     #[test]

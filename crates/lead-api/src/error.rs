@@ -39,6 +39,9 @@ pub enum ApiError {
         message: String,
         location: Option<String>,
     },
+    /// `If-Match` named another revision than the lead's (docs/api.md): the current one's tag.
+    #[error("Lead has changed")]
+    PreconditionFailed { etag: String },
     /// The cause is kept as `source()`, for the log only.
     #[error("Service unavailable")]
     Unavailable(#[source] BoxError),
@@ -77,6 +80,9 @@ impl From<StoreError> for ApiError {
                 location: None,
             },
             StoreError::Invalid(f) => f.into(),
+            StoreError::Changed { revision } => ApiError::PreconditionFailed {
+                etag: qualifier_domain::lead::entity_tag(revision),
+            },
             StoreError::RateLimited { retry_after_secs } => {
                 ApiError::RateLimited { retry_after_secs }
             }
@@ -141,6 +147,7 @@ impl ResponseError for ApiError {
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::Gone(_) => StatusCode::GONE,
             ApiError::Conflict { .. } => StatusCode::CONFLICT,
+            ApiError::PreconditionFailed { .. } => StatusCode::PRECONDITION_FAILED,
             ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -167,6 +174,9 @@ impl ResponseError for ApiError {
                 ..
             } => {
                 res.insert_header((header::LOCATION, loc.as_str()));
+            }
+            ApiError::PreconditionFailed { etag } => {
+                res.insert_header((header::ETAG, etag.as_str()));
             }
             _ => {}
         }

@@ -85,9 +85,33 @@ pub async fn begin(
             if let Some(loc) = kept.location {
                 res.insert_header((header::LOCATION, loc));
             }
+            // The lead's entity tag is its revision, which the kept body holds: the replay
+            // answers the same tag as the original without keeping a column for it.
+            if let Some(revision) = status
+                .is_success()
+                .then(|| kept_revision(&kept.body))
+                .flatten()
+            {
+                res.insert_header((header::ETAG, qualifier_domain::lead::entity_tag(revision)));
+            }
             Ok(Begin::Replay(res.body(kept.body)))
         }
     }
+}
+
+/// `lead.revision` of a kept lead answer.
+fn kept_revision(body: &[u8]) -> Option<i64> {
+    #[derive(serde::Deserialize)]
+    struct Answer {
+        lead: Revisioned,
+    }
+    #[derive(serde::Deserialize)]
+    struct Revisioned {
+        revision: i64,
+    }
+    serde_json::from_slice::<Answer>(body)
+        .ok()
+        .map(|a| a.lead.revision)
 }
 
 /// The response's status, body and Location, as they are kept.

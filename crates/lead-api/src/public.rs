@@ -6,8 +6,11 @@ use serde_json::{Value, json};
 
 use crate::error::{ApiError, method_not_allowed};
 use crate::idempotency::{self, Begin};
-use crate::inputs::{FeedQuery, LeadListQuery, parse_new_lead, parse_public_patch};
+use crate::inputs::{
+    FeedQuery, LeadListQuery, if_match, none_match, parse_new_lead, parse_public_patch,
+};
 use crate::state::{AppState, LegacyCursor, OrgAuth, path_id};
+use qualifier_domain::lead::entity_tag;
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.service(
@@ -31,12 +34,19 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
 
 async fn get_lead(
     auth: OrgAuth,
+    req: HttpRequest,
     path: web::Path<String>,
     st: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let lead_id = path_id(&path, "Lead not found")?;
     let lead = st.lead_reader.call((auth.org_id, lead_id)).await??;
-    Ok(HttpResponse::Ok().json(json!({ "lead": lead })))
+    let etag = (header::ETAG, entity_tag(lead.revision));
+    if none_match(req.headers(), lead.revision) {
+        return Ok(HttpResponse::NotModified().insert_header(etag).finish());
+    }
+    Ok(HttpResponse::Ok()
+        .insert_header(etag)
+        .json(json!({ "lead": lead })))
 }
 
 /// `GET /api/v1/events`: the org's events in feed order (docs/api.md, "Lists and the feed"). Each envelope is
@@ -131,9 +141,11 @@ async fn patch_lead(
         let lead_id = path_id(&path, "Lead not found")?;
         let lead = st
             .store
-            .patch_lead_public(auth.org_id, lead_id, patch)
+            .patch_lead_public(auth.org_id, lead_id, &if_match(req.headers()), patch)
             .await?;
-        Ok(HttpResponse::Ok().json(json!({ "lead": lead })))
+        Ok(HttpResponse::Ok()
+            .insert_header((header::ETAG, entity_tag(lead.revision)))
+            .json(json!({ "lead": lead })))
     }
     .await;
     idempotency::finish(&st, held, result).await
@@ -160,6 +172,7 @@ async fn create_lead(
         let lead = st.store.create_lead(auth.org_id, new).await?;
         Ok(HttpResponse::Created()
             .insert_header((header::LOCATION, format!("/api/v1/leads/{}", lead.id)))
+            .insert_header((header::ETAG, entity_tag(lead.revision)))
             .json(json!({ "lead": lead })))
     }
     .await;

@@ -19,6 +19,10 @@ pub enum StoreError {
     /// A state-machine or uniqueness rule refused the change (409).
     #[error("{0}")]
     Conflict(String),
+    /// A conditional write found the lead at another revision than it expected (412); the
+    /// lead's current revision, for the response's `ETag`.
+    #[error("Lead has changed")]
+    Changed { revision: i64 },
     /// A per-org quota of actions is used up for now (docs/reliability.md, "Strangers, quotas and pages"): 429.
     #[error("Rate limit exceeded")]
     RateLimited { retry_after_secs: u64 },

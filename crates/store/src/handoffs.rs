@@ -55,6 +55,7 @@ async fn emit_handoff(
 ) -> Result<(), StoreError> {
     let data = EventData {
         previous_stage: None,
+        previous: None,
         lead,
         handoff: Some(handoff.clone()),
     };

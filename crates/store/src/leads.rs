@@ -4,11 +4,12 @@ use diesel::{
     ExpressionMethods, OptionalExtension, QueryDsl, Queryable, Selectable, SelectableHelper,
 };
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
-use qualifier_domain::event::lead_change_events;
+use qualifier_domain::event::{ChangeEvent, lead_change_events};
+use qualifier_domain::lead::Expected;
 use qualifier_domain::lead::conversation_url;
 use qualifier_domain::timefmt::now_millis;
 use qualifier_domain::validate::{Channel, Email, Name, Phone, RouteTarget};
-use qualifier_domain::{Envelope, EventData, EventType, ExternalRef, FieldError, Lead, Stage};
+use qualifier_domain::{Envelope, EventType, ExternalRef, FieldError, Lead, Stage};
 use serde_json::{Map, Value};
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -44,6 +45,7 @@ pub struct LeadRow {
     pub ai_paused: bool,
     pub created_at: OffsetDateTime,
     pub updated_at: OffsetDateTime,
+    pub revision: i64,
 }
 
 use diesel::QueryableByName;
@@ -91,6 +93,7 @@ impl LeadRow {
             conversation_url: conversation_url(app_base_url, self.id),
             created_at: self.created_at,
             updated_at: self.updated_at,
+            revision: self.revision,
         })
     }
 
@@ -111,6 +114,7 @@ impl LeadRow {
             ai_paused: l.ai_paused,
             created_at: l.created_at,
             updated_at: l.updated_at,
+            revision: l.revision,
         }
     }
 }
@@ -178,21 +182,25 @@ pub(crate) async fn emit(
     conn: &mut AsyncPgConnection,
     org_id: Uuid,
     lead: &Lead,
-    events: &[(EventType, Option<Stage>)],
+    events: &[ChangeEvent],
 ) -> Result<(), StoreError> {
-    for (event_type, previous_stage) in events {
-        let data = EventData {
-            previous_stage: *previous_stage,
-            lead: lead.clone(),
-            handoff: None,
-        };
+    for e in events {
         outbox::append(
             conn,
-            &Envelope::new(*event_type, org_id, lead.updated_at, data),
+            &Envelope::new(e.event_type, org_id, lead.updated_at, e.data(lead)),
         )
         .await?;
     }
     Ok(())
+}
+
+/// `after` as the change writes it: its time (never before the last change's, whatever the
+/// clocks of two replicas say) and the next revision. The revision is the one the database
+/// holds for the row as read plus one, and the write only applies to the row as read (a row
+/// version check or a row lock), so no two snapshots share a revision.
+fn next_state(before: &Lead, after: &mut Lead) {
+    after.updated_at = now_millis().max(before.updated_at);
+    after.revision = before.revision + 1;
 }
 
 /// How [`write_with_events`] writes the lead row.
@@ -207,8 +215,8 @@ enum RowWrite {
 /// The parameters of [`write_with_events`] and [`read_versioned`], named in a `VALUES` row.
 const WRITE_HEAD: &str = "WITH p(id, org_id, name, email, phone, channel, qualification_stage,
          route_target, profile, external_system, external_id, external_url, ai_paused,
-         created_at, updated_at, traceparent, event_ids, event_types, payloads, deliveries,
-         version) AS (VALUES (";
+         created_at, updated_at, revision, traceparent, event_ids, event_types, payloads,
+         deliveries, version) AS (VALUES (";
 
 /// The events of the written row, after `l` (the written lead's id, when it was written).
 macro_rules! events_cte {
@@ -228,10 +236,10 @@ const INSERT_TAIL: &str = concat!(
     ")),
      l AS (INSERT INTO leads (id, org_id, name, email, phone, channel, qualification_stage,
                               route_target, profile, external_system, external_id, external_url,
-                              ai_paused, created_at, updated_at)
+                              ai_paused, created_at, updated_at, revision)
            SELECT id, org_id, name, email, phone, channel, qualification_stage, route_target,
                   profile, external_system, external_id, external_url, ai_paused, created_at,
-                  updated_at
+                  updated_at, revision
            FROM p WHERE true
            ON CONFLICT (org_id, phone) DO NOTHING
            RETURNING id),
@@ -246,7 +254,7 @@ const UPDATE_TAIL: &str = concat!(
                   route_target = p.route_target, profile = p.profile,
                   external_system = p.external_system, external_id = p.external_id,
                   external_url = p.external_url, ai_paused = p.ai_paused,
-                  updated_at = p.updated_at
+                  updated_at = p.updated_at, revision = p.revision
            FROM p
            WHERE leads.id = p.id AND leads.org_id = p.org_id
              AND leads.xmin::text::int8 = p.version
@@ -266,7 +274,7 @@ async fn write_with_events(
     org_id: Uuid,
     lead: &Lead,
     write: RowWrite,
-    events: &[(EventType, Option<Stage>)],
+    events: &[ChangeEvent],
 ) -> Result<bool, diesel::result::Error> {
     use diesel::sql_types::{
         Array, Bool, Bytea, Int8, Jsonb, Nullable, Text, Timestamptz, Uuid as SqlUuid,
@@ -276,19 +284,10 @@ async fn write_with_events(
     let mut types = Vec::with_capacity(events.len());
     let mut payloads = Vec::with_capacity(events.len());
     let mut deliveries = Vec::with_capacity(events.len());
-    for (event_type, previous_stage) in events {
-        let env = Envelope::new(
-            *event_type,
-            org_id,
-            lead.updated_at,
-            EventData {
-                previous_stage: *previous_stage,
-                lead: lead.clone(),
-                handoff: None,
-            },
-        );
+    for e in events {
+        let env = Envelope::new(e.event_type, org_id, lead.updated_at, e.data(lead));
         event_ids.push(env.id);
-        types.push(event_type.as_str().to_owned());
+        types.push(e.event_type.as_str().to_owned());
         payloads.push(env.to_bytes());
         deliveries.push(Uuid::new_v4());
     }
@@ -316,6 +315,7 @@ async fn write_with_events(
         .bind::<Bool, _>(row.ai_paused)
         .bind::<Timestamptz, _>(row.created_at)
         .bind::<Timestamptz, _>(row.updated_at)
+        .bind::<Int8, _>(row.revision)
         .bind::<Nullable<Text>, _>(qualifier_telemetry::current_traceparent())
         .bind::<Array<SqlUuid>, _>(event_ids)
         .bind::<Array<Text>, _>(types)
@@ -346,7 +346,8 @@ async fn read_versioned(
     let v: Option<Versioned> = crate::prepared::prepared::<SqlUuid, _>(
         "SELECT l.id, l.org_id, l.name, l.email, l.phone, l.channel, l.qualification_stage,
                 l.route_target, l.profile, l.external_system, l.external_id, l.external_url,
-                l.ai_paused, l.created_at, l.updated_at, l.xmin::text::int8 AS version
+                l.ai_paused, l.created_at, l.updated_at, l.revision,
+                l.xmin::text::int8 AS version
          FROM leads l, (VALUES (",
         ")) AS p(lead_id, lead_org) WHERE l.id = p.lead_id AND l.org_id = p.lead_org",
         lead_id,
@@ -381,6 +382,7 @@ fn fresh_lead(base: &str, c: &InboundContact) -> Result<Lead, FieldError> {
         conversation_url: conversation_url(base, id),
         created_at: now,
         updated_at: now,
+        revision: 1,
     })
 }
 
@@ -478,7 +480,7 @@ impl Store {
         let rows: Vec<BudgetedLead> = diesel::sql_query(
             "SELECT id, org_id, name, email, phone, channel, qualification_stage, route_target,
                     profile, external_system, external_id, external_url, ai_paused, created_at,
-                    updated_at, total
+                    updated_at, revision, total
              FROM (SELECT p.*,
                           sum(coalesce(pg_column_size(p.profile), 0) + 600)
                               OVER (ORDER BY p.updated_at, p.id) AS upto,
@@ -564,6 +566,7 @@ impl Store {
             conversation_url: conversation_url(&self.app_base_url, id),
             created_at: now,
             updated_at: now,
+            revision: 1,
         };
         let mut conn = self.conn().await?;
         let res = diesel::insert_into(leads::table)
@@ -579,12 +582,15 @@ impl Store {
         }
     }
 
-    /// Locks the lead, applies `change` to a copy, writes it if anything changed, and appends the
-    /// events the change emits, all in one transaction.
+    /// Applies `change` to a copy of the lead, writes it if anything changed, and appends the
+    /// events the change emits, all at once. `expected` is checked against the very row the
+    /// write applies to, so a condition that held when read and not when written is refused
+    /// ([`StoreError::Changed`]), never written.
     async fn change_lead<F>(
         &self,
         org_id: Uuid,
         lead_id: Uuid,
+        expected: &Expected,
         change: F,
     ) -> Result<Lead, StoreError>
     where
@@ -598,12 +604,17 @@ impl Store {
             let res = async {
                 let (row, version) = read_versioned(&mut conn, org_id, lead_id).await?;
                 let before = row.to_lead(&base)?;
+                if !expected.admits(before.revision) {
+                    return Err(StoreError::Changed {
+                        revision: before.revision,
+                    });
+                }
                 let mut after = before.clone();
                 change(&mut after).map_err(StoreError::Invalid)?;
                 if after == before {
                     return Ok(Some(before));
                 }
-                after.updated_at = now_millis().max(before.updated_at);
+                next_state(&before, &mut after);
                 let events = lead_change_events(&before, &after);
                 let written = write_with_events(
                     &mut conn,
@@ -629,12 +640,17 @@ impl Store {
         let res = conn
             .transaction::<Lead, StoreError, _>(async move |conn| {
                 let before = lock_lead(conn, org_id, lead_id).await?.to_lead(&base)?;
+                if !expected.admits(before.revision) {
+                    return Err(StoreError::Changed {
+                        revision: before.revision,
+                    });
+                }
                 let mut after = before.clone();
                 change(&mut after).map_err(StoreError::Invalid)?;
                 if after == before {
                     return Ok(before);
                 }
-                after.updated_at = now_millis().max(before.updated_at);
+                next_state(&before, &mut after);
                 diesel::update(leads::table.filter(leads::id.eq(lead_id)))
                     .set(LeadRow::from_lead(org_id, &after))
                     .execute(conn)
@@ -653,13 +669,15 @@ impl Store {
     }
 
     /// Public PATCH. Only closing emits (`lead.stage_changed`, when the stage actually changes).
+    /// `expected` is the request's `If-Match`.
     pub async fn patch_lead_public(
         &self,
         org_id: Uuid,
         lead_id: Uuid,
+        expected: &Expected,
         patch: PublicPatch,
     ) -> Result<Lead, StoreError> {
-        self.change_lead(org_id, lead_id, move |lead| {
+        self.change_lead(org_id, lead_id, expected, move |lead| {
             if let Some(r) = &patch.external_ref {
                 lead.external_ref = Some(r.clone());
             }
@@ -682,7 +700,7 @@ impl Store {
         lead_id: Uuid,
         patch: InternalPatch,
     ) -> Result<Lead, StoreError> {
-        self.change_lead(org_id, lead_id, move |lead| {
+        self.change_lead(org_id, lead_id, &Expected::Any, move |lead| {
             if let Some(n) = &patch.name {
                 lead.name = n.clone();
             }
@@ -723,7 +741,7 @@ impl Store {
             org_id,
             &fresh,
             RowWrite::Insert,
-            &[(EventType::LeadCreated, None)],
+            &[ChangeEvent::plain(EventType::LeadCreated)],
         )
         .await
         .map_err(crate::orgs::org_missing)?;
@@ -731,7 +749,6 @@ impl Store {
             return Ok((fresh, true));
         }
         conn.transaction::<(Lead, bool), StoreError, _>(async move |conn| {
-            let now = now_millis();
             let fresh = fresh_lead(&base, &c).map_err(StoreError::Invalid)?;
             // ON CONFLICT DO NOTHING makes two simultaneous first messages from one phone create
             // one lead: the loser falls through to the update path below.
@@ -743,7 +760,13 @@ impl Store {
                 .await
                 .map_err(crate::orgs::org_missing)?;
             if inserted == 1 {
-                emit(conn, org_id, &fresh, &[(EventType::LeadCreated, None)]).await?;
+                emit(
+                    conn,
+                    org_id,
+                    &fresh,
+                    &[ChangeEvent::plain(EventType::LeadCreated)],
+                )
+                .await?;
                 return Ok((fresh, true));
             }
             let row = leads::table
@@ -766,7 +789,7 @@ impl Store {
             if after == before {
                 return Ok((before, false));
             }
-            after.updated_at = now.max(before.updated_at);
+            next_state(&before, &mut after);
             diesel::update(leads::table.filter(leads::id.eq(after.id)))
                 .set(LeadRow::from_lead(org_id, &after))
                 .execute(conn)

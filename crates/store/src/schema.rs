@@ -38,6 +38,7 @@ diesel::table! {
         ai_paused -> Bool,
         created_at -> Timestamptz,
         updated_at -> Timestamptz,
+        revision -> Int8,
     }
 }
 

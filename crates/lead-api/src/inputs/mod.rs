@@ -19,9 +19,11 @@ use uuid::Uuid;
 
 use crate::error::ApiError;
 
+mod conditions;
 mod lead;
 mod lists;
 
+pub use conditions::*;
 pub use lead::*;
 pub use lists::*;
 

@@ -13,4 +13,5 @@ mod internal_api;
 mod outbox_events;
 mod public_api;
 mod rate_limit;
+mod revisions;
 mod webhook_settings;

@@ -83,7 +83,14 @@ async fn inbound_creates_with_lead_created_and_updates_with_lead_updated() {
         rows.iter().map(|r| r.0.as_str()).collect::<Vec<_>>(),
         ["lead.created", "lead.updated"]
     );
-    assert_eq!(rows[1].1["data"], json!({"lead": updated}));
+    // What changed: the added key as null, the removed one with its value (contract: previous
+    // values of the changed profile keys only); revision 2 after the creation's 1.
+    assert_eq!(
+        rows[1].1["data"],
+        json!({"previous": {"profile": {"area": null, "bedrooms": 2}}, "lead": updated})
+    );
+    assert_eq!(lead["revision"], 1);
+    assert_eq!(updated["revision"], 2);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -133,9 +140,15 @@ async fn closing_emits_stage_changed_once_and_write_back_emits_nothing() {
     );
     let (_, env, bytes) = &rows[1];
     assert_envelope(env, bytes, "lead.stage_changed", &org);
+    // Three write-backs and the close, each a revision; the repeated close none.
+    assert_eq!(closed["revision"], 5);
     assert_eq!(
         env["data"],
-        json!({"previous_stage": "qualifying", "lead": closed})
+        json!({
+            "previous_stage": "qualifying",
+            "previous": {"qualification_stage": "qualifying"},
+            "lead": closed
+        })
     );
     assert_eq!(
         env["data"]["lead"]["external_ref"],
@@ -189,14 +202,17 @@ async fn agent_updates_emit_updated_stage_changed_and_qualified() {
             "lead.qualified"
         ]
     );
-    assert_eq!(rows[1].1["data"], json!({"lead": q}));
+    // One change, three events: each names everything the change altered.
+    let previous = json!({"qualification_stage": "qualifying", "profile": {"bedrooms": 2}});
+    assert_eq!(q["revision"], 3, "created, route_target, this change");
+    assert_eq!(rows[1].1["data"], json!({"previous": previous, "lead": q}));
     assert_eq!(
         rows[2].1["data"],
-        json!({"previous_stage": "qualifying", "lead": q})
+        json!({"previous_stage": "qualifying", "previous": previous, "lead": q})
     );
     assert_eq!(
         rows[3].1["data"],
-        json!({"previous_stage": "qualifying", "lead": q})
+        json!({"previous_stage": "qualifying", "previous": previous, "lead": q})
     );
     let ids: std::collections::HashSet<_> = rows.iter().map(|r| r.1["id"].clone()).collect();
     assert_eq!(ids.len(), 4, "each event has its own id");

@@ -342,9 +342,93 @@ async fn delivered_events_of_every_type_validate_against_the_published_schemas()
         seen.insert(t);
     }
     assert_eq!(seen.len(), all.len(), "every type was delivered: {seen:?}");
-    // The check can fail: an extra field breaks the schema.
-    let mut bad = got[0].json();
-    bad["data"]["surprise"] = json!(1);
+    // The check can fail: a revision that is not a number, or a field outside `data`.
     let t = got[0].header("x-qualifier-event");
+    let mut bad = got[0].json();
+    bad["data"]["lead"]["revision"] = json!("2");
     assert!(schema_errors(t, bad.to_string().as_bytes()).is_some());
+    let mut bad = got[0].json();
+    bad["surprise"] = json!(1);
+    assert!(schema_errors(t, bad.to_string().as_bytes()).is_some());
+    // Additions inside `data` and `data.lead` are accepted: receivers ignore what they do not
+    // know, so a new field is not a breaking change.
+    let mut added = got[0].json();
+    added["data"]["surprise"] = json!(1);
+    added["data"]["lead"]["surprise"] = json!({"nested": true});
+    assert_eq!(schema_errors(t, added.to_string().as_bytes()), None);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn delivered_snapshots_carry_their_revision_and_what_changed() {
+    let s = Stack::start().await;
+    let url = s.receiver.url.clone();
+    s.put_webhook(json!({"url": url, "event_types": [
+        "lead.created", "lead.updated", "lead.stage_changed", "lead.qualified"
+    ], "enabled": true}))
+        .await;
+    let org = s.org.clone();
+    let lead = s.inbound("+447700900906").await;
+    let path = format!(
+        "/internal/v1/orgs/{org}/leads/{}",
+        lead["id"].as_str().unwrap()
+    );
+    for change in [
+        // Keys added.
+        json!({"profile": {"area": "Soho", "bedrooms": 3}}),
+        // One changed, one removed, one added.
+        json!({"profile": {"area": "Mayfair", "bedrooms": null, "pets": true}}),
+        // Contact fields.
+        json!({"name": "Ada King", "email": "ada@new.example"}),
+        // The stage.
+        json!({"qualification_stage": "qualified"}),
+    ] {
+        s.call(Method::PATCH, &path, Some(change)).await;
+    }
+    let got = s.receiver.wait_for(6, WAIT).await;
+    let mut events: Vec<(i64, String, Value)> = got
+        .iter()
+        .map(|g| {
+            let t = g.header("x-qualifier-event").to_owned();
+            assert_eq!(schema_errors(&t, &g.body), None, "{t}");
+            let v = g.json();
+            (
+                v["data"]["lead"]["revision"].as_i64().expect("a revision"),
+                t,
+                v["data"]["previous"].clone(),
+            )
+        })
+        .collect();
+    events.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+    let want = [
+        (1, "lead.created", Value::Null),
+        (
+            2,
+            "lead.updated",
+            json!({"profile": {"area": null, "bedrooms": null}}),
+        ),
+        (
+            3,
+            "lead.updated",
+            json!({"profile": {"area": "Soho", "bedrooms": 3, "pets": null}}),
+        ),
+        (
+            4,
+            "lead.updated",
+            json!({"name": "Ada Lovelace", "email": null}),
+        ),
+        (
+            5,
+            "lead.qualified",
+            json!({"qualification_stage": "qualifying"}),
+        ),
+        (
+            5,
+            "lead.stage_changed",
+            json!({"qualification_stage": "qualifying"}),
+        ),
+    ];
+    let got: Vec<(i64, &str, &Value)> =
+        events.iter().map(|(r, t, p)| (*r, t.as_str(), p)).collect();
+    let want: Vec<(i64, &str, &Value)> = want.iter().map(|(r, t, p)| (*r, *t, p)).collect();
+    assert_eq!(got, want);
 }
