@@ -37,6 +37,9 @@ named_enum! {
         #[serde(rename = "handoff.released")]
         #[strum(serialize = "handoff.released")]
         HandoffReleased,
+        #[serde(rename = "lead.erased")]
+        #[strum(serialize = "lead.erased")]
+        LeadErased,
     }
 }
 
@@ -59,6 +62,9 @@ impl EventType {
             EventType::HandoffCreated => "The AI requested a human takeover.",
             EventType::HandoffAccepted => "An operator took the handoff.",
             EventType::HandoffReleased => "The operator handed the lead back to the AI.",
+            EventType::LeadErased => {
+                "The contact was forgotten: the lead and every snapshot of it are erased. data.lead.id is all that is left; erase your copy too."
+            }
         }
     }
 }
@@ -77,6 +83,50 @@ pub struct EventData {
     pub handoff: Option<Handoff>,
 }
 
+/// A lead named by its id only: what `lead.erased` and an erased event keep of it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LeadRef {
+    pub id: Uuid,
+}
+
+/// `data` of `lead.erased` (docs/events.md).
+#[derive(Debug, Clone, Serialize)]
+pub struct ErasedData {
+    pub lead: LeadRef,
+    #[serde(with = "crate::timefmt::millis")]
+    pub erased_at: OffsetDateTime,
+}
+
+/// An envelope's `data`: about a lead as it was, or about a lead erased.
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub enum EventBody {
+    Lead(Box<EventData>),
+    Erased(ErasedData),
+}
+
+impl EventBody {
+    /// The lead the event is about.
+    pub fn lead_id(&self) -> Uuid {
+        match self {
+            EventBody::Lead(d) => d.lead.id,
+            EventBody::Erased(d) => d.lead.id,
+        }
+    }
+}
+
+impl From<EventData> for EventBody {
+    fn from(d: EventData) -> Self {
+        EventBody::Lead(Box::new(d))
+    }
+}
+
+impl From<ErasedData> for EventBody {
+    fn from(d: ErasedData) -> Self {
+        EventBody::Erased(d)
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct Envelope {
     pub id: Uuid,
@@ -86,7 +136,34 @@ pub struct Envelope {
     #[serde(with = "crate::timefmt::millis")]
     pub occurred_at: OffsetDateTime,
     pub org_id: Uuid,
-    pub data: EventData,
+    pub data: EventBody,
+}
+
+/// What an erased event keeps (docs/events.md, "Erased events"): the envelope's own fields, the
+/// lead's id, and `"erased": true`. Field order as in every envelope.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReducedEnvelope<'a> {
+    pub id: Uuid,
+    #[serde(rename = "type")]
+    pub event_type: &'a str,
+    pub version: &'a str,
+    /// As the original envelope had it, text for text.
+    pub occurred_at: &'a str,
+    pub org_id: Uuid,
+    pub data: ReducedData,
+    pub erased: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ReducedData {
+    pub lead: LeadRef,
+}
+
+impl ReducedEnvelope<'_> {
+    /// The bytes that replace the original envelope.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        serde_json::to_vec(self).expect("a reduced envelope serializes")
+    }
 }
 
 impl Envelope {
@@ -94,7 +171,7 @@ impl Envelope {
         event_type: EventType,
         org_id: Uuid,
         occurred_at: OffsetDateTime,
-        data: EventData,
+        data: impl Into<EventBody>,
     ) -> Self {
         Envelope {
             id: Uuid::now_v7(),
@@ -102,7 +179,7 @@ impl Envelope {
             version: "1",
             occurred_at,
             org_id,
-            data,
+            data: data.into(),
         }
     }
 
@@ -166,6 +243,17 @@ pub fn example(
         updated_at: now,
         revision: 3,
     };
+    if event_type == EventType::LeadErased {
+        return Envelope::new(
+            event_type,
+            org_id,
+            now,
+            ErasedData {
+                lead: LeadRef { id },
+                erased_at: now,
+            },
+        );
+    }
     let handoff_state = match event_type {
         EventType::HandoffCreated => Some(HandoffState::Requested),
         EventType::HandoffAccepted => Some(HandoffState::Accepted),
@@ -465,6 +553,13 @@ mod tests {
             let v: serde_json::Value = serde_json::from_slice(&env.to_bytes()).unwrap();
             assert_eq!(v["type"], t.as_str());
             assert_eq!(v["data"]["lead"]["id"], Uuid::nil().to_string());
+            if t == EventType::LeadErased {
+                // The lead's id and when it was erased: nothing else is left of it.
+                let keys: Vec<&String> = v["data"].as_object().unwrap().keys().collect();
+                assert_eq!(keys, ["lead", "erased_at"]);
+                assert_eq!(v["data"]["lead"].as_object().unwrap().len(), 1);
+                continue;
+            }
             let is_handoff = t.as_str().starts_with("handoff.");
             assert_eq!(v["data"].get("handoff").is_some(), is_handoff, "{t}");
             let has_previous = matches!(t, EventType::LeadStageChanged | EventType::LeadQualified);
@@ -477,6 +572,33 @@ mod tests {
             assert_eq!(v["data"].get("previous").is_some(), has_changes, "{t}");
             assert!(v["data"]["lead"]["revision"].is_i64(), "{t}");
         }
+    }
+
+    #[test]
+    fn a_reduced_envelope_keeps_the_envelope_fields_and_the_leads_id_only() {
+        let lead = Uuid::now_v7();
+        let bytes = ReducedEnvelope {
+            id: Uuid::nil(),
+            event_type: "lead.updated",
+            version: "1",
+            occurred_at: "2026-11-21T10:15:02.402Z",
+            org_id: Uuid::nil(),
+            data: ReducedData {
+                lead: LeadRef { id: lead },
+            },
+            erased: true,
+        }
+        .to_bytes();
+        assert!(bytes.starts_with(b"{\"id\":\""));
+        let v: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({
+                "id": Uuid::nil(), "type": "lead.updated", "version": "1",
+                "occurred_at": "2026-11-21T10:15:02.402Z", "org_id": Uuid::nil(),
+                "data": {"lead": {"id": lead}}, "erased": true
+            })
+        );
     }
 
     #[test]

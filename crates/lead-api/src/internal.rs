@@ -1,7 +1,8 @@
 //! The internal API, `/internal/v1`, authenticated with `QUALIFIER_INTERNAL_TOKEN`: what the
 //! settings screen, the AI agent and the inbound channels call.
 
-use actix_web::{HttpRequest, HttpResponse, web};
+use actix_web::{HttpRequest, HttpResponse, http::header, web};
+use qualifier_domain::lead::entity_tag;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
@@ -32,7 +33,11 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         )
         .service(r("/internal/v1/orgs/{org}/webhook/test").route(web::post().to(send_test_event)))
         .service(r("/internal/v1/orgs/{org}/inbound").route(web::post().to(inbound)))
-        .service(r("/internal/v1/orgs/{org}/leads/{id}").route(web::patch().to(patch_lead)))
+        .service(
+            r("/internal/v1/orgs/{org}/leads/{id}")
+                .route(web::patch().to(patch_lead))
+                .route(web::delete().to(erase_lead)),
+        )
         .service(
             r("/internal/v1/orgs/{org}/leads/{id}/handoffs").route(web::post().to(create_handoff)),
         )
@@ -215,7 +220,9 @@ async fn inbound(
     } else {
         HttpResponse::Ok()
     };
-    Ok(res.json(json!({ "lead": lead })))
+    Ok(res
+        .insert_header((header::ETAG, entity_tag(lead.revision)))
+        .json(json!({ "lead": lead })))
 }
 
 async fn patch_lead(
@@ -229,7 +236,19 @@ async fn patch_lead(
     let patch = parse_internal_patch(&obj)?;
     let (org_id, lead_id) = org_and(&path, "Lead not found")?;
     let lead = st.store.patch_lead_internal(org_id, lead_id, patch).await?;
-    Ok(HttpResponse::Ok().json(json!({ "lead": lead })))
+    Ok(HttpResponse::Ok()
+        .insert_header((header::ETAG, entity_tag(lead.revision)))
+        .json(json!({ "lead": lead })))
+}
+
+/// `DELETE …/leads/{id}`: erases the contact (docs/api.md, "Erasing a lead"), as the public call.
+async fn erase_lead(
+    _: InternalAuth,
+    path: web::Path<(String, String)>,
+    st: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let (org_id, lead_id) = org_and(&path, "Lead not found")?;
+    crate::public::erase(&st, org_id, lead_id).await
 }
 
 async fn create_handoff(

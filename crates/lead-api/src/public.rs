@@ -28,6 +28,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         web::resource("/api/v1/leads/{lead_id}")
             .route(web::get().to(get_lead))
             .route(web::patch().to(patch_lead))
+            .route(web::delete().to(erase_lead))
             .default_service(web::to(method_not_allowed)),
     );
 }
@@ -149,6 +150,28 @@ async fn patch_lead(
     }
     .await;
     idempotency::finish(&st, held, result).await
+}
+
+/// `DELETE /api/v1/leads/{id}`: the contact is forgotten (docs/api.md, "Erasing a lead").
+async fn erase_lead(
+    auth: OrgAuth,
+    path: web::Path<String>,
+    st: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let lead_id = path_id(&path, "Lead not found")?;
+    erase(&st, auth.org_id, lead_id).await
+}
+
+/// The erasure every entry point makes: 204 with no body, 404 for a lead that is not there.
+pub(crate) async fn erase(
+    st: &AppState,
+    org_id: uuid::Uuid,
+    lead_id: uuid::Uuid,
+) -> Result<HttpResponse, ApiError> {
+    let erased = st.store.erase_lead(org_id, lead_id).await?;
+    // Ids and counts only: the log is no place for what was just forgotten.
+    tracing::info!(%org_id, %lead_id, events = erased.events, idempotency_answers = erased.idempotency_answers, "lead erased");
+    Ok(HttpResponse::NoContent().finish())
 }
 
 async fn create_lead(

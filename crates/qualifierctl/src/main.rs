@@ -104,6 +104,14 @@ enum Command {
         #[command(flatten)]
         rate: ReplayRateArgs,
     },
+    /// Erase a contact: the lead, its handoffs and every stored snapshot of it (docs/api.md,
+    /// "Erasing a lead"); `lead.erased` is sent to the org's webhook.
+    EraseLead {
+        #[arg(long)]
+        org: Uuid,
+        #[arg(long)]
+        lead: Uuid,
+    },
     /// Create an org and a token in one go.
     BootstrapDev {
         #[arg(long, default_value = "Dev Org")]
@@ -276,6 +284,11 @@ async fn run(cli: Cli) -> Result<serde_json::Value> {
                 .await?;
             let replayed = if *dry_run { 0 } else { matched };
             json!({ "matched": matched, "replayed": replayed, "dry_run": dry_run })
+        }
+        Command::EraseLead { org, lead } => {
+            let erased = cli.store()?.erase_lead(*org, *lead).await?;
+            json!({ "lead": lead, "erased": true, "events": erased.events,
+                    "idempotency_answers": erased.idempotency_answers })
         }
         Command::GenSecretKey => json!({ "secret_key": SecretKey::generate_base64() }),
         Command::GenOperatorSecret => {

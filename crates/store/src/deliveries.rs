@@ -41,6 +41,10 @@ pub struct Delivery {
     pub created_at: OffsetDateTime,
     #[serde(with = "qualifier_domain::timefmt::millis")]
     pub updated_at: OffsetDateTime,
+    /// The event's lead was erased: its payload is the reduced envelope (docs/api.md, "Erasing
+    /// a lead"). Present only then.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub erased: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -64,6 +68,7 @@ struct SummaryRow {
     last_error: Option<String>,
     created_at: OffsetDateTime,
     updated_at: OffsetDateTime,
+    erased_at: Option<OffsetDateTime>,
 }
 
 impl SummaryRow {
@@ -78,6 +83,7 @@ impl SummaryRow {
             last_error: self.last_error.clone(),
             created_at: self.created_at,
             updated_at: self.updated_at,
+            erased: self.erased_at.is_some(),
         }
     }
 }
@@ -364,15 +370,19 @@ impl Store {
     ) -> Result<(), StoreError> {
         let mut conn = self.conn().await?;
         conn.transaction::<(), StoreError, _>(async move |conn| {
-            let (seq, current): (i64, DeliveryStatus) = outbox::table
-                .filter(outbox::org_id.eq(org_id))
-                .filter(outbox::delivery_id.eq(delivery_id))
-                .select((outbox::seq, outbox::status))
-                .for_update()
-                .first(conn)
-                .await
-                .optional()?
-                .ok_or(StoreError::NotFound("Delivery not found"))?;
+            let (seq, current, erased): (i64, DeliveryStatus, Option<OffsetDateTime>) =
+                outbox::table
+                    .filter(outbox::org_id.eq(org_id))
+                    .filter(outbox::delivery_id.eq(delivery_id))
+                    .select((outbox::seq, outbox::status, outbox::erased_at))
+                    .for_update()
+                    .first(conn)
+                    .await
+                    .optional()?
+                    .ok_or(StoreError::NotFound("Delivery not found"))?;
+            if erased.is_some() {
+                return Err(StoreError::Conflict("Event erased".into()));
+            }
             if !current.replayable() {
                 return Err(StoreError::Conflict("Delivery is still in progress".into()));
             }
@@ -399,13 +409,14 @@ impl Store {
             if f.statuses.is_empty() {
                 return Ok(0);
             }
+            // Erased events are never sent again: not counted, not scheduled.
+            let matching = || f.matching(org_id).filter(outbox::erased_at.is_null());
             // A dry run is counted where the rows are, reading none of them out.
             if dry_run {
-                let n: i64 = f.matching(org_id).count().get_result(conn).await?;
+                let n: i64 = matching().count().get_result(conn).await?;
                 return Ok(n as usize);
             }
-            let seqs: Vec<i64> = f
-                .matching(org_id)
+            let seqs: Vec<i64> = matching()
                 .order(outbox::seq.asc())
                 .select(outbox::seq)
                 .load(conn)

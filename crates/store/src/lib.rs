@@ -5,6 +5,7 @@
 pub mod batch;
 pub mod console;
 pub mod deliveries;
+pub mod erasure;
 pub mod error;
 pub mod handoffs;
 pub mod health;

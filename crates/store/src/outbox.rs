@@ -39,7 +39,7 @@ pub(crate) async fn insert(
             // The request's trace context, so the delivery attempt joins the same trace.
             outbox::traceparent.eq(qualifier_telemetry::current_traceparent()),
             outbox::is_test.eq(is_test),
-            outbox::lead_id.eq(env.data.lead.id),
+            outbox::lead_id.eq(env.data.lead_id()),
         ))
         .execute(conn)
         .await?;

@@ -94,6 +94,7 @@ diesel::table! {
         held_at -> Nullable<Timestamptz>,
         resume_attempt -> Nullable<Int4>,
         failed_attempts -> Int4,
+        erased_at -> Nullable<Timestamptz>,
     }
 }
 

@@ -32,6 +32,7 @@ pub fn schema(t: EventType) -> &'static str {
         EventType::HandoffReleased => {
             include_str!("../../../../docs/schemas/handoff.released.schema.json")
         }
+        EventType::LeadErased => include_str!("../../../../docs/schemas/lead.erased.schema.json"),
     }
 }
 

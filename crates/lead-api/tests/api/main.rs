@@ -2,6 +2,7 @@
 
 mod catching_up;
 mod console;
+mod erasure;
 mod extractors;
 mod forgeries;
 mod hardening;

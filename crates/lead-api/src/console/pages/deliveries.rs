@@ -262,7 +262,10 @@ fn deliveries_table(rows: &[Delivery], search: Option<&DeliverySearch>) -> Marku
                         tr {
                             td { a href=(format!("/console/deliveries/{}", d.id)) { (ts(d.created_at)) } }
                             td { (d.event_type.as_str()) }
-                            td { span class=(format!("status status-{}", d.status.as_str())) { (d.status.as_str()) } }
+                            td {
+                                span class=(format!("status status-{}", d.status.as_str())) { (d.status.as_str()) }
+                                @if d.erased { " " span.status.status-erased data-erased { "erased" } }
+                            }
                             td { (d.attempts) }
                             td { (d.last_status_code.map(|c| c.to_string()).or_else(|| d.last_error.clone()).unwrap_or_default()) }
                         }
@@ -298,7 +301,7 @@ pub fn delivery_page(
 ) -> Markup {
     let s = &d.delivery;
     // The replay call's own rule: the button is there exactly where a replay is accepted.
-    let replayable = s.status.replayable();
+    let replayable = s.status.replayable() && !s.erased;
     let attempts = &d.attempt_log;
     let numbers = qualifier_domain::delivery::cycles(attempts);
     let content = html! {
@@ -308,6 +311,11 @@ pub fn delivery_page(
             dt { "Event" } dd { (s.event_type.as_str()) " · " code { (s.event_id) } }
             dt { "Status" } dd { span class=(format!("status status-{}", s.status.as_str())) { (s.status.as_str()) } }
             dt { "Created" } dd { (ts(s.created_at)) }
+        }
+        @if s.erased {
+            p.notice data-erased role="status" {
+                "Erased: the contact this event was about was forgotten. What is left is the event's id, type and time, and the lead's id; it is never sent again."
+            }
         }
         h2 { "Payload" }
         p.hint { "Indented here; the request carries it compact, and the signatures cover those exact bytes." }

@@ -1,0 +1,295 @@
+//! Erasing a contact (docs/api.md, "Erasing a lead"): who may, what it leaves, and what it does
+//! to changes and replays racing it.
+
+use std::time::Duration;
+
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::helpers::{TestApp, error_of};
+
+/// `(type, erased, payload)` of every outbox row about `lead`, oldest first.
+async fn rows_of(app: &TestApp, lead: &str) -> Vec<(String, bool, Value)> {
+    let c = app.db.client().await;
+    c.query(
+        "SELECT event_type, erased_at IS NOT NULL, convert_from(payload, 'UTF8')
+         FROM outbox WHERE lead_id = $1::text::uuid ORDER BY seq",
+        &[&lead],
+    )
+    .await
+    .unwrap()
+    .iter()
+    .map(|r| {
+        (
+            r.get::<_, String>(0),
+            r.get::<_, bool>(1),
+            serde_json::from_str(r.get::<_, &str>(2)).unwrap(),
+        )
+    })
+    .collect()
+}
+
+async fn erase(app: &TestApp, token: &str, lead: &str) -> reqwest::Response {
+    app.public(
+        Method::DELETE,
+        &format!("/api/v1/leads/{lead}"),
+        token,
+        None,
+    )
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn only_the_orgs_own_lead_is_erased_and_only_once() {
+    let app = TestApp::spawn().await;
+    let (org, token) = app.org().await;
+    let (other_org, other) = app.org().await;
+    let lead = app.inbound_lead(&org, "+447700900555").await;
+    let id = lead["id"].as_str().unwrap();
+
+    // Another org's token, another org's path, ids that are not ids: 404, and nothing changes.
+    assert_eq!(
+        error_of(erase(&app, &other, id).await).await,
+        (404, "Lead not found".into())
+    );
+    let r = app
+        .internal(
+            Method::DELETE,
+            &format!("/internal/v1/orgs/{other_org}/leads/{id}"),
+            None,
+        )
+        .await;
+    assert_eq!(error_of(r).await, (404, "Lead not found".into()));
+    for bad in [
+        "not-a-uuid",
+        "00000000-0000-0000-0000-000000000000",
+        "%00",
+        "..%2F",
+    ] {
+        assert_eq!(
+            error_of(erase(&app, &token, bad).await).await,
+            (404, "Lead not found".into()),
+            "{bad}"
+        );
+    }
+    let r = reqwest::Client::new()
+        .delete(format!("{}/api/v1/leads/{id}", app.public))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401);
+    let r = app
+        .public(Method::GET, &format!("/api/v1/leads/{id}"), &token, None)
+        .await;
+    assert_eq!(r.status(), 200, "the lead is still there");
+    assert_eq!(rows_of(&app, id).await.len(), 1);
+
+    // Its own org: 204 with no body; then it is gone for every call.
+    let r = erase(&app, &token, id).await;
+    assert_eq!(r.status(), 204);
+    assert!(r.bytes().await.unwrap().is_empty());
+    assert_eq!(
+        error_of(erase(&app, &token, id).await).await,
+        (404, "Lead not found".into())
+    );
+    let r = app
+        .public(Method::GET, &format!("/api/v1/leads/{id}"), &token, None)
+        .await;
+    assert_eq!(error_of(r).await, (404, "Lead not found".into()));
+    let r = app
+        .public(
+            Method::PATCH,
+            &format!("/api/v1/leads/{id}"),
+            &token,
+            Some(json!({"ai_paused": true})),
+        )
+        .await;
+    assert_eq!(error_of(r).await, (404, "Lead not found".into()));
+    let r = app
+        .internal(
+            Method::DELETE,
+            &format!("/internal/v1/orgs/{org}/leads/{id}"),
+            None,
+        )
+        .await;
+    assert_eq!(error_of(r).await, (404, "Lead not found".into()));
+
+    // lead.created is now its reduced envelope; lead.erased follows, whole.
+    let rows = rows_of(&app, id).await;
+    let types: Vec<&str> = rows.iter().map(|r| r.0.as_str()).collect();
+    assert_eq!(types, ["lead.created", "lead.erased"]);
+    let reduced = &rows[0].2;
+    assert!(rows[0].1);
+    let keys: Vec<&String> = reduced.as_object().unwrap().keys().collect();
+    assert_eq!(
+        keys,
+        [
+            "id",
+            "type",
+            "version",
+            "occurred_at",
+            "org_id",
+            "data",
+            "erased"
+        ]
+    );
+    assert_eq!(reduced["data"], json!({"lead": {"id": id}}));
+    assert_eq!(reduced["erased"], true);
+    assert!(!rows[1].1, "lead.erased is an ordinary event");
+    assert_eq!(rows[1].2["type"], "lead.erased");
+    assert_eq!(rows[1].2["data"]["lead"], json!({"id": id}));
+    assert!(rows[1].2["data"]["erased_at"].is_string());
+
+    // The phone is free: the same contact again is a new lead.
+    let again = app.inbound_lead(&org, "+447700900555").await;
+    assert_ne!(again["id"], lead["id"]);
+    assert_eq!(again["revision"], 1);
+}
+
+/// Erasures racing changes of the same lead: each change either committed before (and is
+/// erased with the rest) or finds no lead (404); never a 500, never an event left whole.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_erasure_racing_changes_leaves_nothing_half_erased() {
+    let app = TestApp::spawn_with(|c| {
+        c.rate_limit_per_minute = 100_000;
+        c.db_pool_size = 8;
+    })
+    .await;
+    let (org, token) = app.org().await;
+    for round in 0..8 {
+        let phone = format!("+4477009006{round:02}");
+        let lead = app.inbound_lead(&org, &phone).await;
+        let id = lead["id"].as_str().unwrap().to_owned();
+        let mut changes = Vec::new();
+        for w in 0..4 {
+            let (internal, org, id) = (app.internal.clone(), org.clone(), id.clone());
+            changes.push(tokio::spawn(async move {
+                let http = reqwest::Client::new();
+                let mut statuses = Vec::new();
+                for i in 0..5 {
+                    let r = http
+                        .patch(format!("{internal}/internal/v1/orgs/{org}/leads/{id}"))
+                        .bearer_auth(crate::helpers::INTERNAL_TOKEN)
+                        .json(&json!({"profile": {format!("w{w}"): format!("secret-{i}")}}))
+                        .send()
+                        .await
+                        .unwrap();
+                    statuses.push(r.status().as_u16());
+                }
+                statuses
+            }));
+        }
+        tokio::time::sleep(Duration::from_millis(round * 3)).await;
+        let r = erase(&app, &token, &id).await;
+        assert_eq!(r.status(), 204);
+        for c in changes {
+            let statuses = c.await.unwrap();
+            // Once one change is refused, every later one is too: the lead is gone.
+            let first_404 = statuses.iter().position(|s| *s == 404);
+            for (i, s) in statuses.iter().enumerate() {
+                match first_404 {
+                    Some(f) if i >= f => assert_eq!(*s, 404, "{statuses:?}"),
+                    _ => assert_eq!(*s, 200, "{statuses:?}"),
+                }
+            }
+        }
+        let rows = rows_of(&app, &id).await;
+        assert_eq!(rows.last().unwrap().0, "lead.erased", "erased last");
+        for (t, erased, payload) in &rows[..rows.len() - 1] {
+            assert!(erased, "{t} left whole");
+            assert!(!payload.to_string().contains("secret-"), "{payload}");
+        }
+    }
+}
+
+/// A replay waiting for its slot when the lead is erased is not sent; a replay asked for after
+/// is refused, and a bulk replay neither counts nor sends erased events.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_erased_event_is_never_replayed() {
+    let app = TestApp::spawn_with(|c| c.replay_rate_per_second = 1).await;
+    let (org, token) = app.org().await;
+    let lead = app.inbound_lead(&org, "+447700900556").await;
+    let id = lead["id"].as_str().unwrap().to_owned();
+    let c = app.db.client().await;
+    // The relay publishes it (no worker here), then it ends dead as if every attempt failed.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let n: i64 = c
+            .query_one(
+                "SELECT count(*) FROM outbox WHERE lead_id = $1::text::uuid AND published_at IS NULL",
+                &[&id],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        if n == 0 {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "never relayed");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let delivery: String = c
+        .query_one(
+            "UPDATE outbox SET status = 'dead', attempts = 5 WHERE lead_id = $1::text::uuid
+             RETURNING delivery_id::text",
+            &[&id],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    // Two replays: the second waits a second for its slot; the first is taken by the relay.
+    let replay = format!("/internal/v1/orgs/{org}/deliveries/{delivery}/replay");
+    let dead = format!("/internal/v1/orgs/{org}/deliveries/replay");
+    let dry = json!({"status": ["dead", "skipped"], "dry_run": true});
+    let r = app.internal(Method::POST, &dead, Some(dry.clone())).await;
+    assert_eq!(r.json::<Value>().await.unwrap()["matched"], 1);
+    let r = app.internal(Method::POST, &replay, None).await;
+    assert!(r.status().is_success(), "{}", r.status());
+
+    assert_eq!(erase(&app, &token, &id).await.status(), 204);
+    let row = c
+        .query_one(
+            "SELECT status, replay_at IS NULL, published_at IS NOT NULL, last_error
+             FROM outbox WHERE delivery_id = $1::text::uuid",
+            &[&delivery],
+        )
+        .await
+        .unwrap();
+    assert_eq!(row.get::<_, String>(0), "skipped");
+    assert!(row.get::<_, bool>(1), "the replay's slot is given up");
+    assert!(row.get::<_, bool>(2), "nothing left for the relay");
+    assert_eq!(row.get::<_, Option<String>>(3).as_deref(), Some("erased"));
+
+    let r = app.internal(Method::POST, &replay, None).await;
+    assert_eq!(error_of(r).await, (409, "Event erased".into()));
+    let r = app.internal(Method::POST, &dead, Some(dry)).await;
+    assert_eq!(r.json::<Value>().await.unwrap()["matched"], 0);
+    // Whoever writes the row later cannot bring it back: the database keeps it erased.
+    c.execute(
+        "UPDATE outbox SET status = 'pending', replay_at = now(), published_at = NULL,
+                attempt_log = '[{\"response_body\": \"x\"}]'
+         WHERE delivery_id = $1::text::uuid",
+        &[&delivery],
+    )
+    .await
+    .unwrap();
+    let row = c
+        .query_one(
+            "SELECT status, replay_at IS NULL, published_at IS NOT NULL, attempt_log::text
+             FROM outbox WHERE delivery_id = $1::text::uuid",
+            &[&delivery],
+        )
+        .await
+        .unwrap();
+    assert_eq!(row.get::<_, String>(0), "skipped");
+    assert!(row.get::<_, bool>(1) && row.get::<_, bool>(2));
+    assert_eq!(row.get::<_, String>(3), "[{}]");
+    let d = app
+        .internal(
+            Method::GET,
+            &format!("/internal/v1/orgs/{org}/deliveries/{delivery}"),
+            None,
+        )
+        .await;
+    assert_eq!(d.json::<Value>().await.unwrap()["delivery"]["erased"], true);
+}

@@ -1,0 +1,146 @@
+//! Erasing a contact (docs/api.md, "Erasing a lead"): one transaction that forgets the lead
+//! everywhere the database keeps it and emits `lead.erased`.
+
+use diesel::QueryableByName;
+use diesel::sql_types::{Array, Bytea, Int8, Text, Uuid as SqlUuid};
+use diesel_async::{AsyncConnection, RunQueryDsl};
+use qualifier_domain::event::{ErasedData, LeadRef, ReducedData, ReducedEnvelope};
+use qualifier_domain::timefmt::now_millis;
+use qualifier_domain::{Envelope, EventType};
+use uuid::Uuid;
+
+use crate::leads::lock_lead;
+use crate::{Store, StoreError, outbox};
+
+/// What an erasure changed, for the log (no personal data in it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Erased {
+    /// Stored events about the lead, now reduced envelopes.
+    pub events: usize,
+    /// Kept Idempotency-Key answers that held the lead, now removed.
+    pub idempotency_answers: usize,
+}
+
+#[derive(QueryableByName)]
+struct EventOfLead {
+    #[diesel(sql_type = Int8)]
+    seq: i64,
+    #[diesel(sql_type = SqlUuid)]
+    event_id: Uuid,
+    #[diesel(sql_type = Text)]
+    event_type: String,
+    #[diesel(sql_type = Text)]
+    occurred_at: String,
+}
+
+impl Store {
+    /// Erases the lead `lead_id` of `org_id`, in one transaction: its row and handoffs are
+    /// deleted; every stored event about it becomes its reduced envelope, and its delivery, unless
+    /// it succeeded, ends skipped (the `outbox_stays_erased` trigger of migration 20 keeps it so
+    /// whoever writes the row later); its attempt logs lose the receiver's answers and the request
+    /// headers; kept Idempotency-Key answers that hold it are removed; and `lead.erased` is
+    /// emitted. Every statement reaches the lead's rows through an index (`leads` by key,
+    /// `outbox_org_lead`, the idempotency keys of the org), so it costs what the lead has, not
+    /// what the database holds. `NotFound` for another org's lead or one already erased.
+    pub async fn erase_lead(&self, org_id: Uuid, lead_id: Uuid) -> Result<Erased, StoreError> {
+        let mut conn = self.conn().await?;
+        conn.transaction::<Erased, StoreError, _>(async move |conn| {
+            // The row lock orders the erasure with a change of the same lead: a change that
+            // committed first is erased with the rest; one that comes after finds no lead.
+            lock_lead(conn, org_id, lead_id).await?;
+            let events: Vec<EventOfLead> = diesel::sql_query(
+                "SELECT seq, event_id, event_type,
+                        convert_from(payload, 'UTF8')::jsonb ->> 'occurred_at' AS occurred_at
+                 FROM outbox
+                 WHERE org_id = $1 AND lead_id = $2 AND erased_at IS NULL
+                 FOR UPDATE",
+            )
+            .bind::<SqlUuid, _>(org_id)
+            .bind::<SqlUuid, _>(lead_id)
+            .load(conn)
+            .await?;
+            let seqs: Vec<i64> = events.iter().map(|e| e.seq).collect();
+            let payloads: Vec<Vec<u8>> = events
+                .iter()
+                .map(|e| {
+                    ReducedEnvelope {
+                        id: e.event_id,
+                        event_type: &e.event_type,
+                        version: "1",
+                        occurred_at: &e.occurred_at,
+                        org_id,
+                        data: ReducedData {
+                            lead: LeadRef { id: lead_id },
+                        },
+                        erased: true,
+                    }
+                    .to_bytes()
+                })
+                .collect();
+            let now = now_millis();
+            diesel::sql_query(
+                "UPDATE outbox o SET
+                     payload = v.payload,
+                     erased_at = $3,
+                     attempt_log = coalesce(
+                         (SELECT jsonb_agg(e - 'response_body' - 'request_headers' ORDER BY i)
+                          FROM jsonb_array_elements(o.attempt_log) WITH ORDINALITY AS t(e, i)),
+                         '[]'::jsonb),
+                     status = CASE WHEN o.status IN ('succeeded', 'skipped') THEN o.status
+                                   ELSE 'skipped' END,
+                     last_error = CASE WHEN o.status IN ('succeeded', 'skipped') THEN o.last_error
+                                       ELSE 'erased' END,
+                     held_at = NULL, resume_attempt = NULL, replay_at = NULL,
+                     -- A replay waiting for its slot is not sent; an event never published is
+                     -- still published once, so the feed gives it a position (its delivery
+                     -- is over, and the worker drops the message).
+                     published_at = CASE WHEN o.feed_pos IS NULL THEN o.published_at
+                                         ELSE coalesce(o.published_at, clock_timestamp()) END,
+                     updated_at = clock_timestamp()
+                 FROM unnest($1::int8[], $2::bytea[]) AS v(seq, payload)
+                 WHERE o.seq = v.seq",
+            )
+            .bind::<Array<Int8>, _>(&seqs)
+            .bind::<Array<Bytea>, _>(&payloads)
+            .bind::<diesel::sql_types::Timestamptz, _>(now)
+            .execute(conn)
+            .await?;
+            // A kept answer holds the lead's id when it was about the lead (its body, or the
+            // Location of a create). The org's keys of the last day, by the primary key.
+            let idempotency_answers = diesel::sql_query(
+                "DELETE FROM idempotency_keys
+                 WHERE org_id = $1
+                   AND (location = '/api/v1/leads/' || $2::text
+                        OR position(convert_to($2::text, 'UTF8') IN response_body) > 0)",
+            )
+            .bind::<SqlUuid, _>(org_id)
+            .bind::<SqlUuid, _>(lead_id)
+            .execute(conn)
+            .await?;
+            // Its handoffs go with it (ON DELETE CASCADE).
+            diesel::sql_query("DELETE FROM leads WHERE org_id = $1 AND id = $2")
+                .bind::<SqlUuid, _>(org_id)
+                .bind::<SqlUuid, _>(lead_id)
+                .execute(conn)
+                .await?;
+            outbox::append(
+                conn,
+                &Envelope::new(
+                    EventType::LeadErased,
+                    org_id,
+                    now,
+                    ErasedData {
+                        lead: LeadRef { id: lead_id },
+                        erased_at: now,
+                    },
+                ),
+            )
+            .await?;
+            Ok(Erased {
+                events: events.len(),
+                idempotency_answers,
+            })
+        })
+        .await
+    }
+}

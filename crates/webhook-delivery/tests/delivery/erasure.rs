@@ -1,0 +1,296 @@
+//! Erasing a contact end to end (docs/api.md, "Erasing a lead"): after the erasure, nothing the
+//! database holds names the contact, whatever its events went through (retries against a
+//! receiver that echoed it, a replay, an idempotent write-back), the CRM is told, and a delivery
+//! still retrying is never sent again.
+
+use std::time::Duration;
+
+use qualifier_testkit::receiver::Behaviour;
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::stack::Stack;
+
+const WAIT: Duration = Duration::from_secs(30);
+
+const NAME: &str = "Zelda Forgetme";
+const EMAIL: &str = "zelda.forgetme@example.com";
+const PHONE: &str = "+447700900987";
+const BUDGET: &str = "budget-731k-forgetme";
+const AREA: &str = "Forgetmeville";
+const LATER_AREA: &str = "Forgetmeshire";
+const EXT_ID: &str = "crm-forgetme-4242";
+const EXT_URL: &str = "https://crm.example/contacts/forgetme-4242";
+
+/// The test database as `pg_dump --data-only` writes it.
+fn dump(url: &str) -> String {
+    let out = std::process::Command::new("pg_dump")
+        .args(["--data-only", "--no-owner", url])
+        .output()
+        .expect("pg_dump runs");
+    assert!(
+        out.status.success(),
+        "pg_dump: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Where `needle` appears in the dump: as text (text and jsonb columns) or as the hex of its
+/// bytes (how pg_dump writes bytea, such as the stored envelopes).
+fn traces(dump: &str, needle: &str) -> Vec<String> {
+    let hex: String = needle.bytes().map(|b| format!("{b:02x}")).collect();
+    dump.lines()
+        .filter(|l| l.contains(needle) || l.contains(&hex))
+        .map(|l| l.chars().take(160).collect())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_erased_contact_is_nowhere_in_the_database_and_the_crm_is_told() {
+    let s = Stack::start().await;
+    let url = s.receiver.url.clone();
+    s.put_webhook(json!({"url": url, "event_types": [
+        "lead.created", "lead.updated", "lead.stage_changed", "lead.qualified", "lead.erased"
+    ], "enabled": true}))
+        .await;
+    // The receiver refuses everything, echoing the contact back in its error, as many do.
+    let echo = format!("{{\"error\":\"cannot store {NAME} <{EMAIL}> {PHONE}\"}}");
+    s.receiver
+        .set_answer_body(Some((echo.into_bytes(), "application/json")));
+    s.receiver.set_behaviour(Behaviour::Status(500));
+
+    let org = s.org.clone();
+    let lead = s
+        .call(
+            Method::POST,
+            &format!("/internal/v1/orgs/{org}/inbound"),
+            Some(
+                json!({"name": NAME, "phone": PHONE, "email": EMAIL, "channel": "whatsapp",
+                        "profile": {"budget": BUDGET, "area": AREA}}),
+            ),
+        )
+        .await["lead"]
+        .clone();
+    let id = lead["id"].as_str().unwrap().to_owned();
+    // The CRM writes back its reference, with an Idempotency-Key (its answer is kept).
+    let r = s
+        .http
+        .patch(format!("{}/api/v1/leads/{id}", s.public))
+        .bearer_auth(&s.token)
+        .header("Idempotency-Key", "write-back-forgetme")
+        .json(&json!({"external_ref": {"system": "hubspot", "id": EXT_ID, "url": EXT_URL}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    // The agent qualifies it: lead.stage_changed and lead.qualified.
+    let lead_path = format!("/internal/v1/orgs/{org}/leads/{id}");
+    s.call(
+        Method::PATCH,
+        &lead_path,
+        Some(json!({"qualification_stage": "qualified"})),
+    )
+    .await;
+    // Every delivery so far fails five times and ends dead; one of them is replayed and
+    // fails five times more.
+    let deliveries = s.deliveries().await;
+    assert_eq!(deliveries.len(), 3);
+    for d in &deliveries {
+        s.wait_status(d["id"].as_str().unwrap(), "dead", WAIT).await;
+    }
+    let replayed = deliveries[0]["id"].as_str().unwrap().to_owned();
+    let replay = format!("/internal/v1/orgs/{org}/deliveries/{replayed}/replay");
+    s.call(Method::POST, &replay, None).await;
+    let deadline = std::time::Instant::now() + WAIT;
+    while s.delivery_in(&org, &replayed).await["attempts"] != 10
+        || s.delivery_in(&org, &replayed).await["status"] != "dead"
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the replay never ended"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    // One more change, whose first attempt is told to come back in 3 s: still retrying when
+    // the contact is erased.
+    s.receiver.set_behaviour(Behaviour::RetryAfter(503, 3));
+    s.call(
+        Method::PATCH,
+        &lead_path,
+        Some(json!({"profile": {"area": LATER_AREA}})),
+    )
+    .await;
+    let retrying = loop {
+        let all = s.deliveries().await;
+        if let Some(d) = all.iter().find(|d| d["event_type"] == "lead.updated")
+            && d["status"] == "failed"
+        {
+            break d["id"].as_str().unwrap().to_owned();
+        }
+        assert!(std::time::Instant::now() < deadline, "no retrying delivery");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let sent_before = s
+        .receiver
+        .received()
+        .iter()
+        .filter(|r| r.header("x-qualifier-delivery") == retrying)
+        .count();
+    assert_eq!(sent_before, 1);
+    // Everything the contact went through is in the database now.
+    let before = dump(&s.db.url);
+    for needle in [
+        NAME, EMAIL, PHONE, BUDGET, AREA, LATER_AREA, EXT_ID, EXT_URL,
+    ] {
+        assert!(!traces(&before, needle).is_empty(), "{needle} was stored");
+    }
+
+    // The CRM answers again; the contact is erased.
+    s.receiver.set_answer_body(None);
+    s.receiver.set_behaviour(Behaviour::Ok);
+    let r = s
+        .http
+        .delete(format!("{}/api/v1/leads/{id}", s.public))
+        .bearer_auth(&s.token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 204);
+
+    // lead.erased arrives, signed, with the lead's id and when.
+    let deadline = std::time::Instant::now() + WAIT;
+    let erased = loop {
+        if let Some(r) = s
+            .receiver
+            .received()
+            .into_iter()
+            .find(|r| r.header("x-qualifier-event") == "lead.erased")
+        {
+            break r;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "lead.erased never arrived"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(
+        erased.verified_with,
+        Some(0),
+        "signed with the org's secret"
+    );
+    let body = erased.json();
+    assert_eq!(body["data"]["lead"], json!({"id": id}));
+    assert!(body["data"]["erased_at"].is_string());
+
+    // The retrying delivery: never sent again (its retry was due 3 s after its attempt),
+    // and over.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let sent_after = s
+        .receiver
+        .received()
+        .iter()
+        .filter(|r| r.header("x-qualifier-delivery") == retrying)
+        .count();
+    assert_eq!(sent_after, 1, "an erased event is never sent again");
+    let d = s.delivery_in(&org, &retrying).await;
+    assert_eq!(
+        (d["status"].clone(), d["erased"].clone()),
+        (json!("skipped"), json!(true))
+    );
+
+    // Nothing in the database names the contact any more.
+    let after = dump(&s.db.url);
+    for needle in [
+        NAME, EMAIL, PHONE, BUDGET, AREA, LATER_AREA, EXT_ID, EXT_URL,
+    ] {
+        let found = traces(&after, needle);
+        assert!(found.is_empty(), "{needle} is still stored: {found:#?}");
+    }
+    // Delivery metadata stays (attempts, status codes); a delivery that had not succeeded,
+    // dead included, ends skipped.
+    let d = s.delivery_in(&org, &replayed).await;
+    assert_eq!(
+        (
+            d["status"].clone(),
+            d["attempts"].clone(),
+            d["last_error"].clone()
+        ),
+        (json!("skipped"), json!(10), json!("erased"))
+    );
+    let detail = s
+        .call(
+            Method::GET,
+            &format!("/internal/v1/orgs/{org}/deliveries/{replayed}"),
+            None,
+        )
+        .await;
+    let log = detail["delivery"]["attempt_log"].as_array().unwrap();
+    assert_eq!(log.len(), 10);
+    for a in log {
+        assert_eq!(a["status_code"], 500);
+        assert!(a.get("response_body").is_none() && a.get("request_headers").is_none());
+    }
+
+    // GET and a second DELETE: 404. A replay: 409.
+    for method in [Method::GET, Method::DELETE] {
+        let r = s
+            .http
+            .request(method, format!("{}/api/v1/leads/{id}", s.public))
+            .bearer_auth(&s.token)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 404);
+    }
+    let r = s
+        .http
+        .post(format!("{}{replay}", s.internal))
+        .bearer_auth(crate::stack::INTERNAL_TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 409);
+    assert_eq!(r.json::<Value>().await.unwrap()["error"], "Event erased");
+
+    // The feed: the reduced envelopes, then lead.erased.
+    let feed: Value = s
+        .http
+        .get(format!("{}/api/v1/events?limit=100", s.public))
+        .bearer_auth(&s.token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let events = feed["events"].as_array().unwrap();
+    let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(
+        types,
+        [
+            "lead.created",
+            "lead.stage_changed",
+            "lead.qualified",
+            "lead.updated",
+            "lead.erased"
+        ]
+    );
+    for e in &events[..4] {
+        assert_eq!(e["erased"], true);
+        assert_eq!(e["data"], json!({"lead": {"id": id}}));
+    }
+
+    // The phone is free: the same contact again is a new lead, with lead.created.
+    let again = s
+        .call(
+            Method::POST,
+            &format!("/internal/v1/orgs/{org}/inbound"),
+            Some(json!({"name": NAME, "phone": PHONE, "channel": "whatsapp"})),
+        )
+        .await["lead"]
+        .clone();
+    assert_ne!(again["id"], json!(id));
+}
