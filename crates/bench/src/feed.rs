@@ -17,7 +17,7 @@ pub const FEED_EVENTS: i64 = 100_000;
 /// Gives `org` `n` published events at the head of the feed, as the relay would have left them
 /// (written in one statement: the figure is about reading, and the pipeline that writes them is
 /// measured by the end-to-end phase). The payload is a real `lead.created` envelope's size.
-async fn fill(env: &Env, org: &str, n: i64) -> anyhow::Result<()> {
+pub(crate) async fn fill(env: &Env, org: &str, n: i64) -> anyhow::Result<()> {
     let mut c = env.db.client().await;
     let tx = c.transaction().await?;
     let head: i64 = tx

@@ -16,12 +16,15 @@
 //! 5. Events feed: pages/s and events/s reading a 100,000-event org from the start (pages of 100
 //!    and 500), and the page latency of a client tailing the feed during the end-to-end run.
 //! 6. Cost: PostgreSQL rows written, WAL syncs and broker publishes per delivered event.
+//! 7. Erasure: `DELETE /api/v1/leads/{id}` of a lead with 100 events among millions of others
+//!    (200,000 with --quick).
 //!
 //! Usage: `qualifier-bench [--quick] [--events N] [--json PATH]`; the figures always go to
 //! `target/bench/latest.json` too.
 
 mod ceilings;
 mod cpu;
+mod erasure;
 mod feed;
 mod load;
 mod services;
@@ -52,7 +55,7 @@ struct Opts {
     #[arg(long)]
     json: Option<PathBuf>,
     /// Run one phase alone, for profiling it (`perf record -a` while it runs).
-    #[arg(long, value_parser = ["e2e", "drain", "api", "feed", "lone", "outage", "noisy"])]
+    #[arg(long, value_parser = ["e2e", "drain", "api", "feed", "lone", "outage", "noisy", "erasure"])]
     only: Option<String>,
     /// With `--only e2e`: cause events at this many per second instead of as fast as the API
     /// takes them (commit-to-receipt latency at a chosen load).
@@ -68,6 +71,11 @@ impl Opts {
     fn events(&self) -> u64 {
         self.events
             .unwrap_or(if self.quick { 4000 } else { 20_000 })
+    }
+
+    /// Other events stored beside the erased leads in the erasure phase.
+    fn erasure_others(&self) -> i64 {
+        if self.quick { 200_000 } else { 2_000_000 }
     }
 
     /// Seconds of each API measurement.
@@ -904,9 +912,10 @@ async fn run() -> anyhow::Result<()> {
             }
             "outage" => outage(&sink, n, if o.quick { 20 } else { 60 }).await?,
             "noisy" => noisy(&sink, (n / 4).max(1000), if o.quick { 300 } else { 1000 }).await?,
+            "erasure" => erasure::phase(&sink, o.erasure_others()).await?,
             other => {
                 anyhow::bail!(
-                    "--only takes e2e, drain, api, feed, lone, outage or noisy, not {other}"
+                    "--only takes e2e, drain, api, feed, lone, outage, noisy or erasure, not {other}"
                 )
             }
         };
@@ -959,6 +968,11 @@ async fn run() -> anyhow::Result<()> {
     let feed_read = feed::read_phase(&sink).await?;
     println!("      endpoint health: {n} events wait through an outage, then drain");
     let outage_run = outage(&sink, n, if o.quick { 20 } else { 60 }).await?;
+    println!(
+        "      erasure: a lead with 100 events among {} others",
+        o.erasure_others()
+    );
+    let erasure_run = erasure::phase(&sink, o.erasure_others()).await?;
     let feed_tail = match &max.feed_tail {
         Some((events, lat)) => json!({
             "pages": lat.len(), "events_read": events,
@@ -1234,6 +1248,15 @@ async fn run() -> anyhow::Result<()> {
             .unwrap_or(f64::NAN),
         None,
     );
+    row(
+        r,
+        &format!(
+            "erase a 100-event lead among {} others, max ms",
+            o.erasure_others()
+        ),
+        erasure_run["erase_max_ms"].as_f64().unwrap_or(f64::NAN),
+        Some(("<=", 50.0)),
+    );
     let lost_total = max.tally.lost
         + half.tally.lost
         + max2.tally.lost
@@ -1275,6 +1298,7 @@ async fn run() -> anyhow::Result<()> {
         "lone_org": lone,
         "feed": {"read": feed_read, "tail_during_end_to_end_max_rate": feed_tail},
         "endpoint_outage": outage_run,
+        "erasure": erasure_run,
         "cost": cost,
         "events_lost_all_runs": lost_total,
         "targets": rows,

@@ -294,7 +294,18 @@ impl Worker {
                 }
                 (String::new(), self.topology.retry_queue(queue), next)
             }
-            After::Dead => (self.topology.dead_exchange(), String::new(), job.clone()),
+            // The dead letter says which delivery died (its headers), not what it carried: the
+            // body stays in the database only, where retention and erasure reach it (a queue
+            // keeps a message until someone purges it, and no one can take one message out).
+            // Replays are sent from the database, so nothing reads the body here.
+            After::Dead => (
+                self.topology.dead_exchange(),
+                String::new(),
+                DeliveryJob {
+                    body: Vec::new(),
+                    ..job.clone()
+                },
+            ),
         };
         publisher
             .publish_all(&[job_message(&next, &exchange, &routing_key)])

@@ -108,7 +108,7 @@ async fn unknown_route_and_wrong_method() {
     assert_eq!(error_of(r).await, (404, "Not found".into()));
     let r = app
         .public(
-            Method::DELETE,
+            Method::PUT,
             &format!("/api/v1/leads/{}", uuid()),
             &token,
             None,

@@ -265,7 +265,8 @@ async fn an_administrator_debugs_a_failing_receiver_in_the_browser() {
             "lead.qualified",
             "handoff.created",
             "handoff.accepted",
-            "handoff.released"
+            "handoff.released",
+            "lead.erased"
         ])
     );
     assert_eq!(page["schema_title"], "handoff.accepted");

@@ -310,6 +310,30 @@ impl Stack {
         n
     }
 
+    /// Takes the first message of `queue` off it: its message id and its body.
+    pub async fn take_one(&self, queue: &str) -> (String, Vec<u8>) {
+        use qualifier_bus::lapin::options::BasicGetOptions;
+        let conn = qualifier_bus::connect(&amqp_url(), "qualifier test")
+            .await
+            .unwrap();
+        let ch = conn.create_channel().await.unwrap();
+        let m = ch
+            .basic_get(queue.into(), BasicGetOptions { no_ack: true })
+            .await
+            .unwrap()
+            .expect("a message waits");
+        let id = m
+            .delivery
+            .properties
+            .message_id()
+            .as_ref()
+            .map(|s| s.to_string())
+            .unwrap_or_default();
+        let body = m.delivery.data.clone();
+        let _ = conn.close(200, "ok".into()).await;
+        (id, body)
+    }
+
     pub async fn stop_api(&mut self) {
         if let Some(a) = self.api.take() {
             a.stop(true).await;
