@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: run test build lint fmt services migrate clean-test-dbs bench bench-quick latency receiver-kit conformance deploy-check chaos chaos-short fuzz fuzz-short topology topology-short
+.PHONY: run test build lint fmt services migrate clean-test-dbs bench bench-quick latency receiver-kit conformance deploy-check chaos chaos-short fuzz fuzz-short topology topology-short upgrade-check
 
 run: build          ## services, migrations, both binaries, a printed dev org and token
 	scripts/run-dev.sh
@@ -29,6 +29,9 @@ chaos-short:        ## the same with 800 events and one fault of each kind (CI)
 	$(CARGO) build -p lead-api -p webhook-delivery -p qualifier-chaos
 	$(BIN)/qualifier-chaos --events 800 --faults 7
 
+upgrade-check:      ## the previous version (CHANGELOG.md) upgraded to this one under traffic: 0 lost, 0 failed requests
+	scripts/upgrade-check.sh
+
 topology:           ## TLS to both servers, a 3-node RabbitMQ cluster losing nodes, a PostgreSQL failover (2,000 events each)
 	$(CARGO) build -p lead-api -p webhook-delivery -p qualifierctl -p qualifier-topology
 	$(BIN)/qualifier-topology --events 2000 --seconds 60
@@ -51,9 +54,10 @@ receiver-kit:       ## the receiver guide's Python and Node snippets against the
 build:
 	$(CARGO) build --workspace --bins
 
-lint:               ## what CI checks besides the tests
+lint:               ## what CI checks besides the tests: formatting, clippy, the migration linter
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	scripts/lint-migrations.sh
 
 fmt:
 	$(CARGO) fmt --all

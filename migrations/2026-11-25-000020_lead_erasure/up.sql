@@ -1,7 +1,11 @@
 -- Erasing a contact (docs/api.md, "Erasing a lead"). `erased_at` marks an event whose lead was
 -- erased: its payload is the reduced envelope and its delivery is over. A NULL default adds the
 -- column without rewriting the table.
-ALTER TABLE outbox ADD COLUMN erased_at timestamptz;
+-- Waits at most 5 s for the table's lock (past it the migration fails and is run again) rather
+-- than queueing every delivery behind a long transaction; the change itself is instant.
+SET lock_timeout = '5s';
+SET statement_timeout = '60s';
+ALTER TABLE outbox ADD COLUMN IF NOT EXISTS erased_at timestamptz;
 
 -- Once erased, an event stays erased whoever writes the row afterwards: an attempt that was in
 -- flight when the erasure committed, a replay, a hold, the previous version during an upgrade.
@@ -9,7 +13,7 @@ ALTER TABLE outbox ADD COLUMN erased_at timestamptz;
 -- and a delivery that had not succeeded ends skipped and is never scheduled again. The WHEN
 -- clause is checked without calling the function, so rows never erased (all but a few) pay
 -- nothing for it.
-CREATE FUNCTION outbox_stays_erased() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE OR REPLACE FUNCTION outbox_stays_erased() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     NEW.erased_at := OLD.erased_at;
     NEW.payload := OLD.payload;
@@ -32,5 +36,6 @@ BEGIN
 END
 $$;
 
+DROP TRIGGER IF EXISTS outbox_stays_erased ON outbox;
 CREATE TRIGGER outbox_stays_erased BEFORE UPDATE ON outbox
     FOR EACH ROW WHEN (OLD.erased_at IS NOT NULL) EXECUTE FUNCTION outbox_stays_erased();

@@ -24,6 +24,13 @@ pub async fn phase(sink: &Sink, others: i64) -> anyhow::Result<Value> {
     let org = env.org(&url, 1).await?;
     let fill_started = Instant::now();
     crate::feed::fill(&env, &org.id, others).await?;
+    // As a database that has held its history for a while: vacuumed (hint bits and visibility
+    // map set) and checkpointed, so the figure is the erasure's, not the bulk load's write-back.
+    env.db
+        .client()
+        .await
+        .batch_execute("VACUUM ANALYZE outbox; CHECKPOINT")
+        .await?;
     let fill_secs = fill_started.elapsed().as_secs_f64();
     let mut ms = Vec::new();
     for n in 0..LEADS {
@@ -64,6 +71,8 @@ pub async fn phase(sink: &Sink, others: i64) -> anyhow::Result<Value> {
         ms.push(took);
     }
     api.stop();
+    // In the order they ran (the first meets the coldest cache), then sorted for the figures.
+    let order = ms.clone();
     ms.sort_by(f64::total_cmp);
     let v = json!({
         "other_events_stored": others,
@@ -71,6 +80,7 @@ pub async fn phase(sink: &Sink, others: i64) -> anyhow::Result<Value> {
         "leads": LEADS,
         "erase_p50_ms": r3(pct(&ms, 0.5)),
         "erase_max_ms": r3(ms.last().copied().unwrap_or(f64::NAN)),
+        "erase_ms": order.iter().map(|m| r3(*m)).collect::<Vec<_>>(),
         "fill_seconds": r3(fill_secs),
     });
     println!(

@@ -43,7 +43,7 @@ use sink::{Answer, Receipt, Sink, now_us};
 
 /// The benchmark harness (docs/performance.md): prints a table and writes every figure as JSON.
 #[derive(clap::Parser)]
-#[command(name = "qualifier-bench", about)]
+#[command(name = "qualifier-bench", version, about)]
 struct Opts {
     /// The short run (4,000 events per end-to-end run unless --events says otherwise).
     #[arg(long)]
@@ -615,6 +615,7 @@ async fn api_phase(o: &Opts, sink: &Sink) -> anyhow::Result<Value> {
         console_base_url: None,
         max_page_bytes: lead_api::page::DEFAULT_MAX_PAGE_BYTES,
         statement_timeout: std::time::Duration::from_secs(5),
+        shutdown_grace: Duration::from_secs(30),
         console_frame_ancestors: Vec::new(),
     };
     let api = lead_api::start(cfg).await?;

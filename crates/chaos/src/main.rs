@@ -43,7 +43,7 @@ const ATTEMPT_TIMEOUT_MS: &str = "1500";
 /// Events through kill -9, broker and database restarts and receiver faults; fails if one is
 /// lost.
 #[derive(clap::Parser)]
-#[command(name = "qualifier-chaos", about)]
+#[command(name = "qualifier-chaos", version, about)]
 struct Opts {
     /// Events to cause.
     #[arg(long, default_value_t = 5000)]

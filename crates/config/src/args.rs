@@ -178,3 +178,28 @@ impl ReplayRateArgs {
         )
     }
 }
+
+/// `QUALIFIER_SHUTDOWN_GRACE_MS`: how long a service given SIGTERM takes at most to finish what
+/// it has in flight (docs/operations.md, "Upgrading").
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct ShutdownGraceArgs {
+    /// After SIGTERM, the longest the service takes to finish in-flight work before it exits,
+    /// in ms (HTTP requests answered; deliveries' outcomes recorded; the rest goes back to the
+    /// queue)
+    #[arg(
+        long,
+        env = "QUALIFIER_SHUTDOWN_GRACE_MS",
+        default_value = "30000",
+        hide_env_values = true
+    )]
+    pub shutdown_grace_ms: String,
+}
+
+impl ShutdownGraceArgs {
+    pub fn grace(&self) -> Result<std::time::Duration, EnvError> {
+        Ok(std::time::Duration::from_millis(positive(
+            "QUALIFIER_SHUTDOWN_GRACE_MS",
+            value(&self.shutdown_grace_ms, "30000"),
+        )?))
+    }
+}

@@ -92,6 +92,7 @@ async fn watch_readiness(st: web::Data<AppState>, stop: tokio_util::sync::Cancel
             Err(()) => st.ready.load(std::sync::atomic::Ordering::Relaxed),
         };
         let ready = db
+            && !st.stopping.load(std::sync::atomic::Ordering::Relaxed)
             && st
                 .relay
                 .broker_ready
@@ -102,6 +103,9 @@ async fn watch_readiness(st: web::Data<AppState>, stop: tokio_util::sync::Cancel
 
 /// The internal listener's `/readyz` (and the orchestrator's probe): a live check.
 async fn readyz(st: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+    if st.stopping.load(std::sync::atomic::Ordering::Relaxed) {
+        return Err(ApiError::Unavailable("stopping".into()));
+    }
     st.store.ping().await?;
     if !st
         .relay
@@ -211,11 +215,19 @@ pub struct RunningApi {
     relay: tokio::task::JoinHandle<()>,
     listener: tokio::task::JoinHandle<()>,
     shutdown: tokio_util::sync::CancellationToken,
+    stopping: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    ready: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl RunningApi {
     /// Stops accepting, lets in-flight requests finish (graceful) and waits for both servers.
     pub async fn stop(self, graceful: bool) {
+        // Not ready first: both /readyz answer 503 from here on, while the requests in flight
+        // finish (within QUALIFIER_SHUTDOWN_GRACE_MS).
+        self.stopping
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        self.ready
+            .store(false, std::sync::atomic::Ordering::Relaxed);
         tokio::join!(self.public.stop(graceful), self.internal.stop(graceful));
         for t in self.tasks {
             let _ = t.await;
@@ -340,6 +352,7 @@ fn app_state(cfg: &ApiConfig, store: Store, bg: &Background) -> web::Data<AppSta
         max_page_bytes: cfg.max_page_bytes,
         strangers: bg.strangers.clone(),
         ready: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
+        stopping: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
     }))
 }
 
@@ -357,6 +370,8 @@ pub async fn start(cfg: ApiConfig) -> anyhow::Result<RunningApi> {
     let bg = spawn_background(&cfg, &store, &shutdown);
     let state = app_state(&cfg, store, &bg);
     let workers = cfg.http_workers;
+    // actix takes whole seconds: a grace under one second is one second.
+    let grace_secs = cfg.shutdown_grace.as_millis().div_ceil(1000).max(1) as u64;
     tokio::spawn(watch_readiness(state.clone(), shutdown.clone()));
 
     let st = state.clone();
@@ -374,7 +389,7 @@ pub async fn start(cfg: ApiConfig) -> anyhow::Result<RunningApi> {
     })
     .workers(workers)
     .disable_signals()
-    .shutdown_timeout(30)
+    .shutdown_timeout(grace_secs)
     .bind(cfg.http_addr)?;
     let public_addr = public.addrs()[0];
     let _ = state.console_base_url.set(console_base_url(
@@ -396,7 +411,7 @@ pub async fn start(cfg: ApiConfig) -> anyhow::Result<RunningApi> {
     })
     .workers(workers.min(2))
     .disable_signals()
-    .shutdown_timeout(30)
+    .shutdown_timeout(grace_secs)
     .bind(cfg.internal_addr)?;
     let internal_addr = internal.addrs()[0];
     let internal = internal.run();
@@ -413,6 +428,8 @@ pub async fn start(cfg: ApiConfig) -> anyhow::Result<RunningApi> {
         relay: bg.relay,
         listener: bg.listener,
         shutdown,
+        stopping: state.stopping.clone(),
+        ready: state.ready.clone(),
     })
 }
 

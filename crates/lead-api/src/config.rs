@@ -7,8 +7,8 @@ use std::net::SocketAddr;
 
 use qualifier_config::{
     AllowCidrsArgs, AppBaseUrlArgs, EnvError, PoolSizeArgs, ReplayRateArgs, RetryDelaysArgs,
-    SecretKeyArgs, TelemetryArgs, TopologyPrefixArgs, optional, parsed, positive, positive_u32,
-    required, topology_prefix, value,
+    SecretKeyArgs, ShutdownGraceArgs, TelemetryArgs, TopologyPrefixArgs, optional, parsed,
+    positive, positive_u32, required, topology_prefix, value,
 };
 use qualifier_store::SecretKey;
 
@@ -80,6 +80,8 @@ pub struct ApiArgs {
     )]
     pub console_frame_ancestors: Option<String>,
     #[command(flatten)]
+    pub shutdown_grace: ShutdownGraceArgs,
+    #[command(flatten)]
     pub telemetry: TelemetryArgs,
 }
 
@@ -119,6 +121,8 @@ pub struct ApiConfig {
     /// `QUALIFIER_STATEMENT_TIMEOUT_MS`: every statement of lead-api's pools is cancelled past
     /// it (docs/reliability.md, "Strangers, quotas and pages").
     pub statement_timeout: std::time::Duration,
+    /// After SIGTERM: how long in-flight requests have to finish (`QUALIFIER_SHUTDOWN_GRACE_MS`).
+    pub shutdown_grace: std::time::Duration,
     /// `QUALIFIER_CONSOLE_FRAME_ANCESTORS`: the origins that may frame the console (empty:
     /// none may).
     pub console_frame_ancestors: Vec<String>,
@@ -179,6 +183,7 @@ impl ApiConfig {
                 "QUALIFIER_MAX_PAGE_BYTES",
                 value(&a.max_page_bytes, MAX_PAGE_BYTES),
             )? as usize,
+            shutdown_grace: a.shutdown_grace.grace()?,
             statement_timeout: std::time::Duration::from_millis(positive(
                 "QUALIFIER_STATEMENT_TIMEOUT_MS",
                 value(&a.statement_timeout_ms, STATEMENT_TIMEOUT_MS),

@@ -42,6 +42,9 @@ pub struct AppState {
     /// PostgreSQL and RabbitMQ both answered at the last check: what the public listener's
     /// `/readyz` reports, so strangers polling it cost the database nothing.
     pub ready: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// Set when the process was told to stop: both `/readyz` answer 503 from then on, so a
+    /// balancer stops sending new requests while the ones in flight finish.
+    pub stopping: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// Which position an unsealed cursor names.

@@ -17,6 +17,8 @@ pub type DbConn = Object<AsyncPgConnection>;
 pub enum MigrationError {
     #[error("cannot connect to DATABASE_URL")]
     Connect(#[source] diesel::ConnectionError),
+    #[error("cannot take the migration lock")]
+    Lock(#[source] diesel::result::Error),
     #[error("migration failed")]
     Failed(#[source] crate::error::BoxError),
     #[error("migration task failed")]
@@ -123,10 +125,19 @@ fn build(database: &Database, max_size: usize, session: Vec<String>) -> Result<D
 /// first, by `Database`, because the wrapper's own `establish` cannot do TLS.
 pub async fn run_migrations(database: &Database) -> Result<Vec<String>, MigrationError> {
     use diesel_async::async_connection_wrapper::AsyncConnectionWrapper;
-    let conn = database
+    let mut conn = database
         .connect_diesel()
         .await
         .map_err(MigrationError::Connect)?;
+    // Replicas starting together (a rolling upgrade, a scale-up) would otherwise run the same
+    // migration twice at once. A session lock: held until this connection closes, whatever
+    // happens to the migration; the others wait, then find nothing pending.
+    diesel_async::RunQueryDsl::execute(
+        diesel::sql_query("SELECT pg_advisory_lock(8317464215)"),
+        &mut conn,
+    )
+    .await
+    .map_err(MigrationError::Lock)?;
     tokio::task::spawn_blocking(move || {
         let mut conn = AsyncConnectionWrapper::<AsyncPgConnection>::from(conn);
         let applied = conn

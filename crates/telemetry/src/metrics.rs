@@ -41,6 +41,12 @@ pub const WEBHOOK_ENDPOINTS: &str = "qualifier_webhook_endpoints";
 pub const PROBES: &str = "qualifier_endpoint_probes_total";
 /// Counter: operational events sent to the operator's webhook, by `result`.
 pub const OPS_EVENTS: &str = "qualifier_operator_events_total";
+/// Gauge, always 1: the running build's `version` (the workspace's, as `--version` prints it),
+/// so a rolling upgrade shows on a dashboard as one label giving way to the next.
+pub const BUILD_INFO: &str = "qualifier_build_info";
+
+/// The product's version: every crate takes the workspace's (`Cargo.toml`).
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 const LATENCY_BUCKETS: &[f64] = &[
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
@@ -52,6 +58,8 @@ const E2E_BUCKETS: &[f64] = &[
 
 fn describe() {
     use ::metrics::{describe_counter, describe_gauge, describe_histogram};
+    describe_gauge!(BUILD_INFO, "1, labelled with the running build's version");
+    ::metrics::gauge!(BUILD_INFO, "version" => VERSION).set(1.0);
     describe_counter!(HTTP_REQUESTS, "HTTP requests by route, method and status");
     describe_histogram!(HTTP_DURATION, "HTTP request latency in seconds");
     describe_counter!(RATE_LIMITED, "requests refused by the per-token rate limit");

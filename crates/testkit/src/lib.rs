@@ -139,6 +139,21 @@ impl TestDb {
         }
     }
 
+    /// A database of this test's own with no schema at all, for a driver that migrates it with
+    /// another build (the upgrade check starts from the previous version's schema).
+    pub async fn empty() -> TestDb {
+        let admin = admin().await;
+        let name = format!("qualifier_test_{}", uuid::Uuid::new_v4().simple());
+        admin
+            .batch_execute(&format!("CREATE DATABASE {name}"))
+            .await
+            .expect("create an empty test database");
+        TestDb {
+            url: url_for(&name),
+            name,
+        }
+    }
+
     /// The database as the services take it (`DATABASE_URL` parsed).
     pub fn database(&self) -> qualifier_store::Database {
         qualifier_store::Database::from_url(&self.url, "qualifier test").expect("a valid test URL")

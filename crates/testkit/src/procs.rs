@@ -36,6 +36,25 @@ impl Service {
                 .unwrap_or_else(|e| panic!("{}: {e}", self.name)),
         );
     }
+    /// SIGTERM, as an orchestrator stops a process, then waits for it to exit: how long it
+    /// took, or `None` when it had not exited after `within` (it is then killed).
+    pub fn terminate(&mut self, within: Duration) -> Option<Duration> {
+        let mut c = self.child.take()?;
+        let started = Instant::now();
+        let _ = Command::new("kill")
+            .args(["-TERM", &c.id().to_string()])
+            .status();
+        while started.elapsed() < within {
+            if let Ok(Some(_)) = c.try_wait() {
+                return Some(started.elapsed());
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = c.kill();
+        let _ = c.wait();
+        None
+    }
+
     pub fn kill9(&mut self) {
         if let Some(mut c) = self.child.take() {
             let _ = c.kill();

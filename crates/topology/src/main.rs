@@ -44,7 +44,7 @@ const FAILOVER_PORTS: (u16, u16) = (41300, 41301);
 const SNAKEOIL: &str = "/etc/ssl/certs/ssl-cert-snakeoil.pem";
 
 #[derive(clap::Parser)]
-#[command(name = "qualifier-topology", about)]
+#[command(name = "qualifier-topology", version, about)]
 struct Opts {
     /// Events to stream in each of the rabbitmq and failover scenarios.
     #[arg(long, default_value_t = 2000)]

@@ -7,8 +7,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use qualifier_config::{
-    AllowCidrsArgs, EnvError, PoolSizeArgs, RetryDelaysArgs, SecretKeyArgs, TelemetryArgs,
-    TopologyPrefixArgs, optional, parsed, positive, topology_prefix, value,
+    AllowCidrsArgs, EnvError, PoolSizeArgs, RetryDelaysArgs, SecretKeyArgs, ShutdownGraceArgs,
+    TelemetryArgs, TopologyPrefixArgs, optional, parsed, positive, topology_prefix, value,
 };
 use qualifier_store::SecretKey;
 
@@ -58,6 +58,8 @@ pub struct DeliveryArgs {
     pub webhook_ca_file: Option<String>,
     #[command(flatten)]
     pub db_pool_size: PoolSizeArgs,
+    #[command(flatten)]
+    pub shutdown_grace: ShutdownGraceArgs,
     /// Failures in a row that make an endpoint failing (its deliveries wait, probes start)
     #[arg(long, env = "QUALIFIER_ENDPOINT_FAILING_AFTER", default_value = FAILING_AFTER, hide_env_values = true)]
     pub endpoint_failing_after: String,
@@ -113,6 +115,9 @@ pub struct DeliveryConfig {
     pub health: crate::decide::HealthRules,
     /// The operator's webhook and its secret's key bytes.
     pub operator_webhook: Option<(url::Url, Vec<u8>)>,
+    /// After SIGTERM: how long in-flight deliveries have to finish and record their outcome
+    /// (`QUALIFIER_SHUTDOWN_GRACE_MS`); what is left goes back to the queue.
+    pub shutdown_grace: std::time::Duration,
 }
 
 impl DeliveryConfig {
@@ -190,6 +195,7 @@ impl DeliveryConfig {
         Ok(DeliveryConfig {
             health,
             operator_webhook,
+            shutdown_grace: a.shutdown_grace.grace()?,
             database: qualifier_store::Database::from_url(
                 &a.connections.database_url()?,
                 "webhook-delivery",

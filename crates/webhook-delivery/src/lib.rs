@@ -121,7 +121,7 @@ pub async fn start(cfg: DeliveryConfig) -> anyhow::Result<RunningDelivery> {
         concurrency: cfg.concurrency,
         gate: gate::OrgGate::new(cfg.org_concurrency, cfg.concurrency, timeout),
         status: status.clone(),
-        drain_timeout: timeout + Duration::from_secs(5),
+        drain_timeout: cfg.shutdown_grace,
         attempt_timeout: timeout,
         health: cfg.health,
         notify_operator: cfg.operator_webhook.is_some(),

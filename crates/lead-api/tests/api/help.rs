@@ -44,3 +44,29 @@ fn help_never_prints_a_secret_from_the_environment() {
     assert!(text.contains("QUALIFIER_INTERNAL_TOKEN"));
     assert!(!text.contains("help-must-not-show-this"));
 }
+
+/// `--version` and `/metrics` name the same version: the workspace's (CHANGELOG.md).
+#[tokio::test(flavor = "multi_thread")]
+async fn the_version_is_the_workspaces_on_the_command_line_and_in_the_metrics() {
+    let version = qualifier_telemetry::metrics::VERSION;
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_lead-api"))
+        .arg("--version")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap().trim(),
+        format!("lead-api {version}")
+    );
+    let changelog = include_str!("../../../../CHANGELOG.md");
+    assert!(
+        changelog.contains(&format!("## {version} - ")),
+        "CHANGELOG.md has a section for {version}"
+    );
+    let app = crate::helpers::TestApp::spawn().await;
+    let page = app.metrics().await;
+    assert!(
+        page.contains(&format!("qualifier_build_info{{version=\"{version}\"}} 1")),
+        "{page}"
+    );
+}

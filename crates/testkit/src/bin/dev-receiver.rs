@@ -47,6 +47,10 @@ async fn hook(req: HttpRequest, body: web::Bytes, dir: web::Data<PathBuf>) -> Ht
 
 #[actix_web::main]
 async fn main() -> std::io::Result<()> {
+    if std::env::args().any(|a| a == "--version" || a == "-V") {
+        println!("dev-receiver {}", env!("CARGO_PKG_VERSION"));
+        return Ok(());
+    }
     let _ = rustls::crypto::ring::default_provider().install_default();
     let port: u16 = arg("--port", "9443").parse().expect("--port is a number");
     let dir = PathBuf::from(arg("--dir", ".dev"));

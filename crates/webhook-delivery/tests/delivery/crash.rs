@@ -208,3 +208,46 @@ async fn killing_lead_api_right_after_commits_loses_no_event() {
         got.len() - delivered.len()
     );
 }
+
+/// SIGTERM while deliveries are in flight (an orchestrator stopping a replica): `/readyz`
+/// answers 503 at once, every attempt under way finishes and is recorded and acknowledged within
+/// the grace, and nothing is left in the queue to be sent a second time.
+#[tokio::test(flavor = "multi_thread")]
+async fn stopping_finishes_in_flight_deliveries_and_leaves_nothing_to_send_again() {
+    let mut s = Stack::start().await;
+    s.receiver
+        .set_behaviour(Behaviour::Hang(Duration::from_millis(1000)));
+    for i in 0..4 {
+        s.inbound(&format!("+4477009007{i:02}")).await;
+    }
+    // The four attempts are under way (the receiver answers each after a second).
+    assert_eq!(s.receiver.wait_for(4, WAIT).await.len(), 4);
+    let readyz = format!("http://{}/readyz", s.delivery.as_ref().unwrap().addr);
+    let started = std::time::Instant::now();
+    let running = s.delivery.take().unwrap();
+    let stop = tokio::spawn(async move { running.stop().await });
+    let mut not_ready = false;
+    while !stop.is_finished() {
+        if let Ok(r) = s.http.get(&readyz).send().await {
+            not_ready |= r.status() == 503;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    stop.await.unwrap();
+    assert!(
+        not_ready,
+        "/readyz answered 503 while the attempts finished"
+    );
+    assert!(
+        started.elapsed() >= Duration::from_millis(500),
+        "the stop waited for the attempts under way"
+    );
+    let all = s.deliveries().await;
+    assert_eq!(all.len(), 4);
+    for d in &all {
+        assert_eq!(d["status"], "succeeded", "recorded before the exit: {d}");
+    }
+    let work = s.topo.topology().work_queue();
+    assert_eq!(s.queue_depth(&work).await, 0, "nothing left to send again");
+    assert_eq!(s.receiver.received().len(), 4);
+}

@@ -47,6 +47,7 @@ pub fn api_config(db: &TestDb, topo: &TestTopology, key: &SecretKey) -> ApiConfi
         console_base_url: None,
         max_page_bytes: lead_api::page::DEFAULT_MAX_PAGE_BYTES,
         statement_timeout: std::time::Duration::from_secs(5),
+        shutdown_grace: std::time::Duration::from_secs(30),
         console_frame_ancestors: Vec::new(),
     }
 }
@@ -72,6 +73,7 @@ pub fn delivery_config(
         db_pool_size: 4,
         health: Default::default(),
         operator_webhook: None,
+        shutdown_grace: std::time::Duration::from_secs(30),
     }
 }
 

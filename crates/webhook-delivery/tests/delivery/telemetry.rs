@@ -68,6 +68,13 @@ async fn metrics_of_both_services_move_with_traffic() {
     };
     let before_api = page(api_metrics.clone()).await;
     let before_delivery = page(delivery_metrics.clone()).await;
+    // Both pages say which build is running (a rolling upgrade shows as two versions).
+    let build = format!(
+        "qualifier_build_info{{version=\"{}\"}} 1",
+        env!("CARGO_PKG_VERSION")
+    );
+    assert!(before_api.contains(&build), "{before_api}");
+    assert!(before_delivery.contains(&build), "{before_delivery}");
 
     let lead = s.inbound("+447700900556").await;
     let id = lead["id"].as_str().unwrap();
