@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: run test build lint fmt services migrate clean-test-dbs bench bench-quick latency receiver-kit conformance deploy-check chaos chaos-short fuzz fuzz-short topology topology-short upgrade-check
+.PHONY: run test build lint fmt services migrate clean-test-dbs bench bench-quick latency receiver-kit conformance deploy-check chaos chaos-short fuzz fuzz-short topology topology-short upgrade-check soak soak-short
 
 run: build          ## services, migrations, both binaries, a printed dev org and token
 	scripts/run-dev.sh
@@ -28,6 +28,14 @@ chaos:              ## 5,000 events under kill -9, broker and database restarts,
 chaos-short:        ## the same with 800 events and one fault of each kind (CI)
 	$(CARGO) build -p lead-api -p webhook-delivery -p qualifier-chaos
 	$(BIN)/qualifier-chaos --events 800 --faults 7
+
+soak:               ## the whole system at half its measured rate for SOAK_MINUTES (30), sampled each minute: fails on growth that does not level off
+	$(CARGO) build --release -p lead-api -p webhook-delivery -p qualifier-chaos
+	$(REL)/qualifier-soak --minutes $(or $(SOAK_MINUTES),30)
+
+soak-short:         ## the same for 3 minutes, sampled every 15 s (CI)
+	$(CARGO) build --release -p lead-api -p webhook-delivery -p qualifier-chaos
+	$(REL)/qualifier-soak --minutes 3 --sample-seconds 15 --warmup-minutes 1
 
 upgrade-check:      ## the previous version (CHANGELOG.md) upgraded to this one under traffic: 0 lost, 0 failed requests
 	scripts/upgrade-check.sh
