@@ -292,11 +292,16 @@ impl Store {
         batch: i64,
     ) -> Result<usize, StoreError> {
         let mut conn = self.conn().await?;
+        // The cutoff is a parameter, not `clock_timestamp() - …` (volatile, so no index
+        // condition): `outbox_created_at` then reads only the rows past retention, instead of
+        // every entry of the index each round.
+        let cutoff = qualifier_domain::timefmt::now_millis()
+            - time::Duration::seconds_f64(keep.as_secs_f64());
         let n = diesel::sql_query(
             "WITH gone AS (
                  DELETE FROM outbox WHERE seq IN (
                      SELECT seq FROM outbox
-                     WHERE created_at < clock_timestamp() - make_interval(secs => $1)
+                     WHERE created_at < $1
                        AND published_at IS NOT NULL
                        AND status IN ('succeeded', 'dead', 'skipped')
                      ORDER BY created_at LIMIT $2)
@@ -307,7 +312,7 @@ impl Store {
                  WHERE m.top > feed_head.expired_through)
              SELECT count(*) AS count FROM gone",
         )
-        .bind::<diesel::sql_types::Double, _>(keep.as_secs_f64())
+        .bind::<diesel::sql_types::Timestamptz, _>(cutoff)
         .bind::<Int8, _>(batch)
         .get_result::<Count>(&mut conn)
         .await?;
@@ -324,13 +329,16 @@ impl Store {
         batch: i64,
     ) -> Result<usize, StoreError> {
         let mut conn = self.conn().await?;
+        // A parameter, so the index reads only what is past retention (see `expire_events`).
+        let cutoff = qualifier_domain::timefmt::now_millis()
+            - time::Duration::seconds_f64(keep.as_secs_f64());
         let n = diesel::sql_query(
             "DELETE FROM ops_events WHERE id IN (
                  SELECT id FROM ops_events
-                 WHERE created_at < clock_timestamp() - make_interval(secs => $1)
+                 WHERE created_at < $1
                  ORDER BY created_at LIMIT $2)",
         )
-        .bind::<diesel::sql_types::Double, _>(keep.as_secs_f64())
+        .bind::<diesel::sql_types::Timestamptz, _>(cutoff)
         .bind::<Int8, _>(batch)
         .execute(&mut conn)
         .await?;
@@ -373,14 +381,21 @@ pub struct Backlog {
 }
 
 impl Store {
-    /// Reads the backlog through the partial index of unpublished rows (small by design).
+    /// Reads the backlog through the two partial indexes of unpublished rows (new events, and
+    /// replays waiting for their slot; both small by design). One condition per index: a bare
+    /// `published_at IS NULL` matches neither index's predicate, and was a sequential scan of
+    /// the whole table every two seconds, growing with the history kept.
     pub async fn outbox_backlog(&self) -> Result<Backlog, StoreError> {
         let mut conn = self.conn().await?;
         let b = diesel::sql_query(
-            "SELECT count(*) AS count,
-                    COALESCE(EXTRACT(EPOCH FROM clock_timestamp() - min(created_at)), 0)::float8
+            "SELECT coalesce(sum(n), 0)::int8 AS count,
+                    COALESCE(EXTRACT(EPOCH FROM clock_timestamp() - min(oldest)), 0)::float8
                         AS oldest_age_seconds
-             FROM outbox WHERE published_at IS NULL",
+             FROM (SELECT count(*) AS n, min(created_at) AS oldest FROM outbox
+                   WHERE published_at IS NULL AND replay_at IS NULL
+                   UNION ALL
+                   SELECT count(*), min(created_at) FROM outbox
+                   WHERE published_at IS NULL AND replay_at IS NOT NULL) parts",
         )
         .get_result(&mut conn)
         .await?;

@@ -85,6 +85,9 @@ pub fn connect_relaxed(database: &Database, max_size: usize) -> Result<DbPool, P
     )
 }
 
+/// How long a pooled connection is kept (see the `pre_recycle` hook in [`build`]).
+pub const MAX_CONNECTION_AGE: Duration = Duration::from_secs(60);
+
 /// A pool whose every new session first runs `session` (settings of the session).
 fn build(database: &Database, max_size: usize, session: Vec<String>) -> Result<DbPool, PoolError> {
     use diesel_async::pooled_connection::{ManagerConfig, RecyclingMethod};
@@ -112,6 +115,22 @@ fn build(database: &Database, max_size: usize, session: Vec<String>) -> Result<D
     });
     let mgr = AsyncDieselConnectionManager::<AsyncPgConnection>::new_with_config("", cfg);
     Ok(Pool::builder(mgr)
+        // A connection older than this is replaced when it is next taken. Its prepared
+        // statements keep the plans made when they were first run, which is when the tables
+        // were smallest (a new deployment, an empty outbox): a plan that read the whole small
+        // table then reads the whole large one later, until something invalidates it (an
+        // ANALYZE, when autovacuum gets to it, if it runs at all). A fresh connection plans
+        // against the tables as they are now. It also spreads connections again after a
+        // failover.
+        .pre_recycle(deadpool::managed::Hook::sync_fn(|_, metrics| {
+            if metrics.age() > MAX_CONNECTION_AGE {
+                Err(deadpool::managed::HookError::message(
+                    "connection past its age",
+                ))
+            } else {
+                Ok(())
+            }
+        }))
         .max_size(max_size)
         .runtime(deadpool::Runtime::Tokio1)
         .wait_timeout(Some(Duration::from_secs(5)))
