@@ -15,4 +15,5 @@ trap cleanup EXIT INT TERM
 scripts/topology/certs.sh "$dir/certs"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 STATEMENTS=1 scripts/topology/postgres.sh up "$dir/pg" "$port" "$dir/certs"
-QUALIFIER_TEST_PG="postgres://postgres:postgres@127.0.0.1:$port" "$rel/qualifier-bench" "$@"
+QUALIFIER_BENCH_PG_LOG_DIR="$dir/pg/log" \
+  QUALIFIER_TEST_PG="postgres://postgres:postgres@127.0.0.1:$port" "$rel/qualifier-bench" "$@"

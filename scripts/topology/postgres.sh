@@ -8,7 +8,8 @@
 #       given (CERTDIR "-" means TLS off); with STANDBY_PORT also a synchronous standby
 #       (pg_basebackup, synchronous_standby_names) streaming from it
 #       with STATEMENTS=1 in the environment the primary also preloads pg_stat_statements with
-#       planning tracked (the benchmark's server: scripts/bench.sh)
+#       planning tracked, and auto_explain (silent until a database turns it on), and writes a
+#       JSON log to DIR/log (the benchmark's server: scripts/bench.sh)
 #   postgres.sh kill-primary DIR   kill -9 the primary's postmaster
 #   postgres.sh promote DIR        promote the standby (pg_ctl promote), wait until it writes
 #   postgres.sh down DIR           stop both, remove DIR
@@ -38,9 +39,13 @@ up)
     echo "max_wal_senders = 5"
     echo "fsync = on"
     if [[ ${STATEMENTS:-0} == 1 ]]; then
-      echo "shared_preload_libraries = 'pg_stat_statements'"
+      echo "shared_preload_libraries = 'pg_stat_statements,auto_explain'"
       echo "pg_stat_statements.track_planning = on"
       echo "pg_stat_statements.max = 10000"
+      echo "logging_collector = on"
+      echo "log_destination = 'stderr,jsonlog'"
+      echo "log_directory = '$dir/log'"
+      echo "log_file_mode = 0644"
     fi
     if [[ $certs != - ]]; then
       cp "$certs/server.pem" "$certs/server.key" "$dir/primary/"

@@ -18,6 +18,9 @@
 //! 6. Cost: PostgreSQL rows written, WAL syncs and broker publishes per delivered event.
 //! 7. Erasure: `DELETE /api/v1/leads/{id}` of a lead with 100 events among millions of others
 //!    (200,000 with --quick).
+//! 8. History at scale (`history.rs`): idle CPU, writes, every read and the storage per event
+//!    on an empty database beside one holding a month of history (2,500,000 events, 200,000
+//!    with --quick), and the rows every statement's plan read (`plans.rs`).
 //!
 //! Usage: `qualifier-bench [--quick] [--events N] [--json PATH]`; the figures always go to
 //! `target/bench/latest.json` too.
@@ -26,7 +29,9 @@ mod ceilings;
 mod cpu;
 mod erasure;
 mod feed;
+mod history;
 mod load;
+mod plans;
 mod services;
 mod sink;
 mod stmts;
@@ -55,12 +60,16 @@ struct Opts {
     #[arg(long)]
     json: Option<PathBuf>,
     /// Run one phase alone, for profiling it (`perf record -a` while it runs).
-    #[arg(long, value_parser = ["e2e", "drain", "api", "feed", "lone", "outage", "noisy", "erasure"])]
+    #[arg(long, value_parser = ["e2e", "drain", "api", "feed", "lone", "outage", "noisy", "erasure", "history"])]
     only: Option<String>,
     /// With `--only e2e`: cause events at this many per second instead of as fast as the API
     /// takes them (commit-to-receipt latency at a chosen load).
     #[arg(long)]
     pace: Option<f64>,
+    /// Events stored in the history phase's database (default 2,500,000, or 200,000 with
+    /// --quick).
+    #[arg(long)]
+    history_events: Option<i64>,
     /// Run the `lead-api` and `webhook-delivery` found here instead of the ones beside the
     /// harness (another build, for before/after pairs with `scripts/bench.sh`).
     #[arg(long)]
@@ -914,9 +923,12 @@ async fn run() -> anyhow::Result<()> {
             "outage" => outage(&sink, n, if o.quick { 20 } else { 60 }).await?,
             "noisy" => noisy(&sink, (n / 4).max(1000), if o.quick { 300 } else { 1000 }).await?,
             "erasure" => erasure::phase(&sink, o.erasure_others()).await?,
+            "history" => {
+                history::phase(&sink, history::Plan::of(o.quick, o.history_events)).await?
+            }
             other => {
                 anyhow::bail!(
-                    "--only takes e2e, drain, api, feed, lone, outage, noisy or erasure, not {other}"
+                    "--only takes e2e, drain, api, feed, lone, outage, noisy, erasure or history, not {other}"
                 )
             }
         };
@@ -974,6 +986,7 @@ async fn run() -> anyhow::Result<()> {
         o.erasure_others()
     );
     let erasure_run = erasure::phase(&sink, o.erasure_others()).await?;
+    let history_run = history::phase(&sink, history::Plan::of(o.quick, o.history_events)).await?;
     let feed_tail = match &max.feed_tail {
         Some((events, lat)) => json!({
             "pages": lat.len(), "events_read": events,
@@ -1258,6 +1271,9 @@ async fn run() -> anyhow::Result<()> {
         erasure_run["erase_max_ms"].as_f64().unwrap_or(f64::NAN),
         Some(("<=", 50.0)),
     );
+    for (name, value, target) in history::targets(&history_run) {
+        row(r, &name, value, target);
+    }
     let lost_total = max.tally.lost
         + half.tally.lost
         + max2.tally.lost
@@ -1300,6 +1316,7 @@ async fn run() -> anyhow::Result<()> {
         "feed": {"read": feed_read, "tail_during_end_to_end_max_rate": feed_tail},
         "endpoint_outage": outage_run,
         "erasure": erasure_run,
+        "history": history_run,
         "cost": cost,
         "events_lost_all_runs": lost_total,
         "targets": rows,

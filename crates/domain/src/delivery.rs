@@ -98,11 +98,61 @@ pub struct AttemptEntry {
     /// before the attempt log kept answers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub response_body: Option<String>,
-    /// The headers the attempt was sent with, in order, signatures included (they are what the
-    /// receiver saw; the secret is never among them). Absent in entries written before
-    /// the attempt log kept them.
+    /// The headers the attempt was sent with, in order, signatures shortened (what the receiver
+    /// saw; the secret is never among them). Only the console and the internal API hold them
+    /// ([`AttemptEntry::for_display`] rebuilds them); the stored entry keeps [`Self::signatures`]
+    /// instead. Entries stored before that hold them whole.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub request_headers: Vec<(String, String)>,
+    /// What the stored entry keeps of its request's headers: only what differs from one attempt
+    /// to the next, the two signatures, shortened (`X-Qualifier-Signature`, then
+    /// `webhook-signature`). Every other header follows from the delivery and the attempt's
+    /// start ([`Request::headers`]), so repeating it per attempt would only take room. Empty
+    /// when no request was sent.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub signatures: Vec<String>,
+}
+
+/// What a delivery's requests say about it, whichever the attempt: the rest of each request's
+/// headers comes from the attempt itself (its start and its signatures). The sender builds its
+/// headers here, and the delivery log rebuilds them here, so the two cannot disagree.
+#[derive(Debug, Clone, Copy)]
+pub struct Request<'a> {
+    pub event_type: &'a str,
+    pub delivery_id: &'a str,
+    /// A test event (`X-Qualifier-Test: true`).
+    pub test: bool,
+    /// A probe of a failing endpoint (`X-Qualifier-Probe: true`); never in a delivery's log.
+    pub probe: bool,
+}
+
+impl Request<'_> {
+    /// The request's headers, in the order they are sent (docs/receivers.md): `signature` is
+    /// `X-Qualifier-Signature`'s value and `standard` `webhook-signature`'s.
+    pub fn headers(
+        &self,
+        started_at: time::OffsetDateTime,
+        signature: String,
+        standard: String,
+    ) -> Vec<(String, String)> {
+        let mut h: Vec<(String, String)> = Vec::with_capacity(10);
+        let mut add = |k: &str, v: String| h.push((k.to_owned(), v));
+        add("Content-Type", "application/json".into());
+        add("X-Qualifier-Event", self.event_type.into());
+        add("X-Qualifier-Signature", signature);
+        add("X-Qualifier-Delivery", self.delivery_id.into());
+        add("X-Qualifier-Timestamp", crate::timefmt::format(started_at));
+        add("webhook-id", self.delivery_id.into());
+        add("webhook-timestamp", started_at.unix_timestamp().to_string());
+        add("webhook-signature", standard);
+        if self.test {
+            add("X-Qualifier-Test", "true".into());
+        }
+        if self.probe {
+            add("X-Qualifier-Probe", "true".into());
+        }
+        h
+    }
 }
 
 /// How much of a receiver's answer an attempt keeps.
@@ -119,14 +169,40 @@ pub const RESPONSE_EXCERPT_BYTES: usize = 4096;
 const SIGNATURE_HEADERS: [&str; 2] = ["x-qualifier-signature", "webhook-signature"];
 
 impl AttemptEntry {
-    /// The entry as the console and the internal API show it: signatures shortened.
-    pub fn for_display(mut self) -> AttemptEntry {
+    /// The entry as the console and the internal API show it: its request's headers, rebuilt
+    /// from the delivery (`request`) and the entry's own start and signatures, signatures
+    /// shortened. An entry stored with its headers whole (before the log kept only what differs
+    /// per attempt) shows them, shortened.
+    pub fn for_display(mut self, request: &Request<'_>) -> AttemptEntry {
+        let signatures = std::mem::take(&mut self.signatures);
+        if self.request_headers.is_empty()
+            && let [signature, standard] = signatures.as_slice()
+        {
+            self.request_headers =
+                request.headers(self.started_at, signature.clone(), standard.clone());
+        }
+        self.signatures.clear();
         for (name, value) in &mut self.request_headers {
             if SIGNATURE_HEADERS.contains(&name.to_ascii_lowercase().as_str()) {
                 *value = shorten_signature(value);
             }
         }
         self
+    }
+
+    /// What an entry stores of the headers a request was sent with: its two signatures,
+    /// shortened as they are shown ([`Self::signatures`]). Nothing when no request was sent.
+    pub fn stored_signatures(headers: &[(String, String)]) -> Vec<String> {
+        let of = |name: &str| {
+            headers
+                .iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case(name))
+                .map(|(_, v)| shorten_signature(v))
+        };
+        match (of(SIGNATURE_HEADERS[0]), of(SIGNATURE_HEADERS[1])) {
+            (Some(a), Some(b)) => vec![a, b],
+            _ => Vec::new(),
+        }
     }
 }
 
@@ -200,13 +276,69 @@ mod tests {
                 ("webhook-signature".into(), format!("v1,{b64} v1,{b64}")),
                 ("webhook-id".into(), "msg_1".into()),
             ],
+            signatures: vec![],
         }
-        .for_display();
+        .for_display(&REQUEST);
         let h = &entry.request_headers;
         assert_eq!(h[0].1, "sha256=aaaaaaaa…");
         assert_eq!(h[1].1, "v1,Zm9vYmFy… v1,Zm9vYmFy…");
         assert_eq!(h[2].1, "msg_1");
         assert!(!h[0].1.contains(&hex) && !h[1].1.contains(b64));
+    }
+
+    const REQUEST: Request<'static> = Request {
+        event_type: "lead.created",
+        delivery_id: "7d0f3f0e-1b7c-4c55-9a4b-4d5e2f1a0b9c",
+        test: false,
+        probe: false,
+    };
+
+    #[test]
+    fn a_stored_entry_keeps_only_the_signatures_and_shows_every_header_it_was_sent_with() {
+        let hex = "b".repeat(64);
+        let b64 = "Zm9vYmFyYmF6cXV4cXV1eGZvb2Jhcg==";
+        let started_at = time::macros::datetime!(2026-11-25 10:15:02.481 UTC);
+        let sent = REQUEST.headers(started_at, format!("sha256={hex}"), format!("v1,{b64}"));
+        let stored = AttemptEntry {
+            attempt: 2,
+            started_at,
+            duration_ms: 7,
+            status_code: Some(200),
+            error: None,
+            error_kind: None,
+            response_body: None,
+            request_headers: vec![],
+            signatures: AttemptEntry::stored_signatures(&sent),
+        };
+        let json = serde_json::to_string(&stored).unwrap();
+        assert!(
+            !json.contains("request_headers") && !json.contains(&hex),
+            "{json}"
+        );
+        assert!(json.len() < 200, "{} bytes: {json}", json.len());
+        let shown: AttemptEntry = serde_json::from_str::<AttemptEntry>(&json)
+            .unwrap()
+            .for_display(&REQUEST);
+        // What an entry that kept every header whole shows, header for header.
+        let whole = AttemptEntry {
+            request_headers: sent,
+            signatures: vec![],
+            ..stored.clone()
+        }
+        .for_display(&REQUEST);
+        assert_eq!(shown, whole);
+        assert_eq!(shown.request_headers[4].1, "2026-11-25T10:15:02.481Z");
+        assert_eq!(shown.request_headers[6].1, "1795601702");
+        assert_eq!(shown.request_headers[2].1, "sha256=bbbbbbbb…");
+        assert!(shown.signatures.is_empty());
+        // No request sent (a refused address): no headers, stored or shown.
+        assert!(AttemptEntry::stored_signatures(&[]).is_empty());
+        let none = AttemptEntry {
+            signatures: vec![],
+            ..stored
+        }
+        .for_display(&REQUEST);
+        assert!(none.request_headers.is_empty());
     }
 
     #[test]
@@ -238,6 +370,7 @@ mod tests {
             error_kind: None,
             response_body: None,
             request_headers: vec![],
+            signatures: vec![],
         }
     }
 

@@ -112,6 +112,17 @@ enum Command {
         #[arg(long)]
         lead: Uuid,
     },
+    /// Rewrite stored attempt logs into the compact form (each attempt keeps its signatures,
+    /// not every header again): batched, one short transaction each, printing its progress;
+    /// safe to stop and to run again (docs/operations.md, "Compacting attempt logs").
+    CompactAttemptLogs {
+        /// Rows per batch (each batch locks its rows for a moment).
+        #[arg(long, default_value_t = 5000, value_parser = clap::value_parser!(i64).range(1..=100_000))]
+        batch: i64,
+        /// Resume after this outbox sequence (the last `through_seq` a run printed).
+        #[arg(long, default_value_t = 0)]
+        from_seq: i64,
+    },
     /// Create an org and a token in one go.
     BootstrapDev {
         #[arg(long, default_value = "Dev Org")]
@@ -289,6 +300,25 @@ async fn run(cli: Cli) -> Result<serde_json::Value> {
             let erased = cli.store()?.erase_lead(*org, *lead).await?;
             json!({ "lead": lead, "erased": true, "events": erased.events,
                     "idempotency_answers": erased.idempotency_answers })
+        }
+        Command::CompactAttemptLogs { batch, from_seq } => {
+            let store = cli.store()?;
+            let started = std::time::Instant::now();
+            let (mut after, mut read, mut rewritten) = (*from_seq, 0usize, 0usize);
+            loop {
+                let b = store.compact_attempt_logs(after, *batch).await?;
+                let Some(through) = b.through_seq else { break };
+                after = through;
+                read += b.rows_read;
+                rewritten += b.rows_rewritten;
+                // Progress on stderr, one line per batch: the sequence to resume after.
+                eprintln!(
+                    "compact-attempt-logs: through_seq {through}: {read} rows read, {rewritten} rewritten, {:.1} s",
+                    started.elapsed().as_secs_f64()
+                );
+            }
+            json!({ "through_seq": after, "rows_read": read, "rows_rewritten": rewritten,
+                    "seconds": (started.elapsed().as_secs_f64() * 10.0).round() / 10.0 })
         }
         Command::GenSecretKey => json!({ "secret_key": SecretKey::generate_base64() }),
         Command::GenOperatorSecret => {

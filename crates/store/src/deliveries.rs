@@ -26,6 +26,7 @@ struct DeliveryRow {
     #[diesel(embed)]
     summary: SummaryRow,
     attempt_log: Value,
+    is_test: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -327,6 +328,15 @@ impl Store {
             .await
             .optional()?
             .ok_or(StoreError::NotFound("Delivery not found"))?;
+        let id = row.summary.delivery_id.to_string();
+        // Each entry keeps only what differs per attempt; the headers it was sent with are
+        // rebuilt from the delivery itself.
+        let request = qualifier_domain::delivery::Request {
+            event_type: row.summary.event_type.as_str(),
+            delivery_id: &id,
+            test: row.is_test,
+            probe: false,
+        };
         Ok(DeliveryDetail {
             delivery: row.summary(),
             // Entries are written through the same type; one that does not read back (hand-edited
@@ -337,7 +347,7 @@ impl Store {
                 .into_iter()
                 .flatten()
                 .filter_map(|e| serde_json::from_value::<AttemptEntry>(e.clone()).ok())
-                .map(AttemptEntry::for_display)
+                .map(|e| e.for_display(&request))
                 .collect(),
         })
     }
@@ -443,22 +453,62 @@ pub struct DeliveryFilter {
 impl DeliveryFilter {
     /// The org's outbox rows that match (an empty list of statuses or types matches any), for
     /// both the deliveries list and bulk replay, so the two can never disagree on a filter.
+    ///
+    /// Each filter reaches its rows through an index (docs/performance.md, "History at
+    /// scale"): one status is an equality, so `outbox_org_status` gives the org's rows of that
+    /// status in sequence order, newest first, and a count reads that index alone; a time
+    /// bound becomes a range of sequence numbers, found through `outbox_created_at`, so
+    /// neither a list that ends a month ago nor a count over a day walks the rest of the
+    /// org's history.
     fn matching(&self, org_id: Uuid) -> outbox::BoxedQuery<'static, diesel::pg::Pg> {
+        use diesel::dsl::sql;
+        use diesel::sql_types::{Bool, Timestamptz};
         let mut q = outbox::table.filter(outbox::org_id.eq(org_id)).into_boxed();
-        if !self.statuses.is_empty() {
-            q = q.filter(outbox::status.eq_any(self.statuses.clone()));
+        // `= ANY` over the index's second column would give the rows out of sequence order
+        // (PostgreSQL then sorts all of them before a page's LIMIT); one status is `=`.
+        match self.statuses.as_slice() {
+            [] => {}
+            [one] => q = q.filter(outbox::status.eq(*one)),
+            many => q = q.filter(outbox::status.eq_any(many.to_vec())),
         }
-        if !self.event_types.is_empty() {
-            q = q.filter(outbox::event_type.eq_any(self.event_types.clone()));
+        match self.event_types.as_slice() {
+            [] => {}
+            [one] => q = q.filter(outbox::event_type.eq(*one)),
+            many => q = q.filter(outbox::event_type.eq_any(many.to_vec())),
         }
         if let Some(l) = self.lead_id {
             q = q.filter(outbox::lead_id.eq(l));
         }
+        // A row's sequence and creation time can disagree by up to one transaction's length,
+        // so each bound is taken 5 minutes wide and the exact condition on `created_at` is
+        // kept beside it (as `Store::deliveries_by_hour` does).
         if let Some(t) = self.since {
-            q = q.filter(outbox::created_at.ge(t));
+            q = q
+                .filter(
+                    sql::<Bool>(
+                        "outbox.seq >= coalesce((SELECT f.seq FROM outbox f WHERE f.created_at >= ",
+                    )
+                    .bind::<Timestamptz, _>(t)
+                    .sql(
+                        " - interval '5 minutes' ORDER BY f.created_at LIMIT 1), \
+                         9223372036854775807)",
+                    ),
+                )
+                .filter(outbox::created_at.ge(t));
         }
         if let Some(t) = self.until {
-            q = q.filter(outbox::created_at.lt(t));
+            q = q
+                .filter(
+                    sql::<Bool>(
+                        "outbox.seq < coalesce((SELECT f.seq FROM outbox f WHERE f.created_at >= ",
+                    )
+                    .bind::<Timestamptz, _>(t)
+                    .sql(
+                        " + interval '5 minutes' ORDER BY f.created_at LIMIT 1), \
+                         9223372036854775807)",
+                    ),
+                )
+                .filter(outbox::created_at.lt(t));
         }
         q
     }
@@ -504,4 +554,135 @@ async fn schedule_replays(
         .execute(conn)
         .await?;
     Ok(updated)
+}
+
+/// One batch of [`Store::compact_attempt_logs`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct CompactedBatch {
+    /// The highest sequence the batch looked at (where the next one starts); `None` when
+    /// there was nothing after `after`.
+    pub through_seq: Option<i64>,
+    pub rows_read: usize,
+    pub rows_rewritten: usize,
+}
+
+impl Store {
+    /// Rewrites the attempt logs of up to `batch` rows after sequence `after` into the form
+    /// the worker writes now: each entry's `request_headers` replaced by its two signatures,
+    /// shortened (`AttemptEntry::signatures`); every other field is kept as it is. One short
+    /// transaction per batch, its rows locked while it runs (an attempt recorded meanwhile
+    /// waits, rather than being overwritten). Idempotent: a row already compact is read and
+    /// left alone, so a run cut short is resumed from the last `through_seq` it printed, or
+    /// from the start (`qualifierctl compact-attempt-logs`).
+    pub async fn compact_attempt_logs(
+        &self,
+        after: i64,
+        batch: i64,
+    ) -> Result<CompactedBatch, StoreError> {
+        use diesel::sql_types::{Int8, Jsonb};
+        let mut conn = self.conn().await?;
+        conn.transaction::<CompactedBatch, StoreError, _>(async move |conn| {
+            let rows: Vec<(i64, Value)> = outbox::table
+                .filter(outbox::seq.gt(after))
+                .order(outbox::seq.asc())
+                .limit(batch)
+                .select((outbox::seq, outbox::attempt_log))
+                .for_update()
+                .load(conn)
+                .await?;
+            let through_seq = rows.last().map(|r| r.0);
+            let rows_read = rows.len();
+            let (seqs, logs): (Vec<i64>, Vec<Value>) = rows
+                .into_iter()
+                .filter_map(|(seq, log)| compact_log(log).map(|l| (seq, l)))
+                .unzip();
+            if !seqs.is_empty() {
+                diesel::sql_query(
+                    "UPDATE outbox o SET attempt_log = v.log
+                     FROM unnest($1::int8[], $2::jsonb[]) AS v(seq, log) WHERE o.seq = v.seq",
+                )
+                .bind::<Array<Int8>, _>(&seqs)
+                .bind::<Array<Jsonb>, _>(&logs)
+                .execute(conn)
+                .await?;
+            }
+            Ok(CompactedBatch {
+                through_seq,
+                rows_read,
+                rows_rewritten: seqs.len(),
+            })
+        })
+        .await
+    }
+}
+
+/// A log with its entries' headers replaced by their signatures, or `None` when no entry holds
+/// headers (nothing to rewrite).
+fn compact_log(mut log: Value) -> Option<Value> {
+    let mut changed = false;
+    for e in log.as_array_mut().into_iter().flatten() {
+        let Some(obj) = e.as_object_mut() else {
+            continue;
+        };
+        let Some(headers) = obj.remove("request_headers") else {
+            continue;
+        };
+        changed = true;
+        let headers: Vec<(String, String)> = serde_json::from_value(headers).unwrap_or_default();
+        let signatures = AttemptEntry::stored_signatures(&headers);
+        if !signatures.is_empty() {
+            obj.insert("signatures".into(), serde_json::json!(signatures));
+        }
+    }
+    changed.then_some(log)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_compacted_log_keeps_every_field_but_the_headers_and_shows_the_same() {
+        let hex = "c".repeat(64);
+        let old = json!([
+            {"attempt": 1, "started_at": "2026-11-21T10:15:02.481Z", "duration_ms": 3,
+             "status_code": 500, "error": "HTTP 500", "response_body": "no",
+             "request_headers": [["Content-Type", "application/json"],
+                                 ["X-Qualifier-Event", "lead.created"],
+                                 ["X-Qualifier-Signature", format!("sha256={hex}")],
+                                 ["X-Qualifier-Delivery", "d-1"],
+                                 ["X-Qualifier-Timestamp", "2026-11-21T10:15:02.481Z"],
+                                 ["webhook-id", "d-1"],
+                                 ["webhook-timestamp", "1795256102"],
+                                 ["webhook-signature", "v1,Zm9vYmFyYmF6cXV4"]]},
+            {"attempt": 2, "started_at": "2026-11-21T10:15:03.481Z", "duration_ms": 0,
+             "status_code": null, "error": "refused", "error_kind": "refused_address"}
+        ]);
+        let new = compact_log(old.clone()).unwrap();
+        assert_eq!(
+            new[0]["signatures"],
+            json!(["sha256=cccccccc…", "v1,Zm9vYmFy…"])
+        );
+        assert!(new[0].get("request_headers").is_none());
+        assert_eq!(new[0]["response_body"], "no");
+        assert_eq!(new[1], old[1], "an entry with no request is left as it was");
+        assert!(new.to_string().len() < old.to_string().len() / 2);
+        // Shown the same before and after.
+        let request = qualifier_domain::delivery::Request {
+            event_type: "lead.created",
+            delivery_id: "d-1",
+            test: false,
+            probe: false,
+        };
+        let show = |log: &Value| -> Vec<AttemptEntry> {
+            serde_json::from_value::<Vec<AttemptEntry>>(log.clone())
+                .unwrap()
+                .into_iter()
+                .map(|e| e.for_display(&request))
+                .collect()
+        };
+        assert_eq!(show(&new), show(&old));
+        assert_eq!(compact_log(new), None, "a compact log is left alone");
+    }
 }

@@ -148,22 +148,15 @@ impl Sender {
             .chain(hook.previous_secret.as_deref())
             .collect();
         let standard = qualifier_signing::standard::header(&secrets, &id, unix, &job.body);
-        // One list for the request and for the attempt log, so the log shows what was sent.
-        let mut add = |k: &str, v: String| headers.push((k.to_owned(), v));
-        add("Content-Type", "application/json".into());
-        add("X-Qualifier-Event", job.meta.event_type.as_str().into());
-        add("X-Qualifier-Signature", signature);
-        add("X-Qualifier-Delivery", id.clone());
-        add("X-Qualifier-Timestamp", timefmt::format(started_at));
-        add("webhook-id", id);
-        add("webhook-timestamp", unix.to_string());
-        add("webhook-signature", standard);
-        if job.meta.test {
-            add("X-Qualifier-Test", "true".into());
-        }
-        if job.probe {
-            add("X-Qualifier-Probe", "true".into());
-        }
+        // One list for the request and for the attempt log (which keeps the signatures and
+        // rebuilds the rest from the same function), so the log shows what was sent.
+        let request = qualifier_domain::delivery::Request {
+            event_type: job.meta.event_type.as_str(),
+            delivery_id: &id,
+            test: job.meta.test,
+            probe: job.probe,
+        };
+        headers = request.headers(started_at, signature, standard);
         let mut request = self.client.post(url.url().clone());
         for (k, v) in &headers {
             request = request.header(k.as_str(), v.as_str());

@@ -205,7 +205,10 @@ pub fn after_attempt(
         error,
         error_kind,
         response_body: sent.response_body.clone(),
-        request_headers: sent.request_headers.clone(),
+        // Only what differs per attempt: every other header follows from the delivery
+        // (`AttemptEntry::for_display` rebuilds them).
+        request_headers: Vec::new(),
+        signatures: AttemptEntry::stored_signatures(&sent.request_headers),
     };
     let step = if !failed {
         After::Succeeded

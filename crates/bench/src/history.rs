@@ -1,0 +1,916 @@
+//! History at scale (docs/performance.md, "History at scale"): the same figures on an empty
+//! database and on one that holds a month of history, side by side, from the release binaries
+//! in one run.
+//!
+//! The history is written in SQL, as the code writes its rows (envelopes, attempt logs with
+//! their per-attempt fields only, statuses, feed positions): a big org with most of the events
+//! over 30 days, and many small orgs sharing the rest, interleaved in time as real traffic is.
+//! It is then vacuumed, analysed and checkpointed, as a database that has lived with its
+//! history. On each database the phase measures:
+//!
+//! - the machine's CPU with the services running and no client at all;
+//! - `PATCH` from 16 clients (each one causes a `lead.updated`): its p95, the delivered rate
+//!   and the commit-to-receipt p95;
+//! - every read a client or an administrator makes (lists with each filter, a page further
+//!   on, one delivery, the console's Deliveries page with its 24-hour chart, a search, a dry
+//!   run, the feed, a lead and the leads list) for the big org and for a small one, at p95;
+//! - the outbox's size per stored event, all included (row, indexes, TOAST);
+//! - with the bench's server (`scripts/bench.sh`: `auto_explain` preloaded, a JSON log),
+//!   the plan of every statement those reads ran, once with custom plans and once with generic
+//!   ones: the rows each plan read beside the rows it answered or counted. A statement that
+//!   reads more than [`MAX_READ_RATIO`] times what it answers fails the run.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::load::{pct, r3};
+use crate::services::{DeliverySettings, Env, INTERNAL_TOKEN, Org};
+use crate::sink::{Answer, Sink, now_us};
+
+/// A plan may read this many rows per row it answers (or counts), plus [`READ_SLACK`].
+pub const MAX_READ_RATIO: f64 = 10.0;
+/// Rows any statement may read whatever it answers (a lookup of a setting, an org, a head).
+const READ_SLACK: f64 = 20.0;
+/// Small orgs sharing a tenth of the history.
+const SMALL_ORGS: i64 = 200;
+/// Days the history spans (the default retention).
+const DAYS: i64 = 30;
+
+/// Sizes of one run.
+#[derive(Debug, Clone, Copy)]
+pub struct Plan {
+    /// Events stored in the history database.
+    pub events: i64,
+    /// Seconds of the idle window.
+    pub idle_secs: u64,
+    /// Calls of each read (the figure is their p95).
+    pub reads: usize,
+    /// PATCHes of the write run.
+    pub patches: u64,
+}
+
+impl Plan {
+    pub fn of(quick: bool, events: Option<i64>) -> Plan {
+        if quick {
+            Plan {
+                events: events.unwrap_or(200_000),
+                idle_secs: 10,
+                reads: 10,
+                patches: 1000,
+            }
+        } else {
+            Plan {
+                events: events.unwrap_or(2_500_000),
+                idle_secs: 30,
+                reads: 20,
+                patches: 3000,
+            }
+        }
+    }
+}
+
+/// One database's side: the services, the big org and a small org.
+struct Side {
+    env: Env,
+    api: Option<crate::services::Proc>,
+    worker: Option<crate::services::Proc>,
+    big: Org,
+    small: Org,
+    endpoint: usize,
+    /// Extra cookie of a console session per org (big, small).
+    cookies: [String; 2],
+}
+
+pub async fn phase(sink: &Sink, plan: Plan) -> anyhow::Result<Value> {
+    println!(
+        "      history: an empty database beside one with {} events over {DAYS} days",
+        plan.events
+    );
+    let mut empty = Side::start(sink).await?;
+    let mut full = Side::start(sink).await?;
+    let t = Instant::now();
+    fill(&full, plan.events).await?;
+    let fill_secs = t.elapsed().as_secs_f64();
+    println!("      history written in {fill_secs:.0} s");
+    // The services restart on the loaded database, as after a deploy: nothing cached from the
+    // empty tables it started on (prepared statements are also replaced within a minute).
+    full.restart().await?;
+    let mut out = serde_json::Map::new();
+    for (name, side) in [("empty", &mut empty), ("history", &mut full)] {
+        let idle = side.idle(plan.idle_secs).await;
+        let writes = side.writes(sink, plan.patches).await?;
+        let reads = side.reads(plan.reads).await?;
+        let storage = side.storage().await?;
+        println!(
+            "      {name:<8} idle CPU {:.1}%, {:.0} events/s, PATCH p95 {:.1} ms, commit-to-receipt p95 {:.1} ms, {:.0} B per stored event",
+            idle * 100.0,
+            writes["delivered_per_s"].as_f64().unwrap_or(f64::NAN),
+            writes["patch_p95_ms"].as_f64().unwrap_or(f64::NAN),
+            writes["commit_to_receipt_p95_ms"]
+                .as_f64()
+                .unwrap_or(f64::NAN),
+            storage["bytes_per_event"].as_f64().unwrap_or(f64::NAN),
+        );
+        out.insert(
+            name.to_owned(),
+            json!({"idle_machine_cpu_share": r3(idle), "writes": writes, "reads": reads,
+                   "storage": storage}),
+        );
+    }
+    print_reads(&out);
+    let plans = match crate::plans::LogDir::from_env() {
+        Some(dir) => full.plan_check(&dir, plan.reads).await?,
+        None => json!({"skipped": "no PostgreSQL JSON log (run through `make bench`)"}),
+    };
+    empty.stop();
+    full.stop();
+    let v = json!({
+        "events_stored": plan.events,
+        "days": DAYS,
+        "small_orgs": SMALL_ORGS,
+        "fill_seconds": r3(fill_secs),
+        "empty": out["empty"],
+        "history": out["history"],
+        "plans": plans,
+    });
+    if let Some(bad) = plans_over_limit(&v["plans"]) {
+        anyhow::bail!("statements read more than {MAX_READ_RATIO}x what they answer: {bad}");
+    }
+    Ok(v)
+}
+
+/// A row of the bench's table: its name, the figure, and the bound it is held to.
+pub type Target = (String, f64, Option<(&'static str, f64)>);
+
+/// The phase's rows of the bench's table: each figure the history may not move, beside its
+/// bound.
+pub fn targets(v: &Value) -> Vec<Target> {
+    let f = |side: &str, path: &[&str]| {
+        let mut x = &v[side];
+        for p in path {
+            x = &x[*p];
+        }
+        x.as_f64().unwrap_or(f64::NAN)
+    };
+    let worst = |side: &str, org: &str| {
+        v[side]["reads"][org]
+            .as_object()
+            .map(|m| {
+                m.values()
+                    .filter_map(|r| r["p95_ms"].as_f64())
+                    .fold(0.0, f64::max)
+            })
+            .unwrap_or(f64::NAN)
+    };
+    // The small org's worst ratio, read by read, with a floor of 1 ms under each figure: below
+    // it, a ratio measures the scheduler, not the history.
+    let small_ratio = v["history"]["reads"]["small"]
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .map(|(k, r)| {
+                    let h = r["p95_ms"].as_f64().unwrap_or(f64::NAN).max(1.0);
+                    let e = v["empty"]["reads"]["small"][k]["p95_ms"]
+                        .as_f64()
+                        .unwrap_or(f64::NAN)
+                        .max(1.0);
+                    h / e
+                })
+                .fold(0.0, f64::max)
+        })
+        .unwrap_or(f64::NAN);
+    let n = v["events_stored"].as_i64().unwrap_or(0);
+    vec![
+        (
+            format!("history ({n} events): idle CPU pp above empty"),
+            (f("history", &["idle_machine_cpu_share"]) - f("empty", &["idle_machine_cpu_share"]))
+                * 100.0,
+            Some(("<=", 2.0)),
+        ),
+        (
+            "history: delivered ev/s ratio to empty".into(),
+            f("history", &["writes", "delivered_per_s"])
+                / f("empty", &["writes", "delivered_per_s"]),
+            Some((">=", 0.9)),
+        ),
+        (
+            "history: PATCH p95 ratio to empty".into(),
+            f("history", &["writes", "patch_p95_ms"]) / f("empty", &["writes", "patch_p95_ms"]),
+            Some(("<=", 1.1)),
+        ),
+        (
+            "history: slowest read p95 ms, big org".into(),
+            worst("history", "big"),
+            Some(("<=", 20.0)),
+        ),
+        (
+            "history: small org's worst read p95 ratio to empty".into(),
+            small_ratio,
+            Some(("<=", 2.0)),
+        ),
+        (
+            "history: outbox bytes per stored event".into(),
+            f("history", &["storage", "bytes_per_event"]),
+            Some(("<=", 1200.0)),
+        ),
+    ]
+}
+
+/// The statements the plan check flagged, one line each, if any.
+fn plans_over_limit(plans: &Value) -> Option<String> {
+    let bad: Vec<String> = ["custom", "generic"]
+        .iter()
+        .flat_map(|mode| {
+            plans[*mode]["statements"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|s| s["over_limit"].as_bool() == Some(true))
+                .map(move |s| {
+                    format!(
+                        "[{mode}] {} (read {}, answered {})",
+                        s["query"].as_str().unwrap_or(""),
+                        s["rows_read"],
+                        s["rows_answered"]
+                    )
+                })
+        })
+        .collect();
+    (!bad.is_empty()).then(|| bad.join("; "))
+}
+
+fn print_reads(out: &serde_json::Map<String, Value>) {
+    println!(
+        "      {:<34} {:>9} {:>9} {:>9} {:>9}   (p95 ms)",
+        "read", "big/empty", "big/hist", "small/em", "small/hi"
+    );
+    let names: Vec<String> = out["empty"]["reads"]["big"]
+        .as_object()
+        .map(|m| m.keys().cloned().collect())
+        .unwrap_or_default();
+    for n in names {
+        let f = |side: &str, org: &str| {
+            out[side]["reads"][org][&n]["p95_ms"]
+                .as_f64()
+                .unwrap_or(f64::NAN)
+        };
+        println!(
+            "      {n:<34} {:>9.2} {:>9.2} {:>9.2} {:>9.2}",
+            f("empty", "big"),
+            f("history", "big"),
+            f("empty", "small"),
+            f("history", "small")
+        );
+    }
+}
+
+fn settings() -> DeliverySettings {
+    DeliverySettings {
+        concurrency: 64,
+        org_concurrency: 64,
+        timeout_ms: 2000,
+        env: vec![],
+    }
+}
+
+impl Side {
+    async fn start(sink: &Sink) -> anyhow::Result<Side> {
+        let mut env = Env::new(sink.ca_file.clone()).await;
+        let api = env.start_api().await?;
+        let worker = env.start_delivery(&settings()).await?;
+        let (endpoint, url) = sink.endpoint(Answer::Ok);
+        let big = env.org(&url, 16).await?;
+        sink.set_secret(endpoint, &big.secret);
+        let small = env.org(&url, 1).await?;
+        // One contact of its own, so every read of the small org has something to find on the
+        // empty database too.
+        env.http
+            .post(format!(
+                "{}/internal/v1/orgs/{}/inbound",
+                env.internal, small.id
+            ))
+            .bearer_auth(INTERNAL_TOKEN)
+            .json(&json!({"name": "Small Lead", "phone": "+447700900001", "channel": "sms"}))
+            .send()
+            .await?
+            .error_for_status()?;
+        let mut side = Side {
+            env,
+            api: Some(api),
+            worker: Some(worker),
+            big,
+            small,
+            endpoint,
+            cookies: [String::new(), String::new()],
+        };
+        side.cookies = [
+            side.console_cookie(&side.big.id.clone()).await?,
+            side.console_cookie(&side.small.id.clone()).await?,
+        ];
+        Ok(side)
+    }
+
+    async fn restart(&mut self) -> anyhow::Result<()> {
+        if let Some(p) = self.api.take() {
+            p.stop();
+        }
+        if let Some(p) = self.worker.take() {
+            p.stop();
+        }
+        self.api = Some(self.env.start_api().await?);
+        self.worker = Some(self.env.start_delivery(&settings()).await?);
+        Ok(())
+    }
+
+    fn stop(mut self) {
+        if let Some(p) = self.api.take() {
+            p.stop();
+        }
+        if let Some(p) = self.worker.take() {
+            p.stop();
+        }
+    }
+
+    /// A console session of `org`: the cookie its sign-in link sets.
+    async fn console_cookie(&self, org: &str) -> anyhow::Result<String> {
+        let v: Value = self
+            .env
+            .http
+            .post(format!(
+                "{}/internal/v1/orgs/{org}/console-sessions",
+                self.env.internal
+            ))
+            .bearer_auth(INTERNAL_TOKEN)
+            .send()
+            .await?
+            .json()
+            .await?;
+        let link = v["url"].as_str().unwrap_or_default();
+        let path = link
+            .find("/console/")
+            .map(|i| &link[i..])
+            .ok_or_else(|| anyhow::anyhow!("console session answered {v}"))?;
+        let r = self
+            .env
+            .http
+            .get(format!("{}{path}", self.env.public))
+            .send()
+            .await?;
+        let cookie = r
+            .headers()
+            .get_all(reqwest::header::SET_COOKIE)
+            .iter()
+            .filter_map(|c| c.to_str().ok())
+            .filter_map(|c| c.split(';').next())
+            .find(|c| !c.ends_with('='))
+            .ok_or_else(|| anyhow::anyhow!("sign-in set no cookie ({})", r.status()))?
+            .to_owned();
+        Ok(cookie)
+    }
+
+    /// The machine's busy share while the services run with no client.
+    async fn idle(&self, secs: u64) -> f64 {
+        // Settle: the start-up's own work and the last run's deliveries.
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        let before = crate::cpu::Snapshot::take();
+        tokio::time::sleep(Duration::from_secs(secs)).await;
+        let after = crate::cpu::Snapshot::take();
+        crate::cpu::report(&before, &after, 1)["machine_busy_share"]
+            .as_f64()
+            .unwrap_or(f64::NAN)
+    }
+
+    /// `n` PATCHes of the big org's leads from 16 clients, as fast as they are answered; each
+    /// causes a `lead.updated`, delivered to the sink.
+    async fn writes(&self, sink: &Sink, n: u64) -> anyhow::Result<Value> {
+        const CLIENTS: usize = 16;
+        let mut leads = Vec::new();
+        for i in 0..CLIENTS {
+            let v: Value = self
+                .env
+                .http
+                .post(format!(
+                    "{}/internal/v1/orgs/{}/inbound",
+                    self.env.internal, self.big.id
+                ))
+                .bearer_auth(INTERNAL_TOKEN)
+                .json(&json!({"name": "Bench Writer", "phone": format!("+4479{:08}", i + (now_us() as usize % 1_000_000) * 16), "channel": "sms"}))
+                .send()
+                .await?
+                .json()
+                .await?;
+            leads.push(
+                v["lead"]["id"]
+                    .as_str()
+                    .ok_or_else(|| anyhow::anyhow!("inbound answered {v}"))?
+                    .to_owned(),
+            );
+        }
+        // The leads' own events first, so the window counts only the PATCHes'.
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let start_us = now_us();
+        let base = sink.count_valid(self.endpoint);
+        let lat = Arc::new(std::sync::Mutex::new(Vec::<f64>::new()));
+        let (http, internal, org) = (
+            self.env.http.clone(),
+            self.env.internal.clone(),
+            self.big.id.clone(),
+        );
+        let leads = Arc::new(leads);
+        let lat2 = lat.clone();
+        let ok = crate::load::run_n(n, CLIENTS, None, move |i| {
+            let (http, internal, org, leads, lat) = (
+                http.clone(),
+                internal.clone(),
+                org.clone(),
+                leads.clone(),
+                lat2.clone(),
+            );
+            async move {
+                let lead = &leads[i as usize % leads.len()];
+                let t = Instant::now();
+                let r = http
+                    .patch(format!("{internal}/internal/v1/orgs/{org}/leads/{lead}"))
+                    .bearer_auth(INTERNAL_TOKEN)
+                    .json(&json!({"profile": {"step": i}}))
+                    .send()
+                    .await;
+                let good = r.is_ok_and(|r| r.status() == 200);
+                if good && let Ok(mut l) = lat.lock() {
+                    l.push(t.elapsed().as_secs_f64() * 1000.0);
+                }
+                good
+            }
+        })
+        .await;
+        // Every PATCH's event delivered (or the patience is spent).
+        let deadline = Instant::now() + Duration::from_secs(60 + n / 50);
+        while Instant::now() < deadline && sink.count_valid(self.endpoint) < base + ok as usize {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let pg = self.env.db.client().await;
+        let rows = pg
+            .query(
+                "SELECT delivery_id::text, (extract(epoch FROM created_at) * 1000000)::int8
+                 FROM outbox WHERE org_id = $1::text::uuid AND event_type = 'lead.updated'
+                   AND created_at >= to_timestamp($2::float8 / 1e6)",
+                &[&self.big.id, &(start_us as f64)],
+            )
+            .await?;
+        let mut firsts: BTreeMap<u128, i64> = BTreeMap::new();
+        for r in sink.receipts() {
+            if r.endpoint == self.endpoint && r.valid && r.at_us >= start_us {
+                let e = firsts.entry(r.delivery).or_insert(r.at_us);
+                *e = (*e).min(r.at_us);
+            }
+        }
+        let mut c2r = Vec::new();
+        let mut last = start_us;
+        let mut lost = 0;
+        for r in &rows {
+            let id = uuid::Uuid::parse_str(r.get::<_, &str>(0))
+                .map(|u| u.as_u128())
+                .unwrap_or(0);
+            let created: i64 = r.get(1);
+            match firsts.get(&id) {
+                Some(at) => {
+                    c2r.push((at - created) as f64 / 1000.0);
+                    last = last.max(*at);
+                }
+                None => lost += 1,
+            }
+        }
+        c2r.sort_by(f64::total_cmp);
+        let mut lat = lat.lock().map(|l| l.clone()).unwrap_or_default();
+        lat.sort_by(f64::total_cmp);
+        let secs = ((last - start_us) as f64 / 1e6).max(1e-3);
+        Ok(json!({
+            "patches_ok": ok,
+            "events": rows.len(),
+            "events_lost": lost,
+            "delivered_per_s": r3(c2r.len() as f64 / secs),
+            "patch_p50_ms": r3(pct(&lat, 0.5)),
+            "patch_p95_ms": r3(pct(&lat, 0.95)),
+            "commit_to_receipt_p50_ms": r3(pct(&c2r, 0.5)),
+            "commit_to_receipt_p95_ms": r3(pct(&c2r, 0.95)),
+        }))
+    }
+
+    /// Every read, for the big org and the small one: p95 of `reps` calls each.
+    async fn reads(&self, reps: usize) -> anyhow::Result<Value> {
+        let mut v = serde_json::Map::new();
+        for (i, org) in [&self.big, &self.small].into_iter().enumerate() {
+            let calls = self.calls(org, &self.cookies[i]).await?;
+            let mut m = serde_json::Map::new();
+            for c in &calls {
+                let mut ms = Vec::new();
+                for _ in 0..reps {
+                    let t = Instant::now();
+                    let status = c.send(&self.env.http).await?;
+                    ms.push(t.elapsed().as_secs_f64() * 1000.0);
+                    anyhow::ensure!(
+                        status == c.expect,
+                        "{} answered {status}, not {}",
+                        c.name,
+                        c.expect
+                    );
+                }
+                ms.sort_by(f64::total_cmp);
+                m.insert(
+                    c.name.clone(),
+                    json!({"p50_ms": r3(pct(&ms, 0.5)), "p95_ms": r3(pct(&ms, 0.95))}),
+                );
+            }
+            v.insert(
+                if i == 0 { "big" } else { "small" }.into(),
+                Value::Object(m),
+            );
+        }
+        Ok(Value::Object(v))
+    }
+
+    /// The reads of `org`, with ids and cursors taken from its own data.
+    async fn calls(&self, org: &Org, cookie: &str) -> anyhow::Result<Vec<Call>> {
+        let pg = self.env.db.client().await;
+        // A delivery and a lead of the org from the middle of its history (the newest with an
+        // empty database).
+        let row = pg
+            .query_opt(
+                "SELECT delivery_id::text, event_id::text, coalesce(lead_id::text, '') FROM outbox
+                 WHERE org_id = $1::text::uuid AND lead_id IS NOT NULL
+                 ORDER BY created_at < now() - interval '15 days' DESC, seq DESC LIMIT 1",
+                &[&org.id],
+            )
+            .await?;
+        let (delivery, event, lead) = match row {
+            Some(r) => (
+                r.get::<_, String>(0),
+                r.get::<_, String>(1),
+                r.get::<_, String>(2),
+            ),
+            None => {
+                let z = uuid::Uuid::nil().to_string();
+                (z.clone(), z.clone(), z)
+            }
+        };
+        // A lead that exists (the history's events name leads the leads table does not hold).
+        let live_lead: Option<String> = pg
+            .query_opt(
+                "SELECT id::text FROM leads WHERE org_id = $1::text::uuid LIMIT 1",
+                &[&org.id],
+            )
+            .await?
+            .map(|r| r.get(0));
+        let i = |path: String| format!("{}/internal/v1/orgs/{}/{path}", self.env.internal, org.id);
+        let day_ago = time_arg(-86_400);
+        let month_ago = time_arg(-(DAYS * 86_400 + 3600));
+        let old_end = time_arg(-(DAYS - 1) * 86_400);
+        let first_page: Value = self
+            .env
+            .http
+            .get(i("deliveries?limit=50".into()))
+            .bearer_auth(INTERNAL_TOKEN)
+            .send()
+            .await?
+            .json()
+            .await?;
+        let next = first_page["next_cursor"].as_str().unwrap_or("").to_owned();
+        let feed_first: Value = self
+            .env
+            .http
+            .get(format!("{}/api/v1/events?limit=100", self.env.public))
+            .bearer_auth(&org.tokens[0])
+            .send()
+            .await?
+            .json()
+            .await?;
+        let feed_next = feed_first["next_cursor"].as_str().unwrap_or("").to_owned();
+        let internal = |name: &str, path: String| Call::internal(name, i(path));
+        let mut calls = vec![
+            internal("deliveries", "deliveries?limit=50".into()),
+            internal(
+                "deliveries status=dead",
+                "deliveries?limit=50&status=dead".into(),
+            ),
+            internal(
+                "deliveries status=pending",
+                "deliveries?limit=50&status=pending".into(),
+            ),
+            internal(
+                "deliveries event_type=stage_changed",
+                "deliveries?limit=50&event_type=lead.stage_changed".into(),
+            ),
+            internal(
+                "deliveries lead_id",
+                format!("deliveries?limit=50&lead_id={lead}"),
+            ),
+            internal(
+                "deliveries since a day",
+                format!("deliveries?limit=50&since={day_ago}"),
+            ),
+            internal(
+                "deliveries until 29 days ago",
+                format!("deliveries?limit=50&until={old_end}"),
+            ),
+            internal("deliveries one", format!("deliveries/{delivery}")),
+            Call {
+                name: "dry run dead, 30 days".into(),
+                method: Method::POST,
+                url: i("deliveries/replay".into()),
+                auth: Auth::Internal,
+                body: Some(json!({"status": ["dead"], "since": month_ago, "dry_run": true})),
+                expect: 202,
+            },
+            Call {
+                name: "console deliveries + chart".into(),
+                method: Method::GET,
+                url: format!("{}/console/deliveries", self.env.public),
+                auth: Auth::Cookie(cookie.to_owned()),
+                body: None,
+                expect: 200,
+            },
+            Call {
+                name: "console search event id".into(),
+                method: Method::GET,
+                url: format!("{}/console/deliveries?q={event}", self.env.public),
+                auth: Auth::Cookie(cookie.to_owned()),
+                body: None,
+                expect: 200,
+            },
+            Call::public(
+                "feed first page",
+                format!("{}/api/v1/events?limit=100", self.env.public),
+                &org.tokens[0],
+            ),
+            Call::public(
+                "leads list",
+                format!("{}/api/v1/leads?limit=50", self.env.public),
+                &org.tokens[0],
+            ),
+        ];
+        if !next.is_empty() {
+            calls.push(internal(
+                "deliveries page 2",
+                format!("deliveries?limit=50&cursor={next}"),
+            ));
+        }
+        if !feed_next.is_empty() {
+            calls.push(Call::public(
+                "feed next page",
+                format!(
+                    "{}/api/v1/events?limit=100&after={feed_next}",
+                    self.env.public
+                ),
+                &org.tokens[0],
+            ));
+        }
+        if let Some(l) = live_lead {
+            calls.push(Call::public(
+                "lead",
+                format!("{}/api/v1/leads/{l}", self.env.public),
+                &org.tokens[0],
+            ));
+        }
+        Ok(calls)
+    }
+
+    /// The outbox's bytes per stored event: table, TOAST and indexes.
+    async fn storage(&self) -> anyhow::Result<Value> {
+        let pg = self.env.db.client().await;
+        let r = pg
+            .query_one(
+                "SELECT (SELECT count(*) FROM outbox)::float8,
+                        pg_relation_size('outbox')::float8,
+                        (pg_table_size('outbox') - pg_relation_size('outbox'))::float8,
+                        pg_indexes_size('outbox')::float8",
+                &[],
+            )
+            .await?;
+        let (n, heap, toast, idx): (f64, f64, f64, f64) = (r.get(0), r.get(1), r.get(2), r.get(3));
+        let per = |b: f64| r3(b / n.max(1.0));
+        Ok(json!({
+            "events": n,
+            "bytes_per_event": per(heap + toast + idx),
+            "heap_bytes_per_event": per(heap),
+            "toast_bytes_per_event": per(toast),
+            "index_bytes_per_event": per(idx),
+            "total_bytes": heap + toast + idx,
+        }))
+    }
+
+    /// The reads again with `auto_explain` logging every statement's plan with its row counts,
+    /// first with custom plans, then with generic ones (a prepared statement's plan after its
+    /// fifth call, whatever its parameters).
+    async fn plan_check(
+        &mut self,
+        dir: &crate::plans::LogDir,
+        reps: usize,
+    ) -> anyhow::Result<Value> {
+        let mut v = serde_json::Map::new();
+        for mode in ["custom", "generic"] {
+            let pg = self.env.db.client().await;
+            let db = self.env.db.name.clone();
+            pg.batch_execute(&format!(
+                "ALTER DATABASE {db} SET auto_explain.log_min_duration = 0;
+                 ALTER DATABASE {db} SET auto_explain.log_analyze = on;
+                 ALTER DATABASE {db} SET auto_explain.log_timing = off;
+                 ALTER DATABASE {db} SET auto_explain.log_format = 'json';
+                 ALTER DATABASE {db} SET auto_explain.log_nested_statements = on;
+                 ALTER DATABASE {db} SET plan_cache_mode = force_{mode}_plan;"
+            ))
+            .await?;
+            // New sessions take the settings.
+            self.restart().await?;
+            let mark = dir.mark();
+            let _ = self.reads(reps.min(3)).await?;
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            let plans = dir.plans_since(&mark, "lead-api");
+            pg.batch_execute(&format!("ALTER DATABASE {db} RESET ALL"))
+                .await?;
+            let stmts = crate::plans::by_statement(&plans, MAX_READ_RATIO, READ_SLACK);
+            crate::plans::print(mode, &stmts);
+            v.insert(
+                mode.into(),
+                json!({"plans_logged": plans.len(), "statements": stmts}),
+            );
+        }
+        self.restart().await?;
+        Ok(Value::Object(v))
+    }
+}
+
+/// An instant `secs` from now, as the API's time filters take it.
+fn time_arg(secs: i64) -> String {
+    let t = time::OffsetDateTime::now_utc() + time::Duration::seconds(secs);
+    qualifier_domain::timefmt::format(t)
+}
+
+enum Auth {
+    Internal,
+    Token(String),
+    Cookie(String),
+}
+
+struct Call {
+    name: String,
+    method: Method,
+    url: String,
+    auth: Auth,
+    body: Option<Value>,
+    expect: u16,
+}
+
+impl Call {
+    fn internal(name: &str, url: String) -> Call {
+        Call {
+            name: name.into(),
+            method: Method::GET,
+            url,
+            auth: Auth::Internal,
+            body: None,
+            expect: 200,
+        }
+    }
+
+    fn public(name: &str, url: String, token: &str) -> Call {
+        Call {
+            name: name.into(),
+            method: Method::GET,
+            url,
+            auth: Auth::Token(token.to_owned()),
+            body: None,
+            expect: 200,
+        }
+    }
+
+    async fn send(&self, http: &reqwest::Client) -> anyhow::Result<u16> {
+        let mut r = http.request(self.method.clone(), &self.url);
+        r = match &self.auth {
+            Auth::Internal => r.bearer_auth(INTERNAL_TOKEN),
+            Auth::Token(t) => r.bearer_auth(t),
+            Auth::Cookie(c) => r.header(reqwest::header::COOKIE, c),
+        };
+        if let Some(b) = &self.body {
+            r = r.json(b);
+        }
+        let resp = r.send().await?;
+        let status = resp.status().as_u16();
+        // Read whole: the time is the page's, body included.
+        let _ = resp.bytes().await?;
+        Ok(status)
+    }
+}
+
+/// Writes the history: `n` events over [`DAYS`] days (ending 10 minutes ago, and starting 2
+/// hours inside the default retention, so retention has nothing to take during the run), nine in ten for the big org and the rest
+/// spread over the small one and [`SMALL_ORGS`] - 1 more, in time order as traffic would have
+/// written them. Each lead has about ten events. Statuses as a month of a mostly healthy
+/// endpoint leaves them: 1 in 50 dead (five failed attempts), 1 in 100 skipped, 1 in 20
+/// succeeded on a second attempt, the rest on the first.
+async fn fill(side: &Side, n: i64) -> anyhow::Result<()> {
+    let mut c = side.env.db.client().await;
+    c.execute(
+        "INSERT INTO orgs (id, name, created_at) SELECT gen_random_uuid(), 'Bench small ' || g, now()
+         FROM generate_series(1, $1::int8) g",
+        &[&(SMALL_ORGS - 1)],
+    )
+    .await?;
+    let smalls: Vec<String> = c
+        .query(
+            "SELECT id::text FROM orgs WHERE name LIKE 'Bench small %' ORDER BY name",
+            &[],
+        )
+        .await?
+        .iter()
+        .map(|r| r.get(0))
+        .chain(std::iter::once(side.small.id.clone()))
+        .collect();
+    let tx = c.transaction().await?;
+    let head: i64 = tx
+        .query_one("SELECT pos FROM feed_head FOR UPDATE", &[])
+        .await?
+        .get(0);
+    // In slices, so progress shows and no single statement holds millions of rows in memory.
+    let slice: i64 = 250_000;
+    let mut from = 1;
+    while from <= n {
+        let to = (from + slice - 1).min(n);
+        tx.execute(
+            FILL_SQL,
+            &[&side.big.id, &smalls, &head, &n, &from, &to, &DAYS],
+        )
+        .await?;
+        println!("      history: {to} of {n} events written");
+        from = to + 1;
+    }
+    tx.execute("UPDATE feed_head SET pos = $1", &[&(head + n)])
+        .await?;
+    tx.commit().await?;
+    // One statement each: VACUUM cannot run inside a multi-statement string's transaction.
+    c.batch_execute("VACUUM ANALYZE outbox").await?;
+    c.batch_execute("VACUUM ANALYZE orgs").await?;
+    c.batch_execute("CHECKPOINT").await?;
+    Ok(())
+}
+
+/// One slice (`$5..=$6` of `$4`) of the history: `$1` the big org, `$2` the small ones, `$3`
+/// the feed head, `$7` the days it spans. The envelope is a real `lead.updated`'s shape and
+/// size; the attempt log holds what the delivery worker stores per attempt
+/// (`crates/domain/src/delivery.rs`, `AttemptEntry`).
+const FILL_SQL: &str = "
+WITH s AS MATERIALIZED (
+    SELECT g,
+           CASE WHEN g % 10 = 0 THEN ($2::text[])[1 + (g / 10) % array_length($2::text[], 1)]::uuid
+                ELSE $1::text::uuid END AS org,
+           gen_random_uuid() AS e,
+           now() - make_interval(days => $7::int8::int) + interval '2 hours'
+               + (g::float8 / $4::int8) * (make_interval(days => $7::int8::int) - interval '2 hours 10 minutes')
+               AS at,
+           (ARRAY['lead.created', 'lead.updated', 'lead.updated', 'lead.stage_changed'])[1 + g % 4] AS ty,
+           CASE WHEN g % 50 = 7 THEN 'dead' WHEN g % 100 = 3 THEN 'skipped' ELSE 'succeeded' END AS st,
+           CASE WHEN g % 50 = 7 THEN 5 WHEN g % 100 = 3 THEN 0 WHEN g % 20 = 1 THEN 2 ELSE 1 END AS tries
+    FROM generate_series($5::int8, $6::int8) g),
+l AS (
+    SELECT s.*, md5(org::text || (g / 100)::text || (g % 10)::text)::uuid AS lead FROM s)
+INSERT INTO outbox (event_id, org_id, event_type, payload, created_at, delivery_id, lead_id,
+                    published_at, status, attempts, failed_attempts, last_status_code, last_error,
+                    attempt_log, updated_at, feed_pos)
+SELECT e, org, ty,
+       convert_to(json_build_object(
+           'id', e, 'type', ty, 'version', '1',
+           'occurred_at', to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'),
+           'org_id', org,
+           'data', json_build_object('lead', json_build_object(
+               'id', lead, 'revision', 1 + g % 7, 'name', 'Bench Lead', 'email', 'lead' || g || '@example.com',
+               'phone', '+4477' || lpad((g % 100000000)::text, 8, '0'), 'channel', 'sms',
+               'qualification_stage', 'qualifying', 'route_target', null,
+               'profile', json_build_object('budget', '10k', 'step', g % 9),
+               'external_ref', null, 'ai_paused', false,
+               'conversation_url', 'https://app.qualifier.local/conversations/' || lead,
+               'created_at', at, 'updated_at', at),
+               'previous', json_build_object('profile', json_build_object('step', g % 9 + 1))))::text,
+           'UTF8'),
+       at, gen_random_uuid(), lead, at + interval '20 milliseconds', st, tries,
+       CASE WHEN st = 'dead' THEN 5 WHEN tries = 2 THEN 1 ELSE 0 END,
+       CASE WHEN st = 'skipped' THEN NULL WHEN st = 'dead' THEN 500 ELSE 200 END,
+       CASE WHEN st = 'dead' THEN 'HTTP 500' WHEN st = 'skipped' THEN 'webhook disabled' END,
+       CASE WHEN tries = 0 THEN '[]'::jsonb ELSE (
+           SELECT jsonb_agg(jsonb_strip_nulls(jsonb_build_object(
+               'attempt', a,
+               'started_at', to_char((at + a * interval '1 second') AT TIME ZONE 'UTC',
+                                     'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'),
+               'duration_ms', 12 + a,
+               'status_code', CASE WHEN st = 'dead' OR a < tries THEN 500 ELSE 200 END,
+               'error', CASE WHEN st = 'dead' OR a < tries THEN 'HTTP 500' END,
+               'response_body', CASE WHEN st = 'dead' OR a < tries THEN '{\"error\":\"internal\"}' ELSE 'ok' END,
+               'signatures', jsonb_build_array('sha256=' || left(md5(e::text || a), 8) || '…',
+                                               'v1,' || left(md5(a || e::text), 8) || '…')))
+                   || jsonb_build_object('error', CASE WHEN st = 'dead' OR a < tries THEN 'HTTP 500' END)
+               ORDER BY a)
+           FROM generate_series(1, tries) a) END,
+       at + interval '1 second' * tries, $3::int8 + g
+FROM l";

@@ -1,0 +1,213 @@
+//! What each statement read, from the plans `auto_explain` logs (the bench's server preloads it
+//! and writes a JSON log: `scripts/bench.sh`, `scripts/topology/postgres.sh`).
+//!
+//! A plan's rows read are what its scans touched: the rows each scan returned plus the rows its
+//! filter or a lossy bitmap's recheck threw away, times its loops. What it answered is the rows
+//! the statement returned or, for a count or a chart, the rows its aggregates took in. A
+//! statement that reads many times what it answers walks history it does not need.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde_json::{Value, json};
+
+use crate::load::r3;
+
+/// The server's log directory (`QUALIFIER_BENCH_PG_LOG_DIR`, set by `scripts/bench.sh`).
+pub struct LogDir(PathBuf);
+
+/// How far each log file had been written when a window opened.
+pub struct Mark(BTreeMap<PathBuf, u64>);
+
+impl LogDir {
+    pub fn from_env() -> Option<LogDir> {
+        let d = PathBuf::from(std::env::var_os("QUALIFIER_BENCH_PG_LOG_DIR")?);
+        d.is_dir().then_some(LogDir(d))
+    }
+
+    fn json_files(&self) -> Vec<PathBuf> {
+        std::fs::read_dir(&self.0)
+            .map(|d| {
+                d.flatten()
+                    .map(|e| e.path())
+                    .filter(|p| p.extension().is_some_and(|x| x == "json"))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    pub fn mark(&self) -> Mark {
+        Mark(
+            self.json_files()
+                .into_iter()
+                .map(|p| {
+                    let n = std::fs::metadata(&p).map_or(0, |m| m.len());
+                    (p, n)
+                })
+                .collect(),
+        )
+    }
+
+    /// The plans logged since `mark` by sessions named `application`.
+    pub fn plans_since(&self, mark: &Mark, application: &str) -> Vec<Value> {
+        let mut out = Vec::new();
+        for p in self.json_files() {
+            let from = mark.0.get(&p).copied().unwrap_or(0) as usize;
+            let Ok(bytes) = std::fs::read(&p) else {
+                continue;
+            };
+            for line in bytes.get(from..).unwrap_or_default().split(|b| *b == b'\n') {
+                let Ok(entry) = serde_json::from_slice::<Value>(line) else {
+                    continue;
+                };
+                if entry["application_name"].as_str() != Some(application) {
+                    continue;
+                }
+                if let Some(plan) = entry["message"].as_str().and_then(plan_of) {
+                    out.push(plan);
+                }
+            }
+        }
+        out
+    }
+}
+
+/// The JSON plan in an `auto_explain` message (`duration: … ms  plan:` then the plan).
+pub fn plan_of(message: &str) -> Option<Value> {
+    let at = message.find("plan:")?;
+    let start = at + message[at..].find('{')?;
+    serde_json::from_str(&message[start..]).ok()
+}
+
+/// (rows read, rows answered) of one logged plan.
+pub fn rows_of(plan: &Value) -> (f64, f64) {
+    let root = &plan["Plan"];
+    let mut read = 0.0;
+    let mut counted = 0.0;
+    walk(root, &mut read, &mut counted);
+    let top = num(root, "Actual Rows") * num(root, "Actual Loops").max(1.0);
+    (read, top.max(counted))
+}
+
+fn num(node: &Value, key: &str) -> f64 {
+    node[key].as_f64().unwrap_or(0.0)
+}
+
+fn walk(node: &Value, read: &mut f64, counted: &mut f64) {
+    let kind = node["Node Type"].as_str().unwrap_or("");
+    let loops = num(node, "Actual Loops").max(1.0);
+    if matches!(
+        kind,
+        "Seq Scan" | "Index Scan" | "Index Only Scan" | "Bitmap Heap Scan" | "Tid Scan"
+    ) {
+        *read += (num(node, "Actual Rows")
+            + num(node, "Rows Removed by Filter")
+            + num(node, "Rows Removed by Index Recheck"))
+            * loops;
+    }
+    let children = node["Plans"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+    if kind == "Aggregate" {
+        for c in children {
+            *counted += num(c, "Actual Rows") * num(c, "Actual Loops").max(1.0);
+        }
+    }
+    for c in children {
+        walk(c, read, counted);
+    }
+}
+
+/// Plans grouped by statement: each statement's worst call (most rows read per row answered).
+pub fn by_statement(plans: &[Value], max_ratio: f64, slack: f64) -> Vec<Value> {
+    struct Worst {
+        calls: u64,
+        read: f64,
+        answered: f64,
+    }
+    let mut by: BTreeMap<String, Worst> = BTreeMap::new();
+    for p in plans {
+        let q = crate::stmts::one_line(p["Query Text"].as_str().unwrap_or("?"), 140);
+        let (read, answered) = rows_of(p);
+        let w = by.entry(q).or_insert(Worst {
+            calls: 0,
+            read: 0.0,
+            answered: 0.0,
+        });
+        w.calls += 1;
+        let excess = |r: f64, a: f64| r - max_ratio * a;
+        if excess(read, answered) > excess(w.read, w.answered) || w.calls == 1 {
+            w.read = read;
+            w.answered = answered;
+        }
+    }
+    let mut v: Vec<Value> = by
+        .into_iter()
+        .map(|(q, w)| {
+            json!({
+                "query": q,
+                "calls": w.calls,
+                "rows_read": w.read,
+                "rows_answered": w.answered,
+                "read_per_answered": r3(w.read / w.answered.max(1.0)),
+                "over_limit": w.read > max_ratio * w.answered + slack,
+            })
+        })
+        .collect();
+    v.sort_by(|a, b| {
+        b["rows_read"]
+            .as_f64()
+            .unwrap_or(0.0)
+            .total_cmp(&a["rows_read"].as_f64().unwrap_or(0.0))
+    });
+    v
+}
+
+/// The statements that read the most, under `mode` (custom or generic plans).
+pub fn print(mode: &str, stmts: &[Value]) {
+    println!("      plans ({mode}): rows read / answered, worst call of each statement");
+    for s in stmts.iter().take(15) {
+        println!(
+            "      {:>9} {:>9} {} {}",
+            s["rows_read"].as_f64().unwrap_or(0.0),
+            s["rows_answered"].as_f64().unwrap_or(0.0),
+            if s["over_limit"].as_bool() == Some(true) {
+                "OVER"
+            } else {
+                "ok  "
+            },
+            crate::stmts::one_line(s["query"].as_str().unwrap_or(""), 90)
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_filtered_walk_reads_what_it_threw_away_and_a_count_answers_what_it_counted() {
+        let walk = json!({"Query Text": "SELECT … LIMIT 50", "Plan": {
+            "Node Type": "Limit", "Actual Rows": 50, "Actual Loops": 1,
+            "Plans": [{"Node Type": "Index Scan", "Actual Rows": 50, "Actual Loops": 1,
+                       "Rows Removed by Filter": 4950}]}});
+        assert_eq!(rows_of(&walk), (5000.0, 50.0));
+        let count = json!({"Query Text": "SELECT count(*) …", "Plan": {
+            "Node Type": "Aggregate", "Actual Rows": 1, "Actual Loops": 1,
+            "Plans": [{"Node Type": "Index Only Scan", "Actual Rows": 60000, "Actual Loops": 1}]}});
+        assert_eq!(rows_of(&count), (60000.0, 60000.0));
+        let stmts = by_statement(&[walk, count], 10.0, 20.0);
+        let over: Vec<bool> = stmts
+            .iter()
+            .map(|s| s["over_limit"].as_bool().unwrap())
+            .collect();
+        // Sorted by rows read: the count (fine), then the walk (100 per row answered).
+        assert_eq!(over, vec![false, true]);
+    }
+
+    #[test]
+    fn the_plan_is_read_out_of_the_log_message() {
+        let m = "duration: 0.042 ms  plan:\n{\n  \"Query Text\": \"SELECT 1\",\n  \"Plan\": {\"Node Type\": \"Result\", \"Actual Rows\": 1, \"Actual Loops\": 1}\n}";
+        let p = plan_of(m).unwrap();
+        assert_eq!(p["Query Text"], "SELECT 1");
+        assert_eq!(plan_of("connection received"), None);
+    }
+}

@@ -1,0 +1,1 @@
+ALTER TABLE outbox SET (fillfactor = 60);
