@@ -6,7 +6,7 @@
 //! the statement returned or, for a count or a chart, the rows its aggregates took in. A
 //! statement that reads many times what it answers walks history it does not need.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
 
 use serde_json::{Value, json};
@@ -79,12 +79,13 @@ pub fn plan_of(message: &str) -> Option<Value> {
     serde_json::from_str(&message[start..]).ok()
 }
 
-/// (rows read, rows answered) of one logged plan.
-pub fn rows_of(plan: &Value) -> (f64, f64) {
+/// (rows read, rows answered) of one logged plan; scans of the tables in `small` are not
+/// counted.
+pub fn rows_of(plan: &Value, small: &HashSet<String>) -> (f64, f64) {
     let root = &plan["Plan"];
     let mut read = 0.0;
     let mut counted = 0.0;
-    walk(root, &mut read, &mut counted);
+    walk(root, small, &mut read, &mut counted);
     let top = num(root, "Actual Rows") * num(root, "Actual Loops").max(1.0);
     (read, top.max(counted))
 }
@@ -93,13 +94,15 @@ fn num(node: &Value, key: &str) -> f64 {
     node[key].as_f64().unwrap_or(0.0)
 }
 
-fn walk(node: &Value, read: &mut f64, counted: &mut f64) {
+fn walk(node: &Value, small: &HashSet<String>, read: &mut f64, counted: &mut f64) {
     let kind = node["Node Type"].as_str().unwrap_or("");
     let loops = num(node, "Actual Loops").max(1.0);
+    let relation = node["Relation Name"].as_str().unwrap_or("");
     if matches!(
         kind,
         "Seq Scan" | "Index Scan" | "Index Only Scan" | "Bitmap Heap Scan" | "Tid Scan"
-    ) {
+    ) && !small.contains(relation)
+    {
         *read += (num(node, "Actual Rows")
             + num(node, "Rows Removed by Filter")
             + num(node, "Rows Removed by Index Recheck"))
@@ -112,12 +115,17 @@ fn walk(node: &Value, read: &mut f64, counted: &mut f64) {
         }
     }
     for c in children {
-        walk(c, read, counted);
+        walk(c, small, read, counted);
     }
 }
 
 /// Plans grouped by statement: each statement's worst call (most rows read per row answered).
-pub fn by_statement(plans: &[Value], max_ratio: f64, slack: f64) -> Vec<Value> {
+pub fn by_statement(
+    plans: &[Value],
+    small: &HashSet<String>,
+    max_ratio: f64,
+    slack: f64,
+) -> Vec<Value> {
     struct Worst {
         calls: u64,
         read: f64,
@@ -125,8 +133,8 @@ pub fn by_statement(plans: &[Value], max_ratio: f64, slack: f64) -> Vec<Value> {
     }
     let mut by: BTreeMap<String, Worst> = BTreeMap::new();
     for p in plans {
-        let q = crate::stmts::one_line(p["Query Text"].as_str().unwrap_or("?"), 140);
-        let (read, answered) = rows_of(p);
+        let q = crate::stmts::one_line(p["Query Text"].as_str().unwrap_or("?"), 600);
+        let (read, answered) = rows_of(p, small);
         let w = by.entry(q).or_insert(Worst {
             calls: 0,
             read: 0.0,
@@ -161,20 +169,25 @@ pub fn by_statement(plans: &[Value], max_ratio: f64, slack: f64) -> Vec<Value> {
     v
 }
 
-/// The statements that read the most, under `mode` (custom or generic plans).
-pub fn print(mode: &str, stmts: &[Value]) {
-    println!("      plans ({mode}): rows read / answered, worst call of each statement");
-    for s in stmts.iter().take(15) {
+/// Each call's statement that read the most, under `mode` (custom or generic plans).
+pub fn print(mode: &str, calls: &[Value]) {
+    println!("      plans ({mode} plans): the statement of each call that read the most");
+    println!(
+        "      {:<6} {:<34} {:>9} {:>9}",
+        "org", "call", "read", "answered"
+    );
+    for c in calls {
         println!(
-            "      {:>9} {:>9} {} {}",
-            s["rows_read"].as_f64().unwrap_or(0.0),
-            s["rows_answered"].as_f64().unwrap_or(0.0),
-            if s["over_limit"].as_bool() == Some(true) {
+            "      {:<6} {:<34} {:>9} {:>9} {}",
+            c["org"].as_str().unwrap_or(""),
+            c["call"].as_str().unwrap_or(""),
+            c["rows_read"].as_f64().unwrap_or(0.0),
+            c["rows_answered"].as_f64().unwrap_or(0.0),
+            if c["over_limit"].as_bool() == Some(true) {
                 "OVER"
             } else {
-                "ok  "
+                "ok"
             },
-            crate::stmts::one_line(s["query"].as_str().unwrap_or(""), 90)
         );
     }
 }
@@ -189,18 +202,26 @@ mod tests {
             "Node Type": "Limit", "Actual Rows": 50, "Actual Loops": 1,
             "Plans": [{"Node Type": "Index Scan", "Actual Rows": 50, "Actual Loops": 1,
                        "Rows Removed by Filter": 4950}]}});
-        assert_eq!(rows_of(&walk), (5000.0, 50.0));
+        let none = HashSet::new();
+        assert_eq!(rows_of(&walk, &none), (5000.0, 50.0));
         let count = json!({"Query Text": "SELECT count(*) …", "Plan": {
             "Node Type": "Aggregate", "Actual Rows": 1, "Actual Loops": 1,
             "Plans": [{"Node Type": "Index Only Scan", "Actual Rows": 60000, "Actual Loops": 1}]}});
-        assert_eq!(rows_of(&count), (60000.0, 60000.0));
-        let stmts = by_statement(&[walk, count], 10.0, 20.0);
+        assert_eq!(rows_of(&count, &none), (60000.0, 60000.0));
+        let stmts = by_statement(&[walk.clone(), count], &none, 10.0, 20.0);
         let over: Vec<bool> = stmts
             .iter()
             .map(|s| s["over_limit"].as_bool().unwrap())
             .collect();
         // Sorted by rows read: the count (fine), then the walk (100 per row answered).
         assert_eq!(over, vec![false, true]);
+        // A table that stays small is not counted (its seq scan is the right plan).
+        let orgs = json!({"Query Text": "SELECT name …", "Plan": {
+            "Node Type": "Seq Scan", "Relation Name": "orgs", "Actual Rows": 1,
+            "Actual Loops": 1, "Rows Removed by Filter": 200}});
+        let small: HashSet<String> = ["orgs".to_owned()].into();
+        assert_eq!(rows_of(&orgs, &small), (0.0, 1.0));
+        assert_eq!(rows_of(&orgs, &none), (201.0, 1.0));
     }
 
     #[test]

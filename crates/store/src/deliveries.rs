@@ -272,12 +272,34 @@ impl Store {
         limit: i64,
     ) -> Result<(Vec<(i64, Delivery)>, Option<i64>), StoreError> {
         let mut conn = self.conn().await?;
-        let mut q = f.matching(org_id);
+        // One type alone is filtered below as a range (see there), not as `matching`'s `=`.
+        let one_type = f.statuses.is_empty() && f.event_types.len() == 1;
+        let mut q = if one_type {
+            DeliveryFilter {
+                event_types: Vec::new(),
+                ..f.clone()
+            }
+            .matching(org_id)
+        } else {
+            f.matching(org_id)
+        };
         if let Some(b) = before_seq {
             q = q.filter(outbox::seq.lt(b));
         }
+        // With one type (and no status), the list walks `outbox_org_type`. Left to itself the
+        // planner may walk the org's whole sequence instead, estimating from how common the
+        // type is overall, and then read through every newer row of other types (a burst of
+        // one type is enough). Spelled as a range and ordered by the type first, the filter
+        // leaves that index as the one path in the list's order: an equality would make the
+        // type a constant, which PostgreSQL drops from the order.
+        q = match (f.statuses.as_slice(), f.event_types.as_slice()) {
+            ([], [t]) => q
+                .filter(outbox::event_type.ge(*t))
+                .filter(outbox::event_type.le(*t))
+                .order((outbox::event_type.desc(), outbox::seq.desc())),
+            _ => q.order(outbox::seq.desc()),
+        };
         let mut rows: Vec<(i64, SummaryRow)> = q
-            .order(outbox::seq.desc())
             .limit(limit + 1)
             .select((outbox::seq, SummaryRow::as_select()))
             .load(&mut conn)

@@ -1,0 +1,1 @@
+DROP INDEX CONCURRENTLY IF EXISTS outbox_org_type;
