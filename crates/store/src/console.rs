@@ -259,8 +259,11 @@ impl Store {
             .unwrap_or(now);
         let start = current - time::Duration::hours(23);
         let mut conn = self.conn().await?;
-        let rows: Vec<HourStatusRow> = diesel::sql_query(
-            "WITH first AS (
+        let rows: Vec<HourStatusRow> = conn
+            .transaction::<_, StoreError, _>(async move |conn| {
+                crate::deliveries::index_only(conn).await?;
+                Ok(diesel::sql_query(
+                    "WITH first AS (
                  SELECT seq FROM outbox WHERE created_at >= $2 - interval '5 minutes'
                  ORDER BY created_at LIMIT 1)
              SELECT date_trunc('hour', o.created_at) AS hour, o.status, count(*)::int8 AS n,
@@ -271,11 +274,13 @@ impl Store {
                AND o.seq >= coalesce((SELECT seq FROM first), 9223372036854775807)
                AND o.created_at >= $2
              GROUP BY 1, 2",
-        )
-        .bind::<SqlUuid, _>(org_id)
-        .bind::<Timestamptz, _>(start)
-        .load(&mut conn)
-        .await?;
+                )
+                .bind::<SqlUuid, _>(org_id)
+                .bind::<Timestamptz, _>(start)
+                .load(conn)
+                .await?)
+            })
+            .await?;
         let mut hours: Vec<HourOfDeliveries> = (0..24)
             .map(|i| HourOfDeliveries {
                 hour: start + time::Duration::hours(i),
