@@ -3,4 +3,5 @@
 -- outcome touches the indexes whatever the room, and the free 40% was only a larger table for
 -- every stored event. New pages follow it; existing ones keep their rows as they are.
 SET lock_timeout = '5s';
+SET statement_timeout = '5s';
 ALTER TABLE outbox SET (fillfactor = 90);
