@@ -18,7 +18,14 @@ cmd=${1:?usage: postgres.sh up|kill-primary|promote|down DIR ...}
 dir=${2:?DIR}
 bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
 as_pg() { runuser -u postgres -- "$@"; }
-pgctl() { as_pg "$bin/pg_ctl" -D "$dir/$1" -l "$dir/$1.log" -w -t 60 "${@:2}" >/dev/null; }
+# On failure the server's own log says why (a port taken, memory, a bad setting): print its end.
+pgctl() {
+  as_pg "$bin/pg_ctl" -D "$dir/$1" -l "$dir/$1.log" -w -t 60 "${@:2}" >/dev/null || {
+    echo "postgres.sh: pg_ctl ${*:2} failed for $dir/$1; the end of its log:" >&2
+    tail -n 20 "$dir/$1.log" >&2 || true
+    return 1
+  }
+}
 
 case $cmd in
 up)

@@ -36,11 +36,13 @@ use tokio::process::Command;
 const INTERNAL_TOKEN: &str = "topology-internal-token-0123456789";
 /// docs/operations.md, "Production topology": delivery resumes within this of a node loss or a promotion.
 const RESUME_LIMIT: Duration = Duration::from_secs(30);
-/// Ports of our own (the default services keep 5432 and 5672): AMQP 41001-41003, AMQPS
-/// 41011-41013, Erlang distribution 41021-41023; PostgreSQL 41200 (no TLS), 41300/41301.
-const RABBIT_BASE: u16 = 41000;
-const PLAIN_PG_PORT: u16 = 41200;
-const FAILOVER_PORTS: (u16, u16) = (41300, 41301);
+/// Ports of our own (the default services keep 5432 and 5672): AMQP 26001-26003, AMQPS
+/// 26011-26013, Erlang distribution 26021-26023; PostgreSQL 26200 (no TLS), 26300/26301.
+/// They sit below the kernel's ephemeral range (32768-60999 on Linux): a port inside it can be
+/// the local end of any outgoing connection on a busy machine, and a server cannot bind it then.
+const RABBIT_BASE: u16 = 26000;
+const PLAIN_PG_PORT: u16 = 26200;
+const FAILOVER_PORTS: (u16, u16) = (26300, 26301);
 const SNAKEOIL: &str = "/etc/ssl/certs/ssl-cert-snakeoil.pem";
 
 #[derive(clap::Parser)]
