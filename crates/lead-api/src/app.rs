@@ -300,6 +300,10 @@ fn spawn_background(
         retention,
         shutdown.clone(),
     ));
+    tokio::spawn(crate::housekeeping::fold_chart(
+        store.clone(),
+        shutdown.clone(),
+    ));
     let relay_status = Arc::new(crate::relay::RelayStatus::default());
     let strangers = crate::token_filter::stranger_lane();
     let tokens = Arc::new(crate::token_filter::TokenFilter::with_lane(

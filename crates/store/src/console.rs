@@ -222,31 +222,40 @@ pub struct HourOfDeliveries {
 }
 
 #[derive(diesel::QueryableByName)]
-struct HourStatusRow {
+struct HourRow {
     #[diesel(sql_type = Timestamptz)]
     hour: OffsetDateTime,
-    #[diesel(sql_type = Text)]
-    status: String,
     #[diesel(sql_type = diesel::sql_types::BigInt)]
-    n: i64,
+    succeeded: i64,
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    dead: i64,
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    skipped: i64,
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    in_progress: i64,
     #[diesel(sql_type = diesel::sql_types::BigInt)]
     failed_attempts: i64,
 }
 
+/// The advisory lock that makes one folder at a time (`pg_try_advisory_xact_lock`): the
+/// others skip their round instead of queueing behind it.
+const FOLD_LOCK: i64 = 0x5146_4844_5253; // "QFHDRS"
+
+/// How long an hour of the chart is kept after it began: the 24 hours shown, the one in
+/// progress, and one more so that a delta of a row written at the window's edge is never
+/// folded into an hour already removed.
+pub const CHART_HOURS_KEPT: time::Duration = time::Duration::hours(26);
+
 impl Store {
     /// The last 24 hours of the org's deliveries, hour by hour (24 entries, oldest first, the
-    /// last one the hour in progress), by creation time, as the delivery list's `since` filter
-    /// counts them.
+    /// last one the hour in progress), by creation time (UTC hours), as the delivery list's
+    /// `since` filter counts them.
     ///
-    /// Failed attempts are the column the outcome write keeps (`failed_attempts`): no attempt
-    /// log is read.
-    ///
-    /// Cost: the org's index entries of the window only, no table row. The global
-    /// `outbox_created_at` index gives the first position of the window (5 minutes early,
-    /// because a row's position and creation time can disagree by up to one transaction's
-    /// length); `outbox_org_status` holds each row's creation time and failed attempts beside
-    /// its status, so naming every status turns the window into one range per status of that
-    /// index, read without visiting the table.
+    /// Cost: at most 25 rows of `delivery_hours`, whatever the org's volume, plus the
+    /// `delivery_hour_deltas` not folded yet (about a second of every org's writes). The
+    /// outbox's triggers keep both (migration 000025): no outbox row, index entry or attempt
+    /// log is read. One statement, so one snapshot: a fold committing meanwhile is seen whole
+    /// (its deltas gone and its totals added) or not at all.
     pub async fn deliveries_by_hour(
         &self,
         org_id: Uuid,
@@ -259,28 +268,21 @@ impl Store {
             .unwrap_or(now);
         let start = current - time::Duration::hours(23);
         let mut conn = self.conn().await?;
-        let rows: Vec<HourStatusRow> = conn
-            .transaction::<_, StoreError, _>(async move |conn| {
-                crate::deliveries::index_only(conn).await?;
-                Ok(diesel::sql_query(
-                    "WITH first AS (
-                 SELECT seq FROM outbox WHERE created_at >= $2 - interval '5 minutes'
-                 ORDER BY created_at LIMIT 1)
-             SELECT date_trunc('hour', o.created_at) AS hour, o.status, count(*)::int8 AS n,
-                    coalesce(sum(o.failed_attempts), 0)::int8 AS failed_attempts
-             FROM outbox o
-             WHERE o.org_id = $1
-               AND o.status IN ('pending', 'succeeded', 'failed', 'dead', 'skipped')
-               AND o.seq >= coalesce((SELECT seq FROM first), 9223372036854775807)
-               AND o.created_at >= $2
-             GROUP BY 1, 2",
-                )
-                .bind::<SqlUuid, _>(org_id)
-                .bind::<Timestamptz, _>(start)
-                .load(conn)
-                .await?)
-            })
-            .await?;
+        let rows: Vec<HourRow> = diesel::sql_query(
+            "SELECT hour, sum(succeeded)::int8 AS succeeded, sum(dead)::int8 AS dead,
+                    sum(skipped)::int8 AS skipped, sum(in_progress)::int8 AS in_progress,
+                    sum(failed_attempts)::int8 AS failed_attempts
+             FROM (SELECT hour, succeeded, dead, skipped, in_progress, failed_attempts
+                   FROM delivery_hours WHERE org_id = $1 AND hour >= $2
+                   UNION ALL
+                   SELECT hour, succeeded, dead, skipped, in_progress, failed_attempts
+                   FROM delivery_hour_deltas WHERE org_id = $1 AND hour >= $2) t
+             GROUP BY hour",
+        )
+        .bind::<SqlUuid, _>(org_id)
+        .bind::<Timestamptz, _>(start)
+        .load(&mut conn)
+        .await?;
         let mut hours: Vec<HourOfDeliveries> = (0..24)
             .map(|i| HourOfDeliveries {
                 hour: start + time::Duration::hours(i),
@@ -294,14 +296,53 @@ impl Store {
         for r in rows {
             let i = ((r.hour - start).whole_hours()).clamp(0, 23) as usize;
             let h = &mut hours[i];
-            match r.status.as_str() {
-                "succeeded" => h.succeeded += r.n,
-                "dead" => h.dead += r.n,
-                "skipped" => h.skipped += r.n,
-                _ => h.in_progress += r.n,
-            }
+            h.succeeded += r.succeeded;
+            h.dead += r.dead;
+            h.skipped += r.skipped;
+            h.in_progress += r.in_progress;
             h.failed_attempts += r.failed_attempts;
         }
         Ok(hours)
+    }
+
+    /// Folds the chart's pending deltas into its hourly totals; how many hours it changed (0
+    /// when another replica was folding). Reads only the deltas written since the last fold
+    /// (`delivery_hour_deltas` has no index and stays about a second of writes long); those of
+    /// transactions still open stay for the next round. The totals are written in key order,
+    /// so two folders could never deadlock, though the lock already keeps them apart.
+    pub async fn fold_delivery_hours(&self) -> Result<usize, StoreError> {
+        let mut conn = self.conn().await?;
+        Ok(diesel::sql_query(
+            "WITH turn AS (SELECT pg_try_advisory_xact_lock($1) AS mine),
+                  gone AS (DELETE FROM delivery_hour_deltas WHERE (SELECT mine FROM turn)
+                           RETURNING *)
+             INSERT INTO delivery_hours AS h
+                 (org_id, hour, succeeded, dead, skipped, in_progress, failed_attempts)
+             SELECT org_id, hour, sum(succeeded), sum(dead), sum(skipped), sum(in_progress),
+                    sum(failed_attempts)
+             FROM gone GROUP BY org_id, hour ORDER BY org_id, hour
+             ON CONFLICT (org_id, hour) DO UPDATE
+                 SET succeeded = h.succeeded + excluded.succeeded,
+                     dead = h.dead + excluded.dead,
+                     skipped = h.skipped + excluded.skipped,
+                     in_progress = h.in_progress + excluded.in_progress,
+                     failed_attempts = h.failed_attempts + excluded.failed_attempts",
+        )
+        .bind::<diesel::sql_types::BigInt, _>(FOLD_LOCK)
+        .execute(&mut conn)
+        .await?)
+    }
+
+    /// The chart's hours older than [`CHART_HOURS_KEPT`], removed (index
+    /// `delivery_hours_hour`): a few rows per org per hour.
+    pub async fn expire_delivery_hours(&self) -> Result<usize, StoreError> {
+        let mut conn = self.conn().await?;
+        let cutoff = qualifier_domain::timefmt::now_millis() - CHART_HOURS_KEPT;
+        Ok(
+            diesel::sql_query("DELETE FROM delivery_hours WHERE hour < $1")
+                .bind::<Timestamptz, _>(cutoff)
+                .execute(&mut conn)
+                .await?,
+        )
     }
 }

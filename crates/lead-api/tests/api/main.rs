@@ -1,6 +1,7 @@
 //! Integration tests of `lead-api` against the real PostgreSQL: one database per test.
 
 mod catching_up;
+mod chart;
 mod console;
 mod erasure;
 mod extractors;
