@@ -504,7 +504,7 @@ impl DeliveryFilter {
         }
         // A row's sequence and creation time can disagree by up to one transaction's length,
         // so each bound is taken 5 minutes wide and the exact condition on `created_at` is
-        // kept beside it (as `Store::deliveries_by_hour` does).
+        // kept beside it.
         if let Some(t) = self.since {
             q = q
                 .filter(
