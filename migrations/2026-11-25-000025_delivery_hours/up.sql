@@ -37,25 +37,34 @@ CREATE TABLE IF NOT EXISTS delivery_hour_deltas (
 ) WITH (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000,
         autovacuum_vacuum_insert_scale_factor = 0, autovacuum_vacuum_insert_threshold = 1000);
 
--- Each row contributes to its creation hour (UTC) +1 in the column of its status (pending and
--- failed are "in progress") and its failed attempts; its old version contributes the opposite.
+-- Each row contributes to its creation hour (UTC) 1 in the column of its status (pending and
+-- failed are "in progress") and its failed attempts. An insert adds its row's contribution, a
+-- delete takes it away, and an update writes one row with the difference (the creation time,
+-- and so the hour, never changes).
 CREATE OR REPLACE FUNCTION outbox_delivery_hours() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
     window_start timestamptz := now() - interval '25 hours';
 BEGIN
-    IF TG_OP IN ('UPDATE', 'DELETE') AND OLD.created_at >= window_start THEN
-        INSERT INTO delivery_hour_deltas VALUES (
-            OLD.org_id, date_trunc('hour', OLD.created_at, 'UTC'),
-            -(OLD.status = 'succeeded')::int4, -(OLD.status = 'dead')::int4,
-            -(OLD.status = 'skipped')::int4, -(OLD.status IN ('pending', 'failed'))::int4,
-            -OLD.failed_attempts);
-    END IF;
-    IF TG_OP IN ('INSERT', 'UPDATE') AND NEW.created_at >= window_start THEN
+    IF TG_OP = 'INSERT' AND NEW.created_at >= window_start THEN
         INSERT INTO delivery_hour_deltas VALUES (
             NEW.org_id, date_trunc('hour', NEW.created_at, 'UTC'),
-            (NEW.status = 'succeeded')::int4, (NEW.status = 'dead')::int4,
-            (NEW.status = 'skipped')::int4, (NEW.status IN ('pending', 'failed'))::int4,
+            (NEW.status = 'succeeded')::int, (NEW.status = 'dead')::int,
+            (NEW.status = 'skipped')::int, (NEW.status IN ('pending', 'failed'))::int,
             NEW.failed_attempts);
+    ELSIF TG_OP = 'DELETE' AND OLD.created_at >= window_start THEN
+        INSERT INTO delivery_hour_deltas VALUES (
+            OLD.org_id, date_trunc('hour', OLD.created_at, 'UTC'),
+            -(OLD.status = 'succeeded')::int, -(OLD.status = 'dead')::int,
+            -(OLD.status = 'skipped')::int, -(OLD.status IN ('pending', 'failed'))::int,
+            -OLD.failed_attempts);
+    ELSIF TG_OP = 'UPDATE' AND NEW.created_at >= window_start THEN
+        INSERT INTO delivery_hour_deltas VALUES (
+            NEW.org_id, date_trunc('hour', NEW.created_at, 'UTC'),
+            (NEW.status = 'succeeded')::int - (OLD.status = 'succeeded')::int,
+            (NEW.status = 'dead')::int - (OLD.status = 'dead')::int,
+            (NEW.status = 'skipped')::int - (OLD.status = 'skipped')::int,
+            (NEW.status IN ('pending', 'failed'))::int - (OLD.status IN ('pending', 'failed'))::int,
+            NEW.failed_attempts - OLD.failed_attempts);
     END IF;
     RETURN NULL;
 END
