@@ -71,7 +71,8 @@ struct Opts {
     #[arg(long)]
     history_events: Option<i64>,
     /// Run the `lead-api` and `webhook-delivery` found here instead of the ones beside the
-    /// harness (another build, for before/after pairs with `scripts/bench.sh`).
+    /// harness (another build, for before/after pairs with `scripts/bench.sh`); its
+    /// `qualifierctl migrate` makes each database, so the schema is that build's too.
     #[arg(long)]
     bin_dir: Option<PathBuf>,
 }

@@ -95,12 +95,34 @@ pub struct Env {
 
 impl Env {
     pub async fn new(ca_file: PathBuf) -> Env {
-        let db = TestDb::new().await;
+        let key = SecretKey::generate_base64();
+        // Another build (`--bin-dir`) gets the schema of its own migrations, not this harness's:
+        // a before/after pair of a schema change (a trigger, an index) would otherwise measure
+        // the same schema twice.
+        let db = match BIN_DIR.get() {
+            None => TestDb::new().await,
+            Some(dir) => {
+                let db = TestDb::empty().await;
+                let out = Command::new(dir.join("qualifierctl"))
+                    .arg("migrate")
+                    .env("DATABASE_URL", &db.url)
+                    .env("QUALIFIER_SECRET_KEY", &key)
+                    .output()
+                    .expect("run qualifierctl migrate of --bin-dir");
+                assert!(
+                    out.status.success(),
+                    "{}/qualifierctl migrate failed: {}",
+                    dir.display(),
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                db
+            }
+        };
         let topo = TestTopology::new(RETRY_DELAYS.to_vec());
         Env {
             db,
             topo,
-            key: SecretKey::generate_base64(),
+            key,
             ca_file,
             http: client(),
             internal: String::new(),
