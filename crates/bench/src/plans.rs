@@ -90,6 +90,17 @@ pub fn rows_of(plan: &Value, small: &HashSet<String>) -> (f64, f64) {
     (read, top.max(counted))
 }
 
+/// Table pages an index-only scan of `plan` had to visit because the visibility map did not
+/// vouch for them: what makes a count over the index alone cost as much as reading the rows.
+pub fn heap_fetches_of(plan: &Value) -> f64 {
+    fn walk(node: &Value) -> f64 {
+        let own = num(node, "Heap Fetches") * num(node, "Actual Loops").max(1.0);
+        let children = node["Plans"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+        own + children.iter().map(walk).sum::<f64>()
+    }
+    walk(&plan["Plan"])
+}
+
 fn num(node: &Value, key: &str) -> f64 {
     node[key].as_f64().unwrap_or(0.0)
 }
@@ -130,6 +141,7 @@ pub fn by_statement(
         calls: u64,
         read: f64,
         answered: f64,
+        heap_fetches: f64,
     }
     let mut by: BTreeMap<String, Worst> = BTreeMap::new();
     for p in plans {
@@ -139,6 +151,7 @@ pub fn by_statement(
             calls: 0,
             read: 0.0,
             answered: 0.0,
+            heap_fetches: 0.0,
         });
         w.calls += 1;
         let excess = |r: f64, a: f64| r - max_ratio * a;
@@ -146,6 +159,7 @@ pub fn by_statement(
             w.read = read;
             w.answered = answered;
         }
+        w.heap_fetches = w.heap_fetches.max(heap_fetches_of(p));
     }
     let mut v: Vec<Value> = by
         .into_iter()
@@ -156,6 +170,7 @@ pub fn by_statement(
                 "rows_read": w.read,
                 "rows_answered": w.answered,
                 "read_per_answered": r3(w.read / w.answered.max(1.0)),
+                "heap_fetches": w.heap_fetches,
                 "over_limit": w.read > max_ratio * w.answered + slack,
             })
         })
@@ -173,16 +188,17 @@ pub fn by_statement(
 pub fn print(mode: &str, calls: &[Value]) {
     println!("      plans ({mode} plans): the statement of each call that read the most");
     println!(
-        "      {:<6} {:<34} {:>9} {:>9}",
-        "org", "call", "read", "answered"
+        "      {:<6} {:<34} {:>9} {:>9} {:>9}",
+        "org", "call", "read", "answered", "heap"
     );
     for c in calls {
         println!(
-            "      {:<6} {:<34} {:>9} {:>9} {}",
+            "      {:<6} {:<34} {:>9} {:>9} {:>9} {}",
             c["org"].as_str().unwrap_or(""),
             c["call"].as_str().unwrap_or(""),
             c["rows_read"].as_f64().unwrap_or(0.0),
             c["rows_answered"].as_f64().unwrap_or(0.0),
+            c["heap_fetches"].as_f64().unwrap_or(0.0),
             if c["over_limit"].as_bool() == Some(true) {
                 "OVER"
             } else {
@@ -222,6 +238,17 @@ mod tests {
         let small: HashSet<String> = ["orgs".to_owned()].into();
         assert_eq!(rows_of(&orgs, &small), (0.0, 1.0));
         assert_eq!(rows_of(&orgs, &none), (201.0, 1.0));
+    }
+
+    #[test]
+    fn heap_fetches_are_summed_over_the_plan_and_its_loops() {
+        let plan = json!({"Plan": {
+            "Node Type": "Aggregate", "Actual Rows": 1, "Actual Loops": 1,
+            "Plans": [{"Node Type": "Index Only Scan", "Actual Rows": 60000, "Actual Loops": 2,
+                       "Heap Fetches": 700}]}});
+        assert_eq!(heap_fetches_of(&plan), 1400.0);
+        let none = json!({"Plan": {"Node Type": "Seq Scan", "Actual Rows": 3}});
+        assert_eq!(heap_fetches_of(&none), 0.0);
     }
 
     #[test]

@@ -12,7 +12,10 @@
 //! It fails on growth that does not level off after the warm-up: a process's memory or
 //! descriptors still rising through the last third of the run, or the delivery p99 of the last
 //! third past twice that of the first third after warm-up. Tables grow by design (events are
-//! kept for the retention period) and are reported, not judged.
+//! kept for the retention period) and are reported, not judged. It also fails on any request
+//! that does not end in its lead: requests are sent as a careful client sends them (a 503 or a
+//! lost connection is tried again, `new_contact`), and the causes of the first retries and
+//! failures are printed and kept in the JSON, with the services' error log beside them.
 //!
 //! Usage: `qualifier-soak [--minutes N] [--rate R] [--sample-seconds S] [--warmup-minutes W]`.
 
@@ -160,6 +163,55 @@ fn svg_chart(t_min: &[f64], series: &[(&str, &str, Vec<f64>)]) -> String {
     s + "</svg>\n"
 }
 
+/// One new contact through the inbound API, as a careful client sends it: a 503 (the contract's
+/// "retry later", with `Retry-After`) and a connection lost before an answer are tried again, up
+/// to three more times. Inbound is idempotent by phone, so a retry of a request that did land
+/// answers 200 with the same lead and adds no event. Anything else that is not 201 is a
+/// failure. Returns the outcome and what each retry was for.
+async fn new_contact(
+    http: &reqwest::Client,
+    base: &str,
+    org: &str,
+    i: u64,
+) -> (Result<(), String>, Vec<String>) {
+    let body = json!({"name": "Soak Lead", "phone": format!("+4478{i:09}"), "channel": "sms"});
+    let mut retries = Vec::new();
+    for attempt in 0..4u32 {
+        let why = match http
+            .post(format!("{base}/orgs/{org}/inbound"))
+            .bearer_auth(INTERNAL_TOKEN)
+            .json(&body)
+            .send()
+            .await
+        {
+            Ok(r) if r.status() == 201 => return (Ok(()), retries),
+            Ok(r) if r.status() == 200 && attempt > 0 => return (Ok(()), retries),
+            Ok(r) => {
+                let (status, retry) = (r.status(), r.status() == 503);
+                let wait = r
+                    .headers()
+                    .get("retry-after")
+                    .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+                let why = format!("{status}: {}", r.text().await.unwrap_or_default());
+                if !retry {
+                    return (Err(why), retries);
+                }
+                if let Some(secs) = wait {
+                    tokio::time::sleep(Duration::from_secs(secs.min(5))).await;
+                }
+                why
+            }
+            Err(e) => format!("{:#}", anyhow::Error::from(e)),
+        };
+        if attempt == 3 {
+            return (Err(why), retries);
+        }
+        retries.push(why);
+        tokio::time::sleep(Duration::from_millis(100 << attempt)).await;
+    }
+    unreachable!("the fourth attempt returns")
+}
+
 #[tokio::main]
 async fn main() {
     if let Err(e) = run().await {
@@ -195,8 +247,8 @@ async fn run() -> anyhow::Result<()> {
                     .join(","),
             )
             .env("QUALIFIER_WEBHOOK_ALLOW_CIDRS", "127.0.0.0/8")
-            .env("RUST_LOG", "error")
-            .stdout(Stdio::null());
+            // Errors only, and shown: a failed request's cause is in the service's log.
+            .env("RUST_LOG", "error");
     };
     let mut api_cmd = Command::new(bins.join("lead-api"));
     common(&mut api_cmd);
@@ -245,8 +297,13 @@ async fn run() -> anyhow::Result<()> {
     // The load: new contacts at a steady rate, 64 requests at most in flight.
     let producing = Arc::new(AtomicBool::new(true));
     let (sent, failed) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    // What the first failures were (status and body, or the transport error's chain), so a
+    // failed run says why rather than only how many.
+    let reasons: Arc<std::sync::Mutex<Vec<String>>> = Arc::default();
+    let retried = Arc::new(AtomicU64::new(0));
     let producer = {
         let (producing, sent, failed) = (producing.clone(), sent.clone(), failed.clone());
+        let (retried, reasons) = (retried.clone(), reasons.clone());
         let (http, base, org) = (http.clone(), base.clone(), org.clone());
         let every = Duration::from_micros(1_000_000 / o.rate.max(1));
         tokio::spawn(async move {
@@ -254,30 +311,42 @@ async fn run() -> anyhow::Result<()> {
             let mut tick = tokio::time::interval(every);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             let mut i = 0u64;
+            let started_at = Instant::now();
             while producing.load(Ordering::Relaxed) {
                 tick.tick().await;
                 i += 1;
                 let Ok(slot) = slots.clone().acquire_owned().await else {
                     break;
                 };
-                let (http, base, org, sent, failed) = (
+                let (http, base, org, sent, failed, retried, reasons) = (
                     http.clone(),
                     base.clone(),
                     org.clone(),
                     sent.clone(),
                     failed.clone(),
+                    retried.clone(),
+                    reasons.clone(),
                 );
                 tokio::spawn(async move {
-                    let body = json!({"name": "Soak Lead", "phone": format!("+4478{i:09}"),
-                                      "channel": "sms"});
-                    let ok = http
-                        .post(format!("{base}/orgs/{org}/inbound"))
-                        .bearer_auth(INTERNAL_TOKEN)
-                        .json(&body)
-                        .send()
-                        .await
-                        .is_ok_and(|r| r.status() == 201);
-                    if ok { &sent } else { &failed }.fetch_add(1, Ordering::Relaxed);
+                    let at = started_at.elapsed().as_secs_f64();
+                    let (outcome, retries) = new_contact(&http, &base, &org, i).await;
+                    let mut r = reasons.lock().unwrap_or_else(|p| p.into_inner());
+                    for why in &retries {
+                        if r.len() < 20 {
+                            r.push(format!("at {at:.1} s (retried): {why}"));
+                        }
+                    }
+                    retried.fetch_add(retries.len() as u64, Ordering::Relaxed);
+                    match outcome {
+                        Ok(()) => sent.fetch_add(1, Ordering::Relaxed),
+                        Err(why) => {
+                            if r.len() < 20 {
+                                r.push(format!("at {at:.1} s: {why}"));
+                            }
+                            failed.fetch_add(1, Ordering::Relaxed)
+                        }
+                    };
+                    drop(r);
                     drop(slot);
                 });
             }
@@ -396,6 +465,8 @@ async fn run() -> anyhow::Result<()> {
         "warmup_minutes": o.warmup_minutes,
         "requests_sent": sent.load(Ordering::Relaxed),
         "requests_failed": failed.load(Ordering::Relaxed),
+        "requests_retried": retried.load(Ordering::Relaxed),
+        "failures": reasons.lock().unwrap_or_else(|p| p.into_inner()).clone(),
         "samples": samples,
         "problems": problems,
     });
@@ -448,11 +519,15 @@ async fn run() -> anyhow::Result<()> {
     );
     std::fs::write(out.join("latest.svg"), chart)?;
     println!(
-        "soak: {} requests sent, {} failed; series in {}",
+        "soak: {} requests sent, {} failed, {} retried; series in {}",
         sent.load(Ordering::Relaxed),
         failed.load(Ordering::Relaxed),
+        retried.load(Ordering::Relaxed),
         out.join("latest.json").display()
     );
+    for why in reasons.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+        println!("soak: a request failed {why}");
+    }
     anyhow::ensure!(problems.is_empty(), "growth: {problems:?}");
     anyhow::ensure!(
         failed.load(Ordering::Relaxed) == 0,
