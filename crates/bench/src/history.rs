@@ -138,10 +138,20 @@ pub async fn phase(sink: &Sink, plan: Plan) -> anyhow::Result<Value> {
         Some(dir) => full.plan_check(&dir).await?,
         None => json!({"skipped": "no PostgreSQL JSON log (run through `make bench`)"}),
     };
+    // Retention beside the same days with a thousandth of the events: the "empty" side gets a
+    // small history of its own (its reads and writes above are done).
+    let rounds = if plan.reads < 20 { 2 } else { 3 };
+    println!("      retention: {} events over {DAYS} days", plan.events);
+    let ret_full = retention_rounds(&full, plan.events / DAYS, rounds).await?;
+    let small_events = (plan.events / 1000).max(DAYS);
+    fill(&empty, small_events).await?;
+    println!("      retention: {small_events} events over {DAYS} days");
+    let ret_small = retention_rounds(&empty, small_events / DAYS, rounds).await?;
     empty.stop();
     full.stop();
     let v = json!({
         "events_stored": plan.events,
+        "retention": {"history": ret_full, "small_history": ret_small},
         "days": DAYS,
         "small_orgs": SMALL_ORGS,
         "fill_seconds": r3(fill_secs),
@@ -196,6 +206,23 @@ pub fn targets(v: &Value) -> Vec<Target> {
         })
         .unwrap_or(f64::NAN);
     let n = v["events_stored"].as_i64().unwrap_or(0);
+    let rounds = |side: &str| v["retention"][side].as_array().cloned().unwrap_or_default();
+    let mean_expire = |side: &str| {
+        let r = rounds(side);
+        r.iter()
+            .filter_map(|x| x["expire_ms"].as_f64())
+            .sum::<f64>()
+            / r.len() as f64
+    };
+    let size = |x: &Value| {
+        x["table_bytes"].as_f64().unwrap_or(f64::NAN)
+            + x["index_bytes"].as_f64().unwrap_or(f64::NAN)
+    };
+    let history_rounds = rounds("history");
+    let growth = match (history_rounds.first(), history_rounds.last()) {
+        (Some(a), Some(b)) => size(b) / size(a),
+        _ => f64::NAN,
+    };
     vec![
         (
             format!("history ({n} events): idle CPU pp above empty"),
@@ -228,6 +255,16 @@ pub fn targets(v: &Value) -> Vec<Target> {
             "history: outbox bytes per stored event".into(),
             f("history", &["storage", "bytes_per_event"]),
             Some(("<=", 1200.0)),
+        ),
+        (
+            "history: removing a day, ratio to 1/1000 the events".into(),
+            mean_expire("history") / mean_expire("small_history"),
+            Some(("<=", 2.0)),
+        ),
+        (
+            "history: outbox size, last retention round / first".into(),
+            growth,
+            Some(("<=", 1.05)),
         ),
     ]
 }
@@ -881,27 +918,7 @@ async fn fill(side: &Side, n: i64) -> anyhow::Result<()> {
         .map(|r| r.get(0))
         .chain(std::iter::once(side.small.id.clone()))
         .collect();
-    let tx = c.transaction().await?;
-    let head: i64 = tx
-        .query_one("SELECT pos FROM feed_head FOR UPDATE", &[])
-        .await?
-        .get(0);
-    // In slices, so progress shows and no single statement holds millions of rows in memory.
-    let slice: i64 = 250_000;
-    let mut from = 1;
-    while from <= n {
-        let to = (from + slice - 1).min(n);
-        tx.execute(
-            FILL_SQL,
-            &[&side.big.id, &smalls, &head, &n, &from, &to, &DAYS],
-        )
-        .await?;
-        println!("      history: {to} of {n} events written");
-        from = to + 1;
-    }
-    tx.execute("UPDATE feed_head SET pos = $1", &[&(head + n)])
-        .await?;
-    tx.commit().await?;
+    write_events(&mut c, &side.big.id, &smalls, n, DAYS, true).await?;
     // One statement each: VACUUM cannot run inside a multi-statement string's transaction.
     c.batch_execute("VACUUM ANALYZE outbox").await?;
     c.batch_execute("VACUUM ANALYZE orgs").await?;
@@ -917,6 +934,100 @@ async fn fill(side: &Side, n: i64) -> anyhow::Result<()> {
     let (pages, visible): (i64, i64) = (r.get(0), r.get(1));
     println!("      history: {visible} of {pages} outbox pages all-visible after VACUUM");
     Ok(())
+}
+
+/// `n` events of the history's mix over the last `days` days (the big org nine in ten, the rest
+/// shared by `smalls`), in one transaction that holds the feed's head, as the relay would.
+async fn write_events(
+    c: &mut tokio_postgres::Client,
+    big: &str,
+    smalls: &[String],
+    n: i64,
+    days: i64,
+    progress: bool,
+) -> anyhow::Result<()> {
+    let tx = c.transaction().await?;
+    let head: i64 = tx
+        .query_one("SELECT pos FROM feed_head FOR UPDATE", &[])
+        .await?
+        .get(0);
+    // In slices, so progress shows and no single statement holds millions of rows in memory.
+    let slice: i64 = 250_000;
+    let mut from = 1;
+    while from <= n {
+        let to = (from + slice - 1).min(n);
+        tx.execute(FILL_SQL, &[&big, &smalls, &head, &n, &from, &to, &days])
+            .await?;
+        if progress {
+            println!("      history: {to} of {n} events written");
+        }
+        from = to + 1;
+    }
+    tx.execute("UPDATE feed_head SET pos = $1", &[&(head + n)])
+        .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// Retention as days pass, through housekeeping's own job (`Job::ExpireEvents`, the statement
+/// and batches `lead-api` runs): each round removes the oldest day left, vacuums the outbox
+/// (autovacuum's work, done at once and timed, so the next day's rows can take the space),
+/// then writes a day of new events. The outbox's size after each round shows whether what
+/// retention frees is used again; the times show what removing a day costs beside the history.
+async fn retention_rounds(side: &Side, per_day: i64, rounds: i64) -> anyhow::Result<Value> {
+    use qualifier_store::{SecretKey, Store};
+    let mut c = side.env.db.client().await;
+    let smalls: Vec<String> = c
+        .query(
+            "SELECT id::text FROM orgs WHERE name LIKE 'Bench small %' ORDER BY name",
+            &[],
+        )
+        .await?
+        .iter()
+        .map(|r| r.get(0))
+        .chain(std::iter::once(side.small.id.clone()))
+        .collect();
+    let key = SecretKey::from_base64(&SecretKey::generate_base64())?;
+    let store = Store::new(qualifier_store::connect(&side.env.db.database(), 2)?, key);
+    let stop = tokio_util::sync::CancellationToken::new();
+    let mut out = Vec::new();
+    for round in 1..=rounds {
+        let keep = Duration::from_secs(((DAYS - round) * 86_400) as u64);
+        let t = Instant::now();
+        let removed = lead_api::housekeeping::Job::ExpireEvents
+            .run(&store, keep, &stop)
+            .await?;
+        let expire_ms = t.elapsed().as_secs_f64() * 1000.0;
+        let t = Instant::now();
+        c.batch_execute("VACUUM outbox").await?;
+        let vacuum_ms = t.elapsed().as_secs_f64() * 1000.0;
+        write_events(&mut c, &side.big.id, &smalls, per_day, 1, false).await?;
+        let r = c
+            .query_one(
+                "SELECT (SELECT count(*) FROM outbox)::float8, pg_relation_size('outbox')::float8,
+                        pg_indexes_size('outbox')::float8",
+                &[],
+            )
+            .await?;
+        let (rows, table, indexes): (f64, f64, f64) = (r.get(0), r.get(1), r.get(2));
+        println!(
+            "      retention round {round}: {removed} events removed in {expire_ms:.0} ms, VACUUM {vacuum_ms:.0} ms; then {per_day} written: {rows:.0} stored, table {:.1} MiB, indexes {:.1} MiB",
+            table / 1048576.0,
+            indexes / 1048576.0
+        );
+        out.push(json!({
+            "round": round,
+            "removed": removed,
+            "expire_ms": r3(expire_ms),
+            "expire_us_per_event": r3(expire_ms * 1000.0 / (removed.max(1) as f64)),
+            "vacuum_ms": r3(vacuum_ms),
+            "written": per_day,
+            "events_stored": rows,
+            "table_bytes": table,
+            "index_bytes": indexes,
+        }));
+    }
+    Ok(Value::Array(out))
 }
 
 /// One slice (`$5..=$6` of `$4`) of the history: `$1` the big org, `$2` the small ones, `$3`

@@ -114,6 +114,27 @@ pub enum BusError {
     Unconfirmed,
     #[error("{0}")]
     Config(String),
+    #[error("{0} took longer than {SETUP_TIMEOUT:?}")]
+    TimedOut(&'static str),
+}
+
+/// The longest one node's connection (TCP, TLS and the AMQP handshake), or a connection's set-up
+/// after it (channels, confirms, declarations, the consumer), may take before it is given up
+/// and the next node tried. A node that accepts TCP but never answers (still booting, stalled,
+/// or behind a network that drops its packets) would otherwise hold a relay or a worker on it
+/// for as long as the kernel retries, minutes, while the other nodes are up. A connection on a
+/// healthy node takes milliseconds.
+pub const SETUP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// `fut` (a connection's set-up), given up after [`SETUP_TIMEOUT`] as [`BusError::TimedOut`].
+pub async fn within_setup_timeout<T, E: Into<BusError>>(
+    what: &'static str,
+    fut: impl std::future::Future<Output = Result<T, E>>,
+) -> Result<T, BusError> {
+    match tokio::time::timeout(SETUP_TIMEOUT, fut).await {
+        Ok(r) => r.map_err(Into::into),
+        Err(_) => Err(BusError::TimedOut(what)),
+    }
 }
 
 /// A node of `AMQP_URL` refused TLS (a certificate not trusted, a name that does not match):
@@ -420,7 +441,7 @@ impl Brokers {
         let mut last = None;
         for k in 0..n {
             let i = (at.0 + k) % n;
-            match self.connect_one(i, name).await {
+            match within_setup_timeout("connecting", self.connect_one(i, name)).await {
                 Ok(c) => {
                     tracing::info!(node = %self.places[i], connection = name, "connected to RabbitMQ");
                     at.0 = (i + 1) % n;
@@ -433,9 +454,7 @@ impl Brokers {
             }
         }
         at.0 = (at.0 + 1) % n;
-        Err(BusError::Amqp(
-            last.expect("AMQP_URL holds at least one URL"),
-        ))
+        Err(last.expect("AMQP_URL holds at least one URL"))
     }
 
     /// One connection to every node at start. A TLS failure (a certificate not trusted, a name

@@ -112,8 +112,15 @@ impl Relay {
                         &mut rotation,
                     )
                     .await?;
-                let publisher = Publisher::new(&conn).await?;
-                self.topology.declare(publisher.channel()).await?;
+                // Bounded like the connection: a node that took the connection and then
+                // stalls must not hold the relay (the next attempt goes to the next node).
+                let publisher =
+                    qualifier_bus::within_setup_timeout("setting up the relay", async {
+                        let publisher = Publisher::new(&conn).await?;
+                        self.topology.declare(publisher.channel()).await?;
+                        Ok::<_, qualifier_bus::BusError>(publisher)
+                    })
+                    .await?;
                 Ok::<_, qualifier_bus::BusError>((conn, publisher))
             }
             .await;

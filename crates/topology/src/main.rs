@@ -115,6 +115,10 @@ struct Env {
     work: PathBuf,
     certs: PathBuf,
     key: String,
+    /// Each service's log (info and above, appended across scenarios): a failed run prints the
+    /// last warnings and errors from it (`QUALIFIER_TOPOLOGY_LOGS`, default
+    /// `target/topology/logs`).
+    logs: PathBuf,
 }
 
 impl Env {
@@ -132,16 +136,13 @@ impl Env {
             .env("RUST_LOG", "error")
             .stdin(Stdio::null())
             .stdout(Stdio::null());
-        // QUALIFIER_TOPOLOGY_LOGS=DIR keeps each service's log (append) for a failed run.
-        if let Some(logs) = std::env::var_os("QUALIFIER_TOPOLOGY_LOGS") {
-            let path = Path::new(&logs).join(format!("{bin}.log"));
-            if let Ok(f) = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path)
-            {
-                cmd.stdout(f).env("RUST_LOG", "info");
-            }
+        // The log is kept for a failed run: what the relay or the worker tried, and when.
+        if let Ok(f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.logs.join(format!("{bin}.log")))
+        {
+            cmd.stdout(f).env("RUST_LOG", "info");
         }
         if let Some(ca) = &t.amqp_ca_file {
             cmd.env("QUALIFIER_AMQP_CA_FILE", ca);
@@ -240,7 +241,19 @@ struct Stack {
 /// nothing twice), and the moment each was acknowledged is kept.
 struct Producer {
     acked: Arc<Mutex<HashMap<String, Instant>>>,
+    /// Set until the scenario has seen delivery resume after its last fault: past `events`,
+    /// the producer goes on at the same rate, so a fault that comes late (a restarted node that
+    /// took long to boot) still has new events behind it.
+    more: Arc<std::sync::atomic::AtomicBool>,
     task: tokio::task::JoinHandle<()>,
+}
+
+impl Producer {
+    /// No more events past the planned ones; returns once the last of them is acknowledged.
+    async fn finish(&mut self) -> Result<(), tokio::task::JoinError> {
+        self.more.store(false, std::sync::atomic::Ordering::Relaxed);
+        (&mut self.task).await
+    }
 }
 
 fn phone(tag: u8, i: u64) -> String {
@@ -249,14 +262,19 @@ fn phone(tag: u8, i: u64) -> String {
 
 fn produce(stack: &Stack, tag: u8, events: u64, over: Duration) -> Producer {
     let acked = Arc::new(Mutex::new(HashMap::new()));
-    let (http, url, acked2) = (
+    let more = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let (http, url, acked2, more2) = (
         stack.http.clone(),
         format!("{}/orgs/{}/inbound", stack.base, stack.org),
         acked.clone(),
+        more.clone(),
     );
     let task = tokio::spawn(async move {
         let started = Instant::now();
-        for i in 0..events {
+        for i in 0.. {
+            if i >= events && !more2.load(std::sync::atomic::Ordering::Relaxed) {
+                break;
+            }
             let due = over.mul_f64(i as f64 / events.max(1) as f64);
             if let Some(wait) = due.checked_sub(started.elapsed()) {
                 tokio::time::sleep(wait).await;
@@ -279,7 +297,7 @@ fn produce(stack: &Stack, tag: u8, events: u64, over: Duration) -> Producer {
             }
         }
     });
-    Producer { acked, task }
+    Producer { acked, more, task }
 }
 
 fn is_delivery(r: &Received) -> bool {
@@ -324,10 +342,10 @@ async fn wait_resumed(
 /// every acknowledged lead exists. Waits up to three minutes for the last ones.
 async fn settle(
     receiver: &Receiver,
-    producer: Producer,
+    mut producer: Producer,
     pg: &tokio_postgres::Client,
 ) -> anyhow::Result<Value> {
-    producer.task.await?;
+    producer.finish().await?;
     let acked: HashSet<String> = producer.acked.lock().unwrap().keys().cloned().collect();
     let deadline = Instant::now() + Duration::from_secs(180);
     loop {
@@ -422,8 +440,8 @@ async fn postgres_tls(env: &Env) -> anyhow::Result<Value> {
         let rx = Receiver::start().await;
         let stack = env.stack(&t, &topo.prefix, &rx).await?;
         // A few events, so the pools, the LISTEN connection and the worker's have all worked.
-        let producer = produce(&stack, 1, 5, Duration::from_millis(500));
-        producer.task.await?;
+        let mut producer = produce(&stack, 1, 5, Duration::from_millis(500));
+        producer.finish().await?;
         let deadline = Instant::now() + Duration::from_secs(30);
         while rx.received().iter().filter(|r| is_delivery(r)).count() < 5 {
             ensure!(Instant::now() < deadline, "{case}: events did not arrive");
@@ -558,12 +576,19 @@ async fn rabbitmq(env: &Env, events: u64, over: Duration) -> anyhow::Result<Valu
     let rx = Receiver::start().await;
     let stack = env.stack(&t, &prefix, &rx).await?;
     let producer = produce(&stack, 2, events, over);
+    let started = Instant::now();
     let mut kills = Vec::new();
-    for (what, find) in [
+    for (k, (what, find)) in [
         ("the node leading the deliveries queue", "leader"),
         ("the node the relay is connected to", "relay"),
-    ] {
-        tokio::time::sleep(over / 3).await;
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        // At a third and two thirds of the stream, counted from its start: restarting the node
+        // killed before can take 10 s, which must not push this kill past the stream's end.
+        let at = started + over.mul_f64((k + 1) as f64 / 3.0);
+        tokio::time::sleep_until(at.into()).await;
         let node = match find {
             "leader" => {
                 script(
@@ -686,6 +711,27 @@ async fn failover(env: &Env, events: u64, over: Duration) -> anyhow::Result<Valu
     Ok(json!({"resumed_after_promotion_s": resumed.as_secs_f64(), "events": figures}))
 }
 
+/// The last warnings and errors of each service's log, for a failed run.
+fn print_log_tails(logs: &Path) {
+    for bin in ["lead-api", "webhook-delivery"] {
+        let path = logs.join(format!("{bin}.log"));
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        let lines: Vec<&str> = text
+            .lines()
+            .filter(|l| l.contains("\"WARN\"") || l.contains("\"ERROR\""))
+            .collect();
+        eprintln!(
+            "topology: the last warnings and errors of {bin} ({}):",
+            path.display()
+        );
+        for l in &lines[lines.len().saturating_sub(25)..] {
+            eprintln!("  {}", l.chars().take(400).collect::<String>());
+        }
+    }
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let opts = <Opts as clap::Parser>::parse();
@@ -695,11 +741,19 @@ async fn main() -> anyhow::Result<()> {
     std::fs::create_dir_all(&work)?;
     let certs = work.join("certs");
     script("certs.sh", &[certs.to_str().unwrap()]).await?;
+    let target =
+        PathBuf::from(std::env::var("CARGO_TARGET_DIR").unwrap_or_else(|_| "target".into()));
+    let logs = std::env::var_os("QUALIFIER_TOPOLOGY_LOGS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| target.join("topology").join("logs"));
+    let _ = std::fs::remove_dir_all(&logs);
+    std::fs::create_dir_all(&logs)?;
     let env = Env {
         bins,
         work: work.clone(),
         certs,
         key: SecretKey::generate_base64(),
+        logs: logs.clone(),
     };
     let over = Duration::from_secs(opts.seconds);
     let wanted = |s: &str| opts.only.as_deref().is_none_or(|o| o == s);
@@ -719,14 +773,14 @@ async fn main() -> anyhow::Result<()> {
     .await;
     let _ = std::fs::remove_dir_all(&work);
     let figures = Value::Object(figures);
-    let out = PathBuf::from(std::env::var("CARGO_TARGET_DIR").unwrap_or_else(|_| "target".into()))
-        .join("topology");
+    let out = target.join("topology");
     std::fs::create_dir_all(&out)?;
     std::fs::write(
         out.join("latest.json"),
         serde_json::to_vec_pretty(&figures)?,
     )?;
     if let Err(e) = result {
+        print_log_tails(&logs);
         // The cause on one line, last: CI shows the tail of the output, and anyhow's Debug form
         // would end in a backtrace of the runtime's frames when RUST_BACKTRACE is set.
         eprintln!("topology: FAILED: {e:#}");

@@ -454,23 +454,30 @@ impl Worker {
                         &mut rotation,
                     )
                     .await?;
-                let publisher = Publisher::new(&conn).await?;
-                self.topology.declare(publisher.channel()).await?;
-                let ch = conn.create_channel().await?;
-                // Prefetch = concurrency: the broker never gives us more than we work on at once,
-                // so other replicas get the rest.
-                ch.basic_qos(
-                    self.concurrency.min(u16::MAX as usize) as u16,
-                    BasicQosOptions::default(),
-                )
-                .await?;
-                let consumer = ch
-                    .basic_consume(
-                        self.topology.work_queue().into(),
-                        "".into(),
-                        BasicConsumeOptions::default(),
-                        FieldTable::default(),
-                    )
+                // Bounded like the connection: a node that took the connection and then
+                // stalls must not hold the worker (the next attempt goes to the next node).
+                let (publisher, ch, consumer) =
+                    qualifier_bus::within_setup_timeout("setting up the consumer", async {
+                        let publisher = Publisher::new(&conn).await?;
+                        self.topology.declare(publisher.channel()).await?;
+                        let ch = conn.create_channel().await?;
+                        // Prefetch = concurrency: the broker never gives us more than we work
+                        // on at once, so other replicas get the rest.
+                        ch.basic_qos(
+                            self.concurrency.min(u16::MAX as usize) as u16,
+                            BasicQosOptions::default(),
+                        )
+                        .await?;
+                        let consumer = ch
+                            .basic_consume(
+                                self.topology.work_queue().into(),
+                                "".into(),
+                                BasicConsumeOptions::default(),
+                                FieldTable::default(),
+                            )
+                            .await?;
+                        Ok::<_, qualifier_bus::BusError>((publisher, ch, consumer))
+                    })
                     .await?;
                 Ok::<_, qualifier_bus::BusError>((conn, publisher, ch, consumer))
             }
