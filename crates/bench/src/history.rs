@@ -908,16 +908,7 @@ async fn fill(side: &Side, n: i64) -> anyhow::Result<()> {
         &[&(SMALL_ORGS - 1)],
     )
     .await?;
-    let smalls: Vec<String> = c
-        .query(
-            "SELECT id::text FROM orgs WHERE name LIKE 'Bench small %' ORDER BY name",
-            &[],
-        )
-        .await?
-        .iter()
-        .map(|r| r.get(0))
-        .chain(std::iter::once(side.small.id.clone()))
-        .collect();
+    let smalls = small_org_ids(&c, side).await?;
     write_events(&mut c, &side.big.id, &smalls, n, DAYS, true).await?;
     // One statement each: VACUUM cannot run inside a multi-statement string's transaction.
     c.batch_execute("VACUUM ANALYZE outbox").await?;
@@ -934,6 +925,19 @@ async fn fill(side: &Side, n: i64) -> anyhow::Result<()> {
     let (pages, visible): (i64, i64) = (r.get(0), r.get(1));
     println!("      history: {visible} of {pages} outbox pages all-visible after VACUUM");
     Ok(())
+}
+
+/// The history's small orgs, the side's own small org last.
+async fn small_org_ids(c: &tokio_postgres::Client, side: &Side) -> anyhow::Result<Vec<String>> {
+    Ok(c.query(
+        "SELECT id::text FROM orgs WHERE name LIKE 'Bench small %' ORDER BY name",
+        &[],
+    )
+    .await?
+    .iter()
+    .map(|r| r.get(0))
+    .chain(std::iter::once(side.small.id.clone()))
+    .collect())
 }
 
 /// `n` events of the history's mix over the last `days` days (the big org nine in ten, the rest
@@ -977,16 +981,7 @@ async fn write_events(
 async fn retention_rounds(side: &Side, per_day: i64, rounds: i64) -> anyhow::Result<Value> {
     use qualifier_store::{SecretKey, Store};
     let mut c = side.env.db.client().await;
-    let smalls: Vec<String> = c
-        .query(
-            "SELECT id::text FROM orgs WHERE name LIKE 'Bench small %' ORDER BY name",
-            &[],
-        )
-        .await?
-        .iter()
-        .map(|r| r.get(0))
-        .chain(std::iter::once(side.small.id.clone()))
-        .collect();
+    let smalls = small_org_ids(&c, side).await?;
     let key = SecretKey::from_base64(&SecretKey::generate_base64())?;
     let store = Store::new(qualifier_store::connect(&side.env.db.database(), 2)?, key);
     let stop = tokio_util::sync::CancellationToken::new();
