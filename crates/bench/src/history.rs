@@ -740,9 +740,11 @@ impl Side {
         let r = pg
             .query_one(
                 "SELECT (SELECT count(*) FROM outbox)::float8,
-                        pg_relation_size('outbox')::float8,
-                        (pg_table_size('outbox') - pg_relation_size('outbox'))::float8,
-                        pg_indexes_size('outbox')::float8",
+                        sum(pg_relation_size(p))::float8,
+                        sum(pg_table_size(p) - pg_relation_size(p))::float8,
+                        sum(pg_indexes_size(p))::float8
+                 FROM (SELECT inhrelid AS p FROM pg_inherits
+                       WHERE inhparent = 'outbox'::regclass) parts",
                 &[],
             )
             .await?;
@@ -918,7 +920,8 @@ async fn fill(side: &Side, n: i64) -> anyhow::Result<()> {
     // not vouch for: how much of the table it vouches for once the history is written.
     let r = c
         .query_one(
-            "SELECT relpages::int8, relallvisible::int8 FROM pg_class WHERE oid = 'outbox'::regclass",
+            "SELECT sum(relpages)::int8, sum(relallvisible)::int8 FROM pg_class
+             WHERE oid IN (SELECT inhrelid FROM pg_inherits WHERE inhparent = 'outbox'::regclass)",
             &[],
         )
         .await?;
@@ -955,6 +958,14 @@ async fn write_events(
         .query_one("SELECT pos FROM feed_head FOR UPDATE", &[])
         .await?
         .get(0);
+    // The days' partitions, as housekeeping would have created them day after day.
+    tx.execute(
+        "SELECT qualifier_outbox_partition(d) FROM generate_series(
+             floor(extract(epoch FROM now() - make_interval(days => $1::int8::int)) / 86400)::int,
+             floor(extract(epoch FROM now()) / 86400)::int + 1) d",
+        &[&days],
+    )
+    .await?;
     // In slices, so progress shows and no single statement holds millions of rows in memory.
     let slice: i64 = 250_000;
     let mut from = 1;
@@ -973,10 +984,10 @@ async fn write_events(
     Ok(())
 }
 
-/// Retention as days pass, through housekeeping's own job (`Job::ExpireEvents`, the statement
-/// and batches `lead-api` runs): each round removes the oldest day left, vacuums the outbox
-/// (autovacuum's work, done at once and timed, so the next day's rows can take the space),
-/// then writes a day of new events. The outbox's size after each round shows whether what
+/// Retention as days pass, through housekeeping's own job (`Job::ExpireEvents`, what `lead-api`
+/// runs: a day's partition dropped): each round removes the oldest day left, vacuums the outbox
+/// (autovacuum's work, done at once and timed; with partitions dropped whole it finds nothing
+/// to do), then writes a day of new events. The outbox's size after each round shows whether what
 /// retention frees is used again; the times show what removing a day costs beside the history.
 async fn retention_rounds(side: &Side, per_day: i64, rounds: i64) -> anyhow::Result<Value> {
     use qualifier_store::{SecretKey, Store};
@@ -984,35 +995,42 @@ async fn retention_rounds(side: &Side, per_day: i64, rounds: i64) -> anyhow::Res
     let smalls = small_org_ids(&c, side).await?;
     let key = SecretKey::from_base64(&SecretKey::generate_base64())?;
     let store = Store::new(qualifier_store::connect(&side.env.db.database(), 2)?, key);
-    let stop = tokio_util::sync::CancellationToken::new();
     let mut out = Vec::new();
+    let count = async |c: &tokio_postgres::Client| -> anyhow::Result<i64> {
+        Ok(c.query_one("SELECT count(*) FROM outbox", &[]).await?.get(0))
+    };
     for round in 1..=rounds {
         let keep = Duration::from_secs(((DAYS - round) * 86_400) as u64);
+        let before = count(&c).await?;
         let t = Instant::now();
-        let removed = lead_api::housekeeping::Job::ExpireEvents
-            .run(&store, keep, &stop)
+        let partitions = lead_api::housekeeping::Job::ExpireEvents
+            .run(&store, keep)
             .await?;
         let expire_ms = t.elapsed().as_secs_f64() * 1000.0;
+        let removed = before - count(&c).await?;
         let t = Instant::now();
         c.batch_execute("VACUUM outbox").await?;
         let vacuum_ms = t.elapsed().as_secs_f64() * 1000.0;
         write_events(&mut c, &side.big.id, &smalls, per_day, 1, false).await?;
         let r = c
             .query_one(
-                "SELECT (SELECT count(*) FROM outbox)::float8, pg_relation_size('outbox')::float8,
-                        pg_indexes_size('outbox')::float8",
+                "SELECT (SELECT count(*) FROM outbox)::float8, sum(pg_relation_size(p))::float8,
+                        sum(pg_indexes_size(p))::float8
+                 FROM (SELECT inhrelid AS p FROM pg_inherits
+                       WHERE inhparent = 'outbox'::regclass) parts",
                 &[],
             )
             .await?;
         let (rows, table, indexes): (f64, f64, f64) = (r.get(0), r.get(1), r.get(2));
         println!(
-            "      retention round {round}: {removed} events removed in {expire_ms:.0} ms, VACUUM {vacuum_ms:.0} ms; then {per_day} written: {rows:.0} stored, table {:.1} MiB, indexes {:.1} MiB",
+            "      retention round {round}: {removed} events ({partitions} partitions) removed in {expire_ms:.0} ms, VACUUM {vacuum_ms:.0} ms; then {per_day} written: {rows:.0} stored, table {:.1} MiB, indexes {:.1} MiB",
             table / 1048576.0,
             indexes / 1048576.0
         );
         out.push(json!({
             "round": round,
             "removed": removed,
+            "partitions_dropped": partitions,
             "expire_ms": r3(expire_ms),
             "expire_us_per_event": r3(expire_ms * 1000.0 / (removed.max(1) as f64)),
             "vacuum_ms": r3(vacuum_ms),
@@ -1025,7 +1043,8 @@ async fn retention_rounds(side: &Side, per_day: i64, rounds: i64) -> anyhow::Res
     Ok(Value::Array(out))
 }
 
-/// One slice (`$5..=$6` of `$4`) of the history: `$1` the big org, `$2` the small ones, `$3`
+/// One slice (`$5..=$6` of `$4`) of the history, each event in the partition of its day, as
+/// if the sequence had moved on each day (its low 32 bits are unique across the history): `$1` the big org, `$2` the small ones, `$3`
 /// the feed head, `$7` the days it spans. The envelope is a real `lead.updated`'s shape and
 /// size; the attempt log holds what the delivery worker stores per attempt
 /// (`crates/domain/src/delivery.rs`, `AttemptEntry`).
@@ -1044,10 +1063,12 @@ WITH s AS MATERIALIZED (
     FROM generate_series($5::int8, $6::int8) g),
 l AS (
     SELECT s.*, md5(org::text || (g / 100)::text || (g % 10)::text)::uuid AS lead FROM s)
-INSERT INTO outbox (event_id, org_id, event_type, payload, created_at, delivery_id, lead_id,
+INSERT INTO outbox (seq, event_id, org_id, event_type, payload, created_at, delivery_id, lead_id,
                     published_at, status, attempts, failed_attempts, last_status_code, last_error,
                     attempt_log, updated_at, feed_pos)
-SELECT e, org, ty,
+SELECT (floor(extract(epoch FROM at) / 86400)::int8 << 32)
+           | (nextval('outbox_seq_seq') & 4294967295),
+       e, org, ty,
        convert_to(json_build_object(
            'id', e, 'type', ty, 'version', '1',
            'occurred_at', to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'),

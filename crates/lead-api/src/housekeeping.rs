@@ -13,7 +13,8 @@ use tokio_util::sync::CancellationToken;
 /// How often the jobs run.
 pub const EVERY: Duration = Duration::from_secs(60);
 
-/// Rows one statement removes at most, so no statement holds many row locks for long.
+/// Rows one statement removes at most (the tables other than the outbox), so no statement holds
+/// many row locks for long.
 const BATCH: i64 = 1000;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,8 +26,11 @@ pub enum Job {
     PurgeConsoleSessions,
     /// Expired idempotency keys (already ignored).
     PurgeIdempotencyKeys,
-    /// Finished events older than `QUALIFIER_EVENT_RETENTION_DAYS`, with their delivery records;
-    /// pending ones are never removed.
+    /// Today's and tomorrow's outbox partitions, and the outbox's sequence in today's range
+    /// (`Store::roll_outbox`). First, so a new day's events land in the new day's partition.
+    RollOutbox,
+    /// Finished events older than `QUALIFIER_EVENT_RETENTION_DAYS`, with their delivery records,
+    /// a day's partition at a time (`Store::expire_events`); pending ones are never removed.
     ExpireEvents,
     /// Operational events older than the same retention, delivered to the operator or not.
     ExpireOpsEvents,
@@ -35,7 +39,8 @@ pub enum Job {
 }
 
 impl Job {
-    pub const ALL: [Job; 6] = [
+    pub const ALL: [Job; 7] = [
+        Job::RollOutbox,
         Job::DropRetiredSecrets,
         Job::PurgeConsoleSessions,
         Job::PurgeIdempotencyKeys,
@@ -49,18 +54,19 @@ impl Job {
             Job::DropRetiredSecrets => "drop_retired_secrets",
             Job::PurgeConsoleSessions => "purge_console_sessions",
             Job::PurgeIdempotencyKeys => "purge_idempotency_keys",
+            Job::RollOutbox => "roll_outbox",
             Job::ExpireEvents => "expire_events",
             Job::ExpireOpsEvents => "expire_ops_events",
             Job::ExpireChartHours => "expire_chart_hours",
         }
     }
 
-    /// One run; how many rows it removed.
+    /// One run; how many rows it removed (partitions, for the outbox's two jobs: created by
+    /// `RollOutbox`, dropped by `ExpireEvents`).
     pub async fn run(
         self,
         store: &Store,
         retention: Duration,
-        stop: &CancellationToken,
     ) -> Result<usize, StoreError> {
         match self {
             Job::DropRetiredSecrets => store.drop_expired_previous_secrets().await,
@@ -68,16 +74,8 @@ impl Job {
             Job::PurgeIdempotencyKeys => store.idempotency_purge(BATCH).await,
             Job::ExpireOpsEvents => store.expire_ops_events(retention, BATCH).await,
             Job::ExpireChartHours => store.expire_delivery_hours().await,
-            Job::ExpireEvents => {
-                let mut removed = 0;
-                loop {
-                    let n = store.expire_events(retention, BATCH).await?;
-                    removed += n;
-                    if (n as i64) < BATCH || stop.is_cancelled() {
-                        return Ok(removed);
-                    }
-                }
-            }
+            Job::RollOutbox => store.roll_outbox().await,
+            Job::ExpireEvents => store.expire_events(retention).await,
         }
     }
 }
@@ -89,7 +87,7 @@ pub async fn run(store: Store, retention: Duration, stop: CancellationToken) {
     loop {
         tokio::select! { _ = tick.tick() => {}, _ = stop.cancelled() => return }
         for job in Job::ALL {
-            match job.run(&store, retention, &stop).await {
+            match job.run(&store, retention).await {
                 Ok(0) => {}
                 Ok(removed) => {
                     tracing::info!(job = job.name(), removed, "housekeeping removed rows")

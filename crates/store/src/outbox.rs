@@ -6,7 +6,7 @@ use diesel::sql_types::{Array, Int8};
 use diesel::{
     ExpressionMethods, OptionalExtension, QueryDsl, Queryable, Selectable, SelectableHelper,
 };
-use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl, SimpleAsyncConnection};
 use qualifier_domain::{Envelope, EventType};
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -282,41 +282,222 @@ impl Store {
         Ok(w.map(|w| std::time::Duration::from_secs_f64(w.wait)))
     }
 
-    /// Retention: deletes up to `batch` finished events created more than `keep` ago, oldest
-    /// first, and raises `expired_through` to the highest feed position deleted. Returns how many
-    /// it deleted; housekeeping calls it until a batch comes back short. Events still being
-    /// delivered (pending or failed) are kept whatever their age.
-    pub async fn expire_events(
-        &self,
-        keep: std::time::Duration,
-        batch: i64,
-    ) -> Result<usize, StoreError> {
+    /// Housekeeping's first step each round: today's and tomorrow's outbox partitions exist, and
+    /// the sequence is in today's range once today has begun (`qualifier_outbox_roll`,
+    /// migration 28). Returns how many partitions it created.
+    pub async fn roll_outbox(&self) -> Result<usize, StoreError> {
         let mut conn = self.conn().await?;
-        // The cutoff is a parameter, not `clock_timestamp() - …` (volatile, so no index
-        // condition): `outbox_created_at` then reads only the rows past retention, instead of
-        // every entry of the index each round.
+        let n = diesel::sql_query("SELECT qualifier_outbox_roll()::int8 AS count")
+            .get_result::<Count>(&mut conn)
+            .await?;
+        Ok(n.count as usize)
+    }
+
+    /// Retention: drops each outbox partition whose events all expired (created more than
+    /// `keep` ago) and are finished. Returns how many partitions it dropped.
+    ///
+    /// A day's partition is dropped whole, so a day costs the same whatever its number of
+    /// events, and leaves nothing to vacuum; an event is kept between `keep` and `keep` plus a
+    /// day. What it reads is bounded by the number of partitions and orgs, never by rows:
+    /// - a partition still holding an unfinished delivery (pending or failed: an endpoint's
+    ///   long outage, a replay) is kept, as retention never removes one; it goes once they
+    ///   finish;
+    /// - `feed_head.expired_through` is raised to the partition's highest feed position before
+    ///   it goes, so a cursor from before it is told it expired;
+    /// - the partition is detached concurrently (no lock that stops readers or writers), looked
+    ///   at again (a replay that committed meanwhile makes it unfinished: it is attached back),
+    ///   then dropped. A detach cut short is finished by the next round.
+    pub async fn expire_events(&self, keep: std::time::Duration) -> Result<usize, StoreError> {
         let cutoff = qualifier_domain::timefmt::now_millis()
             - time::Duration::seconds_f64(keep.as_secs_f64());
-        let n = diesel::sql_query(
-            "WITH gone AS (
-                 DELETE FROM outbox WHERE seq IN (
-                     SELECT seq FROM outbox
-                     WHERE created_at < $1
-                       AND published_at IS NOT NULL
-                       AND status IN ('succeeded', 'dead', 'skipped')
-                     ORDER BY created_at LIMIT $2)
-                 RETURNING feed_pos),
-             raised AS (
-                 UPDATE feed_head SET expired_through = m.top
-                 FROM (SELECT max(feed_pos) AS top FROM gone) m
-                 WHERE m.top > feed_head.expired_through)
-             SELECT count(*) AS count FROM gone",
+        let mut conn = self.conn().await?;
+        let parts: Vec<Partition> = diesel::sql_query(
+            "SELECT c.relname::text AS name, i.inhrelid IS NOT NULL AS attached,
+                    coalesce(i.inhdetachpending, false) AS detaching,
+                    (SELECT last_value FROM outbox_seq_seq) AS seq_now
+             FROM pg_class c
+             JOIN pg_namespace n ON n.oid = c.relnamespace AND n.nspname = current_schema()
+             LEFT JOIN pg_inherits i ON i.inhrelid = c.oid
+             WHERE c.relkind = 'r' AND c.relname ~ '^outbox_(legacy|d[0-9]{1,7})$'",
         )
-        .bind::<diesel::sql_types::Timestamptz, _>(cutoff)
-        .bind::<Int8, _>(batch)
-        .get_result::<Count>(&mut conn)
+        .load(&mut conn)
         .await?;
-        Ok(n.count as usize)
+        let mut parts: Vec<(PartitionName, Partition)> = parts
+            .into_iter()
+            .filter_map(|p| PartitionName::parse(&p.name).map(|n| (n, p)))
+            .collect();
+        parts.sort_by_key(|(n, _)| n.lower());
+        let mut dropped = 0;
+        for (name, part) in parts {
+            if !name.expired(cutoff) || part.seq_now < name.upper() {
+                // Partitions are in range order: the later ones are newer still.
+                break;
+            }
+            let table = name.table();
+            if name == PartitionName::Legacy {
+                // The table from before partitions: its newest event decides, found through its
+                // creation-time index.
+                let newest: Option<NewestRow> = diesel::sql_query(format!(
+                    "SELECT max(created_at) AS newest FROM {table}"
+                ))
+                .get_result(&mut conn)
+                .await
+                .optional()?;
+                if newest.and_then(|n| n.newest).is_some_and(|n| n > cutoff) {
+                    break;
+                }
+            }
+            if part.attached && !part.detaching {
+                if unfinished(&mut conn, &table).await? {
+                    continue;
+                }
+                diesel::sql_query(format!(
+                    "UPDATE feed_head SET expired_through = m.top
+                     FROM (SELECT max(x.top) AS top FROM orgs g CROSS JOIN LATERAL
+                               (SELECT max(o.feed_pos) AS top FROM {table} o
+                                WHERE o.org_id = g.id AND o.feed_pos IS NOT NULL) x) m
+                     WHERE m.top > feed_head.expired_through"
+                ))
+                .execute(&mut conn)
+                .await?;
+            }
+            // Waiting for the transactions that still see the partition may outlast the
+            // statement timeout; a detach cut short is left pending and finished next round.
+            if part.attached {
+                let how = if part.detaching {
+                    "FINALIZE"
+                } else {
+                    "CONCURRENTLY"
+                };
+                conn.batch_execute("SET statement_timeout = 0").await?;
+                let detached = conn
+                    .batch_execute(&format!(
+                        "ALTER TABLE outbox DETACH PARTITION {table} {how}"
+                    ))
+                    .await;
+                // The session's timeout must not stay off on a pooled connection.
+                conn.batch_execute("RESET statement_timeout").await?;
+                detached?;
+            }
+            if unfinished(&mut conn, &table).await? {
+                conn.batch_execute(&format!(
+                    "ALTER TABLE outbox ATTACH PARTITION {table} FOR VALUES {}",
+                    name.bounds()
+                ))
+                .await?;
+                continue;
+            }
+            conn.batch_execute(&format!("DROP TABLE {table}")).await?;
+            dropped += 1;
+        }
+        Ok(dropped)
+    }
+}
+
+/// Whether `table` (an outbox partition) holds an unfinished delivery: one probe of its
+/// `(org_id, status, …)` index per org, whatever its number of rows.
+async fn unfinished(conn: &mut AsyncPgConnection, table: &str) -> Result<bool, StoreError> {
+    let found: Option<Found> = diesel::sql_query(format!(
+        "SELECT true AS found FROM orgs g WHERE EXISTS
+             (SELECT 1 FROM {table} o
+              WHERE o.org_id = g.id AND o.status IN ('pending', 'failed'))
+         LIMIT 1"
+    ))
+    .get_result(conn)
+    .await
+    .optional()?;
+    Ok(found.is_some())
+}
+
+#[derive(diesel::QueryableByName)]
+struct Found {
+    #[diesel(sql_type = diesel::sql_types::Bool)]
+    #[allow(dead_code)]
+    found: bool,
+}
+
+#[derive(diesel::QueryableByName)]
+struct NewestRow {
+    #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Timestamptz>)]
+    newest: Option<OffsetDateTime>,
+}
+
+#[derive(diesel::QueryableByName)]
+struct Partition {
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    name: String,
+    #[diesel(sql_type = diesel::sql_types::Bool)]
+    attached: bool,
+    #[diesel(sql_type = diesel::sql_types::Bool)]
+    detaching: bool,
+    #[diesel(sql_type = Int8)]
+    seq_now: i64,
+}
+
+/// An outbox partition, by its name (migration 28): the table from before partitions, or day d
+/// since the Unix epoch, whose sequence numbers are `[d << 32, (d + 1) << 32)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PartitionName {
+    Legacy,
+    Day(i64),
+}
+
+/// The first day partition's lower bound, and so `outbox_legacy`'s upper one (migration 27).
+const LEGACY_UPPER: i64 = 20_000 << 32;
+
+impl PartitionName {
+    pub fn parse(name: &str) -> Option<Self> {
+        if name == "outbox_legacy" {
+            return Some(Self::Legacy);
+        }
+        let day = name.strip_prefix("outbox_d")?;
+        if day.is_empty() || day.len() > 7 || !day.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        day.parse().ok().map(Self::Day)
+    }
+
+    /// Its table's name, safe to write into SQL (digits and letters only).
+    pub fn table(self) -> String {
+        match self {
+            Self::Legacy => "outbox_legacy".to_owned(),
+            Self::Day(d) => format!("outbox_d{d}"),
+        }
+    }
+
+    pub fn lower(self) -> i64 {
+        match self {
+            Self::Legacy => i64::MIN,
+            Self::Day(d) => d << 32,
+        }
+    }
+
+    pub fn upper(self) -> i64 {
+        match self {
+            Self::Legacy => LEGACY_UPPER,
+            Self::Day(d) => (d + 1) << 32,
+        }
+    }
+
+    fn bounds(self) -> String {
+        match self {
+            Self::Legacy => format!("FROM (MINVALUE) TO ({LEGACY_UPPER})"),
+            Self::Day(_) => format!("FROM ({}) TO ({})", self.lower(), self.upper()),
+        }
+    }
+
+    /// Whether every event it can hold was created before `cutoff`: a day's partition takes
+    /// events until the sequence moves on, up to a minute into the next day (housekeeping's
+    /// round), and a transaction that drew its number before may commit later still; an hour
+    /// past the day's end covers both. The legacy table is judged by its newest row instead.
+    pub fn expired(self, cutoff: OffsetDateTime) -> bool {
+        match self {
+            Self::Legacy => true,
+            Self::Day(d) => {
+                let end = OffsetDateTime::UNIX_EPOCH + time::Duration::days(d + 1);
+                end + time::Duration::hours(1) <= cutoff
+            }
+        }
     }
 }
 
@@ -400,5 +581,45 @@ impl Store {
         .get_result(&mut conn)
         .await?;
         Ok(b)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PartitionName;
+    use time::macros::datetime;
+
+    #[test]
+    fn partition_names_are_read_back_and_nothing_else_is() {
+        assert_eq!(
+            PartitionName::parse("outbox_d20783"),
+            Some(PartitionName::Day(20783))
+        );
+        assert_eq!(
+            PartitionName::parse("outbox_legacy"),
+            Some(PartitionName::Legacy)
+        );
+        for bad in ["outbox", "outbox_d", "outbox_dx1", "outbox_d1;DROP", "outbox_d12345678"] {
+            assert_eq!(PartitionName::parse(bad), None, "{bad}");
+        }
+        assert_eq!(PartitionName::Day(20783).table(), "outbox_d20783");
+    }
+
+    #[test]
+    fn a_day_owns_its_range_of_the_sequence_and_the_legacy_table_everything_below() {
+        let d = PartitionName::Day(20783);
+        assert_eq!(d.lower(), 20783 << 32);
+        assert_eq!(d.upper(), PartitionName::Day(20784).lower());
+        assert_eq!(PartitionName::Legacy.upper(), PartitionName::Day(20000).lower());
+        assert!(PartitionName::Legacy.lower() < 1);
+    }
+
+    #[test]
+    fn a_day_expires_an_hour_after_its_end_has_passed_the_cutoff() {
+        // Day 20783 is 2026-11-26 (UTC).
+        let d = PartitionName::Day(20783);
+        assert!(!d.expired(datetime!(2026-11-27 00:59 UTC)));
+        assert!(d.expired(datetime!(2026-11-27 01:00 UTC)));
+        assert!(!d.expired(datetime!(2026-11-26 12:00 UTC)));
     }
 }

@@ -360,21 +360,35 @@ async fn a_cursor_older_than_retention_is_410_and_a_fresh_start_reads_what_is_ke
     let (events, _) = feed_page(&app, &token, None, 1).await;
     assert_eq!(events.len(), 1);
     let (_, first_cursor) = feed_page(&app, &token, None, 1).await;
-    // The first two events are 40 days old and finished: retention removes them.
+    // The first two events are 40 days old and finished: retention removes them. They are
+    // moved into the partition of their day, as if written then (the same low 32 bits of the
+    // sequence number, the day's range above them).
     let c = app.db.client().await;
-    c.execute(
-        "UPDATE outbox SET created_at = now() - interval '40 days', status = 'skipped'
+    c.batch_execute(
+        "SELECT qualifier_outbox_partition(floor(extract(epoch FROM now()) / 86400)::int - 40);
+         UPDATE outbox SET created_at = now() - interval '40 days', status = 'skipped',
+                seq = ((floor(extract(epoch FROM now()) / 86400)::int8 - 40) << 32)
+                      + seq % 4294967296
          WHERE seq IN (SELECT seq FROM outbox ORDER BY seq LIMIT 2)",
-        &[],
     )
     .await
     .unwrap();
     let store = app.store();
-    let deleted = store
-        .expire_events(Duration::from_secs(30 * 86_400), 1000)
+    let dropped = store
+        .expire_events(Duration::from_secs(30 * 86_400))
         .await
         .unwrap();
-    assert_eq!(deleted, 2);
+    assert!(dropped >= 1, "the old day's partition is dropped");
+    let old: i64 = c
+        .query_one(
+            "SELECT count(*) FROM pg_class
+             WHERE relname = 'outbox_d' || (floor(extract(epoch FROM now()) / 86400)::int - 40)",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(old, 0, "dropped whole, not emptied");
     let (status, v) = get(
         &app,
         &token,
@@ -384,6 +398,48 @@ async fn a_cursor_older_than_retention_is_410_and_a_fresh_start_reads_what_is_ke
     assert_eq!((status, v), (410, json!({"error": "Cursor expired"})));
     let (kept, _) = feed_page(&app, &token, None, 100).await;
     assert_eq!(kept.len(), 2, "a client starting over reads what is kept");
+}
+
+/// Retention never removes an unfinished delivery: a day past retention that still holds one
+/// (an endpoint's long outage) is kept whole until it finishes, and its events stay readable.
+#[tokio::test(flavor = "multi_thread")]
+async fn retention_keeps_a_day_that_still_holds_an_unfinished_delivery() {
+    let app = app().await;
+    let (org, token) = app.org().await;
+    for i in 0..2 {
+        app.inbound_lead(&org, &format!("+4477009003{i:02}")).await;
+    }
+    wait_relayed(&app, Duration::from_secs(20)).await;
+    let c = app.db.client().await;
+    // Both events 40 days old in their day's partition; one is still failing.
+    c.batch_execute(
+        "SELECT qualifier_outbox_partition(floor(extract(epoch FROM now()) / 86400)::int - 40);
+         UPDATE outbox SET created_at = now() - interval '40 days',
+                status = CASE WHEN seq = (SELECT min(seq) FROM outbox) THEN 'failed'
+                              ELSE 'succeeded' END,
+                seq = ((floor(extract(epoch FROM now()) / 86400)::int8 - 40) << 32)
+                      + seq % 4294967296",
+    )
+    .await
+    .unwrap();
+    let store = app.store();
+    store
+        .expire_events(Duration::from_secs(30 * 86_400))
+        .await
+        .unwrap();
+    let (kept, _) = feed_page(&app, &token, None, 100).await;
+    assert_eq!(kept.len(), 2, "the day is kept while a delivery in it is unfinished");
+    // Once it finishes, the next round removes the day.
+    c.batch_execute("UPDATE outbox SET status = 'dead' WHERE status = 'failed'")
+        .await
+        .unwrap();
+    let dropped = store
+        .expire_events(Duration::from_secs(30 * 86_400))
+        .await
+        .unwrap();
+    assert!(dropped >= 1);
+    let (kept, _) = feed_page(&app, &token, None, 100).await;
+    assert!(kept.is_empty(), "{kept:?}");
 }
 
 /// Acceptance 3, lead list: a walk four at a time while a third of the leads are renamed visits

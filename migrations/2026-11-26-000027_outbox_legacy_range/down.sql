@@ -1,0 +1,1 @@
+ALTER TABLE outbox DROP CONSTRAINT IF EXISTS outbox_legacy_range;

@@ -1,0 +1,153 @@
+-- The outbox becomes a table partitioned by day, so retention removes a day by dropping its
+-- partition: a cost that does not grow with the day's events, and nothing left to vacuum
+-- (docs/architecture.md, "The partitioned outbox"; docs/decisions.md).
+--
+-- Partitions are ranges of the sequence number `seq`, not of the creation time: `seq` stays the
+-- primary key alone, every statement that finds a row by `seq` reads one partition, and no row
+-- moves. Day d (days since the Unix epoch, UTC) owns [d << 32, (d + 1) << 32); housekeeping
+-- creates each day's partition ahead of time and moves the sequence to the day's lower bound
+-- once the day has begun (`qualifier_outbox_roll`). Four billion events a day fit in a range.
+--
+-- Nothing is copied: the existing table is renamed `outbox_legacy` and attached as the first
+-- partition, below every day's range; the previous migration proved its rows are. Only the
+-- catalog changes, under the table's exclusive lock for as long as that takes (milliseconds).
+-- Retention drops `outbox_legacy` whole once its newest event has expired.
+--
+-- Uniqueness of event and delivery ids: PostgreSQL cannot enforce a unique index across
+-- partitions unless it holds the partition key. Each partition has its own unique indexes on
+-- both, and both ids are random version 4 UUIDs drawn by the writer (`outbox::insert`), so two
+-- rows sharing one across partitions is a 1 in 2^122 event per pair. The same holds for the
+-- feed's (org, position): positions are handed out one by one under the `feed_head` lock.
+-- squawk-ignore-file require-statement-timeout, prefer-robust-stmts, disallow-unique-constraint, require-concurrent-index-creation
+SET lock_timeout = '5s';
+
+ALTER TABLE outbox RENAME TO outbox_legacy;
+ALTER INDEX outbox_pkey RENAME TO outbox_legacy_pkey;
+ALTER INDEX outbox_created_at RENAME TO outbox_legacy_created_at;
+ALTER INDEX outbox_feed_type RENAME TO outbox_legacy_feed_type;
+ALTER INDEX outbox_held RENAME TO outbox_legacy_held;
+ALTER INDEX outbox_org_lead RENAME TO outbox_legacy_org_lead;
+ALTER INDEX outbox_org_seq RENAME TO outbox_legacy_org_seq;
+ALTER INDEX outbox_org_status RENAME TO outbox_legacy_org_status;
+ALTER INDEX outbox_org_tests RENAME TO outbox_legacy_org_tests;
+ALTER INDEX outbox_org_type RENAME TO outbox_legacy_org_type;
+ALTER INDEX outbox_replay_due RENAME TO outbox_legacy_replay_due;
+ALTER INDEX outbox_unpublished RENAME TO outbox_legacy_unpublished;
+-- The three unique ones keep their names: they stay the legacy partition's own.
+DROP TRIGGER outbox_delivery_hours_change ON outbox_legacy;
+DROP TRIGGER outbox_delivery_hours_write ON outbox_legacy;
+DROP TRIGGER outbox_notify ON outbox_legacy;
+DROP TRIGGER outbox_stays_erased ON outbox_legacy;
+
+CREATE TABLE outbox (
+    seq              bigint NOT NULL DEFAULT nextval('outbox_seq_seq'),
+    event_id         uuid NOT NULL,
+    org_id           uuid NOT NULL,
+    event_type       text NOT NULL,
+    payload          bytea NOT NULL,
+    created_at       timestamptz NOT NULL DEFAULT clock_timestamp(),
+    delivery_id      uuid NOT NULL,
+    published_at     timestamptz,
+    status           text NOT NULL DEFAULT 'pending',
+    attempts         integer NOT NULL DEFAULT 0,
+    last_status_code integer,
+    last_error       text,
+    attempt_log      jsonb NOT NULL DEFAULT '[]'::jsonb,
+    updated_at       timestamptz NOT NULL DEFAULT clock_timestamp(),
+    traceparent      text,
+    is_test          boolean NOT NULL DEFAULT false,
+    feed_pos         bigint,
+    replay_at        timestamptz,
+    lead_id          uuid,
+    held_at          timestamptz,
+    resume_attempt   integer,
+    failed_attempts  integer NOT NULL DEFAULT 0,
+    erased_at        timestamptz,
+    CONSTRAINT outbox_pkey PRIMARY KEY (seq),
+    CONSTRAINT outbox_status_check
+        CHECK (status = ANY (ARRAY['pending', 'succeeded', 'failed', 'dead', 'skipped']))
+) PARTITION BY RANGE (seq);
+-- The sequence belongs to the new table: dropping `outbox_legacy` must not drop it.
+ALTER SEQUENCE outbox_seq_seq OWNED BY outbox.seq;
+
+-- The same indexes as before, defined once for every partition. Attaching `outbox_legacy`
+-- below adopts its identical indexes instead of building new ones.
+CREATE INDEX outbox_created_at ON outbox (created_at);
+CREATE INDEX outbox_feed_type ON outbox (org_id, event_type, feed_pos) WHERE feed_pos IS NOT NULL;
+CREATE INDEX outbox_held ON outbox (org_id, seq) WHERE held_at IS NOT NULL;
+CREATE INDEX outbox_org_lead ON outbox (org_id, lead_id, seq DESC);
+CREATE INDEX outbox_org_seq ON outbox (org_id, seq DESC);
+CREATE INDEX outbox_org_status ON outbox (org_id, status, seq)
+    INCLUDE (created_at, failed_attempts, erased_at);
+CREATE INDEX outbox_org_tests ON outbox (org_id, created_at) WHERE is_test;
+CREATE INDEX outbox_org_type ON outbox (org_id, event_type, seq);
+CREATE INDEX outbox_replay_due ON outbox (replay_at)
+    WHERE published_at IS NULL AND replay_at IS NOT NULL;
+CREATE INDEX outbox_unpublished ON outbox (seq) WHERE published_at IS NULL AND replay_at IS NULL;
+
+CREATE TRIGGER outbox_notify AFTER INSERT ON outbox
+    FOR EACH STATEMENT EXECUTE FUNCTION qualifier_outbox_notify();
+CREATE TRIGGER outbox_stays_erased BEFORE UPDATE ON outbox
+    FOR EACH ROW WHEN (OLD.erased_at IS NOT NULL) EXECUTE FUNCTION outbox_stays_erased();
+CREATE TRIGGER outbox_delivery_hours_write AFTER INSERT OR DELETE ON outbox
+    FOR EACH ROW EXECUTE FUNCTION outbox_delivery_hours();
+CREATE TRIGGER outbox_delivery_hours_change AFTER UPDATE OF status, failed_attempts ON outbox
+    FOR EACH ROW
+    WHEN (OLD.status IS DISTINCT FROM NEW.status
+          OR OLD.failed_attempts IS DISTINCT FROM NEW.failed_attempts)
+    EXECUTE FUNCTION outbox_delivery_hours();
+
+ALTER TABLE outbox ATTACH PARTITION outbox_legacy FOR VALUES FROM (MINVALUE) TO (85899345920000);
+
+-- Day d's partition, if it does not exist yet; true when it was created. Built as a table of
+-- its own and then attached: attaching locks the outbox only against other schema changes
+-- (SHARE UPDATE EXCLUSIVE), where `CREATE TABLE … PARTITION OF` would lock out every reader
+-- and writer. Empty, with a constraint stating its range, it is attached without a scan.
+CREATE FUNCTION qualifier_outbox_partition(day integer) RETURNS boolean
+LANGUAGE plpgsql AS $$
+DECLARE
+    part text := 'outbox_d' || day;
+    lo bigint := day::bigint << 32;
+    hi bigint := (day::bigint + 1) << 32;
+BEGIN
+    IF to_regclass(part) IS NOT NULL THEN
+        RETURN false;
+    END IF;
+    -- Outcome updates keep a tenth of each page free (migration 24's reasoning).
+    EXECUTE format('CREATE TABLE %I (LIKE outbox INCLUDING DEFAULTS INCLUDING CONSTRAINTS)
+                    WITH (fillfactor = 90)', part);
+    EXECUTE format('ALTER TABLE %I ADD CONSTRAINT %I CHECK (seq >= %s AND seq < %s)',
+                   part, part || '_range', lo, hi);
+    EXECUTE format('CREATE UNIQUE INDEX %I ON %I (event_id)', part || '_event_id', part);
+    EXECUTE format('CREATE UNIQUE INDEX %I ON %I (delivery_id)', part || '_delivery_id', part);
+    EXECUTE format('CREATE UNIQUE INDEX %I ON %I (org_id, feed_pos) WHERE feed_pos IS NOT NULL',
+                   part || '_feed', part);
+    EXECUTE format('ALTER TABLE outbox ATTACH PARTITION %I FOR VALUES FROM (%s) TO (%s)',
+                   part, lo, hi);
+    RETURN true;
+END
+$$;
+
+-- Today's and tomorrow's partitions, and the sequence moved to today's range once today has
+-- begun. Run by housekeeping every minute (and here); replicas take turns on an advisory lock.
+-- The sequence only ever moves forward: values already drawn are below the new bound, so their
+-- rows go to the previous day's partition, whose range still holds them.
+CREATE FUNCTION qualifier_outbox_roll() RETURNS integer
+LANGUAGE plpgsql AS $$
+DECLARE
+    today integer := floor(extract(epoch FROM clock_timestamp()) / 86400)::integer;
+    created integer := 0;
+BEGIN
+    -- Attaching waits for other schema changes on the outbox; never for long.
+    PERFORM set_config('lock_timeout', '2s', true);
+    PERFORM pg_advisory_xact_lock(8317464216);
+    created := qualifier_outbox_partition(today)::integer
+               + qualifier_outbox_partition(today + 1)::integer;
+    IF (SELECT last_value FROM outbox_seq_seq) < (today::bigint << 32) THEN
+        PERFORM setval('outbox_seq_seq', today::bigint << 32, false);
+    END IF;
+    RETURN created;
+END
+$$;
+
+SELECT qualifier_outbox_roll();
