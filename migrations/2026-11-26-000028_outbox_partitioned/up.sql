@@ -109,6 +109,7 @@ DECLARE
     part text := 'outbox_d' || day;
     lo bigint := day::bigint << 32;
     hi bigint := (day::bigint + 1) << 32;
+    def text;
 BEGIN
     IF to_regclass(part) IS NOT NULL THEN
         RETURN false;
@@ -118,6 +119,17 @@ BEGIN
                     WITH (fillfactor = 90)', part);
     EXECUTE format('ALTER TABLE %I ADD CONSTRAINT %I CHECK (seq >= %s AND seq < %s)',
                    part, part || '_range', lo, hi);
+    -- Each of the outbox's indexes under the partition's name (`outbox_d20783_org_seq` for
+    -- `outbox_org_seq`), so a plan names the index it uses; attaching adopts them (and makes
+    -- the primary key's, `outbox_d20783_pkey`, itself).
+    FOR def IN
+        SELECT regexp_replace(pg_get_indexdef(x.indexrelid),
+                              '^CREATE (UNIQUE )?INDEX outbox(\w*) ON ONLY \S+ ',
+                              'CREATE \1INDEX ' || part || '\2 ON ' || part || ' ')
+        FROM pg_index x WHERE x.indrelid = 'outbox'::regclass AND NOT x.indisprimary
+    LOOP
+        EXECUTE def;
+    END LOOP;
     EXECUTE format('CREATE UNIQUE INDEX %I ON %I (event_id)', part || '_event_id', part);
     EXECUTE format('CREATE UNIQUE INDEX %I ON %I (delivery_id)', part || '_delivery_id', part);
     EXECUTE format('CREATE UNIQUE INDEX %I ON %I (org_id, feed_pos) WHERE feed_pos IS NOT NULL',

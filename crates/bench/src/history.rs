@@ -997,7 +997,9 @@ async fn retention_rounds(side: &Side, per_day: i64, rounds: i64) -> anyhow::Res
     let store = Store::new(qualifier_store::connect(&side.env.db.database(), 2)?, key);
     let mut out = Vec::new();
     let count = async |c: &tokio_postgres::Client| -> anyhow::Result<i64> {
-        Ok(c.query_one("SELECT count(*) FROM outbox", &[]).await?.get(0))
+        Ok(c.query_one("SELECT count(*) FROM outbox", &[])
+            .await?
+            .get(0))
     };
     for round in 1..=rounds {
         let keep = Duration::from_secs(((DAYS - round) * 86_400) as u64);

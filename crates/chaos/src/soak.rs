@@ -392,7 +392,9 @@ async fn run() -> anyhow::Result<()> {
             .get(0);
         let sizes = pg
             .query_one(
-                "SELECT pg_total_relation_size('outbox'), pg_total_relation_size('leads')",
+                "SELECT (SELECT coalesce(sum(pg_total_relation_size(inhrelid)), 0)::int8
+                         FROM pg_inherits WHERE inhparent = 'outbox'::regclass),
+                        pg_total_relation_size('leads')",
                 &[],
             )
             .await?;

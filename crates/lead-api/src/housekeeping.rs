@@ -63,11 +63,7 @@ impl Job {
 
     /// One run; how many rows it removed (partitions, for the outbox's two jobs: created by
     /// `RollOutbox`, dropped by `ExpireEvents`).
-    pub async fn run(
-        self,
-        store: &Store,
-        retention: Duration,
-    ) -> Result<usize, StoreError> {
+    pub async fn run(self, store: &Store, retention: Duration) -> Result<usize, StoreError> {
         match self {
             Job::DropRetiredSecrets => store.drop_expired_previous_secrets().await,
             Job::PurgeConsoleSessions => store.purge_console(BATCH).await,

@@ -337,12 +337,11 @@ impl Store {
             if name == PartitionName::Legacy {
                 // The table from before partitions: its newest event decides, found through its
                 // creation-time index.
-                let newest: Option<NewestRow> = diesel::sql_query(format!(
-                    "SELECT max(created_at) AS newest FROM {table}"
-                ))
-                .get_result(&mut conn)
-                .await
-                .optional()?;
+                let newest: Option<NewestRow> =
+                    diesel::sql_query(format!("SELECT max(created_at) AS newest FROM {table}"))
+                        .get_result(&mut conn)
+                        .await
+                        .optional()?;
                 if newest.and_then(|n| n.newest).is_some_and(|n| n > cutoff) {
                     break;
                 }
@@ -599,7 +598,13 @@ mod tests {
             PartitionName::parse("outbox_legacy"),
             Some(PartitionName::Legacy)
         );
-        for bad in ["outbox", "outbox_d", "outbox_dx1", "outbox_d1;DROP", "outbox_d12345678"] {
+        for bad in [
+            "outbox",
+            "outbox_d",
+            "outbox_dx1",
+            "outbox_d1;DROP",
+            "outbox_d12345678",
+        ] {
             assert_eq!(PartitionName::parse(bad), None, "{bad}");
         }
         assert_eq!(PartitionName::Day(20783).table(), "outbox_d20783");
@@ -610,7 +615,10 @@ mod tests {
         let d = PartitionName::Day(20783);
         assert_eq!(d.lower(), 20783 << 32);
         assert_eq!(d.upper(), PartitionName::Day(20784).lower());
-        assert_eq!(PartitionName::Legacy.upper(), PartitionName::Day(20000).lower());
+        assert_eq!(
+            PartitionName::Legacy.upper(),
+            PartitionName::Day(20000).lower()
+        );
         assert!(PartitionName::Legacy.lower() < 1);
     }
 
