@@ -2,11 +2,19 @@
 -- partition: a cost that does not grow with the day's events, and nothing left to vacuum
 -- (docs/architecture.md, "The partitioned outbox"; docs/decisions.md).
 --
--- Partitions are ranges of the sequence number `seq`, not of the creation time: `seq` stays the
--- primary key alone, every statement that finds a row by `seq` reads one partition, and no row
--- moves. Day d (days since the Unix epoch, UTC) owns [d << 32, (d + 1) << 32); housekeeping
--- creates each day's partition ahead of time and moves the sequence to the day's lower bound
--- once the day has begun (`qualifier_outbox_roll`). Four billion events a day fit in a range.
+-- Partitions are days of the sequence number `seq`, not of the creation time: the partition key
+-- is `seq >> 32`, the day, so day d (days since the Unix epoch, UTC) owns the numbers
+-- [d << 32, (d + 1) << 32). Housekeeping creates each day's partition ahead of time and moves
+-- the sequence to the day's lower bound once the day has begun (`qualifier_outbox_roll`); four
+-- billion events a day fit. A row never moves, and whoever knows a row's `seq` knows its
+-- partition: the delivery worker, whose messages carry it, says `seq >> 32 BETWEEN $d AND $d`
+-- beside the delivery id, and reads one partition's `delivery_id` index instead of every
+-- day's. The key is an expression rather than `seq` itself so that this condition prunes
+-- partitions but matches no index: on `seq` the planner could pick the `seq` index and read a
+-- day of rows for it.
+--
+-- `seq` stays unique: each partition's primary key, and a sequence that only goes forward
+-- (PostgreSQL allows no primary key on the partitioned table with an expression key).
 --
 -- Nothing is copied: the existing table is renamed `outbox_legacy` and attached as the first
 -- partition, below every day's range; the previous migration proved its rows are. Only the
@@ -38,7 +46,8 @@ ALTER INDEX outbox_org_tests RENAME TO outbox_legacy_org_tests;
 ALTER INDEX outbox_org_type RENAME TO outbox_legacy_org_type;
 ALTER INDEX outbox_replay_due RENAME TO outbox_legacy_replay_due;
 ALTER INDEX outbox_unpublished RENAME TO outbox_legacy_unpublished;
--- The three unique ones keep their names: they stay the legacy partition's own.
+-- The three unique ones and the primary key keep their names: they stay the legacy
+-- partition's own.
 DROP TRIGGER outbox_delivery_hours_change ON outbox_legacy;
 DROP TRIGGER outbox_delivery_hours_write ON outbox_legacy;
 DROP TRIGGER outbox_notify ON outbox_legacy;
@@ -68,10 +77,9 @@ CREATE TABLE outbox (
     resume_attempt   integer,
     failed_attempts  integer NOT NULL DEFAULT 0,
     erased_at        timestamptz,
-    CONSTRAINT outbox_pkey PRIMARY KEY (seq),
     CONSTRAINT outbox_status_check
         CHECK (status = ANY (ARRAY['pending', 'succeeded', 'failed', 'dead', 'skipped']))
-) PARTITION BY RANGE (seq);
+) PARTITION BY RANGE ((seq >> 32));
 -- The sequence belongs to the new table: dropping `outbox_legacy` must not drop it.
 ALTER SEQUENCE outbox_seq_seq OWNED BY outbox.seq;
 
@@ -102,7 +110,7 @@ CREATE TRIGGER outbox_delivery_hours_change AFTER UPDATE OF status, failed_attem
           OR OLD.failed_attempts IS DISTINCT FROM NEW.failed_attempts)
     EXECUTE FUNCTION outbox_delivery_hours();
 
-ALTER TABLE outbox ATTACH PARTITION outbox_legacy FOR VALUES FROM (MINVALUE) TO (85899345920000);
+ALTER TABLE outbox ATTACH PARTITION outbox_legacy FOR VALUES FROM (MINVALUE) TO (20000);
 
 -- Day d's partition, if it does not exist yet; true when it was created. Built as a table of
 -- its own and then attached: attaching locks the outbox only against other schema changes
@@ -112,8 +120,6 @@ CREATE FUNCTION qualifier_outbox_partition(day integer) RETURNS boolean
 LANGUAGE plpgsql AS $$
 DECLARE
     part text := 'outbox_d' || day;
-    lo bigint := day::bigint << 32;
-    hi bigint := (day::bigint + 1) << 32;
     def text;
 BEGIN
     IF to_regclass(part) IS NOT NULL THEN
@@ -122,16 +128,17 @@ BEGIN
     -- Outcome updates keep a tenth of each page free (migration 24's reasoning).
     EXECUTE format('CREATE TABLE %I (LIKE outbox INCLUDING DEFAULTS INCLUDING CONSTRAINTS)
                     WITH (fillfactor = 90)', part);
-    EXECUTE format('ALTER TABLE %I ADD CONSTRAINT %I CHECK (seq >= %s AND seq < %s)',
-                   part, part || '_range', lo, hi);
+    EXECUTE format('ALTER TABLE %I ADD CONSTRAINT %I
+                    CHECK ((seq >> 32) IS NOT NULL AND (seq >> 32) >= %s AND (seq >> 32) < %s)',
+                   part, part || '_range', day, day + 1);
+    EXECUTE format('ALTER TABLE %I ADD CONSTRAINT %I PRIMARY KEY (seq)', part, part || '_pkey');
     -- Each of the outbox's indexes under the partition's name (`outbox_d20783_org_seq` for
-    -- `outbox_org_seq`), so a plan names the index it uses; attaching adopts them (and makes
-    -- the primary key's, `outbox_d20783_pkey`, itself).
+    -- `outbox_org_seq`), so a plan names the index it uses; attaching adopts them.
     FOR def IN
         SELECT regexp_replace(pg_get_indexdef(x.indexrelid),
                               '^CREATE (UNIQUE )?INDEX outbox(\w*) ON ONLY \S+ ',
                               'CREATE \1INDEX ' || part || '\2 ON ' || part || ' ')
-        FROM pg_index x WHERE x.indrelid = 'outbox'::regclass AND NOT x.indisprimary
+        FROM pg_index x WHERE x.indrelid = 'outbox'::regclass
     LOOP
         EXECUTE def;
     END LOOP;
@@ -140,7 +147,7 @@ BEGIN
     EXECUTE format('CREATE UNIQUE INDEX %I ON %I (org_id, feed_pos) WHERE feed_pos IS NOT NULL',
                    part || '_feed', part);
     EXECUTE format('ALTER TABLE outbox ATTACH PARTITION %I FOR VALUES FROM (%s) TO (%s)',
-                   part, lo, hi);
+                   part, day, day + 1);
     RETURN true;
 END
 $$;

@@ -148,6 +148,7 @@ pub async fn lapin_rates(n: u64, batch: usize, prefetch: u16) -> anyhow::Result<
                 traceparent: None,
                 not_before_ms: None,
                 test: false,
+                seq: None,
             })
             .collect();
         let msgs: Vec<Outgoing<'_>> = metas

@@ -26,6 +26,9 @@ pub mod headers {
     pub const NOT_BEFORE: &str = "x-qualifier-not-before";
     /// A test event (`POST …/webhook/test`): sent with `X-Qualifier-Test: true`.
     pub const TEST: &str = "x-qualifier-test";
+    /// The delivery's outbox row (its `seq`): the worker reads and writes that row in its own
+    /// partition only. Absent on messages of earlier versions.
+    pub const SEQ: &str = "x-qualifier-seq";
 }
 
 /// What a delivery message says about itself, in its headers. The relay creates it, and the
@@ -47,6 +50,9 @@ pub struct DeliveryMeta {
     pub not_before_ms: Option<i64>,
     /// A test event asked for by name: sent even if the webhook is not subscribed to its type.
     pub test: bool,
+    /// Its outbox row's sequence number, which names the row's partition (`None` from an
+    /// earlier version, or for a probe, which has no row).
+    pub seq: Option<i64>,
 }
 
 impl DeliveryMeta {
@@ -69,6 +75,7 @@ impl DeliveryMeta {
                 self.not_before_ms.map(|t| t.to_string()),
             ),
             (headers::TEST, self.test.then(|| "true".to_owned())),
+            (headers::SEQ, self.seq.map(|s| s.to_string())),
         ];
         h.extend(optional.into_iter().filter_map(|(k, v)| Some((k, v?))));
         h
@@ -91,6 +98,7 @@ impl DeliveryMeta {
             traceparent: header_str(props, headers::TRACEPARENT),
             not_before_ms: number(headers::NOT_BEFORE),
             test: header_str(props, headers::TEST).is_some_and(|v| v == "true"),
+            seq: number(headers::SEQ),
         })
     }
 }
@@ -677,6 +685,7 @@ mod meta_tests {
             traceparent: Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".into()),
             not_before_ms: Some(1_763_720_009_000),
             test: true,
+            seq: Some(89_262_305_312_769),
         };
         let props = |m: &DeliveryMeta| {
             Publisher::properties(&Outgoing {
@@ -688,7 +697,12 @@ mod meta_tests {
             })
         };
         assert_eq!(DeliveryMeta::from_properties(&props(&meta)).unwrap(), meta);
-        (meta.occurred_at_ms, meta.traceparent, meta.not_before_ms) = (None, None, None);
+        (
+            meta.occurred_at_ms,
+            meta.traceparent,
+            meta.not_before_ms,
+            meta.seq,
+        ) = (None, None, None, None);
         assert_eq!(DeliveryMeta::from_properties(&props(&meta)).unwrap(), meta);
         let mut bare = props(&meta);
         bare = bare.with_headers(FieldTable::default());

@@ -55,6 +55,7 @@ fn to_message<'a>(topology_exchange: &'a str, row: &'a Unpublished) -> Outgoing<
         traceparent: row.traceparent.clone(),
         not_before_ms: None,
         test: row.is_test,
+        seq: Some(row.seq),
     };
     Outgoing {
         exchange: topology_exchange,

@@ -124,11 +124,48 @@ impl Default for EndpointGlance {
     }
 }
 
+/// A delivery as its message names it: its id, and its outbox row's sequence number when the
+/// message carries it (`x-qualifier-seq`; not on an earlier version's messages).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct DeliveryRef {
+    pub id: Uuid,
+    pub seq: Option<i64>,
+}
+
+/// The outbox partitions a statement over rows with these sequence numbers may touch, as the
+/// partition key's days (`seq >> 32`, migration 28): from the lowest day to the highest, or all
+/// of them if one row's number is unknown. A statement that says
+/// `(seq >> 32) BETWEEN lo AND hi` beside its `delivery_id` reads only those partitions (pruned
+/// when it starts, even as a generic plan); by `delivery_id` alone it would probe the index of
+/// every partition, one per day kept (docs/performance.md, "History at scale").
+pub fn day_bounds(seqs: impl IntoIterator<Item = Option<i64>>) -> (i64, i64) {
+    let mut bounds: Option<(i64, i64)> = None;
+    for seq in seqs {
+        let Some(day) = seq.map(|s| s >> 32) else {
+            return (i64::MIN, i64::MAX);
+        };
+        bounds = Some(bounds.map_or((day, day), |(lo, hi)| (lo.min(day), hi.max(day))));
+    }
+    bounds.unwrap_or((i64::MIN, i64::MAX))
+}
+
+/// `(outbox.seq >> 32) BETWEEN lo AND hi`, a filter, from [`day_bounds`]' pair (a macro: the
+/// expression's type cannot be named outside diesel).
+macro_rules! in_days {
+    ($days:expr) => {{
+        let (lo, hi): (i64, i64) = $days;
+        diesel::dsl::sql::<diesel::sql_types::Bool>("(outbox.seq >> 32) BETWEEN ")
+            .bind::<diesel::sql_types::BigInt, _>(lo)
+            .sql(" AND ")
+            .bind::<diesel::sql_types::BigInt, _>(hi)
+    }};
+}
+
 /// One attempt's outcome to record with [`Store::record_attempts`]: its log entry and the
 /// status it leads to.
 #[derive(Debug, Clone)]
 pub struct AttemptWrite {
-    pub delivery_id: Uuid,
+    pub delivery: DeliveryRef,
     pub entry: AttemptEntry,
     pub status: DeliveryStatus,
 }
@@ -140,8 +177,10 @@ impl Store {
     /// secret opened. `None` for a delivery that does not exist.
     pub async fn delivery_contexts(
         &self,
-        delivery_ids: &[Uuid],
+        deliveries: &[DeliveryRef],
     ) -> Result<Vec<Option<DeliveryContext>>, StoreError> {
+        let delivery_ids: Vec<Uuid> = deliveries.iter().map(|d| d.id).collect();
+        let days = day_bounds(deliveries.iter().map(|d| d.seq));
         let mut conn = self.conn().await?;
         type Row = (
             Uuid,
@@ -153,7 +192,8 @@ impl Store {
         let rows: Vec<Row> = outbox::table
             .left_join(webhooks::table)
             .left_join(endpoint_health::table)
-            .filter(outbox::delivery_id.eq_any(delivery_ids))
+            .filter(outbox::delivery_id.eq_any(&delivery_ids))
+            .filter(in_days!(days))
             .select((
                 outbox::delivery_id,
                 outbox::status,
@@ -194,7 +234,8 @@ impl Store {
     /// worker's group commit. Every outcome in the batch is durable when this returns Ok.
     pub async fn record_attempts(&self, writes: &[AttemptWrite]) -> Result<(), StoreError> {
         use diesel::sql_types::{Jsonb, Nullable, Text};
-        let ids: Vec<Uuid> = writes.iter().map(|w| w.delivery_id).collect();
+        let ids: Vec<Uuid> = writes.iter().map(|w| w.delivery.id).collect();
+        let (lo, hi) = day_bounds(writes.iter().map(|w| w.delivery.seq));
         let statuses: Vec<DeliveryStatus> = writes.iter().map(|w| w.status).collect();
         let codes: Vec<Option<i32>> = writes
             .iter()
@@ -219,29 +260,39 @@ impl Store {
                     updated_at = clock_timestamp()
              FROM p, unnest(p.ids, p.statuses, p.codes, p.errs, p.entries)
                   AS v(id, status, code, err, entry)
-             WHERE o.delivery_id = v.id",
+             WHERE o.delivery_id = v.id AND (o.seq >> 32) BETWEEN $6 AND $7",
             &ids,
         )
         .bind::<Array<Text>, _>(&statuses)
         .bind::<Array<Nullable<diesel::sql_types::Int4>>, _>(&codes)
         .bind::<Array<Nullable<Text>>, _>(&errors)
         .bind::<Array<Jsonb>, _>(&entries)
+        .bind::<diesel::sql_types::BigInt, _>(lo)
+        .bind::<diesel::sql_types::BigInt, _>(hi)
         .execute(&mut conn)
         .await?;
         Ok(())
     }
 
     /// Ends a delivery without a request (webhook missing, disabled or not subscribed).
-    pub async fn mark_skipped(&self, delivery_id: Uuid, reason: &str) -> Result<(), StoreError> {
+    pub async fn mark_skipped(
+        &self,
+        delivery: DeliveryRef,
+        reason: &str,
+    ) -> Result<(), StoreError> {
         let mut conn = self.conn().await?;
-        diesel::update(outbox::table.filter(outbox::delivery_id.eq(delivery_id)))
-            .set((
-                outbox::status.eq(DeliveryStatus::Skipped),
-                outbox::last_error.eq(reason),
-                outbox::updated_at.eq(qualifier_domain::timefmt::now_millis()),
-            ))
-            .execute(&mut conn)
-            .await?;
+        diesel::update(
+            outbox::table
+                .filter(outbox::delivery_id.eq(delivery.id))
+                .filter(in_days!(day_bounds([delivery.seq]))),
+        )
+        .set((
+            outbox::status.eq(DeliveryStatus::Skipped),
+            outbox::last_error.eq(reason),
+            outbox::updated_at.eq(qualifier_domain::timefmt::now_millis()),
+        ))
+        .execute(&mut conn)
+        .await?;
         Ok(())
     }
 
@@ -678,6 +729,23 @@ fn compact_log(mut log: Value) -> Option<Value> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn bounds_span_the_days_of_the_known_rows_and_open_up_for_one_unknown() {
+        let day = |d: i64, n: i64| Some((d << 32) + n);
+        assert_eq!(
+            day_bounds([day(20783, 9), day(20781, 1), day(20783, 2)]),
+            (20781, 20783)
+        );
+        assert_eq!(day_bounds([day(20783, 0)]), (20783, 20783));
+        assert_eq!(
+            day_bounds([Some(5)]),
+            (0, 0),
+            "the legacy partition's rows are day 0"
+        );
+        assert_eq!(day_bounds([day(20783, 1), None]), (i64::MIN, i64::MAX));
+        assert_eq!(day_bounds([]), (i64::MIN, i64::MAX));
+    }
 
     #[test]
     fn a_compacted_log_keeps_every_field_but_the_headers_and_shows_the_same() {

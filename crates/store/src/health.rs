@@ -209,19 +209,23 @@ impl Store {
     /// read `FOR SHARE`, so a recovery either sees this hold (and releases it) or waits for it.
     pub async fn hold_delivery(
         &self,
-        delivery_id: Uuid,
+        delivery: crate::deliveries::DeliveryRef,
         resume_attempt: u32,
     ) -> Result<bool, StoreError> {
+        let (lo, hi) = crate::deliveries::day_bounds([delivery.seq]);
         let mut conn = self.conn().await?;
         let n = diesel::sql_query(
             "UPDATE outbox o SET held_at = clock_timestamp(), resume_attempt = $2,
                     updated_at = clock_timestamp()
-             WHERE o.delivery_id = $1 AND o.status IN ('pending', 'failed')
+             WHERE o.delivery_id = $1 AND (o.seq >> 32) BETWEEN $3 AND $4
+               AND o.status IN ('pending', 'failed')
                AND EXISTS (SELECT 1 FROM endpoint_health h
                            WHERE h.org_id = o.org_id AND h.state = 'failing' FOR SHARE)",
         )
-        .bind::<SqlUuid, _>(delivery_id)
+        .bind::<SqlUuid, _>(delivery.id)
         .bind::<Int4, _>(i32::try_from(resume_attempt).unwrap_or(i32::MAX))
+        .bind::<BigInt, _>(lo)
+        .bind::<BigInt, _>(hi)
         .execute(&mut conn)
         .await?;
         Ok(n > 0)

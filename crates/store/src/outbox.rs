@@ -156,12 +156,16 @@ where
             ")), marked AS (
                  UPDATE outbox o SET published_at = clock_timestamp(), feed_pos = v.pos
                  FROM p, unnest(p.seqs, p.positions) AS v(seq, pos)
-                 WHERE o.seq = v.seq)
+                 WHERE o.seq = v.seq AND (o.seq >> 32) BETWEEN $4 AND $5)
              UPDATE feed_head SET pos = p.head FROM p WHERE pos <> p.head",
             &seqs,
         )
         .bind::<Array<Nullable<Int8>>, _>(&positions)
         .bind::<Int8, _>(next)
+        // The batch's days: the statement reads only their partitions
+        // (`deliveries::day_bounds`).
+        .bind::<Int8, _>(seqs.iter().copied().min().unwrap_or(0) >> 32)
+        .bind::<Int8, _>(seqs.iter().copied().max().unwrap_or(0) >> 32)
         .execute(conn)
         .await?;
         Ok(seqs.len())
@@ -478,10 +482,11 @@ impl PartitionName {
         }
     }
 
+    /// Its bounds on the partition key, the day (`seq >> 32`).
     fn bounds(self) -> String {
         match self {
-            Self::Legacy => format!("FROM (MINVALUE) TO ({LEGACY_UPPER})"),
-            Self::Day(_) => format!("FROM ({}) TO ({})", self.lower(), self.upper()),
+            Self::Legacy => format!("FROM (MINVALUE) TO ({})", LEGACY_UPPER >> 32),
+            Self::Day(d) => format!("FROM ({d}) TO ({})", d + 1),
         }
     }
 

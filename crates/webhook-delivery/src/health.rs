@@ -125,6 +125,7 @@ impl HealthWork {
                 traceparent: None,
                 not_before_ms: None,
                 test: true,
+                seq: None,
             },
             body: env.to_bytes(),
             probe: true,

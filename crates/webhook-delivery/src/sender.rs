@@ -70,6 +70,17 @@ pub struct DeliveryJob {
     pub probe: bool,
 }
 
+impl DeliveryJob {
+    /// The delivery's row, as the store finds it: by id, within its partition when the message
+    /// says which.
+    pub fn delivery(&self) -> qualifier_store::deliveries::DeliveryRef {
+        qualifier_store::deliveries::DeliveryRef {
+            id: self.meta.delivery_id,
+            seq: self.meta.seq,
+        }
+    }
+}
+
 #[derive(Clone)]
 pub struct Sender {
     client: reqwest::Client,

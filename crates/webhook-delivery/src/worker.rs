@@ -21,7 +21,7 @@ use qualifier_domain::DeliveryStatus;
 use qualifier_domain::delivery::AttemptEntry;
 use qualifier_domain::health::EndpointState;
 use qualifier_domain::timefmt::now_millis;
-use qualifier_store::deliveries::{AttemptWrite, DeliveryContext};
+use qualifier_store::deliveries::{AttemptWrite, DeliveryContext, DeliveryRef};
 use qualifier_store::{Store, StoreError};
 use qualifier_telemetry::metrics::{self as m, metrics};
 use tokio_util::sync::CancellationToken;
@@ -75,7 +75,7 @@ pub struct Worker {
     /// One attempt's whole-request timeout (`QUALIFIER_DELIVERY_TIMEOUT_MS`).
     pub attempt_timeout: Duration,
     /// Context reads and outcome writes, batched across concurrent attempts.
-    pub contexts: Batcher<uuid::Uuid, Option<DeliveryContext>>,
+    pub contexts: Batcher<DeliveryRef, Option<DeliveryContext>>,
     pub outcomes: Batcher<AttemptWrite, ()>,
     /// The endpoint-health settings (docs/delivery.md, "Endpoint health").
     pub health: decide::HealthRules,
@@ -88,12 +88,12 @@ impl Worker {
     pub fn batchers(
         store: &Store,
     ) -> (
-        Batcher<uuid::Uuid, Option<DeliveryContext>>,
+        Batcher<DeliveryRef, Option<DeliveryContext>>,
         Batcher<AttemptWrite, ()>,
     ) {
         // Two flushers each: one batch in flight while the next one gathers.
         let s = store.clone();
-        let contexts = Batcher::spawn(128, 2, move |ids: Vec<uuid::Uuid>| {
+        let contexts = Batcher::spawn(128, 2, move |ids: Vec<DeliveryRef>| {
             let s = s.clone();
             async move { s.delivery_contexts(&ids).await }
         });
@@ -118,7 +118,7 @@ impl Worker {
     ) -> Result<(), NotDurable> {
         self.outcomes
             .call(AttemptWrite {
-                delivery_id: job.meta.delivery_id,
+                delivery: job.delivery(),
                 entry,
                 status,
             })
@@ -210,7 +210,7 @@ impl Worker {
         // One read: the delivery's status and the org's webhook as it is now.
         let ctx: Option<DeliveryContext> = self
             .contexts
-            .call(job.meta.delivery_id)
+            .call(job.delivery())
             .await
             .map_err(NotDurable::Context)?;
         let sent: Sent = match decide::before_attempt(&job.meta, ctx.as_ref()) {
@@ -228,7 +228,7 @@ impl Worker {
                 tracing::info!(delivery_id = %job.meta.delivery_id, reason = reason.as_str(), "delivery skipped");
                 return self
                     .store
-                    .mark_skipped(job.meta.delivery_id, reason.as_str())
+                    .mark_skipped(job.delivery(), reason.as_str())
                     .await
                     .map_err(NotDurable::Skip);
             }
@@ -317,7 +317,7 @@ impl Worker {
     async fn hold(&self, job: &DeliveryJob, resume_attempt: u32) -> Result<(), NotDurable> {
         match self
             .store
-            .hold_delivery(job.meta.delivery_id, resume_attempt)
+            .hold_delivery(job.delivery(), resume_attempt)
             .await
         {
             Ok(true) => Ok(()),

@@ -119,6 +119,7 @@ mod fixtures {
             traceparent: None,
             not_before_ms: None,
             test: false,
+            seq: None,
         }
     }
 
