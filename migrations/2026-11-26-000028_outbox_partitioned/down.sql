@@ -1,7 +1,7 @@
 -- Back to one table: only while `outbox_legacy` still holds every row (no day partition has
 -- rows), as a day partition's rows cannot move back without a copy.
-DROP FUNCTION qualifier_outbox_roll();
-DROP FUNCTION qualifier_outbox_partition(integer);
+DROP FUNCTION qualifier_outbox_roll(integer);
+DROP FUNCTION qualifier_outbox_partition(integer, integer);
 ALTER TABLE outbox DETACH PARTITION outbox_legacy;
 DO $$
 DECLARE p record;

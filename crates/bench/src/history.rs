@@ -40,6 +40,11 @@ const SMALL_ORGS: i64 = 200;
 /// Days the history spans (the default retention).
 const DAYS: i64 = 30;
 
+/// The days one outbox partition holds with the history's retention, as `lead-api` makes them.
+fn span_days() -> i32 {
+    lead_api::housekeeping::partition_days(Duration::from_secs(DAYS as u64 * 86_400))
+}
+
 /// Sizes of one run.
 #[derive(Debug, Clone, Copy)]
 pub struct Plan {
@@ -958,12 +963,17 @@ async fn write_events(
         .query_one("SELECT pos FROM feed_head FOR UPDATE", &[])
         .await?
         .get(0);
-    // The days' partitions, as housekeeping would have created them day after day.
+    // The days' partitions, as housekeeping would have created them as the days came: spans
+    // of `partition_days` from the first day, up to the oldest partition there is.
     tx.execute(
-        "SELECT qualifier_outbox_partition(d) FROM generate_series(
-             floor(extract(epoch FROM now() - make_interval(days => $1::int8::int)) / 86400)::int,
-             floor(extract(epoch FROM now()) / 86400)::int + 1) d",
-        &[&days],
+        "SELECT qualifier_outbox_partition(s, least(s + $2::int, x.m))
+         FROM (SELECT min(substring(relname FROM '^outbox_d([0-9]+)_')::int) AS m
+               FROM pg_class WHERE relname ~ '^outbox_d[0-9]+_[0-9]+$') x,
+              generate_series(
+                  floor(extract(epoch FROM now() - make_interval(days => $1::int8::int))
+                        / 86400)::int,
+                  x.m - 1, $2::int) s",
+        &[&days, &span_days()],
     )
     .await?;
     // In slices, so progress shows and no single statement holds millions of rows in memory.
@@ -985,12 +995,14 @@ async fn write_events(
 }
 
 /// Retention as days pass, through housekeeping's own job (`Job::ExpireEvents`, what `lead-api`
-/// runs: a day's partition dropped): each round removes the oldest day left, vacuums the outbox
-/// (autovacuum's work, done at once and timed; with partitions dropped whole it finds nothing
-/// to do), then writes a day of new events. The outbox's size after each round shows whether what
-/// retention frees is used again; the times show what removing a day costs beside the history.
+/// runs: the oldest partition dropped): each round moves the cutoff on by a partition's span,
+/// which removes the oldest partition left, vacuums the outbox (what autovacuum would do; with
+/// partitions dropped whole there is nothing dead in it), then writes that span's worth of new
+/// events. The outbox's size after each round shows whether it stays level; the times show what
+/// removing a partition costs beside the history.
 async fn retention_rounds(side: &Side, per_day: i64, rounds: i64) -> anyhow::Result<Value> {
     use qualifier_store::{SecretKey, Store};
+    let span = i64::from(span_days());
     let mut c = side.env.db.client().await;
     let smalls = small_org_ids(&c, side).await?;
     let key = SecretKey::from_base64(&SecretKey::generate_base64())?;
@@ -1002,7 +1014,9 @@ async fn retention_rounds(side: &Side, per_day: i64, rounds: i64) -> anyhow::Res
             .get(0))
     };
     for round in 1..=rounds {
-        let keep = Duration::from_secs(((DAYS - round) * 86_400) as u64);
+        // A partition's span further each round, and a day more: its last day's end then lies
+        // before the cutoff whatever the time of day the history was written at.
+        let keep = Duration::from_secs(((DAYS - round * span - 1) * 86_400) as u64);
         let before = count(&c).await?;
         let t = Instant::now();
         let partitions = lead_api::housekeeping::Job::ExpireEvents
@@ -1013,7 +1027,7 @@ async fn retention_rounds(side: &Side, per_day: i64, rounds: i64) -> anyhow::Res
         let t = Instant::now();
         c.batch_execute("VACUUM outbox").await?;
         let vacuum_ms = t.elapsed().as_secs_f64() * 1000.0;
-        write_events(&mut c, &side.big.id, &smalls, per_day, 1, false).await?;
+        write_events(&mut c, &side.big.id, &smalls, per_day * span, span, false).await?;
         let r = c
             .query_one(
                 "SELECT (SELECT count(*) FROM outbox)::float8, sum(pg_relation_size(p))::float8,
@@ -1025,7 +1039,8 @@ async fn retention_rounds(side: &Side, per_day: i64, rounds: i64) -> anyhow::Res
             .await?;
         let (rows, table, indexes): (f64, f64, f64) = (r.get(0), r.get(1), r.get(2));
         println!(
-            "      retention round {round}: {removed} events ({partitions} partitions) removed in {expire_ms:.0} ms, VACUUM {vacuum_ms:.0} ms; then {per_day} written: {rows:.0} stored, table {:.1} MiB, indexes {:.1} MiB",
+            "      retention round {round}: {removed} events ({partitions} partitions) removed in {expire_ms:.0} ms, VACUUM {vacuum_ms:.0} ms; then {} written: {rows:.0} stored, table {:.1} MiB, indexes {:.1} MiB",
+            per_day * span,
             table / 1048576.0,
             indexes / 1048576.0
         );
@@ -1036,7 +1051,7 @@ async fn retention_rounds(side: &Side, per_day: i64, rounds: i64) -> anyhow::Res
             "expire_ms": r3(expire_ms),
             "expire_us_per_event": r3(expire_ms * 1000.0 / (removed.max(1) as f64)),
             "vacuum_ms": r3(vacuum_ms),
-            "written": per_day,
+            "written": per_day * span,
             "events_stored": rows,
             "table_bytes": table,
             "index_bytes": indexes,

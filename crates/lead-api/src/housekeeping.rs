@@ -26,8 +26,8 @@ pub enum Job {
     PurgeConsoleSessions,
     /// Expired idempotency keys (already ignored).
     PurgeIdempotencyKeys,
-    /// Today's and tomorrow's outbox partitions, and the outbox's sequence in today's range
-    /// (`Store::roll_outbox`). First, so a new day's events land in the new day's partition.
+    /// Outbox partitions through tomorrow ([`partition_days`] each), and the outbox's sequence in
+    /// today's numbers (`Store::roll_outbox`). First, so a new day's events have their day.
     RollOutbox,
     /// Finished events older than `QUALIFIER_EVENT_RETENTION_DAYS`, with their delivery records,
     /// a day's partition at a time (`Store::expire_events`); pending ones are never removed.
@@ -70,10 +70,20 @@ impl Job {
             Job::PurgeIdempotencyKeys => store.idempotency_purge(BATCH).await,
             Job::ExpireOpsEvents => store.expire_ops_events(retention, BATCH).await,
             Job::ExpireChartHours => store.expire_delivery_hours().await,
-            Job::RollOutbox => store.roll_outbox().await,
+            Job::RollOutbox => store.roll_outbox(partition_days(retention)).await,
             Job::ExpireEvents => store.expire_events(retention).await,
         }
     }
+}
+
+/// How many days one outbox partition holds: a fifth of the retention, from one to seven, so a
+/// deployment keeps six or seven partitions (more only past 35 days kept) and an event is kept
+/// at most that much past its retention. Each partition costs every statement that cannot be
+/// pruned a little planning and an index probe, so they are kept few
+/// (`migrations/2026-11-26-000028_outbox_partitioned/up.sql`).
+pub fn partition_days(retention: Duration) -> i32 {
+    let days = retention.as_secs() / 86_400;
+    (days / 5).clamp(1, 7) as i32
 }
 
 /// Runs every job every [`EVERY`] until `stop`. A failing job is skipped until the next round
@@ -124,5 +134,20 @@ pub async fn reseal_legacy_secrets(store: Store) {
         Err(e) => {
             tracing::warn!(error = %qualifier_store::cause_chain(&e), "re-sealing signing secrets failed; next start retries")
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::partition_days;
+    use std::time::Duration;
+
+    #[test]
+    fn a_partition_is_a_fifth_of_the_retention_from_one_to_seven_days() {
+        let days = |d: u64| partition_days(Duration::from_secs(d * 86_400));
+        assert_eq!(days(30), 6);
+        assert_eq!(days(3), 1);
+        assert_eq!(days(0), 1);
+        assert_eq!(days(90), 7);
     }
 }

@@ -1,7 +1,7 @@
 //! The delivery log: one delivery per event (the outbox row), its status and its attempts.
 
+use diesel::NullableExpressionMethods;
 use diesel::sql_types::Array;
-use diesel::{BoolExpressionMethods, NullableExpressionMethods};
 use diesel::{
     ExpressionMethods, OptionalExtension, QueryDsl, Queryable, Selectable, SelectableHelper,
 };

@@ -286,12 +286,13 @@ impl Store {
         Ok(w.map(|w| std::time::Duration::from_secs_f64(w.wait)))
     }
 
-    /// Housekeeping's first step each round: today's and tomorrow's outbox partitions exist, and
-    /// the sequence is in today's range once today has begun (`qualifier_outbox_roll`,
-    /// migration 28). Returns how many partitions it created.
-    pub async fn roll_outbox(&self) -> Result<usize, StoreError> {
+    /// Housekeeping's first step each round: outbox partitions of `span_days` each exist
+    /// through tomorrow, and the sequence is in today's numbers once today has begun
+    /// (`qualifier_outbox_roll`, migration 28). Returns how many partitions it created.
+    pub async fn roll_outbox(&self, span_days: i32) -> Result<usize, StoreError> {
         let mut conn = self.conn().await?;
-        let n = diesel::sql_query("SELECT qualifier_outbox_roll()::int8 AS count")
+        let n = diesel::sql_query("SELECT qualifier_outbox_roll($1)::int8 AS count")
+            .bind::<diesel::sql_types::Integer, _>(span_days)
             .get_result::<Count>(&mut conn)
             .await?;
         Ok(n.count as usize)
@@ -322,7 +323,7 @@ impl Store {
              FROM pg_class c
              JOIN pg_namespace n ON n.oid = c.relnamespace AND n.nspname = current_schema()
              LEFT JOIN pg_inherits i ON i.inhrelid = c.oid
-             WHERE c.relkind = 'r' AND c.relname ~ '^outbox_(legacy|d[0-9]{1,7})$'",
+             WHERE c.relkind = 'r' AND c.relname ~ '^outbox_(legacy|d[0-9]{1,7}_[0-9]{1,7})$'",
         )
         .load(&mut conn)
         .await?;
@@ -437,68 +438,75 @@ struct Partition {
     seq_now: i64,
 }
 
-/// An outbox partition, by its name (migration 28): the table from before partitions, or day d
-/// since the Unix epoch, whose sequence numbers are `[d << 32, (d + 1) << 32)`.
+/// An outbox partition, by its name (migration 28): the table from before partitions (every
+/// row day 0), or the days `[first, last)` since the Unix epoch (`outbox_d<first>_<last>`),
+/// whose rows have `seq >> 32` in that range.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PartitionName {
     Legacy,
-    Day(i64),
+    Days { first: i64, last: i64 },
 }
 
-/// The first day partition's lower bound, and so `outbox_legacy`'s upper one (migration 27).
-const LEGACY_UPPER: i64 = 20_000 << 32;
+/// The first day a partition can start on, and so `outbox_legacy`'s end (migration 27).
+const LEGACY_END_DAY: i64 = 20_000;
 
 impl PartitionName {
     pub fn parse(name: &str) -> Option<Self> {
         if name == "outbox_legacy" {
             return Some(Self::Legacy);
         }
-        let day = name.strip_prefix("outbox_d")?;
-        if day.is_empty() || day.len() > 7 || !day.bytes().all(|b| b.is_ascii_digit()) {
-            return None;
-        }
-        day.parse().ok().map(Self::Day)
+        let (first, last) = name.strip_prefix("outbox_d")?.split_once('_')?;
+        let day = |d: &str| {
+            (!d.is_empty() && d.len() <= 7 && d.bytes().all(|b| b.is_ascii_digit()))
+                .then(|| d.parse().ok())
+                .flatten()
+        };
+        let (first, last) = (day(first)?, day(last)?);
+        (first < last).then_some(Self::Days { first, last })
     }
 
     /// Its table's name, safe to write into SQL (digits and letters only).
     pub fn table(self) -> String {
         match self {
             Self::Legacy => "outbox_legacy".to_owned(),
-            Self::Day(d) => format!("outbox_d{d}"),
+            Self::Days { first, last } => format!("outbox_d{first}_{last}"),
         }
     }
 
+    /// The lowest sequence number it can hold.
     pub fn lower(self) -> i64 {
         match self {
             Self::Legacy => i64::MIN,
-            Self::Day(d) => d << 32,
+            Self::Days { first, .. } => first << 32,
         }
     }
 
+    /// The sequence number past the highest it can hold.
     pub fn upper(self) -> i64 {
         match self {
-            Self::Legacy => LEGACY_UPPER,
-            Self::Day(d) => (d + 1) << 32,
+            Self::Legacy => LEGACY_END_DAY << 32,
+            Self::Days { last, .. } => last << 32,
         }
     }
 
     /// Its bounds on the partition key, the day (`seq >> 32`).
     fn bounds(self) -> String {
         match self {
-            Self::Legacy => format!("FROM (MINVALUE) TO ({})", LEGACY_UPPER >> 32),
-            Self::Day(d) => format!("FROM ({d}) TO ({})", d + 1),
+            Self::Legacy => format!("FROM (MINVALUE) TO ({LEGACY_END_DAY})"),
+            Self::Days { first, last } => format!("FROM ({first}) TO ({last})"),
         }
     }
 
-    /// Whether every event it can hold was created before `cutoff`: a day's partition takes
-    /// events until the sequence moves on, up to a minute into the next day (housekeeping's
-    /// round), and a transaction that drew its number before may commit later still; an hour
-    /// past the day's end covers both. The legacy table is judged by its newest row instead.
+    /// Whether every event it can hold was created before `cutoff`: a partition takes events
+    /// until the sequence moves past its last day, up to a minute into the next day
+    /// (housekeeping's round), and a transaction that drew its number before may commit later
+    /// still; an hour past the last day's end covers both. The legacy table is judged by its
+    /// newest row instead.
     pub fn expired(self, cutoff: OffsetDateTime) -> bool {
         match self {
             Self::Legacy => true,
-            Self::Day(d) => {
-                let end = OffsetDateTime::UNIX_EPOCH + time::Duration::days(d + 1);
+            Self::Days { last, .. } => {
+                let end = OffsetDateTime::UNIX_EPOCH + time::Duration::days(last);
                 end + time::Duration::hours(1) <= cutoff
             }
         }
@@ -593,12 +601,14 @@ mod tests {
     use super::PartitionName;
     use time::macros::datetime;
 
+    const WEEK: PartitionName = PartitionName::Days {
+        first: 20783,
+        last: 20789,
+    };
+
     #[test]
     fn partition_names_are_read_back_and_nothing_else_is() {
-        assert_eq!(
-            PartitionName::parse("outbox_d20783"),
-            Some(PartitionName::Day(20783))
-        );
+        assert_eq!(PartitionName::parse("outbox_d20783_20789"), Some(WEEK));
         assert_eq!(
             PartitionName::parse("outbox_legacy"),
             Some(PartitionName::Legacy)
@@ -606,33 +616,38 @@ mod tests {
         for bad in [
             "outbox",
             "outbox_d",
-            "outbox_dx1",
-            "outbox_d1;DROP",
-            "outbox_d12345678",
+            "outbox_d20783",
+            "outbox_d20783_",
+            "outbox_d20789_20783",
+            "outbox_dx1_2",
+            "outbox_d1_2;DROP",
+            "outbox_d12345678_123456789",
         ] {
             assert_eq!(PartitionName::parse(bad), None, "{bad}");
         }
-        assert_eq!(PartitionName::Day(20783).table(), "outbox_d20783");
+        assert_eq!(WEEK.table(), "outbox_d20783_20789");
     }
 
     #[test]
-    fn a_day_owns_its_range_of_the_sequence_and_the_legacy_table_everything_below() {
-        let d = PartitionName::Day(20783);
-        assert_eq!(d.lower(), 20783 << 32);
-        assert_eq!(d.upper(), PartitionName::Day(20784).lower());
+    fn a_partition_owns_its_days_of_the_sequence_and_the_legacy_table_everything_below() {
+        assert_eq!(WEEK.lower(), 20783 << 32);
+        assert_eq!(WEEK.upper(), 20789 << 32);
         assert_eq!(
             PartitionName::Legacy.upper(),
-            PartitionName::Day(20000).lower()
+            PartitionName::Days {
+                first: 20000,
+                last: 20001
+            }
+            .lower()
         );
         assert!(PartitionName::Legacy.lower() < 1);
     }
 
     #[test]
-    fn a_day_expires_an_hour_after_its_end_has_passed_the_cutoff() {
-        // Day 20783 is 2026-11-26 (UTC).
-        let d = PartitionName::Day(20783);
-        assert!(!d.expired(datetime!(2026-11-27 00:59 UTC)));
-        assert!(d.expired(datetime!(2026-11-27 01:00 UTC)));
-        assert!(!d.expired(datetime!(2026-11-26 12:00 UTC)));
+    fn a_partition_expires_an_hour_after_its_last_day_has_passed_the_cutoff() {
+        // Day 20789 begins 2026-12-02 (UTC): the partition's days end then.
+        assert!(!WEEK.expired(datetime!(2026-12-02 00:59 UTC)));
+        assert!(WEEK.expired(datetime!(2026-12-02 01:00 UTC)));
+        assert!(!WEEK.expired(datetime!(2026-11-28 12:00 UTC)));
     }
 }

@@ -365,7 +365,8 @@ async fn a_cursor_older_than_retention_is_410_and_a_fresh_start_reads_what_is_ke
     // sequence number, the day's range above them).
     let c = app.db.client().await;
     c.batch_execute(
-        "SELECT qualifier_outbox_partition(floor(extract(epoch FROM now()) / 86400)::int - 40);
+        "SELECT qualifier_outbox_partition(floor(extract(epoch FROM now()) / 86400)::int - 40,
+                                          floor(extract(epoch FROM now()) / 86400)::int - 39);
          UPDATE outbox SET created_at = now() - interval '40 days', status = 'skipped',
                 seq = ((floor(extract(epoch FROM now()) / 86400)::int8 - 40) << 32)
                       + seq % 4294967296
@@ -382,7 +383,7 @@ async fn a_cursor_older_than_retention_is_410_and_a_fresh_start_reads_what_is_ke
     let old: i64 = c
         .query_one(
             "SELECT count(*) FROM pg_class
-             WHERE relname = 'outbox_d' || (floor(extract(epoch FROM now()) / 86400)::int - 40)",
+             WHERE relname LIKE 'outbox_d' || (floor(extract(epoch FROM now()) / 86400)::int - 40) || '\\_%'",
             &[],
         )
         .await
@@ -413,7 +414,8 @@ async fn retention_keeps_a_day_that_still_holds_an_unfinished_delivery() {
     let c = app.db.client().await;
     // Both events 40 days old in their day's partition; one is still failing.
     c.batch_execute(
-        "SELECT qualifier_outbox_partition(floor(extract(epoch FROM now()) / 86400)::int - 40);
+        "SELECT qualifier_outbox_partition(floor(extract(epoch FROM now()) / 86400)::int - 40,
+                                          floor(extract(epoch FROM now()) / 86400)::int - 39);
          UPDATE outbox SET created_at = now() - interval '40 days',
                 status = CASE WHEN seq = (SELECT min(seq) FROM outbox) THEN 'failed'
                               ELSE 'succeeded' END,
