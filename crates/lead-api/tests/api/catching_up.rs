@@ -401,10 +401,11 @@ async fn a_cursor_older_than_retention_is_410_and_a_fresh_start_reads_what_is_ke
     assert_eq!(kept.len(), 2, "a client starting over reads what is kept");
 }
 
-/// Retention never removes an unfinished delivery: a day past retention that still holds one
-/// (an endpoint's long outage) is kept whole until it finishes, and its events stay readable.
+/// Retention never removes an unfinished delivery: a partition past retention that still holds
+/// one (an endpoint's long outage) is kept whole until it finishes, and its events stay
+/// readable.
 #[tokio::test(flavor = "multi_thread")]
-async fn retention_keeps_a_day_that_still_holds_an_unfinished_delivery() {
+async fn retention_keeps_a_partition_that_still_holds_an_unfinished_delivery() {
     let app = app().await;
     let (org, token) = app.org().await;
     for i in 0..2 {
@@ -433,9 +434,9 @@ async fn retention_keeps_a_day_that_still_holds_an_unfinished_delivery() {
     assert_eq!(
         kept.len(),
         2,
-        "the day is kept while a delivery in it is unfinished"
+        "the partition is kept while a delivery in it is unfinished"
     );
-    // Once it finishes, the next round removes the day.
+    // Once it finishes, the next round removes the partition.
     c.batch_execute("UPDATE outbox SET status = 'dead' WHERE status = 'failed'")
         .await
         .unwrap();
