@@ -1,3 +1,4 @@
+DROP TABLE outbox_compacted;
 -- Back to one table: only while `outbox_legacy` still holds every row (no day partition has
 -- rows), as a day partition's rows cannot move back without a copy.
 DROP FUNCTION qualifier_outbox_roll(integer);

@@ -190,5 +190,12 @@ BEGIN
 END
 $$;
 
+-- Partitions whose indexes housekeeping rebuilt once they stopped taking new events
+-- (`Store::compact_outbox`), by name; a partition's row goes when retention drops it.
+CREATE TABLE outbox_compacted (
+    partition    text PRIMARY KEY,
+    compacted_at timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+
 -- Days one at a time until housekeeping's first round, which uses the configured span.
 SELECT qualifier_outbox_roll(1);

@@ -917,6 +917,22 @@ async fn fill(side: &Side, n: i64) -> anyhow::Result<()> {
     .await?;
     let smalls = small_org_ids(&c, side).await?;
     write_events(&mut c, &side.big.id, &smalls, n, DAYS, true).await?;
+    // Housekeeping rebuilds the indexes of each partition past its days once
+    // (`Job::CompactOutbox`, one a round): the history is as a deployment's is after that.
+    let store = side_store(side)?;
+    let t = Instant::now();
+    let mut rebuilt = 0;
+    while lead_api::housekeeping::Job::CompactOutbox
+        .run(&store, Duration::ZERO)
+        .await?
+        > 0
+    {
+        rebuilt += 1;
+    }
+    println!(
+        "      history: {rebuilt} partitions' indexes rebuilt in {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
     // One statement each: VACUUM cannot run inside a multi-statement string's transaction.
     c.batch_execute("VACUUM ANALYZE outbox").await?;
     c.batch_execute("VACUUM ANALYZE orgs").await?;
@@ -933,6 +949,16 @@ async fn fill(side: &Side, n: i64) -> anyhow::Result<()> {
     let (pages, visible): (i64, i64) = (r.get(0), r.get(1));
     println!("      history: {visible} of {pages} outbox pages all-visible after VACUUM");
     Ok(())
+}
+
+/// A store over the side's database, for housekeeping's jobs.
+fn side_store(side: &Side) -> anyhow::Result<qualifier_store::Store> {
+    use qualifier_store::{SecretKey, Store};
+    let key = SecretKey::from_base64(&SecretKey::generate_base64())?;
+    Ok(Store::new(
+        qualifier_store::connect(&side.env.db.database(), 2)?,
+        key,
+    ))
 }
 
 /// The history's small orgs, the side's own small org last.
@@ -1001,12 +1027,10 @@ async fn write_events(
 /// events. The outbox's size after each round shows whether it stays level; the times show what
 /// removing a partition costs beside the history.
 async fn retention_rounds(side: &Side, per_day: i64, rounds: i64) -> anyhow::Result<Value> {
-    use qualifier_store::{SecretKey, Store};
     let span = i64::from(span_days());
     let mut c = side.env.db.client().await;
     let smalls = small_org_ids(&c, side).await?;
-    let key = SecretKey::from_base64(&SecretKey::generate_base64())?;
-    let store = Store::new(qualifier_store::connect(&side.env.db.database(), 2)?, key);
+    let store = side_store(side)?;
     let mut out = Vec::new();
     let count = async |c: &tokio_postgres::Client| -> anyhow::Result<i64> {
         Ok(c.query_one("SELECT count(*) FROM outbox", &[])

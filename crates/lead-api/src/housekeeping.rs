@@ -32,6 +32,9 @@ pub enum Job {
     /// Finished events older than `QUALIFIER_EVENT_RETENTION_DAYS`, with their delivery records,
     /// a day's partition at a time (`Store::expire_events`); pending ones are never removed.
     ExpireEvents,
+    /// The indexes of an outbox partition that stopped taking new events, rebuilt once
+    /// (`Store::compact_outbox`): about 40% smaller.
+    CompactOutbox,
     /// Operational events older than the same retention, delivered to the operator or not.
     ExpireOpsEvents,
     /// Hours of the Deliveries chart past its 24-hour window (`Store::expire_delivery_hours`).
@@ -39,12 +42,13 @@ pub enum Job {
 }
 
 impl Job {
-    pub const ALL: [Job; 7] = [
+    pub const ALL: [Job; 8] = [
         Job::RollOutbox,
         Job::DropRetiredSecrets,
         Job::PurgeConsoleSessions,
         Job::PurgeIdempotencyKeys,
         Job::ExpireEvents,
+        Job::CompactOutbox,
         Job::ExpireOpsEvents,
         Job::ExpireChartHours,
     ];
@@ -56,13 +60,14 @@ impl Job {
             Job::PurgeIdempotencyKeys => "purge_idempotency_keys",
             Job::RollOutbox => "roll_outbox",
             Job::ExpireEvents => "expire_events",
+            Job::CompactOutbox => "compact_outbox",
             Job::ExpireOpsEvents => "expire_ops_events",
             Job::ExpireChartHours => "expire_chart_hours",
         }
     }
 
-    /// One run; how many rows it removed (partitions, for the outbox's two jobs: created by
-    /// `RollOutbox`, dropped by `ExpireEvents`).
+    /// One run; how many rows it removed (partitions, for the outbox's jobs: created by
+    /// `RollOutbox`, dropped by `ExpireEvents`, rebuilt by `CompactOutbox`).
     pub async fn run(self, store: &Store, retention: Duration) -> Result<usize, StoreError> {
         match self {
             Job::DropRetiredSecrets => store.drop_expired_previous_secrets().await,
@@ -72,6 +77,7 @@ impl Job {
             Job::ExpireChartHours => store.expire_delivery_hours().await,
             Job::RollOutbox => store.roll_outbox(partition_days(retention)).await,
             Job::ExpireEvents => store.expire_events(retention).await,
+            Job::CompactOutbox => store.compact_outbox().await,
         }
     }
 }

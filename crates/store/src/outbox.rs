@@ -316,24 +316,8 @@ impl Store {
         let cutoff = qualifier_domain::timefmt::now_millis()
             - time::Duration::seconds_f64(keep.as_secs_f64());
         let mut conn = self.conn().await?;
-        let parts: Vec<Partition> = diesel::sql_query(
-            "SELECT c.relname::text AS name, i.inhrelid IS NOT NULL AS attached,
-                    coalesce(i.inhdetachpending, false) AS detaching,
-                    (SELECT last_value FROM outbox_seq_seq) AS seq_now
-             FROM pg_class c
-             JOIN pg_namespace n ON n.oid = c.relnamespace AND n.nspname = current_schema()
-             LEFT JOIN pg_inherits i ON i.inhrelid = c.oid
-             WHERE c.relkind = 'r' AND c.relname ~ '^outbox_(legacy|d[0-9]{1,7}_[0-9]{1,7})$'",
-        )
-        .load(&mut conn)
-        .await?;
-        let mut parts: Vec<(PartitionName, Partition)> = parts
-            .into_iter()
-            .filter_map(|p| PartitionName::parse(&p.name).map(|n| (n, p)))
-            .collect();
-        parts.sort_by_key(|(n, _)| n.lower());
         let mut dropped = 0;
-        for (name, part) in parts {
+        for (name, part) in partitions(&mut conn).await? {
             if !name.expired(cutoff) || part.seq_now < name.upper() {
                 // Partitions are in range order: the later ones are newer still.
                 break;
@@ -392,11 +376,78 @@ impl Store {
                 continue;
             }
             conn.batch_execute(&format!("DROP TABLE {table}")).await?;
+            diesel::sql_query("DELETE FROM outbox_compacted WHERE partition = $1")
+                .bind::<diesel::sql_types::Text, _>(&table)
+                .execute(&mut conn)
+                .await?;
             dropped += 1;
         }
         Ok(dropped)
     }
+
+    /// Rebuilds the indexes of the oldest partition that no longer takes new events and was
+    /// not rebuilt yet (`REINDEX … CONCURRENTLY`: readers and writers go on), and notes it in
+    /// `outbox_compacted`. Returns how many it rebuilt (0 or 1: one per round bounds a round's
+    /// work). Most of the outbox's indexes take each new entry at the end of one org's run, in
+    /// the middle of the index, where a full page splits in half; built again from their
+    /// entries they are about 40% smaller (docs/performance.md, "History at scale").
+    pub async fn compact_outbox(&self) -> Result<usize, StoreError> {
+        let closed = qualifier_domain::timefmt::now_millis() - time::Duration::hours(1);
+        let mut conn = self.conn().await?;
+        let Some((name, _)) = partitions(&mut conn).await?.into_iter().find(|(n, p)| {
+            matches!(n, PartitionName::Days { .. })
+                && p.attached
+                && !p.detaching
+                && !p.compacted
+                && n.expired(closed)
+                && p.seq_now >= n.upper()
+        }) else {
+            return Ok(0);
+        };
+        let table = name.table();
+        // A rebuild can take minutes on a busy span; the statement timeout is for requests.
+        conn.batch_execute("SET statement_timeout = 0").await?;
+        let rebuilt = conn
+            .batch_execute(&format!("REINDEX TABLE CONCURRENTLY {table}"))
+            .await;
+        conn.batch_execute("RESET statement_timeout").await?;
+        rebuilt?;
+        diesel::sql_query(
+            "INSERT INTO outbox_compacted (partition) VALUES ($1) ON CONFLICT DO NOTHING",
+        )
+        .bind::<diesel::sql_types::Text, _>(&table)
+        .execute(&mut conn)
+        .await?;
+        Ok(1)
+    }
 }
+
+/// The outbox's partitions, and tables detached from it and not dropped yet, oldest first.
+async fn partitions(
+    conn: &mut AsyncPgConnection,
+) -> Result<Vec<(PartitionName, Partition)>, StoreError> {
+    let parts: Vec<Partition> = diesel::sql_query(
+        "SELECT c.relname::text AS name, i.inhrelid IS NOT NULL AS attached,
+                coalesce(i.inhdetachpending, false) AS detaching,
+                EXISTS (SELECT 1 FROM outbox_compacted k WHERE k.partition = c.relname)
+                    AS compacted,
+                (SELECT last_value FROM outbox_seq_seq) AS seq_now
+         FROM pg_class c
+         JOIN pg_namespace n ON n.oid = c.relnamespace AND n.nspname = current_schema()
+         LEFT JOIN pg_inherits i ON i.inhrelid = c.oid
+         WHERE c.relkind = 'r' AND c.relname ~ '^outbox_(legacy|d[0-9]{1,7}_[0-9]{1,7})$'",
+    )
+    .load(conn)
+    .await?;
+    let mut parts: Vec<(PartitionName, Partition)> = parts
+        .into_iter()
+        .filter_map(|p| PartitionName::parse(&p.name).map(|n| (n, p)))
+        .collect();
+    parts.sort_by_key(|(n, _)| n.lower());
+    Ok(parts)
+}
+
+impl Store {}
 
 /// Whether `table` (an outbox partition) holds an unfinished delivery: one probe of its
 /// `(org_id, status, …)` index per org, whatever its number of rows.
@@ -434,6 +485,8 @@ struct Partition {
     attached: bool,
     #[diesel(sql_type = diesel::sql_types::Bool)]
     detaching: bool,
+    #[diesel(sql_type = diesel::sql_types::Bool)]
+    compacted: bool,
     #[diesel(sql_type = Int8)]
     seq_now: i64,
 }

@@ -449,6 +449,49 @@ async fn retention_keeps_a_partition_that_still_holds_an_unfinished_delivery() {
     assert!(kept.is_empty(), "{kept:?}");
 }
 
+/// A partition past its days has its indexes rebuilt once (housekeeping's `compact_outbox`),
+/// and every event in it reads as before, through those indexes.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_closed_partition_is_compacted_once_and_reads_as_before() {
+    let app = app().await;
+    let (org, token) = app.org().await;
+    for i in 0..3 {
+        app.inbound_lead(&org, &format!("+4477009004{i:02}")).await;
+    }
+    wait_relayed(&app, Duration::from_secs(20)).await;
+    let (before, _) = feed_page(&app, &token, None, 100).await;
+    let c = app.db.client().await;
+    // The events as if written ten days ago, in the partition of that day.
+    c.batch_execute(
+        "SELECT qualifier_outbox_partition(floor(extract(epoch FROM now()) / 86400)::int - 10,
+                                          floor(extract(epoch FROM now()) / 86400)::int - 9);
+         UPDATE outbox SET created_at = now() - interval '10 days',
+                seq = ((floor(extract(epoch FROM now()) / 86400)::int8 - 10) << 32)
+                      + seq % 4294967296",
+    )
+    .await
+    .unwrap();
+    let store = app.store();
+    assert_eq!(store.compact_outbox().await.unwrap(), 1);
+    assert_eq!(
+        store.compact_outbox().await.unwrap(),
+        0,
+        "once is enough, and today's partition still takes events"
+    );
+    let (after, _) = feed_page(&app, &token, None, 100).await;
+    assert_eq!(after, before);
+    let r = app
+        .internal(
+            Method::GET,
+            &format!("/internal/v1/orgs/{org}/deliveries?limit=10"),
+            None,
+        )
+        .await;
+    assert_eq!(r.status().as_u16(), 200);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["deliveries"].as_array().unwrap().len(), 3, "{v}");
+}
+
 /// Acceptance 3, lead list: a walk four at a time while a third of the leads are renamed visits
 /// every lead, and each lead that was not changed exactly once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
