@@ -262,7 +262,7 @@ pub fn targets(v: &Value) -> Vec<Target> {
             Some(("<=", 1200.0)),
         ),
         (
-            "history: removing a day, ratio to 1/1000 the events".into(),
+            "history: removing a partition, ratio to 1/1000 the events".into(),
             mean_expire("history") / mean_expire("small_history"),
             Some(("<=", 2.0)),
         ),
