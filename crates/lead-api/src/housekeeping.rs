@@ -30,7 +30,8 @@ pub enum Job {
     /// today's numbers (`Store::roll_outbox`). First, so a new day's events have their day.
     RollOutbox,
     /// Finished events older than `QUALIFIER_EVENT_RETENTION_DAYS`, with their delivery records,
-    /// a day's partition at a time (`Store::expire_events`); pending ones are never removed.
+    /// a partition (a span of days) at a time (`Store::expire_events`); pending ones are never
+    /// removed.
     ExpireEvents,
     /// The indexes of an outbox partition that stopped taking new events, rebuilt once
     /// (`Store::compact_outbox`): about 40% smaller.

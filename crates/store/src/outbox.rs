@@ -301,9 +301,10 @@ impl Store {
     /// Retention: drops each outbox partition whose events all expired (created more than
     /// `keep` ago) and are finished. Returns how many partitions it dropped.
     ///
-    /// A day's partition is dropped whole, so a day costs the same whatever its number of
-    /// events, and leaves nothing to vacuum; an event is kept between `keep` and `keep` plus a
-    /// day. What it reads is bounded by the number of partitions and orgs, never by rows:
+    /// A partition (a span of days) is dropped whole, so removing it costs PostgreSQL the same
+    /// whatever it holds and leaves nothing to vacuum; an event is kept between `keep` and
+    /// `keep` plus a span. What it reads is bounded by the number of partitions and orgs, never
+    /// by rows:
     /// - a partition still holding an unfinished delivery (pending or failed: an endpoint's
     ///   long outage, a replay) is kept, as retention never removes one; it goes once they
     ///   finish;
