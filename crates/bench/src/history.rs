@@ -795,7 +795,9 @@ impl Side {
                  ALTER DATABASE {db} SET plan_cache_mode = force_{mode}_plan;"
             ))
             .await?;
-            // New sessions take the settings.
+            // New sessions take the settings; lead-api's own (`generic` by default) would
+            // override the database's, so it leaves the database's in force here.
+            self.env.api_env = vec![("QUALIFIER_PLAN_CACHE_MODE", "auto")];
             self.restart().await?;
             let mut per_call = Vec::new();
             let mut all = Vec::new();
@@ -834,6 +836,7 @@ impl Side {
                 json!({"plans_logged": all.len(), "calls": per_call, "statements": stmts}),
             );
         }
+        self.env.api_env.clear();
         self.restart().await?;
         Ok(Value::Object(v))
     }

@@ -91,6 +91,9 @@ pub struct Env {
     pub http: reqwest::Client,
     pub internal: String,
     pub public: String,
+    /// Variables given to `lead-api` besides the common ones (the plan check's
+    /// `QUALIFIER_PLAN_CACHE_MODE`).
+    pub api_env: Vec<(&'static str, &'static str)>,
 }
 
 impl Env {
@@ -127,6 +130,7 @@ impl Env {
             http: client(),
             internal: String::new(),
             public: String::new(),
+            api_env: Vec::new(),
         }
     }
 
@@ -158,7 +162,8 @@ impl Env {
         cmd.env("QUALIFIER_INTERNAL_TOKEN", INTERNAL_TOKEN)
             .env("QUALIFIER_HTTP_ADDR", format!("127.0.0.1:{public}"))
             .env("QUALIFIER_INTERNAL_ADDR", format!("127.0.0.1:{internal}"))
-            .env("QUALIFIER_RATE_LIMIT_PER_MINUTE", "100000000");
+            .env("QUALIFIER_RATE_LIMIT_PER_MINUTE", "100000000")
+            .envs(self.api_env.iter().copied());
         let child = cmd
             .spawn()
             .context("lead-api (run `make bench`, which builds it)")?;

@@ -258,9 +258,13 @@ fn warn_about_transport(cfg: &ApiConfig) {
 /// The store, over its two pools: the main one, and a small one whose commits do not wait for
 /// the WAL flush, for the rate limiter's buckets.
 fn open_store(cfg: &ApiConfig) -> anyhow::Result<Store> {
+    let database = match cfg.plan_cache_mode {
+        Some(mode) => cfg.database.with_setting("plan_cache_mode", mode),
+        None => cfg.database.clone(),
+    };
     // Every statement under the timeout: no request waits on a slow database longer than it.
     let pool = qualifier_store::connect_with_timeout(
-        &cfg.database,
+        &database,
         cfg.db_pool_size,
         cfg.statement_timeout,
         false,
@@ -268,7 +272,7 @@ fn open_store(cfg: &ApiConfig) -> anyhow::Result<Store> {
     .context("building the database pool")?;
     // Admission is one short statement per request: half the pool's size is plenty.
     let limiter = qualifier_store::connect_with_timeout(
-        &cfg.database,
+        &database,
         (cfg.db_pool_size / 2).max(2),
         cfg.statement_timeout,
         true,

@@ -19,6 +19,7 @@ const DB_POOL_SIZE: usize = 16;
 const EVENT_RETENTION_DAYS: &str = "30";
 const MAX_PAGE_BYTES: &str = "1048576";
 const STATEMENT_TIMEOUT_MS: &str = "5000";
+const PLAN_CACHE_MODE: &str = "custom";
 
 /// lead-api: Qualifier's public and internal HTTP API, and the outbox relay.
 ///
@@ -68,6 +69,10 @@ pub struct ApiArgs {
     /// answers 503 with Retry-After
     #[arg(long, env = "QUALIFIER_STATEMENT_TIMEOUT_MS", default_value = STATEMENT_TIMEOUT_MS, hide_env_values = true)]
     pub statement_timeout_ms: String,
+    /// How lead-api's sessions plan a prepared statement: `custom` (with each call's values),
+    /// `generic` (once per connection) or `auto` (the database's own setting)
+    #[arg(long, env = "QUALIFIER_PLAN_CACHE_MODE", default_value = PLAN_CACHE_MODE, hide_env_values = true)]
+    pub plan_cache_mode: String,
     /// Where console sign-in links point [default: the public listener's address]
     #[arg(long, env = "QUALIFIER_CONSOLE_BASE_URL", hide_env_values = true)]
     pub console_base_url: Option<String>,
@@ -121,6 +126,9 @@ pub struct ApiConfig {
     /// `QUALIFIER_STATEMENT_TIMEOUT_MS`: every statement of lead-api's pools is cancelled past
     /// it (docs/reliability.md, "Strangers, quotas and pages").
     pub statement_timeout: std::time::Duration,
+    /// `QUALIFIER_PLAN_CACHE_MODE`: the `plan_cache_mode` of lead-api's sessions, or `None` to
+    /// leave the database's own (docs/performance.md, "History at scale").
+    pub plan_cache_mode: Option<&'static str>,
     /// After SIGTERM: how long in-flight requests have to finish (`QUALIFIER_SHUTDOWN_GRACE_MS`).
     pub shutdown_grace: std::time::Duration,
     /// `QUALIFIER_CONSOLE_FRAME_ANCESTORS`: the origins that may frame the console (empty:
@@ -188,6 +196,7 @@ impl ApiConfig {
                 "QUALIFIER_STATEMENT_TIMEOUT_MS",
                 value(&a.statement_timeout_ms, STATEMENT_TIMEOUT_MS),
             )?),
+            plan_cache_mode: plan_cache_mode(value(&a.plan_cache_mode, PLAN_CACHE_MODE))?,
             console_base_url: optional(&a.console_base_url)
                 .map(console_base_url)
                 .transpose()?,
@@ -200,6 +209,24 @@ impl ApiConfig {
                 None => std::thread::available_parallelism().map_or(2, |n| n.get()),
             },
         })
+    }
+}
+
+/// `custom` is the default: every call is planned with its own values. A generic plan (one
+/// per prepared statement, whatever its values) saved the planning, about 1 ms over a month of
+/// outbox partitions, but it judges a filter by the average value: on a young deployment's
+/// outbox it listed an org's dead deliveries by walking the partition's every row in sequence
+/// order (3,000 rows read for none), and such a walk grows with the partition. PostgreSQL's
+/// `auto` switches to that plan from a statement's sixth call in a session.
+fn plan_cache_mode(v: &str) -> Result<Option<&'static str>, EnvError> {
+    match v.trim() {
+        "generic" => Ok(Some("force_generic_plan")),
+        "custom" => Ok(Some("force_custom_plan")),
+        "auto" => Ok(None),
+        _ => Err(EnvError::new(
+            "QUALIFIER_PLAN_CACHE_MODE",
+            "must be generic, custom or auto",
+        )),
     }
 }
 
@@ -305,6 +332,25 @@ mod tests {
         assert_eq!(c.replay_rate_per_second, 50);
         assert_eq!(c.console_base_url, None);
         assert_eq!(c.max_page_bytes, 1 << 20);
+        assert_eq!(c.plan_cache_mode, Some("force_custom_plan"));
+    }
+
+    #[test]
+    fn the_plan_cache_mode_is_one_of_three() {
+        let mode = |v: &str| ApiConfig::from_args(&args(&[&format!("--plan-cache-mode={v}")]));
+        assert_eq!(
+            mode("generic").unwrap().plan_cache_mode,
+            Some("force_generic_plan")
+        );
+        assert_eq!(mode("auto").unwrap().plan_cache_mode, None);
+        // Never passed to PostgreSQL as written: it goes into each session's startup options.
+        for bad in ["force_custom_plan", "custom -c work_mem=1GB", "CUSTOM"] {
+            let e = mode(bad).unwrap_err();
+            assert!(
+                e.to_string().contains("QUALIFIER_PLAN_CACHE_MODE"),
+                "{bad}: {e}"
+            );
+        }
     }
 
     /// The store's own default (what a `Store` built without configuration writes into

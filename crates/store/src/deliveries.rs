@@ -149,16 +149,41 @@ pub fn day_bounds(seqs: impl IntoIterator<Item = Option<i64>>) -> (i64, i64) {
     bounds.unwrap_or((i64::MIN, i64::MAX))
 }
 
-/// `(outbox.seq >> 32) BETWEEN lo AND hi`, a filter, from [`day_bounds`]' pair (a macro: the
-/// expression's type cannot be named outside diesel).
-macro_rules! in_days {
-    ($days:expr) => {{
-        let (lo, hi): (i64, i64) = $days;
-        diesel::dsl::sql::<diesel::sql_types::Bool>("(outbox.seq >> 32) BETWEEN ")
-            .bind::<diesel::sql_types::BigInt, _>(lo)
-            .sql(" AND ")
-            .bind::<diesel::sql_types::BigInt, _>(hi)
-    }};
+/// `(outbox.seq >> 32) BETWEEN lo AND hi`, a filter, from [`day_bounds`]' pair. Fixed text
+/// (not `diesel::dsl::sql`, which marks its statement unsafe to cache), so the worker's context
+/// read stays prepared once per connection.
+#[derive(Debug, Clone, Copy, diesel::query_builder::QueryId)]
+struct InDays {
+    lo: i64,
+    hi: i64,
+}
+
+fn in_days((lo, hi): (i64, i64)) -> InDays {
+    InDays { lo, hi }
+}
+
+impl diesel::Expression for InDays {
+    type SqlType = diesel::sql_types::Bool;
+}
+
+impl<QS> diesel::AppearsOnTable<QS> for InDays {}
+
+impl<QS> diesel::SelectableExpression<QS> for InDays {}
+
+impl diesel::expression::ValidGrouping<()> for InDays {
+    type IsAggregate = diesel::expression::is_aggregate::Never;
+}
+
+impl diesel::query_builder::QueryFragment<diesel::pg::Pg> for InDays {
+    fn walk_ast<'b>(
+        &'b self,
+        mut out: diesel::query_builder::AstPass<'_, 'b, diesel::pg::Pg>,
+    ) -> diesel::QueryResult<()> {
+        out.push_sql("(outbox.seq >> 32) BETWEEN ");
+        out.push_bind_param::<diesel::sql_types::BigInt, _>(&self.lo)?;
+        out.push_sql(" AND ");
+        out.push_bind_param::<diesel::sql_types::BigInt, _>(&self.hi)
+    }
 }
 
 /// One attempt's outcome to record with [`Store::record_attempts`]: its log entry and the
@@ -193,7 +218,7 @@ impl Store {
             .left_join(webhooks::table)
             .left_join(endpoint_health::table)
             .filter(outbox::delivery_id.eq_any(&delivery_ids))
-            .filter(in_days!(days))
+            .filter(in_days(days))
             .select((
                 outbox::delivery_id,
                 outbox::status,
@@ -284,7 +309,7 @@ impl Store {
         diesel::update(
             outbox::table
                 .filter(outbox::delivery_id.eq(delivery.id))
-                .filter(in_days!(day_bounds([delivery.seq]))),
+                .filter(in_days(day_bounds([delivery.seq]))),
         )
         .set((
             outbox::status.eq(DeliveryStatus::Skipped),
@@ -555,8 +580,6 @@ impl DeliveryFilter {
     /// neither a list that ends a month ago nor a count over a day walks the rest of the
     /// org's history.
     fn matching(&self, org_id: Uuid) -> outbox::BoxedQuery<'static, diesel::pg::Pg> {
-        use diesel::dsl::sql;
-        use diesel::sql_types::{Bool, Timestamptz};
         let mut q = outbox::table.filter(outbox::org_id.eq(org_id)).into_boxed();
         // `= ANY` over the index's second column would give the rows out of sequence order
         // (PostgreSQL then sorts all of them before a page's LIMIT); one status is `=`.
@@ -573,35 +596,19 @@ impl DeliveryFilter {
         if let Some(l) = self.lead_id {
             q = q.filter(outbox::lead_id.eq(l));
         }
-        // A row's sequence and creation time can disagree by up to one transaction's length,
-        // so each bound is taken 5 minutes wide and the exact condition on `created_at` is
-        // kept beside it.
+        // Each time bound as a range of sequence numbers, with the exact condition beside it
+        // (`SeqBound`).
         if let Some(t) = self.since {
             q = q
-                .filter(
-                    sql::<Bool>(
-                        "outbox.seq >= coalesce((SELECT f.seq FROM outbox f WHERE f.created_at >= ",
-                    )
-                    .bind::<Timestamptz, _>(t)
-                    .sql(
-                        " - interval '5 minutes' ORDER BY f.created_at LIMIT 1), \
-                         9223372036854775807)",
-                    ),
-                )
+                .filter(SeqBound { at: t, since: true })
                 .filter(outbox::created_at.ge(t));
         }
         if let Some(t) = self.until {
             q = q
-                .filter(
-                    sql::<Bool>(
-                        "outbox.seq < coalesce((SELECT f.seq FROM outbox f WHERE f.created_at >= ",
-                    )
-                    .bind::<Timestamptz, _>(t)
-                    .sql(
-                        " + interval '5 minutes' ORDER BY f.created_at LIMIT 1), \
-                         9223372036854775807)",
-                    ),
-                )
+                .filter(SeqBound {
+                    at: t,
+                    since: false,
+                })
                 .filter(outbox::created_at.lt(t));
         }
         q
@@ -620,6 +627,54 @@ pub(crate) async fn index_only(
         .execute(conn)
         .await
         .map(|_| ())
+}
+
+/// The range of sequence numbers a time bound of a list or a count stands for: `outbox.seq >=`
+/// (`since`) or `<` (`until`) the first sequence number created at or after the time, through
+/// `outbox_created_at`. A row's sequence and creation time can disagree by up to one
+/// transaction's length, so the bound is taken 5 minutes wide and the exact condition on
+/// `created_at` is kept beside it.
+///
+/// Written as an expression of fixed text rather than `diesel::dsl::sql`, which marks its
+/// statement unsafe to cache: a list or a count with a time bound is then prepared once per
+/// connection like the others, not parsed and planned on every call (over the outbox's
+/// partitions, twice: the outer scan and this lookup).
+#[derive(Debug, Clone, Copy, diesel::query_builder::QueryId)]
+struct SeqBound {
+    at: OffsetDateTime,
+    since: bool,
+}
+
+impl diesel::Expression for SeqBound {
+    type SqlType = diesel::sql_types::Bool;
+}
+
+impl<QS> diesel::AppearsOnTable<QS> for SeqBound {}
+
+impl<QS> diesel::SelectableExpression<QS> for SeqBound {}
+
+impl diesel::expression::ValidGrouping<()> for SeqBound {
+    type IsAggregate = diesel::expression::is_aggregate::Never;
+}
+
+impl diesel::query_builder::QueryFragment<diesel::pg::Pg> for SeqBound {
+    fn walk_ast<'b>(
+        &'b self,
+        mut out: diesel::query_builder::AstPass<'_, 'b, diesel::pg::Pg>,
+    ) -> diesel::QueryResult<()> {
+        out.push_sql(if self.since {
+            "outbox.seq >= coalesce((SELECT f.seq FROM outbox f WHERE f.created_at >= "
+        } else {
+            "outbox.seq < coalesce((SELECT f.seq FROM outbox f WHERE f.created_at >= "
+        });
+        out.push_bind_param::<diesel::sql_types::Timestamptz, _>(&self.at)?;
+        out.push_sql(if self.since {
+            " - interval '5 minutes' ORDER BY f.created_at LIMIT 1), 9223372036854775807)"
+        } else {
+            " + interval '5 minutes' ORDER BY f.created_at LIMIT 1), 9223372036854775807)"
+        });
+        Ok(())
+    }
 }
 
 /// Takes `seqs.len()` consecutive replay slots of the org (`replay_pacing`, whose row lock also

@@ -173,6 +173,31 @@ where
     .await
 }
 
+/// A feed page ([`Store::events_feed`]): the parameters, then the page's rows with a running
+/// sum of their sizes, and those within the byte budget (the first always).
+const FEED_HEAD: &str = "SELECT w.feed_pos, w.payload FROM (VALUES (";
+const FEED_TAIL: &str = ")) AS p(org_id, after, lim, budget, ty)
+     CROSS JOIN LATERAL (
+         SELECT x.feed_pos, x.payload,
+                sum(octet_length(x.payload) + 1) OVER (ORDER BY x.feed_pos) AS upto,
+                row_number() OVER (ORDER BY x.feed_pos) AS n
+         FROM (SELECT o.feed_pos, o.payload FROM outbox o
+               WHERE o.org_id = p.org_id AND o.feed_pos > p.after
+               ORDER BY o.feed_pos LIMIT p.lim) x) w
+     WHERE w.n = 1 OR w.upto <= p.budget
+     ORDER BY w.feed_pos";
+/// [`FEED_TAIL`] for one event type.
+const FEED_TYPE_TAIL: &str = ")) AS p(org_id, after, lim, budget, ty)
+     CROSS JOIN LATERAL (
+         SELECT x.feed_pos, x.payload,
+                sum(octet_length(x.payload) + 1) OVER (ORDER BY x.feed_pos) AS upto,
+                row_number() OVER (ORDER BY x.feed_pos) AS n
+         FROM (SELECT o.feed_pos, o.payload FROM outbox o
+               WHERE o.org_id = p.org_id AND o.feed_pos > p.after AND o.event_type = p.ty
+               ORDER BY o.feed_pos LIMIT p.lim) x) w
+     WHERE w.n = 1 OR w.upto <= p.budget
+     ORDER BY w.feed_pos";
+
 /// One page of the events feed: the envelopes exactly as delivered, and the position of the last.
 #[derive(Debug, Clone)]
 pub struct FeedPage {
@@ -220,36 +245,21 @@ impl Store {
         let after = after.unwrap_or(0);
         // The page's rows through the index (`outbox_feed`, or `outbox_feed_type` with a type),
         // then only those within the byte budget read out: a payload's size comes from its
-        // stored length, so the ones past the budget are never fetched whole.
-        let page = match event_type {
-            None => {
-                "SELECT feed_pos, payload FROM outbox
-                     WHERE org_id = $1 AND feed_pos > $2
-                     ORDER BY feed_pos LIMIT $3"
-            }
-            Some(_) => {
-                "SELECT feed_pos, payload FROM outbox
-                        WHERE org_id = $1 AND feed_pos > $2 AND event_type = $5
-                        ORDER BY feed_pos LIMIT $3"
-            }
+        // stored length, so the ones past the budget are never fetched whole. Fixed text, so
+        // each form is prepared once per connection.
+        let tail = match event_type {
+            None => FEED_TAIL,
+            Some(_) => FEED_TYPE_TAIL,
         };
-        let rows: Vec<FeedRow> = diesel::sql_query(format!(
-            "SELECT feed_pos, payload FROM (
-                 SELECT feed_pos, payload,
-                        sum(octet_length(payload) + 1) OVER (ORDER BY feed_pos) AS upto,
-                        row_number() OVER (ORDER BY feed_pos) AS n
-                 FROM ({page}) p) w
-             WHERE n = 1 OR upto <= $4
-             ORDER BY feed_pos"
-        ))
-        .bind::<diesel::sql_types::Uuid, _>(org_id)
-        .bind::<Int8, _>(after)
-        .bind::<Int8, _>(limit)
-        .bind::<Int8, _>(i64::try_from(budget).unwrap_or(i64::MAX))
-        .bind::<diesel::sql_types::Text, _>(event_type.map_or("", |t| t.as_str()))
-        .load(&mut conn)
-        .await
-        .map_err(StoreError::from)?;
+        let rows: Vec<FeedRow> =
+            crate::prepared::prepared::<diesel::sql_types::Uuid, _>(FEED_HEAD, tail, org_id)
+                .bind::<Int8, _>(after)
+                .bind::<Int8, _>(limit)
+                .bind::<Int8, _>(i64::try_from(budget).unwrap_or(i64::MAX))
+                .bind::<diesel::sql_types::Text, _>(event_type.map_or("", |t| t.as_str()))
+                .load(&mut conn)
+                .await
+                .map_err(StoreError::from)?;
         let last = rows.last().map_or(after, |r| r.feed_pos);
         Ok(FeedPage {
             positions: rows.iter().map(|r| r.feed_pos).collect(),

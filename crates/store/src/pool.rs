@@ -132,6 +132,12 @@ fn build(database: &Database, max_size: usize, session: Vec<String>) -> Result<D
             }
         }))
         .max_size(max_size)
+        // The connection used last is taken first: a client's requests land on the same few
+        // sessions, whose prepared statements, plans and catalogue caches are warm. Taken in
+        // turn (the default), every session of the pool served one call in sixteen, and a
+        // statement's first run in a session planned it anew (about 1 ms with the outbox's
+        // partitions, 9 ms in a session whose caches were cold).
+        .queue_mode(deadpool::managed::QueueMode::Lifo)
         .runtime(deadpool::Runtime::Tokio1)
         .wait_timeout(Some(Duration::from_secs(5)))
         .create_timeout(Some(Duration::from_secs(5)))

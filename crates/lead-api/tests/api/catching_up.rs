@@ -364,16 +364,13 @@ async fn a_cursor_older_than_retention_is_410_and_a_fresh_start_reads_what_is_ke
     // moved into the partition of their day, as if written then (the same low 32 bits of the
     // sequence number, the day's range above them).
     let c = app.db.client().await;
-    c.batch_execute(
-        "SELECT qualifier_outbox_partition(floor(extract(epoch FROM now()) / 86400)::int - 40,
-                                          floor(extract(epoch FROM now()) / 86400)::int - 39);
-         UPDATE outbox SET created_at = now() - interval '40 days', status = 'skipped',
-                seq = ((floor(extract(epoch FROM now()) / 86400)::int8 - 40) << 32)
-                      + seq % 4294967296
-         WHERE seq IN (SELECT seq FROM outbox ORDER BY seq LIMIT 2)",
+    age_events(
+        &c,
+        40,
+        "status = 'skipped',",
+        "seq IN (SELECT seq FROM outbox ORDER BY seq LIMIT 2)",
     )
-    .await
-    .unwrap();
+    .await;
     let store = app.store();
     let dropped = store
         .expire_events(Duration::from_secs(30 * 86_400))
@@ -401,6 +398,22 @@ async fn a_cursor_older_than_retention_is_410_and_a_fresh_start_reads_what_is_ke
     assert_eq!(kept.len(), 2, "a client starting over reads what is kept");
 }
 
+/// Moves the events `filter` selects `days` days into the past, into the partition of that day,
+/// as if written then: the same low 32 bits of the sequence number, the day's number above them
+/// (crates/store/src/outbox.rs, "PartitionName"). `set` adds assignments, each ending in a comma.
+async fn age_events(c: &tokio_postgres::Client, days: i64, set: &str, filter: &str) {
+    c.batch_execute(&format!(
+        "SELECT qualifier_outbox_partition(floor(extract(epoch FROM now()) / 86400)::int - {days},
+                                          floor(extract(epoch FROM now()) / 86400)::int - {days} + 1);
+         UPDATE outbox SET created_at = now() - interval '{days} days', {set}
+                seq = ((floor(extract(epoch FROM now()) / 86400)::int8 - {days}) << 32)
+                      + seq % 4294967296
+         WHERE {filter}"
+    ))
+    .await
+    .unwrap();
+}
+
 /// Retention never removes an unfinished delivery: a partition past retention that still holds
 /// one (an endpoint's long outage) is kept whole until it finishes, and its events stay
 /// readable.
@@ -414,17 +427,14 @@ async fn retention_keeps_a_partition_that_still_holds_an_unfinished_delivery() {
     wait_relayed(&app, Duration::from_secs(20)).await;
     let c = app.db.client().await;
     // Both events 40 days old in their day's partition; one is still failing.
-    c.batch_execute(
-        "SELECT qualifier_outbox_partition(floor(extract(epoch FROM now()) / 86400)::int - 40,
-                                          floor(extract(epoch FROM now()) / 86400)::int - 39);
-         UPDATE outbox SET created_at = now() - interval '40 days',
-                status = CASE WHEN seq = (SELECT min(seq) FROM outbox) THEN 'failed'
-                              ELSE 'succeeded' END,
-                seq = ((floor(extract(epoch FROM now()) / 86400)::int8 - 40) << 32)
-                      + seq % 4294967296",
+    age_events(
+        &c,
+        40,
+        "status = CASE WHEN seq = (SELECT min(seq) FROM outbox) THEN 'failed'
+                       ELSE 'succeeded' END,",
+        "true",
     )
-    .await
-    .unwrap();
+    .await;
     let store = app.store();
     store
         .expire_events(Duration::from_secs(30 * 86_400))
@@ -462,15 +472,7 @@ async fn a_closed_partition_is_compacted_once_and_reads_as_before() {
     let (before, _) = feed_page(&app, &token, None, 100).await;
     let c = app.db.client().await;
     // The events as if written ten days ago, in the partition of that day.
-    c.batch_execute(
-        "SELECT qualifier_outbox_partition(floor(extract(epoch FROM now()) / 86400)::int - 10,
-                                          floor(extract(epoch FROM now()) / 86400)::int - 9);
-         UPDATE outbox SET created_at = now() - interval '10 days',
-                seq = ((floor(extract(epoch FROM now()) / 86400)::int8 - 10) << 32)
-                      + seq % 4294967296",
-    )
-    .await
-    .unwrap();
+    age_events(&c, 10, "", "true").await;
     let store = app.store();
     assert_eq!(store.compact_outbox().await.unwrap(), 1);
     assert_eq!(
