@@ -116,7 +116,7 @@ pub async fn phase(sink: &Sink, plan: Plan) -> anyhow::Result<Value> {
         let reads = side.reads(plan.reads).await?;
         let storage = side.storage().await?;
         println!(
-            "      {name:<8} idle CPU {:.1}%, {:.0} events/s, PATCH p95 {:.1} ms, commit-to-receipt p95 {:.1} ms, {:.0} B per stored event ({:.0} table, {:.0} TOAST, {:.0} indexes)",
+            "      {name:<8} idle CPU {:.1}%, {:.0} events/s, PATCH p95 {:.1} ms, commit-to-receipt p95 {:.1} ms, {:.0} B per stored event ({:.0} table, {:.0} TOAST, {:.0} indexes; envelope {:.0} B, {:.0}% compressed; attempt log {:.0} B)",
             idle * 100.0,
             writes["delivered_per_s"].as_f64().unwrap_or(f64::NAN),
             writes["patch_p95_ms"].as_f64().unwrap_or(f64::NAN),
@@ -129,6 +129,13 @@ pub async fn phase(sink: &Sink, plan: Plan) -> anyhow::Result<Value> {
                 .as_f64()
                 .unwrap_or(f64::NAN),
             storage["index_bytes_per_event"]
+                .as_f64()
+                .unwrap_or(f64::NAN),
+            storage["payload_bytes_per_event"]
+                .as_f64()
+                .unwrap_or(f64::NAN),
+            storage["payloads_compressed"].as_f64().unwrap_or(f64::NAN) * 100.0,
+            storage["attempt_log_bytes_per_event"]
                 .as_f64()
                 .unwrap_or(f64::NAN),
         );
@@ -334,6 +341,9 @@ fn settings() -> DeliverySettings {
 impl Side {
     async fn start(sink: &Sink) -> anyhow::Result<Side> {
         let mut env = Env::new(sink.ca_file.clone()).await;
+        // Envelopes stored compressed, as the history is written ([`COMPRESS`]).
+        env.api_env
+            .push(("QUALIFIER_PAYLOAD_STORAGE", "compressed"));
         let api = env.start_api().await?;
         let worker = env.start_delivery(&settings()).await?;
         let (endpoint, url) = sink.endpoint(Answer::Ok);
@@ -755,8 +765,23 @@ impl Side {
             .await?;
         let (n, heap, toast, idx): (f64, f64, f64, f64) = (r.get(0), r.get(1), r.get(2), r.get(3));
         let per = |b: f64| r3(b / n.max(1.0));
+        // What the two variable-size columns take on average, and how many envelopes are
+        // stored compressed (`qualifier_store::payload`).
+        let cols = pg
+            .query_one(
+                "SELECT coalesce(avg(octet_length(payload)), 0)::float8,
+                        coalesce(avg(pg_column_size(attempt_log)), 0)::float8,
+                        coalesce(avg((get_byte(payload, 0) = 1)::int), 0)::float8
+                 FROM outbox",
+                &[],
+            )
+            .await?;
+        let (payload, log, compressed): (f64, f64, f64) = (cols.get(0), cols.get(1), cols.get(2));
         Ok(json!({
             "events": n,
+            "payload_bytes_per_event": r3(payload),
+            "attempt_log_bytes_per_event": r3(log),
+            "payloads_compressed": r3(compressed),
             "bytes_per_event": per(heap + toast + idx),
             "heap_bytes_per_event": per(heap),
             "toast_bytes_per_event": per(toast),
@@ -795,9 +820,9 @@ impl Side {
                  ALTER DATABASE {db} SET plan_cache_mode = force_{mode}_plan;"
             ))
             .await?;
-            // New sessions take the settings; lead-api's own (`generic` by default) would
+            // New sessions take the settings; lead-api's own (`custom` by default) would
             // override the database's, so it leaves the database's in force here.
-            self.env.api_env = vec![("QUALIFIER_PLAN_CACHE_MODE", "auto")];
+            self.env.api_env.push(("QUALIFIER_PLAN_CACHE_MODE", "auto"));
             self.restart().await?;
             let mut per_call = Vec::new();
             let mut all = Vec::new();
@@ -836,7 +861,9 @@ impl Side {
                 json!({"plans_logged": all.len(), "calls": per_call, "statements": stmts}),
             );
         }
-        self.env.api_env.clear();
+        self.env
+            .api_env
+            .retain(|(k, _)| *k != "QUALIFIER_PLAN_CACHE_MODE");
         self.restart().await?;
         Ok(Value::Object(v))
     }
@@ -1005,14 +1032,24 @@ async fn write_events(
         &[&days, &span_days()],
     )
     .await?;
+    let now: f64 = tx
+        .query_one("SELECT extract(epoch FROM now())::float8", &[])
+        .await?
+        .get(0);
     // In slices, so progress shows and no single statement holds millions of rows in memory.
-    let slice: i64 = 250_000;
+    let slice: i64 = 50_000;
     let mut from = 1;
     while from <= n {
         let to = (from + slice - 1).min(n);
-        tx.execute(FILL_SQL, &[&big, &smalls, &head, &n, &from, &to, &days])
-            .await?;
-        if progress {
+        let s = Slice::make(big, smalls, now, n, days, from, to);
+        tx.execute(
+            FILL_SQL,
+            &[
+                &s.g, &s.event, &s.org, &s.at, &s.ty, &s.lead, &s.payload, &head,
+            ],
+        )
+        .await?;
+        if progress && (to % 250_000 == 0 || to == n) {
             println!("      history: {to} of {n} events written");
         }
         from = to + 1;
@@ -1087,46 +1124,118 @@ async fn retention_rounds(side: &Side, per_day: i64, rounds: i64) -> anyhow::Res
     Ok(Value::Array(out))
 }
 
-/// One slice (`$5..=$6` of `$4`) of the history, each event in the partition of its day, as
-/// if the sequence had moved on each day (its low 32 bits are unique across the history): `$1` the big org, `$2` the small ones, `$3`
-/// the feed head, `$7` the days it spans. The envelope is a real `lead.updated`'s shape and
-/// size; the attempt log holds what the delivery worker stores per attempt
-/// (`crates/domain/src/delivery.rs`, `AttemptEntry`).
+/// The history's stored envelopes take the form `lead-api` writes with
+/// `QUALIFIER_PAYLOAD_STORAGE=compressed`, which both sides of the phase run with
+/// ([`Side::start`]).
+const COMPRESS: bool = true;
+
+/// One slice of the history: rows `from..=to` of `n` spread over `days` days before `now`
+/// (seconds since the epoch, the writing transaction's), each event in the partition of its
+/// day. The envelope is a real `lead.updated`'s shape and size, made and stored here as
+/// `lead-api` stores it ([`qualifier_store::payload::pack`]), so the rows are what the code
+/// writes; the rest is [`FILL_SQL`]'s.
+struct Slice {
+    g: Vec<i64>,
+    event: Vec<String>,
+    org: Vec<String>,
+    at: Vec<f64>,
+    ty: Vec<&'static str>,
+    lead: Vec<String>,
+    payload: Vec<Vec<u8>>,
+}
+
+impl Slice {
+    fn make(
+        big: &str,
+        smalls: &[String],
+        now: f64,
+        n: i64,
+        days: i64,
+        from: i64,
+        to: i64,
+    ) -> Slice {
+        let len = (to - from + 1) as usize;
+        let mut s = Slice {
+            g: Vec::with_capacity(len),
+            event: Vec::with_capacity(len),
+            org: Vec::with_capacity(len),
+            at: Vec::with_capacity(len),
+            ty: Vec::with_capacity(len),
+            lead: Vec::with_capacity(len),
+            payload: Vec::with_capacity(len),
+        };
+        let span = (days * 86_400) as f64;
+        for g in from..=to {
+            // A tenth of the events are the small orgs', interleaved in time with the big one's.
+            let org = match g % 10 {
+                0 => smalls[((g / 10) as usize) % smalls.len()].as_str(),
+                _ => big,
+            };
+            let at = now - span + 7_200.0 + (g as f64 / n as f64) * (span - 7_800.0);
+            let ty = [
+                "lead.created",
+                "lead.updated",
+                "lead.updated",
+                "lead.stage_changed",
+            ][(g % 4) as usize];
+            // Ten leads per hundred events of an org: a lead has several events.
+            let digest = ring::digest::digest(
+                &ring::digest::SHA256,
+                format!("{org}/{}/{}", g / 100, g % 10).as_bytes(),
+            );
+            let lead = uuid::Uuid::from_slice(&digest.as_ref()[..16]).expect("16 bytes");
+            let event = uuid::Uuid::new_v4();
+            let when = qualifier_domain::timefmt::format(
+                time::OffsetDateTime::from_unix_timestamp_nanos((at * 1e9) as i128)
+                    .expect("a time of this century"),
+            );
+            let envelope = serde_json::to_vec(&json!({
+                "id": event, "type": ty, "version": "1", "occurred_at": when, "org_id": org,
+                "data": {"lead": {
+                    "id": lead, "revision": 1 + g % 7, "name": "Bench Lead",
+                    "email": format!("lead{g}@example.com"),
+                    "phone": format!("+4477{:08}", g % 100_000_000), "channel": "sms",
+                    "qualification_stage": "qualifying", "route_target": null,
+                    "profile": {"budget": "10k", "step": g % 9},
+                    "external_ref": null, "ai_paused": false,
+                    "conversation_url": format!("https://app.qualifier.local/conversations/{lead}"),
+                    "created_at": when, "updated_at": when},
+                    "previous": {"profile": {"step": g % 9 + 1}}}
+            }))
+            .expect("JSON");
+            s.g.push(g);
+            s.event.push(event.to_string());
+            s.org.push(org.to_owned());
+            s.at.push(at);
+            s.ty.push(ty);
+            s.lead.push(lead.to_string());
+            s.payload
+                .push(qualifier_store::payload::pack(envelope, COMPRESS));
+        }
+        s
+    }
+}
+
+/// Inserts a [`Slice`] (`$1`-`$7`) at feed positions after `$8`: statuses, attempts and
+/// attempt logs as the delivery worker leaves them (`crates/domain/src/delivery.rs`,
+/// `AttemptEntry`), one in fifty dead, one in a hundred skipped.
 const FILL_SQL: &str = "
-WITH s AS MATERIALIZED (
-    SELECT g,
-           CASE WHEN g % 10 = 0 THEN ($2::text[])[1 + (g / 10) % array_length($2::text[], 1)]::uuid
-                ELSE $1::text::uuid END AS org,
-           gen_random_uuid() AS e,
-           now() - make_interval(days => $7::int8::int) + interval '2 hours'
-               + (g::float8 / $4::int8) * (make_interval(days => $7::int8::int) - interval '2 hours 10 minutes')
-               AS at,
-           (ARRAY['lead.created', 'lead.updated', 'lead.updated', 'lead.stage_changed'])[1 + g % 4] AS ty,
+WITH l AS (
+    SELECT x.g, x.e::uuid AS e, x.org::uuid AS org, to_timestamp(x.at) AS at, x.ty,
+           x.lead::uuid AS lead, x.payload
+    FROM unnest($1::int8[], $2::text[], $3::text[], $4::float8[], $5::text[], $6::text[],
+                $7::bytea[]) AS x(g, e, org, at, ty, lead, payload)),
+s AS (
+    SELECT l.*,
            CASE WHEN g % 50 = 7 THEN 'dead' WHEN g % 100 = 3 THEN 'skipped' ELSE 'succeeded' END AS st,
            CASE WHEN g % 50 = 7 THEN 5 WHEN g % 100 = 3 THEN 0 WHEN g % 20 = 1 THEN 2 ELSE 1 END AS tries
-    FROM generate_series($5::int8, $6::int8) g),
-l AS (
-    SELECT s.*, md5(org::text || (g / 100)::text || (g % 10)::text)::uuid AS lead FROM s)
+    FROM l)
 INSERT INTO outbox (seq, event_id, org_id, event_type, payload, created_at, delivery_id, lead_id,
                     published_at, status, attempts, failed_attempts, last_status_code, last_error,
                     attempt_log, updated_at, feed_pos)
 SELECT (floor(extract(epoch FROM at) / 86400)::int8 << 32)
            | (nextval('outbox_seq_seq') & 4294967295),
-       e, org, ty,
-       convert_to(json_build_object(
-           'id', e, 'type', ty, 'version', '1',
-           'occurred_at', to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'),
-           'org_id', org,
-           'data', json_build_object('lead', json_build_object(
-               'id', lead, 'revision', 1 + g % 7, 'name', 'Bench Lead', 'email', 'lead' || g || '@example.com',
-               'phone', '+4477' || lpad((g % 100000000)::text, 8, '0'), 'channel', 'sms',
-               'qualification_stage', 'qualifying', 'route_target', null,
-               'profile', json_build_object('budget', '10k', 'step', g % 9),
-               'external_ref', null, 'ai_paused', false,
-               'conversation_url', 'https://app.qualifier.local/conversations/' || lead,
-               'created_at', at, 'updated_at', at),
-               'previous', json_build_object('profile', json_build_object('step', g % 9 + 1))))::text,
-           'UTF8'),
+       e, org, ty, payload,
        at, gen_random_uuid(), lead, at + interval '20 milliseconds', st, tries,
        CASE WHEN st = 'dead' THEN 5 WHEN tries = 2 THEN 1 ELSE 0 END,
        CASE WHEN st = 'skipped' THEN NULL WHEN st = 'dead' THEN 500 ELSE 200 END,
@@ -1145,5 +1254,5 @@ SELECT (floor(extract(epoch FROM at) / 86400)::int8 << 32)
                    || jsonb_build_object('error', CASE WHEN st = 'dead' OR a < tries THEN 'HTTP 500' END)
                ORDER BY a)
            FROM generate_series(1, tries) a) END,
-       at + interval '1 second' * tries, $3::int8 + g
-FROM l";
+       at + interval '1 second' * tries, $8::int8 + g
+FROM s";

@@ -280,6 +280,7 @@ fn open_store(cfg: &ApiConfig) -> anyhow::Result<Store> {
     .context("building the rate-limit pool")?;
     Ok(Store::new(pool, cfg.secret_key.clone())
         .with_app_base_url(cfg.app_base_url.clone())
+        .with_payload_compression(cfg.compress_payloads)
         .with_limiter_pool(limiter))
 }
 

@@ -20,6 +20,7 @@ const EVENT_RETENTION_DAYS: &str = "30";
 const MAX_PAGE_BYTES: &str = "1048576";
 const STATEMENT_TIMEOUT_MS: &str = "5000";
 const PLAN_CACHE_MODE: &str = "custom";
+const PAYLOAD_STORAGE: &str = "plain";
 
 /// lead-api: Qualifier's public and internal HTTP API, and the outbox relay.
 ///
@@ -73,6 +74,10 @@ pub struct ApiArgs {
     /// `generic` (once per connection) or `auto` (the database's own setting)
     #[arg(long, env = "QUALIFIER_PLAN_CACHE_MODE", default_value = PLAN_CACHE_MODE, hide_env_values = true)]
     pub plan_cache_mode: String,
+    /// How new event envelopes are stored: `plain` (as sent) or `compressed` (about a third of
+    /// the size; every replica must run a version that reads it first)
+    #[arg(long, env = "QUALIFIER_PAYLOAD_STORAGE", default_value = PAYLOAD_STORAGE, hide_env_values = true)]
+    pub payload_storage: String,
     /// Where console sign-in links point [default: the public listener's address]
     #[arg(long, env = "QUALIFIER_CONSOLE_BASE_URL", hide_env_values = true)]
     pub console_base_url: Option<String>,
@@ -129,6 +134,9 @@ pub struct ApiConfig {
     /// `QUALIFIER_PLAN_CACHE_MODE`: the `plan_cache_mode` of lead-api's sessions, or `None` to
     /// leave the database's own (docs/performance.md, "History at scale").
     pub plan_cache_mode: Option<&'static str>,
+    /// `QUALIFIER_PAYLOAD_STORAGE`: whether new envelopes are stored compressed
+    /// (`qualifier_store::payload`; docs/operations.md, "Compressed envelopes").
+    pub compress_payloads: bool,
     /// After SIGTERM: how long in-flight requests have to finish (`QUALIFIER_SHUTDOWN_GRACE_MS`).
     pub shutdown_grace: std::time::Duration,
     /// `QUALIFIER_CONSOLE_FRAME_ANCESTORS`: the origins that may frame the console (empty:
@@ -197,6 +205,7 @@ impl ApiConfig {
                 value(&a.statement_timeout_ms, STATEMENT_TIMEOUT_MS),
             )?),
             plan_cache_mode: plan_cache_mode(value(&a.plan_cache_mode, PLAN_CACHE_MODE))?,
+            compress_payloads: payload_storage(value(&a.payload_storage, PAYLOAD_STORAGE))?,
             console_base_url: optional(&a.console_base_url)
                 .map(console_base_url)
                 .transpose()?,
@@ -226,6 +235,19 @@ fn plan_cache_mode(v: &str) -> Result<Option<&'static str>, EnvError> {
         _ => Err(EnvError::new(
             "QUALIFIER_PLAN_CACHE_MODE",
             "must be generic, custom or auto",
+        )),
+    }
+}
+
+/// `plain` is this version's default because the version before it reads a stored envelope as
+/// the bytes to send: while one of its replicas runs, nothing may be stored compressed.
+fn payload_storage(v: &str) -> Result<bool, EnvError> {
+    match v.trim() {
+        "plain" => Ok(false),
+        "compressed" => Ok(true),
+        _ => Err(EnvError::new(
+            "QUALIFIER_PAYLOAD_STORAGE",
+            "must be plain or compressed",
         )),
     }
 }
@@ -333,6 +355,21 @@ mod tests {
         assert_eq!(c.console_base_url, None);
         assert_eq!(c.max_page_bytes, 1 << 20);
         assert_eq!(c.plan_cache_mode, Some("force_custom_plan"));
+        assert!(!c.compress_payloads);
+    }
+
+    #[test]
+    fn envelopes_are_stored_plain_or_compressed() {
+        let storage = |v: &str| ApiConfig::from_args(&args(&[&format!("--payload-storage={v}")]));
+        assert!(storage("compressed").unwrap().compress_payloads);
+        assert!(!storage("plain").unwrap().compress_payloads);
+        for bad in ["true", "zstd", "Compressed", "on"] {
+            let e = storage(bad).unwrap_err();
+            assert!(
+                e.to_string().contains("QUALIFIER_PAYLOAD_STORAGE"),
+                "{bad}: {e}"
+            );
+        }
     }
 
     #[test]

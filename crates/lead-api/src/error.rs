@@ -87,9 +87,10 @@ impl From<StoreError> for ApiError {
                 ApiError::RateLimited { retry_after_secs }
             }
             e @ StoreError::Unavailable(_) => ApiError::Unavailable(Box::new(e)),
-            e @ (StoreError::Db(_) | StoreError::Corrupt { .. } | StoreError::Publish(_)) => {
-                ApiError::Internal(Box::new(e))
-            }
+            e @ (StoreError::Db(_)
+            | StoreError::Corrupt { .. }
+            | StoreError::Publish(_)
+            | StoreError::Payload(_)) => ApiError::Internal(Box::new(e)),
         }
     }
 }

@@ -477,14 +477,15 @@ impl Store {
         delivery_id: Uuid,
     ) -> Result<Vec<u8>, StoreError> {
         let mut conn = self.conn().await?;
-        outbox::table
+        let stored = outbox::table
             .filter(outbox::org_id.eq(org_id))
             .filter(outbox::delivery_id.eq(delivery_id))
             .select(outbox::payload)
             .first(&mut conn)
             .await
             .optional()?
-            .ok_or(StoreError::NotFound("Delivery not found"))
+            .ok_or(StoreError::NotFound("Delivery not found"))?;
+        Ok(crate::payload::unpack_owned(stored)?)
     }
 
     /// Replay: a finished delivery (dead, succeeded or skipped) gets a fresh cycle of 5 attempts

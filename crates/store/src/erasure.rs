@@ -29,7 +29,13 @@ struct EventOfLead {
     event_id: Uuid,
     #[diesel(sql_type = Text)]
     event_type: String,
-    #[diesel(sql_type = Text)]
+    #[diesel(sql_type = diesel::sql_types::Bytea)]
+    payload: Vec<u8>,
+}
+
+/// The one field of a stored envelope that its reduced envelope keeps as it was.
+#[derive(serde::Deserialize)]
+struct Occurred {
     occurred_at: String,
 }
 
@@ -43,14 +49,14 @@ impl Store {
     /// `outbox_org_lead`, the idempotency keys of the org), so it costs what the lead has, not
     /// what the database holds. `NotFound` for another org's lead or one already erased.
     pub async fn erase_lead(&self, org_id: Uuid, lead_id: Uuid) -> Result<Erased, StoreError> {
+        let compress = self.compress_payloads;
         let mut conn = self.conn().await?;
         conn.transaction::<Erased, StoreError, _>(async move |conn| {
             // The row lock orders the erasure with a change of the same lead: a change that
             // committed first is erased with the rest; one that comes after finds no lead.
             lock_lead(conn, org_id, lead_id).await?;
             let events: Vec<EventOfLead> = diesel::sql_query(
-                "SELECT seq, event_id, event_type,
-                        convert_from(payload, 'UTF8')::jsonb ->> 'occurred_at' AS occurred_at
+                "SELECT seq, event_id, event_type, payload
                  FROM outbox
                  WHERE org_id = $1 AND lead_id = $2 AND erased_at IS NULL
                  FOR UPDATE",
@@ -60,21 +66,36 @@ impl Store {
             .load(conn)
             .await?;
             let seqs: Vec<i64> = events.iter().map(|e| e.seq).collect();
-            let payloads: Vec<Vec<u8>> = events
+            // The stored envelopes may be compressed (`crate::payload`): read here, not in SQL.
+            let occurred = events
                 .iter()
                 .map(|e| {
-                    ReducedEnvelope {
+                    let env = crate::payload::unpack(&e.payload)?;
+                    serde_json::from_slice::<Occurred>(&env)
+                        .map(|o| o.occurred_at)
+                        .map_err(|err| {
+                            StoreError::Payload(crate::payload::PayloadError::new(format!(
+                                "no occurred_at: {err}"
+                            )))
+                        })
+                })
+                .collect::<Result<Vec<String>, StoreError>>()?;
+            let payloads: Vec<Vec<u8>> = events
+                .iter()
+                .zip(&occurred)
+                .map(|(e, occurred_at)| {
+                    let reduced = ReducedEnvelope {
                         id: e.event_id,
                         event_type: &e.event_type,
                         version: "1",
-                        occurred_at: &e.occurred_at,
+                        occurred_at,
                         org_id,
                         data: ReducedData {
                             lead: LeadRef { id: lead_id },
                         },
                         erased: true,
-                    }
-                    .to_bytes()
+                    };
+                    crate::payload::pack(reduced.to_bytes(), compress)
                 })
                 .collect();
             let now = now_millis();
@@ -134,6 +155,7 @@ impl Store {
                         erased_at: now,
                     },
                 ),
+                compress,
             )
             .await?;
             Ok(Erased {

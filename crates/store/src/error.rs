@@ -45,6 +45,9 @@ pub enum StoreError {
     /// The relay's publish step failed; the batch stays in the outbox.
     #[error("publishing the outbox batch failed")]
     Publish(#[source] BoxError),
+    /// A stored envelope is in a form this version cannot read (`crate::payload`).
+    #[error(transparent)]
+    Payload(#[from] crate::payload::PayloadError),
 }
 
 impl StoreError {

@@ -52,6 +52,7 @@ async fn emit_handoff(
     lead: Lead,
     handoff: &Handoff,
     at: OffsetDateTime,
+    compress: bool,
 ) -> Result<(), StoreError> {
     let data = EventData {
         previous_stage: None,
@@ -59,7 +60,7 @@ async fn emit_handoff(
         lead,
         handoff: Some(handoff.clone()),
     };
-    outbox::append(conn, &Envelope::new(event_type, org_id, at, data)).await?;
+    outbox::append(conn, &Envelope::new(event_type, org_id, at, data), compress).await?;
     Ok(())
 }
 
@@ -71,6 +72,7 @@ impl Store {
         lead_id: Uuid,
         reason: Option<String>,
     ) -> Result<Handoff, StoreError> {
+        let compress = self.compress_payloads;
         let base = self.app_base_url.clone();
         let mut conn = self.conn().await?;
         let res = conn
@@ -93,7 +95,16 @@ impl Store {
                     .execute(conn)
                     .await?;
                 let handoff = row.to_handoff();
-                emit_handoff(conn, org_id, EventType::HandoffCreated, lead, &handoff, now).await?;
+                emit_handoff(
+                    conn,
+                    org_id,
+                    EventType::HandoffCreated,
+                    lead,
+                    &handoff,
+                    now,
+                    compress,
+                )
+                .await?;
                 Ok(handoff)
             })
             .await;
@@ -140,6 +151,7 @@ impl Store {
         next: HandoffState,
         operator: Option<String>,
     ) -> Result<Handoff, StoreError> {
+        let compress = self.compress_payloads;
         let base = self.app_base_url.clone();
         let mut conn = self.conn().await?;
         conn.transaction::<Handoff, StoreError, _>(async move |conn| {
@@ -194,7 +206,7 @@ impl Store {
                 .await?
                 .to_lead(&base)?;
             let handoff = row.to_handoff();
-            emit_handoff(conn, org_id, event_type, lead, &handoff, now).await?;
+            emit_handoff(conn, org_id, event_type, lead, &handoff, now, compress).await?;
             Ok(handoff)
         })
         .await

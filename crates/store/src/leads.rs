@@ -183,11 +183,13 @@ pub(crate) async fn emit(
     org_id: Uuid,
     lead: &Lead,
     events: &[ChangeEvent],
+    compress: bool,
 ) -> Result<(), StoreError> {
     for e in events {
         outbox::append(
             conn,
             &Envelope::new(e.event_type, org_id, lead.updated_at, e.data(lead)),
+            compress,
         )
         .await?;
     }
@@ -275,6 +277,7 @@ async fn write_with_events(
     lead: &Lead,
     write: RowWrite,
     events: &[ChangeEvent],
+    compress: bool,
 ) -> Result<bool, diesel::result::Error> {
     use diesel::sql_types::{
         Array, Bool, Bytea, Int8, Jsonb, Nullable, Text, Timestamptz, Uuid as SqlUuid,
@@ -288,7 +291,7 @@ async fn write_with_events(
         let env = Envelope::new(e.event_type, org_id, lead.updated_at, e.data(lead));
         event_ids.push(env.id);
         types.push(e.event_type.as_str().to_owned());
-        payloads.push(env.to_bytes());
+        payloads.push(crate::payload::pack(env.to_bytes(), compress));
         deliveries.push(Uuid::new_v4());
     }
     let (tail, version) = match write {
@@ -596,6 +599,7 @@ impl Store {
     where
         F: Fn(&mut Lead) -> Result<(), FieldError> + Send + Sync + 'static,
     {
+        let compress = self.compress_payloads;
         let base = self.app_base_url.clone();
         let mut conn = self.conn().await?;
         // Optimistic first: read, change in memory, write row and events in one statement that
@@ -622,6 +626,7 @@ impl Store {
                     &after,
                     RowWrite::Update { version },
                     &events,
+                    self.compress_payloads,
                 )
                 .await?;
                 Ok::<_, StoreError>(written.then_some(after))
@@ -655,7 +660,14 @@ impl Store {
                     .set(LeadRow::from_lead(org_id, &after))
                     .execute(conn)
                     .await?;
-                emit(conn, org_id, &after, &lead_change_events(&before, &after)).await?;
+                emit(
+                    conn,
+                    org_id,
+                    &after,
+                    &lead_change_events(&before, &after),
+                    compress,
+                )
+                .await?;
                 Ok(after)
             })
             .await;
@@ -731,6 +743,7 @@ impl Store {
         org_id: Uuid,
         c: InboundContact,
     ) -> Result<(Lead, bool), StoreError> {
+        let compress = self.compress_payloads;
         let base = self.app_base_url.clone();
         let mut conn = self.conn().await?;
         // A new contact, the common case: the lead and `lead.created` in one statement. A known
@@ -742,6 +755,7 @@ impl Store {
             &fresh,
             RowWrite::Insert,
             &[ChangeEvent::plain(EventType::LeadCreated)],
+            self.compress_payloads,
         )
         .await
         .map_err(crate::orgs::org_missing)?;
@@ -765,6 +779,7 @@ impl Store {
                     org_id,
                     &fresh,
                     &[ChangeEvent::plain(EventType::LeadCreated)],
+                    compress,
                 )
                 .await?;
                 return Ok((fresh, true));
@@ -794,7 +809,14 @@ impl Store {
                 .set(LeadRow::from_lead(org_id, &after))
                 .execute(conn)
                 .await?;
-            emit(conn, org_id, &after, &lead_change_events(&before, &after)).await?;
+            emit(
+                conn,
+                org_id,
+                &after,
+                &lead_change_events(&before, &after),
+                compress,
+            )
+            .await?;
             Ok((after, false))
         })
         .await

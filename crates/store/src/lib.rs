@@ -13,6 +13,7 @@ pub mod idempotency;
 pub mod leads;
 pub mod orgs;
 pub mod outbox;
+pub mod payload;
 pub mod pgconn;
 pub mod pool;
 pub mod prepared;
@@ -44,6 +45,9 @@ pub struct Store {
     /// `webhook-delivery` sends stored bytes and never needs it.
     pub app_base_url: String,
     pub secret_key: SecretKey,
+    /// Whether new envelopes are stored compressed (`QUALIFIER_COMPRESS_PAYLOADS`,
+    /// [`payload`]); every reader accepts both forms whatever it says.
+    pub compress_payloads: bool,
 }
 
 impl Store {
@@ -53,7 +57,14 @@ impl Store {
             limiter_pool: None,
             app_base_url: DEFAULT_APP_BASE_URL.to_owned(),
             secret_key,
+            compress_payloads: false,
         }
+    }
+
+    /// Stores new envelopes compressed ([`payload`]).
+    pub fn with_payload_compression(mut self, on: bool) -> Self {
+        self.compress_payloads = on;
+        self
     }
 
     /// The base of `conversation_url` in lead snapshots (`QUALIFIER_APP_BASE_URL`).

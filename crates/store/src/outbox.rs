@@ -14,12 +14,14 @@ use uuid::Uuid;
 use crate::schema::{feed_head, outbox};
 use crate::{Store, StoreError};
 
-/// Appends one event. `conn` must be inside the transaction of the change.
+/// Appends one event. `conn` must be inside the transaction of the change; `compress`:
+/// [`Store::compress_payloads`].
 pub async fn append(
     conn: &mut AsyncPgConnection,
     env: &Envelope,
+    compress: bool,
 ) -> Result<(), diesel::result::Error> {
-    insert(conn, env, false).await.map(|_| ())
+    insert(conn, env, false, compress).await.map(|_| ())
 }
 
 /// Inserts an event; returns its delivery id.
@@ -27,6 +29,7 @@ pub(crate) async fn insert(
     conn: &mut AsyncPgConnection,
     env: &Envelope,
     is_test: bool,
+    compress: bool,
 ) -> Result<Uuid, diesel::result::Error> {
     let delivery_id = Uuid::new_v4();
     diesel::insert_into(outbox::table)
@@ -34,7 +37,7 @@ pub(crate) async fn insert(
             outbox::event_id.eq(env.id),
             outbox::org_id.eq(env.org_id),
             outbox::event_type.eq(env.event_type),
-            outbox::payload.eq(env.to_bytes()),
+            outbox::payload.eq(crate::payload::pack(env.to_bytes(), compress)),
             outbox::delivery_id.eq(delivery_id),
             // The request's trace context, so the delivery attempt joins the same trace.
             outbox::traceparent.eq(qualifier_telemetry::current_traceparent()),
@@ -55,6 +58,7 @@ pub struct Unpublished {
     pub event_id: Uuid,
     pub org_id: Uuid,
     pub event_type: EventType,
+    /// The envelope, as stored until [`relay_batch`] reads it out as sent.
     pub payload: Vec<u8>,
     pub created_at: OffsetDateTime,
     pub traceparent: Option<String>,
@@ -130,6 +134,11 @@ where
         rows.extend(due);
         if rows.is_empty() {
             return Ok(0);
+        }
+        // The message carries the envelope itself, whatever form it is stored in: the worker
+        // signs and sends the message's bytes (`crate::payload`).
+        for r in &mut rows {
+            r.payload = crate::payload::unpack_owned(std::mem::take(&mut r.payload))?;
         }
         let seqs: Vec<i64> = rows.iter().map(|r| r.seq).collect();
         // New events in outbox order (`rows` starts with them, by seq), test events excepted.
@@ -261,9 +270,18 @@ impl Store {
                 .await
                 .map_err(StoreError::from)?;
         let last = rows.last().map_or(after, |r| r.feed_pos);
+        let positions = rows.iter().map(|r| r.feed_pos).collect();
+        // A compressed envelope's stored length is about a third of its own, so the budget
+        // above may let through more than fits: the caller cuts the page to its byte limit
+        // on the envelopes themselves (`lead-api`'s `page::fitting`).
+        let payloads = rows
+            .into_iter()
+            .map(|r| crate::payload::unpack_owned(r.payload))
+            .collect::<Result<_, _>>()
+            .map_err(StoreError::from)?;
         Ok(FeedPage {
-            positions: rows.iter().map(|r| r.feed_pos).collect(),
-            payloads: rows.into_iter().map(|r| r.payload).collect(),
+            positions,
+            payloads,
             last,
         })
     }

@@ -368,6 +368,7 @@ impl Store {
         org_id: Uuid,
         event_type: Option<EventType>,
     ) -> Result<Uuid, StoreError> {
+        let compress = self.compress_payloads;
         let base = self.app_base_url.clone();
         let mut conn = self.conn().await?;
         conn.transaction::<Uuid, StoreError, _>(async move |conn| {
@@ -415,7 +416,7 @@ impl Store {
                 .or_else(|| <[EventType]>::first(&subscribed).copied())
                 .unwrap_or(EventType::LeadCreated);
             let env = qualifier_domain::event::example(event_type, org_id, now_millis(), &base);
-            Ok(crate::outbox::insert(conn, &env, true).await?)
+            Ok(crate::outbox::insert(conn, &env, true, compress).await?)
         })
         .await
     }

@@ -11,4 +11,5 @@ mod health;
 mod help;
 mod stack;
 mod standard;
+mod storage;
 mod telemetry;
