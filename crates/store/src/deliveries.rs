@@ -149,6 +149,21 @@ pub fn day_bounds(seqs: impl IntoIterator<Item = Option<i64>>) -> (i64, i64) {
     bounds.unwrap_or((i64::MIN, i64::MAX))
 }
 
+/// The trait impls that make a type with its own `QueryFragment` a boolean condition that
+/// diesel accepts in a `filter` on any table (the fragment names `outbox` itself).
+macro_rules! boolean_filter {
+    ($t:ty) => {
+        impl diesel::Expression for $t {
+            type SqlType = diesel::sql_types::Bool;
+        }
+        impl<QS> diesel::AppearsOnTable<QS> for $t {}
+        impl<QS> diesel::SelectableExpression<QS> for $t {}
+        impl diesel::expression::ValidGrouping<()> for $t {
+            type IsAggregate = diesel::expression::is_aggregate::Never;
+        }
+    };
+}
+
 /// `(outbox.seq >> 32) BETWEEN lo AND hi`, a filter, from [`day_bounds`]' pair. Fixed text
 /// (not `diesel::dsl::sql`, which marks its statement unsafe to cache), so the worker's context
 /// read stays prepared once per connection.
@@ -162,17 +177,7 @@ fn in_days((lo, hi): (i64, i64)) -> InDays {
     InDays { lo, hi }
 }
 
-impl diesel::Expression for InDays {
-    type SqlType = diesel::sql_types::Bool;
-}
-
-impl<QS> diesel::AppearsOnTable<QS> for InDays {}
-
-impl<QS> diesel::SelectableExpression<QS> for InDays {}
-
-impl diesel::expression::ValidGrouping<()> for InDays {
-    type IsAggregate = diesel::expression::is_aggregate::Never;
-}
+boolean_filter!(InDays);
 
 impl diesel::query_builder::QueryFragment<diesel::pg::Pg> for InDays {
     fn walk_ast<'b>(
@@ -646,17 +651,7 @@ struct SeqBound {
     since: bool,
 }
 
-impl diesel::Expression for SeqBound {
-    type SqlType = diesel::sql_types::Bool;
-}
-
-impl<QS> diesel::AppearsOnTable<QS> for SeqBound {}
-
-impl<QS> diesel::SelectableExpression<QS> for SeqBound {}
-
-impl diesel::expression::ValidGrouping<()> for SeqBound {
-    type IsAggregate = diesel::expression::is_aggregate::Never;
-}
+boolean_filter!(SeqBound);
 
 impl diesel::query_builder::QueryFragment<diesel::pg::Pg> for SeqBound {
     fn walk_ast<'b>(

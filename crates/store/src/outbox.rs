@@ -185,27 +185,28 @@ where
 /// A feed page ([`Store::events_feed`]): the parameters, then the page's rows with a running
 /// sum of their sizes, and those within the byte budget (the first always).
 const FEED_HEAD: &str = "SELECT w.feed_pos, w.payload FROM (VALUES (";
-const FEED_TAIL: &str = ")) AS p(org_id, after, lim, budget, ty)
+/// The rest of a feed page's statement, `$filter` added to its rows' condition.
+macro_rules! feed_tail {
+    ($filter:literal) => {
+        concat!(
+            ")) AS p(org_id, after, lim, budget, ty)
      CROSS JOIN LATERAL (
          SELECT x.feed_pos, x.payload,
                 sum(octet_length(x.payload) + 1) OVER (ORDER BY x.feed_pos) AS upto,
                 row_number() OVER (ORDER BY x.feed_pos) AS n
          FROM (SELECT o.feed_pos, o.payload FROM outbox o
-               WHERE o.org_id = p.org_id AND o.feed_pos > p.after
+               WHERE o.org_id = p.org_id AND o.feed_pos > p.after",
+            $filter,
+            "
                ORDER BY o.feed_pos LIMIT p.lim) x) w
      WHERE w.n = 1 OR w.upto <= p.budget
-     ORDER BY w.feed_pos";
+     ORDER BY w.feed_pos"
+        )
+    };
+}
+const FEED_TAIL: &str = feed_tail!("");
 /// [`FEED_TAIL`] for one event type.
-const FEED_TYPE_TAIL: &str = ")) AS p(org_id, after, lim, budget, ty)
-     CROSS JOIN LATERAL (
-         SELECT x.feed_pos, x.payload,
-                sum(octet_length(x.payload) + 1) OVER (ORDER BY x.feed_pos) AS upto,
-                row_number() OVER (ORDER BY x.feed_pos) AS n
-         FROM (SELECT o.feed_pos, o.payload FROM outbox o
-               WHERE o.org_id = p.org_id AND o.feed_pos > p.after AND o.event_type = p.ty
-               ORDER BY o.feed_pos LIMIT p.lim) x) w
-     WHERE w.n = 1 OR w.upto <= p.budget
-     ORDER BY w.feed_pos";
+const FEED_TYPE_TAIL: &str = feed_tail!(" AND o.event_type = p.ty");
 
 /// One page of the events feed: the envelopes exactly as delivered, and the position of the last.
 #[derive(Debug, Clone)]

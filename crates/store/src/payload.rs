@@ -30,8 +30,8 @@ use zstd::dict::{DecoderDictionary, EncoderDictionary};
 /// format was made: keys, stock values and URL prefixes that every envelope repeats.
 const DICT_V1: &[u8] = include_bytes!("payload-dict-v1.json");
 const TAG_ZSTD_V1: u8 = 0x01;
-/// zstd's default level: about 2 µs for an envelope; higher levels saved a few bytes at
-/// several times the time.
+/// zstd's default level: about 3.5 µs to compress an envelope (docs/performance.md); levels 9
+/// and 19 saved 5 bytes of 215.
 const LEVEL: i32 = 3;
 /// No envelope comes near it (a request body is at most 1 MiB); a corrupt frame announcing
 /// more is refused rather than allocated.
