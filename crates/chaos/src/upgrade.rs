@@ -102,10 +102,12 @@ impl Env {
             .stdout(Stdio::null());
     }
 
-    fn api(&self, bin: &Path, public: u16, internal: u16) -> Service {
+    /// `storage`: `QUALIFIER_PAYLOAD_STORAGE` (a version before it ignores the variable).
+    fn api(&self, bin: &Path, public: u16, internal: u16, storage: &str) -> Service {
         let mut cmd = Command::new(bin.join("lead-api"));
         self.common(&mut cmd);
-        cmd.env("QUALIFIER_INTERNAL_TOKEN", INTERNAL_TOKEN)
+        cmd.env("QUALIFIER_PAYLOAD_STORAGE", storage)
+            .env("QUALIFIER_INTERNAL_TOKEN", INTERNAL_TOKEN)
             .env("QUALIFIER_HTTP_ADDR", format!("127.0.0.1:{public}"))
             .env("QUALIFIER_INTERNAL_ADDR", format!("127.0.0.1:{internal}"))
             .env("QUALIFIER_RATE_LIMIT_PER_MINUTE", "1000000");
@@ -186,8 +188,8 @@ async fn run() -> anyhow::Result<()> {
     mark("previous version's schema", None);
     let [pub_a, pub_b, int_a, int_b, health_a, health_b] = free_ports::<6>();
     let mut apis = [
-        env.api(&o.old_bin, pub_a, int_a),
-        env.api(&o.old_bin, pub_b, int_b),
+        env.api(&o.old_bin, pub_a, int_a, "plain"),
+        env.api(&o.old_bin, pub_b, int_b, "plain"),
     ];
     let mut deliveries = [
         env.delivery(&o.old_bin, health_a),
@@ -325,44 +327,59 @@ async fn run() -> anyhow::Result<()> {
     mark("current migrations applied under traffic", Some(took));
     tokio::time::sleep(settle).await;
 
+    // The procedure of docs/operations.md, "Upgrading": each lead-api replica replaced, then each
+    // webhook-delivery replica; then, every replica on this version, the second step of
+    // "Compressed envelopes": each lead-api replica restarted storing envelopes compressed,
+    // still under traffic, beside the rows stored plain.
     let api_ports = [(pub_a, int_a), (pub_b, int_b)];
-    for (n, (api, (public_port, internal_port))) in apis.iter_mut().zip(api_ports).enumerate() {
-        public_rotation
-            .lock()
-            .unwrap()
-            .retain(|p| *p != public_port);
-        internal_rotation
-            .lock()
-            .unwrap()
-            .retain(|p| *p != internal_port);
-        tokio::time::sleep(DRAIN_DELAY).await;
-        let stopped = api.terminate(STOP_WITHIN);
-        anyhow::ensure!(stopped.is_some(), "lead-api {n} did not stop after SIGTERM");
-        *api = env.api(&o.new_bin, public_port, internal_port);
-        api.start();
-        anyhow::ensure!(
-            wait_ready_state(&http, &ready(internal_port), 200, Duration::from_secs(60)).await,
-            "the new lead-api {n} never became ready"
-        );
-        public_rotation.lock().unwrap().push(public_port);
-        internal_rotation.lock().unwrap().push(internal_port);
-        mark(&format!("lead-api {n} replaced"), stopped);
-        tokio::time::sleep(settle).await;
-    }
-    for (n, (delivery, health)) in deliveries.iter_mut().zip([health_a, health_b]).enumerate() {
-        let stopped = delivery.terminate(STOP_WITHIN);
-        anyhow::ensure!(
-            stopped.is_some(),
-            "webhook-delivery {n} did not stop after SIGTERM"
-        );
-        *delivery = env.delivery(&o.new_bin, health);
-        delivery.start();
-        anyhow::ensure!(
-            wait_ready_state(&http, &ready(health), 200, Duration::from_secs(60)).await,
-            "the new webhook-delivery {n} never became ready"
-        );
-        mark(&format!("webhook-delivery {n} replaced"), stopped);
-        tokio::time::sleep(settle).await;
+    for storage in ["plain", "compressed"] {
+        for (n, (api, (public_port, internal_port))) in apis.iter_mut().zip(api_ports).enumerate() {
+            public_rotation
+                .lock()
+                .unwrap()
+                .retain(|p| *p != public_port);
+            internal_rotation
+                .lock()
+                .unwrap()
+                .retain(|p| *p != internal_port);
+            tokio::time::sleep(DRAIN_DELAY).await;
+            let stopped = api.terminate(STOP_WITHIN);
+            anyhow::ensure!(stopped.is_some(), "lead-api {n} did not stop after SIGTERM");
+            *api = env.api(&o.new_bin, public_port, internal_port, storage);
+            api.start();
+            anyhow::ensure!(
+                wait_ready_state(&http, &ready(internal_port), 200, Duration::from_secs(60)).await,
+                "the new lead-api {n} never became ready"
+            );
+            public_rotation.lock().unwrap().push(public_port);
+            internal_rotation.lock().unwrap().push(internal_port);
+            match storage {
+                "plain" => mark(&format!("lead-api {n} replaced"), stopped),
+                _ => mark(
+                    &format!("lead-api {n} storing envelopes compressed"),
+                    stopped,
+                ),
+            }
+            tokio::time::sleep(settle).await;
+        }
+        if storage == "compressed" {
+            break;
+        }
+        for (n, (delivery, health)) in deliveries.iter_mut().zip([health_a, health_b]).enumerate() {
+            let stopped = delivery.terminate(STOP_WITHIN);
+            anyhow::ensure!(
+                stopped.is_some(),
+                "webhook-delivery {n} did not stop after SIGTERM"
+            );
+            *delivery = env.delivery(&o.new_bin, health);
+            delivery.start();
+            anyhow::ensure!(
+                wait_ready_state(&http, &ready(health), 200, Duration::from_secs(60)).await,
+                "the new webhook-delivery {n} never became ready"
+            );
+            mark(&format!("webhook-delivery {n} replaced"), stopped);
+            tokio::time::sleep(settle).await;
+        }
     }
     producing.store(false, Ordering::Relaxed);
     producer.await?;
@@ -406,6 +423,14 @@ async fn run() -> anyhow::Result<()> {
     let mut at: Vec<Instant> = receipts.iter().map(|r| r.at).collect();
     at.sort();
     let longest_gap = at.windows(2).map(|w| w[1] - w[0]).max().unwrap_or_default();
+    // Both forms are stored by now: each must have been read back and sent as signed.
+    let forms = pg
+        .query_one(
+            "SELECT count(*) FILTER (WHERE get_byte(payload, 0) = 1), count(*) FROM outbox",
+            &[],
+        )
+        .await?;
+    let (compressed, stored): (i64, i64) = (forms.get(0), forms.get(1));
     let q = requests.lock().unwrap();
     let version = |bin: &Path| {
         Command::new(bin.join("lead-api"))
@@ -424,6 +449,8 @@ async fn run() -> anyhow::Result<()> {
         "events_committed": committed.len(),
         "events_lost": lost,
         "deliveries_received_twice": duplicates,
+        "envelopes_stored_compressed": compressed,
+        "envelopes_stored_plain": stored - compressed,
         "longest_gap_between_deliveries_ms": ms(longest_gap),
         "timeline": timeline,
     });
@@ -439,6 +466,10 @@ async fn run() -> anyhow::Result<()> {
         s.kill9();
     }
     anyhow::ensure!(lost == 0, "{lost} committed events were never delivered");
+    anyhow::ensure!(
+        compressed > 0 && compressed < stored,
+        "{compressed} of {stored} envelopes stored compressed: both forms should be"
+    );
     anyhow::ensure!(
         q.failures.is_empty(),
         "{} API requests failed: {:?}",
