@@ -196,6 +196,28 @@ pub(crate) async fn emit(
     Ok(())
 }
 
+/// Writes `after` over its locked row and appends the events its change from `before` emits.
+async fn write_change(
+    conn: &mut AsyncPgConnection,
+    org_id: Uuid,
+    before: &Lead,
+    after: &Lead,
+    compress: bool,
+) -> Result<(), StoreError> {
+    diesel::update(leads::table.filter(leads::id.eq(after.id)))
+        .set(LeadRow::from_lead(org_id, after))
+        .execute(conn)
+        .await?;
+    emit(
+        conn,
+        org_id,
+        after,
+        &lead_change_events(before, after),
+        compress,
+    )
+    .await
+}
+
 /// `after` as the change writes it: its time (never before the last change's, whatever the
 /// clocks of two replicas say) and the next revision. The revision is the one the database
 /// holds for the row as read plus one, and the write only applies to the row as read (a row
@@ -656,18 +678,7 @@ impl Store {
                     return Ok(before);
                 }
                 next_state(&before, &mut after);
-                diesel::update(leads::table.filter(leads::id.eq(lead_id)))
-                    .set(LeadRow::from_lead(org_id, &after))
-                    .execute(conn)
-                    .await?;
-                emit(
-                    conn,
-                    org_id,
-                    &after,
-                    &lead_change_events(&before, &after),
-                    compress,
-                )
-                .await?;
+                write_change(conn, org_id, &before, &after, compress).await?;
                 Ok(after)
             })
             .await;
@@ -805,18 +816,7 @@ impl Store {
                 return Ok((before, false));
             }
             next_state(&before, &mut after);
-            diesel::update(leads::table.filter(leads::id.eq(after.id)))
-                .set(LeadRow::from_lead(org_id, &after))
-                .execute(conn)
-                .await?;
-            emit(
-                conn,
-                org_id,
-                &after,
-                &lead_change_events(&before, &after),
-                compress,
-            )
-            .await?;
+            write_change(conn, org_id, &before, &after, compress).await?;
             Ok((after, false))
         })
         .await

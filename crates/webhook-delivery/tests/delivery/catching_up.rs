@@ -14,15 +14,7 @@ use crate::stack::Stack;
 const WAIT: Duration = Duration::from_secs(30);
 
 async fn feed(s: &Stack) -> (String, Vec<Value>) {
-    let r = s
-        .http
-        .get(format!("{}/api/v1/events?limit=500", s.public))
-        .bearer_auth(&s.token)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200);
-    let raw = r.text().await.unwrap();
+    let raw = s.feed(500).await;
     let v: Value = serde_json::from_str(&raw).unwrap();
     (raw, v["events"].as_array().unwrap().clone())
 }

@@ -150,14 +150,7 @@ async fn an_erased_contact_is_nowhere_in_the_database_and_the_crm_is_told() {
     // The CRM answers again; the contact is erased.
     s.receiver.set_answer_body(None);
     s.receiver.set_behaviour(Behaviour::Ok);
-    let r = s
-        .http
-        .delete(format!("{}/api/v1/leads/{id}", s.public))
-        .bearer_auth(&s.token)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 204);
+    assert_eq!(s.erase(&id).await, 204);
 
     // lead.erased arrives, signed, with the lead's id and when.
     let deadline = std::time::Instant::now() + WAIT;
@@ -256,16 +249,7 @@ async fn an_erased_contact_is_nowhere_in_the_database_and_the_crm_is_told() {
     assert_eq!(r.json::<Value>().await.unwrap()["error"], "Event erased");
 
     // The feed: the reduced envelopes, then lead.erased.
-    let feed: Value = s
-        .http
-        .get(format!("{}/api/v1/events?limit=100", s.public))
-        .bearer_auth(&s.token)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let feed: Value = serde_json::from_str(&s.feed(100).await).unwrap();
     let events = feed["events"].as_array().unwrap();
     let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
     assert_eq!(

@@ -193,6 +193,30 @@ impl Stack {
             .to_owned()
     }
 
+    /// The org's events feed from its start (`limit` at most), as the response's text.
+    pub async fn feed(&self, limit: u32) -> String {
+        let r = self
+            .http
+            .get(format!("{}/api/v1/events?limit={limit}", self.public))
+            .bearer_auth(&self.token)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        r.text().await.unwrap()
+    }
+
+    /// `DELETE /api/v1/leads/{id}` (erasure) with the org's token: its status.
+    pub async fn erase(&self, id: &str) -> reqwest::StatusCode {
+        self.http
+            .delete(format!("{}/api/v1/leads/{id}", self.public))
+            .bearer_auth(&self.token)
+            .send()
+            .await
+            .unwrap()
+            .status()
+    }
+
     pub async fn put_webhook(&self, body: Value) -> Value {
         self.call(
             Method::PUT,

@@ -56,16 +56,7 @@ async fn compressed_envelopes_reach_receivers_the_feed_the_console_and_erasure_a
     }
 
     // The feed holds each body byte for byte.
-    let raw = s
-        .http
-        .get(format!("{}/api/v1/events?limit=100", s.public))
-        .bearer_auth(&s.token)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let raw = s.feed(100).await;
     for g in &got {
         assert!(raw.contains(std::str::from_utf8(&g.body).unwrap()), "{raw}");
     }
@@ -112,14 +103,7 @@ async fn compressed_envelopes_reach_receivers_the_feed_the_console_and_erasure_a
     assert_eq!(again[2].verified_with, Some(0));
 
     // Erasure reads each stored form and leaves reduced envelopes, with the original times.
-    let r = s
-        .http
-        .delete(format!("{}/api/v1/leads/{id}", s.public))
-        .bearer_auth(&s.token)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 204);
+    assert_eq!(s.erase(&id).await, 204);
     let erased = s.receiver.wait_for(4, WAIT).await;
     assert_eq!(erased.len(), 4);
     assert_eq!(erased[3].header("x-qualifier-event"), "lead.erased");
