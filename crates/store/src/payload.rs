@@ -33,8 +33,9 @@ const TAG_ZSTD_V1: u8 = 0x01;
 /// zstd's default level: about 3.5 µs to compress an envelope (docs/performance.md); levels 9
 /// and 19 saved 5 bytes of 215.
 const LEVEL: i32 = 3;
-/// No envelope comes near it (a request body is at most 1 MiB); a corrupt frame announcing
-/// more is refused rather than allocated.
+/// No envelope comes near it (one lead's snapshot, from request bodies of at most 64 KiB,
+/// `lead-api`'s `BODY_LIMIT`); a corrupt frame announcing more is refused rather than
+/// allocated.
 const MAX_ENVELOPE: usize = 16 << 20;
 
 /// Stored bytes that are neither an envelope nor a frame this version can read.
