@@ -66,38 +66,29 @@ impl Store {
             .load(conn)
             .await?;
             let seqs: Vec<i64> = events.iter().map(|e| e.seq).collect();
-            // The stored envelopes may be compressed (`crate::payload`): read here, not in SQL.
-            let occurred = events
+            // The stored envelopes may be compressed (`crate::payload`): each is read here, not
+            // in SQL, for the one field its reduced envelope keeps.
+            let payloads = events
                 .iter()
                 .map(|e| {
                     let env = crate::payload::unpack(&e.payload)?;
-                    serde_json::from_slice::<Occurred>(&env)
-                        .map(|o| o.occurred_at)
-                        .map_err(|err| {
-                            StoreError::Payload(crate::payload::PayloadError::new(format!(
-                                "no occurred_at: {err}"
-                            )))
-                        })
-                })
-                .collect::<Result<Vec<String>, StoreError>>()?;
-            let payloads: Vec<Vec<u8>> = events
-                .iter()
-                .zip(&occurred)
-                .map(|(e, occurred_at)| {
+                    let Occurred { occurred_at } = serde_json::from_slice(&env).map_err(|err| {
+                        crate::payload::PayloadError::new(format!("no occurred_at: {err}"))
+                    })?;
                     let reduced = ReducedEnvelope {
                         id: e.event_id,
                         event_type: &e.event_type,
                         version: "1",
-                        occurred_at,
+                        occurred_at: &occurred_at,
                         org_id,
                         data: ReducedData {
                             lead: LeadRef { id: lead_id },
                         },
                         erased: true,
                     };
-                    crate::payload::pack(reduced.to_bytes(), compress)
+                    Ok(crate::payload::pack(reduced.to_bytes(), compress))
                 })
-                .collect();
+                .collect::<Result<Vec<Vec<u8>>, StoreError>>()?;
             let now = now_millis();
             diesel::sql_query(
                 "UPDATE outbox o SET
