@@ -24,6 +24,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use qualifier_domain::delivery::AttemptEntry;
 use reqwest::Method;
 use serde_json::{Value, json};
 
@@ -334,7 +335,8 @@ fn settings() -> DeliverySettings {
         concurrency: 64,
         org_concurrency: 64,
         timeout_ms: 2000,
-        env: vec![],
+        // Attempt entries stored compact, as the history is written ([`COMPRESS`]).
+        env: vec![("QUALIFIER_PAYLOAD_STORAGE", "compressed".into())],
     }
 }
 
@@ -1045,7 +1047,8 @@ async fn write_events(
         tx.execute(
             FILL_SQL,
             &[
-                &s.g, &s.event, &s.org, &s.at, &s.ty, &s.lead, &s.payload, &head,
+                &s.g, &s.event, &s.org, &s.at, &s.ty, &s.lead, &s.payload, &head, &s.status,
+                &s.tries, &s.log,
             ],
         )
         .await?;
@@ -1132,8 +1135,10 @@ const COMPRESS: bool = true;
 /// One slice of the history: rows `from..=to` of `n` spread over `days` days before `now`
 /// (seconds since the epoch, the writing transaction's), each event in the partition of its
 /// day. The envelope is a real `lead.updated`'s shape and size, made and stored here as
-/// `lead-api` stores it ([`qualifier_store::payload::pack`]), so the rows are what the code
-/// writes; the rest is [`FILL_SQL`]'s.
+/// `lead-api` stores it ([`qualifier_store::payload::pack`]), and the attempt log as the
+/// delivery worker stores it ([`AttemptEntry::stored`]), so the rows are what the code writes:
+/// one delivery in fifty dead after five attempts, one in a hundred skipped, one in twenty
+/// succeeded at the second attempt; the rest is [`FILL_SQL`]'s.
 struct Slice {
     g: Vec<i64>,
     event: Vec<String>,
@@ -1142,6 +1147,9 @@ struct Slice {
     ty: Vec<&'static str>,
     lead: Vec<String>,
     payload: Vec<Vec<u8>>,
+    status: Vec<&'static str>,
+    tries: Vec<i32>,
+    log: Vec<String>,
 }
 
 impl Slice {
@@ -1163,6 +1171,9 @@ impl Slice {
             ty: Vec::with_capacity(len),
             lead: Vec::with_capacity(len),
             payload: Vec::with_capacity(len),
+            status: Vec::with_capacity(len),
+            tries: Vec::with_capacity(len),
+            log: Vec::with_capacity(len),
         };
         let span = (days * 86_400) as f64;
         for g in from..=to {
@@ -1211,48 +1222,69 @@ impl Slice {
             s.lead.push(lead.to_string());
             s.payload
                 .push(qualifier_store::payload::pack(envelope, COMPRESS));
+            let (status, tries) = match (g % 50, g % 100, g % 20) {
+                (7, _, _) => ("dead", 5),
+                (_, 3, _) => ("skipped", 0),
+                (_, _, 1) => ("succeeded", 2),
+                _ => ("succeeded", 1),
+            };
+            let sig = hex_prefix(event.as_bytes());
+            let log: Vec<Value> = (1..=tries)
+                .map(|a| {
+                    let failed = status == "dead" || a < tries;
+                    AttemptEntry {
+                        attempt: a as u32,
+                        started_at: time::OffsetDateTime::from_unix_timestamp_nanos(
+                            ((at + f64::from(a)) * 1e9) as i128,
+                        )
+                        .expect("a time of this century"),
+                        duration_ms: 12 + a as u64,
+                        status_code: Some(if failed { 500 } else { 200 }),
+                        error: failed.then(|| "HTTP 500".to_owned()),
+                        error_kind: None,
+                        response_body: Some(
+                            if failed {
+                                r#"{"error":"internal"}"#
+                            } else {
+                                "ok"
+                            }
+                            .to_owned(),
+                        ),
+                        request_headers: Vec::new(),
+                        signatures: vec![format!("sha256={sig}…"), format!("v1,{sig}…")],
+                    }
+                    .stored(COMPRESS)
+                })
+                .collect();
+            s.status.push(status);
+            s.tries.push(tries);
+            s.log.push(Value::Array(log).to_string());
         }
         s
     }
 }
 
-/// Inserts a [`Slice`] (`$1`-`$7`) at feed positions after `$8`: statuses, attempts and
-/// attempt logs as the delivery worker leaves them (`crates/domain/src/delivery.rs`,
-/// `AttemptEntry`), one in fifty dead, one in a hundred skipped.
+/// Eight hex digits, as a shortened signature shows.
+fn hex_prefix(b: &[u8]) -> String {
+    let d = ring::digest::digest(&ring::digest::SHA256, b);
+    d.as_ref()[..4].iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// Inserts a [`Slice`] (`$1`-`$7`, `$9`-`$11`) at feed positions after `$8`, with the
+/// outcome columns the delivery worker leaves beside each attempt log.
 const FILL_SQL: &str = "
-WITH l AS (
-    SELECT x.g, x.e::uuid AS e, x.org::uuid AS org, to_timestamp(x.at) AS at, x.ty,
-           x.lead::uuid AS lead, x.payload
-    FROM unnest($1::int8[], $2::text[], $3::text[], $4::float8[], $5::text[], $6::text[],
-                $7::bytea[]) AS x(g, e, org, at, ty, lead, payload)),
-s AS (
-    SELECT l.*,
-           CASE WHEN g % 50 = 7 THEN 'dead' WHEN g % 100 = 3 THEN 'skipped' ELSE 'succeeded' END AS st,
-           CASE WHEN g % 50 = 7 THEN 5 WHEN g % 100 = 3 THEN 0 WHEN g % 20 = 1 THEN 2 ELSE 1 END AS tries
-    FROM l)
 INSERT INTO outbox (seq, event_id, org_id, event_type, payload, created_at, delivery_id, lead_id,
                     published_at, status, attempts, failed_attempts, last_status_code, last_error,
                     attempt_log, updated_at, feed_pos)
-SELECT (floor(extract(epoch FROM at) / 86400)::int8 << 32)
+SELECT (floor(extract(epoch FROM to_timestamp(x.at)) / 86400)::int8 << 32)
            | (nextval('outbox_seq_seq') & 4294967295),
-       e, org, ty, payload,
-       at, gen_random_uuid(), lead, at + interval '20 milliseconds', st, tries,
-       CASE WHEN st = 'dead' THEN 5 WHEN tries = 2 THEN 1 ELSE 0 END,
-       CASE WHEN st = 'skipped' THEN NULL WHEN st = 'dead' THEN 500 ELSE 200 END,
-       CASE WHEN st = 'dead' THEN 'HTTP 500' WHEN st = 'skipped' THEN 'webhook disabled' END,
-       CASE WHEN tries = 0 THEN '[]'::jsonb ELSE (
-           SELECT jsonb_agg(jsonb_strip_nulls(jsonb_build_object(
-               'attempt', a,
-               'started_at', to_char((at + a * interval '1 second') AT TIME ZONE 'UTC',
-                                     'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'),
-               'duration_ms', 12 + a,
-               'status_code', CASE WHEN st = 'dead' OR a < tries THEN 500 ELSE 200 END,
-               'error', CASE WHEN st = 'dead' OR a < tries THEN 'HTTP 500' END,
-               'response_body', CASE WHEN st = 'dead' OR a < tries THEN '{\"error\":\"internal\"}' ELSE 'ok' END,
-               'signatures', jsonb_build_array('sha256=' || left(md5(e::text || a), 8) || '…',
-                                               'v1,' || left(md5(a || e::text), 8) || '…')))
-                   || jsonb_build_object('error', CASE WHEN st = 'dead' OR a < tries THEN 'HTTP 500' END)
-               ORDER BY a)
-           FROM generate_series(1, tries) a) END,
-       at + interval '1 second' * tries, $8::int8 + g
-FROM s";
+       x.e::uuid, x.org::uuid, x.ty, x.payload,
+       to_timestamp(x.at), gen_random_uuid(), x.lead::uuid,
+       to_timestamp(x.at) + interval '20 milliseconds', x.st, x.tries,
+       CASE WHEN x.st = 'dead' THEN 5 WHEN x.tries = 2 THEN 1 ELSE 0 END,
+       CASE WHEN x.st = 'skipped' THEN NULL WHEN x.st = 'dead' THEN 500 ELSE 200 END,
+       CASE WHEN x.st = 'dead' THEN 'HTTP 500' WHEN x.st = 'skipped' THEN 'webhook disabled' END,
+       x.log::jsonb, to_timestamp(x.at) + interval '1 second' * x.tries, $8::int8 + x.g
+FROM unnest($1::int8[], $2::text[], $3::text[], $4::float8[], $5::text[], $6::text[],
+            $7::bytea[], $9::text[], $10::int4[], $11::text[])
+     AS x(g, e, org, at, ty, lead, payload, st, tries, log)";

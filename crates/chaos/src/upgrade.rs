@@ -114,10 +114,12 @@ impl Env {
         Service::new("lead-api", cmd)
     }
 
-    fn delivery(&self, bin: &Path, health: u16) -> Service {
+    /// `storage` as for [`Self::api`]: attempt entries stored compact with `compressed`.
+    fn delivery(&self, bin: &Path, health: u16, storage: &str) -> Service {
         let mut cmd = Command::new(bin.join("webhook-delivery"));
         self.common(&mut cmd);
-        cmd.env("QUALIFIER_DELIVERY_ADDR", format!("127.0.0.1:{health}"))
+        cmd.env("QUALIFIER_PAYLOAD_STORAGE", storage)
+            .env("QUALIFIER_DELIVERY_ADDR", format!("127.0.0.1:{health}"))
             .env("QUALIFIER_DELIVERY_TIMEOUT_MS", "2000")
             .env("QUALIFIER_WEBHOOK_CA_FILE", &self.ca_file);
         Service::new("webhook-delivery", cmd)
@@ -192,8 +194,8 @@ async fn run() -> anyhow::Result<()> {
         env.api(&o.old_bin, pub_b, int_b, "plain"),
     ];
     let mut deliveries = [
-        env.delivery(&o.old_bin, health_a),
-        env.delivery(&o.old_bin, health_b),
+        env.delivery(&o.old_bin, health_a, "plain"),
+        env.delivery(&o.old_bin, health_b, "plain"),
     ];
     for s in apis.iter_mut().chain(deliveries.iter_mut()) {
         s.start();
@@ -329,8 +331,9 @@ async fn run() -> anyhow::Result<()> {
 
     // The procedure of docs/operations.md, "Upgrading": each lead-api replica replaced, then each
     // webhook-delivery replica; then, every replica on this version, the second step of
-    // "Compressed envelopes": each lead-api replica restarted storing envelopes compressed,
-    // still under traffic, beside the rows stored plain.
+    // "Compact storage": each replica restarted again storing compact rows (envelopes
+    // compressed, attempt entries with short keys), still under traffic, beside the rows
+    // stored plain.
     let api_ports = [(pub_a, int_a), (pub_b, int_b)];
     for storage in ["plain", "compressed"] {
         for (n, (api, (public_port, internal_port))) in apis.iter_mut().zip(api_ports).enumerate() {
@@ -362,22 +365,25 @@ async fn run() -> anyhow::Result<()> {
             }
             tokio::time::sleep(settle).await;
         }
-        if storage == "compressed" {
-            break;
-        }
         for (n, (delivery, health)) in deliveries.iter_mut().zip([health_a, health_b]).enumerate() {
             let stopped = delivery.terminate(STOP_WITHIN);
             anyhow::ensure!(
                 stopped.is_some(),
                 "webhook-delivery {n} did not stop after SIGTERM"
             );
-            *delivery = env.delivery(&o.new_bin, health);
+            *delivery = env.delivery(&o.new_bin, health, storage);
             delivery.start();
             anyhow::ensure!(
                 wait_ready_state(&http, &ready(health), 200, Duration::from_secs(60)).await,
                 "the new webhook-delivery {n} never became ready"
             );
-            mark(&format!("webhook-delivery {n} replaced"), stopped);
+            match storage {
+                "plain" => mark(&format!("webhook-delivery {n} replaced"), stopped),
+                _ => mark(
+                    &format!("webhook-delivery {n} storing attempts compact"),
+                    stopped,
+                ),
+            }
             tokio::time::sleep(settle).await;
         }
     }
@@ -426,11 +432,17 @@ async fn run() -> anyhow::Result<()> {
     // Both forms are stored by now: each must have been read back and sent as signed.
     let forms = pg
         .query_one(
-            "SELECT count(*) FILTER (WHERE get_byte(payload, 0) = 1), count(*) FROM outbox",
+            "SELECT count(*) FILTER (WHERE get_byte(payload, 0) = 1), count(*),
+                    count(*) FILTER (WHERE EXISTS (
+                        SELECT 1 FROM jsonb_array_elements(attempt_log) e WHERE e ? 'n')),
+                    count(*) FILTER (WHERE EXISTS (
+                        SELECT 1 FROM jsonb_array_elements(attempt_log) e WHERE e ? 'attempt'))
+             FROM outbox",
             &[],
         )
         .await?;
     let (compressed, stored): (i64, i64) = (forms.get(0), forms.get(1));
+    let (attempts_compact, attempts_full): (i64, i64) = (forms.get(2), forms.get(3));
     let q = requests.lock().unwrap();
     let version = |bin: &Path| {
         Command::new(bin.join("lead-api"))
@@ -451,6 +463,8 @@ async fn run() -> anyhow::Result<()> {
         "deliveries_received_twice": duplicates,
         "envelopes_stored_compressed": compressed,
         "envelopes_stored_plain": stored - compressed,
+        "attempt_logs_with_compact_entries": attempts_compact,
+        "attempt_logs_with_full_entries": attempts_full,
         "longest_gap_between_deliveries_ms": ms(longest_gap),
         "timeline": timeline,
     });
@@ -469,6 +483,11 @@ async fn run() -> anyhow::Result<()> {
     anyhow::ensure!(
         compressed > 0 && compressed < stored,
         "{compressed} of {stored} envelopes stored compressed: both forms should be"
+    );
+    anyhow::ensure!(
+        attempts_compact > 0 && attempts_full > 0,
+        "{attempts_compact} attempt logs with compact entries, {attempts_full} with full ones: \
+         both forms should be stored"
     );
     anyhow::ensure!(
         q.failures.is_empty(),

@@ -203,3 +203,38 @@ impl ShutdownGraceArgs {
         )?))
     }
 }
+
+/// `QUALIFIER_PAYLOAD_STORAGE`: the form new rows of the outbox are stored in, read by every
+/// binary that writes them (`lead-api` the envelopes, `webhook-delivery` the attempt logs,
+/// `qualifierctl` both; docs/operations.md, "Compact storage").
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct PayloadStorageArgs {
+    /// How new outbox rows are stored: `plain` (envelopes as sent, attempt entries with their
+    /// field names whole) or `compressed` (envelopes compressed, attempt entries with short
+    /// keys: about half the bytes; every replica must run a version that reads it first)
+    #[arg(
+        long,
+        env = "QUALIFIER_PAYLOAD_STORAGE",
+        default_value = PAYLOAD_STORAGE,
+        global = true,
+        hide_env_values = true
+    )]
+    pub payload_storage: String,
+}
+
+/// `plain` until every deployment runs a version that reads the compact form (this one).
+const PAYLOAD_STORAGE: &str = "plain";
+
+impl PayloadStorageArgs {
+    /// `true` for `compressed`.
+    pub fn compact(&self) -> Result<bool, EnvError> {
+        match value(&self.payload_storage, PAYLOAD_STORAGE).trim() {
+            "plain" => Ok(false),
+            "compressed" => Ok(true),
+            _ => Err(EnvError::new(
+                "QUALIFIER_PAYLOAD_STORAGE",
+                "must be plain or compressed",
+            )),
+        }
+    }
+}

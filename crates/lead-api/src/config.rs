@@ -20,7 +20,6 @@ const EVENT_RETENTION_DAYS: &str = "30";
 const MAX_PAGE_BYTES: &str = "1048576";
 const STATEMENT_TIMEOUT_MS: &str = "5000";
 const PLAN_CACHE_MODE: &str = "custom";
-const PAYLOAD_STORAGE: &str = "plain";
 
 /// lead-api: Qualifier's public and internal HTTP API, and the outbox relay.
 ///
@@ -74,10 +73,8 @@ pub struct ApiArgs {
     /// `generic` (once per connection) or `auto` (the database's own setting)
     #[arg(long, env = "QUALIFIER_PLAN_CACHE_MODE", default_value = PLAN_CACHE_MODE, hide_env_values = true)]
     pub plan_cache_mode: String,
-    /// How new event envelopes are stored: `plain` (as sent) or `compressed` (about a third of
-    /// the size; every replica must run a version that reads it first)
-    #[arg(long, env = "QUALIFIER_PAYLOAD_STORAGE", default_value = PAYLOAD_STORAGE, hide_env_values = true)]
-    pub payload_storage: String,
+    #[command(flatten)]
+    pub payload_storage: qualifier_config::PayloadStorageArgs,
     /// Where console sign-in links point [default: the public listener's address]
     #[arg(long, env = "QUALIFIER_CONSOLE_BASE_URL", hide_env_values = true)]
     pub console_base_url: Option<String>,
@@ -135,7 +132,7 @@ pub struct ApiConfig {
     /// leave the database's own (docs/performance.md, "History at scale").
     pub plan_cache_mode: Option<&'static str>,
     /// `QUALIFIER_PAYLOAD_STORAGE`: whether new envelopes are stored compressed
-    /// (`qualifier_store::payload`; docs/operations.md, "Compressed envelopes").
+    /// (`qualifier_store::payload`; docs/operations.md, "Compact storage").
     pub compress_payloads: bool,
     /// After SIGTERM: how long in-flight requests have to finish (`QUALIFIER_SHUTDOWN_GRACE_MS`).
     pub shutdown_grace: std::time::Duration,
@@ -205,7 +202,7 @@ impl ApiConfig {
                 value(&a.statement_timeout_ms, STATEMENT_TIMEOUT_MS),
             )?),
             plan_cache_mode: plan_cache_mode(value(&a.plan_cache_mode, PLAN_CACHE_MODE))?,
-            compress_payloads: payload_storage(value(&a.payload_storage, PAYLOAD_STORAGE))?,
+            compress_payloads: a.payload_storage.compact()?,
             console_base_url: optional(&a.console_base_url)
                 .map(console_base_url)
                 .transpose()?,
@@ -241,17 +238,6 @@ fn plan_cache_mode(v: &str) -> Result<Option<&'static str>, EnvError> {
 
 /// `plain` is this version's default because the version before it reads a stored envelope as
 /// the bytes to send: while one of its replicas runs, nothing may be stored compressed.
-fn payload_storage(v: &str) -> Result<bool, EnvError> {
-    match v.trim() {
-        "plain" => Ok(false),
-        "compressed" => Ok(true),
-        _ => Err(EnvError::new(
-            "QUALIFIER_PAYLOAD_STORAGE",
-            "must be plain or compressed",
-        )),
-    }
-}
-
 fn console_base_url(u: &str) -> Result<String, EnvError> {
     const VAR: &str = "QUALIFIER_CONSOLE_BASE_URL";
     let parsed =

@@ -5,8 +5,8 @@
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use qualifier_config::{
-    AllowCidrsArgs, AppBaseUrlArgs, BrokerArgs, DatabaseArgs, ReplayRateArgs, RetryDelaysArgs,
-    SecretKeyArgs,
+    AllowCidrsArgs, AppBaseUrlArgs, BrokerArgs, DatabaseArgs, PayloadStorageArgs, ReplayRateArgs,
+    RetryDelaysArgs, SecretKeyArgs,
 };
 use qualifier_domain::netguard::WebhookUrl;
 use qualifier_domain::{DeliveryStatus, EventType};
@@ -29,6 +29,10 @@ struct Cli {
     secret_key: SecretKeyArgs,
     #[command(flatten)]
     app_base_url: AppBaseUrlArgs,
+    /// The form of the outbox rows this command writes (replays, erasure, test events) and
+    /// that compact-attempt-logs rewrites into: set it as for the services.
+    #[command(flatten)]
+    payload_storage: PayloadStorageArgs,
     #[command(subcommand)]
     command: Command,
 }
@@ -113,7 +117,7 @@ enum Command {
         lead: Uuid,
     },
     /// Rewrite stored attempt logs into the compact form (each attempt keeps its signatures,
-    /// not every header again): batched, one short transaction each, printing its progress;
+    /// not every header again; with QUALIFIER_PAYLOAD_STORAGE=compressed, short keys too): batched, one short transaction each, printing its progress;
     /// safe to stop and to run again (docs/operations.md, "Compacting attempt logs").
     CompactAttemptLogs {
         /// Rows per batch (each batch locks its rows for a moment).
@@ -181,7 +185,9 @@ impl Cli {
             None => SecretKey::from_base64(&SecretKey::generate_base64())?,
         };
         let pool = qualifier_store::connect(&database, 2)?;
-        Ok(Store::new(pool, key).with_app_base_url(&self.app_base_url.app_base_url))
+        Ok(Store::new(pool, key)
+            .with_app_base_url(&self.app_base_url.app_base_url)
+            .with_payload_compression(self.payload_storage.compact()?))
     }
 
     fn require_secret_key(&self) -> Result<()> {

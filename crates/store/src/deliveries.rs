@@ -274,9 +274,8 @@ impl Store {
         let errors: Vec<Option<&str>> = writes.iter().map(|w| w.entry.error.as_deref()).collect();
         let entries: Vec<Value> = writes
             .iter()
-            .map(|w| serde_json::to_value(&w.entry))
-            .collect::<Result<_, _>>()
-            .map_err(|e| StoreError::Db(diesel::result::Error::SerializationError(Box::new(e))))?;
+            .map(|w| w.entry.stored(self.compress_payloads))
+            .collect();
         let mut conn = self.conn().await?;
         // Prepared (fixed text, `crate::prepared`): as `sql_query` this was planned on every
         // call, about 0.1 ms each, which at a low event rate (a batch per event) was a tenth
@@ -469,7 +468,7 @@ impl Store {
                 .as_array()
                 .into_iter()
                 .flatten()
-                .filter_map(|e| serde_json::from_value::<AttemptEntry>(e.clone()).ok())
+                .filter_map(AttemptEntry::from_stored)
                 .map(|e| e.for_display(&request))
                 .collect(),
         })
@@ -728,7 +727,8 @@ pub struct CompactedBatch {
 impl Store {
     /// Rewrites the attempt logs of up to `batch` rows after sequence `after` into the form
     /// the worker writes now: each entry's `request_headers` replaced by its two signatures,
-    /// shortened (`AttemptEntry::signatures`); every other field is kept as it is. One short
+    /// shortened (`AttemptEntry::signatures`), and, in compact storage
+    /// ([`Store::compress_payloads`]), every entry in the compact form; nothing else changes. One short
     /// transaction per batch, its rows locked while it runs (an attempt recorded meanwhile
     /// waits, rather than being overwritten). Idempotent: a row already compact is read and
     /// left alone, so a run cut short is resumed from the last `through_seq` it printed, or
@@ -739,6 +739,7 @@ impl Store {
         batch: i64,
     ) -> Result<CompactedBatch, StoreError> {
         use diesel::sql_types::{Int8, Jsonb};
+        let compact = self.compress_payloads;
         let mut conn = self.conn().await?;
         conn.transaction::<CompactedBatch, StoreError, _>(async move |conn| {
             let rows: Vec<(i64, Value)> = outbox::table
@@ -753,7 +754,7 @@ impl Store {
             let rows_read = rows.len();
             let (seqs, logs): (Vec<i64>, Vec<Value>) = rows
                 .into_iter()
-                .filter_map(|(seq, log)| compact_log(log).map(|l| (seq, l)))
+                .filter_map(|(seq, log)| compact_log(log, compact).map(|l| (seq, l)))
                 .unzip();
             if !seqs.is_empty() {
                 diesel::sql_query(
@@ -775,11 +776,27 @@ impl Store {
     }
 }
 
-/// A log with its entries' headers replaced by their signatures, or `None` when no entry holds
-/// headers (nothing to rewrite).
-fn compact_log(mut log: Value) -> Option<Value> {
+/// A log with its entries' headers replaced by their signatures and, with `compact`, every
+/// entry in the compact form ([`AttemptEntry::stored`]); `None` when nothing would change. An
+/// entry neither form reads is left as it is.
+fn compact_log(mut log: Value, compact: bool) -> Option<Value> {
     let mut changed = false;
     for e in log.as_array_mut().into_iter().flatten() {
+        if compact {
+            if e.get("n").is_some() {
+                continue;
+            }
+            let Some(mut entry) = AttemptEntry::from_stored(e) else {
+                continue;
+            };
+            if !entry.request_headers.is_empty() {
+                entry.signatures = AttemptEntry::stored_signatures(&entry.request_headers);
+                entry.request_headers.clear();
+            }
+            *e = entry.stored(true);
+            changed = true;
+            continue;
+        }
         let Some(obj) = e.as_object_mut() else {
             continue;
         };
@@ -835,7 +852,7 @@ mod tests {
             {"attempt": 2, "started_at": "2026-11-21T10:15:03.481Z", "duration_ms": 0,
              "status_code": null, "error": "refused", "error_kind": "refused_address"}
         ]);
-        let new = compact_log(old.clone()).unwrap();
+        let new = compact_log(old.clone(), false).unwrap();
         assert_eq!(
             new[0]["signatures"],
             json!(["sha256=cccccccc…", "v1,Zm9vYmFy…"])
@@ -852,13 +869,29 @@ mod tests {
             probe: false,
         };
         let show = |log: &Value| -> Vec<AttemptEntry> {
-            serde_json::from_value::<Vec<AttemptEntry>>(log.clone())
+            log.as_array()
                 .unwrap()
-                .into_iter()
-                .map(|e| e.for_display(&request))
+                .iter()
+                .map(|e| AttemptEntry::from_stored(e).unwrap().for_display(&request))
                 .collect()
         };
         assert_eq!(show(&new), show(&old));
-        assert_eq!(compact_log(new), None, "a compact log is left alone");
+        assert_eq!(
+            compact_log(new.clone(), false),
+            None,
+            "a compact log is left alone"
+        );
+
+        // Into the compact form, from the old or from the full one: shown the same again, at
+        // a fraction of the size, and left alone on a second pass.
+        let short = compact_log(old.clone(), true).unwrap();
+        assert_eq!(compact_log(new.clone(), true), Some(short.clone()));
+        assert_eq!(short[0]["n"], 1);
+        assert_eq!(short[0]["g"], json!(["sha256=cccccccc…", "v1,Zm9vYmFy…"]));
+        assert_eq!(show(&short), show(&old));
+        assert!(short.to_string().len() + 60 < new.to_string().len());
+        assert_eq!(compact_log(short, true), None);
+        // An entry neither form reads stays as it was.
+        assert_eq!(compact_log(json!([{"x": 1}]), true), None);
     }
 }

@@ -95,7 +95,8 @@ impl Store {
                      payload = v.payload,
                      erased_at = $3,
                      attempt_log = coalesce(
-                         (SELECT jsonb_agg(e - 'response_body' - 'request_headers' - 'signatures' ORDER BY i)
+                         (SELECT jsonb_agg(e - 'response_body' - 'request_headers' - 'signatures' - 'b' - 'g'
+                                   ORDER BY i)
                           FROM jsonb_array_elements(o.attempt_log) WITH ORDINALITY AS t(e, i)),
                          '[]'::jsonb),
                      status = CASE WHEN o.status IN ('succeeded', 'skipped') THEN o.status

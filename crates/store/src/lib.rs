@@ -45,8 +45,9 @@ pub struct Store {
     /// `webhook-delivery` sends stored bytes and never needs it.
     pub app_base_url: String,
     pub secret_key: SecretKey,
-    /// Whether new envelopes are stored compressed (`QUALIFIER_COMPRESS_PAYLOADS`,
-    /// [`payload`]); every reader accepts both forms whatever it says.
+    /// Whether new outbox rows are stored compact (`QUALIFIER_PAYLOAD_STORAGE=compressed`):
+    /// envelopes compressed ([`payload`]) and attempt entries with short keys
+    /// (`AttemptEntry::stored`). Every reader accepts both forms whatever it says.
     pub compress_payloads: bool,
 }
 
@@ -61,7 +62,7 @@ impl Store {
         }
     }
 
-    /// Stores new envelopes compressed ([`payload`]).
+    /// Stores new envelopes compressed ([`payload`]) and new attempt entries with short keys.
     pub fn with_payload_compression(mut self, on: bool) -> Self {
         self.compress_payloads = on;
         self

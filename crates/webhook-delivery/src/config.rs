@@ -86,6 +86,8 @@ pub struct DeliveryArgs {
     )]
     pub operator_webhook_secret: Option<String>,
     #[command(flatten)]
+    pub payload_storage: qualifier_config::PayloadStorageArgs,
+    #[command(flatten)]
     pub telemetry: TelemetryArgs,
 }
 
@@ -118,6 +120,9 @@ pub struct DeliveryConfig {
     /// After SIGTERM: how long in-flight deliveries have to finish and record their outcome
     /// (`QUALIFIER_SHUTDOWN_GRACE_MS`); what is left goes back to the queue.
     pub shutdown_grace: std::time::Duration,
+    /// `QUALIFIER_PAYLOAD_STORAGE=compressed`: attempt entries are stored with short keys
+    /// (`qualifier_domain::delivery::AttemptEntry::stored`).
+    pub compact_storage: bool,
 }
 
 impl DeliveryConfig {
@@ -193,6 +198,7 @@ impl DeliveryConfig {
             }
         };
         Ok(DeliveryConfig {
+            compact_storage: a.payload_storage.compact()?,
             health,
             operator_webhook,
             shutdown_grace: a.shutdown_grace.grace()?,

@@ -76,6 +76,7 @@ pub fn delivery_config(
         health: Default::default(),
         operator_webhook: None,
         shutdown_grace: std::time::Duration::from_secs(30),
+        compact_storage: false,
     }
 }
 

@@ -1,6 +1,8 @@
-//! Envelopes stored compressed (`QUALIFIER_PAYLOAD_STORAGE=compressed`,
-//! crates/store/src/payload.rs): receivers, the feed, the console and erasure see each envelope
-//! exactly as it was signed, whichever form its row is stored in.
+//! Compact storage (`QUALIFIER_PAYLOAD_STORAGE=compressed`): envelopes compressed
+//! (crates/store/src/payload.rs) and attempt entries with short keys
+//! (crates/domain/src/delivery.rs). Receivers, the feed, the console and erasure see each
+//! envelope exactly as it was signed, and the delivery log each attempt in full, whichever form
+//! its row is stored in.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -28,7 +30,7 @@ async fn stored(s: &Stack) -> HashMap<String, Vec<u8>> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn compressed_envelopes_reach_receivers_the_feed_the_console_and_erasure_as_signed() {
-    let s = Stack::start_tuned(|a| a.compress_payloads = true, |_| {}).await;
+    let s = Stack::start_tuned(|a| a.compress_payloads = true, |d| d.compact_storage = true).await;
     let url = s.receiver.url.clone();
     s.put_webhook(json!({"url": url, "event_types": [
         "lead.created", "lead.stage_changed", "lead.erased"
@@ -78,6 +80,28 @@ async fn compressed_envelopes_reach_receivers_the_feed_the_console_and_erasure_a
     let html = page.text().await.unwrap();
     assert!(html.contains(PHONE), "the payload's phone is on the page");
 
+    // Its attempt is stored compact and shown in full, with the headers it was sent with.
+    let log = attempt_log(&s, &delivery).await;
+    assert_eq!(log[0]["n"], 1, "{log}");
+    assert!(log[0].get("attempt").is_none(), "{log}");
+    let shown = s
+        .call(
+            Method::GET,
+            &format!("/internal/v1/orgs/{}/deliveries/{delivery}", s.org),
+            None,
+        )
+        .await;
+    let entry = &shown["attempt_log"][0];
+    assert_eq!(entry["attempt"], 1, "{shown}");
+    assert_eq!(entry["status_code"], 200, "{shown}");
+    let headers = entry["request_headers"].as_array().unwrap();
+    assert!(
+        headers
+            .iter()
+            .any(|h| h[0] == "X-Qualifier-Delivery" && h[1] == delivery.as_str()),
+        "{shown}"
+    );
+
     // A row stored as it is (by a replica with compression off, or before it existed) is
     // replayed as it is, beside compressed ones.
     let event_id = created.json()["id"].as_str().unwrap().to_owned();
@@ -123,4 +147,26 @@ async fn compressed_envelopes_reach_receivers_the_feed_the_console_and_erasure_a
         assert_eq!(after["occurred_at"], before["occurred_at"]);
         assert_eq!(after["data"]["lead"]["id"], id.as_str());
     }
+    // Erasure drops each compact attempt's answer and signatures, as it does in the full form.
+    let log = attempt_log(&s, &delivery).await;
+    assert_eq!(log.as_array().unwrap().len(), 2, "{log}");
+    for e in log.as_array().unwrap() {
+        assert!(e.get("b").is_none() && e.get("g").is_none(), "{log}");
+        assert!(e.get("n").is_some() && e.get("s").is_some(), "{log}");
+    }
+}
+
+/// A delivery's attempt log as stored.
+async fn attempt_log(s: &Stack, delivery: &str) -> Value {
+    let text: String =
+        s.db.client()
+            .await
+            .query_one(
+                "SELECT attempt_log::text FROM outbox WHERE delivery_id = $1::text::uuid",
+                &[&delivery],
+            )
+            .await
+            .unwrap()
+            .get(0);
+    serde_json::from_str(&text).unwrap()
 }
