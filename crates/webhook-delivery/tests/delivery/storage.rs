@@ -91,7 +91,7 @@ async fn compressed_envelopes_reach_receivers_the_feed_the_console_and_erasure_a
             None,
         )
         .await;
-    let entry = &shown["attempt_log"][0];
+    let entry = &shown["delivery"]["attempt_log"][0];
     assert_eq!(entry["attempt"], 1, "{shown}");
     assert_eq!(entry["status_code"], 200, "{shown}");
     let headers = entry["request_headers"].as_array().unwrap();
