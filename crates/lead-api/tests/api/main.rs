@@ -1,5 +1,6 @@
 //! Integration tests of `lead-api` against the real PostgreSQL: one database per test.
 
+mod attempt_logs;
 mod catching_up;
 mod chart;
 mod console;
