@@ -117,8 +117,9 @@ enum Command {
         lead: Uuid,
     },
     /// Rewrite stored attempt logs into the compact form (each attempt keeps its signatures,
-    /// not every header again; with QUALIFIER_PAYLOAD_STORAGE=compressed, short keys too): batched, one short transaction each, printing its progress;
-    /// safe to stop and to run again (docs/operations.md, "Compacting attempt logs").
+    /// not every header again; with QUALIFIER_PAYLOAD_STORAGE=compressed, short keys too):
+    /// batched, one short transaction each, printing its progress; safe to stop and to run
+    /// again (docs/operations.md, "Moving a deployment with history to the compact layout").
     CompactAttemptLogs {
         /// Rows per batch (each batch locks its rows for a moment).
         #[arg(long, default_value_t = 5000, value_parser = clap::value_parser!(i64).range(1..=100_000))]

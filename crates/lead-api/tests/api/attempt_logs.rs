@@ -1,7 +1,7 @@
 //! `qualifierctl compact-attempt-logs` (`Store::compact_attempt_logs`) on attempt logs stored
 //! before the compact forms: rewritten in batches that resume where the last one ended, shown
-//! exactly as before, and left alone on a second run (docs/operations.md, "Compacting attempt
-//! logs").
+//! exactly as before, and left alone on a second run (docs/operations.md, "Moving a deployment
+//! with history to the compact layout").
 
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -83,10 +83,17 @@ async fn old_attempt_logs_are_rewritten_compact_in_resumable_batches_and_show_th
         .unwrap();
     assert_eq!(done.through_seq, None, "nothing after the last row");
 
-    for row in c.query("SELECT attempt_log::text FROM outbox", &[]).await.unwrap() {
+    for row in c
+        .query("SELECT attempt_log::text FROM outbox", &[])
+        .await
+        .unwrap()
+    {
         let log: Value = serde_json::from_str(row.get(0)).unwrap();
         for e in log.as_array().unwrap() {
-            assert!(e.get("n").is_some() && e.get("request_headers").is_none(), "{log}");
+            assert!(
+                e.get("n").is_some() && e.get("request_headers").is_none(),
+                "{log}"
+            );
         }
     }
     let size_after: i64 = c.query_one(bytes, &[]).await.unwrap().get(0);
