@@ -38,7 +38,8 @@ pub enum Job {
     CompactOutbox,
     /// Operational events older than the same retention, delivered to the operator or not.
     ExpireOpsEvents,
-    /// Hours of the Deliveries chart past its 24-hour window (`Store::expire_delivery_hours`).
+    /// Hourly delivery totals no longer needed: past the chart's 24-hour window and behind
+    /// the dry run's cover, which retention moves forward (`Store::expire_delivery_hours`).
     ExpireChartHours,
 }
 
@@ -113,12 +114,13 @@ pub async fn run(store: Store, retention: Duration, stop: CancellationToken) {
     }
 }
 
-/// How often the Deliveries chart's deltas are folded into its hourly totals.
+/// How often the changes to the hourly delivery totals are folded into them.
 pub const FOLD_EVERY: Duration = Duration::from_secs(1);
 
-/// Folds the chart's deltas every [`FOLD_EVERY`] until `stop` (`Store::fold_delivery_hours`).
-/// Not needed for correctness either (the chart adds the deltas not folded yet); it keeps the
-/// deltas to about a second of writes, which is what a chart view scans. Its own loop, as the
+/// Folds the changes to the hourly delivery totals every [`FOLD_EVERY`] until `stop`
+/// (`Store::fold_delivery_hours`). Not needed for correctness either (the chart and the dry run
+/// add the changes not folded yet); it keeps them to about a second of writes, which is what a
+/// chart view or a dry run scans. Its own loop, as the
 /// jobs above run once a minute: a minute of a busy org's writes would be a slow chart.
 pub async fn fold_chart(store: Store, stop: CancellationToken) {
     let mut tick = tokio::time::interval(FOLD_EVERY);

@@ -252,9 +252,10 @@ impl Store {
     /// `since` filter counts them.
     ///
     /// Cost: at most 25 rows of `delivery_hours`, whatever the org's volume, plus the
-    /// `delivery_hour_deltas` not folded yet (about a second of every org's writes). The
-    /// outbox's triggers keep both (migration 000025): no outbox row, index entry or attempt
-    /// log is read. One statement, so one snapshot: a fold committing meanwhile is seen whole
+    /// `delivery_hour_changes` not folded yet (about a second of every org's writes; and
+    /// `delivery_hour_deltas`, which only a trigger of the version before migration 29 wrote).
+    /// The outbox's triggers keep them (migrations 25 and 29): no outbox row, index entry or
+    /// attempt log is read. One statement, so one snapshot: a fold committing meanwhile is seen whole
     /// (its deltas gone and its totals added) or not at all.
     pub async fn deliveries_by_hour(
         &self,
@@ -274,6 +275,9 @@ impl Store {
                     sum(failed_attempts)::int8 AS failed_attempts
              FROM (SELECT hour, succeeded, dead, skipped, in_progress, failed_attempts
                    FROM delivery_hours WHERE org_id = $1 AND hour >= $2
+                   UNION ALL
+                   SELECT hour, succeeded, dead, skipped, in_progress, failed_attempts
+                   FROM delivery_hour_changes WHERE org_id = $1 AND hour >= $2
                    UNION ALL
                    SELECT hour, succeeded, dead, skipped, in_progress, failed_attempts
                    FROM delivery_hour_deltas WHERE org_id = $1 AND hour >= $2) t
@@ -305,44 +309,57 @@ impl Store {
         Ok(hours)
     }
 
-    /// Folds the chart's pending deltas into its hourly totals; how many hours it changed (0
-    /// when another replica was folding). Reads only the deltas written since the last fold
-    /// (`delivery_hour_deltas` has no index and stays about a second of writes long); those of
+    /// Folds the pending changes into the hourly totals; how many hours it changed (0 when
+    /// another replica was folding). Reads only the changes written since the last fold
+    /// (`delivery_hour_changes` has no index and stays about a second of writes long); those of
     /// transactions still open stay for the next round. The totals are written in key order,
     /// so two folders could never deadlock, though the lock already keeps them apart.
     pub async fn fold_delivery_hours(&self) -> Result<usize, StoreError> {
         let mut conn = self.conn().await?;
+        // `delivery_hour_deltas` is the table of the version before migration 29 (without the
+        // last two columns); only its trigger's last changes can be left there.
         Ok(diesel::sql_query(
             "WITH turn AS (SELECT pg_try_advisory_xact_lock($1) AS mine),
-                  gone AS (DELETE FROM delivery_hour_deltas WHERE (SELECT mine FROM turn)
-                           RETURNING *)
+                  gone AS (DELETE FROM delivery_hour_changes WHERE (SELECT mine FROM turn)
+                           RETURNING *),
+                  gone_before AS (DELETE FROM delivery_hour_deltas WHERE (SELECT mine FROM turn)
+                                  RETURNING *)
              INSERT INTO delivery_hours AS h
-                 (org_id, hour, succeeded, dead, skipped, in_progress, failed_attempts)
+                 (org_id, hour, succeeded, dead, skipped, in_progress, failed_attempts, failed,
+                  erased_skipped)
              SELECT org_id, hour, sum(succeeded), sum(dead), sum(skipped), sum(in_progress),
-                    sum(failed_attempts)
-             FROM gone GROUP BY org_id, hour ORDER BY org_id, hour
+                    sum(failed_attempts), sum(failed), sum(erased_skipped)
+             FROM (SELECT * FROM gone
+                   UNION ALL
+                   SELECT *, 0, 0 FROM gone_before) g
+             GROUP BY org_id, hour ORDER BY org_id, hour
              ON CONFLICT (org_id, hour) DO UPDATE
                  SET succeeded = h.succeeded + excluded.succeeded,
                      dead = h.dead + excluded.dead,
                      skipped = h.skipped + excluded.skipped,
                      in_progress = h.in_progress + excluded.in_progress,
-                     failed_attempts = h.failed_attempts + excluded.failed_attempts",
+                     failed_attempts = h.failed_attempts + excluded.failed_attempts,
+                     failed = h.failed + excluded.failed,
+                     erased_skipped = h.erased_skipped + excluded.erased_skipped",
         )
         .bind::<diesel::sql_types::BigInt, _>(FOLD_LOCK)
         .execute(&mut conn)
         .await?)
     }
 
-    /// The chart's hours older than [`CHART_HOURS_KEPT`], removed (index
-    /// `delivery_hours_hour`): a few rows per org per hour.
+    /// Hours no longer needed: older than [`CHART_HOURS_KEPT`] (the chart's) and older than
+    /// `delivery_hour_cover.covered_from` (the dry run's; retention moves it forward as it
+    /// drops partitions, `Store::expire_events`). Index `delivery_hours_hour`: a few rows per
+    /// org per hour.
     pub async fn expire_delivery_hours(&self) -> Result<usize, StoreError> {
         let mut conn = self.conn().await?;
         let cutoff = qualifier_domain::timefmt::now_millis() - CHART_HOURS_KEPT;
-        Ok(
-            diesel::sql_query("DELETE FROM delivery_hours WHERE hour < $1")
-                .bind::<Timestamptz, _>(cutoff)
-                .execute(&mut conn)
-                .await?,
+        Ok(diesel::sql_query(
+            "DELETE FROM delivery_hours
+             WHERE hour < $1 AND hour < (SELECT covered_from FROM delivery_hour_cover)",
         )
+        .bind::<Timestamptz, _>(cutoff)
+        .execute(&mut conn)
+        .await?)
     }
 }

@@ -379,6 +379,18 @@ impl Store {
                 .execute(&mut conn)
                 .await?;
             }
+            // The hourly totals stop vouching for the partition's hours before its rows go, so
+            // a dry run never counts rows that are gone: it counts those hours through the
+            // index instead (`DeliveryFilter::count_by_hours`). Its newest creation time comes
+            // from its own `created_at` index; no row is added to a partition this old.
+            diesel::sql_query(format!(
+                "UPDATE delivery_hour_cover c
+                 SET covered_from = date_trunc('hour', p.newest, 'UTC') + interval '1 hour'
+                 FROM (SELECT max(created_at) AS newest FROM {table}) p
+                 WHERE date_trunc('hour', p.newest, 'UTC') + interval '1 hour' > c.covered_from"
+            ))
+            .execute(&mut conn)
+            .await?;
             // Waiting for the transactions that still see the partition may outlast the
             // statement timeout; a detach cut short is left pending and finished next round.
             if part.attached {
