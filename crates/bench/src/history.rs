@@ -977,7 +977,8 @@ async fn fill(side: &Side, n: i64) -> anyhow::Result<()> {
     c.batch_execute("VACUUM ANALYZE outbox").await?;
     c.batch_execute("VACUUM ANALYZE orgs").await?;
     c.batch_execute("VACUUM ANALYZE delivery_hours").await?;
-    c.batch_execute("VACUUM ANALYZE delivery_hour_changes").await?;
+    c.batch_execute("VACUUM ANALYZE delivery_hour_changes")
+        .await?;
     c.batch_execute("CHECKPOINT").await?;
     // An index-only count visits the table for every entry on a page the visibility map does
     // not vouch for: how much of the table it vouches for once the history is written.

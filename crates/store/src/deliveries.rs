@@ -644,25 +644,21 @@ impl DeliveryFilter {
                     DeliveryStatus::Dead | DeliveryStatus::Failed | DeliveryStatus::Skipped
                 )
             });
-        let cover: Option<Cover> = if by_hours {
-            diesel::sql_query(
-                "SELECT CASE WHEN isfinite(covered_from) THEN covered_from END AS covered_from
-                 FROM delivery_hour_cover",
-            )
-            .get_result(conn)
-            .await
-            .optional()?
-        } else {
-            None
-        };
-        let Some(split) =
-            cover.and_then(|c| HourSplit::of(self.since, self.until, c.covered_from))
-        else {
+        if !by_hours {
             return self.count_rows(conn, org_id).await;
-        };
+        }
+        // The cover and the whole hours' sum in one statement: the hours from the later of
+        // the cover and `since` (rounded up), to `until` (rounded down). The split below takes
+        // the same hours; with none, the sum is 0 and the rows answer for the whole range.
         let has = |s| self.statuses.contains(&s);
-        let whole: CountRow = diesel::sql_query(
-            "SELECT coalesce(sum(CASE WHEN $2 THEN dead ELSE 0 END
+        // The cover is read by uncorrelated subqueries (run once): as a correlated one under a
+        // one-row table, PostgreSQL estimated the statement at the cost of thousands of runs
+        // and compiled it (JIT), 90 ms for a statement that reads 720 rows.
+        let whole: Totals = diesel::sql_query(
+            "SELECT EXISTS (SELECT 1 FROM delivery_hour_cover) AS known,
+                    (SELECT covered_from FROM delivery_hour_cover
+                     WHERE isfinite(covered_from)) AS covered_from,
+                    coalesce(sum(CASE WHEN $2 THEN dead ELSE 0 END
                                  + CASE WHEN $3 THEN failed ELSE 0 END
                                  + CASE WHEN $4 THEN skipped - erased_skipped ELSE 0 END),
                              0)::int8 AS n
@@ -671,17 +667,24 @@ impl DeliveryFilter {
                    UNION ALL
                    SELECT hour, dead, failed, skipped, erased_skipped
                    FROM delivery_hour_changes WHERE org_id = $1) t
-             WHERE ($5::timestamptz IS NULL OR hour >= $5)
+             WHERE hour >= (SELECT covered_from FROM delivery_hour_cover)
+               AND ($5::timestamptz IS NULL OR hour >= $5)
                AND ($6::timestamptz IS NULL OR hour < $6)",
         )
         .bind::<diesel::sql_types::Uuid, _>(org_id)
         .bind::<Bool, _>(has(DeliveryStatus::Dead))
         .bind::<Bool, _>(has(DeliveryStatus::Failed))
         .bind::<Bool, _>(has(DeliveryStatus::Skipped))
-        .bind::<Nullable<diesel::sql_types::Timestamptz>, _>(split.hours.0)
-        .bind::<Nullable<diesel::sql_types::Timestamptz>, _>(split.hours.1)
+        .bind::<Nullable<diesel::sql_types::Timestamptz>, _>(self.since.map(hour_ceil))
+        .bind::<Nullable<diesel::sql_types::Timestamptz>, _>(self.until.map(hour_floor))
         .get_result(conn)
         .await?;
+        if !whole.known {
+            return self.count_rows(conn, org_id).await;
+        }
+        let Some(split) = HourSplit::of(self.since, self.until, whole.covered_from) else {
+            return self.count_rows(conn, org_id).await;
+        };
         let mut n = usize::try_from(whole.n).unwrap_or(0);
         for (since, until) in [split.head, split.tail.map(|(b, u)| (Some(b), u))]
             .into_iter()
@@ -714,14 +717,13 @@ impl DeliveryFilter {
 }
 
 #[derive(diesel::QueryableByName)]
-struct Cover {
+struct Totals {
+    /// Whether the cover row exists (migration 29 makes it).
+    #[diesel(sql_type = diesel::sql_types::Bool)]
+    known: bool,
     /// `None`: covered from the start (`-infinity`).
     #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Timestamptz>)]
     covered_from: Option<OffsetDateTime>,
-}
-
-#[derive(diesel::QueryableByName)]
-struct CountRow {
     #[diesel(sql_type = diesel::sql_types::BigInt)]
     n: i64,
 }
@@ -732,6 +734,9 @@ struct CountRow {
 /// hour before `until`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct HourSplit {
+    /// The statement that sums them computes the same range in SQL, with the cover it reads
+    /// (`DeliveryFilter::count`); the tests hold the two to one definition.
+    #[cfg_attr(not(test), allow(dead_code))]
     hours: (Option<OffsetDateTime>, Option<OffsetDateTime>),
     head: Option<(Option<OffsetDateTime>, OffsetDateTime)>,
     tail: Option<(OffsetDateTime, OffsetDateTime)>,
@@ -750,10 +755,10 @@ impl HourSplit {
             (a, c) => a.or(c),
         };
         let end = until.map(hour_floor);
-        if let (Some(a), Some(b)) = (first, end) {
-            if a >= b {
-                return None;
-            }
+        if let (Some(a), Some(b)) = (first, end)
+            && a >= b
+        {
+            return None;
         }
         Some(HourSplit {
             hours: (first, end),
@@ -977,10 +982,7 @@ mod tests {
     #[test]
     fn a_count_takes_whole_covered_hours_from_the_totals_and_the_rest_from_the_rows() {
         let t = |s: &str| {
-            Some(
-                OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339)
-                    .unwrap(),
-            )
+            Some(OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339).unwrap())
         };
         // Covered from the start, the last 30 days: the partial first hour by rows, the
         // rest (to now and beyond) from the totals.
@@ -1000,8 +1002,8 @@ mod tests {
         let split = HourSplit::of(None, None, t("2026-11-20T09:00:00Z")).unwrap();
         assert_eq!(split.head, Some((None, datetime!(2026-11-20 09:00 UTC))));
         // Both bounds on the hour, covered: no row is counted one by one.
-        let split = HourSplit::of(t("2026-11-20T09:00:00Z"), t("2026-11-21T09:00:00Z"), None)
-            .unwrap();
+        let split =
+            HourSplit::of(t("2026-11-20T09:00:00Z"), t("2026-11-21T09:00:00Z"), None).unwrap();
         assert_eq!((split.head, split.tail), (None, None));
         assert_eq!(
             split.hours,

@@ -238,9 +238,12 @@ async fn the_chart_is_what_the_outbox_holds_through_concurrent_outcomes_and_fold
         .get::<_, i64>(0)
     };
     store.expire_delivery_hours().await.unwrap();
-    c.execute("DELETE FROM delivery_hours WHERE hour < now() - interval '26 hours'", &[])
-        .await
-        .unwrap();
+    c.execute(
+        "DELETE FROM delivery_hours WHERE hour < now() - interval '26 hours'",
+        &[],
+    )
+    .await
+    .unwrap();
     assert_eq!(stale().await, 2, "the hour above and the replayed event's");
     c.execute(
         "UPDATE delivery_hour_cover SET covered_from = date_trunc('hour', now()) - interval '27 hours'",
@@ -361,7 +364,10 @@ async fn a_dry_run_counts_from_the_hourly_totals_what_the_outbox_holds() {
                         let names: Vec<&str> = statuses.iter().map(|s| s.as_str()).collect();
                         let want = dead_or_so(c, org, &names, since, until).await;
                         let got = store.replay_matching(org_id, &f, true, 50).await.unwrap();
-                        assert_eq!(got, want, "{label}: {names:?} since {since:?} until {until:?}");
+                        assert_eq!(
+                            got, want,
+                            "{label}: {names:?} since {since:?} until {until:?}"
+                        );
                     }
                 }
             }
@@ -380,5 +386,8 @@ async fn a_dry_run_counts_from_the_hourly_totals_what_the_outbox_holds() {
     .unwrap();
     check("covered for the last 8 days").await;
     let all_dead = dead_or_so(&c, &org, &["dead"], None, None).await;
-    assert!(all_dead > 20, "the history holds dead deliveries: {all_dead}");
+    assert!(
+        all_dead > 20,
+        "the history holds dead deliveries: {all_dead}"
+    );
 }
