@@ -735,7 +735,8 @@ struct Totals {
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct HourSplit {
     /// The statement that sums them computes the same range in SQL, with the cover it reads
-    /// (`DeliveryFilter::count`); the tests hold the two to one definition.
+    /// (`DeliveryFilter::count`); `tests/api/chart.rs` holds the sum and the split together
+    /// to the outbox's own count.
     #[cfg_attr(not(test), allow(dead_code))]
     hours: (Option<OffsetDateTime>, Option<OffsetDateTime>),
     head: Option<(Option<OffsetDateTime>, OffsetDateTime)>,
