@@ -81,7 +81,7 @@ async fn compressed_envelopes_reach_receivers_the_feed_the_console_and_erasure_a
     assert!(html.contains(PHONE), "the payload's phone is on the page");
 
     // Its attempt is stored compact and shown in full, with the headers it was sent with.
-    let log = attempt_log(&s, &delivery).await;
+    let log = attempt_log(&s, &delivery, 1).await;
     assert_eq!(log[0]["n"], 1, "{log}");
     assert!(log[0].get("attempt").is_none(), "{log}");
     let shown = s
@@ -148,7 +148,7 @@ async fn compressed_envelopes_reach_receivers_the_feed_the_console_and_erasure_a
         assert_eq!(after["data"]["lead"]["id"], id.as_str());
     }
     // Erasure drops each compact attempt's answer and signatures, as it does in the full form.
-    let log = attempt_log(&s, &delivery).await;
+    let log = attempt_log(&s, &delivery, 2).await;
     assert_eq!(log.as_array().unwrap().len(), 2, "{log}");
     for e in log.as_array().unwrap() {
         assert!(e.get("b").is_none() && e.get("g").is_none(), "{log}");
@@ -157,10 +157,13 @@ async fn compressed_envelopes_reach_receivers_the_feed_the_console_and_erasure_a
 }
 
 /// A delivery's attempt log as stored.
-async fn attempt_log(s: &Stack, delivery: &str) -> Value {
-    let text: String =
-        s.db.client()
-            .await
+/// The delivery's stored attempt log, once it holds `at_least` entries (the receiver has the
+/// body a moment before the worker records the outcome), or as it is after 10 s.
+async fn attempt_log(s: &Stack, delivery: &str, at_least: usize) -> Value {
+    let c = s.db.client().await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let text: String = c
             .query_one(
                 "SELECT attempt_log::text FROM outbox WHERE delivery_id = $1::text::uuid",
                 &[&delivery],
@@ -168,5 +171,10 @@ async fn attempt_log(s: &Stack, delivery: &str) -> Value {
             .await
             .unwrap()
             .get(0);
-    serde_json::from_str(&text).unwrap()
+        let log: Value = serde_json::from_str(&text).unwrap();
+        if log.as_array().map_or(0, Vec::len) >= at_least || std::time::Instant::now() > deadline {
+            return log;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
 }
