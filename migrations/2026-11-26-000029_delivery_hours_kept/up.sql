@@ -17,7 +17,13 @@
 --   behind it.
 -- - A delete of a covered hour is ignored: the version before removes every hour older than
 --   26 hours once a minute, which during a rolling upgrade would empty covered hours.
-SET lock_timeout = '5s';
+--
+-- Replacing the outbox's trigger locks the outbox and each partition. Under traffic that can
+-- wait on a request, or meet a deadlock with a session of the version before whose plans still
+-- name the table migration 28 turned into `outbox_legacy`; this migration then gives way
+-- quickly, rolled back whole, so the services' requests wait at most half a second behind it,
+-- and `qualifierctl migrate` tries it again (crates/store/src/pool.rs, `gave_way`).
+SET lock_timeout = '500ms';
 SET statement_timeout = '60s';
 
 CREATE TABLE delivery_hour_cover (

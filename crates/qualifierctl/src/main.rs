@@ -363,6 +363,15 @@ async fn run(cli: Cli) -> Result<serde_json::Value> {
 
 #[tokio::main]
 async fn main() {
+    // Warnings on stderr, so an operator sees what a long command is waiting for (a migration
+    // giving way to the services' locks); stdout keeps the command's JSON answer alone.
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .init();
     let cli = Cli::parse();
     match run(cli).await {
         Ok(v) => println!("{v}"),

@@ -165,11 +165,51 @@ pub async fn run_migrations(database: &Database) -> Result<Vec<String>, Migratio
     .map_err(MigrationError::Lock)?;
     tokio::task::spawn_blocking(move || {
         let mut conn = AsyncConnectionWrapper::<AsyncPgConnection>::from(conn);
-        let applied = conn
-            .run_pending_migrations(MIGRATIONS)
-            .map_err(MigrationError::Failed)?;
-        Ok(applied.iter().map(|v| v.to_string()).collect())
+        let mut applied = Vec::new();
+        let mut tries = 1;
+        loop {
+            match conn.run_pending_migrations(MIGRATIONS) {
+                Ok(done) => {
+                    applied.extend(done.iter().map(|v| v.to_string()));
+                    return Ok(applied);
+                }
+                Err(e) if tries < LOCK_TRIES && gave_way(&*e) => {
+                    // Each migration runs in its own transaction: the one that gave way was
+                    // rolled back whole, those before it are recorded, and the next try starts
+                    // from it.
+                    let wait = Duration::from_secs(tries.min(5));
+                    tracing::warn!(
+                        error = %e,
+                        try_number = tries,
+                        wait_s = wait.as_secs(),
+                        "a migration gave way to the running services' locks; trying it again"
+                    );
+                    std::thread::sleep(wait);
+                    tries += 1;
+                }
+                Err(e) => return Err(MigrationError::Failed(e)),
+            }
+        }
     })
     .await
     .map_err(MigrationError::Task)?
+}
+
+/// Tries of a migration that gave way to the services' locks before `migrate` fails: about two
+/// minutes of waits in all.
+const LOCK_TRIES: u64 = 30;
+
+/// Whether a migration failed only because it gave way to the running services: its
+/// `lock_timeout` ran out (a migration that changes the outbox sets a short one, so that
+/// requests queued behind its lock wait at most that long), or PostgreSQL broke a deadlock by
+/// ending it. The second happens right after the outbox became partitioned (migration 28): a
+/// session of the version before still holds plans that name the old table, now the
+/// `outbox_legacy` partition, and so locks the partition before the new parent, where a
+/// migration locks the parent first. Either way nothing of the migration was kept, and trying
+/// again once those sessions have planned anew succeeds (docs/operations.md, "Upgrading").
+/// Recognised by PostgreSQL's message, the only part of the error diesel keeps; a server whose
+/// `lc_messages` is not English fails the first time, as before, and `migrate` can be run again.
+fn gave_way(e: &(dyn std::error::Error + 'static)) -> bool {
+    let text = e.to_string();
+    text.contains("deadlock detected") || text.contains("due to lock timeout")
 }
