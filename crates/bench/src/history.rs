@@ -72,7 +72,7 @@ impl Plan {
             Plan {
                 events: events.unwrap_or(2_500_000),
                 idle_secs: 30,
-                reads: 20,
+                reads: 50,
                 patches: 3000,
             }
         }

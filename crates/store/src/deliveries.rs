@@ -149,6 +149,21 @@ pub fn day_bounds(seqs: impl IntoIterator<Item = Option<i64>>) -> (i64, i64) {
     bounds.unwrap_or((i64::MIN, i64::MAX))
 }
 
+/// The last partition day (`seq >> 32`) that can hold a row created before `until`, so that a
+/// list or a count that ends in the past leaves the newer partitions out when it is planned;
+/// the sequence bound beside it ([`SeqBound`]) is a value found while the statement runs,
+/// which prunes nothing, so a small org's list that ends a month ago otherwise probed the
+/// index of every day kept since.
+///
+/// A row's sequence number never carries a later day than its creation time: housekeeping
+/// moves the sequence to a day's numbers only once that day has begun
+/// (`qualifier_outbox_roll`, migration 28), and a row created before that keeps the previous
+/// day's. One day more is allowed for an insert whose `created_at` was read just before
+/// midnight and its number drawn just after the move.
+fn until_day(until: OffsetDateTime) -> i64 {
+    until.unix_timestamp().div_euclid(86_400) + 1
+}
+
 /// The trait impls that make a type with its own `QueryFragment` a boolean condition that
 /// diesel accepts in a `filter` on any table (the fragment names `outbox` itself).
 macro_rules! boolean_filter {
@@ -614,7 +629,8 @@ impl DeliveryFilter {
                     at: t,
                     since: false,
                 })
-                .filter(outbox::created_at.lt(t));
+                .filter(outbox::created_at.lt(t))
+                .filter(in_days((i64::MIN, until_day(t))));
         }
         q
     }

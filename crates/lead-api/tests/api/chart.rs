@@ -296,12 +296,23 @@ async fn a_dry_run_counts_from_the_hourly_totals_what_the_outbox_holds() {
     let store = app.store();
     let c = app.db.client().await;
     // Three weeks of deliveries every 97 minutes, in every final status, one in nine
-    // another org's, oldest first (sequence numbers follow creation times, as the relay's
-    // inserts make them, which the time bounds rely on).
+    // another org's, oldest first, each in the partition of its day: sequence numbers follow
+    // creation times and carry their day, as the service's inserts make them, which the time
+    // bounds rely on (crates/store/src/deliveries.rs, `until_day`); numbered above the
+    // sequence's own for the day, which the service's inserts draw from its start.
+    c.batch_execute(
+        "SELECT qualifier_outbox_partition(d, d + 1)
+         FROM generate_series(floor(extract(epoch FROM now() - interval '25 days') / 86400)::int,
+                              floor(extract(epoch FROM now()) / 86400)::int - 1) d",
+    )
+    .await
+    .unwrap();
     c.execute(
-        "INSERT INTO outbox (event_id, org_id, event_type, payload, created_at, delivery_id,
+        "INSERT INTO outbox (seq, event_id, org_id, event_type, payload, created_at, delivery_id,
                              status, published_at, failed_attempts)
-         SELECT gen_random_uuid(),
+         SELECT (floor(extract(epoch FROM now() - (361 - g) * interval '97 minutes')
+                       / 86400)::int8 << 32) + 2147483648 + g,
+                gen_random_uuid(),
                 CASE WHEN g % 9 = 0 THEN $2::text::uuid ELSE $1::text::uuid END,
                 'lead.created', '\\x7b7d'::bytea, now() - (361 - g) * interval '97 minutes',
                 gen_random_uuid(), (ARRAY['dead', 'failed', 'skipped', 'succeeded'])[1 + g % 4],
