@@ -165,12 +165,26 @@ pub async fn run_migrations(database: &Database) -> Result<Vec<String>, Migratio
     .map_err(MigrationError::Lock)?;
     tokio::task::spawn_blocking(move || {
         let mut conn = AsyncConnectionWrapper::<AsyncPgConnection>::from(conn);
-        let mut applied = Vec::new();
+        // What this run applied, read from the table diesel keeps: a try that gave way part of
+        // the way through applied the migrations before it, and returns only its error.
+        let before = conn
+            .applied_migrations()
+            .map_err(MigrationError::Failed)?
+            .iter()
+            .map(|v| v.to_string())
+            .collect::<std::collections::HashSet<_>>();
         let mut tries = 1;
         loop {
             match conn.run_pending_migrations(MIGRATIONS) {
-                Ok(done) => {
-                    applied.extend(done.iter().map(|v| v.to_string()));
+                Ok(_) => {
+                    let mut applied: Vec<String> = conn
+                        .applied_migrations()
+                        .map_err(MigrationError::Failed)?
+                        .iter()
+                        .map(|v| v.to_string())
+                        .filter(|v| !before.contains(v))
+                        .collect();
+                    applied.sort();
                     return Ok(applied);
                 }
                 Err(e) if tries < LOCK_TRIES && gave_way(&*e) => {
