@@ -442,30 +442,38 @@ impl Store {
         limit: i64,
     ) -> Result<Vec<Delivery>, StoreError> {
         let mut conn = self.conn().await?;
-        let mut rows: Vec<(i64, SummaryRow)> = outbox::table
-            .filter(outbox::org_id.eq(org_id))
-            .filter(outbox::delivery_id.eq(id))
-            .select((outbox::seq, SummaryRow::as_select()))
-            .load(&mut conn)
+        // Each lookup is a probe of its index in every partition, whichever the org: the
+        // same plan for all, kept rather than made again three times per search.
+        let mut rows = conn
+            .transaction::<_, StoreError, _>(async move |conn| {
+                same_plan_for_every_org(conn).await?;
+                let mut rows: Vec<(i64, SummaryRow)> = outbox::table
+                    .filter(outbox::org_id.eq(org_id))
+                    .filter(outbox::delivery_id.eq(id))
+                    .select((outbox::seq, SummaryRow::as_select()))
+                    .load(conn)
+                    .await?;
+                rows.extend(
+                    outbox::table
+                        .filter(outbox::org_id.eq(org_id))
+                        .filter(outbox::event_id.eq(id))
+                        .select((outbox::seq, SummaryRow::as_select()))
+                        .load::<(i64, SummaryRow)>(conn)
+                        .await?,
+                );
+                rows.extend(
+                    outbox::table
+                        .filter(outbox::org_id.eq(org_id))
+                        .filter(outbox::lead_id.eq(id))
+                        .order(outbox::seq.desc())
+                        .limit(limit)
+                        .select((outbox::seq, SummaryRow::as_select()))
+                        .load::<(i64, SummaryRow)>(conn)
+                        .await?,
+                );
+                Ok(rows)
+            })
             .await?;
-        rows.extend(
-            outbox::table
-                .filter(outbox::org_id.eq(org_id))
-                .filter(outbox::event_id.eq(id))
-                .select((outbox::seq, SummaryRow::as_select()))
-                .load::<(i64, SummaryRow)>(&mut conn)
-                .await?,
-        );
-        rows.extend(
-            outbox::table
-                .filter(outbox::org_id.eq(org_id))
-                .filter(outbox::lead_id.eq(id))
-                .order(outbox::seq.desc())
-                .limit(limit)
-                .select((outbox::seq, SummaryRow::as_select()))
-                .load::<(i64, SummaryRow)>(&mut conn)
-                .await?,
-        );
         // An id that is both (a UUID is random; only a test makes it so) is listed once.
         rows.sort_by_key(|(seq, _)| std::cmp::Reverse(*seq));
         rows.dedup_by_key(|(seq, _)| *seq);
@@ -817,6 +825,23 @@ fn hour_floor(t: OffsetDateTime) -> OffsetDateTime {
 fn hour_ceil(t: OffsetDateTime) -> OffsetDateTime {
     let f = hour_floor(t);
     if f == t { f } else { f + time::Duration::HOUR }
+}
+
+/// For the rest of the transaction, each statement keeps the plan it was first given, whatever
+/// the session's `plan_cache_mode` (lead-api plans every call again,
+/// `QUALIFIER_PLAN_CACHE_MODE`). Only for statements whose best plan is the same for every org
+/// and every value: a probe of a unique index, or a walk of an index in the order asked for.
+/// Planning one again over a month's partitions costs about a millisecond, most of a small
+/// org's call (docs/performance.md, "Planning"); a generic plan where the org's own
+/// statistics matter (a status or a type filter) can read a busy org's rows to answer a quiet
+/// one's, so those keep their custom plans.
+pub(crate) async fn same_plan_for_every_org(
+    conn: &mut diesel_async::AsyncPgConnection,
+) -> Result<(), diesel::result::Error> {
+    diesel::sql_query("SET LOCAL plan_cache_mode = force_generic_plan")
+        .execute(conn)
+        .await
+        .map(|_| ())
 }
 
 /// For the rest of the transaction, no bitmap heap scans: a count over `outbox_org_status`

@@ -228,6 +228,13 @@ pub enum FeedError {
     Store(#[from] StoreError),
 }
 
+/// For [`Store::events_feed`]'s transaction, which diesel begins and ends itself.
+impl From<diesel::result::Error> for FeedError {
+    fn from(e: diesel::result::Error) -> Self {
+        FeedError::Store(e.into())
+    }
+}
+
 impl Store {
     /// The org's events after position `after` (from the oldest kept when `None`), in feed
     /// order (the `outbox_feed` index, or `outbox_feed_type` with a type), at most `limit`.
@@ -242,34 +249,48 @@ impl Store {
         budget: usize,
     ) -> Result<FeedPage, FeedError> {
         let mut conn = self.conn().await?;
-        let (expired_through,): (i64,) = feed_head::table
-            .select((feed_head::expired_through,))
-            .first(&mut conn)
-            .await
-            .map_err(StoreError::from)?;
-        // A client that starts without a cursor gets what is kept; one that resumes from a
-        // position retention has passed may have missed events, and must be told.
-        if after.is_some_and(|a| a < expired_through) {
-            return Err(FeedError::Expired);
-        }
-        let after = after.unwrap_or(0);
-        // The page's rows through the index (`outbox_feed`, or `outbox_feed_type` with a type),
-        // then only those within the byte budget read out: a payload's size comes from its
-        // stored length, so the ones past the budget are never fetched whole. Fixed text, so
-        // each form is prepared once per connection.
         let tail = match event_type {
             None => FEED_TAIL,
             Some(_) => FEED_TYPE_TAIL,
         };
-        let rows: Vec<FeedRow> =
-            crate::prepared::prepared::<diesel::sql_types::Uuid, _>(FEED_HEAD, tail, org_id)
-                .bind::<Int8, _>(after)
-                .bind::<Int8, _>(limit)
-                .bind::<Int8, _>(i64::try_from(budget).unwrap_or(i64::MAX))
-                .bind::<diesel::sql_types::Text, _>(event_type.map_or("", |t| t.as_str()))
-                .load(&mut conn)
-                .await
-                .map_err(StoreError::from)?;
+        let rows: Vec<FeedRow> = conn
+            .transaction::<_, FeedError, _>(async move |conn| {
+                // Every org's page has the same best plan, whatever it holds: a walk of the
+                // feed index in its order, the page's entries and one of each older
+                // partition. It keeps that plan rather than making it again on each call.
+                crate::deliveries::same_plan_for_every_org(conn)
+                    .await
+                    .map_err(StoreError::from)?;
+                let (expired_through,): (i64,) = feed_head::table
+                    .select((feed_head::expired_through,))
+                    .first(conn)
+                    .await
+                    .map_err(StoreError::from)?;
+                // A client that starts without a cursor gets what is kept; one that resumes
+                // from a position retention has passed may have missed events, and must be
+                // told.
+                if after.is_some_and(|a| a < expired_through) {
+                    return Err(FeedError::Expired);
+                }
+                // The page's rows through the index (`outbox_feed`, or `outbox_feed_type`
+                // with a type), then only those within the byte budget read out: a payload's
+                // size comes from its stored length, so the ones past the budget are never
+                // fetched whole. Fixed text, so each form is prepared once per connection.
+                Ok(
+                    crate::prepared::prepared::<diesel::sql_types::Uuid, _>(
+                        FEED_HEAD, tail, org_id,
+                    )
+                    .bind::<Int8, _>(after.unwrap_or(0))
+                    .bind::<Int8, _>(limit)
+                    .bind::<Int8, _>(i64::try_from(budget).unwrap_or(i64::MAX))
+                    .bind::<diesel::sql_types::Text, _>(event_type.map_or("", |t| t.as_str()))
+                    .load(conn)
+                    .await
+                    .map_err(StoreError::from)?,
+                )
+            })
+            .await?;
+        let after = after.unwrap_or(0);
         let last = rows.last().map_or(after, |r| r.feed_pos);
         let positions = rows.iter().map(|r| r.feed_pos).collect();
         // A compressed envelope's stored length is about a third of its own, so the budget

@@ -167,25 +167,15 @@ pub async fn run_migrations(database: &Database) -> Result<Vec<String>, Migratio
         let mut conn = AsyncConnectionWrapper::<AsyncPgConnection>::from(conn);
         // What this run applied, read from the table diesel keeps: a try that gave way part of
         // the way through applied the migrations before it, and returns only its error.
-        let before = conn
-            .applied_migrations()
-            .map_err(MigrationError::Failed)?
-            .iter()
-            .map(|v| v.to_string())
-            .collect::<std::collections::HashSet<_>>();
+        let before: std::collections::HashSet<String> = applied(&mut conn)?;
         let mut tries = 1;
         loop {
             match conn.run_pending_migrations(MIGRATIONS) {
                 Ok(_) => {
-                    let mut applied: Vec<String> = conn
-                        .applied_migrations()
-                        .map_err(MigrationError::Failed)?
-                        .iter()
-                        .map(|v| v.to_string())
-                        .filter(|v| !before.contains(v))
-                        .collect();
-                    applied.sort();
-                    return Ok(applied);
+                    let mut now: Vec<String> = applied(&mut conn)?;
+                    now.retain(|v| !before.contains(v));
+                    now.sort();
+                    return Ok(now);
                 }
                 Err(e) if tries < LOCK_TRIES && gave_way(&*e) => {
                     // Each migration runs in its own transaction: the one that gave way was
@@ -207,6 +197,18 @@ pub async fn run_migrations(database: &Database) -> Result<Vec<String>, Migratio
     })
     .await
     .map_err(MigrationError::Task)?
+}
+
+/// The versions of the migrations the database has recorded as applied.
+fn applied<C: FromIterator<String>>(
+    conn: &mut impl MigrationHarness<diesel::pg::Pg>,
+) -> Result<C, MigrationError> {
+    Ok(conn
+        .applied_migrations()
+        .map_err(MigrationError::Failed)?
+        .iter()
+        .map(|v| v.to_string())
+        .collect())
 }
 
 /// Tries of a migration that gave way to the services' locks before `migrate` fails: about two

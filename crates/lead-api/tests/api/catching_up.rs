@@ -399,16 +399,21 @@ async fn a_cursor_older_than_retention_is_410_and_a_fresh_start_reads_what_is_ke
 }
 
 /// Moves the events `filter` selects `days` days into the past, into the partition of that day,
-/// as if written then: the same low 32 bits of the sequence number, the day's number above them
-/// (crates/store/src/outbox.rs, "PartitionName"). `set` adds assignments, each ending in a comma.
+/// as if written then: the day's number in the upper 32 bits of the sequence number
+/// (crates/store/src/outbox.rs, "PartitionName"), and below it the events numbered 1, 2, … in
+/// their order. Not their own low 32 bits: two events drawn on either side of midnight (the
+/// test database's sequence was set on the day its template was made, and the app's
+/// housekeeping moves it to today's numbers when it starts) can have the same ones. `set` adds
+/// assignments, each ending in a comma.
 async fn age_events(c: &tokio_postgres::Client, days: i64, set: &str, filter: &str) {
     c.batch_execute(&format!(
         "SELECT qualifier_outbox_partition(floor(extract(epoch FROM now()) / 86400)::int - {days},
                                           floor(extract(epoch FROM now()) / 86400)::int - {days} + 1);
          UPDATE outbox SET created_at = now() - interval '{days} days', {set}
-                seq = ((floor(extract(epoch FROM now()) / 86400)::int8 - {days}) << 32)
-                      + seq % 4294967296
-         WHERE {filter}"
+                seq = ((floor(extract(epoch FROM now()) / 86400)::int8 - {days}) << 32) + r.n
+         FROM (SELECT seq AS old, row_number() OVER (ORDER BY seq) AS n FROM outbox
+               WHERE {filter}) r
+         WHERE outbox.seq = r.old"
     ))
     .await
     .unwrap();
