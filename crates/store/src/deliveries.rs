@@ -831,17 +831,14 @@ fn hour_ceil(t: OffsetDateTime) -> OffsetDateTime {
 /// the session's `plan_cache_mode` (lead-api plans every call again,
 /// `QUALIFIER_PLAN_CACHE_MODE`). Only for statements whose best plan is the same for every org
 /// and every value: a probe of a unique index, or a walk of an index in the order asked for.
-/// Planning one again over a month's partitions costs about a millisecond, most of a small
+/// Planning one again over a month's partitions costs up to a millisecond, most of a small
 /// org's call (docs/performance.md, "Planning"); a generic plan where the org's own
 /// statistics matter (a status or a type filter) can read a busy org's rows to answer a quiet
 /// one's, so those keep their custom plans.
 pub(crate) async fn same_plan_for_every_org(
     conn: &mut diesel_async::AsyncPgConnection,
 ) -> Result<(), diesel::result::Error> {
-    diesel::sql_query("SET LOCAL plan_cache_mode = force_generic_plan")
-        .execute(conn)
-        .await
-        .map(|_| ())
+    set_local(conn, "SET LOCAL plan_cache_mode = force_generic_plan").await
 }
 
 /// For the rest of the transaction, no bitmap heap scans: a count over `outbox_org_status`
@@ -852,10 +849,16 @@ pub(crate) async fn same_plan_for_every_org(
 pub(crate) async fn index_only(
     conn: &mut diesel_async::AsyncPgConnection,
 ) -> Result<(), diesel::result::Error> {
-    diesel::sql_query("SET LOCAL enable_bitmapscan = off")
-        .execute(conn)
-        .await
-        .map(|_| ())
+    set_local(conn, "SET LOCAL enable_bitmapscan = off").await
+}
+
+/// Runs one `SET LOCAL`: the setting ends with the transaction, so a pooled session goes back
+/// to its own for the next caller whatever happens.
+async fn set_local(
+    conn: &mut diesel_async::AsyncPgConnection,
+    statement: &'static str,
+) -> Result<(), diesel::result::Error> {
+    diesel::sql_query(statement).execute(conn).await.map(|_| ())
 }
 
 /// The range of sequence numbers a time bound of a list or a count stands for: `outbox.seq >=`
