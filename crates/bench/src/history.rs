@@ -96,8 +96,8 @@ pub async fn phase(sink: &Sink, plan: Plan) -> anyhow::Result<Value> {
         "      history: an empty database beside one with {} events over {DAYS} days",
         plan.events
     );
-    let mut empty = Side::start(sink).await?;
-    let mut full = Side::start(sink).await?;
+    let mut empty = Side::start(sink, SMALL_ORG_EVENTS).await?;
+    let mut full = Side::start(sink, 1).await?;
     let t = Instant::now();
     // The services are stopped while the history is written and vacuumed: a statement of theirs
     // that waited on the writer's lock holds a snapshot older than the history, and a VACUUM
@@ -343,12 +343,17 @@ fn settings() -> DeliverySettings {
     }
 }
 
-/// The small org's own events on both databases: more than the feed's page of 100 and two
-/// deliveries pages of 50.
+/// The small org's own events on the empty database: more than the feed's page of 100 and two
+/// deliveries pages of 50, so that its reads answer full pages there as its history makes them
+/// with history. Not on the history's side, where they would be the newest rows of the open
+/// partition, written all at once before the big org's 3,000: a run with them there found the
+/// small org's first page read 4,596 rows for 51 (docs/performance.md, "Not there yet").
 const SMALL_ORG_EVENTS: usize = 151;
 
 impl Side {
-    async fn start(sink: &Sink) -> anyhow::Result<Side> {
+    /// A side with its services, the big org and the small one, which gets a contact and
+    /// `small_events` events of its own (the contact's creation, then its updates).
+    async fn start(sink: &Sink, small_events: usize) -> anyhow::Result<Side> {
         let mut env = Env::new(sink.ca_file.clone()).await;
         // Envelopes stored compressed, as the history is written ([`COMPRESS`]).
         env.api_env
@@ -359,9 +364,6 @@ impl Side {
         let big = env.org(&url, 16).await?;
         sink.set_secret(endpoint, &big.secret);
         let small = env.org(&url, 1).await?;
-        // One contact of its own with [`SMALL_ORG_EVENTS`] events, on both databases: every
-        // read of the small org then answers a full page on the empty database too, so the
-        // two sides differ in the history only, not in what a call returns.
         let v: Value = env
             .http
             .post(format!(
@@ -379,7 +381,7 @@ impl Side {
             .as_str()
             .ok_or_else(|| anyhow::anyhow!("inbound answered {v}"))?
             .to_owned();
-        for step in 1..SMALL_ORG_EVENTS {
+        for step in 1..small_events {
             env.http
                 .patch(format!(
                     "{}/internal/v1/orgs/{}/leads/{lead}",
