@@ -389,16 +389,20 @@ impl Store {
         limit: i64,
     ) -> Result<(Vec<(i64, Delivery)>, Option<i64>), StoreError> {
         let mut conn = self.conn().await?;
-        // One type alone is filtered below as a range (see there), not as `matching`'s `=`.
-        let one_type = f.statuses.is_empty() && f.event_types.len() == 1;
-        let mut q = if one_type {
-            DeliveryFilter {
+        // One type alone, or one status alone, is filtered below as a range (see there), not
+        // as `matching`'s `=`.
+        let mut q = match (f.statuses.as_slice(), f.event_types.as_slice()) {
+            ([], [_]) => DeliveryFilter {
                 event_types: Vec::new(),
                 ..f.clone()
             }
-            .matching(org_id)
-        } else {
-            f.matching(org_id)
+            .matching(org_id),
+            ([_], []) => DeliveryFilter {
+                statuses: Vec::new(),
+                ..f.clone()
+            }
+            .matching(org_id),
+            _ => f.matching(org_id),
         };
         if let Some(b) = before_seq {
             q = q.filter(outbox::seq.lt(b));
@@ -409,11 +413,20 @@ impl Store {
         // one type is enough). Spelled as a range and ordered by the type first, the filter
         // leaves that index as the one path in the list's order: an equality would make the
         // type a constant, which PostgreSQL drops from the order.
+        //
+        // One status (and no type) likewise, through `outbox_org_status`: the dead deliveries
+        // of an org whose open partition ended in 3,000 successes were listed by walking that
+        // partition's primary key newest first (the planner expecting one dead row in fifty
+        // throughout), 5,291 rows read for a page of 51 in the bench's plan check.
         q = match (f.statuses.as_slice(), f.event_types.as_slice()) {
             ([], [t]) => q
                 .filter(outbox::event_type.ge(*t))
                 .filter(outbox::event_type.le(*t))
                 .order((outbox::event_type.desc(), outbox::seq.desc())),
+            ([st], []) => q
+                .filter(outbox::status.ge(*st))
+                .filter(outbox::status.le(*st))
+                .order((outbox::status.desc(), outbox::seq.desc())),
             _ => q.order(outbox::seq.desc()),
         };
         let mut rows: Vec<(i64, SummaryRow)> = q

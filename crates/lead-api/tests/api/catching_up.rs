@@ -692,6 +692,20 @@ async fn the_deliveries_list_filters_and_pages_once_while_events_commit() {
     let ds = v["deliveries"].as_array().unwrap();
     assert_eq!(ds.len(), 1);
     assert_eq!(ds[0]["event_type"], "handoff.created");
+    // One status (walked through `outbox_org_status` in its own order): only deliveries of
+    // that status, newest first, in the order of the whole list.
+    let (_, v) = list("limit=500".into()).await;
+    let all: Vec<Value> = v["deliveries"].as_array().unwrap().clone();
+    let status = all[0]["status"].as_str().unwrap().to_owned();
+    let (_, v) = list(format!("status={status}&limit=500")).await;
+    let some: Vec<Value> = v["deliveries"].as_array().unwrap().clone();
+    assert!(!some.is_empty(), "{v}");
+    assert!(some.iter().all(|d| d["status"] == status.as_str()), "{v}");
+    let positions: Vec<usize> = some
+        .iter()
+        .map(|d| all.iter().position(|a| a["id"] == d["id"]).unwrap())
+        .collect();
+    assert!(positions.windows(2).all(|w| w[0] < w[1]), "{positions:?}");
     let (_, v) = list(format!("lead_id={handoff_lead}")).await;
     let types: HashSet<&str> = v["deliveries"]
         .as_array()
