@@ -389,46 +389,39 @@ impl Store {
         limit: i64,
     ) -> Result<(Vec<(i64, Delivery)>, Option<i64>), StoreError> {
         let mut conn = self.conn().await?;
-        // One type alone, or one status alone, is filtered below as a range (see there), not
-        // as `matching`'s `=`.
-        let mut q = match (f.statuses.as_slice(), f.event_types.as_slice()) {
-            ([], [_]) => DeliveryFilter {
-                event_types: Vec::new(),
-                ..f.clone()
-            }
-            .matching(org_id),
-            ([_], []) => DeliveryFilter {
-                statuses: Vec::new(),
-                ..f.clone()
-            }
-            .matching(org_id),
-            _ => f.matching(org_id),
-        };
-        if let Some(b) = before_seq {
-            q = q.filter(outbox::seq.lt(b));
-        }
         // With one type (and no status), the list walks `outbox_org_type`. Left to itself the
         // planner may walk the org's whole sequence instead, estimating from how common the
         // type is overall, and then read through every newer row of other types (a burst of
         // one type is enough). Spelled as a range and ordered by the type first, the filter
-        // leaves that index as the one path in the list's order: an equality would make the
-        // type a constant, which PostgreSQL drops from the order.
+        // leaves that index as the one path in the list's order: an equality (`matching`'s)
+        // would make the type a constant, which PostgreSQL drops from the order.
         //
         // One status (and no type) likewise, through `outbox_org_status`: the dead deliveries
         // of an org whose open partition ended in 3,000 successes were listed by walking that
         // partition's primary key newest first (the planner expecting one dead row in fifty
         // throughout), 5,291 rows read for a page of 51 in the bench's plan check.
-        q = match (f.statuses.as_slice(), f.event_types.as_slice()) {
-            ([], [t]) => q
-                .filter(outbox::event_type.ge(*t))
-                .filter(outbox::event_type.le(*t))
-                .order((outbox::event_type.desc(), outbox::seq.desc())),
-            ([st], []) => q
-                .filter(outbox::status.ge(*st))
-                .filter(outbox::status.le(*st))
-                .order((outbox::status.desc(), outbox::seq.desc())),
-            _ => q.order(outbox::seq.desc()),
+        let mut q = match (f.statuses.as_slice(), f.event_types.as_slice()) {
+            ([], [t]) => DeliveryFilter {
+                event_types: Vec::new(),
+                ..f.clone()
+            }
+            .matching(org_id)
+            .filter(outbox::event_type.ge(*t))
+            .filter(outbox::event_type.le(*t))
+            .order((outbox::event_type.desc(), outbox::seq.desc())),
+            ([st], []) => DeliveryFilter {
+                statuses: Vec::new(),
+                ..f.clone()
+            }
+            .matching(org_id)
+            .filter(outbox::status.ge(*st))
+            .filter(outbox::status.le(*st))
+            .order((outbox::status.desc(), outbox::seq.desc())),
+            _ => f.matching(org_id).order(outbox::seq.desc()),
         };
+        if let Some(b) = before_seq {
+            q = q.filter(outbox::seq.lt(b));
+        }
         let mut rows: Vec<(i64, SummaryRow)> = q
             .limit(limit + 1)
             .select((outbox::seq, SummaryRow::as_select()))

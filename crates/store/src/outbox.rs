@@ -258,14 +258,11 @@ impl Store {
                 // Every org's page has the same best plan, whatever it holds: a walk of the
                 // feed index in its order, the page's entries and one of each older
                 // partition. It keeps that plan rather than making it again on each call.
-                crate::deliveries::same_plan_for_every_org(conn)
-                    .await
-                    .map_err(StoreError::from)?;
+                crate::deliveries::same_plan_for_every_org(conn).await?;
                 let (expired_through,): (i64,) = feed_head::table
                     .select((feed_head::expired_through,))
                     .first(conn)
-                    .await
-                    .map_err(StoreError::from)?;
+                    .await?;
                 // A client that starts without a cursor gets what is kept; one that resumes
                 // from a position retention has passed may have missed events, and must be
                 // told.
@@ -285,8 +282,7 @@ impl Store {
                     .bind::<Int8, _>(i64::try_from(budget).unwrap_or(i64::MAX))
                     .bind::<diesel::sql_types::Text, _>(event_type.map_or("", |t| t.as_str()))
                     .load(conn)
-                    .await
-                    .map_err(StoreError::from)?,
+                    .await?,
                 )
             })
             .await?;
