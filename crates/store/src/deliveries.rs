@@ -415,9 +415,9 @@ impl Store {
         let mut q = match (f.statuses.as_slice(), f.event_types.as_slice()) {
             ([], []) if by_org => f
                 .bounded(outbox::table.into_boxed())
-            .filter(outbox::org_id.ge(org_id))
-            .filter(outbox::org_id.le(org_id))
-            .order((outbox::org_id.asc(), outbox::seq.desc())),
+                .filter(outbox::org_id.ge(org_id))
+                .filter(outbox::org_id.le(org_id))
+                .order((outbox::org_id.asc(), outbox::seq.desc())),
             ([], [t]) => DeliveryFilter {
                 event_types: Vec::new(),
                 ..f.clone()
