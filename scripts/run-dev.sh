@@ -18,7 +18,7 @@ export QUALIFIER_INTERNAL_TOKEN="$(cat .dev/internal_token)"
 export QUALIFIER_HTTP_ADDR="${QUALIFIER_HTTP_ADDR:-127.0.0.1:8080}"
 export QUALIFIER_LOG_FORMAT="${QUALIFIER_LOG_FORMAT:-pretty}"
 # Compact storage (docs/operations.md, "Compact storage"): one process of each, all started
-# here from the same build, so no earlier version shares the database.
+# here from the same build, so no earlier version shares the database, whichever created it.
 export QUALIFIER_PAYLOAD_STORAGE="${QUALIFIER_PAYLOAD_STORAGE:-compressed}"
 # The dev receiver (`make receiver`) listens on loopback; allow it in development only.
 export QUALIFIER_WEBHOOK_ALLOW_CIDRS="${QUALIFIER_WEBHOOK_ALLOW_CIDRS:-127.0.0.0/8}"

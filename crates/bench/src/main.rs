@@ -630,7 +630,7 @@ async fn api_phase(o: &Opts, sink: &Sink) -> anyhow::Result<Value> {
         max_page_bytes: lead_api::page::DEFAULT_MAX_PAGE_BYTES,
         statement_timeout: std::time::Duration::from_secs(5),
         plan_cache_mode: Some("force_custom_plan"),
-        compress_payloads: false,
+        compress_payloads: None,
         shutdown_grace: Duration::from_secs(30),
         console_frame_ancestors: Vec::new(),
     };

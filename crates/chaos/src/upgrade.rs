@@ -333,9 +333,10 @@ async fn run() -> anyhow::Result<()> {
     // webhook-delivery replica; then, every replica on this version, the second step of
     // "Compact storage": each replica restarted again storing compact rows (envelopes
     // compressed, attempt entries with short keys), still under traffic, beside the rows
-    // stored plain.
+    // stored plain. The replacements run with the default, `auto`, which must keep a database
+    // the previous version created plain.
     let api_ports = [(pub_a, int_a), (pub_b, int_b)];
-    for storage in ["plain", "compressed"] {
+    for storage in ["auto", "compressed"] {
         for (n, (api, (public_port, internal_port))) in apis.iter_mut().zip(api_ports).enumerate() {
             public_rotation
                 .lock()
@@ -357,7 +358,7 @@ async fn run() -> anyhow::Result<()> {
             public_rotation.lock().unwrap().push(public_port);
             internal_rotation.lock().unwrap().push(internal_port);
             match storage {
-                "plain" => mark(&format!("lead-api {n} replaced"), stopped),
+                "auto" => mark(&format!("lead-api {n} replaced"), stopped),
                 _ => mark(
                     &format!("lead-api {n} storing envelopes compressed"),
                     stopped,
@@ -378,13 +379,35 @@ async fn run() -> anyhow::Result<()> {
                 "the new webhook-delivery {n} never became ready"
             );
             match storage {
-                "plain" => mark(&format!("webhook-delivery {n} replaced"), stopped),
+                "auto" => mark(&format!("webhook-delivery {n} replaced"), stopped),
                 _ => mark(
                     &format!("webhook-delivery {n} storing attempts compact"),
                     stopped,
                 ),
             }
             tokio::time::sleep(settle).await;
+        }
+        if storage == "auto" {
+            let compact: i64 = db
+                .client()
+                .await
+                .query_one(
+                    "SELECT count(*) FROM outbox WHERE get_byte(payload, 0) = 1
+                        OR EXISTS (SELECT 1 FROM jsonb_array_elements(attempt_log) e
+                                   WHERE e ? 'n')",
+                    &[],
+                )
+                .await?
+                .get(0);
+            anyhow::ensure!(
+                compact == 0,
+                "{compact} outbox rows stored compact under `auto` on the previous version's \
+                 database, which that version cannot read"
+            );
+            mark(
+                "every replica on this version, storing plain under auto",
+                None,
+            );
         }
     }
     producing.store(false, Ordering::Relaxed);

@@ -210,8 +210,9 @@ impl ShutdownGraceArgs {
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct PayloadStorageArgs {
     /// How new outbox rows are stored: `plain` (envelopes as sent, attempt entries with their
-    /// field names whole) or `compressed` (envelopes compressed, attempt entries with short
-    /// keys: about half the bytes; every replica must run a version that reads it first)
+    /// field names whole), `compressed` (envelopes compressed, attempt entries with short
+    /// keys: about half the bytes; every replica must run a version that reads it first) or
+    /// `auto` (compressed on a database `qualifierctl migrate` created, plain on one it upgraded)
     #[arg(
         long,
         env = "QUALIFIER_PAYLOAD_STORAGE",
@@ -222,18 +223,21 @@ pub struct PayloadStorageArgs {
     pub payload_storage: String,
 }
 
-/// `plain` until every deployment runs a version that reads the compact form (this one).
-const PAYLOAD_STORAGE: &str = "plain";
+/// `auto`: a database a version before the compact form has used stays plain until the
+/// operator says otherwise, and a new one is compact from its first row.
+const PAYLOAD_STORAGE: &str = "auto";
 
 impl PayloadStorageArgs {
-    /// `true` for `compressed`.
-    pub fn compact(&self) -> Result<bool, EnvError> {
+    /// `Some(true)` for `compressed`, `Some(false)` for `plain`, `None` for `auto`, which the
+    /// database answers (`Store::with_payload_storage` in `qualifier_store`).
+    pub fn compact(&self) -> Result<Option<bool>, EnvError> {
         match value(&self.payload_storage, PAYLOAD_STORAGE).trim() {
-            "plain" => Ok(false),
-            "compressed" => Ok(true),
+            "plain" => Ok(Some(false)),
+            "compressed" => Ok(Some(true)),
+            "auto" => Ok(None),
             _ => Err(EnvError::new(
                 "QUALIFIER_PAYLOAD_STORAGE",
-                "must be plain or compressed",
+                "must be auto, plain or compressed",
             )),
         }
     }

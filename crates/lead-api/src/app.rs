@@ -280,7 +280,6 @@ fn open_store(cfg: &ApiConfig) -> anyhow::Result<Store> {
     .context("building the rate-limit pool")?;
     Ok(Store::new(pool, cfg.secret_key.clone())
         .with_app_base_url(cfg.app_base_url.clone())
-        .with_payload_compression(cfg.compress_payloads)
         .with_limiter_pool(limiter))
 }
 
@@ -374,7 +373,9 @@ pub async fn start(cfg: ApiConfig) -> anyhow::Result<RunningApi> {
     cfg.database.check_at_start().await?;
     cfg.brokers.check_at_start("lead-api start check").await?;
     warn_about_transport(&cfg);
-    let store = open_store(&cfg)?;
+    let store = open_store(&cfg)?
+        .with_payload_storage(cfg.compress_payloads)
+        .await;
     let shutdown = tokio_util::sync::CancellationToken::new();
     let bg = spawn_background(&cfg, &store, &shutdown);
     let state = app_state(&cfg, store, &bg);

@@ -132,8 +132,9 @@ pub struct ApiConfig {
     /// leave the database's own (docs/performance.md, "History at scale").
     pub plan_cache_mode: Option<&'static str>,
     /// `QUALIFIER_PAYLOAD_STORAGE`: whether new envelopes are stored compressed
-    /// (`qualifier_store::payload`; docs/operations.md, "Compact storage").
-    pub compress_payloads: bool,
+    /// (`qualifier_store::payload`; docs/operations.md, "Compact storage"); `None` for `auto`,
+    /// which the database answers at the start.
+    pub compress_payloads: Option<bool>,
     /// After SIGTERM: how long in-flight requests have to finish (`QUALIFIER_SHUTDOWN_GRACE_MS`).
     pub shutdown_grace: std::time::Duration,
     /// `QUALIFIER_CONSOLE_FRAME_ANCESTORS`: the origins that may frame the console (empty:
@@ -236,8 +237,6 @@ fn plan_cache_mode(v: &str) -> Result<Option<&'static str>, EnvError> {
     }
 }
 
-/// `plain` is this version's default because the version before it reads a stored envelope as
-/// the bytes to send: while one of its replicas runs, nothing may be stored compressed.
 fn console_base_url(u: &str) -> Result<String, EnvError> {
     const VAR: &str = "QUALIFIER_CONSOLE_BASE_URL";
     let parsed =
@@ -341,14 +340,15 @@ mod tests {
         assert_eq!(c.console_base_url, None);
         assert_eq!(c.max_page_bytes, 1 << 20);
         assert_eq!(c.plan_cache_mode, Some("force_custom_plan"));
-        assert!(!c.compress_payloads);
+        assert_eq!(c.compress_payloads, None, "auto: the database answers");
     }
 
     #[test]
-    fn envelopes_are_stored_plain_or_compressed() {
+    fn envelopes_are_stored_plain_compressed_or_as_the_database_says() {
         let storage = |v: &str| ApiConfig::from_args(&args(&[&format!("--payload-storage={v}")]));
-        assert!(storage("compressed").unwrap().compress_payloads);
-        assert!(!storage("plain").unwrap().compress_payloads);
+        assert_eq!(storage("compressed").unwrap().compress_payloads, Some(true));
+        assert_eq!(storage("plain").unwrap().compress_payloads, Some(false));
+        assert_eq!(storage("auto").unwrap().compress_payloads, None);
         for bad in ["true", "zstd", "Compressed", "on"] {
             let e = storage(bad).unwrap_err();
             assert!(

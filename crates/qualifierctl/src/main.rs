@@ -178,7 +178,7 @@ impl Cli {
             .map_err(|p| anyhow::anyhow!("DATABASE_URL {p}"))
     }
 
-    fn store(&self) -> Result<Store> {
+    async fn store(&self) -> Result<Store> {
         let database = self.database()?;
         // Commands that never touch webhook secrets work without the key; a throwaway one is used.
         let key = match &self.secret_key.secret_key {
@@ -188,7 +188,8 @@ impl Cli {
         let pool = qualifier_store::connect(&database, 2)?;
         Ok(Store::new(pool, key)
             .with_app_base_url(&self.app_base_url.app_base_url)
-            .with_payload_compression(self.payload_storage.compact()?))
+            .with_payload_storage(self.payload_storage.compact()?)
+            .await)
     }
 
     fn require_secret_key(&self) -> Result<()> {
@@ -207,21 +208,21 @@ async fn run(cli: Cli) -> Result<serde_json::Value> {
             // With the key, secrets sealed before they were bound to their org are re-sealed
             // now (lead-api also does it at start).
             let resealed = match cli.secret_key.secret_key {
-                Some(_) => cli.store()?.reseal_legacy_secrets().await?,
+                Some(_) => cli.store().await?.reseal_legacy_secrets().await?,
                 None => 0,
             };
             json!({ "applied": applied, "resealed_secrets": resealed })
         }
         Command::CreateOrg { name } => {
-            let org = cli.store()?.create_org(name).await?;
+            let org = cli.store().await?.create_org(name).await?;
             json!({ "org": org })
         }
         Command::CreateToken { org, name } => {
-            let (token, secret) = cli.store()?.create_token(*org, name.clone()).await?;
+            let (token, secret) = cli.store().await?.create_token(*org, name.clone()).await?;
             json!({ "token": token, "secret": secret })
         }
         Command::BootstrapDev { name } => {
-            let s = cli.store()?;
+            let s = cli.store().await?;
             let org = s.create_org(name).await?;
             let (token, secret) = s.create_token(org.id, Some("dev".into())).await?;
             json!({ "org": org, "token": token, "secret": secret })
@@ -243,7 +244,8 @@ async fn run(cli: Cli) -> Result<serde_json::Value> {
             let policy = EgressPolicy::new(allow_cidrs.cidrs()?);
             policy.resolve(&url).await?;
             let (webhook, secret) = cli
-                .store()?
+                .store()
+                .await?
                 .put_webhook(*org, url.as_str().to_owned(), events, !disabled)
                 .await?;
             let standard = secret.as_deref().map(qualifier_signing::standard::secret);
@@ -252,7 +254,11 @@ async fn run(cli: Cli) -> Result<serde_json::Value> {
         Command::RotateSecret { org, grace_seconds } => {
             cli.require_secret_key()?;
             let grace = std::time::Duration::from_secs(*grace_seconds);
-            let (secret, expires) = cli.store()?.rotate_webhook_secret(*org, grace).await?;
+            let (secret, expires) = cli
+                .store()
+                .await?
+                .rotate_webhook_secret(*org, grace)
+                .await?;
             json!({
                 "signing_secret": secret,
                 "standard_webhooks_secret": qualifier_signing::standard::secret(&secret),
@@ -265,7 +271,8 @@ async fn run(cli: Cli) -> Result<serde_json::Value> {
                 ..Default::default()
             };
             let (dead, _) = cli
-                .store()?
+                .store()
+                .await?
                 .list_deliveries(*org, &only_dead, None, *limit)
                 .await?;
             json!({ "deliveries": dead })
@@ -276,7 +283,8 @@ async fn run(cli: Cli) -> Result<serde_json::Value> {
             rate,
             ..
         } => {
-            cli.store()?
+            cli.store()
+                .await?
                 .replay_delivery(*org, *delivery, rate.rate()?)
                 .await?;
             json!({ "delivery": delivery, "status": "pending" })
@@ -297,19 +305,20 @@ async fn run(cli: Cli) -> Result<serde_json::Value> {
                 ..Default::default()
             };
             let matched = cli
-                .store()?
+                .store()
+                .await?
                 .replay_matching(*org, &f, *dry_run, rate.rate()?)
                 .await?;
             let replayed = if *dry_run { 0 } else { matched };
             json!({ "matched": matched, "replayed": replayed, "dry_run": dry_run })
         }
         Command::EraseLead { org, lead } => {
-            let erased = cli.store()?.erase_lead(*org, *lead).await?;
+            let erased = cli.store().await?.erase_lead(*org, *lead).await?;
             json!({ "lead": lead, "erased": true, "events": erased.events,
                     "idempotency_answers": erased.idempotency_answers })
         }
         Command::CompactAttemptLogs { batch, from_seq } => {
-            let store = cli.store()?;
+            let store = cli.store().await?;
             let started = std::time::Instant::now();
             let (mut after, mut read, mut rewritten) = (*from_seq, 0usize, 0usize);
             loop {
@@ -333,9 +342,11 @@ async fn run(cli: Cli) -> Result<serde_json::Value> {
             let key = SecretKey::generate_base64();
             json!({ "operator_webhook_secret": format!("whsec_{key}") })
         }
-        Command::Health { org } => json!({ "health": cli.store()?.endpoint_health(*org).await? }),
+        Command::Health { org } => {
+            json!({ "health": cli.store().await?.endpoint_health(*org).await? })
+        }
         Command::Probe { org } => {
-            let due = cli.store()?.probe_now(*org).await?;
+            let due = cli.store().await?.probe_now(*org).await?;
             json!({ "probe_requested": due, "note": if due { "a probe is due now" } else { "the endpoint is not failing" } })
         }
         Command::DeleteTopology {

@@ -68,6 +68,26 @@ impl Store {
         self
     }
 
+    /// `QUALIFIER_PAYLOAD_STORAGE`: `Some` as set, `None` (`auto`) as this database says
+    /// ([`Self::compact_by_default`]). A database that cannot answer now gets plain storage,
+    /// which every version reads; the form is chosen once, at the start.
+    pub async fn with_payload_storage(self, setting: Option<bool>) -> Self {
+        let on = match setting {
+            Some(on) => on,
+            None => self.compact_by_default().await.unwrap_or_else(|e| {
+                tracing::warn!(error = %e, "cannot read this database's storage form; storing new outbox rows plain");
+                false
+            }),
+        };
+        tracing::info!(
+            compact = on,
+            auto = setting.is_none(),
+            "new outbox rows are stored {}",
+            if on { "compact" } else { "plain" }
+        );
+        self.with_payload_compression(on)
+    }
+
     /// The base of `conversation_url` in lead snapshots (`QUALIFIER_APP_BASE_URL`).
     pub fn with_app_base_url(mut self, url: impl Into<String>) -> Self {
         self.app_base_url = url.into();
@@ -82,6 +102,31 @@ impl Store {
 
     pub(crate) async fn conn(&self) -> Result<pool::DbConn, StoreError> {
         self.pool.get().await.map_err(StoreError::from_pool)
+    }
+
+    /// Whether `QUALIFIER_PAYLOAD_STORAGE=auto` means compact storage on this database: only
+    /// if `run_migrations` created it (migrations/2026-11-27-000031_storage_format/up.sql).
+    /// A database whose migrations are not applied yet (a service started before
+    /// `qualifierctl migrate`) has no answer, which is `false`: plain storage is read by every
+    /// version.
+    pub async fn compact_by_default(&self) -> Result<bool, StoreError> {
+        use diesel_async::RunQueryDsl;
+        let mut conn = self.conn().await?;
+        // The table is named only once it is known to exist: a statement naming a missing
+        // table fails at parse, whatever its `COALESCE`.
+        let known: bool = diesel::select(diesel::dsl::sql::<diesel::sql_types::Bool>(
+            "to_regclass('storage_format') IS NOT NULL",
+        ))
+        .get_result(&mut conn)
+        .await?;
+        if !known {
+            return Ok(false);
+        }
+        Ok(diesel::select(diesel::dsl::sql::<diesel::sql_types::Bool>(
+            "COALESCE((SELECT compact_by_default FROM storage_format WHERE id), false)",
+        ))
+        .get_result(&mut conn)
+        .await?)
     }
 
     /// `SELECT 1` through the pool: the database half of `/readyz`.

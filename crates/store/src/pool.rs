@@ -172,6 +172,19 @@ pub async fn run_migrations(database: &Database) -> Result<Vec<String>, Migratio
         loop {
             match conn.run_pending_migrations(MIGRATIONS) {
                 Ok(_) => {
+                    if before.is_empty() {
+                        // Every migration applied here, from the first: no version before the
+                        // compact form has used this database, so `auto` may store it compact
+                        // (migrations/2026-11-27-000031_storage_format/up.sql). Not done after
+                        // a start that stopped part of the way: `plain` is the safe side.
+                        diesel::RunQueryDsl::execute(
+                            diesel::sql_query(
+                                "UPDATE storage_format SET compact_by_default = true",
+                            ),
+                            &mut conn,
+                        )
+                        .map_err(|e| MigrationError::Failed(Box::new(e)))?;
+                    }
                     let mut now: Vec<String> = applied(&mut conn)?;
                     now.retain(|v| !before.contains(v));
                     now.sort();

@@ -133,6 +133,13 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    storage_format (id) {
+        id -> Bool,
+        compact_by_default -> Bool,
+    }
+}
+
 // An outbox row's org has at most one webhook (webhooks.org_id is its primary key).
 diesel::joinable!(outbox -> webhooks (org_id));
 diesel::joinable!(outbox -> endpoint_health (org_id));
@@ -145,5 +152,6 @@ diesel::allow_tables_to_appear_in_same_query!(
     webhooks,
     outbox,
     endpoint_health,
-    secret_format
+    secret_format,
+    storage_format
 );

@@ -121,8 +121,9 @@ pub struct DeliveryConfig {
     /// (`QUALIFIER_SHUTDOWN_GRACE_MS`); what is left goes back to the queue.
     pub shutdown_grace: std::time::Duration,
     /// `QUALIFIER_PAYLOAD_STORAGE=compressed`: attempt entries are stored with short keys
-    /// (`qualifier_domain::delivery::AttemptEntry::stored`).
-    pub compact_storage: bool,
+    /// (`qualifier_domain::delivery::AttemptEntry::stored`); `None` for `auto`, which the
+    /// database answers at the start.
+    pub compact_storage: Option<bool>,
 }
 
 impl DeliveryConfig {

@@ -98,8 +98,9 @@ pub async fn start(cfg: DeliveryConfig) -> anyhow::Result<RunningDelivery> {
     }
     let pool = qualifier_store::connect_generic_plans(&cfg.database, cfg.db_pool_size)
         .context("building the database pool")?;
-    let store =
-        Store::new(pool, cfg.secret_key.clone()).with_payload_compression(cfg.compact_storage);
+    let store = Store::new(pool, cfg.secret_key.clone())
+        .with_payload_storage(cfg.compact_storage)
+        .await;
     let roots = match &cfg.ca_file {
         Some(p) => Some(std::fs::read(p).with_context(|| format!("reading {}", p.display()))?),
         None => None,

@@ -38,7 +38,7 @@ pub fn config(db: &TestDb, topo: &TestTopology) -> ApiConfig {
         max_page_bytes: lead_api::page::DEFAULT_MAX_PAGE_BYTES,
         statement_timeout: std::time::Duration::from_secs(5),
         plan_cache_mode: Some("force_custom_plan"),
-        compress_payloads: false,
+        compress_payloads: Some(false),
         shutdown_grace: std::time::Duration::from_secs(30),
         console_frame_ancestors: Vec::new(),
     }

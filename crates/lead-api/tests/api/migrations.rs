@@ -60,3 +60,96 @@ async fn a_migration_that_meets_a_held_lock_gives_way_and_is_applied_once_it_is_
         .get(0);
     assert_eq!(cover, 1, "the migration's work is there, once");
 }
+
+/// The form of every envelope in the outbox: `true` for each stored compressed (its first byte
+/// is the compact form's tag, `crates/store/src/payload.rs`).
+async fn envelopes_compressed(c: &tokio_postgres::Client) -> Vec<bool> {
+    c.query(
+        "SELECT get_byte(payload, 0) = 1 FROM outbox ORDER BY seq",
+        &[],
+    )
+    .await
+    .unwrap()
+    .iter()
+    .map(|r| r.get(0))
+    .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_database_migrate_created_stores_compact_by_default() {
+    // The test database is built by `run_migrations` from the first migration, as
+    // `qualifierctl migrate` builds a new deployment's.
+    let app = crate::helpers::TestApp::spawn_with(|c| c.compress_payloads = None).await;
+    let (org, token) = app.org().await;
+    let lead = app.inbound_lead(&org, "+447700900401").await;
+    let r = app
+        .public(
+            reqwest::Method::PATCH,
+            &format!("/api/v1/leads/{}", lead["id"].as_str().unwrap()),
+            &token,
+            Some(serde_json::json!({"status": "closed"})),
+        )
+        .await;
+    assert_eq!(r.status(), 200);
+    let forms = envelopes_compressed(&app.db.client().await).await;
+    assert!(!forms.is_empty(), "the new lead's event is in the outbox");
+    assert!(
+        forms.iter().all(|c| *c),
+        "auto on a new database stores envelopes compressed: {forms:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_database_an_earlier_version_created_stays_plain_by_default() {
+    const FIRST: &str = include_str!("../../../../migrations/2026-11-21-000001_initial/up.sql");
+    let db = TestDb::empty().await;
+    let c = db.client().await;
+    let store = || {
+        let pool = qualifier_store::connect(&db.database(), 1).unwrap();
+        let key =
+            qualifier_store::SecretKey::from_base64(&qualifier_store::SecretKey::generate_base64())
+                .unwrap();
+        qualifier_store::Store::new(pool, key)
+    };
+    // An earlier version's database, as its `migrate` left it: the first migration applied and
+    // recorded where diesel records it.
+    c.batch_execute(&format!(
+        "{FIRST}
+         CREATE TABLE __diesel_schema_migrations (
+             version VARCHAR(50) PRIMARY KEY NOT NULL,
+             run_on TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP);
+         INSERT INTO __diesel_schema_migrations (version) VALUES ('20261121000001');"
+    ))
+    .await
+    .unwrap();
+    // A service of this version started before `migrate` ran finds no answer: plain.
+    assert!(!store().compact_by_default().await.unwrap());
+    assert!(
+        !store().with_payload_storage(None).await.compress_payloads,
+        "auto before the migrations: plain"
+    );
+
+    let applied = qualifier_store::run_migrations(&db.database())
+        .await
+        .unwrap();
+    assert_eq!(applied.first().map(String::as_str), Some("20261121000002"));
+    assert!(
+        !store().with_payload_storage(None).await.compress_payloads,
+        "auto on an upgraded database: plain, which the earlier version reads"
+    );
+    // What the operator sets explicitly wins over the database's answer.
+    assert!(
+        store()
+            .with_payload_storage(Some(true))
+            .await
+            .compress_payloads
+    );
+    // Running `migrate` again changes nothing.
+    assert!(
+        qualifier_store::run_migrations(&db.database())
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(!store().compact_by_default().await.unwrap());
+}

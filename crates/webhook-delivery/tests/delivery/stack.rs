@@ -48,7 +48,7 @@ pub fn api_config(db: &TestDb, topo: &TestTopology, key: &SecretKey) -> ApiConfi
         max_page_bytes: lead_api::page::DEFAULT_MAX_PAGE_BYTES,
         statement_timeout: std::time::Duration::from_secs(5),
         plan_cache_mode: Some("force_custom_plan"),
-        compress_payloads: false,
+        compress_payloads: Some(false),
         shutdown_grace: std::time::Duration::from_secs(30),
         console_frame_ancestors: Vec::new(),
     }
@@ -76,7 +76,7 @@ pub fn delivery_config(
         health: Default::default(),
         operator_webhook: None,
         shutdown_grace: std::time::Duration::from_secs(30),
-        compact_storage: false,
+        compact_storage: Some(false),
     }
 }
 

@@ -30,7 +30,11 @@ async fn stored(s: &Stack) -> HashMap<String, Vec<u8>> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn compressed_envelopes_reach_receivers_the_feed_the_console_and_erasure_as_signed() {
-    let s = Stack::start_tuned(|a| a.compress_payloads = true, |d| d.compact_storage = true).await;
+    let s = Stack::start_tuned(
+        |a| a.compress_payloads = Some(true),
+        |d| d.compact_storage = Some(true),
+    )
+    .await;
     let url = s.receiver.url.clone();
     s.put_webhook(json!({"url": url, "event_types": [
         "lead.created", "lead.stage_changed", "lead.erased"
