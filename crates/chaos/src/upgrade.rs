@@ -150,6 +150,14 @@ struct Requests {
     failures: Vec<String>,
 }
 
+/// An outbox row whose envelope is stored compressed: its first byte is the compact form's tag
+/// (`crates/store/src/payload.rs`).
+const COMPRESSED_ENVELOPE: &str = "get_byte(payload, 0) = 1";
+/// An outbox row with an attempt entry in the compact form (`n`, the attempt's number, in
+/// place of `attempt`; `AttemptEntry::stored` in `crates/domain/src/delivery.rs`).
+const COMPACT_ENTRY: &str =
+    "EXISTS (SELECT 1 FROM jsonb_array_elements(attempt_log) e WHERE e ? 'n')";
+
 fn ms(d: Duration) -> f64 {
     (d.as_secs_f64() * 1000.0).round()
 }
@@ -392,9 +400,9 @@ async fn run() -> anyhow::Result<()> {
                 .client()
                 .await
                 .query_one(
-                    "SELECT count(*) FROM outbox WHERE get_byte(payload, 0) = 1
-                        OR EXISTS (SELECT 1 FROM jsonb_array_elements(attempt_log) e
-                                   WHERE e ? 'n')",
+                    &format!(
+                        "SELECT count(*) FROM outbox WHERE {COMPRESSED_ENVELOPE} OR {COMPACT_ENTRY}"
+                    ),
                     &[],
                 )
                 .await?
@@ -455,12 +463,13 @@ async fn run() -> anyhow::Result<()> {
     // Both forms are stored by now: each must have been read back and sent as signed.
     let forms = pg
         .query_one(
-            "SELECT count(*) FILTER (WHERE get_byte(payload, 0) = 1), count(*),
-                    count(*) FILTER (WHERE EXISTS (
-                        SELECT 1 FROM jsonb_array_elements(attempt_log) e WHERE e ? 'n')),
-                    count(*) FILTER (WHERE EXISTS (
-                        SELECT 1 FROM jsonb_array_elements(attempt_log) e WHERE e ? 'attempt'))
-             FROM outbox",
+            &format!(
+                "SELECT count(*) FILTER (WHERE {COMPRESSED_ENVELOPE}), count(*),
+                        count(*) FILTER (WHERE {COMPACT_ENTRY}),
+                        count(*) FILTER (WHERE EXISTS (
+                            SELECT 1 FROM jsonb_array_elements(attempt_log) e WHERE e ? 'attempt'))
+                 FROM outbox"
+            ),
             &[],
         )
         .await?;

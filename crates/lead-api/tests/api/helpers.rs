@@ -70,11 +70,7 @@ impl TestApp {
     /// (retention, the relay's next-replay query, a bucket's level). Its secret key is not the
     /// app's: nothing it opens is a webhook secret.
     pub fn store(&self) -> qualifier_store::Store {
-        let pool = qualifier_store::connect(&self.db.database(), 1).unwrap();
-        let key =
-            qualifier_store::SecretKey::from_base64(&qualifier_store::SecretKey::generate_base64())
-                .unwrap();
-        qualifier_store::Store::new(pool, key)
+        store_on(&self.db)
     }
 
     /// The Prometheus page of the internal listener (no token needed).
@@ -259,4 +255,13 @@ pub fn base62(n: usize) -> String {
             }) as char
         })
         .collect()
+}
+
+/// A store on `db` with a pool of its own and a throwaway secret key (see [`TestApp::store`]).
+pub fn store_on(db: &TestDb) -> qualifier_store::Store {
+    let pool = qualifier_store::connect(&db.database(), 1).unwrap();
+    let key =
+        qualifier_store::SecretKey::from_base64(&qualifier_store::SecretKey::generate_base64())
+            .unwrap();
+    qualifier_store::Store::new(pool, key)
 }

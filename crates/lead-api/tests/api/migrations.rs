@@ -104,13 +104,7 @@ async fn a_database_an_earlier_version_created_stays_plain_by_default() {
     const FIRST: &str = include_str!("../../../../migrations/2026-11-21-000001_initial/up.sql");
     let db = TestDb::empty().await;
     let c = db.client().await;
-    let store = || {
-        let pool = qualifier_store::connect(&db.database(), 1).unwrap();
-        let key =
-            qualifier_store::SecretKey::from_base64(&qualifier_store::SecretKey::generate_base64())
-                .unwrap();
-        qualifier_store::Store::new(pool, key)
-    };
+    let store = || crate::helpers::store_on(&db);
     // An earlier version's database, as its `migrate` left it: the first migration applied and
     // recorded where diesel records it.
     c.batch_execute(&format!(
