@@ -5,7 +5,7 @@ use diesel::sql_types::Array;
 use diesel::{
     ExpressionMethods, OptionalExtension, QueryDsl, Queryable, Selectable, SelectableHelper,
 };
-use diesel_async::{AsyncConnection, RunQueryDsl};
+use diesel_async::{AsyncConnection, RunQueryDsl, SimpleAsyncConnection};
 use serde::Serialize;
 use serde_json::Value;
 use time::OffsetDateTime;
@@ -389,60 +389,50 @@ impl Store {
         limit: i64,
     ) -> Result<(Vec<(i64, Delivery)>, Option<i64>), StoreError> {
         let mut conn = self.conn().await?;
-        // With one type (and no status), the list walks `outbox_org_type`. Left to itself the
-        // planner may walk the org's whole sequence instead, estimating from how common the
-        // type is overall, and then read through every newer row of other types (a burst of
-        // one type is enough). Spelled as a range and ordered by the type first, the filter
-        // leaves that index as the one path in the list's order: an equality (`matching`'s)
-        // would make the type a constant, which PostgreSQL drops from the order.
-        //
-        // One status (and no type) likewise, through `outbox_org_status`: the dead deliveries
-        // of an org whose open partition ended in 3,000 successes were listed by walking that
-        // partition's primary key newest first (the planner expecting one dead row in fifty
-        // throughout), 5,291 rows read for a page of 51 in the bench's plan check.
-        //
-        // No filter at all likewise, through `outbox_org_seq` (org ascending, then seq
-        // descending, its own order): a small org whose 151 rows came just before another
-        // org's 3,000 in the open partition had its first page listed by walking that
-        // partition's primary key through the 3,000 (4,596 rows read for 51), the planner
-        // taking the org's share from statistics gathered before the burst. The org as a
-        // range keeps its estimate for a busy org (PostgreSQL adds the most common values'
-        // frequencies to a range's), and an upper bound on `seq` (a page's `before_seq`, an
-        // `until`) still starts the index scan at its place. Not with a lead or a `since`:
-        // beside a range on the org, neither is a condition that ends the index scan, which
-        // would then read the org's older entries of each partition when a page is not full.
-        let by_org = f.lead_id.is_none() && f.since.is_none();
-        let mut q = match (f.statuses.as_slice(), f.event_types.as_slice()) {
-            ([], []) if by_org => f
-                .bounded(outbox::table.into_boxed())
-                .filter(outbox::org_id.ge(org_id))
-                .filter(outbox::org_id.le(org_id))
-                .order((outbox::org_id.asc(), outbox::seq.desc())),
-            ([], [t]) => DeliveryFilter {
-                event_types: Vec::new(),
-                ..f.clone()
-            }
-            .matching(org_id)
-            .filter(outbox::event_type.ge(*t))
-            .filter(outbox::event_type.le(*t))
-            .order((outbox::event_type.desc(), outbox::seq.desc())),
-            ([st], []) => DeliveryFilter {
-                statuses: Vec::new(),
-                ..f.clone()
-            }
-            .matching(org_id)
-            .filter(outbox::status.ge(*st))
-            .filter(outbox::status.le(*st))
-            .order((outbox::status.desc(), outbox::seq.desc())),
-            _ => f.matching(org_id).order(outbox::seq.desc()),
+        // A page is one walk of the one index that gives the org's rows of the filter in
+        // sequence order, newest first, and stops at the page's end or at a lower bound
+        // (docs/performance.md, "History at scale"): `outbox_org_lead` with a lead,
+        // `outbox_org_status` or `outbox_org_type` with one status or one type, `outbox_org_seq`
+        // otherwise. Two things make it so whatever the statistics say:
+        // - The org is `= ANY(ARRAY[org])`, not `=`. An equality makes the org a constant,
+        //   which PostgreSQL drops from the order, so a partition's primary key (`seq`) would
+        //   give the order too, and on statistics that overrate an org's share of the open
+        //   partition the planner walked it newest first through other orgs' rows (4,596 rows
+        //   read for a page of 51 in the bench's plan check). `= ANY` of one element selects
+        //   and is estimated as the equality, but keeps the org in the order, which only the
+        //   org's indexes give. And it is still an equality to the index scan, so a bound on
+        //   `seq` after it (a `since`, a page's `before_seq`) starts and ends the scan. A
+        //   range on the org (`>= org AND <= org`) keeps it in the order too, but would not
+        //   end the scan at a `since`: a page not filled would read the org's older entries
+        //   of every partition.
+        // - The order names the index: the org descending walks `outbox_org_status` or
+        //   `outbox_org_type` backwards (the status or type an equality, so a constant), which
+        //   `outbox_org_seq` (org ascending, then `seq` descending) cannot give; the org
+        //   ascending leaves `outbox_org_seq`, and with a lead `outbox_org_lead`, the lead's
+        //   rows being the fewest whatever else the filter asks.
+        let one_status_or_type =
+            f.lead_id.is_none() && (f.statuses.len() == 1 || f.event_types.len() == 1);
+        let q = f.bounded(
+            outbox::table
+                .filter(outbox::org_id.eq_any(vec![org_id]))
+                .into_boxed(),
+        );
+        let mut q = if one_status_or_type {
+            q.order((outbox::org_id.desc(), outbox::seq.desc()))
+        } else {
+            q.order((outbox::org_id.asc(), outbox::seq.desc()))
         };
         if let Some(b) = before_seq {
             q = q.filter(outbox::seq.lt(b));
         }
-        let mut rows: Vec<(i64, SummaryRow)> = q
+        let q = q
             .limit(limit + 1)
-            .select((outbox::seq, SummaryRow::as_select()))
-            .load(&mut conn)
+            .select((outbox::seq, SummaryRow::as_select()));
+        let mut rows: Vec<(i64, SummaryRow)> = conn
+            .transaction::<_, StoreError, _>(async move |conn| {
+                in_index_order(conn).await?;
+                Ok(q.load(conn).await?)
+            })
             .await?;
         let more = rows.len() as i64 > limit;
         rows.truncate(limit as usize);
@@ -880,6 +870,26 @@ pub(crate) async fn index_only(
     conn: &mut diesel_async::AsyncPgConnection,
 ) -> Result<(), diesel::result::Error> {
     set_local(conn, "SET LOCAL enable_bitmapscan = off").await
+}
+
+/// For the rest of the transaction, no sort: a page comes out of an index walked in its
+/// order, or not at all. A list's order is one that only the filter's own index gives
+/// ([`Store::list_deliveries_at`]), but PostgreSQL may still judge reading every match and
+/// sorting them cheaper than walking that index, as it cannot tell that the matches it would
+/// read first are the newest. On the bench's history a busy org's list since a day was
+/// planned as a bitmap scan of its day, 7,704 rows sorted for a page of 51.
+///
+/// JIT goes off with them: a plan that keeps a sort anyway (one whose partitions were all
+/// left out, which sorts nothing) carries the sort's penalty in its cost, far above
+/// `jit_above_cost`, and compiling it took 45-90 ms for an empty answer. One round trip for
+/// the three settings.
+async fn in_index_order(
+    conn: &mut diesel_async::AsyncPgConnection,
+) -> Result<(), diesel::result::Error> {
+    conn.batch_execute(
+        "SET LOCAL enable_sort = off; SET LOCAL enable_incremental_sort = off; SET LOCAL jit = off",
+    )
+    .await
 }
 
 /// Runs one `SET LOCAL`: the setting ends with the transaction, so a pooled session goes back

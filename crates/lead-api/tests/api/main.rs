@@ -13,6 +13,7 @@ mod helpers;
 mod hostile;
 mod idempotency;
 mod internal_api;
+mod lists;
 mod migrations;
 mod outbox_events;
 mod public_api;
