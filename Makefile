@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: run test build lint fmt services migrate clean-test-dbs bench bench-quick latency receiver-kit conformance deploy-check chaos chaos-short fuzz fuzz-short topology topology-short upgrade-check soak soak-short
+.PHONY: run test build lint fmt services migrate clean-test-dbs bench bench-quick bench-disk latency receiver-kit conformance deploy-check chaos chaos-short fuzz fuzz-short topology topology-short upgrade-check soak soak-short
 
 run: build          ## services, migrations, both binaries, a printed dev org and token
 	scripts/run-dev.sh
@@ -87,6 +87,10 @@ bench:              ## the benchmark harness (docs/performance.md): table + targ
 bench-quick:        ## the same, short (4,000 events per run; about two minutes once built)
 	$(CARGO) build --release -p lead-api -p webhook-delivery -p qualifier-bench
 	scripts/bench.sh --quick $(BENCH_ARGS)
+
+bench-disk:         ## the history phase with PostgreSQL on an ext4 without online discard (root; a loop device)
+	$(CARGO) build --release -p lead-api -p webhook-delivery -p qualifier-bench
+	scripts/bench-disk.sh --only history $(BENCH_ARGS)
 
 latency:            ## commit-to-receipt latency of signed webhooks on an idle system
 	$(CARGO) run --release -p webhook-delivery --example e2e_latency
