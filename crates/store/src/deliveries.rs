@@ -394,13 +394,13 @@ impl Store {
         // (docs/performance.md, "History at scale"): `outbox_org_lead` with a lead,
         // `outbox_org_status` or `outbox_org_type` with one status or one type, `outbox_org_seq`
         // otherwise. Two things make it so whatever the statistics say:
-        // - The org is `= ANY(ARRAY[org])`, not `=`. An equality makes the org a constant,
-        //   which PostgreSQL drops from the order, so a partition's primary key (`seq`) would
-        //   give the order too, and on statistics that overrate an org's share of the open
-        //   partition the planner walked it newest first through other orgs' rows (4,596 rows
-        //   read for a page of 51 in the bench's plan check). `= ANY` of one element selects
-        //   and is estimated as the equality, but keeps the org in the order, which only the
-        //   org's indexes give. And it is still an equality to the index scan, so a bound on
+        // - The org is `= ANY($1)` with a one-element array, not `=`. An equality makes the
+        //   org a constant, which PostgreSQL drops from the order, so a partition's primary
+        //   key (`seq`) would give the order too, and on statistics that overrate an org's
+        //   share of the open partition the planner walked it newest first through other
+        //   orgs' rows (4,596 rows read for a page of 51 in the bench's plan check). `= ANY`
+        //   of one element selects what the equality does, but keeps the org in the order,
+        //   which only the org's indexes give. And it is still an equality to the index scan, so a bound on
         //   `seq` after it (a `since`, a page's `before_seq`) starts and ends the scan. A
         //   range on the org (`>= org AND <= org`) keeps it in the order too, but would not
         //   end the scan at a `since`: a page not filled would read the org's older entries
