@@ -634,7 +634,9 @@ pub struct DeliveryFilter {
 
 impl DeliveryFilter {
     /// The org's outbox rows that match (an empty list of statuses or types matches any), for
-    /// both the deliveries list and bulk replay, so the two can never disagree on a filter.
+    /// bulk replay and its dry run. The deliveries list applies the same filters through
+    /// [`Self::bounded`], with the org as `= ANY` ([`Store::list_deliveries_at`] says why),
+    /// so the two can never disagree on a filter.
     ///
     /// Each filter reaches its rows through an index (docs/performance.md, "History at
     /// scale"): one status is an equality, so `outbox_org_status` gives the org's rows of that
