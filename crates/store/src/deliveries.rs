@@ -412,6 +412,11 @@ impl Store {
         //   rows being the fewest whatever else the filter asks.
         let one_status_or_type =
             f.lead_id.is_none() && (f.statuses.len() == 1 || f.event_types.len() == 1);
+        // Then one index gives the order, so the plan is the same for every org and every
+        // value, and the session keeps it ([`in_index_order`]). Except with one status and one
+        // type: both `outbox_org_status` and `outbox_org_type` give that order, and which
+        // reads fewer rows depends on the values, which only a custom plan sees.
+        let keep_plan = !(f.lead_id.is_none() && f.statuses.len() == 1 && f.event_types.len() == 1);
         let q = f.bounded(
             outbox::table
                 .filter(outbox::org_id.eq_any(vec![org_id]))
@@ -430,7 +435,7 @@ impl Store {
             .select((outbox::seq, SummaryRow::as_select()));
         let mut rows: Vec<(i64, SummaryRow)> = conn
             .transaction::<_, StoreError, _>(async move |conn| {
-                in_index_order(conn).await?;
+                in_index_order(conn, keep_plan).await?;
                 Ok(q.load(conn).await?)
             })
             .await?;
@@ -883,14 +888,22 @@ pub(crate) async fn index_only(
 ///
 /// JIT goes off with them: a plan that keeps a sort anyway (one whose partitions were all
 /// left out, which sorts nothing) carries the sort's penalty in its cost, far above
-/// `jit_above_cost`, and compiling it took 45-90 ms for an empty answer. One round trip for
-/// the three settings.
+/// `jit_above_cost`, and compiling it took 45-90 ms for an empty answer.
+///
+/// With `keep_plan`, the statement also keeps the plan it was first given
+/// ([`same_plan_for_every_org`]): when only one index gives a list's order, walking it is the
+/// only plan left, whatever the org, so planning it again over the month's partitions on each
+/// call (most of a small org's list) buys nothing. One round trip for the settings.
 async fn in_index_order(
     conn: &mut diesel_async::AsyncPgConnection,
+    keep_plan: bool,
 ) -> Result<(), diesel::result::Error> {
-    conn.batch_execute(
-        "SET LOCAL enable_sort = off; SET LOCAL enable_incremental_sort = off; SET LOCAL jit = off",
-    )
+    conn.batch_execute(if keep_plan {
+        "SET LOCAL enable_sort = off; SET LOCAL enable_incremental_sort = off; SET LOCAL jit = off; \
+         SET LOCAL plan_cache_mode = force_generic_plan"
+    } else {
+        "SET LOCAL enable_sort = off; SET LOCAL enable_incremental_sort = off; SET LOCAL jit = off"
+    })
     .await
 }
 
