@@ -57,6 +57,8 @@ pub struct Plan {
     pub reads: usize,
     /// PATCHes of the write run.
     pub patches: u64,
+    /// Rounds of retention on each side.
+    pub retention_rounds: i64,
 }
 
 impl Plan {
@@ -65,15 +67,17 @@ impl Plan {
             Plan {
                 events: events.unwrap_or(200_000),
                 idle_secs: 10,
-                reads: 10,
+                reads: 30,
                 patches: 1000,
+                retention_rounds: 2,
             }
         } else {
             Plan {
                 events: events.unwrap_or(2_500_000),
                 idle_secs: 30,
-                reads: 50,
+                reads: 150,
                 patches: 3000,
+                retention_rounds: 3,
             }
         }
     }
@@ -114,7 +118,6 @@ pub async fn phase(sink: &Sink, plan: Plan) -> anyhow::Result<Value> {
     for (name, side) in [("empty", &mut empty), ("history", &mut full)] {
         let idle = side.idle(plan.idle_secs).await;
         let writes = side.writes(sink, plan.patches).await?;
-        let reads = side.reads(plan.reads).await?;
         let storage = side.storage().await?;
         println!(
             "      {name:<8} idle CPU {:.1}%, {:.0} events/s, PATCH p95 {:.1} ms, commit-to-receipt p95 {:.1} ms, {:.0} B per stored event ({:.0} table, {:.0} TOAST, {:.0} indexes; envelope {:.0} B, {:.0}% compressed; attempt log {:.0} B)",
@@ -142,10 +145,12 @@ pub async fn phase(sink: &Sink, plan: Plan) -> anyhow::Result<Value> {
         );
         out.insert(
             name.to_owned(),
-            json!({"idle_machine_cpu_share": r3(idle), "writes": writes, "reads": reads,
-                   "storage": storage}),
+            json!({"idle_machine_cpu_share": r3(idle), "writes": writes, "storage": storage}),
         );
     }
+    let [e, h] = Side::reads_beside([&empty, &full], plan.reads).await?;
+    out["empty"]["reads"] = e;
+    out["history"]["reads"] = h;
     print_reads(&out);
     let plans = match crate::plans::LogDir::from_env() {
         Some(dir) => full.plan_check(&dir).await?,
@@ -153,7 +158,7 @@ pub async fn phase(sink: &Sink, plan: Plan) -> anyhow::Result<Value> {
     };
     // Retention beside the same days with a thousandth of the events: the "empty" side gets a
     // small history of its own (its reads and writes above are done).
-    let rounds = if plan.reads < 20 { 2 } else { 3 };
+    let rounds = plan.retention_rounds;
     println!("      retention: {} events over {DAYS} days", plan.events);
     let ret_full = retention_rounds(&full, plan.events / DAYS, rounds).await?;
     dry_run_matches(&full).await?;
@@ -604,43 +609,60 @@ impl Side {
         }))
     }
 
-    /// Every read of the big org and of the small one, `reps` times. A first call of each
-    /// read is timed apart (`first_ms`: the org's pages may not be cached yet, a cost paid
-    /// once, not per call); then `reps` rounds send every read once, starting one read later
-    /// each round. A
-    /// disturbance from elsewhere on the machine (a checkpoint, an autovacuum, the relay) then
-    /// lands on a call or two of several reads, not on consecutive calls of one read, where
-    /// three slow calls in fifty are that read's p95.
-    async fn reads(&self, reps: usize) -> anyhow::Result<Value> {
-        let mut v = serde_json::Map::new();
-        for (i, org) in [&self.big, &self.small].into_iter().enumerate() {
-            let calls = self.calls(org, &self.cookies[i]).await?;
-            let mut first = Vec::with_capacity(calls.len());
-            for c in &calls {
-                first.push(self.timed(c).await?);
-            }
-            let mut ms = vec![Vec::with_capacity(reps); calls.len()];
-            for round in 0..reps {
-                for k in 0..calls.len() {
-                    let j = (round + k) % calls.len();
-                    ms[j].push(self.timed(&calls[j]).await?);
-                }
-            }
-            let mut m = serde_json::Map::new();
-            for ((c, mut ms), first) in calls.iter().zip(ms).zip(first) {
-                ms.sort_by(f64::total_cmp);
-                m.insert(
-                    c.name.clone(),
-                    json!({"p50_ms": r3(pct(&ms, 0.5)), "p95_ms": r3(pct(&ms, 0.95)),
-                           "first_ms": r3(first)}),
+    /// Every read of the big org and of the small one, `reps` times, on both sides at once. A
+    /// first call of each read is timed apart (`first_ms`: the org's pages may not be cached
+    /// yet, a cost paid once, not per call); then `reps` rounds send every read once, starting
+    /// one read later each round, each call on one side followed at once by the same call on
+    /// the other. A disturbance from elsewhere on the machine (a checkpoint, an autovacuum, the
+    /// relay) then lands on a call or two of several reads, not on consecutive calls of one
+    /// read, where a few slow calls are that read's p95; and the machine's speed, which drifts
+    /// within a run, is the same for both columns of a ratio, not that of two minutes apart.
+    async fn reads_beside(sides: [&Side; 2], reps: usize) -> anyhow::Result<[Value; 2]> {
+        let mut v = [serde_json::Map::new(), serde_json::Map::new()];
+        for (i, org) in ["big", "small"].into_iter().enumerate() {
+            let mut calls = Vec::new();
+            for s in sides {
+                calls.push(
+                    s.calls(if i == 0 { &s.big } else { &s.small }, &s.cookies[i])
+                        .await?,
                 );
             }
-            v.insert(
-                if i == 0 { "big" } else { "small" }.into(),
-                Value::Object(m),
-            );
+            let n = calls[0].len();
+            anyhow::ensure!(calls[1].len() == n, "the two sides' reads differ");
+            let mut first = [Vec::with_capacity(n), Vec::with_capacity(n)];
+            let mut ms = [
+                vec![Vec::with_capacity(reps); n],
+                vec![Vec::with_capacity(reps); n],
+            ];
+            for (a, b) in calls[0].iter().zip(&calls[1]) {
+                first[0].push(sides[0].timed(a).await?);
+                first[1].push(sides[1].timed(b).await?);
+            }
+            for round in 0..reps {
+                for k in 0..n {
+                    let j = (round + k) % n;
+                    // Which side goes first alternates, so neither always follows the other.
+                    for t in 0..2 {
+                        let s = (round + t) % 2;
+                        ms[s][j].push(sides[s].timed(&calls[s][j]).await?);
+                    }
+                }
+            }
+            for s in 0..2 {
+                let mut m = serde_json::Map::new();
+                for ((c, ms), first) in calls[s].iter().zip(&mut ms[s]).zip(&first[s]) {
+                    ms.sort_by(f64::total_cmp);
+                    m.insert(
+                        c.name.clone(),
+                        json!({"p50_ms": r3(pct(ms, 0.5)), "p95_ms": r3(pct(ms, 0.95)),
+                               "first_ms": r3(*first)}),
+                    );
+                }
+                v[s].insert(org.into(), Value::Object(m));
+            }
         }
-        Ok(Value::Object(v))
+        let [a, b] = v;
+        Ok([Value::Object(a), Value::Object(b)])
     }
 
     /// One call of `c`, in milliseconds, checked for the status it should answer.
@@ -1201,6 +1223,7 @@ async fn retention_rounds(side: &Side, per_day: i64, rounds: i64) -> anyhow::Res
         c.batch_execute("VACUUM outbox").await?;
         let vacuum_ms = t.elapsed().as_secs_f64() * 1000.0;
         write_events(&mut c, &side.big.id, &smalls, per_day * span, span, false).await?;
+        let (written_into, reindex_ms) = rebuild_written(&c, span).await?;
         let r = c
             .query_one(
                 "SELECT (SELECT count(*) FROM outbox)::float8, sum(pg_relation_size(p))::float8,
@@ -1212,7 +1235,7 @@ async fn retention_rounds(side: &Side, per_day: i64, rounds: i64) -> anyhow::Res
             .await?;
         let (rows, table, indexes): (f64, f64, f64) = (r.get(0), r.get(1), r.get(2));
         println!(
-            "      retention round {round}: {removed} events ({partitions} partitions) removed in {expire_ms:.0} ms ({}), VACUUM {vacuum_ms:.0} ms; then {} written: {rows:.0} stored, table {:.1} MiB, indexes {:.1} MiB",
+            "      retention round {round}: {removed} events ({partitions} partitions) removed in {expire_ms:.0} ms ({}), VACUUM {vacuum_ms:.0} ms; then {} written ({written_into} partitions' indexes rebuilt after, {reindex_ms:.0} ms): {rows:.0} stored, table {:.1} MiB, indexes {:.1} MiB",
             steps.map_or("steps not tracked".into(), |(d, x)| format!(
                 "detach {d:.0} ms, drop {x:.0} ms; the rest is the checks and the files freed as the drop commits"
             )),
@@ -1230,12 +1253,41 @@ async fn retention_rounds(side: &Side, per_day: i64, rounds: i64) -> anyhow::Res
             "drop_ms": steps.map(|s| r3(s.1)),
             "vacuum_ms": r3(vacuum_ms),
             "written": per_day * span,
+            "reindexed_partitions": written_into,
+            "reindex_ms": r3(reindex_ms),
             "events_stored": rows,
             "table_bytes": table,
             "index_bytes": indexes,
         }));
     }
     Ok(Value::Array(out))
+}
+
+/// The indexes of the partitions holding the last `span` days, rebuilt after a round wrote its
+/// days into them: how many, and the ms it took. A round can only write into days that have
+/// passed, so its rows land in partitions that, in a deployment, took their rows before
+/// housekeeping compacted them once closed (`Job::CompactOutbox`); left as written, their
+/// indexes would grow by page splits round after round, and the size the rounds compare would
+/// be the bench's way of writing, not what retention leaves behind.
+async fn rebuild_written(c: &tokio_postgres::Client, span: i64) -> anyhow::Result<(usize, f64)> {
+    let t = Instant::now();
+    let names: Vec<String> = c
+        .query(
+            "SELECT c.relname::text FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+             WHERE i.inhparent = 'outbox'::regclass
+               AND substring(c.relname FROM '^outbox_d[0-9]+_([0-9]+)$')::int
+                   >= floor(extract(epoch FROM now() - make_interval(days => $1::int8::int))
+                            / 86400)::int",
+            &[&span],
+        )
+        .await?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    for n in &names {
+        c.batch_execute(&format!("REINDEX TABLE {n}")).await?;
+    }
+    Ok((names.len(), t.elapsed().as_secs_f64() * 1000.0))
 }
 
 /// The time PostgreSQL spent so far in retention's two steps that touch a partition whole, its
