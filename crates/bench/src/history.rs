@@ -43,7 +43,7 @@ const DAYS: i64 = 30;
 
 /// The days one outbox partition holds with the history's retention, as `lead-api` makes them.
 fn span_days() -> i32 {
-    lead_api::housekeeping::partition_days(Duration::from_secs(DAYS as u64 * 86_400))
+    qualifier_store::partitions::upkeep::partition_days(Duration::from_secs(DAYS as u64 * 86_400))
 }
 
 /// Sizes of one run.

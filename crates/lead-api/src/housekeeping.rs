@@ -7,6 +7,7 @@
 
 use std::time::Duration;
 
+use qualifier_store::partitions::upkeep::partition_days;
 use qualifier_store::{Store, StoreError};
 use tokio_util::sync::CancellationToken;
 
@@ -84,16 +85,6 @@ impl Job {
     }
 }
 
-/// How many days one outbox partition holds: a fifth of the retention, from one to seven, so a
-/// deployment keeps six or seven partitions (more only past 35 days kept) and an event is kept
-/// at most that much past its retention. Each partition costs every statement that cannot be
-/// pruned a little planning and an index probe, so they are kept few
-/// (`migrations/2026-11-26-000028_outbox_partitioned/up.sql`).
-pub fn partition_days(retention: Duration) -> i32 {
-    let days = retention.as_secs() / 86_400;
-    (days / 5).clamp(1, 7) as i32
-}
-
 /// Runs every job every [`EVERY`] until `stop`. A failing job is skipped until the next round
 /// (the database may be away; the next round retries).
 pub async fn run(store: Store, retention: Duration, stop: CancellationToken) {
@@ -143,20 +134,5 @@ pub async fn reseal_legacy_secrets(store: Store) {
         Err(e) => {
             tracing::warn!(error = %qualifier_store::cause_chain(&e), "re-sealing signing secrets failed; next start retries")
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::partition_days;
-    use std::time::Duration;
-
-    #[test]
-    fn a_partition_is_a_fifth_of_the_retention_from_one_to_seven_days() {
-        let days = |d: u64| partition_days(Duration::from_secs(d * 86_400));
-        assert_eq!(days(30), 6);
-        assert_eq!(days(3), 1);
-        assert_eq!(days(0), 1);
-        assert_eq!(days(90), 7);
     }
 }

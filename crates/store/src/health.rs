@@ -209,10 +209,10 @@ impl Store {
     /// read `FOR SHARE`, so a recovery either sees this hold (and releases it) or waits for it.
     pub async fn hold_delivery(
         &self,
-        delivery: crate::deliveries::DeliveryRef,
+        delivery: crate::partitions::DeliveryRef,
         resume_attempt: u32,
     ) -> Result<bool, StoreError> {
-        let (lo, hi) = crate::deliveries::day_bounds([delivery.seq]);
+        let (lo, hi) = crate::partitions::day_bounds([delivery.seq]);
         let mut conn = self.conn().await?;
         let n = diesel::sql_query(
             "UPDATE outbox o SET held_at = clock_timestamp(), resume_attempt = $2,

@@ -20,17 +20,7 @@ use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use crate::decide::{self, HealthRules, ProbeTarget};
-use crate::sender::{DeliveryJob, Sender};
-
-/// Where operational events go: the operator's own service, and the key of its secret.
-#[derive(Clone)]
-pub struct Operator {
-    pub url: url::Url,
-    pub key: Vec<u8>,
-    pub client: reqwest::Client,
-    /// The client's whole-request timeout (named in a timed-out notice's error).
-    pub timeout: Duration,
-}
+use crate::sender::{DeliveryJob, Operator, Sender};
 
 pub struct HealthWork {
     pub store: Store,

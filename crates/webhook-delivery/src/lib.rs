@@ -130,7 +130,7 @@ pub async fn start(cfg: DeliveryConfig) -> anyhow::Result<RunningDelivery> {
     });
     let shutdown = CancellationToken::new();
     let operator = match &cfg.operator_webhook {
-        Some((url, key)) => Some(health::Operator {
+        Some((url, key)) => Some(sender::Operator {
             url: url.clone(),
             key: key.clone(),
             client: sender::operator_client(timeout, roots.as_deref())?,

@@ -207,9 +207,19 @@ impl Sender {
     }
 }
 
+/// Where operational events go: the operator's own service, and the key of its secret.
+#[derive(Clone)]
+pub struct Operator {
+    pub url: url::Url,
+    pub key: Vec<u8>,
+    pub client: reqwest::Client,
+    /// The client's whole-request timeout (named in a timed-out notice's error).
+    pub timeout: Duration,
+}
+
 /// One POST of an operational event to the operator's service, signed with Standard Webhooks
 /// headers under its secret; what it saw, for the delivery rules to read.
-pub async fn send_notice(op: &crate::health::Operator, e: &OpsEvent) -> Response {
+pub async fn send_notice(op: &Operator, e: &OpsEvent) -> Response {
     let id = e.id.to_string();
     let unix = time::OffsetDateTime::now_utc().unix_timestamp();
     let signature = qualifier_signing::standard::sign_with_key(&op.key, &id, unix, &e.payload);

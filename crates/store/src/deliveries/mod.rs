@@ -1,0 +1,139 @@
+//! The delivery log: one delivery per event (the outbox row), its status and its attempts.
+//! - `attempts`: the worker's hot path (what an attempt starts from, what it records);
+//! - `lists`: the lists, the console's search, one delivery, replays;
+//! - `counting`: a dry run's count, from the hourly totals where they vouch for the range;
+//! - `logs`: rewriting old attempt logs into the compact form.
+
+use diesel::{Queryable, Selectable};
+use serde::Serialize;
+use serde_json::Value;
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use crate::schema::outbox;
+use crate::secrets::OpenError;
+use crate::webhooks::WebhookForDelivery;
+use qualifier_domain::delivery::AttemptEntry;
+use qualifier_domain::health::EndpointState;
+use qualifier_domain::{DeliveryStatus, EventType};
+
+mod attempts;
+mod counting;
+mod lists;
+mod logs;
+
+pub use crate::partitions::{DeliveryRef, day_bounds};
+pub use lists::DeliveryFilter;
+pub use logs::CompactedBatch;
+
+/// A delivery with its attempt log: what one delivery's page shows.
+#[derive(Debug, Clone, Queryable, Selectable)]
+#[diesel(table_name = outbox)]
+struct DeliveryRow {
+    #[diesel(embed)]
+    summary: SummaryRow,
+    attempt_log: Value,
+    is_test: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Delivery {
+    pub id: Uuid,
+    pub event_id: Uuid,
+    pub event_type: EventType,
+    pub status: DeliveryStatus,
+    pub attempts: i32,
+    pub last_status_code: Option<i32>,
+    pub last_error: Option<String>,
+    #[serde(with = "qualifier_domain::timefmt::millis")]
+    pub created_at: OffsetDateTime,
+    #[serde(with = "qualifier_domain::timefmt::millis")]
+    pub updated_at: OffsetDateTime,
+    /// The event's lead was erased: its payload is the reduced envelope (docs/api.md, "Erasing
+    /// a lead"). Present only then.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub erased: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct DeliveryDetail {
+    #[serde(flatten)]
+    pub delivery: Delivery,
+    pub attempt_log: Vec<AttemptEntry>,
+}
+
+/// A delivery as the lists show it: what [`DeliveryRow`] holds but its attempt log, which a
+/// list never shows and so never reads.
+#[derive(Debug, Clone, Queryable, Selectable)]
+#[diesel(table_name = outbox)]
+struct SummaryRow {
+    delivery_id: Uuid,
+    event_id: Uuid,
+    event_type: EventType,
+    status: DeliveryStatus,
+    attempts: i32,
+    last_status_code: Option<i32>,
+    last_error: Option<String>,
+    created_at: OffsetDateTime,
+    updated_at: OffsetDateTime,
+    erased_at: Option<OffsetDateTime>,
+}
+
+impl SummaryRow {
+    fn summary(&self) -> Delivery {
+        Delivery {
+            id: self.delivery_id,
+            event_id: self.event_id,
+            event_type: self.event_type,
+            status: self.status,
+            attempts: self.attempts,
+            last_status_code: self.last_status_code,
+            last_error: self.last_error.clone(),
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+            erased: self.erased_at.is_some(),
+        }
+    }
+}
+
+impl DeliveryRow {
+    fn summary(&self) -> Delivery {
+        self.summary.summary()
+    }
+}
+/// The state an attempt starts from (see [`Store::delivery_contexts`]).
+#[derive(Clone)]
+pub struct DeliveryContext {
+    pub status: DeliveryStatus,
+    /// `Some(Err(_))` when the webhook exists but its sealed secret cannot be opened (the
+    /// `QUALIFIER_SECRET_KEY` changed): the attempt fails like any other and can be replayed
+    /// after the secret is rotated, instead of requeueing forever.
+    pub webhook: Option<Result<WebhookForDelivery, OpenError>>,
+    /// Its endpoint's health as of the read.
+    pub health: EndpointGlance,
+}
+
+/// What an attempt needs to know of its endpoint's health: whether to send at all, and whether
+/// a success has failures to reset (a clean endpoint's success writes nothing).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EndpointGlance {
+    pub state: EndpointState,
+    pub consecutive_failures: u32,
+}
+
+impl Default for EndpointGlance {
+    fn default() -> Self {
+        EndpointGlance {
+            state: EndpointState::Healthy,
+            consecutive_failures: 0,
+        }
+    }
+}
+/// One attempt's outcome to record with [`Store::record_attempts`]: its log entry and the
+/// status it leads to.
+#[derive(Debug, Clone)]
+pub struct AttemptWrite {
+    pub delivery: DeliveryRef,
+    pub entry: AttemptEntry,
+    pub status: DeliveryStatus,
+}

@@ -1,0 +1,386 @@
+//! Housekeeping's jobs over whole outbox partitions: how many days one holds, rolling them
+//! forward, expiring the ones past retention, and compacting the closed ones. The rules of the
+//! partitioned outbox live here and in `crate::partitions`; `lead-api`'s housekeeping only
+//! calls them (crates/lead-api/src/housekeeping.rs).
+
+use std::time::Duration;
+
+use diesel::OptionalExtension;
+use diesel::sql_types::Int8;
+use diesel_async::{AsyncPgConnection, RunQueryDsl, SimpleAsyncConnection};
+use time::OffsetDateTime;
+
+use crate::{Store, StoreError};
+
+/// How many days one outbox partition holds: a fifth of the retention, from one to seven, so a
+/// deployment keeps six or seven partitions (more only past 35 days kept) and an event is kept
+/// at most that much past its retention. Each partition costs every statement that cannot be
+/// pruned a little planning and an index probe, so they are kept few
+/// (`migrations/2026-11-26-000028_outbox_partitioned/up.sql`).
+pub fn partition_days(retention: Duration) -> i32 {
+    let days = retention.as_secs() / 86_400;
+    (days / 5).clamp(1, 7) as i32
+}
+
+impl Store {
+    /// Housekeeping's first step each round: outbox partitions of `span_days` each exist
+    /// through tomorrow, and the sequence is in today's numbers once today has begun
+    /// (`qualifier_outbox_roll`, migration 28). Returns how many partitions it created.
+    pub async fn roll_outbox(&self, span_days: i32) -> Result<usize, StoreError> {
+        let mut conn = self.conn().await?;
+        let n = diesel::sql_query("SELECT qualifier_outbox_roll($1)::int8 AS count")
+            .bind::<diesel::sql_types::Integer, _>(span_days)
+            .get_result::<Count>(&mut conn)
+            .await?;
+        Ok(n.count as usize)
+    }
+
+    /// Retention: drops each outbox partition whose events all expired (created more than
+    /// `keep` ago) and are finished. Returns how many partitions it dropped.
+    ///
+    /// A partition (a span of days) is dropped whole, so removing it costs PostgreSQL the same
+    /// whatever it holds and leaves nothing to vacuum; an event is kept between `keep` and
+    /// `keep` plus a span. What it reads is bounded by the number of partitions and orgs, never
+    /// by rows:
+    /// - a partition still holding an unfinished delivery (pending or failed: an endpoint's
+    ///   long outage, a replay) is kept, as retention never removes one; it goes once they
+    ///   finish;
+    /// - `feed_head.expired_through` is raised to the partition's highest feed position before
+    ///   it goes, so a cursor from before it is told it expired;
+    /// - the partition is detached concurrently (no lock that stops readers or writers), looked
+    ///   at again (a replay that committed meanwhile makes it unfinished: it is attached back),
+    ///   then dropped. A detach cut short is finished by the next round.
+    pub async fn expire_events(&self, keep: std::time::Duration) -> Result<usize, StoreError> {
+        let cutoff = qualifier_domain::timefmt::now_millis()
+            - time::Duration::seconds_f64(keep.as_secs_f64());
+        let mut conn = self.conn().await?;
+        let mut dropped = 0;
+        for (name, part) in partitions(&mut conn).await? {
+            if !name.expired(cutoff) || part.seq_now < name.upper() {
+                // Partitions are in range order: the later ones are newer still.
+                break;
+            }
+            let table = name.table();
+            if name == PartitionName::Legacy {
+                // The table from before partitions: its newest event decides, found through its
+                // creation-time index.
+                let newest: Option<NewestRow> =
+                    diesel::sql_query(format!("SELECT max(created_at) AS newest FROM {table}"))
+                        .get_result(&mut conn)
+                        .await
+                        .optional()?;
+                if newest.and_then(|n| n.newest).is_some_and(|n| n > cutoff) {
+                    break;
+                }
+            }
+            if part.attached && !part.detaching {
+                if unfinished(&mut conn, &table).await? {
+                    continue;
+                }
+                diesel::sql_query(format!(
+                    "UPDATE feed_head SET expired_through = m.top
+                     FROM (SELECT max(x.top) AS top FROM orgs g CROSS JOIN LATERAL
+                               (SELECT max(o.feed_pos) AS top FROM {table} o
+                                WHERE o.org_id = g.id AND o.feed_pos IS NOT NULL) x) m
+                     WHERE m.top > feed_head.expired_through"
+                ))
+                .execute(&mut conn)
+                .await?;
+            }
+            // The hourly totals stop vouching for the partition's hours before its rows go, so
+            // a dry run never counts rows that are gone: it counts those hours through the
+            // index instead (`DeliveryFilter::count_by_hours`). Its newest creation time comes
+            // from its own `created_at` index; no row is added to a partition this old.
+            diesel::sql_query(format!(
+                "UPDATE delivery_hour_cover c
+                 SET covered_from = date_trunc('hour', p.newest, 'UTC') + interval '1 hour'
+                 FROM (SELECT max(created_at) AS newest FROM {table}) p
+                 WHERE date_trunc('hour', p.newest, 'UTC') + interval '1 hour' > c.covered_from"
+            ))
+            .execute(&mut conn)
+            .await?;
+            // Waiting for the transactions that still see the partition may outlast the
+            // statement timeout; a detach cut short is left pending and finished next round.
+            if part.attached {
+                let how = if part.detaching {
+                    "FINALIZE"
+                } else {
+                    "CONCURRENTLY"
+                };
+                conn.batch_execute("SET statement_timeout = 0").await?;
+                let detached = conn
+                    .batch_execute(&format!(
+                        "ALTER TABLE outbox DETACH PARTITION {table} {how}"
+                    ))
+                    .await;
+                // The session's timeout must not stay off on a pooled connection.
+                conn.batch_execute("RESET statement_timeout").await?;
+                detached?;
+            }
+            if unfinished(&mut conn, &table).await? {
+                conn.batch_execute(&format!(
+                    "ALTER TABLE outbox ATTACH PARTITION {table} FOR VALUES {}",
+                    name.bounds()
+                ))
+                .await?;
+                continue;
+            }
+            conn.batch_execute(&format!("DROP TABLE {table}")).await?;
+            diesel::sql_query("DELETE FROM outbox_compacted WHERE partition = $1")
+                .bind::<diesel::sql_types::Text, _>(&table)
+                .execute(&mut conn)
+                .await?;
+            dropped += 1;
+        }
+        Ok(dropped)
+    }
+
+    /// Rebuilds the indexes of the oldest partition that no longer takes new events and was
+    /// not rebuilt yet (`REINDEX … CONCURRENTLY`: readers and writers go on), and notes it in
+    /// `outbox_compacted`. Returns how many it rebuilt (0 or 1: one per round bounds a round's
+    /// work). Most of the outbox's indexes take each new entry at the end of one org's run, in
+    /// the middle of the index, where a full page splits in half; built again from their
+    /// entries they are about 40% smaller (docs/performance.md, "History at scale").
+    pub async fn compact_outbox(&self) -> Result<usize, StoreError> {
+        let closed = qualifier_domain::timefmt::now_millis() - time::Duration::hours(1);
+        let mut conn = self.conn().await?;
+        let Some((name, _)) = partitions(&mut conn).await?.into_iter().find(|(n, p)| {
+            matches!(n, PartitionName::Days { .. })
+                && p.attached
+                && !p.detaching
+                && !p.compacted
+                && n.expired(closed)
+                && p.seq_now >= n.upper()
+        }) else {
+            return Ok(0);
+        };
+        let table = name.table();
+        // A rebuild can take minutes on a busy span; the statement timeout is for requests.
+        conn.batch_execute("SET statement_timeout = 0").await?;
+        let rebuilt = conn
+            .batch_execute(&format!("REINDEX TABLE CONCURRENTLY {table}"))
+            .await;
+        conn.batch_execute("RESET statement_timeout").await?;
+        rebuilt?;
+        diesel::sql_query(
+            "INSERT INTO outbox_compacted (partition) VALUES ($1) ON CONFLICT DO NOTHING",
+        )
+        .bind::<diesel::sql_types::Text, _>(&table)
+        .execute(&mut conn)
+        .await?;
+        Ok(1)
+    }
+}
+
+#[derive(diesel::QueryableByName)]
+struct Count {
+    #[diesel(sql_type = Int8)]
+    count: i64,
+}
+
+/// The outbox's partitions, and tables detached from it and not dropped yet, oldest first.
+async fn partitions(
+    conn: &mut AsyncPgConnection,
+) -> Result<Vec<(PartitionName, Partition)>, StoreError> {
+    let parts: Vec<Partition> = diesel::sql_query(
+        "SELECT c.relname::text AS name, i.inhrelid IS NOT NULL AS attached,
+                coalesce(i.inhdetachpending, false) AS detaching,
+                EXISTS (SELECT 1 FROM outbox_compacted k WHERE k.partition = c.relname)
+                    AS compacted,
+                (SELECT last_value FROM outbox_seq_seq) AS seq_now
+         FROM pg_class c
+         JOIN pg_namespace n ON n.oid = c.relnamespace AND n.nspname = current_schema()
+         LEFT JOIN pg_inherits i ON i.inhrelid = c.oid
+         WHERE c.relkind = 'r' AND c.relname ~ '^outbox_(legacy|d[0-9]{1,7}_[0-9]{1,7})$'",
+    )
+    .load(conn)
+    .await?;
+    let mut parts: Vec<(PartitionName, Partition)> = parts
+        .into_iter()
+        .filter_map(|p| PartitionName::parse(&p.name).map(|n| (n, p)))
+        .collect();
+    parts.sort_by_key(|(n, _)| n.lower());
+    Ok(parts)
+}
+
+/// Whether `table` (an outbox partition) holds an unfinished delivery: one probe of its
+/// `(org_id, status, …)` index per org, whatever its number of rows.
+async fn unfinished(conn: &mut AsyncPgConnection, table: &str) -> Result<bool, StoreError> {
+    let found: Option<Found> = diesel::sql_query(format!(
+        "SELECT true AS found FROM orgs g WHERE EXISTS
+             (SELECT 1 FROM {table} o
+              WHERE o.org_id = g.id AND o.status IN ('pending', 'failed'))
+         LIMIT 1"
+    ))
+    .get_result(conn)
+    .await
+    .optional()?;
+    Ok(found.is_some())
+}
+
+#[derive(diesel::QueryableByName)]
+struct Found {
+    #[diesel(sql_type = diesel::sql_types::Bool)]
+    #[allow(dead_code)]
+    found: bool,
+}
+
+#[derive(diesel::QueryableByName)]
+struct NewestRow {
+    #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Timestamptz>)]
+    newest: Option<OffsetDateTime>,
+}
+
+#[derive(diesel::QueryableByName)]
+struct Partition {
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    name: String,
+    #[diesel(sql_type = diesel::sql_types::Bool)]
+    attached: bool,
+    #[diesel(sql_type = diesel::sql_types::Bool)]
+    detaching: bool,
+    #[diesel(sql_type = diesel::sql_types::Bool)]
+    compacted: bool,
+    #[diesel(sql_type = Int8)]
+    seq_now: i64,
+}
+
+/// An outbox partition, by its name (migration 28): the table from before partitions (every
+/// row day 0), or the days `[first, last)` since the Unix epoch (`outbox_d<first>_<last>`),
+/// whose rows have `seq >> 32` in that range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PartitionName {
+    Legacy,
+    Days { first: i64, last: i64 },
+}
+
+/// The first day a partition can start on, and so `outbox_legacy`'s end (migration 27).
+const LEGACY_END_DAY: i64 = 20_000;
+
+impl PartitionName {
+    pub fn parse(name: &str) -> Option<Self> {
+        if name == "outbox_legacy" {
+            return Some(Self::Legacy);
+        }
+        let (first, last) = name.strip_prefix("outbox_d")?.split_once('_')?;
+        let day = |d: &str| {
+            (!d.is_empty() && d.len() <= 7 && d.bytes().all(|b| b.is_ascii_digit()))
+                .then(|| d.parse().ok())
+                .flatten()
+        };
+        let (first, last) = (day(first)?, day(last)?);
+        (first < last).then_some(Self::Days { first, last })
+    }
+
+    /// Its table's name, safe to write into SQL (digits and letters only).
+    pub fn table(self) -> String {
+        match self {
+            Self::Legacy => "outbox_legacy".to_owned(),
+            Self::Days { first, last } => format!("outbox_d{first}_{last}"),
+        }
+    }
+
+    /// The lowest sequence number it can hold.
+    pub fn lower(self) -> i64 {
+        match self {
+            Self::Legacy => i64::MIN,
+            Self::Days { first, .. } => first << 32,
+        }
+    }
+
+    /// The sequence number past the highest it can hold.
+    pub fn upper(self) -> i64 {
+        match self {
+            Self::Legacy => LEGACY_END_DAY << 32,
+            Self::Days { last, .. } => last << 32,
+        }
+    }
+
+    /// Its bounds on the partition key, the day (`seq >> 32`).
+    fn bounds(self) -> String {
+        match self {
+            Self::Legacy => format!("FROM (MINVALUE) TO ({LEGACY_END_DAY})"),
+            Self::Days { first, last } => format!("FROM ({first}) TO ({last})"),
+        }
+    }
+
+    /// Whether every event it can hold was created before `cutoff`: a partition takes events
+    /// until the sequence moves past its last day, up to a minute into the next day
+    /// (housekeeping's round), and a transaction that drew its number before may commit later
+    /// still; an hour past the last day's end covers both. The legacy table is judged by its
+    /// newest row instead.
+    pub fn expired(self, cutoff: OffsetDateTime) -> bool {
+        match self {
+            Self::Legacy => true,
+            Self::Days { last, .. } => {
+                let end = OffsetDateTime::UNIX_EPOCH + time::Duration::days(last);
+                end + time::Duration::hours(1) <= cutoff
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PartitionName;
+    use time::macros::datetime;
+
+    const WEEK: PartitionName = PartitionName::Days {
+        first: 20783,
+        last: 20789,
+    };
+
+    #[test]
+    fn a_partition_is_a_fifth_of_the_retention_from_one_to_seven_days() {
+        let days = |d: u64| super::partition_days(std::time::Duration::from_secs(d * 86_400));
+        assert_eq!(days(30), 6);
+        assert_eq!(days(3), 1);
+        assert_eq!(days(0), 1);
+        assert_eq!(days(90), 7);
+    }
+
+    #[test]
+    fn partition_names_are_read_back_and_nothing_else_is() {
+        assert_eq!(PartitionName::parse("outbox_d20783_20789"), Some(WEEK));
+        assert_eq!(
+            PartitionName::parse("outbox_legacy"),
+            Some(PartitionName::Legacy)
+        );
+        for bad in [
+            "outbox",
+            "outbox_d",
+            "outbox_d20783",
+            "outbox_d20783_",
+            "outbox_d20789_20783",
+            "outbox_dx1_2",
+            "outbox_d1_2;DROP",
+            "outbox_d12345678_123456789",
+        ] {
+            assert_eq!(PartitionName::parse(bad), None, "{bad}");
+        }
+        assert_eq!(WEEK.table(), "outbox_d20783_20789");
+    }
+
+    #[test]
+    fn a_partition_owns_its_days_of_the_sequence_and_the_legacy_table_everything_below() {
+        assert_eq!(WEEK.lower(), 20783 << 32);
+        assert_eq!(WEEK.upper(), 20789 << 32);
+        assert_eq!(
+            PartitionName::Legacy.upper(),
+            PartitionName::Days {
+                first: 20000,
+                last: 20001
+            }
+            .lower()
+        );
+        assert!(PartitionName::Legacy.lower() < 1);
+    }
+
+    #[test]
+    fn a_partition_expires_an_hour_after_its_last_day_has_passed_the_cutoff() {
+        // Day 20789 begins 2026-12-02 (UTC): the partition's days end then.
+        assert!(!WEEK.expired(datetime!(2026-12-02 00:59 UTC)));
+        assert!(WEEK.expired(datetime!(2026-12-02 01:00 UTC)));
+        assert!(!WEEK.expired(datetime!(2026-11-28 12:00 UTC)));
+    }
+}

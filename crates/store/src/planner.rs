@@ -1,0 +1,68 @@
+//! Planner settings a transaction asks for, each with the reason it needs it: lists,
+//! searches, counts and the feed call these before their statements, so the statements keep
+//! the plans that read only what they answer whatever the org's statistics say
+//! (docs/performance.md, "Planning").
+
+use diesel_async::{RunQueryDsl, SimpleAsyncConnection};
+
+/// For the rest of the transaction, each statement keeps the plan it was first given, whatever
+/// the session's `plan_cache_mode` (lead-api plans every call again,
+/// `QUALIFIER_PLAN_CACHE_MODE`). Only for statements whose best plan is the same for every org
+/// and every value: a probe of a unique index, or a walk of an index in the order asked for.
+/// Planning one again over a month's partitions costs up to a millisecond, most of a small
+/// org's call (docs/performance.md, "Planning"); a generic plan where the org's own
+/// statistics matter (a status or a type filter) can read a busy org's rows to answer a quiet
+/// one's, so those keep their custom plans.
+pub(crate) async fn same_plan_for_every_org(
+    conn: &mut diesel_async::AsyncPgConnection,
+) -> Result<(), diesel::result::Error> {
+    set_local(conn, "SET LOCAL plan_cache_mode = force_generic_plan").await
+}
+
+/// For the rest of the transaction, no bitmap heap scans: a count over `outbox_org_status`
+/// (a dry run, the chart) finds every column it needs in the index, but its entries are
+/// scattered one per table page (one delivery in fifty is dead), and PostgreSQL can judge a
+/// bitmap scan cheaper, which then reads a table page per entry counted, where the index alone
+/// counts 50,000 entries in about 50 ms (docs/performance.md, "History at scale").
+pub(crate) async fn index_only(
+    conn: &mut diesel_async::AsyncPgConnection,
+) -> Result<(), diesel::result::Error> {
+    set_local(conn, "SET LOCAL enable_bitmapscan = off").await
+}
+
+/// For the rest of the transaction, no sort: a page comes out of an index walked in its
+/// order, or not at all. A list's order is one that only the filter's own index gives
+/// ([`Store::list_deliveries_at`]), but PostgreSQL may still judge reading every match and
+/// sorting them cheaper than walking that index, as it cannot tell that the matches it would
+/// read first are the newest. On the bench's history a busy org's list since a day was
+/// planned as a bitmap scan of its day, 7,704 rows sorted for a page of 51.
+///
+/// JIT goes off with them: a plan that keeps a sort anyway (one whose partitions were all
+/// left out, which sorts nothing) carries the sort's penalty in its cost, far above
+/// `jit_above_cost`, and compiling it took 45-90 ms for an empty answer.
+///
+/// With `keep_plan`, the statement also keeps the plan it was first given
+/// ([`same_plan_for_every_org`]): when only one index gives a list's order, walking it is the
+/// only plan left, whatever the org, so planning it again over the month's partitions on each
+/// call (most of a small org's list) buys nothing. One round trip for the settings.
+pub(crate) async fn in_index_order(
+    conn: &mut diesel_async::AsyncPgConnection,
+    keep_plan: bool,
+) -> Result<(), diesel::result::Error> {
+    conn.batch_execute(if keep_plan {
+        "SET LOCAL enable_sort = off; SET LOCAL enable_incremental_sort = off; SET LOCAL jit = off; \
+         SET LOCAL plan_cache_mode = force_generic_plan"
+    } else {
+        "SET LOCAL enable_sort = off; SET LOCAL enable_incremental_sort = off; SET LOCAL jit = off"
+    })
+    .await
+}
+
+/// Runs one `SET LOCAL`: the setting ends with the transaction, so a pooled session goes back
+/// to its own for the next caller whatever happens.
+async fn set_local(
+    conn: &mut diesel_async::AsyncPgConnection,
+    statement: &'static str,
+) -> Result<(), diesel::result::Error> {
+    diesel::sql_query(statement).execute(conn).await.map(|_| ())
+}
