@@ -1,0 +1,295 @@
+//! Leads: their rows and the inputs that create and change them, and the reads (one lead, a
+//! batch, a page). The writes, each in the transaction that also appends its events, are in
+//! `write`.
+
+use diesel::{
+    ExpressionMethods, OptionalExtension, QueryDsl, Queryable, Selectable, SelectableHelper,
+};
+use diesel_async::RunQueryDsl;
+use qualifier_domain::lead::conversation_url;
+use qualifier_domain::validate::{Channel, Email, Name, Phone, RouteTarget};
+use qualifier_domain::{ExternalRef, Lead, Stage};
+use serde_json::{Map, Value};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use crate::schema::leads;
+use crate::{Store, StoreError};
+
+const PHONE_UNIQUE: &str = "leads_org_phone";
+
+#[derive(
+    Debug,
+    Clone,
+    Queryable,
+    Selectable,
+    diesel::QueryableByName,
+    diesel::Insertable,
+    diesel::AsChangeset,
+)]
+#[diesel(table_name = leads, treat_none_as_null = true)]
+pub struct LeadRow {
+    pub id: Uuid,
+    pub org_id: Uuid,
+    pub name: String,
+    pub email: Option<String>,
+    pub phone: String,
+    pub channel: String,
+    pub qualification_stage: Stage,
+    pub route_target: Option<String>,
+    pub profile: Value,
+    pub external_system: Option<String>,
+    pub external_id: Option<String>,
+    pub external_url: Option<String>,
+    pub ai_paused: bool,
+    pub created_at: OffsetDateTime,
+    pub updated_at: OffsetDateTime,
+    pub revision: i64,
+}
+
+use diesel::QueryableByName;
+
+/// A lead of a list page, with how many rows the page read before its byte budget.
+#[derive(QueryableByName)]
+struct BudgetedLead {
+    #[diesel(embed)]
+    lead: LeadRow,
+    #[diesel(sql_type = diesel::sql_types::Int8)]
+    total: i64,
+}
+
+impl LeadRow {
+    /// The row as the domain's lead. Every text goes back through its parser: a value that no
+    /// longer parses is an error naming it, never passed on as if it were valid.
+    pub fn to_lead(&self, app_base_url: &str) -> Result<Lead, StoreError> {
+        let external_ref = match (&self.external_system, &self.external_id) {
+            (Some(system), Some(id)) => Some(ExternalRef {
+                system: system.clone(),
+                id: id.clone(),
+                url: self.external_url.clone(),
+            }),
+            _ => None,
+        };
+        Ok(Lead {
+            id: self.id,
+            name: StoreError::stored("lead name", Name::parse("name", &self.name))?,
+            email: self
+                .email
+                .as_deref()
+                .map(|e| StoreError::stored("lead email", Email::parse(e)))
+                .transpose()?,
+            phone: StoreError::stored("lead phone", Phone::parse(&self.phone))?,
+            channel: StoreError::stored("lead channel", Channel::parse(&self.channel))?,
+            qualification_stage: self.qualification_stage,
+            route_target: self
+                .route_target
+                .as_deref()
+                .map(|r| StoreError::stored("lead route_target", RouteTarget::parse(r)))
+                .transpose()?,
+            profile: self.profile.as_object().cloned().unwrap_or_default(),
+            external_ref,
+            ai_paused: self.ai_paused,
+            conversation_url: conversation_url(app_base_url, self.id),
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+            revision: self.revision,
+        })
+    }
+
+    fn from_lead(org_id: Uuid, l: &Lead) -> LeadRow {
+        LeadRow {
+            id: l.id,
+            org_id,
+            name: l.name.as_str().to_owned(),
+            email: l.email.as_ref().map(|e| e.as_str().to_owned()),
+            phone: l.phone.as_str().to_owned(),
+            channel: l.channel.as_str().to_owned(),
+            qualification_stage: l.qualification_stage,
+            route_target: l.route_target.as_ref().map(|r| r.as_str().to_owned()),
+            profile: Value::Object(l.profile.clone()),
+            external_system: l.external_ref.as_ref().map(|r| r.system.clone()),
+            external_id: l.external_ref.as_ref().map(|r| r.id.clone()),
+            external_url: l.external_ref.as_ref().and_then(|r| r.url.clone()),
+            ai_paused: l.ai_paused,
+            created_at: l.created_at,
+            updated_at: l.updated_at,
+            revision: l.revision,
+        }
+    }
+}
+
+/// A lead to create (public POST).
+#[derive(Debug, Clone)]
+pub struct NewLead {
+    pub name: Name,
+    pub phone: Phone,
+    pub email: Option<Email>,
+    pub channel: Channel,
+    pub profile: Map<String, Value>,
+    pub external_ref: Option<ExternalRef>,
+    pub route_target: Option<RouteTarget>,
+}
+
+/// An inbound contact (internal API): a new phone creates the lead, a known phone updates it.
+#[derive(Debug, Clone)]
+pub struct InboundContact {
+    pub name: Name,
+    pub phone: Phone,
+    pub email: Option<Email>,
+    pub channel: Channel,
+    /// Merged key by key into a known lead's profile (null removes a key).
+    pub profile: Option<Value>,
+}
+
+/// The public PATCH: only write-back fields and closing.
+#[derive(Debug, Clone, Default)]
+pub struct PublicPatch {
+    pub external_ref: Option<ExternalRef>,
+    pub ai_paused: Option<bool>,
+    pub close: bool,
+}
+
+/// The internal PATCH used by the AI agent.
+#[derive(Debug, Clone, Default)]
+pub struct InternalPatch {
+    pub name: Option<Name>,
+    pub email: Option<Email>,
+    pub phone: Option<Phone>,
+    pub profile: Option<Value>,
+    pub route_target: Option<RouteTarget>,
+    pub stage: Option<Stage>,
+}
+
+mod write;
+
+pub(crate) use write::lock_lead;
+
+impl Store {
+    pub async fn get_lead(&self, org_id: Uuid, lead_id: Uuid) -> Result<Lead, StoreError> {
+        let mut conn = self.conn().await?;
+        let row = leads::table
+            .filter(leads::id.eq(lead_id))
+            .filter(leads::org_id.eq(org_id))
+            .select(LeadRow::as_select())
+            .first(&mut conn)
+            .await
+            .optional()?
+            .ok_or(StoreError::NotFound("Lead not found"))?;
+        row.to_lead(&self.app_base_url)
+    }
+
+    /// Reads many leads in one statement, each `(org_id, lead_id)` answered in order. A lead of
+    /// another org is not found, exactly as in [`Store::get_lead`]: the org is matched here,
+    /// per request, after the shared primary-key lookup.
+    pub async fn get_leads(
+        &self,
+        wanted: &[(Uuid, Uuid)],
+    ) -> Result<Vec<Result<Lead, StoreError>>, StoreError> {
+        let ids: Vec<Uuid> = wanted.iter().map(|(_, id)| *id).collect();
+        let mut conn = self.conn().await?;
+        let rows: Vec<LeadRow> = leads::table
+            .filter(leads::id.eq_any(&ids))
+            .select(LeadRow::as_select())
+            .load(&mut conn)
+            .await?;
+        drop(conn);
+        Ok(wanted
+            .iter()
+            .map(|(org_id, id)| {
+                rows.iter()
+                    .find(|r| r.id == *id && r.org_id == *org_id)
+                    .ok_or(StoreError::NotFound("Lead not found"))
+                    .and_then(|r| r.to_lead(&self.app_base_url))
+            })
+            .collect())
+    }
+
+    /// [`Store::get_leads`], but one bad row (a stored value this version cannot parse fails the
+    /// whole statement) fails only its own request: after such a failure each lead is read
+    /// alone. An unreachable database fails them all, as it would each.
+    pub async fn get_leads_isolated(
+        &self,
+        wanted: &[(Uuid, Uuid)],
+    ) -> Result<Vec<Result<Lead, StoreError>>, StoreError> {
+        match self.get_leads(wanted).await {
+            Err(e @ StoreError::Unavailable(_)) => Err(e),
+            Err(_) if wanted.len() > 1 => {
+                let mut each = Vec::with_capacity(wanted.len());
+                for w in wanted {
+                    each.push(match self.get_leads(std::slice::from_ref(w)).await {
+                        Ok(mut one) => one
+                            .pop()
+                            .unwrap_or(Err(StoreError::NotFound("Lead not found"))),
+                        Err(e) => Err(e),
+                    });
+                }
+                Ok(each)
+            }
+            other => other,
+        }
+    }
+
+    /// One page of the org's leads in `(updated_at, id)` order, from `updated_since` (inclusive)
+    /// or strictly after the keyset `after`, through the `leads_org_updated` index. Returns the
+    /// page and, when there is more, the key to continue after.
+    pub async fn list_leads(
+        &self,
+        org_id: Uuid,
+        updated_since: Option<OffsetDateTime>,
+        after: Option<(OffsetDateTime, Uuid)>,
+        limit: i64,
+        budget: usize,
+    ) -> Result<(Vec<Lead>, Option<(OffsetDateTime, Uuid)>), StoreError> {
+        use diesel::sql_types::{Int8, Nullable, Timestamptz};
+        let mut conn = self.conn().await?;
+        // The page's rows through `leads_org_updated` (a row comparison for the cursor, one
+        // range of the index), then only those within the byte budget read out: a lead's size
+        // is estimated from its stored profile (the one field that grows) plus a fixed part, so
+        // the rows past the budget are never fetched whole. The caller's exact cut
+        // (`page::fitting`) still applies to what comes back.
+        let (after_t, after_id) = match after {
+            Some((t, id)) => (Some(t), Some(id)),
+            None => (None, None),
+        };
+        let rows: Vec<BudgetedLead> = diesel::sql_query(
+            "SELECT id, org_id, name, email, phone, channel, qualification_stage, route_target,
+                    profile, external_system, external_id, external_url, ai_paused, created_at,
+                    updated_at, revision, total
+             FROM (SELECT p.*,
+                          sum(coalesce(pg_column_size(p.profile), 0) + 600)
+                              OVER (ORDER BY p.updated_at, p.id) AS upto,
+                          row_number() OVER (ORDER BY p.updated_at, p.id) AS n,
+                          count(*) OVER () AS total
+                   FROM (SELECT * FROM leads
+                         WHERE org_id = $1
+                           AND ($2::timestamptz IS NULL OR updated_at >= $2)
+                           AND ($3::timestamptz IS NULL OR (updated_at, id) > ($3, $4))
+                         ORDER BY updated_at, id LIMIT $5) p) w
+             WHERE n = 1 OR upto <= $6
+             ORDER BY updated_at, id",
+        )
+        .bind::<diesel::sql_types::Uuid, _>(org_id)
+        .bind::<Nullable<Timestamptz>, _>(updated_since)
+        .bind::<Nullable<Timestamptz>, _>(after_t)
+        .bind::<Nullable<diesel::sql_types::Uuid>, _>(after_id)
+        .bind::<Int8, _>(limit + 1)
+        .bind::<Int8, _>(i64::try_from(budget).unwrap_or(i64::MAX))
+        .load(&mut conn)
+        .await?;
+        let read = rows.as_slice().first().map_or(0, |r| r.total);
+        let mut rows: Vec<LeadRow> = rows.into_iter().map(|r| r.lead).collect();
+        // More follow when the index had more than a page, or the budget cut the page short.
+        let more = read > limit || (rows.len() as i64) < read;
+        rows.truncate(limit as usize);
+        let next = if more {
+            rows.last().map(|r| (r.updated_at, r.id))
+        } else {
+            None
+        };
+        let leads = rows
+            .iter()
+            .map(|r| r.to_lead(&self.app_base_url))
+            .collect::<Result<_, _>>()?;
+        Ok((leads, next))
+    }
+}
