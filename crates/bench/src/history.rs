@@ -62,6 +62,17 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// The smoke run's: every step once, on a history small enough for the dev build.
+    pub fn smoke(events: Option<i64>) -> Plan {
+        Plan {
+            events: events.unwrap_or(30_000),
+            idle_secs: 2,
+            reads: 5,
+            patches: 200,
+            retention_rounds: 1,
+        }
+    }
+
     pub fn of(quick: bool, events: Option<i64>) -> Plan {
         if quick {
             Plan {

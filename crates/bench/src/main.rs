@@ -53,6 +53,12 @@ struct Opts {
     /// The short run (4,000 events per end-to-end run unless --events says otherwise).
     #[arg(long)]
     quick: bool,
+    /// The smallest run that still goes through every phase and every check (CI's
+    /// `make bench-smoke`, on the dev build): 1,000 events per end-to-end run, a history of
+    /// 30,000. Its figures say nothing of speed; its failures (an event lost, a plan that reads
+    /// more than it answers, a dry run that disagrees with the outbox) are failures.
+    #[arg(long, conflicts_with = "quick")]
+    smoke: bool,
     /// Events per end-to-end run (default 20,000, or 4,000 with --quick).
     #[arg(long)]
     events: Option<u64>,
@@ -79,18 +85,49 @@ struct Opts {
 
 impl Opts {
     fn events(&self) -> u64 {
-        self.events
-            .unwrap_or(if self.quick { 4000 } else { 20_000 })
+        self.events.unwrap_or(if self.smoke {
+            1000
+        } else if self.quick {
+            4000
+        } else {
+            20_000
+        })
+    }
+
+    /// Short in both the quick and the smoke run.
+    fn short(&self) -> bool {
+        self.quick || self.smoke
+    }
+
+    /// The history phase's sizes.
+    fn history(&self) -> history::Plan {
+        if self.smoke {
+            history::Plan::smoke(self.history_events)
+        } else {
+            history::Plan::of(self.quick, self.history_events)
+        }
     }
 
     /// Other events stored beside the erased leads in the erasure phase.
     fn erasure_others(&self) -> i64 {
-        if self.quick { 200_000 } else { 2_000_000 }
+        if self.smoke {
+            20_000
+        } else if self.quick {
+            200_000
+        } else {
+            2_000_000
+        }
     }
 
     /// Seconds of each API measurement.
     fn api_secs(&self) -> u64 {
-        if self.quick { 3 } else { 10 }
+        if self.smoke {
+            1
+        } else if self.quick {
+            3
+        } else {
+            10
+        }
     }
 }
 
@@ -896,7 +933,13 @@ async fn run() -> anyhow::Result<()> {
     let n = o.events();
     println!(
         "qualifier-bench: {} run, {n} events per end-to-end run",
-        if o.quick { "quick" } else { "full" }
+        if o.smoke {
+            "smoke"
+        } else if o.quick {
+            "quick"
+        } else {
+            "full"
+        }
     );
 
     // One phase alone, for profiling it (`perf record -a` while it runs).
@@ -927,12 +970,10 @@ async fn run() -> anyhow::Result<()> {
                 let lifted = e2e(&sink, n, 1, None, false).await?;
                 lone_org(&sink, n, &lifted).await?
             }
-            "outage" => outage(&sink, n, if o.quick { 20 } else { 60 }).await?,
-            "noisy" => noisy(&sink, (n / 4).max(1000), if o.quick { 300 } else { 1000 }).await?,
+            "outage" => outage(&sink, n, if o.short() { 20 } else { 60 }).await?,
+            "noisy" => noisy(&sink, (n / 4).max(1000), if o.short() { 300 } else { 1000 }).await?,
             "erasure" => erasure::phase(&sink, o.erasure_others()).await?,
-            "history" => {
-                history::phase(&sink, history::Plan::of(o.quick, o.history_events)).await?
-            }
+            "history" => history::phase(&sink, o.history()).await?,
             other => {
                 anyhow::bail!(
                     "--only takes e2e, drain, api, feed, lone, outage, noisy, erasure or history, not {other}"
@@ -979,7 +1020,7 @@ async fn run() -> anyhow::Result<()> {
     )
     .await?;
     println!("[4/6] noisy neighbour; one org alone under the default per-org cap");
-    let noisy = noisy(&sink, (n / 4).max(1000), if o.quick { 300 } else { 1000 }).await?;
+    let noisy = noisy(&sink, (n / 4).max(1000), if o.short() { 300 } else { 1000 }).await?;
     let lone = lone_org(&sink, n, &max).await?;
     println!(
         "[5/6] events feed: reading a {}-event org",
@@ -987,13 +1028,13 @@ async fn run() -> anyhow::Result<()> {
     );
     let feed_read = feed::read_phase(&sink).await?;
     println!("      endpoint health: {n} events wait through an outage, then drain");
-    let outage_run = outage(&sink, n, if o.quick { 20 } else { 60 }).await?;
+    let outage_run = outage(&sink, n, if o.short() { 20 } else { 60 }).await?;
     println!(
         "      erasure: a lead with 100 events among {} others",
         o.erasure_others()
     );
     let erasure_run = erasure::phase(&sink, o.erasure_others()).await?;
-    let history_run = history::phase(&sink, history::Plan::of(o.quick, o.history_events)).await?;
+    let history_run = history::phase(&sink, o.history()).await?;
     let feed_tail = match &max.feed_tail {
         Some((events, lat)) => json!({
             "pages": lat.len(), "events_read": events,
@@ -1299,7 +1340,7 @@ async fn run() -> anyhow::Result<()> {
 
     let report = json!({
         "generated_at_unix_ms": now_us() / 1000,
-        "mode": if o.quick { "quick" } else { "full" },
+        "mode": if o.smoke { "smoke" } else if o.quick { "quick" } else { "full" },
         "events_per_run": n,
         "machine": machine(),
         "api": api,

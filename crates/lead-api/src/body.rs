@@ -37,6 +37,10 @@ fn declared_length(req: &HttpRequest) -> Option<u64> {
         .ok()
 }
 
+/// A request's body as it arrives: a handler's `web::Payload` or an extractor's `dev::Payload`.
+pub trait Body<E>: futures_util::Stream<Item = Result<web::Bytes, E>> + Unpin {}
+impl<E, S: futures_util::Stream<Item = Result<web::Bytes, E>> + Unpin> Body<E> for S {}
+
 /// Reads the whole body of `req` (an extractor's `dev::Payload` or a handler's `web::Payload`).
 pub(crate) async fn read_limited<S, E>(
     req: &HttpRequest,
@@ -67,15 +71,15 @@ where
 }
 
 /// A JSON body of any shape.
-pub async fn json_value(req: &HttpRequest, payload: web::Payload) -> Result<Value, ApiError> {
+pub async fn json_value<E>(req: &HttpRequest, payload: impl Body<E>) -> Result<Value, ApiError> {
     Ok(json_with_bytes(req, payload).await?.1)
 }
 
 /// A JSON body of any shape, with the bytes it was parsed from (an Idempotency-Key's request
 /// fingerprint covers the body exactly as sent).
-pub async fn json_with_bytes(
+pub async fn json_with_bytes<E>(
     req: &HttpRequest,
-    payload: web::Payload,
+    payload: impl Body<E>,
 ) -> Result<(web::Bytes, Value), ApiError> {
     if declared_length(req).is_some_and(|n| n > BODY_LIMIT as u64) {
         return Err(ApiError::PayloadTooLarge);
@@ -90,9 +94,9 @@ pub async fn json_with_bytes(
 
 /// A body that must be a JSON object (every field of the call is optional, so an empty body with
 /// no Content-Type is taken as `{}`).
-pub async fn optional_object(
+pub async fn optional_object<E>(
     req: &HttpRequest,
-    payload: web::Payload,
+    payload: impl Body<E>,
 ) -> Result<Map<String, Value>, ApiError> {
     if req.headers().get(header::CONTENT_TYPE).is_none() {
         if declared_length(req).is_some_and(|n| n > BODY_LIMIT as u64) {
@@ -109,9 +113,9 @@ pub async fn optional_object(
 }
 
 /// A body that must be a JSON object; `not_object` is the 422 message otherwise.
-pub async fn object(
+pub async fn object<E>(
     req: &HttpRequest,
-    payload: web::Payload,
+    payload: impl Body<E>,
     not_object: &str,
 ) -> Result<Map<String, Value>, ApiError> {
     match json_value(req, payload).await? {

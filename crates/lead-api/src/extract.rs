@@ -12,6 +12,8 @@ use std::pin::Pin;
 use actix_web::dev::Payload;
 use actix_web::{FromRequest, HttpRequest, web};
 
+use serde_json::{Map, Value};
+
 use crate::error::ApiError;
 use crate::state::{AppState, OrgAuth};
 
@@ -43,5 +45,49 @@ impl FromRequest for OrgAuth {
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
         let req = req.clone();
         Box::pin(async move { state(&req)?.authenticate_org(&req).await })
+    }
+}
+
+/// A body that must be a JSON object: 413, 415 and 400 as the body is read, then 422
+/// `Request body must be a JSON object` (crate::body, in the documented order of checks). Placed
+/// after the credential, so nothing is read for a request that is refused.
+#[derive(Debug)]
+pub struct JsonObject(pub Map<String, Value>);
+
+/// A body that must be a JSON object where every field of the call is optional: an empty body
+/// without a Content-Type is `{}` ([`crate::body::optional_object`]).
+#[derive(Debug)]
+pub struct OptionalObject(pub Map<String, Value>);
+
+/// The request and its body stream, for a body read after extraction begins.
+fn body_of(req: &HttpRequest, payload: &mut Payload) -> (HttpRequest, Payload) {
+    (req.clone(), payload.take())
+}
+
+impl FromRequest for JsonObject {
+    type Error = ApiError;
+    type Future = Pin<Box<dyn Future<Output = Result<JsonObject, ApiError>>>>;
+
+    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let (req, payload) = body_of(req, payload);
+        Box::pin(async move {
+            crate::body::object(&req, payload, "Request body must be a JSON object")
+                .await
+                .map(JsonObject)
+        })
+    }
+}
+
+impl FromRequest for OptionalObject {
+    type Error = ApiError;
+    type Future = Pin<Box<dyn Future<Output = Result<OptionalObject, ApiError>>>>;
+
+    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let (req, payload) = body_of(req, payload);
+        Box::pin(async move {
+            crate::body::optional_object(&req, payload)
+                .await
+                .map(OptionalObject)
+        })
     }
 }

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 
 use crate::error::{ApiError, method_not_allowed};
-use crate::extract::InternalAuth;
+use crate::extract::{InternalAuth, JsonObject, OptionalObject};
 use crate::inputs::{
     DeliveryQuery, GraceWindow, NewToken, ReplayFilter, WebhookSettings, handoff_operator,
     handoff_reason, org_name, parse_inbound, parse_internal_patch, test_event_type,
@@ -81,11 +81,9 @@ fn handoff_path(path: &(String, String, String)) -> Result<(Uuid, Uuid, Uuid), A
 
 async fn create_org(
     _: InternalAuth,
-    req: HttpRequest,
-    payload: web::Payload,
+    JsonObject(obj): JsonObject,
     st: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let obj = crate::body::object(&req, payload, "Request body must be a JSON object").await?;
     let name = org_name(&obj)?;
     let org = st.store.create_org(name.as_str()).await?;
     Ok(HttpResponse::Created().json(json!({ "org": org })))
@@ -93,12 +91,10 @@ async fn create_org(
 
 async fn create_token(
     _: InternalAuth,
-    req: HttpRequest,
+    OptionalObject(obj): OptionalObject,
     path: web::Path<String>,
-    payload: web::Payload,
     st: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let obj = crate::body::optional_object(&req, payload).await?;
     let new = NewToken::from_json(&obj)?;
     let org_id = path_id(&path, ORG_NOT_FOUND)?;
     let (token, secret) = st.issue_token(org_id, new).await?;
@@ -136,12 +132,10 @@ async fn revoke_token(
 
 async fn put_webhook(
     _: InternalAuth,
-    req: HttpRequest,
+    JsonObject(obj): JsonObject,
     path: web::Path<String>,
-    payload: web::Payload,
     st: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let obj = crate::body::object(&req, payload, "Request body must be a JSON object").await?;
     let settings = WebhookSettings::from_json(&obj, &st.egress).await?;
     let org_id = path_id(&path, ORG_NOT_FOUND)?;
     let (webhook, secret) = st.put_webhook(org_id, settings).await?;
@@ -172,12 +166,10 @@ async fn get_webhook(
 
 async fn rotate_secret(
     _: InternalAuth,
-    req: HttpRequest,
+    OptionalObject(obj): OptionalObject,
     path: web::Path<String>,
-    payload: web::Payload,
     st: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let obj = crate::body::optional_object(&req, payload).await?;
     let GraceWindow(grace) = GraceWindow::from_json(&obj)?;
     let org_id = path_id(&path, ORG_NOT_FOUND)?;
     let (secret, previous_expires) = st.store.rotate_webhook_secret(org_id, grace).await?;
@@ -191,12 +183,10 @@ async fn rotate_secret(
 /// Sends a signed example event through the normal pipeline (docs/api.md, "Test events").
 async fn send_test_event(
     _: InternalAuth,
-    req: HttpRequest,
+    OptionalObject(obj): OptionalObject,
     path: web::Path<String>,
-    payload: web::Payload,
     st: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let obj = crate::body::optional_object(&req, payload).await?;
     let event_type = test_event_type(&obj)?;
     let org_id = path_id(&path, ORG_NOT_FOUND)?;
     let delivery_id = st.store.send_test_event(org_id, event_type).await?;
@@ -206,12 +196,10 @@ async fn send_test_event(
 
 async fn inbound(
     _: InternalAuth,
-    req: HttpRequest,
+    JsonObject(obj): JsonObject,
     path: web::Path<String>,
-    payload: web::Payload,
     st: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let obj = crate::body::object(&req, payload, "Request body must be a JSON object").await?;
     let contact = parse_inbound(&obj)?;
     let org_id = path_id(&path, ORG_NOT_FOUND)?;
     let (lead, created) = st.store.inbound_contact(org_id, contact).await?;
@@ -227,12 +215,10 @@ async fn inbound(
 
 async fn patch_lead(
     _: InternalAuth,
-    req: HttpRequest,
+    JsonObject(obj): JsonObject,
     path: web::Path<(String, String)>,
-    payload: web::Payload,
     st: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let obj = crate::body::object(&req, payload, "Request body must be a JSON object").await?;
     let patch = parse_internal_patch(&obj)?;
     let (org_id, lead_id) = org_and(&path, "Lead not found")?;
     let lead = st.store.patch_lead_internal(org_id, lead_id, patch).await?;
@@ -253,12 +239,10 @@ async fn erase_lead(
 
 async fn create_handoff(
     _: InternalAuth,
-    req: HttpRequest,
+    OptionalObject(obj): OptionalObject,
     path: web::Path<(String, String)>,
-    payload: web::Payload,
     st: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let obj = crate::body::optional_object(&req, payload).await?;
     let reason = handoff_reason(&obj)?;
     let (org_id, lead_id) = org_and(&path, "Lead not found")?;
     let handoff = st.store.create_handoff(org_id, lead_id, reason).await?;
@@ -267,12 +251,10 @@ async fn create_handoff(
 
 async fn accept_handoff(
     _: InternalAuth,
-    req: HttpRequest,
+    JsonObject(obj): JsonObject,
     path: web::Path<(String, String, String)>,
-    payload: web::Payload,
     st: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let obj = crate::body::object(&req, payload, "Request body must be a JSON object").await?;
     let operator = handoff_operator(&obj)?;
     let (org_id, lead_id, hid) = handoff_path(&path)?;
     let handoff = st
@@ -307,28 +289,23 @@ async fn list_deliveries(
         .await?;
     let deliveries: Vec<_> = rows.iter().map(|(_, d)| d).collect();
     let items = crate::page::serialize(&deliveries)?;
-    let n = crate::page::fitting(&items, st.max_page_bytes);
-    let next = match n < rows.len() {
-        true => Some(rows[n - 1].0),
-        false => next,
-    };
-    let next_cursor = next.map(|seq| st.cursors.delivery(org_id, seq));
-    Ok(crate::page::json_page(
+    Ok(crate::page::within_budget(
         "deliveries",
-        &items[..n],
-        next_cursor.as_deref(),
+        &items,
+        |i| rows[i].0,
+        next,
+        st.max_page_bytes,
+        |seq| st.cursors.delivery(org_id, seq),
     ))
 }
 
 /// `POST .../deliveries/replay` (docs/api.md). Every field is optional.
 async fn replay_deliveries(
     _: InternalAuth,
-    req: HttpRequest,
+    OptionalObject(obj): OptionalObject,
     path: web::Path<String>,
-    payload: web::Payload,
     st: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let obj = crate::body::optional_object(&req, payload).await?;
     let org_id = path_id(&path, ORG_NOT_FOUND)?;
     let r = ReplayFilter::from_json(&obj)?;
     let matched = st.replay_matching(org_id, &r).await?;

@@ -20,8 +20,30 @@ pub fn item_budget(budget: usize) -> usize {
     budget.saturating_sub(FRAME_BYTES)
 }
 
+/// The tail every list shares (the lead list, the events feed, the deliveries list): as many of
+/// `items` (each row's JSON) as fit in `budget`, as a 200 response with the cursor to go on
+/// from. A page cut short continues after its last item (`position(i)`: where row `i`
+/// stands); a whole page continues from `next`, the store's own (`None` on the last page).
+pub fn within_budget<P>(
+    key: &str,
+    items: &[Vec<u8>],
+    position: impl Fn(usize) -> P,
+    next: Option<P>,
+    budget: usize,
+    cursor: impl FnOnce(P) -> String,
+) -> HttpResponse {
+    let n = fitting(items, budget);
+    let next = if n < items.len() {
+        Some(position(n - 1))
+    } else {
+        next
+    };
+    let cursor = next.map(cursor);
+    json_page(key, &items[..n], cursor.as_deref())
+}
+
 /// How many of `items` (each one's JSON) fit in `budget` bytes: at least one, when there is one.
-pub fn fitting(items: &[Vec<u8>], budget: usize) -> usize {
+fn fitting(items: &[Vec<u8>], budget: usize) -> usize {
     let mut used = FRAME_BYTES;
     for (i, item) in items.iter().enumerate() {
         used += item.len() + 1;
@@ -33,7 +55,7 @@ pub fn fitting(items: &[Vec<u8>], budget: usize) -> usize {
 }
 
 /// `{"<key>":[items...],"next_cursor":<cursor or null>}` as a 200 response.
-pub fn json_page(key: &str, items: &[Vec<u8>], next_cursor: Option<&str>) -> HttpResponse {
+fn json_page(key: &str, items: &[Vec<u8>], next_cursor: Option<&str>) -> HttpResponse {
     HttpResponse::Ok()
         .content_type("application/json")
         .body(body(key, items, next_cursor))

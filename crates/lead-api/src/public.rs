@@ -80,17 +80,15 @@ async fn events_feed(
             FeedError::Expired => ApiError::Gone("Cursor expired"),
             FeedError::Store(e) => e.into(),
         })?;
-    // Within the byte budget; a page cut short continues after its last event.
-    let n = crate::page::fitting(&page.payloads, st.max_page_bytes);
-    let last = match n < page.payloads.len() {
-        true => page.positions[n - 1],
-        false => page.last,
-    };
-    let cursor = st.cursors.feed(auth.org_id, last);
-    Ok(crate::page::json_page(
+    // Within the byte budget; a page cut short continues after its last event, and a whole
+    // one from the feed's last position, so the feed always hands a cursor back.
+    Ok(crate::page::within_budget(
         "events",
-        &page.payloads[..n],
-        Some(&cursor),
+        &page.payloads,
+        |i| page.positions[i],
+        Some(page.last),
+        st.max_page_bytes,
+        |last| st.cursors.feed(auth.org_id, last),
     ))
 }
 
@@ -112,16 +110,13 @@ async fn list_leads(
         )
         .await?;
     let items = crate::page::serialize(&leads)?;
-    let n = crate::page::fitting(&items, st.max_page_bytes);
-    let next = match n < leads.len() {
-        true => Some((leads[n - 1].updated_at, leads[n - 1].id)),
-        false => next,
-    };
-    let next_cursor = next.map(|(t, id)| st.cursors.lead(auth.org_id, t, id));
-    Ok(crate::page::json_page(
+    Ok(crate::page::within_budget(
         "leads",
-        &items[..n],
-        next_cursor.as_deref(),
+        &items,
+        |i| (leads[i].updated_at, leads[i].id),
+        next,
+        st.max_page_bytes,
+        |(t, id)| st.cursors.lead(auth.org_id, t, id),
     ))
 }
 

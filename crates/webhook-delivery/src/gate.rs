@@ -1,11 +1,11 @@
 //! Per-org fairness inside one `webhook-delivery` process: the facts the delivery rules need
 //! (how many attempts each org has in flight, whether a receiver asked for a pause, how long an
 //! org's attempts take) and the slots themselves. The rules are [`crate::decide`]'s
-//! (`decide/admission.rs`): the gate counts, asks [`decide::entry`] for each answer, and carries
-//! the answer out (a slot, a wait in the process, or a park).
+//! (`decide/admission.rs`): the gate counts under its lock, asks [`decide::plan_admission`]
+//! once per answer, and carries the answer out (a slot, a wait in the process, or a park).
 //!
 //! - **In-flight cap, work-conserving:** an org may hold `cap` of the process's `slots` at once,
-//!   and borrow idle ones beyond that on the terms of [`decide::admit`]. An org that cannot
+//!   and borrow idle ones beyond that on the terms of the delivery rules. An org that cannot
 //!   start parks its message (a TTL queue, no attempt used) and counts as waiting until the
 //!   message is back.
 //! - **Back-off:** after a 429 or 503 with `Retry-After`, no attempt for that org starts before
@@ -24,7 +24,9 @@ use tokio::sync::Notify;
 
 use uuid::Uuid;
 
-use crate::decide::{self, Entry, Hold, Neighbour, OrgSlots, Slots};
+use qualifier_bus::DeliveryMeta;
+
+use crate::decide::{self, Admission, Neighbour, OrgSlots, ParkPlan, Process};
 
 /// How much one attempt moves an org's typical duration (exponential moving average).
 const EWMA_WEIGHT: f64 = 0.2;
@@ -150,23 +152,21 @@ impl OrgGate {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// A slot for `org`, or why it must wait (with what the park rule needs to know:
-    /// [`crate::decide::park_wait`]).
-    pub fn enter(self: &Arc<Self>, org: Uuid) -> Result<Permit, Hold> {
-        match self.entry(org) {
-            Entry::Start(p) => Ok(p),
-            Entry::WaitHere { hold, .. } | Entry::Park(hold) => Err(hold),
-        }
-    }
-
-    /// The delivery rules' whole answer for a message of `org` asking for a slot now.
-    pub fn entry(self: &Arc<Self>, org: Uuid) -> Entry<Permit> {
-        self.enter_as(org, false)
+    /// The delivery rules' answer for `meta`'s message asking for a slot now, with the slot
+    /// taken when it may start.
+    pub fn admit(self: &Arc<Self>, meta: &DeliveryMeta, now_ms: i64) -> Admission<Permit> {
+        self.enter_as(meta, now_ms, false)
     }
 
     /// `waiter`: the message already waits in the process, so others waiting do not make it
     /// queue again.
-    fn enter_as(self: &Arc<Self>, org: Uuid, waiter: bool) -> Entry<Permit> {
+    fn enter_as(
+        self: &Arc<Self>,
+        meta: &DeliveryMeta,
+        now_ms: i64,
+        waiter: bool,
+    ) -> Admission<Permit> {
+        let org = meta.org_id;
         let now = Instant::now();
         let mut guard = self.lock();
         let st = &mut *guard;
@@ -177,24 +177,23 @@ impl OrgGate {
                     || now.duration_since(o.last_seen) < FORGET_AFTER
             });
         }
-        let others_short = decide::others_short(
-            self.cap,
-            st.orgs
-                .iter()
-                .filter(|(id, _)| **id != org)
-                .map(|(_, o)| Neighbour {
-                    in_flight: o.in_flight,
-                    waiting: o.waiting_here > 0 || remaining(o.waiting_until, now).is_some(),
-                }),
-        );
-        let process = Slots {
+        let process = Process {
             slots: self.slots,
             in_flight: st.in_flight,
             cap: self.cap,
-            others_short,
             queued_ahead: !waiter && st.waiting_here > 0,
             attempt_timeout: self.attempt_timeout,
         };
+        // Taken apart from `st.orgs` below, which the org's own entry borrows mutably.
+        let neighbours: Vec<Neighbour> = st
+            .orgs
+            .iter()
+            .filter(|(id, _)| **id != org)
+            .map(|(_, o)| Neighbour {
+                in_flight: o.in_flight,
+                waiting: o.waiting_here > 0 || remaining(o.waiting_until, now).is_some(),
+            })
+            .collect();
         let o = st.orgs.entry(org).or_insert_with(|| OrgState::new(now));
         o.last_seen = now;
         while o.parked.peek().is_some_and(|Reverse(due)| *due <= now) {
@@ -208,29 +207,33 @@ impl OrgGate {
             parked_ahead: o.parked.len(),
             queued_ahead: !waiter && o.waiting_here > 0,
         };
-        match decide::entry(&view, &process) {
-            Entry::Start(()) => {}
-            Entry::WaitHere { limit, hold } => return Entry::WaitHere { limit, hold },
-            Entry::Park(hold) => return Entry::Park(hold),
+        match decide::plan_admission(meta, now_ms, &view, &process, neighbours.into_iter()) {
+            Admission::Start(()) => {}
+            Admission::WaitHere { limit, otherwise } => {
+                return Admission::WaitHere { limit, otherwise };
+            }
+            Admission::Park(plan) => return Admission::Park(plan),
         }
         o.first_started.get_or_insert(now);
         o.in_flight += 1;
         st.in_flight += 1;
-        Entry::Start(Permit {
+        Admission::Start(Permit {
             gate: self.clone(),
             org,
         })
     }
 
-    /// A slot for `org`, waiting in the process for one to be released for as long as the
-    /// rules let this message wait here (at least `limit`; each answer of [`decide::entry`]
-    /// while it waits may lengthen it, as what is known changes); otherwise the hold it must be
-    /// parked for. Waiters are woken one per released slot, longest-waiting first.
+    /// A slot for `meta`'s message, waiting in the process for one to be released for as long
+    /// as the rules let it wait here (at least `limit`; each answer while it waits may lengthen
+    /// it, as what is known changes); otherwise the plan to park it by. Waiters are woken one
+    /// per released slot, longest-waiting first.
     pub async fn wait_for_slot(
         self: &Arc<Self>,
-        org: Uuid,
+        meta: &DeliveryMeta,
         limit: Duration,
-    ) -> Result<Permit, Hold> {
+        now_ms: impl Fn() -> i64,
+    ) -> Result<Permit, ParkPlan> {
+        let org = meta.org_id;
         let started = tokio::time::Instant::now();
         let mut deadline = started + limit;
         let own = {
@@ -250,23 +253,23 @@ impl OrgGate {
             tokio::pin!(freed, own_freed);
             freed.as_mut().enable();
             own_freed.as_mut().enable();
-            match self.enter_as(org, true) {
-                Entry::Start(p) => {
+            match self.enter_as(meta, now_ms(), true) {
+                Admission::Start(p) => {
                     // Pass the wake on: the slot that woke this one may not be the only one
                     // free (an org's first attempt ending lets it borrow many at once).
                     self.freed.notify_one();
                     return Ok(p);
                 }
-                Entry::Park(hold) => return Err(hold),
-                Entry::WaitHere { limit, .. } => deadline = deadline.max(started + limit),
+                Admission::Park(plan) => return Err(plan),
+                Admission::WaitHere { limit, .. } => deadline = deadline.max(started + limit),
             }
             tokio::select! {
                 _ = &mut freed => {}
                 _ = &mut own_freed => {}
                 _ = tokio::time::sleep_until(deadline) => {
-                    return match self.enter_as(org, true) {
-                        Entry::Start(p) => Ok(p),
-                        Entry::WaitHere { hold, .. } | Entry::Park(hold) => Err(hold),
+                    return match self.enter_as(meta, now_ms(), true) {
+                        Admission::Start(p) => Ok(p),
+                        Admission::WaitHere { otherwise: plan, .. } | Admission::Park(plan) => Err(plan),
                     };
                 }
             }
@@ -312,6 +315,38 @@ mod tests {
 
     const T: Duration = Duration::from_secs(10);
 
+    use crate::decide::Hold;
+
+    /// A message of `org`.
+    fn meta_of(org: Uuid) -> DeliveryMeta {
+        let mut meta = crate::decide::fixtures::meta(qualifier_domain::EventType::LeadCreated);
+        meta.org_id = org;
+        meta
+    }
+
+    /// A message of `org` waiting in the process for a slot, answered as the slot or the hold
+    /// its park plan was made from.
+    async fn wait_for_slot(
+        gate: &Arc<OrgGate>,
+        org: Uuid,
+        limit: Duration,
+    ) -> Result<Permit, Hold> {
+        let meta = meta_of(org);
+        gate.wait_for_slot(&meta, limit, || crate::decide::fixtures::NOW)
+            .await
+            .map_err(|plan| plan.hold)
+    }
+
+    /// A message of `org` asking for a slot, answered as the slot or the hold it must wait for.
+    fn enter(gate: &Arc<OrgGate>, org: Uuid) -> Result<Permit, Hold> {
+        match gate.admit(&meta_of(org), crate::decide::fixtures::NOW) {
+            Admission::Start(p) => Ok(p),
+            Admission::WaitHere { otherwise, .. } | Admission::Park(otherwise) => {
+                Err(otherwise.hold)
+            }
+        }
+    }
+
     fn at_cap(r: Result<Permit, Hold>) -> bool {
         matches!(r, Err(Hold::AtCap { .. }))
     }
@@ -322,12 +357,12 @@ mod tests {
         let gate = OrgGate::new(2, 4, T);
         let (a, b, c) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
         gate.waiting(c, Duration::from_secs(5));
-        let p1 = gate.enter(a).unwrap();
-        let _p2 = gate.enter(a).unwrap();
-        assert!(at_cap(gate.enter(a)));
-        let _other = gate.enter(b).expect("another org is not affected");
+        let p1 = enter(&gate, a).unwrap();
+        let _p2 = enter(&gate, a).unwrap();
+        assert!(at_cap(enter(&gate, a)));
+        let _other = enter(&gate, b).expect("another org is not affected");
         drop(p1);
-        assert!(gate.enter(a).is_ok(), "a freed slot is usable");
+        assert!(enter(&gate, a).is_ok(), "a freed slot is usable");
     }
 
     #[test]
@@ -335,11 +370,13 @@ mod tests {
         let gate = OrgGate::new(2, 8, T);
         let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
         gate.observe(a, Duration::from_millis(20));
-        let held: Vec<_> = (0..6).map(|_| gate.enter(a).expect("idle slots")).collect();
-        assert!(at_cap(gate.enter(a)), "the last cap's worth stays free");
-        let _b1 = gate.enter(b).expect("a newcomer finds a slot at once");
-        let _b2 = gate.enter(b).expect("and its whole cap");
-        assert!(at_cap(gate.enter(b)), "no slot left");
+        let held: Vec<_> = (0..6)
+            .map(|_| enter(&gate, a).expect("idle slots"))
+            .collect();
+        assert!(at_cap(enter(&gate, a)), "the last cap's worth stays free");
+        let _b1 = enter(&gate, b).expect("a newcomer finds a slot at once");
+        let _b2 = enter(&gate, b).expect("and its whole cap");
+        assert!(at_cap(enter(&gate, b)), "no slot left");
         drop(held);
     }
 
@@ -348,37 +385,34 @@ mod tests {
         let gate = OrgGate::new(2, 8, T);
         let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
         gate.observe(a, Duration::from_millis(20));
-        let _a: Vec<_> = (0..4).map(|_| gate.enter(a).unwrap()).collect();
+        let _a: Vec<_> = (0..4).map(|_| enter(&gate, a).unwrap()).collect();
         gate.waiting(b, Duration::from_secs(5));
         // 4 free: the reserve's 2 and the 2 that b, waiting with none in flight, lacks.
-        assert!(at_cap(gate.enter(a)), "b waits, so a borrows no further");
+        assert!(at_cap(enter(&gate, a)), "b waits, so a borrows no further");
         let _b: Vec<_> = (0..2)
-            .map(|_| {
-                gate.enter(b)
-                    .expect("b finds its cap free when its message is back")
-            })
+            .map(|_| enter(&gate, b).expect("b finds its cap free when its message is back"))
             .collect();
-        assert!(at_cap(gate.enter(a)), "and the reserve stays free");
-        let _c = gate.enter(Uuid::new_v4()).expect("a newcomer finds a slot");
+        assert!(at_cap(enter(&gate, a)), "and the reserve stays free");
+        let _c = enter(&gate, Uuid::new_v4()).expect("a newcomer finds a slot");
     }
 
     #[test]
     fn an_org_behind_its_own_parked_messages_is_told_how_many_turns_ahead() {
         let gate = OrgGate::new(2, 8, T);
         let a = Uuid::new_v4();
-        let _a: Vec<_> = (0..2).map(|_| gate.enter(a).unwrap()).collect();
+        let _a: Vec<_> = (0..2).map(|_| enter(&gate, a).unwrap()).collect();
         let turns = |r: Result<Permit, Hold>| match r {
             Err(Hold::AtCap { turns_ahead, .. }) => turns_ahead,
             _ => panic!("at its cap"),
         };
-        assert_eq!(turns(gate.enter(a)), 0);
+        assert_eq!(turns(enter(&gate, a)), 0);
         for _ in 0..5 {
             gate.waiting(a, Duration::from_secs(5));
         }
         gate.waiting(a, Duration::from_millis(30));
-        assert_eq!(turns(gate.enter(a)), 3, "six parked, two slots");
+        assert_eq!(turns(enter(&gate, a)), 3, "six parked, two slots");
         std::thread::sleep(Duration::from_millis(40));
-        assert_eq!(turns(gate.enter(a)), 2, "one came back");
+        assert_eq!(turns(enter(&gate, a)), 2, "one came back");
     }
 
     #[test]
@@ -387,12 +421,12 @@ mod tests {
         let a = Uuid::new_v4();
         gate.back_off(a, Duration::from_millis(50));
         assert!(matches!(
-            gate.enter(a),
+            enter(&gate, a),
             Err(Hold::BackingOff { for_ms }) if for_ms <= 50
         ));
-        assert!(gate.enter(Uuid::new_v4()).is_ok());
+        assert!(enter(&gate, Uuid::new_v4()).is_ok());
         std::thread::sleep(Duration::from_millis(60));
-        assert!(gate.enter(a).is_ok());
+        assert!(enter(&gate, a).is_ok());
     }
 
     #[tokio::test]
@@ -400,15 +434,15 @@ mod tests {
         let gate = OrgGate::new(2, 8, T);
         let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
         gate.observe(a, Duration::from_millis(20));
-        let mut held: Vec<_> = (0..6).map(|_| gate.enter(a).unwrap()).collect();
+        let mut held: Vec<_> = (0..6).map(|_| enter(&gate, a).unwrap()).collect();
         let waiter = {
             let gate = gate.clone();
-            tokio::spawn(async move { gate.wait_for_slot(a, Duration::from_secs(5)).await })
+            tokio::spawn(async move { wait_for_slot(&gate, a, Duration::from_secs(5)).await })
         };
         tokio::time::sleep(Duration::from_millis(50)).await;
         assert!(!waiter.is_finished(), "no slot beyond the reserve yet");
         // The reserve stays a newcomer's while the message waits.
-        let b1 = gate.enter(b).expect("a newcomer finds a slot at once");
+        let b1 = enter(&gate, b).expect("a newcomer finds a slot at once");
         drop(b1);
         assert!(
             !waiter.is_finished(),
@@ -416,13 +450,13 @@ mod tests {
         );
         held.pop();
         // A message arriving now queues behind the one already waiting.
-        assert!(at_cap(gate.enter(a)), "no borrowing ahead of a waiter");
+        assert!(at_cap(enter(&gate, a)), "no borrowing ahead of a waiter");
         let permit = tokio::time::timeout(Duration::from_secs(1), waiter)
             .await
             .expect("woken by the released slot")
             .unwrap();
         assert!(permit.is_ok());
-        assert!(at_cap(gate.enter(a)), "and it took that slot");
+        assert!(at_cap(enter(&gate, a)), "and it took that slot");
     }
 
     #[tokio::test]
@@ -430,17 +464,17 @@ mod tests {
         let gate = OrgGate::new(2, 8, T);
         let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
         gate.observe(a, Duration::from_millis(20));
-        let _held: Vec<_> = (0..6).map(|_| gate.enter(a).unwrap()).collect();
+        let _held: Vec<_> = (0..6).map(|_| enter(&gate, a).unwrap()).collect();
         let started = std::time::Instant::now();
-        let r = gate.wait_for_slot(a, Duration::from_millis(100)).await;
+        let r = wait_for_slot(&gate, a, Duration::from_millis(100)).await;
         assert!(matches!(r, Err(Hold::AtCap { may_wait: true, .. })));
         assert!(started.elapsed() >= Duration::from_millis(100));
         // An org whose first attempts have run past the settle time without one ending (maybe
         // a hanging endpoint) does not wait here: it is parked without delay.
-        let _b: Vec<_> = (0..2).map(|_| gate.enter(b).unwrap()).collect();
+        let _b: Vec<_> = (0..2).map(|_| enter(&gate, b).unwrap()).collect();
         tokio::time::sleep(decide::SETTLE_PARK + Duration::from_millis(20)).await;
         let started = std::time::Instant::now();
-        let r = gate.wait_for_slot(b, Duration::from_secs(5)).await;
+        let r = wait_for_slot(&gate, b, Duration::from_secs(5)).await;
         assert!(matches!(
             r,
             Err(Hold::AtCap {
@@ -455,11 +489,11 @@ mod tests {
     fn the_typical_duration_follows_recent_attempts() {
         let gate = OrgGate::new(1, 2, T);
         let a = Uuid::new_v4();
-        let _p = gate.enter(a).unwrap();
+        let _p = enter(&gate, a).unwrap();
         for _ in 0..30 {
             gate.observe(a, Duration::from_secs(10));
         }
-        match gate.enter(a) {
+        match enter(&gate, a) {
             Err(Hold::AtCap {
                 typical_ms: Some(ms),
                 ..

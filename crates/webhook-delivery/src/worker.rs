@@ -2,9 +2,10 @@
 //! broker loss, drain in-flight work on shutdown (unacked messages return to the queue).
 //!
 //! The worker carries out plans; it decides nothing. A message asks the delivery rules
-//! ([`crate::decide`]) at most three times: [`decide::plan_admission`] (or, after a wait in the
-//! process that found no slot, [`decide::park`]), [`decide::before_attempt`] and
-//! [`decide::plan_after_attempt`]. Every branch below is on the variants of their answers.
+//! ([`crate::decide`]) three times, once per decision: whether it may start
+//! ([`decide::plan_admission`], asked through the gate, which counts the slots it weighs),
+//! whether to send ([`decide::before_attempt`]) and what the attempt's outcome leads to
+//! ([`decide::plan_after_attempt`]). Every branch below is on the variants of their answers.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -391,24 +392,17 @@ impl Worker {
         if let Some(t) = qualifier_telemetry::trace_id(&span) {
             span.record("trace_id", t);
         }
-        let org = job.meta.org_id;
-        let admitted = decide::plan_admission(&job.meta, unix_ms(), self.attempt_timeout, || {
-            self.gate.entry(org)
-        });
-        let permit = match admitted {
+        let permit = match self.gate.admit(&job.meta, unix_ms()) {
             Admission::Start(permit) => permit,
             Admission::Park(plan) => return self.park(&publisher, d, &job, plan).await,
-            Admission::WaitHere { limit } => {
+            Admission::WaitHere { limit, .. } => {
                 let waiting = metrics::gauge!(m::WAITING_FOR_SLOT);
                 waiting.increment(1.0);
-                let slot = self.gate.wait_for_slot(org, limit).await;
+                let slot = self.gate.wait_for_slot(&job.meta, limit, unix_ms).await;
                 waiting.decrement(1.0);
                 match slot {
                     Ok(permit) => permit,
-                    Err(hold) => {
-                        let plan = decide::park(hold, self.attempt_timeout, unix_ms());
-                        return self.park(&publisher, d, &job, plan).await;
-                    }
+                    Err(plan) => return self.park(&publisher, d, &job, plan).await,
                 }
             }
         };

@@ -2,8 +2,9 @@
 //! for a slot, or is parked in a TTL queue without using an attempt (docs/delivery.md,
 //! "Fairness between orgs").
 //!
-//! [`plan_admission`] is the one call a message makes before it starts; the gate
-//! (`crate::gate`) only counts, and asks [`entry`] for each answer it gives.
+//! [`plan_admission`] is the one decision a message asks for before it starts, and
+//! [`Admission`] its one answer: the gate (`crate::gate`) counts under its lock, asks once, and
+//! carries the answer out (a slot taken, a wait in the process, or a park plan).
 
 use std::time::Duration;
 
@@ -12,7 +13,7 @@ use qualifier_bus::{DeliveryMeta, PARK_TIERS_MS};
 use super::tier_for;
 
 /// The shortest a parked message waits before it is looked at again.
-pub const MIN_PARK: Duration = Duration::from_secs(1);
+pub(crate) const MIN_PARK: Duration = Duration::from_secs(1);
 
 /// How long an org's first attempts may run before its overflow stops being given the short
 /// park. Until one attempt has ended nobody knows whether its endpoint is quick (and may borrow
@@ -23,12 +24,12 @@ pub const SETTLE_PARK: Duration = Duration::from_millis(100);
 
 /// The longest a message held only by the newcomers' reserve waits inside the process for a
 /// slot before it is parked after all ([`wait_here`]).
-pub const WAIT_HERE_MAX: Duration = Duration::from_secs(5);
+pub(crate) const WAIT_HERE_MAX: Duration = Duration::from_secs(5);
 
 /// The shortest such wait: as long as the park it replaces ([`MIN_PARK`]). Under load a slot
 /// can take longer than a few attempts to come round (a commit stall holds every attempt's
 /// outcome), and a message parked then goes to the tail of the work queue as well.
-pub const WAIT_HERE_MIN: Duration = MIN_PARK;
+pub(crate) const WAIT_HERE_MIN: Duration = MIN_PARK;
 
 /// Why a message waits without using an attempt, with what decides how long.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,23 +61,10 @@ impl Hold {
     }
 }
 
-/// The admission of a message, in one place: its own pause first (so no slot is taken only to
-/// be given back), then the org gate's answer (`enter`, asked only when the message may start).
-pub fn admission<P>(
-    meta: &DeliveryMeta,
-    now_ms: i64,
-    enter: impl FnOnce() -> Result<P, Hold>,
-) -> Result<P, Hold> {
-    match hold(meta, now_ms, None) {
-        Some(why) => Err(why),
-        None => enter(),
-    }
-}
-
-/// Whether the message may start an attempt now, or must wait: `gate` is the org gate's answer
-/// (`None` when it granted a slot). The message's own `not-before` (a `Retry-After` learned by
-/// any replica) comes first.
-pub fn hold(meta: &DeliveryMeta, now_ms: i64, gate: Option<Hold>) -> Option<Hold> {
+/// Whether the message must wait whatever the slots: `gate` is the slots' answer (`None` when
+/// one is free). The message's own `not-before` (a `Retry-After` learned by any replica)
+/// comes first.
+fn hold(meta: &DeliveryMeta, now_ms: i64, gate: Option<Hold>) -> Option<Hold> {
     match meta.not_before_ms {
         Some(t) if t > now_ms => Some(Hold::BackingOff {
             for_ms: (t - now_ms) as u64,
@@ -85,9 +73,22 @@ pub fn hold(meta: &DeliveryMeta, now_ms: i64, gate: Option<Hold>) -> Option<Hold
     }
 }
 
-/// The process's attempt slots, as the gate sees them when a message asks for one.
+/// The process's attempt slots, as the gate counts them when a message asks for one.
 #[derive(Debug, Clone, Copy)]
-pub struct Slots {
+pub struct Process {
+    pub slots: usize,
+    pub in_flight: usize,
+    /// What one org may always hold (`QUALIFIER_DELIVERY_ORG_CONCURRENCY`).
+    pub cap: usize,
+    /// Messages wait in the process for a slot beyond the reserve ([`wait_here`]) and this one
+    /// is not one of them: it queues behind them rather than borrowing ahead.
+    pub queued_ahead: bool,
+    pub attempt_timeout: Duration,
+}
+
+/// The process's slots as the rule weighs them: the counts, and what other orgs lack.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Slots {
     pub slots: usize,
     pub in_flight: usize,
     /// What one org may always hold (`QUALIFIER_DELIVERY_ORG_CONCURRENCY`).
@@ -130,7 +131,7 @@ pub struct OrgSlots {
 /// - a message that arrives while others wait in the process ([`wait_here`]) queues behind
 ///   them: behind its own org's for any slot, behind anyone's for a borrowed one. A newcomer's
 ///   message within its cap still starts at once.
-pub fn admit(org: &OrgSlots, p: &Slots) -> Result<(), Hold> {
+pub(super) fn admit(org: &OrgSlots, p: &Slots) -> Result<(), Hold> {
     if let Some(left) = org.paused_for {
         return Err(Hold::BackingOff {
             for_ms: left.as_millis() as u64,
@@ -171,7 +172,7 @@ pub fn admit(org: &OrgSlots, p: &Slots) -> Result<(), Hold> {
 /// for the first of them to end, which tells whether it is quick. Everything else parks as
 /// before: a receiver's pause, a slow or hanging endpoint (a waiter would hold its message for
 /// the whole timeout).
-pub fn wait_here(hold: Hold) -> Option<Duration> {
+pub(super) fn wait_here(hold: Hold) -> Option<Duration> {
     match hold {
         Hold::AtCap {
             may_wait: true,
@@ -197,7 +198,7 @@ pub fn wait_here(hold: Hold) -> Option<Duration> {
 ///   it (about when its turn comes), up to [`MAX_TURNS_AHEAD`] more. A slow org's burst of a
 ///   thousand otherwise hopped through the broker every second, each message, and that churn
 ///   took the CPU its neighbours deliver with (the noisy-neighbour benchmark, docs/performance.md).
-pub fn park_wait(hold: Hold, attempt_timeout: Duration) -> Duration {
+pub(crate) fn park_wait(hold: Hold, attempt_timeout: Duration) -> Duration {
     match hold {
         Hold::BackingOff { for_ms } => Duration::from_millis(for_ms),
         Hold::AtCap { settling: true, .. } => SETTLE_PARK,
@@ -217,11 +218,11 @@ pub fn park_wait(hold: Hold, attempt_timeout: Duration) -> Duration {
 
 /// The most turns of its slots a parked message waits out in one park: a slow endpoint that
 /// speeds up is noticed within this many of its old attempt durations.
-pub const MAX_TURNS_AHEAD: u32 = 8;
+pub(crate) const MAX_TURNS_AHEAD: u32 = 8;
 
 /// The pause a parked message carries in its `not-before` header, so that whichever replica
 /// takes it next honours the receiver's `Retry-After` too (its own gate may not know of it).
-pub fn carried_not_before(hold: Hold, now_ms: i64) -> Option<i64> {
+fn carried_not_before(hold: Hold, now_ms: i64) -> Option<i64> {
     match hold {
         Hold::BackingOff { for_ms } => Some(now_ms + for_ms as i64),
         Hold::AtCap { .. } => None,
@@ -241,34 +242,11 @@ pub struct Neighbour {
 /// taken" throttled a quick org to its cap whenever a hanging org's slot fell free while its
 /// message was parked, which left the slots idle and halved the quick org's rate (the
 /// noisy-neighbour benchmark, docs/performance.md).
-pub fn others_short(cap: usize, others: impl Iterator<Item = Neighbour>) -> usize {
+fn others_short(cap: usize, others: impl Iterator<Item = Neighbour>) -> usize {
     others
         .filter(|o| o.waiting)
         .map(|o| cap.saturating_sub(o.in_flight))
         .sum()
-}
-
-/// The gate's answer to a message asking for a slot.
-#[derive(Debug)]
-pub enum Entry<P> {
-    /// A slot is taken: start the attempt.
-    Start(P),
-    /// No slot it may take now, but one comes round soon: wait in the process at most
-    /// `limit`, then park for `hold` if none came.
-    WaitHere { limit: Duration, hold: Hold },
-    /// Park the message for `hold`.
-    Park(Hold),
-}
-
-/// [`admit`] and [`wait_here`] together: the whole answer to a message asking for a slot.
-pub fn entry(org: &OrgSlots, p: &Slots) -> Entry<()> {
-    match admit(org, p) {
-        Ok(()) => Entry::Start(()),
-        Err(hold) => match wait_here(hold) {
-            Some(limit) => Entry::WaitHere { limit, hold },
-            None => Entry::Park(hold),
-        },
-    }
 }
 
 /// How a message waits without using an attempt.
@@ -282,10 +260,12 @@ pub struct ParkPlan {
     pub not_before_ms: Option<i64>,
     /// The org counts as waiting this long, so other orgs leave it the slots it lacks.
     pub org_waits: Option<Duration>,
+    /// Why the message is held, as the plan was made from it.
+    pub hold: Hold,
 }
 
 /// Where and how long a held message is parked (once per wait: [`park_wait`]).
-pub fn park(hold: Hold, attempt_timeout: Duration, now_ms: i64) -> ParkPlan {
+fn park(hold: Hold, attempt_timeout: Duration, now_ms: i64) -> ParkPlan {
     let tier = tier_for(&PARK_TIERS_MS, park_wait(hold, attempt_timeout));
     ParkPlan {
         reason: hold.label(),
@@ -293,42 +273,57 @@ pub fn park(hold: Hold, attempt_timeout: Duration, now_ms: i64) -> ParkPlan {
         not_before_ms: carried_not_before(hold, now_ms),
         org_waits: matches!(hold, Hold::AtCap { .. })
             .then(|| Duration::from_millis(PARK_TIERS_MS[tier])),
+        hold,
     }
 }
 
-/// What a message does before it starts.
+/// The answer to a message asking to start: the one type every admission answer takes.
 #[derive(Debug)]
 pub enum Admission<P> {
+    /// A slot is taken: start the attempt.
     Start(P),
-    /// Wait in the process for a slot (the gate's `wait_for_slot`), at most `limit`; if none
-    /// comes, [`park`] for the hold the gate answers then.
+    /// No slot it may take now, but one comes round soon: wait in the process at most `limit`
+    /// (the gate's `wait_for_slot`, which asks again as slots free), then park as `otherwise`.
     WaitHere {
         limit: Duration,
+        otherwise: ParkPlan,
     },
+    /// Park the message, as planned.
     Park(ParkPlan),
 }
 
-/// The one admission call of a message: its own pause first ([`admission`]), then the gate's
-/// answer (`enter`), as a plan.
-pub fn plan_admission<P>(
+/// The one admission decision of a message: its own pause first (a receiver's `Retry-After`
+/// carried in `meta`), then its org's share and the process's slots as the gate counted them,
+/// with the orgs beside it (`neighbours`: those waiting below their caps keep the slots they
+/// lack). A message held is told whether to wait in the process and how it would be parked.
+pub fn plan_admission(
     meta: &DeliveryMeta,
     now_ms: i64,
-    attempt_timeout: Duration,
-    enter: impl FnOnce() -> Entry<P>,
-) -> Admission<P> {
-    let mut waits = None;
-    let answer = admission(meta, now_ms, || match enter() {
-        Entry::Start(p) => Ok(p),
-        Entry::WaitHere { limit, hold } => {
-            waits = Some(limit);
-            Err(hold)
+    org: &OrgSlots,
+    process: &Process,
+    neighbours: impl Iterator<Item = Neighbour>,
+) -> Admission<()> {
+    let held = match hold(meta, now_ms, None) {
+        Some(paused) => paused,
+        None => {
+            let p = Slots {
+                slots: process.slots,
+                in_flight: process.in_flight,
+                cap: process.cap,
+                others_short: others_short(process.cap, neighbours),
+                queued_ahead: process.queued_ahead,
+                attempt_timeout: process.attempt_timeout,
+            };
+            match admit(org, &p) {
+                Ok(()) => return Admission::Start(()),
+                Err(h) => h,
+            }
         }
-        Entry::Park(hold) => Err(hold),
-    });
-    match (answer, waits) {
-        (Ok(p), _) => Admission::Start(p),
-        (Err(_), Some(limit)) => Admission::WaitHere { limit },
-        (Err(hold), None) => Admission::Park(park(hold, attempt_timeout, now_ms)),
+    };
+    let otherwise = park(held, process.attempt_timeout, now_ms);
+    match wait_here(held) {
+        Some(limit) => Admission::WaitHere { limit, otherwise },
+        None => Admission::Park(otherwise),
     }
 }
 
@@ -339,29 +334,32 @@ mod tests {
     use super::*;
     use qualifier_domain::EventType;
 
+    /// The process as the gate counts it: 64 slots, a cap of 16, `in_flight` taken.
+    fn process(in_flight: usize) -> Process {
+        Process {
+            slots: 64,
+            in_flight,
+            cap: 16,
+            queued_ahead: false,
+            attempt_timeout: Duration::from_secs(10),
+        }
+    }
+
     #[test]
-    fn admission_asks_the_gate_only_when_the_message_may_start() {
+    fn a_paused_message_parks_whatever_the_slots() {
         let mut m = meta(EventType::LeadCreated);
         m.not_before_ms = Some(NOW + 2000);
-        let mut asked = false;
-        let r: Result<(), Hold> = admission(&m, NOW, || {
-            asked = true;
-            Ok(())
-        });
-        assert_eq!(r, Err(Hold::BackingOff { for_ms: 2000 }));
-        assert!(
-            !asked,
-            "no slot is taken while the message's own pause holds"
-        );
-        m.not_before_ms = None;
-        let at_cap = Hold::AtCap {
-            typical_ms: Some(5),
-            settling: false,
-            may_wait: false,
-            turns_ahead: 0,
+        let Admission::Park(p) =
+            plan_admission(&m, NOW, &org(0, None), &process(0), std::iter::empty())
+        else {
+            panic!("a paused message must not start, even with every slot free")
         };
-        assert_eq!(admission(&m, NOW, || Err::<(), _>(at_cap)), Err(at_cap));
-        assert_eq!(admission(&m, NOW, || Ok::<_, Hold>(7)), Ok(7));
+        assert_eq!(p.hold, Hold::BackingOff { for_ms: 2000 });
+        m.not_before_ms = None;
+        assert!(matches!(
+            plan_admission(&m, NOW, &org(0, None), &process(0), std::iter::empty()),
+            Admission::Start(())
+        ));
     }
 
     #[test]
@@ -658,23 +656,42 @@ mod tests {
     #[test]
     fn one_admission_plan_per_message() {
         let m = meta(EventType::LeadCreated);
-        let t = Duration::from_secs(10);
-        let at_cap = Hold::AtCap {
-            typical_ms: Some(2_000),
-            settling: false,
-            may_wait: false,
-            turns_ahead: 0,
+        let none = std::iter::empty;
+        // Within its cap: start.
+        assert!(matches!(
+            plan_admission(&m, NOW, &org(3, Some(2_000)), &process(3), none()),
+            Admission::Start(())
+        ));
+        // A quick org at its cap with another org waiting below its own: it waits here for
+        // one of its attempts to end, and would park at its cap if none did.
+        let waiting = [Neighbour {
+            in_flight: 0,
+            waiting: true,
+        }];
+        let Admission::WaitHere { limit, otherwise } = plan_admission(
+            &m,
+            NOW,
+            &org(16, Some(20)),
+            &process(40),
+            waiting.into_iter(),
+        ) else {
+            panic!("a quick org waits in the process")
         };
+        assert_eq!(limit, WAIT_HERE_MIN);
+        assert_eq!(otherwise.reason, "at_cap");
+        // The same org with nobody waiting borrows an idle slot.
         assert!(matches!(
-            plan_admission(&m, NOW, t, || Entry::Start(1)),
-            Admission::Start(1)
+            plan_admission(&m, NOW, &org(16, Some(20)), &process(40), none()),
+            Admission::Start(())
         ));
-        let limit = Duration::from_millis(300);
-        assert!(matches!(
-            plan_admission(&m, NOW, t, || Entry::<()>::WaitHere { limit, hold: at_cap }),
-            Admission::WaitHere { limit: l } if l == limit
-        ));
-        let Admission::Park(p) = plan_admission(&m, NOW, t, || Entry::<()>::Park(at_cap)) else {
+        // A slow org at its cap parks: a 2 s endpoint (slow beside a 3 s timeout) waits in
+        // the 1 s tier, then again.
+        let slow = Process {
+            attempt_timeout: Duration::from_secs(3),
+            ..process(16)
+        };
+        let Admission::Park(p) = plan_admission(&m, NOW, &org(16, Some(2_000)), &slow, none())
+        else {
             panic!("parked")
         };
         assert_eq!(p.reason, "at_cap");
@@ -684,12 +701,11 @@ mod tests {
         );
         assert_eq!(p.org_waits, Some(Duration::from_millis(1_000)));
         assert_eq!(p.not_before_ms, None);
-        // A receiver's pause carried by the message parks it before the gate is asked, and the
+        // A receiver's pause carried by the message parks it whatever the slots, and the
         // parked message carries the pause on.
         let mut paused = m.clone();
         paused.not_before_ms = Some(NOW + 60_000);
-        let Admission::Park(p) =
-            plan_admission(&paused, NOW, t, || -> Entry<()> { panic!("gate asked") })
+        let Admission::Park(p) = plan_admission(&paused, NOW, &org(0, None), &process(0), none())
         else {
             panic!("parked")
         };

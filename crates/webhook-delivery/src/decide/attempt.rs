@@ -19,7 +19,7 @@ use super::{
 
 /// The longest pause a receiver can ask for; a larger `Retry-After` is clamped, so a
 /// misconfigured receiver cannot stall its deliveries past the retry budget.
-pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(3600);
+pub(crate) const MAX_RETRY_AFTER: Duration = Duration::from_secs(3600);
 
 /// How long a message whose outcome could not be made durable waits before it goes back to the
 /// queue: a database or broker outage must not spin it in a hot loop.
@@ -180,7 +180,7 @@ impl After {
 /// - Attempts 1..4 that fail are retried after `delays_ms[attempt - 1]`; the 5th goes dead.
 /// - A 429 or 503 with `Retry-After: <seconds>` pauses the org for that long (clamped to
 ///   [`MAX_RETRY_AFTER`]); when it is longer than the scheduled delay, the message waits for it.
-pub fn after_attempt(
+pub(crate) fn after_attempt(
     sent: &Sent,
     attempt: u32,
     delays_ms: &[u64],
@@ -241,7 +241,7 @@ pub fn after_attempt(
 
 /// `Retry-After` as delta-seconds (the form rate limiters send). An HTTP-date is not honoured:
 /// it depends on the receiver's clock, and the normal retry schedule applies instead.
-pub fn parse_retry_after(v: &str) -> Option<Duration> {
+pub(crate) fn parse_retry_after(v: &str) -> Option<Duration> {
     let secs: u64 = v.trim().parse().ok()?;
     Some(Duration::from_secs(secs).min(MAX_RETRY_AFTER))
 }
@@ -249,7 +249,7 @@ pub fn parse_retry_after(v: &str) -> Option<Duration> {
 /// While the endpoint fails, a failed delivery is held instead of retried or dead-lettered:
 /// an outage spends no attempt and makes nothing dead. It resumes at its next attempt, and one
 /// whose last attempt failed gets that last attempt again once the endpoint is back.
-pub fn during_outage(step: After, attempt: u32, state: EndpointState) -> After {
+pub(crate) fn during_outage(step: After, attempt: u32, state: EndpointState) -> After {
     match step {
         After::Retry { .. } | After::Dead if state == EndpointState::Failing => After::Hold {
             resume_attempt: (attempt + 1).min(MAX_ATTEMPTS),

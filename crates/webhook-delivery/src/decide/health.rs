@@ -20,7 +20,7 @@ use time::OffsetDateTime;
 use super::{Reading, Response, Sent, read};
 
 /// Reads an attempt's answer as health sees it.
-pub fn observed(sent: &Sent) -> Observed {
+pub(crate) fn observed(sent: &Sent) -> Observed {
     match read(&sent.response) {
         Reading::Success { .. } => Observed::Up,
         Reading::Failure {
@@ -137,10 +137,10 @@ pub fn notice_lease(send_timeout: Duration) -> Duration {
 }
 
 /// Attempts at one operator notice before it is given up (about two days at the hourly cap).
-pub const OPERATOR_MAX_ATTEMPTS: i32 = 60;
+pub(crate) const OPERATOR_MAX_ATTEMPTS: i32 = 60;
 
 /// The longest wait between two attempts at an operator notice.
-pub const OPERATOR_MAX_WAIT: Duration = Duration::from_secs(3600);
+pub(crate) const OPERATOR_MAX_WAIT: Duration = Duration::from_secs(3600);
 
 /// One attempt at an operator notice, as the store records it.
 #[derive(Debug, Clone, PartialEq, Eq)]

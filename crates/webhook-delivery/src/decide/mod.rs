@@ -35,7 +35,7 @@ pub const MAX_ATTEMPTS: u32 = 5;
 /// The queue of a ladder of fixed-delay queues (retry queues, park tiers) for a wait of `wait`:
 /// the longest delay that does not overshoot it (the rest is spent in a later hop), or the
 /// shortest when all are longer. Each queue keeps one TTL, so its messages expire in order.
-pub fn tier_for(tiers_ms: &[u64], wait: Duration) -> usize {
+pub(crate) fn tier_for(tiers_ms: &[u64], wait: Duration) -> usize {
     let wait_ms = wait.as_millis() as u64;
     tiers_ms
         .iter()
@@ -47,7 +47,7 @@ pub fn tier_for(tiers_ms: &[u64], wait: Duration) -> usize {
 
 /// How an answer reads, for an attempt, a probe and an operator notice alike.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Reading {
+pub(crate) enum Reading {
     /// A 2xx.
     Success { code: u16 },
     /// Anything else: the error in the delivery log's words; `back_off` when the answer was a
@@ -64,7 +64,7 @@ pub enum Reading {
 
 /// The one reader of a receiver's status: success is a 2xx; every other status (3xx included:
 /// redirects are never followed) and no answer at all is a failure.
-pub fn read(response: &Response) -> Reading {
+pub(crate) fn read(response: &Response) -> Reading {
     match response {
         Response::Status { code, .. } if (200..300).contains(code) => {
             Reading::Success { code: *code }
@@ -94,7 +94,7 @@ pub fn read(response: &Response) -> Reading {
 
 /// What the unit tests of every concern build their facts from.
 #[cfg(test)]
-mod fixtures {
+pub(crate) mod fixtures {
     pub use super::*;
     pub use qualifier_bus::DeliveryMeta;
     pub use qualifier_domain::DeliveryStatus;
