@@ -205,20 +205,18 @@ async fn run() -> anyhow::Result<()> {
         format!("http://127.0.0.1:{internal}/readyz"),
         format!("http://127.0.0.1:{health}/readyz"),
     ];
-    anyhow::ensure!(
-        wait_ready_state(&http, &ready_urls, 200, Duration::from_secs(30)).await,
-        "services never became ready"
-    );
-    let base = format!("http://127.0.0.1:{internal}/internal/v1");
-    let (org, secret) = qualifier_testkit::procs::org_with_webhook(
+    let org = qualifier_testkit::procs::ready_org(
         &http,
-        &base,
+        &ready_urls,
+        internal,
         INTERNAL_TOKEN,
         "Chaos",
         &format!("https://127.0.0.1:{proxy_port}/hooks/qualifier"),
+        &receiver,
     )
-    .await?;
-    receiver.set_secrets(vec![secret]);
+    .await
+    .map_err(anyhow::Error::from_boxed)?;
+    let base = format!("http://127.0.0.1:{internal}/internal/v1");
 
     // The producer: one new lead (one lead.created) per request; a request that fails is sent
     // again (a known phone creates nothing twice), so every lead is committed exactly once.

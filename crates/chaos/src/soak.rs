@@ -26,7 +26,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use qualifier_store::SecretKey;
-use qualifier_testkit::procs::{Service, wait_ready_state};
+use qualifier_testkit::procs::Service;
 use qualifier_testkit::receiver::Receiver;
 use qualifier_testkit::{TestDb, TestTopology, amqp_url, free_ports};
 use serde_json::{Value, json};
@@ -272,20 +272,18 @@ async fn run() -> anyhow::Result<()> {
         format!("http://127.0.0.1:{internal}/readyz"),
         format!("http://127.0.0.1:{health}/readyz"),
     ];
-    anyhow::ensure!(
-        wait_ready_state(&http, &urls, 200, Duration::from_secs(60)).await,
-        "services never became ready"
-    );
-    let base = format!("http://127.0.0.1:{internal}/internal/v1");
-    let (org, secret) = qualifier_testkit::procs::org_with_webhook(
+    let org = qualifier_testkit::procs::ready_org(
         &http,
-        &base,
+        &urls,
+        internal,
         INTERNAL_TOKEN,
         "Soak",
         &receiver.url,
+        &receiver,
     )
-    .await?;
-    receiver.set_secrets(vec![secret]);
+    .await
+    .map_err(anyhow::Error::from_boxed)?;
+    let base = format!("http://127.0.0.1:{internal}/internal/v1");
     let pids = [
         ("lead-api", api.child.as_ref().map_or(0, |c| c.id())),
         (

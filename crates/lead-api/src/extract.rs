@@ -48,46 +48,33 @@ impl FromRequest for OrgAuth {
     }
 }
 
-/// A body that must be a JSON object: 413, 415 and 400 as the body is read, then 422
-/// `Request body must be a JSON object` (crate::body, in the documented order of checks). Placed
-/// after the credential, so nothing is read for a request that is refused.
+/// A request body that must be a JSON object: 413, 415 and 400 as the body is read, then 422
+/// `Request body must be a JSON object` (`crate::body`, in the documented order of checks).
+/// Placed after the credential, so nothing is read for a request that is refused. With
+/// `OPTIONAL`, every field of the call is optional: an empty body without a Content-Type is
+/// `{}` ([`crate::body::optional_object`]).
 #[derive(Debug)]
-pub struct JsonObject(pub Map<String, Value>);
+pub struct Object<const OPTIONAL: bool>(pub Map<String, Value>);
 
-/// A body that must be a JSON object where every field of the call is optional: an empty body
-/// without a Content-Type is `{}` ([`crate::body::optional_object`]).
-#[derive(Debug)]
-pub struct OptionalObject(pub Map<String, Value>);
+/// A body that must be a JSON object.
+pub type JsonObject = Object<false>;
 
-/// The request and its body stream, for a body read after extraction begins.
-fn body_of(req: &HttpRequest, payload: &mut Payload) -> (HttpRequest, Payload) {
-    (req.clone(), payload.take())
-}
+/// A body that must be a JSON object, or nothing at all.
+pub type OptionalObject = Object<true>;
 
-impl FromRequest for JsonObject {
+impl<const OPTIONAL: bool> FromRequest for Object<OPTIONAL> {
     type Error = ApiError;
-    type Future = Pin<Box<dyn Future<Output = Result<JsonObject, ApiError>>>>;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
 
     fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
-        let (req, payload) = body_of(req, payload);
+        let (req, payload) = (req.clone(), payload.take());
         Box::pin(async move {
-            crate::body::object(&req, payload, "Request body must be a JSON object")
-                .await
-                .map(JsonObject)
-        })
-    }
-}
-
-impl FromRequest for OptionalObject {
-    type Error = ApiError;
-    type Future = Pin<Box<dyn Future<Output = Result<OptionalObject, ApiError>>>>;
-
-    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
-        let (req, payload) = body_of(req, payload);
-        Box::pin(async move {
-            crate::body::optional_object(&req, payload)
-                .await
-                .map(OptionalObject)
+            let obj = if OPTIONAL {
+                crate::body::optional_object(&req, payload).await?
+            } else {
+                crate::body::object(&req, payload, "Request body must be a JSON object").await?
+            };
+            Ok(Object(obj))
         })
     }
 }

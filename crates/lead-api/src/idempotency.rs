@@ -24,7 +24,7 @@ pub struct Held {
 }
 
 /// What to do with a request that may carry a key.
-pub enum Begin {
+enum Begin {
     /// Run it; with `Some`, keep its response afterwards with [`finish`].
     Run(Option<Held>),
     /// Answer with the first response, changing nothing.
@@ -55,7 +55,7 @@ fn fingerprint(req: &HttpRequest, body: &[u8]) -> Vec<u8> {
     ctx.finish().as_ref().to_vec()
 }
 
-pub async fn begin(
+async fn begin(
     st: &AppState,
     req: &HttpRequest,
     org_id: Uuid,
@@ -136,7 +136,25 @@ async fn kept_of(res: HttpResponse) -> (HttpResponse, Option<Kept>) {
 
 /// Keeps the response to a held key (any status but 5xx: a 5xx is not kept, so a repeat runs
 /// afresh) and answers it. An error is kept as its documented response.
-pub async fn finish(
+/// `work` run at most once per Idempotency-Key: a key seen before answers with its first
+/// response and `work` is never polled; otherwise `work` runs and its response is kept for
+/// the key ([`begin`], then [`finish`]). Every write of the public API goes through it.
+pub async fn once(
+    st: &AppState,
+    req: &HttpRequest,
+    org_id: Uuid,
+    body: &[u8],
+    work: impl Future<Output = Result<HttpResponse, ApiError>>,
+) -> Result<HttpResponse, ApiError> {
+    let held = match begin(st, req, org_id, body).await? {
+        Begin::Replay(res) => return Ok(res),
+        Begin::Run(held) => held,
+    };
+    let result = work.await;
+    finish(st, held, result).await
+}
+
+async fn finish(
     st: &AppState,
     held: Option<Held>,
     result: Result<HttpResponse, ApiError>,

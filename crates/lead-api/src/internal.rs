@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 
 use crate::error::{ApiError, method_not_allowed};
-use crate::extract::{InternalAuth, JsonObject, OptionalObject};
+use crate::extract::{InternalAuth, JsonObject, Object, OptionalObject};
 use crate::inputs::{
     DeliveryQuery, GraceWindow, NewToken, ReplayFilter, WebhookSettings, handoff_operator,
     handoff_reason, org_name, parse_inbound, parse_internal_patch, test_event_type,
@@ -81,7 +81,7 @@ fn handoff_path(path: &(String, String, String)) -> Result<(Uuid, Uuid, Uuid), A
 
 async fn create_org(
     _: InternalAuth,
-    JsonObject(obj): JsonObject,
+    Object(obj): JsonObject,
     st: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let name = org_name(&obj)?;
@@ -91,7 +91,7 @@ async fn create_org(
 
 async fn create_token(
     _: InternalAuth,
-    OptionalObject(obj): OptionalObject,
+    Object(obj): OptionalObject,
     path: web::Path<String>,
     st: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
@@ -132,7 +132,7 @@ async fn revoke_token(
 
 async fn put_webhook(
     _: InternalAuth,
-    JsonObject(obj): JsonObject,
+    Object(obj): JsonObject,
     path: web::Path<String>,
     st: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
@@ -166,7 +166,7 @@ async fn get_webhook(
 
 async fn rotate_secret(
     _: InternalAuth,
-    OptionalObject(obj): OptionalObject,
+    Object(obj): OptionalObject,
     path: web::Path<String>,
     st: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
@@ -183,7 +183,7 @@ async fn rotate_secret(
 /// Sends a signed example event through the normal pipeline (docs/api.md, "Test events").
 async fn send_test_event(
     _: InternalAuth,
-    OptionalObject(obj): OptionalObject,
+    Object(obj): OptionalObject,
     path: web::Path<String>,
     st: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
@@ -196,7 +196,7 @@ async fn send_test_event(
 
 async fn inbound(
     _: InternalAuth,
-    JsonObject(obj): JsonObject,
+    Object(obj): JsonObject,
     path: web::Path<String>,
     st: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
@@ -215,7 +215,7 @@ async fn inbound(
 
 async fn patch_lead(
     _: InternalAuth,
-    JsonObject(obj): JsonObject,
+    Object(obj): JsonObject,
     path: web::Path<(String, String)>,
     st: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
@@ -239,7 +239,7 @@ async fn erase_lead(
 
 async fn create_handoff(
     _: InternalAuth,
-    OptionalObject(obj): OptionalObject,
+    Object(obj): OptionalObject,
     path: web::Path<(String, String)>,
     st: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
@@ -251,7 +251,7 @@ async fn create_handoff(
 
 async fn accept_handoff(
     _: InternalAuth,
-    JsonObject(obj): JsonObject,
+    Object(obj): JsonObject,
     path: web::Path<(String, String, String)>,
     st: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
@@ -302,7 +302,7 @@ async fn list_deliveries(
 /// `POST .../deliveries/replay` (docs/api.md). Every field is optional.
 async fn replay_deliveries(
     _: InternalAuth,
-    OptionalObject(obj): OptionalObject,
+    Object(obj): OptionalObject,
     path: web::Path<String>,
     st: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {

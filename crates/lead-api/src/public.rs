@@ -5,7 +5,7 @@ use qualifier_store::outbox::FeedError;
 use serde_json::{Value, json};
 
 use crate::error::{ApiError, method_not_allowed};
-use crate::idempotency::{self, Begin};
+use crate::idempotency;
 use crate::inputs::{
     FeedQuery, LeadListQuery, if_match, none_match, parse_new_lead, parse_public_patch,
 };
@@ -128,11 +128,7 @@ async fn patch_lead(
     st: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let (bytes, v) = crate::body::json_with_bytes(&req, payload).await?;
-    let held = match idempotency::begin(&st, &req, auth.org_id, &bytes).await? {
-        Begin::Replay(res) => return Ok(res),
-        Begin::Run(held) => held,
-    };
-    let result = async {
+    let work = async {
         let patch = parse_public_patch(&v)?;
         let lead_id = path_id(&path, "Lead not found")?;
         let lead = st
@@ -142,9 +138,8 @@ async fn patch_lead(
         Ok(HttpResponse::Ok()
             .insert_header((header::ETAG, entity_tag(lead.revision)))
             .json(json!({ "lead": lead })))
-    }
-    .await;
-    idempotency::finish(&st, held, result).await
+    };
+    idempotency::once(&st, &req, auth.org_id, &bytes, work).await
 }
 
 /// `DELETE /api/v1/leads/{id}`: the contact is forgotten (docs/api.md, "Erasing a lead").
@@ -176,11 +171,7 @@ async fn create_lead(
     st: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let (bytes, v) = crate::body::json_with_bytes(&req, payload).await?;
-    let held = match idempotency::begin(&st, &req, auth.org_id, &bytes).await? {
-        Begin::Replay(res) => return Ok(res),
-        Begin::Run(held) => held,
-    };
-    let result = async {
+    let work = async {
         let Value::Object(obj) = v else {
             return Err(ApiError::Unprocessable(
                 "Request body must be a JSON object".into(),
@@ -192,7 +183,6 @@ async fn create_lead(
             .insert_header((header::LOCATION, format!("/api/v1/leads/{}", lead.id)))
             .insert_header((header::ETAG, entity_tag(lead.revision)))
             .json(json!({ "lead": lead })))
-    }
-    .await;
-    idempotency::finish(&st, held, result).await
+    };
+    idempotency::once(&st, &req, auth.org_id, &bytes, work).await
 }

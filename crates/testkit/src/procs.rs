@@ -140,3 +140,26 @@ pub async fn org_with_webhook(
         .to_owned();
     Ok((org, secret))
 }
+
+/// The tail of starting a whole stack (chaos, soak, topology): once `/readyz` answers 200 on
+/// every url of `ready`, a new org through the internal API of `internal_port` (authenticated
+/// with `internal_token`) whose webhook
+/// sends `lead.created` to `hook_url`, with the webhook's secret given to `rx`, which then
+/// verifies what arrives. The org's id.
+pub async fn ready_org(
+    http: &reqwest::Client,
+    ready: &[String],
+    internal_port: u16,
+    internal_token: &str,
+    name: &str,
+    hook_url: &str,
+    rx: &crate::receiver::Receiver,
+) -> Result<String, Box<dyn std::error::Error + Send + Sync>> {
+    if !wait_ready_state(http, ready, 200, Duration::from_secs(60)).await {
+        return Err(format!("the services never became ready: {}", ready.join(", ")).into());
+    }
+    let base = format!("http://127.0.0.1:{internal_port}/internal/v1");
+    let (org, secret) = org_with_webhook(http, &base, internal_token, name, hook_url).await?;
+    rx.set_secrets(vec![secret]);
+    Ok(org)
+}

@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail, ensure};
 use qualifier_store::SecretKey;
-use qualifier_testkit::procs::{Service, own_dir, wait_ready_state};
+use qualifier_testkit::procs::{Service, own_dir};
 use qualifier_testkit::receiver::{Received, Receiver};
 use qualifier_testkit::{TestDb, TestTopology, free_ports};
 use serde_json::{Value, json};
@@ -168,20 +168,18 @@ impl Env {
             format!("http://127.0.0.1:{internal}/readyz"),
             format!("http://127.0.0.1:{health}/readyz"),
         ];
-        ensure!(
-            wait_ready_state(&http, &ready, 200, Duration::from_secs(60)).await,
-            "the services never became ready"
-        );
-        let base = format!("http://127.0.0.1:{internal}/internal/v1");
-        let (org, secret) = qualifier_testkit::procs::org_with_webhook(
+        let org = qualifier_testkit::procs::ready_org(
             &http,
-            &base,
+            &ready,
+            internal,
             INTERNAL_TOKEN,
             &format!("Topology {prefix}"),
             &rx.url,
+            rx,
         )
-        .await?;
-        rx.set_secrets(vec![secret]);
+        .await
+        .map_err(anyhow::Error::from_boxed)?;
+        let base = format!("http://127.0.0.1:{internal}/internal/v1");
         Ok(Stack {
             _api: api,
             _delivery: delivery,

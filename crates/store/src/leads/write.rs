@@ -84,6 +84,28 @@ fn next_state(before: &Lead, after: &mut Lead) {
     after.revision = before.revision + 1;
 }
 
+/// `change` applied to a copy of `before`, once its revision is the one `expected`: `None` when
+/// it changes nothing (nothing is written, no event emitted), otherwise the new state with its
+/// revision and `updated_at` moved on. The optimistic and the locked path of a change both
+/// decide through it.
+fn changed<F>(before: &Lead, expected: &Expected, change: &F) -> Result<Option<Lead>, StoreError>
+where
+    F: Fn(&mut Lead) -> Result<(), FieldError>,
+{
+    if !expected.admits(before.revision) {
+        return Err(StoreError::Changed {
+            revision: before.revision,
+        });
+    }
+    let mut after = before.clone();
+    change(&mut after).map_err(StoreError::Invalid)?;
+    if after == *before {
+        return Ok(None);
+    }
+    next_state(before, &mut after);
+    Ok(Some(after))
+}
+
 /// How [`write_with_events`] writes the lead row.
 enum RowWrite {
     /// A new lead; a lead with the same phone in the org already there means nothing is written.
@@ -359,17 +381,9 @@ impl Store {
             let res = async {
                 let (row, version) = read_versioned(&mut conn, org_id, lead_id).await?;
                 let before = row.to_lead(&base)?;
-                if !expected.admits(before.revision) {
-                    return Err(StoreError::Changed {
-                        revision: before.revision,
-                    });
-                }
-                let mut after = before.clone();
-                change(&mut after).map_err(StoreError::Invalid)?;
-                if after == before {
+                let Some(after) = changed(&before, expected, &change)? else {
                     return Ok(Some(before));
-                }
-                next_state(&before, &mut after);
+                };
                 let events = lead_change_events(&before, &after);
                 let written = write_with_events(
                     &mut conn,
@@ -396,17 +410,9 @@ impl Store {
         let res = conn
             .transaction::<Lead, StoreError, _>(async move |conn| {
                 let before = lock_lead(conn, org_id, lead_id).await?.to_lead(&base)?;
-                if !expected.admits(before.revision) {
-                    return Err(StoreError::Changed {
-                        revision: before.revision,
-                    });
-                }
-                let mut after = before.clone();
-                change(&mut after).map_err(StoreError::Invalid)?;
-                if after == before {
+                let Some(after) = changed(&before, expected, &change)? else {
                     return Ok(before);
-                }
-                next_state(&before, &mut after);
+                };
                 write_change(conn, org_id, &before, &after, compress).await?;
                 Ok(after)
             })
