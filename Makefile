@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: run test build lint fmt services migrate clean-test-dbs bench bench-quick bench-disk latency receiver-kit conformance deploy-check chaos chaos-short fuzz fuzz-short topology topology-short upgrade-check soak soak-short
+.PHONY: run test build build-all bench-smoke perf-check lint fmt services migrate clean-test-dbs bench bench-quick bench-disk latency receiver-kit conformance deploy-check chaos chaos-short fuzz fuzz-short topology topology-short upgrade-check soak soak-short
 
 run: build          ## services, migrations, both binaries, a printed dev org and token
 	scripts/run-dev.sh
@@ -33,9 +33,9 @@ soak:               ## the whole system at half its measured rate for SOAK_MINUT
 	$(CARGO) build --release -p lead-api -p webhook-delivery -p qualifier-chaos
 	$(REL)/qualifier-soak --minutes $(or $(SOAK_MINUTES),30)
 
-soak-short:         ## the same for 3 minutes, sampled every 15 s (CI)
-	$(CARGO) build --release -p lead-api -p webhook-delivery -p qualifier-chaos
-	$(REL)/qualifier-soak --minutes 3 --sample-seconds 15 --warmup-minutes 1
+soak-short:         ## the same for 3 minutes, sampled every 15 s, on the dev build CI already made (CI)
+	$(CARGO) build -p lead-api -p webhook-delivery -p qualifier-chaos
+	$(BIN)/qualifier-soak --minutes 3 --sample-seconds 15 --warmup-minutes 1 --rate 150
 
 upgrade-check:      ## the previous version (CHANGELOG.md) upgraded to this one under traffic: 0 lost, 0 failed requests
 	scripts/upgrade-check.sh
@@ -51,8 +51,8 @@ topology-short:     ## the same with 600 events over 30 s (CI)
 fuzz:               ## each cargo-fuzz target for FUZZ_SECONDS (default 60)
 	scripts/fuzz.sh $(or $(FUZZ_SECONDS),60)
 
-fuzz-short:         ## each target for 20 s (CI)
-	scripts/fuzz.sh 20
+fuzz-short:         ## each target for 20 s, built without optimisation (CI)
+	FUZZ_PROFILE=dev scripts/fuzz.sh 20
 
 receiver-kit:       ## the receiver guide's Python and Node snippets against the signature vectors
 	scripts/ensure-test-deps.sh
@@ -62,10 +62,14 @@ receiver-kit:       ## the receiver guide's Python and Node snippets against the
 build:
 	$(CARGO) build --workspace --bins
 
-lint:               ## what CI checks besides the tests: formatting, clippy, the migration linter
+build-all:          ## every crate, test, tool and example in the dev profile: the one compile CI makes
+	$(CARGO) build --workspace --all-targets
+
+lint:               ## what CI checks besides the tests: formatting, clippy, the migration linter, the files documents name
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	scripts/lint-migrations.sh
+	python3 scripts/check-doc-paths.py
 
 fmt:
 	$(CARGO) fmt --all
@@ -87,6 +91,10 @@ bench:              ## the benchmark harness (docs/performance.md): table + targ
 bench-quick:        ## the same, short (4,000 events per run; about two minutes once built)
 	$(CARGO) build --release -p lead-api -p webhook-delivery -p qualifier-bench
 	scripts/bench.sh --quick $(BENCH_ARGS)
+
+bench-smoke:        ## the same on the dev build, smallest: every phase and check once, figures meaningless (CI)
+	$(CARGO) build -p lead-api -p webhook-delivery -p qualifier-bench
+	BENCH_PROFILE=dev scripts/bench.sh --smoke $(BENCH_ARGS)
 
 bench-disk:         ## the history phase with PostgreSQL on an ext4 without online discard (root; a loop device)
 	$(CARGO) build --release -p lead-api -p webhook-delivery -p qualifier-bench

@@ -7,7 +7,10 @@
 # pg_stat_statements preloaded; it is removed when the run ends, however it ends.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-rel=${CARGO_TARGET_DIR:-target}/release
+# The harness and the binaries it starts come from one build: release unless BENCH_PROFILE=dev
+# (`make bench-smoke`, CI, which has only the dev build).
+case ${BENCH_PROFILE:-release} in dev) sub=debug ;; *) sub=release ;; esac
+rel=${CARGO_TARGET_DIR:-target}/$sub
 dir=$(mktemp -d /tmp/qualifier-bench-pg.XXXXXX)
 chmod 755 "$dir"
 cleanup() { scripts/topology/postgres.sh down "$dir/pg" || true; rm -rf "$dir"; }

@@ -66,7 +66,7 @@ struct Opts {
     quick: bool,
     /// The smallest run that still goes through every phase and every check (CI's
     /// `make bench-smoke`, on the dev build): 1,000 events per end-to-end run, a history of
-    /// 30,000. Its figures say nothing of speed; its failures (an event lost, a plan that reads
+    /// 120,000. Its figures say nothing of speed; its failures (an event lost, a plan that reads
     /// more than it answers, a dry run that disagrees with the outbox) are failures.
     #[arg(long, conflicts_with = "quick")]
     smoke: bool,

@@ -69,10 +69,13 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// The smoke run's: every step once, on a history small enough for the dev build.
+    /// The smoke run's: every step once, on a history small enough for the dev build and
+    /// large enough that every read has the same answer's shape on both sides (a small org
+    /// holds a tenth of the events over [`SMALL_ORGS`] orgs, so 120,000 give it 60, more than a
+    /// page of the deliveries list, as it has on the empty side).
     pub fn smoke(events: Option<i64>) -> Plan {
         Plan {
-            events: events.unwrap_or(30_000),
+            events: events.unwrap_or(120_000),
             idle_secs: 2,
             reads: 5,
             patches: 200,
