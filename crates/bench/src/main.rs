@@ -18,7 +18,7 @@
 //! 6. Cost: PostgreSQL rows written, WAL syncs and broker publishes per delivered event.
 //! 7. Erasure: `DELETE /api/v1/leads/{id}` of a lead with 100 events among millions of others
 //!    (200,000 with --quick).
-//! 8. History at scale (`history.rs`): idle CPU, writes, every read and the storage per event
+//! 8. History at scale (`history/`): idle CPU, writes, every read and the storage per event
 //!    on an empty database beside one holding a month of history (2,500,000 events, 200,000
 //!    with --quick), and the rows every statement's plan read (`plans.rs`).
 //!
