@@ -33,9 +33,9 @@ soak:               ## the whole system at half its measured rate for SOAK_MINUT
 	$(CARGO) build --release -p lead-api -p webhook-delivery -p qualifier-chaos
 	$(REL)/qualifier-soak --minutes $(or $(SOAK_MINUTES),30)
 
-soak-short:         ## the same for 3 minutes, sampled every 15 s, on the dev build CI already made (CI)
+soak-short:         ## the same for 2 minutes, sampled every 10 s, on the dev build CI already made (CI)
 	$(CARGO) build -p lead-api -p webhook-delivery -p qualifier-chaos
-	$(BIN)/qualifier-soak --minutes 3 --sample-seconds 15 --warmup-minutes 1 --rate 150
+	$(BIN)/qualifier-soak --minutes 2 --sample-seconds 10 --warmup-minutes 0.5 --rate 150
 
 upgrade-check:      ## the previous version (CHANGELOG.md) upgraded to this one under traffic: 0 lost, 0 failed requests
 	scripts/upgrade-check.sh

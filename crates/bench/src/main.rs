@@ -105,6 +105,17 @@ impl Opts {
         })
     }
 
+    /// Seconds the outage phase watches the held events before the endpoint recovers.
+    fn outage_secs(&self) -> u64 {
+        if self.smoke {
+            5
+        } else if self.quick {
+            20
+        } else {
+            60
+        }
+    }
+
     /// Short in both the quick and the smoke run.
     fn short(&self) -> bool {
         self.quick || self.smoke
@@ -249,7 +260,7 @@ async fn run() -> anyhow::Result<()> {
                 let lifted = e2e(&sink, n, 1, None, false).await?;
                 lone_org(&sink, n, &lifted).await?
             }
-            "outage" => outage(&sink, n, if o.short() { 20 } else { 60 }).await?,
+            "outage" => outage(&sink, n, o.outage_secs()).await?,
             "noisy" => noisy(&sink, (n / 4).max(1000), if o.short() { 300 } else { 1000 }).await?,
             "erasure" => erasure::phase(&sink, o.erasure_others()).await?,
             "history" => history::phase(&sink, o.history()).await?,
@@ -307,7 +318,7 @@ async fn run() -> anyhow::Result<()> {
     );
     let feed_read = feed::read_phase(&sink).await?;
     println!("      endpoint health: {n} events wait through an outage, then drain");
-    let outage_run = outage(&sink, n, if o.short() { 20 } else { 60 }).await?;
+    let outage_run = outage(&sink, n, o.outage_secs()).await?;
     println!(
         "      erasure: a lead with 100 events among {} others",
         o.erasure_others()
