@@ -184,38 +184,42 @@ impl OrgGate {
             queued_ahead: !waiter && st.waiting_here > 0,
             attempt_timeout: self.attempt_timeout,
         };
-        // Taken apart from `st.orgs` below, which the org's own entry borrows mutably.
-        let neighbours: Vec<Neighbour> = st
+        let view = {
+            let o = st.orgs.entry(org).or_insert_with(|| OrgState::new(now));
+            o.last_seen = now;
+            while o.parked.peek().is_some_and(|Reverse(due)| *due <= now) {
+                o.parked.pop();
+            }
+            OrgSlots {
+                in_flight: o.in_flight,
+                paused_for: remaining(o.not_before, now),
+                typical: o.typical,
+                first_started_ago: o.first_started.map(|t| now.duration_since(t)),
+                parked_ahead: o.parked.len(),
+                queued_ahead: !waiter && o.waiting_here > 0,
+            }
+        };
+        // The other orgs as the rule weighs them, read in place (no copy per message).
+        let neighbours = st
             .orgs
             .iter()
             .filter(|(id, _)| **id != org)
             .map(|(_, o)| Neighbour {
                 in_flight: o.in_flight,
                 waiting: o.waiting_here > 0 || remaining(o.waiting_until, now).is_some(),
-            })
-            .collect();
-        let o = st.orgs.entry(org).or_insert_with(|| OrgState::new(now));
-        o.last_seen = now;
-        while o.parked.peek().is_some_and(|Reverse(due)| *due <= now) {
-            o.parked.pop();
-        }
-        let view = OrgSlots {
-            in_flight: o.in_flight,
-            paused_for: remaining(o.not_before, now),
-            typical: o.typical,
-            first_started_ago: o.first_started.map(|t| now.duration_since(t)),
-            parked_ahead: o.parked.len(),
-            queued_ahead: !waiter && o.waiting_here > 0,
-        };
-        match decide::plan_admission(meta, now_ms, &view, &process, neighbours.into_iter()) {
+            });
+        match decide::plan_admission(meta, now_ms, &view, &process, neighbours) {
             Admission::Start(()) => {}
             Admission::WaitHere { limit, otherwise } => {
                 return Admission::WaitHere { limit, otherwise };
             }
             Admission::Park(plan) => return Admission::Park(plan),
         }
-        o.first_started.get_or_insert(now);
-        o.in_flight += 1;
+        // The entry made above, under the same lock.
+        if let Some(o) = st.orgs.get_mut(&org) {
+            o.first_started.get_or_insert(now);
+            o.in_flight += 1;
+        }
         st.in_flight += 1;
         Admission::Start(Permit {
             gate: self.clone(),
