@@ -76,18 +76,7 @@ pub(crate) async fn e2e_with(
         Some(t) => Some(t.await?),
         None => None,
     };
-    let committed = env.committed().await?;
-    let mut parked = 0.0;
-    for p in &procs {
-        parked += p
-            .counter(&env.http, "qualifier_delivery_parked_total")
-            .await;
-    }
-    api.stop();
-    for p in procs {
-        p.stop();
-    }
-    let tally = Tally::of(&committed, &sink.receipts(), ep, &org.id, 0);
+    let (tally, parked) = settle(&env, api, procs, sink, ep, &org.id).await?;
     let cost = match before {
         Some(b) => {
             let after = counters(&env).await;
@@ -161,18 +150,7 @@ pub(crate) async fn drain(
             .await?;
     wait_delivered(sink, ep, events, patience(events)).await;
     let measured = window.close(&env).await;
-    let committed = env.committed().await?;
-    let mut parked = 0.0;
-    for p in &procs {
-        parked += p
-            .counter(&env.http, "qualifier_delivery_parked_total")
-            .await;
-    }
-    api.stop();
-    for p in procs {
-        p.stop();
-    }
-    let t = Tally::of(&committed, &sink.receipts(), ep, &org.id, 0);
+    let (t, parked) = settle(&env, api, procs, sink, ep, &org.id).await?;
     let span_s = (t.last_us - t.first_us) as f64 / 1e6;
     let m = measured.json(t.delivered);
     let mut v = t.json();
@@ -190,4 +168,31 @@ pub(crate) async fn drain(
     v["drained_per_s_from_start"] =
         json!(r3(t.delivered as f64 / ((t.last_us - start) as f64 / 1e6)));
     Ok(v)
+}
+
+/// The end of a run: what was committed against what the sink received for the org at `ep`,
+/// and how many messages the delivery processes parked, read before the services stop.
+async fn settle(
+    env: &Env,
+    api: crate::services::Proc,
+    procs: Vec<crate::services::Proc>,
+    sink: &Sink,
+    ep: usize,
+    org_id: &str,
+) -> anyhow::Result<(Tally, f64)> {
+    let committed = env.committed().await?;
+    let mut parked = 0.0;
+    for p in &procs {
+        parked += p
+            .counter(&env.http, "qualifier_delivery_parked_total")
+            .await;
+    }
+    api.stop();
+    for p in procs {
+        p.stop();
+    }
+    Ok((
+        Tally::of(&committed, &sink.receipts(), ep, org_id, 0),
+        parked,
+    ))
 }
