@@ -95,25 +95,24 @@ struct Opts {
 }
 
 impl Opts {
-    fn events(&self) -> u64 {
-        self.events.unwrap_or(if self.smoke {
-            1000
+    /// One size of three, by the run asked for: smoke, quick or full.
+    fn sized<T>(&self, smoke: T, quick: T, full: T) -> T {
+        if self.smoke {
+            smoke
         } else if self.quick {
-            4000
+            quick
         } else {
-            20_000
-        })
+            full
+        }
+    }
+
+    fn events(&self) -> u64 {
+        self.events.unwrap_or(self.sized(1000, 4000, 20_000))
     }
 
     /// Seconds the outage phase watches the held events before the endpoint recovers.
     fn outage_secs(&self) -> u64 {
-        if self.smoke {
-            5
-        } else if self.quick {
-            20
-        } else {
-            60
-        }
+        self.sized(5, 20, 60)
     }
 
     /// Short in both the quick and the smoke run.
@@ -132,24 +131,12 @@ impl Opts {
 
     /// Other events stored beside the erased leads in the erasure phase.
     fn erasure_others(&self) -> i64 {
-        if self.smoke {
-            20_000
-        } else if self.quick {
-            200_000
-        } else {
-            2_000_000
-        }
+        self.sized(20_000, 200_000, 2_000_000)
     }
 
     /// Seconds of each API measurement.
     fn api_secs(&self) -> u64 {
-        if self.smoke {
-            1
-        } else if self.quick {
-            3
-        } else {
-            10
-        }
+        self.sized(1, 3, 10)
     }
 }
 
@@ -223,13 +210,7 @@ async fn run() -> anyhow::Result<()> {
     let n = o.events();
     println!(
         "qualifier-bench: {} run, {n} events per end-to-end run",
-        if o.smoke {
-            "smoke"
-        } else if o.quick {
-            "quick"
-        } else {
-            "full"
-        }
+        o.sized("smoke", "quick", "full")
     );
 
     // One phase alone, for profiling it (`perf record -a` while it runs).
@@ -630,7 +611,7 @@ async fn run() -> anyhow::Result<()> {
 
     let report = json!({
         "generated_at_unix_ms": now_us() / 1000,
-        "mode": if o.smoke { "smoke" } else if o.quick { "quick" } else { "full" },
+        "mode": o.sized("smoke", "quick", "full"),
         "events_per_run": n,
         "machine": machine(),
         "api": api,
