@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: run test build build-all bench-smoke perf-check lint fmt services migrate clean-test-dbs bench bench-quick bench-disk latency receiver-kit conformance deploy-check chaos chaos-short fuzz fuzz-short topology topology-short upgrade-check soak soak-short
+.PHONY: run test build build-all bench-smoke perf-check perf-check-short lint fmt services migrate clean-test-dbs bench bench-quick bench-disk latency receiver-kit conformance deploy-check chaos chaos-short fuzz fuzz-short topology topology-short upgrade-check soak soak-short
 
 run: build          ## services, migrations, both binaries, a printed dev org and token
 	scripts/run-dev.sh
@@ -95,6 +95,15 @@ bench-quick:        ## the same, short (4,000 events per run; about two minutes 
 bench-smoke:        ## the same on the dev build, smallest: every phase and check once, figures meaningless (CI)
 	$(CARGO) build -p lead-api -p webhook-delivery -p qualifier-bench
 	BENCH_PROFILE=dev scripts/bench.sh --smoke $(BENCH_ARGS)
+
+perf-check:         ## this checkout against the previous release (CHANGELOG.md), release builds taking turns, 3 pairs of 5,000 events: fails if the median CPU per event is above 1.2x
+	$(CARGO) build --release -p lead-api -p webhook-delivery -p qualifier-bench
+	scripts/bench.sh --against "$$(scripts/previous-release.sh release)" --pairs $(or $(PERF_PAIRS),3) --events $(or $(PERF_EVENTS),5000)
+
+# CI's release build lives outside the clone, so that each run compiles only the project's own
+# crates (docs/operations.md, "Continuous integration").
+perf-check-short:   ## the same with 3 pairs of 2,000 events (CI)
+	$(MAKE) perf-check PERF_EVENTS=2000 CARGO_TARGET_DIR=$(or $(CARGO_TARGET_DIR),$(HOME)/.cache/qualifier/release-target)
 
 bench-disk:         ## the history phase with PostgreSQL on an ext4 without online discard (root; a loop device)
 	$(CARGO) build --release -p lead-api -p webhook-delivery -p qualifier-bench

@@ -13,15 +13,27 @@ pub(crate) struct E2e {
     pub(crate) parked: f64,
 }
 
+/// What a run measures besides delivery.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Measure {
+    /// Only what the sink received.
+    Off,
+    /// CPU per process, statements, rows and WAL written, broker publishes.
+    Cost,
+    /// [`Measure::Cost`], with a client tailing the feed throughout, as an integrator catching up
+    /// would while traffic flows: its page latency under load is a figure of its own.
+    CostAndFeedTail,
+}
+
 /// One end-to-end run: `workers` delivery processes running while events are caused.
 pub(crate) async fn e2e(
     sink: &Sink,
     events: u64,
     workers: usize,
     pace: Option<f64>,
-    with_cost: bool,
+    measure: Measure,
 ) -> anyhow::Result<E2e> {
-    e2e_with(sink, events, workers, pace, with_cost, default_delivery()).await
+    e2e_with(sink, events, workers, pace, measure, default_delivery()).await
 }
 
 /// [`e2e`] with the delivery processes configured by `settings`.
@@ -30,9 +42,10 @@ pub(crate) async fn e2e_with(
     events: u64,
     workers: usize,
     pace: Option<f64>,
-    with_cost: bool,
+    measure: Measure,
     settings: DeliverySettings,
 ) -> anyhow::Result<E2e> {
+    let with_cost = measure != Measure::Off;
     sink.clear();
     let mut env = Env::new(sink.ca_file.clone()).await;
     let api = env.start_api().await?;
@@ -48,10 +61,8 @@ pub(crate) async fn e2e_with(
     } else {
         None
     };
-    // The measured run also has a client following the feed, as an integrator catching up
-    // would while traffic flows: its page latency under load is a figure of its own.
     let stop_tail = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let tail = with_cost.then(|| {
+    let tail = (measure == Measure::CostAndFeedTail).then(|| {
         feed::tail_while(
             env.http.clone(),
             env.public.clone(),
@@ -94,6 +105,7 @@ pub(crate) async fn e2e_with(
                 "pg_event_pipeline_row_writes_per_delivered_event": r3(outbox as f64 / d),
                 "pg_wal_syncs_per_delivered_event": r3((after.wal_syncs - b.wal_syncs) as f64 / d),
                 "pg_wal_records_per_delivered_event": r3((after.wal_records - b.wal_records) as f64 / d),
+                "pg_wal_bytes_per_delivered_event": r3((after.wal_bytes - b.wal_bytes) as f64 / d),
                 "broker_publishes_per_delivered_event": match (b.broker_publishes, after.broker_publishes) {
                     (Some(x), Some(y)) => json!(r3((y - x) as f64 / d)),
                     _ => Value::Null,

@@ -24,6 +24,10 @@
 //!
 //! Usage: `qualifier-bench [--quick] [--events N] [--json PATH]`; the figures always go to
 //! `target/bench/latest.json` too.
+//!
+//! `qualifier-bench --against DIR` (`make perf-check`, `perf.rs`) runs none of the phases: it
+//! runs the end-to-end run of phase 2 for this build and the one in DIR in turn, and fails when
+//! this one spends more CPU per delivered event (figures in `target/bench/perf-check.json`).
 
 mod api;
 mod ceilings;
@@ -36,6 +40,7 @@ mod load;
 mod measure;
 mod neighbours;
 mod outage;
+mod perf;
 mod plans;
 mod services;
 mod sink;
@@ -52,7 +57,7 @@ use services::{DeliverySettings, Env, INTERNAL_TOKEN, Org};
 use sink::{Answer, Receipt, Sink, now_us};
 
 use api::api_phase;
-use e2e::{E2e, drain, e2e, e2e_with};
+use e2e::{E2e, Measure, drain, e2e, e2e_with};
 use measure::*;
 use neighbours::{lone_org, noisy};
 use outage::outage;
@@ -90,8 +95,19 @@ struct Opts {
     /// Run the `lead-api` and `webhook-delivery` found here instead of the ones beside the
     /// harness (another build, for before/after pairs with `scripts/bench.sh`); its
     /// `qualifierctl migrate` makes each database, so the schema is that build's too.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "against")]
     bin_dir: Option<PathBuf>,
+    /// `make perf-check`: this build against the one in DIR (lead-api, webhook-delivery,
+    /// qualifierctl), end to end at the maximum rate, the two builds taking turns; fails when
+    /// the median CPU per delivered event is above `--max-cpu-ratio` times the other's.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["only", "smoke", "quick"])]
+    against: Option<PathBuf>,
+    /// With `--against`: pairs of runs (each build once per pair).
+    #[arg(long, default_value_t = 3, requires = "against")]
+    pairs: usize,
+    /// With `--against`: the largest median ratio of CPU per delivered event that passes.
+    #[arg(long, default_value_t = 1.2, requires = "against")]
+    max_cpu_ratio: f64,
 }
 
 impl Opts {
@@ -186,6 +202,26 @@ fn row(out: &mut Vec<Value>, name: &str, value: f64, target: Option<(&str, f64)>
         "target": target.map(|(op, t)| format!("{op} {t}")), "met": met}));
 }
 
+/// Writes a report to `target/bench/NAME` and, when asked, to `also`; answers the first path.
+fn write_report(
+    name: &str,
+    report: &Value,
+    also: Option<&std::path::Path>,
+) -> anyhow::Result<PathBuf> {
+    let text = serde_json::to_vec_pretty(report)?;
+    let dir = PathBuf::from(std::env::var("CARGO_TARGET_DIR").unwrap_or_else(|_| "target".into()))
+        .join("bench");
+    std::fs::create_dir_all(&dir)?;
+    std::fs::write(dir.join(name), &text)?;
+    if let Some(p) = also {
+        if let Some(parent) = p.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::write(p, &text)?;
+    }
+    Ok(dir.join(name))
+}
+
 #[tokio::main]
 async fn main() {
     if let Err(e) = run().await {
@@ -204,9 +240,33 @@ async fn run() -> anyhow::Result<()> {
             "--bin-dir {}: no lead-api and webhook-delivery there",
             d.display()
         );
-        let _ = services::BIN_DIR.set(d.clone());
+        services::use_build(Some(d.clone()));
     }
     let sink = Sink::start(2).await?;
+    if let Some(other) = &o.against {
+        anyhow::ensure!(
+            ["lead-api", "webhook-delivery", "qualifierctl"]
+                .iter()
+                .all(|b| other.join(b).is_file()),
+            "--against {}: no lead-api, webhook-delivery and qualifierctl there",
+            other.display()
+        );
+        anyhow::ensure!(o.pairs > 0, "--pairs: at least one");
+        let report = perf::against(
+            &sink,
+            other,
+            o.pairs,
+            o.events.unwrap_or(5000),
+            o.max_cpu_ratio,
+        )
+        .await?;
+        write_report("perf-check.json", &report, o.json.as_deref())?;
+        anyhow::ensure!(
+            report["passed"].as_bool() == Some(true),
+            "perf-check failed (figures above)"
+        );
+        return Ok(());
+    }
     let n = o.events();
     println!(
         "qualifier-bench: {} run, {n} events per end-to-end run",
@@ -217,7 +277,7 @@ async fn run() -> anyhow::Result<()> {
     if let Some(phase) = &o.only {
         let v = match phase.as_str() {
             "e2e" => {
-                let run = e2e(&sink, n, 1, o.pace, true).await?;
+                let run = e2e(&sink, n, 1, o.pace, Measure::CostAndFeedTail).await?;
                 let mut v = run.tally.json();
                 v["delivered_per_s"] = json!(r3(run.delivered_per_s));
                 v["ingest_committed_per_s"] = json!(r3(run.ingest_per_s));
@@ -238,7 +298,7 @@ async fn run() -> anyhow::Result<()> {
             "feed" => feed::read_phase(&sink).await?,
             "lone" => {
                 // Back to back, so both halves see the machine in the same state.
-                let lifted = e2e(&sink, n, 1, None, false).await?;
+                let lifted = e2e(&sink, n, 1, None, Measure::Off).await?;
                 lone_org(&sink, n, &lifted).await?
             }
             "outage" => outage(&sink, n, o.outage_secs()).await?,
@@ -257,13 +317,13 @@ async fn run() -> anyhow::Result<()> {
     println!("[1/6] API: GET, PATCH and the primary-key ceiling");
     let api = api_phase(&o, &sink).await?;
     println!("[2/6] end to end at the maximum rate, then at half of it");
-    let max = e2e(&sink, n, 1, None, true).await?;
-    let half = e2e(&sink, n, 1, Some(max.delivered_per_s / 2.0), false).await?;
+    let max = e2e(&sink, n, 1, None, Measure::CostAndFeedTail).await?;
+    let half = e2e(&sink, n, 1, Some(max.delivered_per_s / 2.0), Measure::Off).await?;
     println!("      ceilings: bare reqwest to the sink, lapin publish and consume");
     let bare = ceilings::bare_sink(&sink, n, default_delivery().concurrency).await?;
     let (publish, consume) = ceilings::lapin_rates(n, 500, 64).await?;
     println!("[3/6] scale: end to end with 2 workers, backlog drains with 1 and 2");
-    let max2 = e2e(&sink, n, 2, None, false).await?;
+    let max2 = e2e(&sink, n, 2, None, Measure::Off).await?;
     let drain1 = drain(&sink, n, 1, Answer::Ok, default_delivery()).await?;
     let drain2 = drain(&sink, n, 2, Answer::Ok, default_delivery()).await?;
     // Slot-bound: each process holds 16 attempts against a receiver that takes 25 ms, so a
@@ -640,24 +700,14 @@ async fn run() -> anyhow::Result<()> {
         "events_lost_all_runs": lost_total,
         "targets": rows,
     });
-    let text = serde_json::to_vec_pretty(&report)?;
-    let dir = PathBuf::from(std::env::var("CARGO_TARGET_DIR").unwrap_or_else(|_| "target".into()))
-        .join("bench");
-    std::fs::create_dir_all(&dir)?;
-    std::fs::write(dir.join("latest.json"), &text)?;
-    if let Some(p) = &o.json {
-        if let Some(parent) = p.parent() {
-            std::fs::create_dir_all(parent)?;
-        }
-        std::fs::write(p, &text)?;
-    }
+    let written = write_report("latest.json", &report, o.json.as_deref())?;
     println!();
     print_measured("end to end at the maximum rate, 1 worker", &cost);
     print_measured(
         "backlog drain, 1 worker",
         &report["backlog_drain"]["one_worker"],
     );
-    println!("\nfigures written to {}", dir.join("latest.json").display());
+    println!("\nfigures written to {}", written.display());
     anyhow::ensure!(
         lost_total == 0,
         "{lost_total} committed events were never delivered"

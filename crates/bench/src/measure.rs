@@ -198,24 +198,26 @@ pub(crate) fn print_measured(title: &str, v: &Value) {
 #[derive(Debug, Default, Clone, Copy)]
 pub(crate) struct Counters {
     pub(crate) wal_records: i64,
+    pub(crate) wal_bytes: i64,
     pub(crate) wal_syncs: i64,
     pub(crate) broker_publishes: Option<i64>,
 }
 
 pub(crate) async fn counters(env: &Env) -> Counters {
     let pg = env.db.client().await;
-    let (wal_records, wal_syncs) = match pg
+    let (wal_records, wal_bytes, wal_syncs) = match pg
         .query_one(
-            "SELECT wal_records::int8, wal_sync::int8 FROM pg_stat_wal",
+            "SELECT wal_records::int8, wal_bytes::int8, wal_sync::int8 FROM pg_stat_wal",
             &[],
         )
         .await
     {
-        Ok(r) => (r.get(0), r.get(1)),
-        Err(_) => (0, 0),
+        Ok(r) => (r.get(0), r.get(1), r.get(2)),
+        Err(_) => (0, 0, 0),
     };
     Counters {
         wal_records,
+        wal_bytes,
         wal_syncs,
         broker_publishes: broker_publishes().await,
     }

@@ -65,7 +65,7 @@ pub(crate) async fn lone_org(sink: &Sink, n: u64, lifted: &E2e) -> anyhow::Resul
         n,
         1,
         None,
-        false,
+        Measure::Off,
         DeliverySettings {
             org_concurrency: 16, // the default: a quarter of 64
             ..default_delivery()

@@ -16,14 +16,21 @@ pub const INTERNAL_TOKEN: &str = "bench-internal-token-0123456789";
 pub const RETRY_DELAYS: [u64; 4] = [1000, 2000, 4000, 8000];
 
 /// `--bin-dir`: another build's `lead-api` and `webhook-delivery`, for before/after pairs driven
-/// by one harness.
-pub static BIN_DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+/// by one harness. `--against` switches it between runs (`perf.rs`), so it is read when each
+/// run's [`Env`] is made and stays that run's build until the run ends.
+static BIN_DIR: std::sync::RwLock<Option<PathBuf>> = std::sync::RwLock::new(None);
 
-/// The directory holding the release binaries (`--bin-dir`, or the bench's own).
-pub fn bin_dir() -> PathBuf {
-    if let Some(d) = BIN_DIR.get() {
-        return d.clone();
-    }
+/// Runs from now on use the binaries in `dir` (`None`: the bench's own build).
+pub fn use_build(dir: Option<PathBuf>) {
+    *BIN_DIR.write().unwrap_or_else(|e| e.into_inner()) = dir;
+}
+
+fn other_build() -> Option<PathBuf> {
+    BIN_DIR.read().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+/// The directory holding the harness's own build of the services.
+fn own_build() -> PathBuf {
     std::env::current_exe()
         .ok()
         .and_then(|p| p.parent().map(|d| d.to_path_buf()))
@@ -84,6 +91,8 @@ pub struct DeliverySettings {
 }
 
 pub struct Env {
+    /// The build this run's services come from ([`bin_dir`] when the run began).
+    bin: PathBuf,
     pub db: TestDb,
     pub topo: TestTopology,
     key: String,
@@ -102,7 +111,8 @@ impl Env {
         // Another build (`--bin-dir`) gets the schema of its own migrations, not this harness's:
         // a before/after pair of a schema change (a trigger, an index) would otherwise measure
         // the same schema twice.
-        let db = match BIN_DIR.get() {
+        let other = other_build();
+        let db = match &other {
             None => TestDb::new().await,
             Some(dir) => {
                 let db = TestDb::empty().await;
@@ -123,6 +133,7 @@ impl Env {
         };
         let topo = TestTopology::new(RETRY_DELAYS.to_vec());
         Env {
+            bin: other.unwrap_or_else(own_build),
             db,
             topo,
             key,
@@ -157,7 +168,7 @@ impl Env {
     /// until it is ready.
     pub async fn start_api(&mut self) -> anyhow::Result<Proc> {
         let [public, internal] = qualifier_testkit::free_ports::<2>();
-        let mut cmd = Command::new(bin_dir().join("lead-api"));
+        let mut cmd = Command::new(self.bin.join("lead-api"));
         self.common(&mut cmd);
         cmd.env("QUALIFIER_INTERNAL_TOKEN", INTERNAL_TOKEN)
             .env("QUALIFIER_HTTP_ADDR", format!("127.0.0.1:{public}"))
@@ -179,7 +190,7 @@ impl Env {
 
     pub async fn start_delivery(&self, s: &DeliverySettings) -> anyhow::Result<Proc> {
         let port = free_port();
-        let mut cmd = Command::new(bin_dir().join("webhook-delivery"));
+        let mut cmd = Command::new(self.bin.join("webhook-delivery"));
         self.common(&mut cmd);
         cmd.env("QUALIFIER_DELIVERY_ADDR", format!("127.0.0.1:{port}"))
             .env("QUALIFIER_DELIVERY_CONCURRENCY", s.concurrency.to_string())

@@ -19,7 +19,7 @@ const DB_POOL_SIZE: usize = 16;
 const EVENT_RETENTION_DAYS: &str = "30";
 const MAX_PAGE_BYTES: &str = "1048576";
 const STATEMENT_TIMEOUT_MS: &str = "5000";
-const PLAN_CACHE_MODE: &str = "custom";
+const PLAN_CACHE_MODE: &str = "generic";
 
 /// lead-api: Qualifier's public and internal HTTP API, and the outbox relay.
 ///
@@ -69,8 +69,9 @@ pub struct ApiArgs {
     /// answers 503 with Retry-After
     #[arg(long, env = "QUALIFIER_STATEMENT_TIMEOUT_MS", default_value = STATEMENT_TIMEOUT_MS, hide_env_values = true)]
     pub statement_timeout_ms: String,
-    /// How lead-api's sessions plan a prepared statement: `custom` (with each call's values),
-    /// `generic` (once per connection) or `auto` (the database's own setting)
+    /// How lead-api's sessions plan a prepared statement: `generic` (once per connection),
+    /// `custom` (with each call's values) or `auto` (the database's own setting); the reads
+    /// whose plan depends on the org's rows ask for custom plans whatever this says
     #[arg(long, env = "QUALIFIER_PLAN_CACHE_MODE", default_value = PLAN_CACHE_MODE, hide_env_values = true)]
     pub plan_cache_mode: String,
     #[command(flatten)]
@@ -129,7 +130,7 @@ pub struct ApiConfig {
     /// it (docs/reliability.md, "Strangers, quotas and pages").
     pub statement_timeout: std::time::Duration,
     /// `QUALIFIER_PLAN_CACHE_MODE`: the `plan_cache_mode` of lead-api's sessions, or `None` to
-    /// leave the database's own (docs/performance.md, "History at scale").
+    /// leave the database's own (`crates/store/src/planner.rs`).
     pub plan_cache_mode: Option<&'static str>,
     /// `QUALIFIER_PAYLOAD_STORAGE`: whether new envelopes are stored compressed
     /// (`qualifier_store::payload`; docs/operations.md, "Compact storage"); `None` for `auto`,
@@ -219,12 +220,13 @@ impl ApiConfig {
     }
 }
 
-/// `custom` is the default: every call is planned with its own values. A generic plan (one
-/// per prepared statement, whatever its values) saved the planning, about 1 ms over a month of
-/// outbox partitions, but it judges a filter by the average value: on a young deployment's
-/// outbox it listed an org's dead deliveries by walking the partition's every row in sequence
-/// order (3,000 rows read for none), and such a walk grows with the partition. PostgreSQL's
-/// `auto` switches to that plan from a statement's sixth call in a session.
+/// `generic` is the default: a prepared statement is planned once per connection. The
+/// statements every event goes through are key lookups, the same plan for every org, and
+/// planning them on each call cost PostgreSQL about a tenth of its CPU per event. A generic
+/// plan judges a filter by the average value, so the reads where the org's own rows decide the
+/// plan (a list with one status and one type, a dry run's count) ask for custom plans in their
+/// transaction (`crates/store/src/planner.rs`); every other list walks the one index that gives
+/// its order, which a generic plan does as well as a custom one.
 fn plan_cache_mode(v: &str) -> Result<Option<&'static str>, EnvError> {
     match v.trim() {
         "generic" => Ok(Some("force_generic_plan")),
@@ -339,7 +341,7 @@ mod tests {
         assert_eq!(c.replay_rate_per_second, 50);
         assert_eq!(c.console_base_url, None);
         assert_eq!(c.max_page_bytes, 1 << 20);
-        assert_eq!(c.plan_cache_mode, Some("force_custom_plan"));
+        assert_eq!(c.plan_cache_mode, Some("force_generic_plan"));
         assert_eq!(c.compress_payloads, None, "auto: the database answers");
     }
 

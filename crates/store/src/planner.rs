@@ -2,11 +2,17 @@
 //! searches, counts and the feed call these before their statements, so the statements keep
 //! the plans that read only what they answer whatever the org's statistics say
 //! (docs/performance.md, "Planning").
+//!
+//! `lead-api`'s sessions plan a prepared statement once (`QUALIFIER_PLAN_CACHE_MODE`, default
+//! `generic`): the statements every event goes through (the lead's write and read, the
+//! rate-limit admission and the triggers' statements inside them) are key lookups whose one plan
+//! serves every org, and planning them on each call was a tenth of PostgreSQL's CPU per event.
+//! The few reads whose best plan depends on the org's own rows ask for custom plans here.
 
 use diesel_async::{RunQueryDsl, SimpleAsyncConnection};
 
 /// For the rest of the transaction, each statement keeps the plan it was first given, whatever
-/// the session's `plan_cache_mode` (lead-api plans every call again,
+/// the session's `plan_cache_mode` (an operator may have set `custom` or `auto` in
 /// `QUALIFIER_PLAN_CACHE_MODE`). Only for statements whose best plan is the same for every org
 /// and every value: a probe of a unique index, or a walk of an index in the order asked for.
 /// Planning one again over a month's partitions costs up to a millisecond, most of a small
@@ -24,10 +30,16 @@ pub(crate) async fn same_plan_for_every_org(
 /// scattered one per table page (one delivery in fifty is dead), and PostgreSQL can judge a
 /// bitmap scan cheaper, which then reads a table page per entry counted, where the index alone
 /// counts 50,000 entries in about 50 ms (docs/performance.md, "History at scale").
+///
+/// Planned with the call's values: which of the org's statuses and hours hold rows decides
+/// the plan, and a dry run is rare enough that planning it each time costs nothing.
 pub(crate) async fn index_only(
     conn: &mut diesel_async::AsyncPgConnection,
 ) -> Result<(), diesel::result::Error> {
-    set_local(conn, "SET LOCAL enable_bitmapscan = off").await
+    conn.batch_execute(
+        "SET LOCAL enable_bitmapscan = off; SET LOCAL plan_cache_mode = force_custom_plan",
+    )
+    .await
 }
 
 /// For the rest of the transaction, no sort: a page comes out of an index walked in its
@@ -44,7 +56,9 @@ pub(crate) async fn index_only(
 /// With `keep_plan`, the statement also keeps the plan it was first given
 /// ([`same_plan_for_every_org`]): when only one index gives a list's order, walking it is the
 /// only plan left, whatever the org, so planning it again over the month's partitions on each
-/// call (most of a small org's list) buys nothing. One round trip for the settings.
+/// call (most of a small org's list) buys nothing. Without it, the statement is planned with
+/// its call's values, whatever the session's mode: two indexes give its order, and which one
+/// reads fewer rows depends on the org. One round trip for the settings.
 pub(crate) async fn in_index_order(
     conn: &mut diesel_async::AsyncPgConnection,
     keep_plan: bool,
@@ -53,7 +67,8 @@ pub(crate) async fn in_index_order(
         "SET LOCAL enable_sort = off; SET LOCAL enable_incremental_sort = off; SET LOCAL jit = off; \
          SET LOCAL plan_cache_mode = force_generic_plan"
     } else {
-        "SET LOCAL enable_sort = off; SET LOCAL enable_incremental_sort = off; SET LOCAL jit = off"
+        "SET LOCAL enable_sort = off; SET LOCAL enable_incremental_sort = off; SET LOCAL jit = off; \
+         SET LOCAL plan_cache_mode = force_custom_plan"
     })
     .await
 }
