@@ -245,7 +245,7 @@ pub(crate) async fn rows_written(env: &Env) -> anyhow::Result<HashMap<String, i6
     let rows = pg
         .query(
             // The outbox's partitions counted as the outbox.
-            "SELECT CASE WHEN relname ~ '^outbox_(legacy|d[0-9]+)$' THEN 'outbox'
+            "SELECT CASE WHEN relname ~ '^outbox_(legacy|d[0-9]+(_[0-9]+)?)$' THEN 'outbox'
                          ELSE relname::text END,
                     sum(n_tup_ins + n_tup_upd + n_tup_del)::int8
              FROM pg_stat_user_tables GROUP BY 1",
