@@ -10,8 +10,8 @@ use qualifier_domain::{Envelope, EventData, EventType, Handoff, HandoffState, Le
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use crate::leads::{LeadRow, lock_lead};
-use crate::schema::{handoffs, leads};
+use crate::leads::lock_lead;
+use crate::schema::handoffs;
 use crate::{Store, StoreError, outbox};
 
 const ONE_OPEN: &str = "handoffs_one_open_per_lead";
@@ -155,6 +155,13 @@ impl Store {
         let base = self.app_base_url.clone();
         let mut conn = self.conn().await?;
         conn.transaction::<Handoff, StoreError, _>(async move |conn| {
+            // The lead first, as every writer that snapshots it does (`create_handoff`, the
+            // lead's changes, the erasure): an erasure that holds the lead is waited for and
+            // then leaves nothing to accept (404); one that comes after waits for this event to
+            // commit and erases it with the rest. Reading the lead without its lock let an
+            // erasure that had already collected the lead's events miss this one, which kept
+            // the whole lead in the outbox and went out to the receiver.
+            let lead = lock_lead(conn, org_id, lead_id).await?.to_lead(&base)?;
             let mut row = handoffs::table
                 .filter(handoffs::id.eq(handoff_id))
                 .filter(handoffs::lead_id.eq(lead_id))
@@ -199,12 +206,6 @@ impl Store {
                 ))
                 .execute(conn)
                 .await?;
-            let lead = leads::table
-                .filter(leads::id.eq(lead_id))
-                .select(LeadRow::as_select())
-                .first(conn)
-                .await?
-                .to_lead(&base)?;
             let handoff = row.to_handoff();
             emit_handoff(conn, org_id, event_type, lead, &handoff, now, compress).await?;
             Ok(handoff)

@@ -202,6 +202,88 @@ async fn an_erasure_racing_changes_leaves_nothing_half_erased() {
     }
 }
 
+/// An erasure racing a handoff's accept or release: the handoff's event is erased with the
+/// rest or never written, never left holding the lead. Forced, not hoped for: the test holds
+/// the handoff's row, the accept (or release) queues behind it, then the erasure queues too,
+/// and the test lets go. Before the fix the move took the handoff's row first and read the lead
+/// unlocked, so it went on while the erasure, which had already collected the lead's events,
+/// waited to delete the handoff: its event kept the whole lead.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_erasure_racing_a_handoff_move_leaves_no_snapshot() {
+    let app = TestApp::spawn().await;
+    let (org, token) = app.org().await;
+    for (round, step) in ["accept", "release"].into_iter().enumerate() {
+        let lead = app
+            .inbound_lead(&org, &format!("+44770090070{round}"))
+            .await;
+        let id = lead["id"].as_str().unwrap().to_owned();
+        let handoff = app.open_handoff(&org, &id).await;
+        let path = format!("/internal/v1/orgs/{org}/leads/{id}/handoffs/{handoff}");
+        if step == "release" {
+            let r = app
+                .internal(
+                    Method::POST,
+                    &format!("{path}/accept"),
+                    Some(json!({"operator": "agent-7"})),
+                )
+                .await;
+            assert_eq!(r.status(), 200);
+        }
+        let holder = app.db.client().await;
+        holder.batch_execute("BEGIN").await.unwrap();
+        holder
+            .query(
+                "SELECT 1 FROM handoffs WHERE id = $1::text::uuid FOR UPDATE",
+                &[&handoff],
+            )
+            .await
+            .unwrap();
+        let moved = {
+            let url = format!("{}{path}/{step}", app.internal);
+            tokio::spawn(async move {
+                reqwest::Client::new()
+                    .post(url)
+                    .bearer_auth(crate::helpers::INTERNAL_TOKEN)
+                    .json(&json!({"operator": "agent-7"}))
+                    .send()
+                    .await
+                    .unwrap()
+                    .status()
+                    .as_u16()
+            })
+        };
+        app.until_waiting_on_locks(1).await;
+        let erased = {
+            let (url, token) = (format!("{}/api/v1/leads/{id}", app.public), token.clone());
+            tokio::spawn(async move {
+                reqwest::Client::new()
+                    .delete(url)
+                    .bearer_auth(token)
+                    .send()
+                    .await
+                    .unwrap()
+                    .status()
+                    .as_u16()
+            })
+        };
+        app.until_waiting_on_locks(2).await;
+        holder.batch_execute("ROLLBACK").await.unwrap();
+        let (moved, erased) = (moved.await.unwrap(), erased.await.unwrap());
+        assert_eq!(erased, 204, "{step}");
+        assert!(moved == 200 || moved == 404, "{step}: {moved}");
+        let rows = rows_of(&app, &id).await;
+        assert_eq!(rows.last().unwrap().0, "lead.erased", "{step}: erased last");
+        for (t, erased, payload) in &rows[..rows.len() - 1] {
+            assert!(erased, "{step}: {t} left whole: {payload}");
+            let text = payload.to_string();
+            assert!(
+                !text.contains("Ada") && !text.contains("+4477009007"),
+                "{text}"
+            );
+        }
+    }
+}
+
 /// A replay waiting for its slot when the lead is erased is not sent; a replay asked for after
 /// is refused, and a bulk replay neither counts nor sends erased events.
 #[tokio::test(flavor = "multi_thread")]

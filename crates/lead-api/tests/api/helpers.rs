@@ -156,6 +156,34 @@ impl TestApp {
         r.json::<Value>().await.unwrap()["lead"].clone()
     }
 
+    /// Waits until `n` sessions of this test's database are waiting for a lock: the barrier
+    /// a concurrency test reads from PostgreSQL itself, so that the interleaving it forces (a
+    /// lock the test holds, work queued behind it in a known order) is there before it lets
+    /// go, whatever the machine's speed. The polling only looks; it decides nothing.
+    pub async fn until_waiting_on_locks(&self, n: i64) {
+        let c = self.db.client().await;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            let waiting: i64 = c
+                .query_one(
+                    "SELECT count(*) FROM pg_stat_activity
+                     WHERE datname = current_database() AND wait_event_type = 'Lock'",
+                    &[],
+                )
+                .await
+                .unwrap()
+                .get(0);
+            if waiting >= n {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{waiting} of {n} sessions came to wait for a lock"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+    }
+
     /// An open handoff on the lead (emits handoff.created): its id.
     pub async fn open_handoff(&self, org_id: &str, lead_id: &str) -> String {
         let r = self
