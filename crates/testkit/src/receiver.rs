@@ -81,6 +81,9 @@ struct State {
     script: Vec<Behaviour>,
     /// The body of every answer, when set (else a short word per behaviour).
     answer_body: Option<(Vec<u8>, &'static str)>,
+    /// While set and false, each request is recorded and then waits to be answered
+    /// ([`Receiver::hold`]).
+    gate: Option<tokio::sync::watch::Sender<bool>>,
 }
 
 pub struct Receiver {
@@ -145,9 +148,16 @@ async fn hook(
             at: Instant::now(),
             accepted: behaviour == Behaviour::Ok,
         });
-        (behaviour, st.answer_body.clone())
+        (
+            behaviour,
+            st.answer_body.clone(),
+            st.gate.as_ref().map(|g| g.subscribe()),
+        )
     };
-    let (behaviour, answer_body) = behaviour;
+    let (behaviour, answer_body, gate) = behaviour;
+    if let Some(mut gate) = gate {
+        let _ = gate.wait_for(|open| *open).await;
+    }
     let answer = |mut b: actix_web::HttpResponseBuilder, default: &'static str| match &answer_body {
         Some((body, content_type)) => b.content_type(*content_type).body(body.clone()),
         None => b.body(default),
@@ -249,6 +259,19 @@ impl Receiver {
 
     pub fn set_behaviour(&self, b: Behaviour) {
         self.state.lock().unwrap().behaviour = Some(b);
+    }
+
+    /// From now on each request is recorded and then held unanswered until [`Receiver::let_go`]:
+    /// a test knows the attempt is out (it was received) and can act while it is.
+    pub fn hold(&self) {
+        self.state.lock().unwrap().gate = Some(tokio::sync::watch::channel(false).0);
+    }
+
+    /// Answers every held request, and the next ones at once.
+    pub fn let_go(&self) {
+        if let Some(g) = self.state.lock().unwrap().gate.take() {
+            let _ = g.send(true);
+        }
     }
 
     /// The next answers, in order, before the standing behaviour applies again.

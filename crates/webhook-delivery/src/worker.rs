@@ -77,7 +77,8 @@ pub struct Worker {
     pub attempt_timeout: Duration,
     /// Context reads and outcome writes, batched across concurrent attempts.
     pub contexts: Batcher<DeliveryRef, Option<DeliveryContext>>,
-    pub outcomes: Batcher<AttemptWrite, ()>,
+    /// Each answers whether the delivery's lead was erased ([`Store::record_attempts`]).
+    pub outcomes: Batcher<AttemptWrite, bool>,
     /// The endpoint-health settings (docs/delivery.md, "Endpoint health").
     pub health: decide::HealthRules,
     /// Whether state changes queue an operational event (an operator webhook is configured).
@@ -90,7 +91,7 @@ impl Worker {
         store: &Store,
     ) -> (
         Batcher<DeliveryRef, Option<DeliveryContext>>,
-        Batcher<AttemptWrite, ()>,
+        Batcher<AttemptWrite, bool>,
     ) {
         // Two flushers each: one batch in flight while the next one gathers.
         let s = store.clone();
@@ -101,22 +102,19 @@ impl Worker {
         let s = store.clone();
         let outcomes = Batcher::spawn(128, 2, move |writes: Vec<AttemptWrite>| {
             let s = s.clone();
-            async move {
-                s.record_attempts(&writes)
-                    .await
-                    .map(|()| vec![(); writes.len()])
-            }
+            async move { s.record_attempts(&writes).await }
         });
         (contexts, outcomes)
     }
 
-    /// Records one attempt's outcome (durable when this returns Ok).
+    /// Records one attempt's outcome (durable when this returns Ok); true when the delivery's
+    /// lead was erased meanwhile.
     async fn record(
         &self,
         job: &DeliveryJob,
         entry: AttemptEntry,
         status: DeliveryStatus,
-    ) -> Result<(), NotDurable> {
+    ) -> Result<bool, NotDurable> {
         self.outcomes
             .call(AttemptWrite {
                 delivery: job.delivery(),
@@ -276,7 +274,13 @@ impl Worker {
                 tracing::info!(delivery_id = %id, attempt = job.meta.attempt, error = ?record.error, "attempt failed while the endpoint fails; held until it is back");
             }
         }
-        self.record(job, record, step.status()).await?;
+        if self.record(job, record, step.status()).await? {
+            // The lead was erased while the request was out: the row is over (skipped) and
+            // kept nothing of the answer. Nothing goes on, since a retry, a hold or a dead
+            // letter would carry or resend the event as it was before the erasure.
+            tracing::info!(delivery_id = %id, "lead erased during the attempt; the delivery ends here");
+            return Ok(());
+        }
         let (exchange, routing_key, next) = match step {
             After::Succeeded => return Ok(()),
             After::Hold { resume_attempt } => return self.hold(job, resume_attempt).await,

@@ -15,6 +15,15 @@ use qualifier_domain::DeliveryStatus;
 use qualifier_domain::health::EndpointState;
 use serde_json::Value;
 
+/// A row [`Store::record_attempts`] wrote.
+#[derive(diesel::QueryableByName)]
+struct Recorded {
+    #[diesel(sql_type = diesel::sql_types::Uuid)]
+    delivery_id: Uuid,
+    #[diesel(sql_type = diesel::sql_types::Bool)]
+    erased: bool,
+}
+
 impl Store {
     /// What attempts need to know, for many deliveries in one round trip, in the order asked
     /// (the worker batches the reads of attempts starting at the same time): each delivery's
@@ -77,7 +86,13 @@ impl Store {
 
     /// Records attempts and the statuses they lead to, many in one statement and one commit: the
     /// worker's group commit. Every outcome in the batch is durable when this returns Ok.
-    pub async fn record_attempts(&self, writes: &[AttemptWrite]) -> Result<(), StoreError> {
+    ///
+    /// Answers, per write and in order, whether its delivery's lead was erased by the time the
+    /// outcome was written (the same statement reads it, under the row's lock): an attempt in
+    /// flight when the erasure committed must not be retried, since its message still carries
+    /// the event as it was (`outbox_stays_erased`, migration 32, has already ended the row
+    /// skipped and stripped the receiver's answer from the entry).
+    pub async fn record_attempts(&self, writes: &[AttemptWrite]) -> Result<Vec<bool>, StoreError> {
         use diesel::sql_types::{Jsonb, Nullable, Text};
         let ids: Vec<Uuid> = writes.iter().map(|w| w.delivery.id).collect();
         let (lo, hi) = day_bounds(writes.iter().map(|w| w.delivery.seq));
@@ -95,7 +110,7 @@ impl Store {
         // Prepared (fixed text, `crate::prepared`): as `sql_query` this was planned on every
         // call, about 0.1 ms each, which at a low event rate (a batch per event) was a tenth
         // of PostgreSQL's CPU per event (docs/performance.md).
-        crate::prepared::prepared::<Array<diesel::sql_types::Uuid>, _>(
+        let rows = crate::prepared::prepared::<Array<diesel::sql_types::Uuid>, _>(
             "WITH p(ids, statuses, codes, errs, entries) AS (VALUES (",
             ")) UPDATE outbox o SET status = v.status, attempts = o.attempts + 1,
                     failed_attempts = o.failed_attempts + (v.err IS NOT NULL)::int,
@@ -104,7 +119,8 @@ impl Store {
                     updated_at = clock_timestamp()
              FROM p, unnest(p.ids, p.statuses, p.codes, p.errs, p.entries)
                   AS v(id, status, code, err, entry)
-             WHERE o.delivery_id = v.id AND (o.seq >> 32) BETWEEN $6 AND $7",
+             WHERE o.delivery_id = v.id AND (o.seq >> 32) BETWEEN $6 AND $7
+             RETURNING o.delivery_id, o.erased_at IS NOT NULL AS erased",
             &ids,
         )
         .bind::<Array<Text>, _>(&statuses)
@@ -113,9 +129,14 @@ impl Store {
         .bind::<Array<Jsonb>, _>(&entries)
         .bind::<diesel::sql_types::BigInt, _>(lo)
         .bind::<diesel::sql_types::BigInt, _>(hi)
-        .execute(&mut conn)
+        .load::<Recorded>(&mut conn)
         .await?;
-        Ok(())
+        let erased: std::collections::HashSet<Uuid> = rows
+            .into_iter()
+            .filter(|r| r.erased)
+            .map(|r| r.delivery_id)
+            .collect();
+        Ok(ids.iter().map(|id| erased.contains(id)).collect())
     }
 
     /// Ends a delivery without a request (webhook missing, disabled or not subscribed).

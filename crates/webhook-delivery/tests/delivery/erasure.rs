@@ -278,3 +278,88 @@ async fn an_erased_contact_is_nowhere_in_the_database_and_the_crm_is_told() {
         .clone();
     assert_ne!(again["id"], json!(id));
 }
+
+/// An attempt that is out when the erasure commits: its outcome is recorded on the erased row
+/// without the receiver's answer (in either storage form: the compact form keeps it under `b`),
+/// and the delivery ends there; no retry carries the event as it was sent. Forced: the receiver
+/// holds the request until the erasure has answered. Retries wait 60 s here, so a retry that
+/// was published would still be in its queue when the test looks.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_attempt_out_during_the_erasure_keeps_nothing_and_is_not_retried() {
+    for compact in [true, false] {
+        let mut s = Stack::start_with_retry_delays(
+            vec![60_000; 4],
+            |a| a.compress_payloads = Some(compact),
+            |d| d.compact_storage = Some(compact),
+        )
+        .await;
+        let echo = format!("{{\"error\":\"cannot store {NAME} <{EMAIL}>\"}}");
+        s.receiver
+            .set_answer_body(Some((echo.into_bytes(), "application/json")));
+        s.receiver.set_behaviour(Behaviour::Status(500));
+        s.receiver.hold();
+        let org = s.org.clone();
+        let lead = s
+            .call(
+                Method::POST,
+                &format!("/internal/v1/orgs/{org}/inbound"),
+                Some(json!({"name": NAME, "phone": PHONE, "email": EMAIL, "channel": "whatsapp"})),
+            )
+            .await["lead"]
+            .clone();
+        let id = lead["id"].as_str().unwrap().to_owned();
+        assert_eq!(
+            s.receiver.wait_for(1, WAIT).await.len(),
+            1,
+            "the attempt is out"
+        );
+        assert_eq!(s.erase(&id).await, 204);
+        s.receiver.let_go();
+        // The outcome is written before anything is published on; stopping the worker waits
+        // for its attempts in flight, so whatever it would publish is published by then.
+        let c = s.db.client().await;
+        let deadline = std::time::Instant::now() + WAIT;
+        loop {
+            let attempts: i32 = c
+                .query_one(
+                    "SELECT attempts FROM outbox WHERE lead_id = $1::text::uuid
+                       AND event_type = 'lead.created'",
+                    &[&id],
+                )
+                .await
+                .unwrap()
+                .get(0);
+            if attempts == 1 {
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "no outcome recorded");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        s.stop_delivery().await;
+        let row = c
+            .query_one(
+                "SELECT status, attempt_log::text FROM outbox
+                 WHERE lead_id = $1::text::uuid AND event_type = 'lead.created'",
+                &[&id],
+            )
+            .await
+            .unwrap();
+        assert_eq!(row.get::<_, String>(0), "skipped", "compact {compact}");
+        let log: Value = serde_json::from_str(row.get::<_, &str>(1)).unwrap();
+        let entries = log.as_array().unwrap();
+        assert_eq!(entries.len(), 1, "{log}");
+        for key in ["b", "g", "response_body", "request_headers", "signatures"] {
+            assert!(
+                entries[0].get(key).is_none(),
+                "compact {compact}: {key} kept: {log}"
+            );
+        }
+        assert!(!log.to_string().contains(NAME), "{log}");
+        let retry = s.topo.topology().retry_queue(0);
+        assert_eq!(
+            s.queue_depth(&retry).await,
+            0,
+            "compact {compact}: a retry of the erased event was queued"
+        );
+    }
+}

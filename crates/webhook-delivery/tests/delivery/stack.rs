@@ -94,9 +94,19 @@ impl Stack {
         api_tweak: impl FnOnce(&mut ApiConfig),
         tweak: impl FnOnce(&mut DeliveryConfig),
     ) -> Stack {
+        Self::start_with_retry_delays(vec![100, 100, 100, 100], api_tweak, tweak).await
+    }
+
+    /// [`Stack::start_tuned`] with these retry delays (ms): long ones keep a retried message
+    /// in its retry queue, where the test can read it.
+    pub async fn start_with_retry_delays(
+        retry_delays_ms: Vec<u64>,
+        api_tweak: impl FnOnce(&mut ApiConfig),
+        tweak: impl FnOnce(&mut DeliveryConfig),
+    ) -> Stack {
         qualifier_testkit::init_test_logging();
         let db = TestDb::new().await;
-        let topo = TestTopology::new(vec![100, 100, 100, 100]);
+        let topo = TestTopology::new(retry_delays_ms);
         let key_b64 = SecretKey::generate_base64();
         let key = SecretKey::from_base64(&key_b64).unwrap();
         let receiver = Receiver::start().await;
