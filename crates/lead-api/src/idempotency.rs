@@ -21,6 +21,8 @@ const REPLAYED: &str = "idempotency-replayed";
 pub struct Held {
     org_id: Uuid,
     key: String,
+    /// The lead the request's path names, if any.
+    lead: Option<Uuid>,
 }
 
 /// What to do with a request that may carry a key.
@@ -59,6 +61,7 @@ async fn begin(
     st: &AppState,
     req: &HttpRequest,
     org_id: Uuid,
+    lead: Option<Uuid>,
     body: &[u8],
 ) -> Result<Begin, ApiError> {
     let Some(key) = key_of(req)? else {
@@ -66,10 +69,10 @@ async fn begin(
     };
     match st
         .store
-        .idempotency_claim(org_id, &key, &fingerprint(req, body))
+        .idempotency_claim(org_id, &key, &fingerprint(req, body), lead)
         .await?
     {
-        Claim::Claimed => Ok(Begin::Run(Some(Held { org_id, key }))),
+        Claim::Claimed => Ok(Begin::Run(Some(Held { org_id, key, lead }))),
         Claim::Mismatch => Err(ApiError::Unprocessable(
             "Idempotency-Key was used with a different request".into(),
         )),
@@ -97,6 +100,13 @@ async fn begin(
             Ok(Begin::Replay(res.body(kept.body)))
         }
     }
+}
+
+/// The lead a Location names (`/api/v1/leads/{id}`: a created lead, or the one a 409 points to).
+fn lead_of_location(location: Option<&str>) -> Option<Uuid> {
+    location?
+        .strip_prefix("/api/v1/leads/")
+        .and_then(|id| Uuid::parse_str(id).ok())
 }
 
 /// `lead.revision` of a kept lead answer.
@@ -139,14 +149,19 @@ async fn kept_of(res: HttpResponse) -> (HttpResponse, Option<Kept>) {
 /// `work` run at most once per Idempotency-Key: a key seen before answers with its first
 /// response and `work` is never polled; otherwise `work` runs and its response is kept for
 /// the key ([`begin`], then [`finish`]). Every write of the public API goes through it.
+///
+/// `lead`: the lead the request's path names (a PATCH), so that the key is found when that
+/// lead is erased, even before its answer is kept; a created lead is known from the answer's
+/// Location.
 pub async fn once(
     st: &AppState,
     req: &HttpRequest,
     org_id: Uuid,
+    lead: Option<Uuid>,
     body: &[u8],
     work: impl Future<Output = Result<HttpResponse, ApiError>>,
 ) -> Result<HttpResponse, ApiError> {
-    let held = match begin(st, req, org_id, body).await? {
+    let held = match begin(st, req, org_id, lead, body).await? {
         Begin::Replay(res) => return Ok(res),
         Begin::Run(held) => held,
     };
@@ -176,11 +191,34 @@ async fn finish(
     if let Some(kept) = kept
         && let Err(e) = st
             .store
-            .idempotency_keep(held.org_id, &held.key, &kept)
+            .idempotency_keep(
+                held.org_id,
+                &held.key,
+                &kept,
+                held.lead
+                    .or_else(|| lead_of_location(kept.location.as_deref())),
+            )
             .await
     {
         // The change is done; only the replay is lost. The key frees itself after a minute.
         tracing::warn!(error = %qualifier_store::cause_chain(&e), "idempotent response not kept");
     }
     Ok(res)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::lead_of_location;
+
+    #[test]
+    fn a_location_names_its_lead_only_in_the_leads_path() {
+        let id = "0192f3a4-5b6c-7d8e-9fa0-b1c2d3e4f506";
+        assert_eq!(
+            lead_of_location(Some(&format!("/api/v1/leads/{id}"))).map(|u| u.to_string()),
+            Some(id.to_owned())
+        );
+        assert_eq!(lead_of_location(Some(&format!("/api/v1/other/{id}"))), None);
+        assert_eq!(lead_of_location(Some("/api/v1/leads/not-a-uuid")), None);
+        assert_eq!(lead_of_location(None), None);
+    }
 }

@@ -139,7 +139,8 @@ async fn patch_lead(
             .insert_header((header::ETAG, entity_tag(lead.revision)))
             .json(json!({ "lead": lead })))
     };
-    idempotency::once(&st, &req, auth.org_id, &bytes, work).await
+    let lead = path_id(&path, "Lead not found").ok();
+    idempotency::once(&st, &req, auth.org_id, lead, &bytes, work).await
 }
 
 /// `DELETE /api/v1/leads/{id}`: the contact is forgotten (docs/api.md, "Erasing a lead").
@@ -184,5 +185,5 @@ async fn create_lead(
             .insert_header((header::ETAG, entity_tag(lead.revision)))
             .json(json!({ "lead": lead })))
     };
-    idempotency::once(&st, &req, auth.org_id, &bytes, work).await
+    idempotency::once(&st, &req, auth.org_id, None, &bytes, work).await
 }

@@ -46,7 +46,7 @@ impl Store {
     /// whoever writes the row later); its attempt logs lose the receiver's answers and the request
     /// headers; kept Idempotency-Key answers that hold it are removed; and `lead.erased` is
     /// emitted. Every statement reaches the lead's rows through an index (`leads` by key,
-    /// `outbox_org_lead`, the idempotency keys of the org), so it costs what the lead has, not
+    /// `outbox_org_lead`, `idempotency_keys_lead`), so it costs what the lead has, not
     /// what the database holds. `NotFound` for another org's lead or one already erased.
     pub async fn erase_lead(&self, org_id: Uuid, lead_id: Uuid) -> Result<Erased, StoreError> {
         let compress = self.compress_payloads;
@@ -118,18 +118,11 @@ impl Store {
             .bind::<diesel::sql_types::Timestamptz, _>(now)
             .execute(conn)
             .await?;
-            // A kept answer holds the lead's id when it was about the lead (its body, or the
-            // Location of a create). The org's keys of the last day, by the primary key.
-            let idempotency_answers = diesel::sql_query(
-                "DELETE FROM idempotency_keys
-                 WHERE org_id = $1
-                   AND (location = '/api/v1/leads/' || $2::text
-                        OR position(convert_to($2::text, 'UTF8') IN response_body) > 0)",
-            )
-            .bind::<SqlUuid, _>(org_id)
-            .bind::<SqlUuid, _>(lead_id)
-            .execute(conn)
-            .await?;
+            // The kept answers about the lead, through their index; with the lead locked, an
+            // answer being kept meanwhile waits for this commit and then finds no lead
+            // (`Store::idempotency_keep`).
+            let idempotency_answers =
+                Store::forget_idempotency_answers(conn, org_id, lead_id).await?;
             // Its handoffs go with it (ON DELETE CASCADE).
             diesel::sql_query("DELETE FROM leads WHERE org_id = $1 AND id = $2")
                 .bind::<SqlUuid, _>(org_id)

@@ -56,19 +56,24 @@ struct Row {
 impl Store {
     /// Claims `key` for a request with `fingerprint`, in one statement: a new key, an expired
     /// one or an abandoned one becomes ours; otherwise the kept row says what to answer.
+    ///
+    /// `lead`: the lead the request is about when its path names one (a PATCH), kept with the
+    /// key from the start, so that erasing that lead removes the key whatever it holds by then.
     pub async fn idempotency_claim(
         &self,
         org_id: Uuid,
         key: &str,
         fingerprint: &[u8],
+        lead: Option<Uuid>,
     ) -> Result<Claim, StoreError> {
         let mut conn = self.conn().await?;
         let rows: Vec<Row> = diesel::sql_query(
-            "INSERT INTO idempotency_keys AS k (org_id, key, fingerprint)
-             VALUES ($1, $2, $3)
+            "INSERT INTO idempotency_keys AS k (org_id, key, fingerprint, lead_id, lead_unknown)
+             VALUES ($1, $2, $3, $6, false)
              ON CONFLICT (org_id, key) DO UPDATE
                  SET fingerprint = EXCLUDED.fingerprint, status = NULL, response_body = NULL,
-                     location = NULL, created_at = clock_timestamp()
+                     location = NULL, created_at = clock_timestamp(),
+                     lead_id = EXCLUDED.lead_id, lead_unknown = false
                  WHERE k.created_at < clock_timestamp() - make_interval(secs => $4)
                     OR (k.status IS NULL
                         AND k.created_at < clock_timestamp() - make_interval(secs => $5))
@@ -79,6 +84,7 @@ impl Store {
         .bind::<Bytea, _>(fingerprint)
         .bind::<diesel::sql_types::Double, _>(KEEP.as_secs_f64())
         .bind::<diesel::sql_types::Double, _>(ABANDONED_AFTER.as_secs_f64())
+        .bind::<Nullable<SqlUuid>, _>(lead)
         .load(&mut conn)
         .await
         .map_err(crate::orgs::org_missing)?;
@@ -113,26 +119,69 @@ impl Store {
         })
     }
 
-    /// Keeps the response to a claimed key.
+    /// Keeps the response to a claimed key. `lead`: the lead the answer holds or points to.
+    ///
+    /// Such an answer is kept only while the lead exists, checked in the same statement under a
+    /// key-share lock on the lead's row: the erasure locks the row first (`crates/store/src/
+    /// erasure.rs`), so either this commits first and the erasure then removes the answer with
+    /// the lead's other keys, or the erasure commits first and this finds no lead and gives the
+    /// key up instead of keeping the lead it no longer may. The change the answer reports has
+    /// committed either way; only its replay is lost, and a repeat of the request finds no lead.
     pub async fn idempotency_keep(
         &self,
         org_id: Uuid,
         key: &str,
         kept: &Kept,
+        lead: Option<Uuid>,
     ) -> Result<(), StoreError> {
         let mut conn = self.conn().await?;
         diesel::sql_query(
-            "UPDATE idempotency_keys SET status = $3, response_body = $4, location = $5
-             WHERE org_id = $1 AND key = $2",
+            "WITH l AS (SELECT id FROM leads WHERE org_id = $1 AND id = $6 FOR KEY SHARE),
+                  gone AS (DELETE FROM idempotency_keys
+                           WHERE org_id = $1 AND key = $2 AND $6 IS NOT NULL
+                             AND NOT EXISTS (SELECT 1 FROM l))
+             UPDATE idempotency_keys
+             SET status = $3, response_body = $4, location = $5, lead_id = $6,
+                 lead_unknown = false
+             WHERE org_id = $1 AND key = $2 AND ($6 IS NULL OR EXISTS (SELECT 1 FROM l))",
         )
         .bind::<SqlUuid, _>(org_id)
         .bind::<Text, _>(key)
         .bind::<Int2, _>(kept.status as i16)
         .bind::<Bytea, _>(&kept.body)
         .bind::<Nullable<Text>, _>(kept.location.as_deref())
+        .bind::<Nullable<SqlUuid>, _>(lead)
         .execute(&mut conn)
         .await?;
         Ok(())
+    }
+
+    /// Removes the kept answers about `lead_id` (its erasure's transaction, after the lead's
+    /// row is locked): those that say their lead, through `idempotency_keys_lead`; then those
+    /// written by a version that did not say (`lead_unknown`, through their own index), whose
+    /// answer or Location is searched for the lead's id as before. Answers the number removed.
+    pub(crate) async fn forget_idempotency_answers(
+        conn: &mut diesel_async::AsyncPgConnection,
+        org_id: Uuid,
+        lead_id: Uuid,
+    ) -> Result<usize, diesel::result::Error> {
+        let by_lead =
+            diesel::sql_query("DELETE FROM idempotency_keys WHERE org_id = $1 AND lead_id = $2")
+                .bind::<SqlUuid, _>(org_id)
+                .bind::<SqlUuid, _>(lead_id)
+                .execute(conn)
+                .await?;
+        let unknown = diesel::sql_query(
+            "DELETE FROM idempotency_keys
+             WHERE org_id = $1 AND lead_unknown
+               AND (location = '/api/v1/leads/' || $2::text
+                    OR position(convert_to($2::text, 'UTF8') IN response_body) > 0)",
+        )
+        .bind::<SqlUuid, _>(org_id)
+        .bind::<SqlUuid, _>(lead_id)
+        .execute(conn)
+        .await?;
+        Ok(by_lead + unknown)
     }
 
     /// Gives a claimed key up (the response was a 5xx, which is not kept: a repeat runs afresh).

@@ -375,3 +375,85 @@ async fn an_erased_event_is_never_replayed() {
         .await;
     assert_eq!(d.json::<Value>().await.unwrap()["delivery"]["erased"], true);
 }
+
+/// The kept Idempotency-Key answers of the org (key, whether it holds an answer).
+async fn kept_keys(app: &TestApp, org: &str) -> Vec<(String, bool)> {
+    let c = app.db.client().await;
+    c.query(
+        "SELECT key, response_body IS NOT NULL FROM idempotency_keys
+         WHERE org_id = $1::text::uuid ORDER BY key",
+        &[&org],
+    )
+    .await
+    .unwrap()
+    .iter()
+    .map(|r| (r.get(0), r.get(1)))
+    .collect()
+}
+
+/// A write's answer is kept after the write committed, in a statement of its own; an erasure
+/// can commit in between. Forced in that order here, for a PATCH (the key names its lead from
+/// the claim on) and for a create (the answer's Location names the lead): the answer, which
+/// holds the whole lead, is not kept, and the key is given up. Before, the erasure saw the key
+/// with no answer yet and left it, and the answer was kept and replayed for a day.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_answer_kept_after_the_erasure_is_not_kept() {
+    use qualifier_store::idempotency::{Claim, Kept};
+    let app = TestApp::spawn().await;
+    let (org, token) = app.org().await;
+    let org_id = uuid::Uuid::parse_str(&org).unwrap();
+    let store = app.store();
+    for (key, patch) in [("race-patch", true), ("race-create", false)] {
+        let lead = app
+            .inbound_lead(
+                &org,
+                if patch {
+                    "+447700900801"
+                } else {
+                    "+447700900802"
+                },
+            )
+            .await;
+        let id = lead["id"].as_str().unwrap();
+        let lead_id = uuid::Uuid::parse_str(id).unwrap();
+        let claimed = store
+            .idempotency_claim(org_id, key, b"fingerprint", patch.then_some(lead_id))
+            .await
+            .unwrap();
+        assert_eq!(claimed, Claim::Claimed);
+        assert_eq!(erase(&app, &token, id).await.status(), 204);
+        let kept = Kept {
+            status: if patch { 200 } else { 201 },
+            body: serde_json::to_vec(&json!({ "lead": lead })).unwrap(),
+            location: (!patch).then(|| format!("/api/v1/leads/{id}")),
+        };
+        store
+            .idempotency_keep(org_id, key, &kept, Some(lead_id))
+            .await
+            .unwrap();
+        assert!(
+            !kept_keys(&app, &org).await.iter().any(|(k, _)| k == key),
+            "{key}: the answer about the erased lead was kept"
+        );
+    }
+    // An answer about a lead still there is kept as before.
+    let lead = app.inbound_lead(&org, "+447700900803").await;
+    let r = app
+        .http
+        .patch(format!(
+            "{}/api/v1/leads/{}",
+            app.public,
+            lead["id"].as_str().unwrap()
+        ))
+        .bearer_auth(&token)
+        .header("Idempotency-Key", "kept-as-before")
+        .json(&json!({"status": "closed"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(
+        kept_keys(&app, &org).await,
+        [("kept-as-before".to_owned(), true)]
+    );
+}
