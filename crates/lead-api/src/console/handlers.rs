@@ -100,7 +100,7 @@ pub(super) async fn login(req: HttpRequest, st: web::Data<AppState>) -> Result<H
     let q = web::Query::<LoginQuery>::from_query(req.query_string())
         .map_err(|_| ConsoleError::SignedOut)?;
     let ticket = ticket_of(&st, q.ticket.as_deref())?;
-    if let Ok(current) = ConsoleSession::of(&req).await {
+    if let Some(current) = current_session(ConsoleSession::of(&req).await)? {
         let target = st
             .store
             .peek_console_ticket(ticket)
@@ -117,6 +117,18 @@ pub(super) async fn login(req: HttpRequest, st: web::Data<AppState>) -> Result<H
         }
     }
     sign_in(&req, &st, ticket).await
+}
+
+/// The session a sign-in link finds in the browser: `None` when there is none (no cookie, or
+/// one that opens nothing); an error when it could not be read (the database is unavailable),
+/// so the link answers that error rather than signing the browser in to the link's org without
+/// the prompt, which a failed read must not skip.
+fn current_session(read: Result<ConsoleSession>) -> Result<Option<ConsoleSession>> {
+    match read {
+        Ok(session) => Ok(Some(session)),
+        Err(ConsoleError::SignedOut) => Ok(None),
+        Err(e) => Err(e),
+    }
 }
 
 /// `Switch organisation`, from the page [`login`] showed: only now is the session replaced.

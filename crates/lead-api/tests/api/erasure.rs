@@ -457,3 +457,78 @@ async fn an_answer_kept_after_the_erasure_is_not_kept() {
         [("kept-as-before".to_owned(), true)]
     );
 }
+
+/// A message from a known contact racing its erasure: the contact is new again once the
+/// erasure commits, so the message creates a lead (201) rather than answering 404. Forced: the
+/// test holds one of the lead's outbox rows, so the erasure waits there with the lead locked;
+/// the message then finds the phone taken and waits for the lead; the test lets go.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_inbound_message_racing_the_erasure_creates_the_contact_anew() {
+    let app = TestApp::spawn().await;
+    let (org, token) = app.org().await;
+    let phone = "+447700900811";
+    let lead = app.inbound_lead(&org, phone).await;
+    let id = lead["id"].as_str().unwrap().to_owned();
+    let holder = app.db.client().await;
+    // The relay marks the row published; hold it only once that is done, so that the only
+    // sessions waiting are the erasure and the message.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let published: i64 = holder
+            .query_one(
+                "SELECT count(*) FROM outbox
+                 WHERE lead_id = $1::text::uuid AND published_at IS NOT NULL",
+                &[&id],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        if published == 1 {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "never published");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    holder.batch_execute("BEGIN").await.unwrap();
+    holder
+        .query(
+            "SELECT 1 FROM outbox WHERE lead_id = $1::text::uuid FOR UPDATE",
+            &[&id],
+        )
+        .await
+        .unwrap();
+    let erased = {
+        let (url, token) = (format!("{}/api/v1/leads/{id}", app.public), token.clone());
+        tokio::spawn(async move {
+            reqwest::Client::new()
+                .delete(url)
+                .bearer_auth(token)
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
+        })
+    };
+    app.until_waiting_on_locks(1).await;
+    let inbound = {
+        let url = format!("{}/internal/v1/orgs/{org}/inbound", app.internal);
+        tokio::spawn(async move {
+            let r = reqwest::Client::new()
+                .post(url)
+                .bearer_auth(crate::helpers::INTERNAL_TOKEN)
+                .json(&json!({"name": "Ada Again", "phone": phone, "channel": "sms"}))
+                .send()
+                .await
+                .unwrap();
+            (r.status().as_u16(), r.json::<Value>().await.unwrap_or(Value::Null))
+        })
+    };
+    app.until_waiting_on_locks(2).await;
+    holder.batch_execute("ROLLBACK").await.unwrap();
+    assert_eq!(erased.await.unwrap(), 204);
+    let (status, body) = inbound.await.unwrap();
+    assert_eq!(status, 201, "{body}");
+    assert_ne!(body["lead"]["id"].as_str(), Some(id.as_str()), "a new lead");
+    assert_eq!(body["lead"]["phone"], phone);
+}

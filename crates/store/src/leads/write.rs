@@ -508,52 +508,81 @@ impl Store {
         if created {
             return Ok((fresh, true));
         }
-        conn.transaction::<(Lead, bool), StoreError, _>(async move |conn| {
-            let fresh = fresh_lead(&base, &c).map_err(StoreError::Invalid)?;
-            // ON CONFLICT DO NOTHING makes two simultaneous first messages from one phone create
-            // one lead: the loser falls through to the update path below.
-            let inserted = diesel::insert_into(leads::table)
-                .values(LeadRow::from_lead(org_id, &fresh))
-                .on_conflict((leads::org_id, leads::phone))
-                .do_nothing()
-                .execute(conn)
-                .await
-                .map_err(crate::orgs::org_missing)?;
-            if inserted == 1 {
-                emit(
-                    conn,
-                    org_id,
-                    &fresh,
-                    &[ChangeEvent::plain(EventType::LeadCreated)],
-                    compress,
-                )
+        // The known contact can be erased between the insert that found it and the lock that
+        // reads it: the lock then finds no row, and the message is a new contact's first one
+        // after all, so the insert is tried again. Once is enough unless the new lead is erased
+        // in that moment too; a few rounds bound it.
+        for _ in 0..3 {
+            let c = c.clone();
+            let base = base.clone();
+            let done = conn
+                .transaction::<Option<(Lead, bool)>, StoreError, _>(async move |conn| {
+                    Self::inbound_known(conn, org_id, c, &base, compress).await
+                })
                 .await?;
-                return Ok((fresh, true));
+            if let Some(answer) = done {
+                return Ok(answer);
             }
-            let row = leads::table
-                .filter(leads::org_id.eq(org_id))
-                .filter(leads::phone.eq(c.phone.as_str()))
-                .select(LeadRow::as_select())
-                .for_update()
-                .first(conn)
-                .await?;
-            let before = row.to_lead(&base)?;
-            let mut after = before.clone();
-            after.name = c.name;
-            if let Some(e) = c.email {
-                after.email = Some(e);
-            }
-            if let Some(p) = &c.profile {
-                after.profile = qualifier_domain::validate::merge_profile(&after.profile, p)
-                    .map_err(StoreError::Invalid)?;
-            }
-            if after == before {
-                return Ok((before, false));
-            }
-            next_state(&before, &mut after);
-            write_change(conn, org_id, &before, &after, compress).await?;
-            Ok((after, false))
-        })
-        .await
+        }
+        Err(StoreError::NotFound("Lead not found"))
+    }
+
+    /// [`Store::inbound_contact`]'s transaction for a phone the insert found taken: `None` when
+    /// the lead it found is gone by the time it is locked (erased meanwhile).
+    async fn inbound_known(
+        conn: &mut diesel_async::AsyncPgConnection,
+        org_id: Uuid,
+        c: InboundContact,
+        base: &str,
+        compress: bool,
+    ) -> Result<Option<(Lead, bool)>, StoreError> {
+        let fresh = fresh_lead(base, &c).map_err(StoreError::Invalid)?;
+        // ON CONFLICT DO NOTHING makes two simultaneous first messages from one phone create
+        // one lead: the loser falls through to the update path below.
+        let inserted = diesel::insert_into(leads::table)
+            .values(LeadRow::from_lead(org_id, &fresh))
+            .on_conflict((leads::org_id, leads::phone))
+            .do_nothing()
+            .execute(conn)
+            .await
+            .map_err(crate::orgs::org_missing)?;
+        if inserted == 1 {
+            emit(
+                conn,
+                org_id,
+                &fresh,
+                &[ChangeEvent::plain(EventType::LeadCreated)],
+                compress,
+            )
+            .await?;
+            return Ok(Some((fresh, true)));
+        }
+        let Some(row) = leads::table
+            .filter(leads::org_id.eq(org_id))
+            .filter(leads::phone.eq(c.phone.as_str()))
+            .select(LeadRow::as_select())
+            .for_update()
+            .first(conn)
+            .await
+            .optional()?
+        else {
+            return Ok(None);
+        };
+        let before = row.to_lead(base)?;
+        let mut after = before.clone();
+        after.name = c.name;
+        if let Some(e) = c.email {
+            after.email = Some(e);
+        }
+        if let Some(p) = &c.profile {
+            after.profile = qualifier_domain::validate::merge_profile(&after.profile, p)
+                .map_err(StoreError::Invalid)?;
+        }
+        if after == before {
+            return Ok(Some((before, false)));
+        }
+        next_state(&before, &mut after);
+        write_change(conn, org_id, &before, &after, compress).await?;
+        Ok(Some((after, false)))
     }
 }
