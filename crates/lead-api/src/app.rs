@@ -280,7 +280,10 @@ fn open_store(cfg: &ApiConfig) -> anyhow::Result<Store> {
     .context("building the rate-limit pool")?;
     Ok(Store::new(pool, cfg.secret_key.clone())
         .with_app_base_url(cfg.app_base_url.clone())
-        .with_limiter_pool(limiter))
+        .with_limiter_pool(limiter)
+        .with_event_retention(std::time::Duration::from_secs(
+            u64::from(cfg.event_retention_days) * 86_400,
+        )))
 }
 
 /// What runs beside the listeners: housekeeping, the LISTEN connection and the outbox relay.

@@ -30,9 +30,9 @@ pub enum Job {
     /// Outbox partitions through tomorrow ([`partition_days`] each), and the outbox's sequence in
     /// today's numbers (`Store::roll_outbox`). First, so a new day's events have their day.
     RollOutbox,
-    /// Finished events older than `QUALIFIER_EVENT_RETENTION_DAYS`, with their delivery records,
-    /// a partition (a span of days) at a time (`Store::expire_events`); pending ones are never
-    /// removed.
+    /// Events older than `QUALIFIER_EVENT_RETENTION_DAYS`, with their delivery records, a
+    /// partition (a span of days) at a time (`Store::expire_events`); a delivery still
+    /// unfinished then ends `dead` with `Event expired` and leaves with it.
     ExpireEvents,
     /// The indexes of an outbox partition that stopped taking new events, rebuilt once
     /// (`Store::compact_outbox`): about 40% smaller.

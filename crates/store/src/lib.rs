@@ -51,6 +51,9 @@ pub struct Store {
     /// envelopes compressed ([`payload`]) and attempt entries with short keys
     /// (`AttemptEntry::stored`). Every reader accepts both forms whatever it says.
     pub compress_payloads: bool,
+    /// How long events are kept (`QUALIFIER_EVENT_RETENTION_DAYS`, lead-api): a delivery whose
+    /// event is older cannot be replayed. `None`: no such limit (tools and tests).
+    pub event_retention: Option<std::time::Duration>,
 }
 
 impl Store {
@@ -61,7 +64,15 @@ impl Store {
             app_base_url: DEFAULT_APP_BASE_URL.to_owned(),
             secret_key,
             compress_payloads: false,
+            event_retention: None,
         }
+    }
+
+    /// Refuses replays of deliveries whose event is older than `keep` (409 `Event expired`):
+    /// retention removes such events whatever their state, so a replay could not keep them.
+    pub fn with_event_retention(mut self, keep: std::time::Duration) -> Self {
+        self.event_retention = Some(keep);
+        self
     }
 
     /// Stores new envelopes compressed ([`payload`]) and new attempt entries with short keys.

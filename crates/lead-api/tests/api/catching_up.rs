@@ -11,7 +11,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use crate::helpers::TestApp;
+use crate::helpers::{TestApp, error_of};
 
 async fn app() -> TestApp {
     // The readers page as fast as they can: the rate limit is not what these tests are about.
@@ -419,49 +419,94 @@ async fn age_events(c: &tokio_postgres::Client, days: i64, set: &str, filter: &s
     .unwrap();
 }
 
-/// Retention never removes an unfinished delivery: a partition past retention that still holds
-/// one (an endpoint's long outage) is kept whole until it finishes, and its events stay
-/// readable.
+/// Retention is a promise no tenant can break: a partition past retention that still holds
+/// unfinished deliveries (an endpoint's long outage, a replay) leaves on time; those deliveries
+/// end `dead` with `Event expired` first. A replay of a delivery whose event is past retention
+/// is refused. Before, such a partition was kept until its deliveries finished, and a failing
+/// endpoint with replays could keep every org's events indefinitely.
 #[tokio::test(flavor = "multi_thread")]
-async fn retention_keeps_a_partition_that_still_holds_an_unfinished_delivery() {
+async fn retention_ends_unfinished_deliveries_and_refuses_expired_replays() {
     let app = app().await;
     let (org, token) = app.org().await;
-    for i in 0..2 {
+    for i in 0..3 {
         app.inbound_lead(&org, &format!("+4477009003{i:02}")).await;
     }
     wait_relayed(&app, Duration::from_secs(20)).await;
     let c = app.db.client().await;
-    // Both events 40 days old in their day's partition; one is still failing.
+    // Three events 40 days old in their day's partition: one still failing, one a replay
+    // waiting for its slot, one succeeded.
     age_events(
         &c,
         40,
         "status = CASE WHEN seq = (SELECT min(seq) FROM outbox) THEN 'failed'
-                       ELSE 'succeeded' END,",
+                       WHEN seq = (SELECT max(seq) FROM outbox) THEN 'succeeded'
+                       ELSE 'pending' END,
+         replay_at = CASE WHEN seq = (SELECT min(seq) FROM outbox)
+                            OR seq = (SELECT max(seq) FROM outbox) THEN NULL
+                          ELSE now() + interval '1 hour' END,
+         published_at = CASE WHEN seq = (SELECT min(seq) FROM outbox)
+                               OR seq = (SELECT max(seq) FROM outbox) THEN published_at
+                             ELSE NULL END,",
         "true",
     )
     .await;
+    // A replay of the succeeded one: its event is past retention.
+    let done: String = c
+        .query_one(
+            "SELECT delivery_id::text FROM outbox WHERE status = 'succeeded'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    let r = app
+        .internal(
+            Method::POST,
+            &format!("/internal/v1/orgs/{org}/deliveries/{done}/replay"),
+            None,
+        )
+        .await;
+    assert_eq!(error_of(r).await, (409, "Event expired".to_owned()));
     let store = app.store();
-    store
-        .expire_events(Duration::from_secs(30 * 86_400))
-        .await
-        .unwrap();
-    let (kept, _) = feed_page(&app, &token, None, 100).await;
-    assert_eq!(
-        kept.len(),
-        2,
-        "the partition is kept while a delivery in it is unfinished"
-    );
-    // Once it finishes, the next round removes the partition.
-    c.batch_execute("UPDATE outbox SET status = 'dead' WHERE status = 'failed'")
-        .await
-        .unwrap();
+    // The partition is dropped: a trigger of the test's notes what its unfinished rows became
+    // before they went.
+    c.batch_execute(
+        "CREATE TABLE ended_seen (status text, last_error text);
+         CREATE FUNCTION note_ended() RETURNS trigger LANGUAGE plpgsql AS $$
+         BEGIN INSERT INTO ended_seen VALUES (NEW.status, NEW.last_error); RETURN NULL; END $$;
+         CREATE TRIGGER note_ended AFTER UPDATE ON outbox FOR EACH ROW
+             WHEN (NEW.last_error = 'Event expired') EXECUTE FUNCTION note_ended();",
+    )
+    .await
+    .unwrap();
     let dropped = store
         .expire_events(Duration::from_secs(30 * 86_400))
         .await
         .unwrap();
-    assert!(dropped >= 1);
+    assert!(dropped >= 1, "the partition leaves on time");
+    let ended: Vec<(String, String)> = c
+        .query("SELECT status, last_error FROM ended_seen ORDER BY 1", &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    assert_eq!(
+        ended,
+        [
+            ("dead".to_owned(), "Event expired".to_owned()),
+            ("dead".to_owned(), "Event expired".to_owned())
+        ],
+        "the failing delivery and the waiting replay ended dead first"
+    );
     let (kept, _) = feed_page(&app, &token, None, 100).await;
     assert!(kept.is_empty(), "{kept:?}");
+    let left: i64 = c
+        .query_one("SELECT count(*) FROM outbox", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(left, 0);
 }
 
 /// A partition past its days has its indexes rebuilt once (housekeeping's `compact_outbox`),

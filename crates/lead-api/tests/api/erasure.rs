@@ -521,7 +521,10 @@ async fn an_inbound_message_racing_the_erasure_creates_the_contact_anew() {
                 .send()
                 .await
                 .unwrap();
-            (r.status().as_u16(), r.json::<Value>().await.unwrap_or(Value::Null))
+            (
+                r.status().as_u16(),
+                r.json::<Value>().await.unwrap_or(Value::Null),
+            )
         })
     };
     app.until_waiting_on_locks(2).await;

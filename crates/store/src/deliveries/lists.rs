@@ -219,19 +219,33 @@ impl Store {
         rate_per_second: u32,
     ) -> Result<(), StoreError> {
         let mut conn = self.conn().await?;
+        let oldest_kept = self.event_retention.map(|keep| {
+            qualifier_domain::timefmt::now_millis()
+                - time::Duration::seconds_f64(keep.as_secs_f64())
+        });
         conn.transaction::<(), StoreError, _>(async move |conn| {
-            let (seq, current, erased): (i64, DeliveryStatus, Option<OffsetDateTime>) =
-                outbox::table
-                    .filter(outbox::org_id.eq(org_id))
-                    .filter(outbox::delivery_id.eq(delivery_id))
-                    .select((outbox::seq, outbox::status, outbox::erased_at))
-                    .for_update()
-                    .first(conn)
-                    .await
-                    .optional()?
-                    .ok_or(StoreError::NotFound("Delivery not found"))?;
+            type Row = (i64, DeliveryStatus, Option<OffsetDateTime>, OffsetDateTime);
+            let (seq, current, erased, created): Row = outbox::table
+                .filter(outbox::org_id.eq(org_id))
+                .filter(outbox::delivery_id.eq(delivery_id))
+                .select((
+                    outbox::seq,
+                    outbox::status,
+                    outbox::erased_at,
+                    outbox::created_at,
+                ))
+                .for_update()
+                .first(conn)
+                .await
+                .optional()?
+                .ok_or(StoreError::NotFound("Delivery not found"))?;
             if erased.is_some() {
                 return Err(StoreError::Conflict("Event erased".into()));
+            }
+            // Past retention the event leaves with its partition whatever its state
+            // (`Store::expire_events`): a replay would only hold it there.
+            if oldest_kept.is_some_and(|t| created < t) {
+                return Err(StoreError::Conflict("Event expired".into()));
             }
             if !current.replayable() {
                 return Err(StoreError::Conflict("Delivery is still in progress".into()));

@@ -42,14 +42,17 @@ impl Store {
     /// whatever it holds and leaves nothing to vacuum; an event is kept between `keep` and
     /// `keep` plus a span. What it reads is bounded by the number of partitions and orgs, never
     /// by rows:
-    /// - a partition still holding an unfinished delivery (pending or failed: an endpoint's
-    ///   long outage, a replay) is kept, as retention never removes one; it goes once they
-    ///   finish;
+    /// - a delivery still unfinished when its event expires (pending or failed: an endpoint's
+    ///   long outage, a replay) ends `dead` with `Event expired` and leaves with the partition:
+    ///   no tenant's failing endpoint or replays can keep every org's events past retention
+    ///   (a replay of an expired event is refused, `Store::replay_delivery`). The update
+    ///   reads the partition's unfinished rows through `outbox_org_status`, one probe per org;
     /// - `feed_head.expired_through` is raised to the partition's highest feed position before
     ///   it goes, so a cursor from before it is told it expired;
-    /// - the partition is detached concurrently (no lock that stops readers or writers), looked
-    ///   at again (a replay that committed meanwhile makes it unfinished: it is attached back),
-    ///   then dropped. A detach cut short is finished by the next round.
+    /// - the partition is detached concurrently (no lock that stops readers or writers), then
+    ///   dropped: once detached, no writer reaches its rows (they all write through `outbox`),
+    ///   so an attempt that ended meanwhile changes nothing there. A detach cut short is
+    ///   finished by the next round.
     pub async fn expire_events(&self, keep: std::time::Duration) -> Result<usize, StoreError> {
         let cutoff = qualifier_domain::timefmt::now_millis()
             - time::Duration::seconds_f64(keep.as_secs_f64());
@@ -74,9 +77,7 @@ impl Store {
                 }
             }
             if part.attached && !part.detaching {
-                if unfinished(&mut conn, &table).await? {
-                    continue;
-                }
+                end_expired(&mut conn, &table).await?;
                 diesel::sql_query(format!(
                     "UPDATE feed_head SET expired_through = m.top
                      FROM (SELECT max(x.top) AS top FROM orgs g CROSS JOIN LATERAL
@@ -116,14 +117,6 @@ impl Store {
                 // The session's timeout must not stay off on a pooled connection.
                 conn.batch_execute("RESET statement_timeout").await?;
                 detached?;
-            }
-            if unfinished(&mut conn, &table).await? {
-                conn.batch_execute(&format!(
-                    "ALTER TABLE outbox ATTACH PARTITION {table} FOR VALUES {}",
-                    name.bounds()
-                ))
-                .await?;
-                continue;
             }
             conn.batch_execute(&format!("DROP TABLE {table}")).await?;
             diesel::sql_query("DELETE FROM outbox_compacted WHERE partition = $1")
@@ -203,26 +196,22 @@ async fn partitions(
     Ok(parts)
 }
 
-/// Whether `table` (an outbox partition) holds an unfinished delivery: one probe of its
-/// `(org_id, status, …)` index per org, whatever its number of rows.
-async fn unfinished(conn: &mut AsyncPgConnection, table: &str) -> Result<bool, StoreError> {
-    let found: Option<Found> = diesel::sql_query(format!(
-        "SELECT true AS found FROM orgs g WHERE EXISTS
-             (SELECT 1 FROM {table} o
-              WHERE o.org_id = g.id AND o.status IN ('pending', 'failed'))
-         LIMIT 1"
+/// Ends every unfinished delivery of `table` (an outbox partition past retention): `dead`
+/// with `Event expired`, nothing held, nothing left for the relay to publish. Its rows are found
+/// through the partition's `(org_id, status, …)` index, org by org, so the cost follows the
+/// unfinished deliveries, not the partition's size. Returns how many it ended.
+async fn end_expired(conn: &mut AsyncPgConnection, table: &str) -> Result<usize, StoreError> {
+    Ok(diesel::sql_query(format!(
+        "UPDATE {table} o
+         SET status = 'dead', last_error = 'Event expired', held_at = NULL,
+             resume_attempt = NULL, replay_at = NULL,
+             published_at = coalesce(o.published_at, clock_timestamp()),
+             updated_at = clock_timestamp()
+         FROM orgs g
+         WHERE o.org_id = g.id AND o.status IN ('pending', 'failed')"
     ))
-    .get_result(conn)
-    .await
-    .optional()?;
-    Ok(found.is_some())
-}
-
-#[derive(diesel::QueryableByName)]
-struct Found {
-    #[diesel(sql_type = diesel::sql_types::Bool)]
-    #[allow(dead_code)]
-    found: bool,
+    .execute(conn)
+    .await?)
 }
 
 #[derive(diesel::QueryableByName)]
@@ -293,14 +282,6 @@ impl PartitionName {
         match self {
             Self::Legacy => LEGACY_END_DAY << 32,
             Self::Days { last, .. } => last << 32,
-        }
-    }
-
-    /// Its bounds on the partition key, the day (`seq >> 32`).
-    fn bounds(self) -> String {
-        match self {
-            Self::Legacy => format!("FROM (MINVALUE) TO ({LEGACY_END_DAY})"),
-            Self::Days { first, last } => format!("FROM ({first}) TO ({last})"),
         }
     }
 
