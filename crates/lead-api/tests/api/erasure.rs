@@ -29,6 +29,40 @@ async fn rows_of(app: &TestApp, lead: &str) -> Vec<(String, bool, Value)> {
     .collect()
 }
 
+/// A session of the test's own, in an open transaction holding the rows of `rows` (a table and
+/// the start of a condition, `handoffs WHERE id`) equal to `id`: what the concurrency tests
+/// queue work behind. `ROLLBACK` on it lets go.
+async fn hold_rows(app: &TestApp, rows: &str, id: &str) -> tokio_postgres::Client {
+    let holder = app.db.client().await;
+    holder.batch_execute("BEGIN").await.unwrap();
+    holder
+        .query(
+            &format!("SELECT 1 FROM {rows} = $1::text::uuid FOR UPDATE"),
+            &[&id],
+        )
+        .await
+        .unwrap();
+    holder
+}
+
+/// `DELETE` of the lead, sent from a task of its own: its status when it answers.
+fn erase_in_background(app: &TestApp, token: &str, lead: &str) -> tokio::task::JoinHandle<u16> {
+    let (url, token) = (
+        format!("{}/api/v1/leads/{lead}", app.public),
+        token.to_owned(),
+    );
+    tokio::spawn(async move {
+        reqwest::Client::new()
+            .delete(url)
+            .bearer_auth(token)
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16()
+    })
+}
+
 async fn erase(app: &TestApp, token: &str, lead: &str) -> reqwest::Response {
     app.public(
         Method::DELETE,
@@ -229,15 +263,7 @@ async fn an_erasure_racing_a_handoff_move_leaves_no_snapshot() {
                 .await;
             assert_eq!(r.status(), 200);
         }
-        let holder = app.db.client().await;
-        holder.batch_execute("BEGIN").await.unwrap();
-        holder
-            .query(
-                "SELECT 1 FROM handoffs WHERE id = $1::text::uuid FOR UPDATE",
-                &[&handoff],
-            )
-            .await
-            .unwrap();
+        let holder = hold_rows(&app, "handoffs WHERE id", &handoff).await;
         let moved = {
             let url = format!("{}{path}/{step}", app.internal);
             tokio::spawn(async move {
@@ -253,19 +279,7 @@ async fn an_erasure_racing_a_handoff_move_leaves_no_snapshot() {
             })
         };
         app.until_waiting_on_locks(1).await;
-        let erased = {
-            let (url, token) = (format!("{}/api/v1/leads/{id}", app.public), token.clone());
-            tokio::spawn(async move {
-                reqwest::Client::new()
-                    .delete(url)
-                    .bearer_auth(token)
-                    .send()
-                    .await
-                    .unwrap()
-                    .status()
-                    .as_u16()
-            })
-        };
+        let erased = erase_in_background(&app, &token, &id);
         app.until_waiting_on_locks(2).await;
         holder.batch_execute("ROLLBACK").await.unwrap();
         let (moved, erased) = (moved.await.unwrap(), erased.await.unwrap());
@@ -469,12 +483,12 @@ async fn an_inbound_message_racing_the_erasure_creates_the_contact_anew() {
     let phone = "+447700900811";
     let lead = app.inbound_lead(&org, phone).await;
     let id = lead["id"].as_str().unwrap().to_owned();
-    let holder = app.db.client().await;
+    let c = app.db.client().await;
     // The relay marks the row published; hold it only once that is done, so that the only
     // sessions waiting are the erasure and the message.
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     loop {
-        let published: i64 = holder
+        let published: i64 = c
             .query_one(
                 "SELECT count(*) FROM outbox
                  WHERE lead_id = $1::text::uuid AND published_at IS NOT NULL",
@@ -489,27 +503,8 @@ async fn an_inbound_message_racing_the_erasure_creates_the_contact_anew() {
         assert!(std::time::Instant::now() < deadline, "never published");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    holder.batch_execute("BEGIN").await.unwrap();
-    holder
-        .query(
-            "SELECT 1 FROM outbox WHERE lead_id = $1::text::uuid FOR UPDATE",
-            &[&id],
-        )
-        .await
-        .unwrap();
-    let erased = {
-        let (url, token) = (format!("{}/api/v1/leads/{id}", app.public), token.clone());
-        tokio::spawn(async move {
-            reqwest::Client::new()
-                .delete(url)
-                .bearer_auth(token)
-                .send()
-                .await
-                .unwrap()
-                .status()
-                .as_u16()
-        })
-    };
+    let holder = hold_rows(&app, "outbox WHERE lead_id", &id).await;
+    let erased = erase_in_background(&app, &token, &id);
     app.until_waiting_on_locks(1).await;
     let inbound = {
         let url = format!("{}/internal/v1/orgs/{org}/inbound", app.internal);
