@@ -55,69 +55,35 @@ impl Store {
             // The row lock orders the erasure with a change of the same lead: a change that
             // committed first is erased with the rest; one that comes after finds no lead.
             lock_lead(conn, org_id, lead_id).await?;
-            let events: Vec<EventOfLead> = diesel::sql_query(
-                "SELECT seq, event_id, event_type, payload
-                 FROM outbox
-                 WHERE org_id = $1 AND lead_id = $2 AND erased_at IS NULL
-                 FOR UPDATE",
-            )
-            .bind::<SqlUuid, _>(org_id)
-            .bind::<SqlUuid, _>(lead_id)
-            .load(conn)
-            .await?;
-            let seqs: Vec<i64> = events.iter().map(|e| e.seq).collect();
-            // The stored envelopes may be compressed (`crate::payload`): each is read here, not
-            // in SQL, for the one field its reduced envelope keeps.
-            let payloads = events
-                .iter()
-                .map(|e| {
-                    let env = crate::payload::unpack(&e.payload)?;
-                    let Occurred { occurred_at } = serde_json::from_slice(&env).map_err(|err| {
-                        crate::payload::PayloadError::new(format!("no occurred_at: {err}"))
-                    })?;
-                    let reduced = ReducedEnvelope {
-                        id: e.event_id,
-                        event_type: &e.event_type,
-                        version: "1",
-                        occurred_at: &occurred_at,
-                        org_id,
-                        data: ReducedData {
-                            lead: LeadRef { id: lead_id },
-                        },
-                        erased: true,
-                    };
-                    Ok(crate::payload::pack(reduced.to_bytes(), compress))
-                })
-                .collect::<Result<Vec<Vec<u8>>, StoreError>>()?;
+            // A chunk at a time, in `seq` order through `outbox_org_lead`: a lead with ten
+            // thousand events is never held in memory whole, and each chunk's rows stay locked
+            // to the commit like the rest.
             let now = now_millis();
-            diesel::sql_query(
-                "UPDATE outbox o SET
-                     payload = v.payload,
-                     erased_at = $3,
-                     attempt_log = coalesce(
-                         (SELECT jsonb_agg(e - 'response_body' - 'request_headers' - 'signatures' - 'b' - 'g'
-                                   ORDER BY i)
-                          FROM jsonb_array_elements(o.attempt_log) WITH ORDINALITY AS t(e, i)),
-                         '[]'::jsonb),
-                     status = CASE WHEN o.status IN ('succeeded', 'skipped') THEN o.status
-                                   ELSE 'skipped' END,
-                     last_error = CASE WHEN o.status IN ('succeeded', 'skipped') THEN o.last_error
-                                       ELSE 'erased' END,
-                     held_at = NULL, resume_attempt = NULL, replay_at = NULL,
-                     -- A replay waiting for its slot is not sent; an event never published is
-                     -- still published once, so the feed gives it a position (its delivery
-                     -- is over, and the worker drops the message).
-                     published_at = CASE WHEN o.feed_pos IS NULL THEN o.published_at
-                                         ELSE coalesce(o.published_at, clock_timestamp()) END,
-                     updated_at = clock_timestamp()
-                 FROM unnest($1::int8[], $2::bytea[]) AS v(seq, payload)
-                 WHERE o.seq = v.seq",
-            )
-            .bind::<Array<Int8>, _>(&seqs)
-            .bind::<Array<Bytea>, _>(&payloads)
-            .bind::<diesel::sql_types::Timestamptz, _>(now)
-            .execute(conn)
-            .await?;
+            let mut events = 0;
+            let mut after = i64::MIN;
+            loop {
+                let chunk: Vec<EventOfLead> = diesel::sql_query(
+                    "SELECT seq, event_id, event_type, payload
+                     FROM outbox
+                     WHERE org_id = $1 AND lead_id = $2 AND erased_at IS NULL AND seq > $3
+                     ORDER BY seq
+                     LIMIT $4
+                     FOR UPDATE",
+                )
+                .bind::<SqlUuid, _>(org_id)
+                .bind::<SqlUuid, _>(lead_id)
+                .bind::<Int8, _>(after)
+                .bind::<Int8, _>(ERASE_CHUNK)
+                .load(conn)
+                .await?;
+                let Some(last) = chunk.last() else { break };
+                after = last.seq;
+                events += chunk.len();
+                reduce_events(conn, org_id, lead_id, &chunk, compress, now).await?;
+                if (chunk.len() as i64) < ERASE_CHUNK {
+                    break;
+                }
+            }
             // The kept answers about the lead, through their index; with the lead locked, an
             // answer being kept meanwhile waits for this commit and then finds no lead
             // (`Store::idempotency_keep`).
@@ -144,10 +110,78 @@ impl Store {
             )
             .await?;
             Ok(Erased {
-                events: events.len(),
+                events,
                 idempotency_answers,
             })
         })
         .await
     }
+}
+
+/// How many of a lead's events an erasure reduces per statement.
+const ERASE_CHUNK: i64 = 500;
+
+/// Replaces `chunk`'s envelopes by their reduced envelopes, strips their attempt logs of what
+/// the receiver said, and ends their deliveries unless they succeeded.
+async fn reduce_events(
+    conn: &mut diesel_async::AsyncPgConnection,
+    org_id: Uuid,
+    lead_id: Uuid,
+    chunk: &[EventOfLead],
+    compress: bool,
+    now: time::OffsetDateTime,
+) -> Result<(), StoreError> {
+    let seqs: Vec<i64> = chunk.iter().map(|e| e.seq).collect();
+    // The stored envelopes may be compressed (`crate::payload`): each is read here, not
+    // in SQL, for the one field its reduced envelope keeps.
+    let payloads = chunk
+        .iter()
+        .map(|e| {
+            let env = crate::payload::unpack(&e.payload)?;
+            let Occurred { occurred_at } = serde_json::from_slice(&env).map_err(|err| {
+                crate::payload::PayloadError::new(format!("no occurred_at: {err}"))
+            })?;
+            let reduced = ReducedEnvelope {
+                id: e.event_id,
+                event_type: &e.event_type,
+                version: "1",
+                occurred_at: &occurred_at,
+                org_id,
+                data: ReducedData {
+                    lead: LeadRef { id: lead_id },
+                },
+                erased: true,
+            };
+            Ok(crate::payload::pack(reduced.to_bytes(), compress))
+        })
+        .collect::<Result<Vec<Vec<u8>>, StoreError>>()?;
+    diesel::sql_query(
+            "UPDATE outbox o SET
+                 payload = v.payload,
+                 erased_at = $3,
+                 attempt_log = coalesce(
+                     (SELECT jsonb_agg(e - 'response_body' - 'request_headers' - 'signatures' - 'b' - 'g'
+                               ORDER BY i)
+                      FROM jsonb_array_elements(o.attempt_log) WITH ORDINALITY AS t(e, i)),
+                     '[]'::jsonb),
+                 status = CASE WHEN o.status IN ('succeeded', 'skipped') THEN o.status
+                               ELSE 'skipped' END,
+                 last_error = CASE WHEN o.status IN ('succeeded', 'skipped') THEN o.last_error
+                                   ELSE 'erased' END,
+                 held_at = NULL, resume_attempt = NULL, replay_at = NULL,
+                 -- A replay waiting for its slot is not sent; an event never published is
+                 -- still published once, so the feed gives it a position (its delivery
+                 -- is over, and the worker drops the message).
+                 published_at = CASE WHEN o.feed_pos IS NULL THEN o.published_at
+                                     ELSE coalesce(o.published_at, clock_timestamp()) END,
+                 updated_at = clock_timestamp()
+             FROM unnest($1::int8[], $2::bytea[]) AS v(seq, payload)
+             WHERE o.seq = v.seq",
+        )
+        .bind::<Array<Int8>, _>(&seqs)
+        .bind::<Array<Bytea>, _>(&payloads)
+        .bind::<diesel::sql_types::Timestamptz, _>(now)
+        .execute(conn)
+        .await?;
+    Ok(())
 }

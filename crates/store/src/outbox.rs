@@ -91,6 +91,12 @@ impl Unpublished {
 /// earlier one committed (the lead row is locked first), so a lead's events keep their order.
 /// The cost is that relays do not publish in parallel; one relay moves tens of thousands of
 /// events per second (docs/performance.md), well beyond what the API can commit.
+///
+/// New events locked by another transaction are skipped, not waited for: the only writer that
+/// locks an event never published is an erasure (`Store::erase_lead`), which holds its lead's
+/// row too, so no later event of that lead can commit meanwhile and skipping keeps each lead's
+/// order. Waiting instead would stall every org's relay behind one org's erasure; the skipped
+/// rows are published, reduced, by the round after the erasure commits.
 pub async fn relay_batch<F, Fut, E>(
     conn: &mut AsyncPgConnection,
     limit: i64,
@@ -115,6 +121,7 @@ where
             .limit(limit)
             .select(Unpublished::as_select())
             .for_update()
+            .skip_locked()
             .load(conn)
             .await?;
         let due: Vec<Unpublished> = outbox::table

@@ -530,3 +530,58 @@ async fn an_inbound_message_racing_the_erasure_creates_the_contact_anew() {
     assert_ne!(body["lead"]["id"].as_str(), Some(id.as_str()), "a new lead");
     assert_eq!(body["lead"]["phone"], phone);
 }
+
+/// Whether every outbox row about `lead` has been handed to the broker.
+async fn all_published(app: &TestApp, lead: &str) -> bool {
+    let c = app.db.client().await;
+    c.query_one(
+        "SELECT count(*) > 0 AND bool_and(published_at IS NOT NULL)
+         FROM outbox WHERE lead_id = $1::text::uuid",
+        &[&lead],
+    )
+    .await
+    .unwrap()
+    .get(0)
+}
+
+/// An erasure holds its lead's unpublished events until it commits; the relay, which every
+/// org's events go through, passes them by instead of waiting. Forced: the test holds the feed
+/// so that org A's new event stays unpublished, then holds that event's row as an erasure does,
+/// and only then lets the relay go. Before the fix the relay's claim waited on the held row, and
+/// org B's event was not published until the holder let go.
+#[tokio::test(flavor = "multi_thread")]
+async fn events_held_by_an_erasure_do_not_hold_back_other_orgs() {
+    let app = TestApp::spawn().await;
+    let (org_a, _) = app.org().await;
+    let (org_b, _) = app.org().await;
+    let feed = app.db.client().await;
+    feed.batch_execute("BEGIN; SELECT 1 FROM feed_head FOR UPDATE")
+        .await
+        .unwrap();
+    let held = app.inbound_lead(&org_a, "+447700900801").await;
+    let held = held["id"].as_str().unwrap().to_owned();
+    let rows = hold_rows(&app, "outbox WHERE lead_id", &held).await;
+    feed.batch_execute("ROLLBACK").await.unwrap();
+
+    let other = app.inbound_lead(&org_b, "+447700900802").await;
+    let other = other["id"].as_str().unwrap().to_owned();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !all_published(&app, &other).await {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "org B's event waited for org A's held rows"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(!all_published(&app, &held).await, "held rows were skipped");
+
+    rows.batch_execute("ROLLBACK").await.unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !all_published(&app, &held).await {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the rows let go are published"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
