@@ -79,18 +79,22 @@ impl From<diesel::result::Error> for StoreError {
                 _,
             )
             | Error::BrokenTransactionManager => StoreError::Unavailable(Box::new(e)),
-            // `statement_timeout` (lead-api's pools): the database is too slow to answer now;
-            // the request may be tried again, as for an unreachable one.
-            Error::DatabaseError(_, ref info)
-                if info
-                    .message()
-                    .contains("canceling statement due to statement timeout") =>
-            {
+            // `statement_timeout` (lead-api's pools) or `lock_timeout`: the database cannot
+            // answer now; the request may be tried again, as for an unreachable one.
+            Error::DatabaseError(_, ref info) if timed_out(info.message()) => {
                 StoreError::Unavailable(Box::new(e))
             }
             other => StoreError::Db(other),
         }
     }
+}
+
+/// Whether PostgreSQL's message is that of a statement cancelled by `statement_timeout` or
+/// `lock_timeout` (SQLSTATE 57014 or 55P03, which diesel-async does not hand on), in whatever
+/// language the server speaks (`crate::pg_messages`).
+pub(crate) fn timed_out(message: &str) -> bool {
+    use crate::pg_messages::{LOCK_TIMEOUT, STATEMENT_TIMEOUT};
+    STATEMENT_TIMEOUT.contains(&message) || LOCK_TIMEOUT.contains(&message)
 }
 
 /// The cause chain of an error as one line (`outer: inner: innermost`), for logs.
@@ -112,6 +116,40 @@ pub fn cause_chain(e: &(dyn std::error::Error + 'static)) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn db_error(message: &str) -> diesel::result::Error {
+        diesel::result::Error::DatabaseError(
+            diesel::result::DatabaseErrorKind::Unknown,
+            Box::new(message.to_owned()),
+        )
+    }
+
+    #[test]
+    fn a_timeout_in_any_language_is_unavailable_and_nothing_else_is() {
+        for message in crate::pg_messages::STATEMENT_TIMEOUT
+            .iter()
+            .chain(crate::pg_messages::LOCK_TIMEOUT)
+        {
+            assert!(
+                matches!(
+                    StoreError::from(db_error(message)),
+                    StoreError::Unavailable(_)
+                ),
+                "{message}"
+            );
+        }
+        for message in [
+            "division by zero",
+            "canceling statement due to user request",
+            "",
+            "canceling statement due to statement timeout and more",
+        ] {
+            assert!(
+                matches!(StoreError::from(db_error(message)), StoreError::Db(_)),
+                "{message}"
+            );
+        }
+    }
 
     #[test]
     fn the_chain_names_every_cause_once() {

@@ -15,6 +15,7 @@ pub mod orgs;
 pub mod outbox;
 pub mod partitions;
 pub mod payload;
+mod pg_messages;
 pub mod pgconn;
 pub mod planner;
 pub mod pool;

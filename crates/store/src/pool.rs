@@ -236,9 +236,13 @@ const LOCK_TRIES: u64 = 30;
 /// `outbox_legacy` partition, and so locks the partition before the new parent, where a
 /// migration locks the parent first. Either way nothing of the migration was kept, and trying
 /// again once those sessions have planned anew succeeds (docs/operations.md, "Upgrading").
-/// Recognised by PostgreSQL's message, the only part of the error diesel keeps; a server whose
-/// `lc_messages` is not English fails the first time, as before, and `migrate` can be run again.
+/// Recognised by PostgreSQL's message, the only part of the error diesel keeps, in any language
+/// the server speaks (`crate::pg_messages`).
 fn gave_way(e: &(dyn std::error::Error + 'static)) -> bool {
+    use crate::pg_messages::{DEADLOCK, LOCK_TIMEOUT};
     let text = e.to_string();
-    text.contains("deadlock detected") || text.contains("due to lock timeout")
+    DEADLOCK
+        .iter()
+        .chain(LOCK_TIMEOUT)
+        .any(|m| text.contains(m))
 }

@@ -294,3 +294,41 @@ async fn a_statement_past_the_timeout_answers_503_with_retry_after() {
     assert_eq!(r.status(), StatusCode::OK);
     assert_eq!(get_console(&app, &cookie).await.0, StatusCode::OK);
 }
+
+/// A `lock_timeout` (a managed database's default, or one an operator sets on the role) is
+/// the same answer as a statement timeout: 503 with `Retry-After`, not a 500. Before the fix
+/// only the statement timeout's message was recognised.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_lock_timeout_answers_503_too() {
+    let app = TestApp::spawn_with(|c| {
+        c.database = c.database.with_setting("lock_timeout", "300");
+    })
+    .await;
+    let (org, token) = app.org().await;
+    let lead = app.inbound_lead(&org, "+447700900778").await;
+    let id = lead["id"].as_str().unwrap().to_owned();
+    let mut locker = app.db.client().await;
+    let tx = locker.transaction().await.unwrap();
+    tx.execute(
+        "SELECT 1 FROM leads WHERE id = $1::text::uuid FOR UPDATE",
+        &[&id],
+    )
+    .await
+    .unwrap();
+    let path = format!("/api/v1/leads/{id}");
+    let patch = || {
+        app.public(
+            reqwest::Method::PATCH,
+            &path,
+            &token,
+            Some(serde_json::json!({"ai_paused": true})),
+        )
+    };
+    let r = patch().await;
+    assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert!(r.headers().contains_key(header::RETRY_AFTER));
+    let body: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(body["error"], "Service unavailable");
+    tx.rollback().await.unwrap();
+    assert_eq!(patch().await.status(), StatusCode::OK);
+}
