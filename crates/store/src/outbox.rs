@@ -199,7 +199,7 @@ macro_rules! feed_tail {
             ")) AS p(org_id, after, lim, budget, ty)
      CROSS JOIN LATERAL (
          SELECT x.feed_pos, x.payload,
-                sum(octet_length(x.payload) + 1) OVER (ORDER BY x.feed_pos) AS upto,
+                sum(envelope_bytes(x.payload) + 1) OVER (ORDER BY x.feed_pos) AS upto,
                 row_number() OVER (ORDER BY x.feed_pos) AS n
          FROM (SELECT o.feed_pos, o.payload FROM outbox o
                WHERE o.org_id = p.org_id AND o.feed_pos > p.after",

@@ -1187,3 +1187,105 @@ async fn an_idle_relay_leaves_the_database_alone_and_wakes_for_a_scheduled_repla
     );
     assert_eq!(store.next_replay_due().await.unwrap(), None);
 }
+
+/// The database's measure of a stored envelope (migration 36's `envelope_bytes`) is the length
+/// of the envelope sent, whether it is stored as it is or compressed: small, large, repetitive
+/// and random, across the frame header's size encodings.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_database_weighs_an_envelope_as_sent() {
+    let app = app().await;
+    let c = app.db.client().await;
+    let mut rng = rand::rng();
+    let mut envelopes: Vec<Vec<u8>> = Vec::new();
+    for size in [
+        2usize, 40, 255, 256, 300, 4_000, 65_535, 65_536, 70_000, 1_000_000,
+    ] {
+        envelopes.push(format!("{{\"a\":\"{}\"}}", "x".repeat(size)).into_bytes());
+        let noise: String = (0..size)
+            .map(|_| rng.random_range(b'a'..=b'z') as char)
+            .collect();
+        envelopes.push(format!("{{\"a\":\"{noise}\"}}").into_bytes());
+    }
+    for envelope in envelopes {
+        for compress in [false, true] {
+            let stored = qualifier_store::payload::pack(envelope.clone(), compress);
+            let weighed: i64 = c
+                .query_one("SELECT envelope_bytes($1)", &[&stored])
+                .await
+                .unwrap()
+                .get(0);
+            assert_eq!(
+                weighed as usize,
+                envelope.len(),
+                "stored in {} bytes, compress {compress}",
+                stored.len()
+            );
+        }
+    }
+}
+
+/// A page's byte budget counts what is sent, not what is stored: with compressible 48 KB
+/// profiles (stored in about a kilobyte each), the store reads for one page of leads or of the
+/// feed no more rows than fit the budget, plus the one past it. Before the fix the estimate
+/// used the stored sizes, and a 1 MiB page read every one of the sixty rows (about 4 MB).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_page_reads_what_its_budget_allows_of_compressible_rows() {
+    let app = TestApp::spawn_with(|c| c.compress_payloads = Some(true)).await;
+    let (org, _) = app.org().await;
+    let org_id: Uuid = org.parse().unwrap();
+    let big: serde_json::Map<String, Value> = (0..48)
+        .map(|k| (format!("note{k}"), Value::String("x".repeat(1000))))
+        .collect();
+    for i in 0..60 {
+        let r = app
+            .internal(
+                Method::POST,
+                &format!("/internal/v1/orgs/{org}/inbound"),
+                Some(json!({"name": "Big", "phone": format!("+4477008{i:05}"), "channel": "sms", "profile": big})),
+            )
+            .await;
+        assert_eq!(r.status(), 201);
+    }
+    for _ in 0..400 {
+        if unpublished(&app).await == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(unpublished(&app).await, 0);
+    let c = app.db.client().await;
+    let stored: i64 = c
+        .query_one(
+            "SELECT max(octet_length(payload))::int8 FROM outbox WHERE org_id = $1::text::uuid",
+            &[&org],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert!(
+        stored < 8_000,
+        "the envelopes are stored compressed: {stored}"
+    );
+    let budget = lead_api::page::DEFAULT_MAX_PAGE_BYTES;
+    let fit = budget / 48_000 + 1;
+    let store = app.store();
+    let (leads, _) = store
+        .list_leads(org_id, None, None, 500, budget)
+        .await
+        .unwrap();
+    assert!(
+        leads.len() <= fit,
+        "{} leads of 48 KB read for a page of {budget} bytes",
+        leads.len()
+    );
+    let page = store
+        .events_feed(org_id, None, None, 500, budget)
+        .await
+        .unwrap();
+    let read: usize = page.payloads.iter().map(Vec::len).sum();
+    assert!(
+        page.payloads.len() <= fit,
+        "{} envelopes ({read} bytes) read for a page of {budget} bytes",
+        page.payloads.len()
+    );
+}

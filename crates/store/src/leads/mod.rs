@@ -244,7 +244,8 @@ impl Store {
         let mut conn = self.conn().await?;
         // The page's rows through `leads_org_updated` (a row comparison for the cursor, one
         // range of the index), then only those within the byte budget read out: a lead's size
-        // is estimated from its stored profile (the one field that grows) plus a fixed part, so
+        // is estimated from its profile's JSON text (the one field that grows; not its stored
+        // size, which compression makes far smaller than what is sent) plus a fixed part, so
         // the rows past the budget are never fetched whole. The caller's exact cut
         // (`page::fitting`) still applies to what comes back.
         let (after_t, after_id) = match after {
@@ -256,7 +257,7 @@ impl Store {
                     profile, external_system, external_id, external_url, ai_paused, created_at,
                     updated_at, revision, total
              FROM (SELECT p.*,
-                          sum(coalesce(pg_column_size(p.profile), 0) + 600)
+                          sum(coalesce(octet_length(p.profile::text), 0) + 600)
                               OVER (ORDER BY p.updated_at, p.id) AS upto,
                           row_number() OVER (ORDER BY p.updated_at, p.id) AS n,
                           count(*) OVER () AS total
