@@ -385,7 +385,9 @@ struct FeedRow {
     payload: Vec<u8>,
 }
 
-/// The relay's backlog: unpublished events and the age of the oldest, in seconds.
+/// The relay's backlog: unpublished events and due replays and retries, and how long the
+/// oldest of them has waited to be published, in seconds. A delivery scheduled for later (a
+/// retry's wait, a replay's slot) is not backlog until it is due.
 #[derive(Debug, Clone, Copy, diesel::QueryableByName)]
 pub struct Backlog {
     #[diesel(sql_type = Int8)]
@@ -396,7 +398,7 @@ pub struct Backlog {
 
 impl Store {
     /// Reads the backlog through the two partial indexes of unpublished rows (new events, and
-    /// replays waiting for their slot; both small by design). One condition per index: a bare
+    /// scheduled replays and retries; both small by design). One condition per index: a bare
     /// `published_at IS NULL` matches neither index's predicate, and was a sequential scan of
     /// the whole table every two seconds, growing with the history kept.
     pub async fn outbox_backlog(&self) -> Result<Backlog, StoreError> {
@@ -408,8 +410,8 @@ impl Store {
              FROM (SELECT count(*) AS n, min(created_at) AS oldest FROM outbox
                    WHERE published_at IS NULL AND replay_at IS NULL
                    UNION ALL
-                   SELECT count(*), min(created_at) FROM outbox
-                   WHERE published_at IS NULL AND replay_at IS NOT NULL) parts",
+                   SELECT count(*), min(replay_at) FROM outbox
+                   WHERE published_at IS NULL AND replay_at <= clock_timestamp()) parts",
         )
         .get_result(&mut conn)
         .await?;

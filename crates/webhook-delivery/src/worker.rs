@@ -55,7 +55,15 @@ pub enum NotDurable {
     Hold(#[source] StoreError),
     #[error("the endpoint is no longer failing; the delivery goes round again")]
     NotHeld,
+    #[error("scheduling the delivery's next attempt failed")]
+    Schedule(#[source] StoreError),
 }
+
+/// A park at least this long waits in the delivery's row rather than in a park queue (a
+/// receiver's `Retry-After`, a long back-off): what waits that long is kept where an erasure
+/// reaches it. Shorter parks (an org at its in-flight cap) stay in the broker, where they cost
+/// no database write and last seconds.
+const PARK_IN_ROW_FROM_MS: u64 = 16_000;
 
 #[derive(Default)]
 pub struct WorkerStatus {
@@ -292,12 +300,14 @@ impl Worker {
                 if let Some(wait) = org_back_off {
                     self.gate.back_off(job.meta.org_id, wait);
                 }
-                let mut next = job.clone();
-                next.meta.attempt += 1;
-                if not_before_ms.is_some() {
-                    next.meta.not_before_ms = not_before_ms;
-                }
-                (String::new(), self.topology.retry_queue(queue), next)
+                // The retry waits in the delivery's row, not as a copy of the body in a retry
+                // queue (`Store::schedule_attempt`); the relay sends it again when it is due.
+                let delay = self.topology.retry_delays_ms[queue] as i64;
+                let at = not_before_ms.unwrap_or(0).max(unix_ms() + delay);
+                return self
+                    .schedule(job, job.meta.attempt + 1, at)
+                    .await
+                    .map_err(NotDurable::Schedule);
             }
             // The dead letter says which delivery died (its headers), not what it carried: the
             // body stays in the database only, where retention and erasure reach it (a queue
@@ -366,6 +376,15 @@ impl Worker {
         if let Some(wait) = plan.org_waits {
             self.gate.waiting(job.meta.org_id, wait);
         }
+        let wait = qualifier_bus::PARK_TIERS_MS[plan.tier];
+        if wait >= PARK_IN_ROW_FROM_MS {
+            let at = plan.not_before_ms.unwrap_or(0).max(unix_ms() + wait as i64);
+            let parked = self
+                .schedule(job, job.meta.attempt, at)
+                .await
+                .map_err(NotDurable::Schedule);
+            return self.settle(d, job, parked).await;
+        }
         let queue = self.topology.parked_queue(plan.tier);
         let mut held = job.clone();
         if let Some(t) = plan.not_before_ms {
@@ -376,6 +395,27 @@ impl Worker {
             .await
             .map_err(NotDurable::Publish);
         self.settle(d, job, parked).await;
+    }
+
+    /// Attempt `attempt` of `job`'s delivery at `at_ms` (Unix milliseconds), from its row. A
+    /// delivery that ended meanwhile (erased, its webhook disabled) is not scheduled, and
+    /// nothing goes on: its message is done with either way.
+    async fn schedule(
+        &self,
+        job: &DeliveryJob,
+        attempt: u32,
+        at_ms: i64,
+    ) -> Result<(), StoreError> {
+        let at = time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(at_ms) * 1_000_000)
+            .unwrap_or_else(|_| now_millis());
+        let scheduled = self
+            .store
+            .schedule_attempt(job.delivery(), attempt, at)
+            .await?;
+        if !scheduled {
+            tracing::info!(delivery_id = %job.meta.delivery_id, "delivery ended while its attempt was out; nothing scheduled");
+        }
+        Ok(())
     }
 
     async fn handle(self: Arc<Self>, publisher: Publisher, d: Delivery) {

@@ -160,4 +160,47 @@ impl Store {
         .await?;
         Ok(())
     }
+
+    /// Schedules attempt `attempt` of a delivery for `at`: the row waits for it unpublished,
+    /// and the relay publishes it again from the row once it is due (the waits of retries and
+    /// of long back-offs). So a waiting delivery is kept only in its row, where an erasure
+    /// reaches it, never as a copy of its body in a broker queue that no one can take one
+    /// message out of. False, and nothing scheduled, when the delivery ended meanwhile (its
+    /// lead erased, its webhook disabled): nothing goes on then.
+    pub async fn schedule_attempt(
+        &self,
+        delivery: DeliveryRef,
+        attempt: u32,
+        at: time::OffsetDateTime,
+    ) -> Result<bool, StoreError> {
+        use diesel::sql_types::{BigInt, Int4, Timestamptz};
+        use diesel_async::AsyncConnection;
+        let (lo, hi) = day_bounds([delivery.seq]);
+        let mut conn = self.conn().await?;
+        conn.transaction::<bool, StoreError, _>(async move |conn| {
+            let n = diesel::sql_query(
+                "UPDATE outbox o SET published_at = NULL, replay_at = $2, resume_attempt = $3,
+                        updated_at = clock_timestamp()
+                 WHERE o.delivery_id = $1 AND (o.seq >> 32) BETWEEN $4 AND $5
+                   AND o.status IN ('pending', 'failed') AND o.erased_at IS NULL
+                   AND o.held_at IS NULL",
+            )
+            .bind::<diesel::sql_types::Uuid, _>(delivery.id)
+            .bind::<Timestamptz, _>(at)
+            .bind::<Int4, _>(i32::try_from(attempt).unwrap_or(i32::MAX))
+            .bind::<BigInt, _>(lo)
+            .bind::<BigInt, _>(hi)
+            .execute(conn)
+            .await?;
+            if n > 0 {
+                // The relay sleeps until the earliest instant it knows of; this one may be
+                // earlier (sent at the commit).
+                diesel::sql_query("SELECT pg_notify('qualifier_outbox', '')")
+                    .execute(conn)
+                    .await?;
+            }
+            Ok(n > 0)
+        })
+        .await
+    }
 }

@@ -363,3 +363,94 @@ async fn an_attempt_out_during_the_erasure_keeps_nothing_and_is_not_retried() {
         );
     }
 }
+
+/// Whether the delivery of `lead`'s `lead.created` waits in its row for a later attempt.
+async fn scheduled(s: &Stack, lead: &str) -> bool {
+    s.db.client()
+        .await
+        .query_one(
+            "SELECT published_at IS NULL AND replay_at > clock_timestamp() AND attempts = 1
+             FROM outbox WHERE lead_id = $1::text::uuid AND event_type = 'lead.created'",
+            &[&lead],
+        )
+        .await
+        .unwrap()
+        .get(0)
+}
+
+/// A retry waits in its delivery's row, where an erasure reaches it, never as a copy of the
+/// body in a broker queue (which keeps a message until it is consumed, and from which no one
+/// can take one message out). Two leads' first attempts fail and their retries are a minute
+/// away: no queue holds a message; one lead is erased, and its delivery ends there; the
+/// other's retry, brought forward, arrives with the very bytes of its first attempt. Before
+/// the fix the retry was a message in the retry queue carrying the whole envelope, kept there
+/// for the retry's wait whatever the erasure did.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_waiting_retry_is_kept_only_in_its_row() {
+    let s = Stack::start_with_retry_delays(vec![60_000; 4], |_| {}, |_| {}).await;
+    s.receiver
+        .script(vec![Behaviour::Status(500), Behaviour::Status(500)]);
+    let erased = s.inbound(PHONE).await["id"].as_str().unwrap().to_owned();
+    let kept = s.inbound("+447700900988").await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let first = s.receiver.wait_for(2, WAIT).await;
+    assert_eq!(first.len(), 2, "both first attempts were made");
+    let deadline = std::time::Instant::now() + WAIT;
+    while !(scheduled(&s, &erased).await && scheduled(&s, &kept).await) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "retries not scheduled"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let topology = s.topo.topology();
+    let mut queues = vec![topology.work_queue()];
+    queues.extend((0..4).map(|i| topology.retry_queue(i)));
+    queues.extend((0..qualifier_bus::PARK_TIERS_MS.len()).map(|t| topology.parked_queue(t)));
+    for q in &queues {
+        assert_eq!(s.queue_depth(q).await, 0, "{q} holds a message");
+    }
+
+    assert_eq!(s.erase(&erased).await, 204);
+    assert!(
+        !scheduled(&s, &erased).await,
+        "the erased delivery still waits"
+    );
+    // Every waiting delivery of the org due now: only the kept lead's is left to send.
+    let c = s.db.client().await;
+    c.batch_execute(&format!(
+        "UPDATE outbox SET replay_at = clock_timestamp()
+         WHERE org_id = '{}' AND published_at IS NULL AND replay_at IS NOT NULL;
+         SELECT pg_notify('qualifier_outbox', '')",
+        s.org
+    ))
+    .await
+    .unwrap();
+    let all = s.receiver.wait_for(3, WAIT).await;
+    assert_eq!(all.len(), 3, "the kept lead's retry arrived");
+    let retry = &all[2];
+    let original = first
+        .iter()
+        .find(|r| r.header("X-Qualifier-Delivery") == retry.header("X-Qualifier-Delivery"))
+        .expect("the retry is one of the first two deliveries");
+    assert_eq!(retry.body, original.body, "the retry sends the same bytes");
+    assert!(retry.verified_with.is_some(), "signed");
+    assert!(
+        String::from_utf8_lossy(&retry.body).contains(&kept),
+        "the retry is the kept lead's"
+    );
+    s.wait_status_in(
+        &s.org,
+        original.header("X-Qualifier-Delivery"),
+        "succeeded",
+        WAIT,
+    )
+    .await;
+    assert_eq!(
+        s.receiver.received().len(),
+        3,
+        "the erased lead's was never sent again"
+    );
+}
