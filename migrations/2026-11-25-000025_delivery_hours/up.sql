@@ -41,30 +41,56 @@ CREATE TABLE IF NOT EXISTS delivery_hour_deltas (
 -- failed are "in progress") and its failed attempts. An insert adds its row's contribution, a
 -- delete takes it away, and an update writes one row with the difference (the creation time,
 -- and so the hour, never changes).
+--
+-- The hours already in the window are counted by the next migration (0000251), not here:
+-- creating the triggers locks out writers, and counting a day of a busy outbox under that lock
+-- kept every write waiting for it. For that count to agree with the triggers, a row created
+-- before `delivery_hour_backfill.counted_from` (this transaction's time) also logs each of its
+-- differences to `delivery_hour_backfill_log`: the count reads every such row as it is then and
+-- takes away what the log says changed before it read, which is each row as it was when the
+-- triggers began. Migration 29 replaces this function with one that logs nothing.
+CREATE TABLE IF NOT EXISTS delivery_hour_backfill (
+    id           boolean     PRIMARY KEY DEFAULT true CHECK (id),
+    counted_from timestamptz NOT NULL,
+    done         boolean     NOT NULL DEFAULT false
+);
+INSERT INTO delivery_hour_backfill (counted_from) VALUES (clock_timestamp())
+    ON CONFLICT (id) DO NOTHING;
+CREATE TABLE IF NOT EXISTS delivery_hour_backfill_log (LIKE delivery_hour_deltas);
+
 CREATE OR REPLACE FUNCTION outbox_delivery_hours() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
     window_start timestamptz := now() - interval '25 hours';
+    created timestamptz;
+    d delivery_hour_deltas;
 BEGIN
-    IF TG_OP = 'INSERT' AND NEW.created_at >= window_start THEN
-        INSERT INTO delivery_hour_deltas VALUES (
-            NEW.org_id, date_trunc('hour', NEW.created_at, 'UTC'),
+    IF TG_OP = 'INSERT' THEN
+        created := NEW.created_at;
+        d := ROW(NEW.org_id, date_trunc('hour', NEW.created_at, 'UTC'),
             (NEW.status = 'succeeded')::int, (NEW.status = 'dead')::int,
             (NEW.status = 'skipped')::int, (NEW.status IN ('pending', 'failed'))::int,
             NEW.failed_attempts);
-    ELSIF TG_OP = 'DELETE' AND OLD.created_at >= window_start THEN
-        INSERT INTO delivery_hour_deltas VALUES (
-            OLD.org_id, date_trunc('hour', OLD.created_at, 'UTC'),
+    ELSIF TG_OP = 'DELETE' THEN
+        created := OLD.created_at;
+        d := ROW(OLD.org_id, date_trunc('hour', OLD.created_at, 'UTC'),
             -(OLD.status = 'succeeded')::int, -(OLD.status = 'dead')::int,
             -(OLD.status = 'skipped')::int, -(OLD.status IN ('pending', 'failed'))::int,
             -OLD.failed_attempts);
-    ELSIF TG_OP = 'UPDATE' AND NEW.created_at >= window_start THEN
-        INSERT INTO delivery_hour_deltas VALUES (
-            NEW.org_id, date_trunc('hour', NEW.created_at, 'UTC'),
+    ELSE
+        created := NEW.created_at;
+        d := ROW(NEW.org_id, date_trunc('hour', NEW.created_at, 'UTC'),
             (NEW.status = 'succeeded')::int - (OLD.status = 'succeeded')::int,
             (NEW.status = 'dead')::int - (OLD.status = 'dead')::int,
             (NEW.status = 'skipped')::int - (OLD.status = 'skipped')::int,
             (NEW.status IN ('pending', 'failed'))::int - (OLD.status IN ('pending', 'failed'))::int,
             NEW.failed_attempts - OLD.failed_attempts);
+    END IF;
+    IF created < window_start THEN
+        RETURN NULL;
+    END IF;
+    INSERT INTO delivery_hour_deltas SELECT (d).*;
+    IF created < (SELECT counted_from FROM delivery_hour_backfill) THEN
+        INSERT INTO delivery_hour_backfill_log SELECT (d).*;
     END IF;
     RETURN NULL;
 END
@@ -81,17 +107,3 @@ CREATE TRIGGER outbox_delivery_hours_change AFTER UPDATE OF status, failed_attem
     WHEN (OLD.status IS DISTINCT FROM NEW.status
           OR OLD.failed_attempts IS DISTINCT FROM NEW.failed_attempts)
     EXECUTE FUNCTION outbox_delivery_hours();
-
--- The hours already in the window, counted once, in the transaction that created the triggers:
--- writers wait for its commit (creating a trigger locks out writes), so every row is counted
--- either here or by the triggers, never by both. Reads one day of the outbox through
--- `outbox_created_at`.
-INSERT INTO delivery_hours
-SELECT o.org_id, date_trunc('hour', o.created_at, 'UTC'),
-       count(*) FILTER (WHERE o.status = 'succeeded'), count(*) FILTER (WHERE o.status = 'dead'),
-       count(*) FILTER (WHERE o.status = 'skipped'),
-       count(*) FILTER (WHERE o.status IN ('pending', 'failed')), sum(o.failed_attempts)
-FROM outbox o
-WHERE o.created_at >= now() - interval '25 hours'
-GROUP BY 1, 2
-ON CONFLICT DO NOTHING;

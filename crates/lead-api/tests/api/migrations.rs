@@ -147,3 +147,114 @@ async fn a_database_an_earlier_version_created_stays_plain_by_default() {
     );
     assert!(!store().compact_by_default().await.unwrap());
 }
+
+/// Migration 27 marks the outbox's rows with a constraint; checking every row against it is a
+/// read of the whole table, and must not happen under the exclusive lock the constraint's
+/// creation takes (one file is one query string, so one transaction, whatever its metadata
+/// says). So 27 leaves the constraint not valid, and the next file validates it under a lock
+/// that lets writes go on. Before the fix 27 validated in the same string, holding the outbox's
+/// exclusive lock through the whole read. Run on a table of the outbox's old shape.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_outbox_constraint_is_validated_apart_from_its_exclusive_lock() {
+    const ADD: &str =
+        include_str!("../../../../migrations/2026-11-26-000027_outbox_legacy_range/up.sql");
+    const VALIDATE: &str =
+        include_str!("../../../../migrations/2026-11-26-0000271_outbox_legacy_range_valid/up.sql");
+    let db = TestDb::empty().await;
+    let c = db.client().await;
+    c.batch_execute(
+        "CREATE TABLE outbox (seq int8 PRIMARY KEY);
+         INSERT INTO outbox SELECT generate_series(1, 10000);",
+    )
+    .await
+    .unwrap();
+    let valid = async || -> Option<bool> {
+        c.query_opt(
+            "SELECT convalidated FROM pg_constraint WHERE conname = 'outbox_legacy_range'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .map(|r| r.get(0))
+    };
+    c.batch_execute(ADD).await.unwrap();
+    assert_eq!(valid().await, Some(false), "27 checks no row");
+    c.batch_execute(VALIDATE).await.unwrap();
+    assert_eq!(valid().await, Some(true), "the next file validates");
+    // Run again (a database that validated in 27 already): nothing to do, no error.
+    c.batch_execute(VALIDATE).await.unwrap();
+    assert_eq!(valid().await, Some(true));
+}
+
+/// Migration 25 starts the hourly totals' triggers; the hours already in the window are counted
+/// by the next file, which takes no lock a writer waits for, and still agrees with the
+/// triggers whatever changes between the two. Forced: after 25, row A changes; a writer then
+/// holds row B's change open while the count runs, and commits after it; then a new row
+/// arrives. Every total must come out as the rows are. Before the fix 25 counted under the
+/// triggers' lock, which waits for every open writer and holds every new one behind it.
+/// Run on a table of the outbox's old shape (the columns the totals read).
+#[tokio::test(flavor = "multi_thread")]
+async fn the_hourly_totals_are_counted_without_holding_writers_and_agree_with_the_triggers() {
+    const START: &str =
+        include_str!("../../../../migrations/2026-11-25-000025_delivery_hours/up.sql");
+    const COUNT: &str =
+        include_str!("../../../../migrations/2026-11-25-0000251_delivery_hours_backfill/up.sql");
+    let db = TestDb::empty().await;
+    let c = db.client().await;
+    c.batch_execute(
+        "CREATE TABLE outbox (
+             seq serial PRIMARY KEY, org_id uuid NOT NULL,
+             created_at timestamptz NOT NULL DEFAULT now(), status text NOT NULL,
+             failed_attempts int4 NOT NULL DEFAULT 0);
+         INSERT INTO outbox (org_id, created_at, status) VALUES
+             ('00000000-0000-0000-0000-00000000000a', now() - interval '2 hours', 'pending'),
+             ('00000000-0000-0000-0000-00000000000a', now() - interval '2 hours', 'pending'),
+             ('00000000-0000-0000-0000-00000000000a', now() - interval '3 hours', 'succeeded');",
+    )
+    .await
+    .unwrap();
+    c.batch_execute(START).await.unwrap();
+    c.batch_execute("UPDATE outbox SET status = 'succeeded' WHERE seq = 1")
+        .await
+        .unwrap();
+    let writer = db.client().await;
+    writer
+        .batch_execute(
+            "BEGIN; UPDATE outbox SET status = 'dead', failed_attempts = 5 WHERE seq = 2",
+        )
+        .await
+        .unwrap();
+    tokio::time::timeout(Duration::from_secs(20), c.batch_execute(COUNT))
+        .await
+        .expect("the count waits for no writer")
+        .unwrap();
+    writer.batch_execute("COMMIT").await.unwrap();
+    c.batch_execute(
+        "INSERT INTO outbox (org_id, status) VALUES ('00000000-0000-0000-0000-00000000000a', 'pending')",
+    )
+    .await
+    .unwrap();
+    let totals = c
+        .query_one(
+            "SELECT sum(succeeded)::int8, sum(dead)::int8, sum(skipped)::int8,
+                    sum(in_progress)::int8, sum(failed_attempts)::int8
+             FROM delivery_hour_deltas",
+            &[],
+        )
+        .await
+        .unwrap();
+    let got: Vec<i64> = (0..5).map(|i| totals.get(i)).collect();
+    assert_eq!(
+        got,
+        [2, 1, 0, 1, 5],
+        "succeeded, dead, skipped, in progress, failed attempts"
+    );
+    // Run again (done, or a database counted by the earlier migration 25): nothing added.
+    c.batch_execute(COUNT).await.unwrap();
+    let again: i64 = c
+        .query_one("SELECT sum(succeeded)::int8 FROM delivery_hour_deltas", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(again, 2);
+}

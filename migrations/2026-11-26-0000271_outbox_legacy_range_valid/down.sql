@@ -1,0 +1,1 @@
+-- Validation has nothing to undo; migration 27's down removes the constraint.
