@@ -3,6 +3,8 @@
 -- frame header announces. The events feed's byte budget sums this, not the stored length, so a
 -- page of highly compressible envelopes reads no more than the budget it is cut to. Reads only
 -- the header's few bytes; never decompresses.
+SET lock_timeout = '5s';
+SET statement_timeout = '60s';
 CREATE OR REPLACE FUNCTION envelope_bytes(p bytea) RETURNS bigint
 LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $$
 DECLARE
