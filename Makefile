@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: run test build build-all bench-smoke perf-check perf-check-short lint fmt services migrate clean-test-dbs bench bench-quick bench-disk latency receiver-kit conformance deploy-check chaos chaos-short fuzz fuzz-short topology topology-short upgrade-check soak soak-short
+.PHONY: run test build build-all bench-smoke perf-check perf-check-short lint fmt services migrate clean-test-dbs bench bench-quick bench-disk latency receiver-kit conformance deploy-check chaos chaos-short fuzz fuzz-short topology topology-short upgrade-check upgrade-check-history soak soak-short
 
 run: build          ## services, migrations, both binaries, a printed dev org and token
 	scripts/run-dev.sh
@@ -39,6 +39,9 @@ soak-short:         ## the same for 2 minutes, sampled every 10 s, on the dev bu
 
 upgrade-check:      ## the previous version (CHANGELOG.md) upgraded to this one under traffic: 0 lost, 0 failed requests
 	scripts/upgrade-check.sh
+
+upgrade-check-history: ## the same on a database holding 3,000,000 events: also no request slower than 2 s while the migrations run
+	scripts/upgrade-check.sh --history-events $(or $(HISTORY_EVENTS),3000000)
 
 topology:           ## TLS to both servers, a 3-node RabbitMQ cluster losing nodes, a PostgreSQL failover (2,000 events each)
 	$(CARGO) build -p lead-api -p webhook-delivery -p qualifierctl -p qualifier-topology

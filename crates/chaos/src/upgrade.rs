@@ -52,6 +52,60 @@ struct Opts {
     /// Seconds of traffic before the migration, between steps and after the last one.
     #[arg(long, default_value_t = 3)]
     settle_seconds: u64,
+    /// Events of history written (in SQL, spread over the last 30 days, for an org of their
+    /// own) before the traffic starts, on the previous version's schema: the upgrade of a
+    /// database that has been in production a while (`make upgrade-check-history`: 3,000,000).
+    /// With history, the slowest API request made while the migrations ran must be under 2 s.
+    #[arg(long, default_value_t = 0)]
+    history_events: u64,
+}
+
+/// The longest an API request may take while the migrations run on a database with history.
+const SLOWEST_DURING_MIGRATION: Duration = Duration::from_secs(2);
+
+/// Writes `n` published, delivered events of org `org` into the previous version's outbox in
+/// one statement per million, spread evenly over the last 30 days (so a day's worth is in the
+/// hourly totals' window), then `VACUUM ANALYZE`s and checkpoints it, as a database that has
+/// held its history a while. Envelopes of the stored shape, about 600 bytes each.
+async fn fill_history(db: &TestDb, org: &str, n: u64) -> anyhow::Result<()> {
+    let pg = db.client().await;
+    let n = i64::try_from(n)?;
+    let org = org.to_owned();
+    let head: i64 = pg.query_one("SELECT pos FROM feed_head", &[]).await?.get(0);
+    let mut from = 1i64;
+    while from <= n {
+        let to = (from + 999_999).min(n);
+        pg.execute(
+            "WITH s AS MATERIALIZED (
+                 SELECT g, gen_random_uuid() AS e, gen_random_uuid() AS l,
+                        now() - (($4::int8 - g) * interval '30 days' / $4::int8) AS at
+                 FROM generate_series($2::int8, $3::int8) g)
+             INSERT INTO outbox (event_id, org_id, event_type, payload, created_at, delivery_id,
+                                 lead_id, published_at, status, attempts, updated_at, feed_pos)
+             SELECT e, $1::text::uuid, 'lead.created',
+                    convert_to(json_build_object(
+                        'id', e, 'type', 'lead.created', 'version', '1',
+                        'occurred_at', to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'),
+                        'org_id', $1::text,
+                        'data', json_build_object('lead', json_build_object(
+                            'id', l, 'name', 'History Lead', 'email', null,
+                            'phone', '+4478' || lpad(g::text, 8, '0'), 'channel', 'sms',
+                            'qualification_stage', 'qualifying', 'route_target', null,
+                            'profile', json_build_object(), 'external_ref', null,
+                            'ai_paused', false, 'created_at', at, 'updated_at', at)))::text,
+                        'UTF8'),
+                    at, gen_random_uuid(), l, at, 'succeeded', 1, at, $5::int8 + g
+             FROM s",
+            &[&org.as_str(), &from, &to, &n, &head],
+        )
+        .await?;
+        from = to + 1;
+    }
+    pg.execute("UPDATE feed_head SET pos = $1", &[&(head + n)])
+        .await?;
+    pg.batch_execute("VACUUM ANALYZE outbox").await?;
+    pg.batch_execute("CHECKPOINT").await?;
+    Ok(())
 }
 
 /// A round-robin TCP balancer over the ports in `rotation`: what a Service does for the pods
@@ -148,6 +202,8 @@ impl Env {
 struct Requests {
     made: u64,
     failures: Vec<String>,
+    /// When each request started and how long it took (answered or not).
+    took: Vec<(Instant, Duration)>,
 }
 
 /// An outbox row whose envelope is stored compressed: its first byte is the compact form's tag
@@ -254,6 +310,24 @@ async fn run() -> anyhow::Result<()> {
         .json()
         .await?;
     let token = token["secret"].as_str().unwrap_or_default().to_owned();
+    if o.history_events > 0 {
+        let history: Value = http
+            .post(format!("{internal}/orgs"))
+            .bearer_auth(INTERNAL_TOKEN)
+            .json(&json!({"name": "History"}))
+            .send()
+            .await?
+            .error_for_status()?
+            .json()
+            .await?;
+        let history = history["org"]["id"].as_str().unwrap_or_default().to_owned();
+        let filling = Instant::now();
+        fill_history(&db, &history, o.history_events).await?;
+        mark(
+            &format!("{} events of history written", o.history_events),
+            Some(filling.elapsed()),
+        );
+    }
     mark("previous version serving", None);
 
     // The traffic: a new contact (internal API, lead.created), then the CRM closing it (public
@@ -284,12 +358,14 @@ async fn run() -> anyhow::Result<()> {
                 inflight.push(tokio::spawn(async move {
                     let body = json!({"name": "Upgrade Lead", "phone": format!("+4479{i:08}"),
                                       "channel": "sms"});
+                    let began = Instant::now();
                     let r = client
                         .post(format!("{internal}/orgs/{org}/inbound"))
                         .bearer_auth(INTERNAL_TOKEN)
                         .json(&body)
                         .send()
                         .await;
+                    requests.lock().unwrap().took.push((began, began.elapsed()));
                     let lead = match r {
                         Ok(r) if r.status() == 201 => r.json::<Value>().await.ok(),
                         Ok(r) => {
@@ -311,6 +387,7 @@ async fn run() -> anyhow::Result<()> {
                         .and_then(|l| l["lead"]["id"].as_str())
                         .unwrap_or_default()
                         .to_owned();
+                    let began = Instant::now();
                     let r = client
                         .patch(format!("{public}/api/v1/leads/{id}"))
                         .bearer_auth(&token)
@@ -318,6 +395,7 @@ async fn run() -> anyhow::Result<()> {
                         .send()
                         .await;
                     let mut q = requests.lock().unwrap();
+                    q.took.push((began, began.elapsed()));
                     q.made += 1;
                     match r {
                         Ok(r) if r.status() == 200 => {}
@@ -333,7 +411,9 @@ async fn run() -> anyhow::Result<()> {
     };
 
     tokio::time::sleep(settle).await;
+    let migrating = Instant::now();
     let took = env.migrate(&o.new_bin)?;
+    let migrated = Instant::now();
     mark("current migrations applied under traffic", Some(took));
     tokio::time::sleep(settle).await;
 
@@ -427,7 +507,10 @@ async fn run() -> anyhow::Result<()> {
     let deadline = Instant::now() + Duration::from_secs(120);
     let committed: HashSet<String> = loop {
         let committed: HashSet<String> = pg
-            .query("SELECT delivery_id::text FROM outbox", &[])
+            .query(
+                "SELECT delivery_id::text FROM outbox WHERE org_id = $1::text::uuid",
+                &[&org],
+            )
             .await?
             .iter()
             .map(|r| r.get(0))
@@ -476,6 +559,14 @@ async fn run() -> anyhow::Result<()> {
     let (compressed, stored): (i64, i64) = (forms.get(0), forms.get(1));
     let (attempts_compact, attempts_full): (i64, i64) = (forms.get(2), forms.get(3));
     let q = requests.lock().unwrap();
+    // Requests in flight at any moment of the migrations.
+    let slowest_during_migration = q
+        .took
+        .iter()
+        .filter(|(began, took)| *began <= migrated && *began + *took >= migrating)
+        .map(|(_, took)| *took)
+        .max()
+        .unwrap_or_default();
     let version = |bin: &Path| {
         Command::new(bin.join("lead-api"))
             .arg("--version")
@@ -487,6 +578,9 @@ async fn run() -> anyhow::Result<()> {
         "from": version(&o.old_bin),
         "to": version(&o.new_bin),
         "rate_per_s": o.rate,
+        "history_events": o.history_events,
+        "migrations_ms": ms(migrated - migrating),
+        "slowest_request_during_migrations_ms": ms(slowest_during_migration),
         "api_requests": q.made,
         "api_requests_failed": q.failures.len(),
         "api_failures": q.failures.iter().take(20).collect::<Vec<_>>(),
@@ -512,6 +606,12 @@ async fn run() -> anyhow::Result<()> {
         s.kill9();
     }
     anyhow::ensure!(lost == 0, "{lost} committed events were never delivered");
+    anyhow::ensure!(
+        o.history_events == 0 || slowest_during_migration < SLOWEST_DURING_MIGRATION,
+        "a request took {} ms while the migrations ran over {} events of history",
+        ms(slowest_during_migration),
+        o.history_events
+    );
     anyhow::ensure!(
         compressed > 0 && compressed < stored,
         "{compressed} of {stored} envelopes stored compressed: both forms should be"
