@@ -17,7 +17,7 @@ const LEADS: usize = 5;
 /// Events each of them has: `lead.created` and 99 `lead.updated`.
 const EVENTS_PER_LEAD: usize = 100;
 
-pub async fn phase(sink: &Sink, others: i64) -> anyhow::Result<Value> {
+pub async fn phase(sink: &Sink, others: i64, heavy_sizes: Heavy) -> anyhow::Result<Value> {
     let mut env = Env::new(sink.ca_file.clone()).await;
     let api = env.start_api().await?;
     let (_, url) = sink.endpoint(Answer::Ok);
@@ -77,8 +77,8 @@ pub async fn phase(sink: &Sink, others: i64) -> anyhow::Result<Value> {
     let quiet = (neighbour.began_us, crate::sink::now_us());
     let mut heavy = Vec::new();
     let mut windows = Vec::new();
-    for n in 0..HEAVY_RUNS {
-        let (ms, window) = heavy_erasure(&env, &org.id, &org.tokens[0], n).await?;
+    for n in 0..heavy_sizes.runs {
+        let (ms, window) = heavy_erasure(&env, &org.id, &org.tokens[0], n, heavy_sizes).await?;
         heavy.push(ms);
         windows.push(window);
     }
@@ -97,8 +97,8 @@ pub async fn phase(sink: &Sink, others: i64) -> anyhow::Result<Value> {
         "erase_max_ms": r3(ms.last().copied().unwrap_or(f64::NAN)),
         "erase_ms": order.iter().map(|m| r3(*m)).collect::<Vec<_>>(),
         "fill_seconds": r3(fill_secs),
-        "heavy_events_of_lead": HEAVY_EVENTS,
-        "heavy_kept_answers": HEAVY_ANSWERS,
+        "heavy_events_of_lead": heavy_sizes.events,
+        "heavy_kept_answers": heavy_sizes.answers,
         "heavy_erase_ms": heavy.iter().map(|m| r3(*m)).collect::<Vec<_>>(),
         "heavy_erase_max_ms": r3(heavy_max),
         "neighbour_p99_quiet_ms": r3(p99_quiet),
@@ -112,7 +112,9 @@ pub async fn phase(sink: &Sink, others: i64) -> anyhow::Result<Value> {
         ms.last().copied().unwrap_or(f64::NAN)
     );
     println!(
-        "      erasing a lead with {HEAVY_EVENTS} events in an org keeping {HEAVY_ANSWERS} Idempotency-Key answers: {} ms (slowest {heavy_max:.1})",
+        "      erasing a lead with {} events in an org keeping {} Idempotency-Key answers: {} ms (slowest {heavy_max:.1})",
+        heavy_sizes.events,
+        heavy_sizes.answers,
         heavy
             .iter()
             .map(|m| format!("{m:.1}"))
@@ -125,12 +127,16 @@ pub async fn phase(sink: &Sink, others: i64) -> anyhow::Result<Value> {
     Ok(v)
 }
 
-/// Events of the heavy case's lead (contract section 16: under a second).
-const HEAVY_EVENTS: i64 = 10_000;
-/// Idempotency-Key answers its org keeps, a hundred of them about the lead.
-const HEAVY_ANSWERS: i64 = 100_000;
-/// Heavy erasures timed (each of its own lead).
-const HEAVY_RUNS: usize = 3;
+/// The contract's worst case for one erasure (section 16: under a second): a lead with
+/// `events` events in an org that kept `answers` Idempotency-Key answers in the last day,
+/// erased `runs` times (each time a lead of its own).
+#[derive(Clone, Copy, Debug)]
+pub struct Heavy {
+    pub runs: usize,
+    pub events: i64,
+    pub answers: i64,
+}
+
 /// The other org's changes a second, all along.
 const NEIGHBOUR_RATE: u64 = 50;
 /// How long the other org's deliveries are measured before the first heavy erasure.
@@ -262,8 +268,7 @@ impl Neighbour {
     }
 }
 
-/// The contract's worst case for one erasure: a lead with ten thousand events in an org that
-/// kept a hundred thousand Idempotency-Key answers in the last day. Both are written in SQL (as
+/// One of the worst cases (`Heavy`): a lead with its events in an org with its kept answers. Both are written in SQL (as
 /// `crate::feed::fill` writes history), copies of the lead's own first event and answers of the
 /// stored shape, then vacuumed like settled history. Returns the `DELETE`'s milliseconds and
 /// its start and end (Unix microseconds).
@@ -272,6 +277,7 @@ async fn heavy_erasure(
     org: &str,
     token: &str,
     n: usize,
+    sizes: Heavy,
 ) -> anyhow::Result<(f64, (i64, i64))> {
     let inbound = format!("{}/internal/v1/orgs/{org}/inbound", env.internal);
     let lead: Value = env
@@ -295,7 +301,7 @@ async fn heavy_erasure(
                 o.lead_id, now(), 'succeeded'
          FROM outbox o, generate_series(2, $2::int8)
          WHERE o.lead_id = $1::text::uuid",
-        &[&id, &HEAVY_EVENTS],
+        &[&id, &sizes.events],
     )
     .await?;
     c.execute(
@@ -306,7 +312,7 @@ async fn heavy_erasure(
                 NULL, l, false
          FROM (SELECT g, CASE WHEN g % 1000 = 0 THEN $2::text::uuid ELSE gen_random_uuid() END AS l
                FROM generate_series(1, $3::int8) g) s",
-        &[&org, &id, &HEAVY_ANSWERS, &(n as i64)],
+        &[&org, &id, &sizes.answers, &(n as i64)],
     )
     .await?;
     c.batch_execute("VACUUM ANALYZE outbox").await?;

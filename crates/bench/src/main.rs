@@ -150,6 +150,21 @@ impl Opts {
         self.sized(20_000, 200_000, 2_000_000)
     }
 
+    /// The erasure phase's worst cases: (runs, events of the lead, answers the org keeps). The
+    /// contract's sizes except in the smoke run, which only goes through the steps.
+    fn heavy_erasures(&self) -> erasure::Heavy {
+        let (runs, events, answers) = self.sized(
+            (1, 1_000, 10_000),
+            (3, 10_000, 100_000),
+            (3, 10_000, 100_000),
+        );
+        erasure::Heavy {
+            runs,
+            events,
+            answers,
+        }
+    }
+
     /// Seconds of each API measurement.
     fn api_secs(&self) -> u64 {
         self.sized(1, 3, 10)
@@ -303,7 +318,7 @@ async fn run() -> anyhow::Result<()> {
             }
             "outage" => outage(&sink, n, o.outage_secs()).await?,
             "noisy" => noisy(&sink, (n / 4).max(1000), if o.short() { 300 } else { 1000 }).await?,
-            "erasure" => erasure::phase(&sink, o.erasure_others()).await?,
+            "erasure" => erasure::phase(&sink, o.erasure_others(), o.heavy_erasures()).await?,
             "history" => history::phase(&sink, o.history()).await?,
             other => {
                 anyhow::bail!(
@@ -364,7 +379,7 @@ async fn run() -> anyhow::Result<()> {
         "      erasure: a lead with 100 events among {} others",
         o.erasure_others()
     );
-    let erasure_run = erasure::phase(&sink, o.erasure_others()).await?;
+    let erasure_run = erasure::phase(&sink, o.erasure_others(), o.heavy_erasures()).await?;
     let history_run = history::phase(&sink, o.history()).await?;
     let feed_tail = match &max.feed_tail {
         Some((events, lat)) => json!({
@@ -652,7 +667,11 @@ async fn run() -> anyhow::Result<()> {
     );
     row(
         r,
-        "erase a 10,000-event lead beside 100,000 kept answers, ms",
+        &format!(
+            "erase a {}-event lead beside {} kept answers, slowest ms",
+            o.heavy_erasures().events,
+            o.heavy_erasures().answers
+        ),
         erasure_run["heavy_erase_max_ms"]
             .as_f64()
             .unwrap_or(f64::NAN),
