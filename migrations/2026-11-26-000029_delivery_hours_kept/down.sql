@@ -1,5 +1,6 @@
 DROP TRIGGER IF EXISTS delivery_hours_keep_covered ON delivery_hours;
 DROP FUNCTION IF EXISTS delivery_hours_keep_covered();
+DROP TRIGGER IF EXISTS outbox_delivery_hours_changed ON outbox;
 DROP TRIGGER IF EXISTS outbox_delivery_hours_change ON outbox;
 CREATE TRIGGER outbox_delivery_hours_change AFTER UPDATE OF status, failed_attempts ON outbox
     FOR EACH ROW

@@ -86,9 +86,15 @@ END
 $$;
 
 -- An erasure may leave the status as it was (a succeeded delivery stays succeeded) and only
--- set `erased_at`: that changes `erased_skipped` too, for a skipped one.
-DROP TRIGGER outbox_delivery_hours_change ON outbox;
-CREATE TRIGGER outbox_delivery_hours_change AFTER UPDATE OF status, failed_attempts, erased_at
+-- set `erased_at`: that changes `erased_skipped` too, for a skipped one. So the update trigger
+-- watches one more column. The old one is disabled and a new one created beside it, not dropped
+-- and created again: DROP TRIGGER takes an ACCESS EXCLUSIVE lock, which waits even for readers,
+-- and 0.1.0's backlog gauge reads the whole outbox every 2 s from each replica (no index serves
+-- its `published_at IS NULL`), so on a large outbox no 500 ms opening ever came
+-- (docs/operations.md, "With history"). DISABLE and CREATE take SHARE ROW EXCLUSIVE, which
+-- readers do not block; the disabled trigger is dropped by a later release.
+ALTER TABLE outbox DISABLE TRIGGER outbox_delivery_hours_change;
+CREATE TRIGGER outbox_delivery_hours_changed AFTER UPDATE OF status, failed_attempts, erased_at
     ON outbox
     FOR EACH ROW
     WHEN (OLD.status IS DISTINCT FROM NEW.status

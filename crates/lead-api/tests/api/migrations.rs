@@ -10,7 +10,7 @@ const DOWN_29: &str =
     include_str!("../../../../migrations/2026-11-26-000029_delivery_hours_kept/down.sql");
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_migration_that_meets_a_held_lock_gives_way_and_is_applied_once_it_is_released() {
+async fn a_migration_that_meets_a_writers_lock_gives_way_and_a_readers_does_not_stop_it() {
     let db = TestDb::new().await;
     let c = db.client().await;
     c.batch_execute(&format!(
@@ -26,23 +26,30 @@ async fn a_migration_that_meets_a_held_lock_gives_way_and_is_applied_once_it_is_
         .get(0);
     assert!(pending, "migration 29 is undone");
 
-    // A reader of the outbox in a long transaction (a console export, a report): replacing
-    // the outbox's trigger has to wait for it, longer than the migration's lock timeout.
-    let holder = db.client().await;
-    holder
+    // A reader of the outbox in a long transaction (a console export, a report, or the
+    // previous version's backlog gauge, which reads the whole table): replacing the outbox's
+    // trigger does not wait for it. A writer's open transaction: the migration waits for it,
+    // longer than its lock timeout, by giving way and trying again.
+    let reader = db.client().await;
+    reader
         .batch_execute("BEGIN; SELECT count(*) FROM outbox")
+        .await
+        .unwrap();
+    let writer = db.client().await;
+    writer
+        .batch_execute("BEGIN; UPDATE outbox SET updated_at = updated_at WHERE seq = -1")
         .await
         .unwrap();
     let held = Duration::from_millis(2500);
     let release = tokio::spawn(async move {
         tokio::time::sleep(held).await;
-        holder.batch_execute("COMMIT").await.unwrap();
+        writer.batch_execute("COMMIT").await.unwrap();
     });
 
     let started = Instant::now();
     let applied = qualifier_store::run_migrations(&db.database())
         .await
-        .expect("migrate succeeds once the reader is done");
+        .expect("migrate succeeds once the writer is done");
     let took = started.elapsed();
     release.await.unwrap();
     assert_eq!(
@@ -51,8 +58,10 @@ async fn a_migration_that_meets_a_held_lock_gives_way_and_is_applied_once_it_is_
     );
     assert!(
         took >= held,
-        "it waited for the reader ({took:?}), it did not apply around it"
+        "it waited for the writer ({took:?}), it did not apply around it"
     );
+    // Applied while the reader still held its transaction: readers never held it back.
+    reader.batch_execute("COMMIT").await.unwrap();
     let cover: i64 = c
         .query_one("SELECT count(*) FROM delivery_hour_cover", &[])
         .await
