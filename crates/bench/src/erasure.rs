@@ -34,20 +34,7 @@ pub async fn phase(sink: &Sink, others: i64, heavy_sizes: Heavy) -> anyhow::Resu
     let fill_secs = fill_started.elapsed().as_secs_f64();
     let mut ms = Vec::new();
     for n in 0..LEADS {
-        let inbound = format!("{}/internal/v1/orgs/{}/inbound", env.internal, org.id);
-        let lead: Value = env
-            .http
-            .post(&inbound)
-            .bearer_auth(INTERNAL_TOKEN)
-            .json(&json!({"name": "Erase Me", "phone": format!("+4478{n:08}"), "channel": "sms"}))
-            .send()
-            .await?
-            .json()
-            .await?;
-        let id = lead["lead"]["id"]
-            .as_str()
-            .ok_or_else(|| anyhow::anyhow!("inbound answered {lead}"))?
-            .to_owned();
+        let id = inbound_lead(&env, &org.id, "Erase Me", &format!("+4478{n:08}")).await?;
         let patch = format!("{}/internal/v1/orgs/{}/leads/{id}", env.internal, org.id);
         for i in 1..EVENTS_PER_LEAD {
             let r = env
@@ -157,22 +144,7 @@ impl Neighbour {
     async fn start(env: &Env, sink: &Sink) -> anyhow::Result<Neighbour> {
         let (endpoint, url) = sink.endpoint(Answer::Ok);
         let org = env.org(&url, 1).await?;
-        let lead: Value = env
-            .http
-            .post(format!(
-                "{}/internal/v1/orgs/{}/inbound",
-                env.internal, org.id
-            ))
-            .bearer_auth(INTERNAL_TOKEN)
-            .json(&json!({"name": "Neighbour", "phone": "+447800000001", "channel": "sms"}))
-            .send()
-            .await?
-            .json()
-            .await?;
-        let id = lead["lead"]["id"]
-            .as_str()
-            .ok_or_else(|| anyhow::anyhow!("inbound answered {lead}"))?
-            .to_owned();
+        let id = inbound_lead(env, &org.id, "Neighbour", "+447800000001").await?;
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let task = {
             let (http, stop) = (env.http.clone(), stop.clone());
@@ -279,20 +251,7 @@ async fn heavy_erasure(
     n: usize,
     sizes: Heavy,
 ) -> anyhow::Result<(f64, (i64, i64))> {
-    let inbound = format!("{}/internal/v1/orgs/{org}/inbound", env.internal);
-    let lead: Value = env
-        .http
-        .post(&inbound)
-        .bearer_auth(INTERNAL_TOKEN)
-        .json(&json!({"name": "Erase Me Heavily", "phone": format!("+44789999999{n}"), "channel": "sms"}))
-        .send()
-        .await?
-        .json()
-        .await?;
-    let id = lead["lead"]["id"]
-        .as_str()
-        .ok_or_else(|| anyhow::anyhow!("inbound answered {lead}"))?
-        .to_owned();
+    let id = inbound_lead(env, org, "Erase Me Heavily", &format!("+44789999999{n}")).await?;
     let c = env.db.client().await;
     c.execute(
         "INSERT INTO outbox (event_id, org_id, event_type, payload, delivery_id, lead_id,
@@ -341,4 +300,21 @@ async fn heavy_erasure(
         .get(0);
     anyhow::ensure!(left <= 1, "{left} events of the erased lead kept whole");
     Ok((took, (began, ended)))
+}
+
+/// A new lead of `org` through the inbound API (its `lead.created`): its id.
+async fn inbound_lead(env: &Env, org: &str, name: &str, phone: &str) -> anyhow::Result<String> {
+    let lead: Value = env
+        .http
+        .post(format!("{}/internal/v1/orgs/{org}/inbound", env.internal))
+        .bearer_auth(INTERNAL_TOKEN)
+        .json(&json!({"name": name, "phone": phone, "channel": "sms"}))
+        .send()
+        .await?
+        .json()
+        .await?;
+    Ok(lead["lead"]["id"]
+        .as_str()
+        .ok_or_else(|| anyhow::anyhow!("inbound answered {lead}"))?
+        .to_owned())
 }
