@@ -9,6 +9,28 @@ use ring::hmac;
 
 pub const PREFIX: &str = "sha256=";
 
+/// How every signing secret starts: the delivery worker's (sealed per org) and the one
+/// `qualifier listen` makes for a laptop are the same kind of string.
+pub const SECRET_PREFIX: &str = "qlf_whsec_";
+
+/// A new signing secret: `qlf_whsec_` + 40 base62 characters (~238 bits) from the OS's CSPRNG.
+pub fn new_secret() -> String {
+    use ring::rand::SecureRandom;
+    const BASE62: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+    let rng = ring::rand::SystemRandom::new();
+    let mut out = String::with_capacity(SECRET_PREFIX.len() + 40);
+    out.push_str(SECRET_PREFIX);
+    let mut byte = [0u8; 1];
+    while out.len() < SECRET_PREFIX.len() + 40 {
+        rng.fill(&mut byte).expect("the OS random source works");
+        // 248 = 4 x 62: bytes above it are dropped so every character is equally likely.
+        if byte[0] < 248 {
+            out.push(BASE62[(byte[0] % 62) as usize] as char);
+        }
+    }
+    out
+}
+
 /// The header value for `body` under `secret`.
 pub fn sign(secret: &str, body: &[u8]) -> String {
     let key = hmac::Key::new(hmac::HMAC_SHA256, secret.as_bytes());
@@ -114,6 +136,18 @@ pub mod standard {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn new_secrets_have_the_documented_shape_and_differ() {
+        let a = new_secret();
+        let b = new_secret();
+        assert_ne!(a, b);
+        for s in [&a, &b] {
+            let rest = s.strip_prefix(SECRET_PREFIX).expect("prefix");
+            assert_eq!(rest.len(), 40);
+            assert!(rest.bytes().all(|c| c.is_ascii_alphanumeric()), "{s}");
+        }
+    }
 
     // RFC 4231 test case 2: key "Jefe", data "what do ya want for nothing?".
     const RFC4231_2: &str =

@@ -8,7 +8,7 @@ use ring::rand::{SecureRandom, SystemRandom};
 use uuid::Uuid;
 
 pub const ORG_TOKEN_PREFIX: &str = "qlf_org_";
-pub const WEBHOOK_SECRET_PREFIX: &str = "qlf_whsec_";
+pub const WEBHOOK_SECRET_PREFIX: &str = qualifier_signing::SECRET_PREFIX;
 const RANDOM_CHARS: usize = 40;
 const BASE62: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 
@@ -25,9 +25,10 @@ pub fn new_org_token() -> String {
     format!("{ORG_TOKEN_PREFIX}{}", random_base62(RANDOM_CHARS))
 }
 
-/// A new signing secret: `qlf_whsec_` + 40 base62 characters.
+/// A new signing secret: `qlf_whsec_` + 40 base62 characters, made where `qualifier listen`
+/// makes its own (`qualifier-signing`), so both are the same kind of string.
 pub fn new_webhook_secret() -> String {
-    format!("{WEBHOOK_SECRET_PREFIX}{}", random_base62(RANDOM_CHARS))
+    qualifier_signing::new_secret()
 }
 
 /// The stored form of a token. Tokens carry ~238 bits of randomness, so a fast unsalted hash is

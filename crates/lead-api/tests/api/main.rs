@@ -3,6 +3,7 @@
 mod attempt_logs;
 mod catching_up;
 mod chart;
+mod cli;
 mod console;
 mod erasure;
 mod extractors;

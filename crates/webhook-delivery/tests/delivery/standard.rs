@@ -13,31 +13,13 @@ use crate::stack::Stack;
 
 const WAIT: Duration = Duration::from_secs(30);
 
-/// Runs the PyPI `standardwebhooks` library's `Webhook(secret).verify(body, headers)` on a
-/// received request; true when it accepts it. (`make test` installs the library.)
+/// Runs the PyPI `standardwebhooks` library on a received request; true when it accepts it.
 pub fn python_verifies(standard_secret: &str, got: &Received) -> bool {
-    let headers: serde_json::Map<String, Value> =
-        ["webhook-id", "webhook-timestamp", "webhook-signature"]
-            .iter()
-            .map(|h| (h.to_string(), Value::String(got.header(h).to_owned())))
-            .collect();
-    let script = "import json, sys\n\
-                  from standardwebhooks import Webhook\n\
-                  secret, headers = sys.argv[1], json.loads(sys.argv[2])\n\
-                  body = sys.stdin.buffer.read()\n\
-                  try:\n    Webhook(secret).verify(body, headers)\nexcept Exception as e:\n    print(e); sys.exit(1)\n";
-    let mut child = Command::new("python3")
-        .args([
-            "-c",
-            script,
-            standard_secret,
-            &Value::Object(headers).to_string(),
-        ])
-        .stdin(Stdio::piped())
-        .spawn()
-        .expect("python3 runs");
-    child.stdin.take().unwrap().write_all(&got.body).unwrap();
-    child.wait().expect("python3 ends").success()
+    qualifier_testkit::local::standard_webhooks_verifies(
+        standard_secret,
+        |h| got.header(h).to_owned(),
+        &got.body,
+    )
 }
 
 #[tokio::test(flavor = "multi_thread")]
