@@ -76,5 +76,8 @@ Try:
        -H 'Content-Type: application/json' -d '{"status":"closed"}'
   # then watch "✔ lead.stage_changed ... signature=valid" arrive here
   curl -s http://127.0.0.1:8081/internal/v1/orgs/$org/deliveries -H "Authorization: Bearer \$(cat .dev/internal_token)"
+
+Your own receiver on this machine, signed as in production (in another terminal):
+  $BIN/qualifier listen --token $token --forward-to http://127.0.0.1:4242/webhook
 MSG
 wait -n "${pids[@]}"
