@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: run test build build-all bench-smoke perf-check perf-check-short lint fmt services migrate clean-test-dbs bench bench-quick bench-disk latency receiver-kit conformance deploy-check chaos chaos-short fuzz fuzz-short topology topology-short upgrade-check upgrade-check-history soak soak-short
+.PHONY: clients run test build build-all bench-smoke perf-check perf-check-short lint fmt services migrate clean-test-dbs bench bench-quick bench-disk latency receiver-kit conformance deploy-check chaos chaos-short fuzz fuzz-short topology topology-short upgrade-check upgrade-check-history soak soak-short
 
 run: build          ## services, migrations, both binaries, a printed dev org and token
 	scripts/run-dev.sh
@@ -68,11 +68,15 @@ build:
 build-all:          ## every crate, test, tool and example in the dev profile: the one compile CI makes
 	$(CARGO) build --workspace --all-targets
 
-lint:               ## what CI checks besides the tests: formatting, clippy, the migration linter, the files documents name
+lint:               ## what CI checks besides the tests: formatting, clippy, the migration linter, the files documents name, the clients following the OpenAPI description
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	scripts/lint-migrations.sh
 	python3 scripts/check-doc-paths.py
+	scripts/generate-clients.sh --check
+
+clients:            ## regenerate the typed clients (clients/python, clients/typescript) from docs/openapi.yaml
+	scripts/generate-clients.sh
 
 fmt:
 	$(CARGO) fmt --all

@@ -4,6 +4,7 @@ mod attempt_logs;
 mod catching_up;
 mod chart;
 mod cli;
+mod clients;
 mod console;
 mod erasure;
 mod extractors;

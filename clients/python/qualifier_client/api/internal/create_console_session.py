@@ -1,0 +1,191 @@
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from ... import errors
+from ...client import AuthenticatedClient, Client
+from ...models.create_console_session_response_201 import CreateConsoleSessionResponse201
+from ...models.error import Error
+from ...types import Response
+
+
+def _get_kwargs(
+    org: str,
+) -> dict[str, Any]:
+    _kwargs: dict[str, Any] = {
+        "method": "post",
+        "url": "/internal/v1/orgs/{org}/console-sessions".format(
+            org=quote(str(org), safe=""),
+        ),
+    }
+
+    return _kwargs
+
+
+def _parse_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> CreateConsoleSessionResponse201 | Error | None:
+    if response.status_code == 201:
+        response_201 = CreateConsoleSessionResponse201.from_dict(response.json())
+
+        return response_201
+
+    if response.status_code == 401:
+        response_401 = Error.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 404:
+        response_404 = Error.from_dict(response.json())
+
+        return response_404
+
+    if response.status_code == 500:
+        response_500 = Error.from_dict(response.json())
+
+        return response_500
+
+    if response.status_code == 503:
+        response_503 = Error.from_dict(response.json())
+
+        return response_503
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[CreateConsoleSessionResponse201 | Error]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    org: str,
+    *,
+    client: AuthenticatedClient,
+) -> Response[CreateConsoleSessionResponse201 | Error]:
+    """A one-time sign-in link to the settings console for this org (10 minutes, single use).
+
+     The product embeds or links `url`; opening it sets an 8-hour session cookie scoped to the
+    org and redirects to `/console`. Links point at `QUALIFIER_CONSOLE_BASE_URL` (default:
+    the public listener). See docs/console.md.
+
+    Args:
+        org (str):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[CreateConsoleSessionResponse201 | Error]
+    """
+
+    kwargs = _get_kwargs(
+        org=org,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    org: str,
+    *,
+    client: AuthenticatedClient,
+) -> CreateConsoleSessionResponse201 | Error | None:
+    """A one-time sign-in link to the settings console for this org (10 minutes, single use).
+
+     The product embeds or links `url`; opening it sets an 8-hour session cookie scoped to the
+    org and redirects to `/console`. Links point at `QUALIFIER_CONSOLE_BASE_URL` (default:
+    the public listener). See docs/console.md.
+
+    Args:
+        org (str):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        CreateConsoleSessionResponse201 | Error
+    """
+
+    return sync_detailed(
+        org=org,
+        client=client,
+    ).parsed
+
+
+async def asyncio_detailed(
+    org: str,
+    *,
+    client: AuthenticatedClient,
+) -> Response[CreateConsoleSessionResponse201 | Error]:
+    """A one-time sign-in link to the settings console for this org (10 minutes, single use).
+
+     The product embeds or links `url`; opening it sets an 8-hour session cookie scoped to the
+    org and redirects to `/console`. Links point at `QUALIFIER_CONSOLE_BASE_URL` (default:
+    the public listener). See docs/console.md.
+
+    Args:
+        org (str):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[CreateConsoleSessionResponse201 | Error]
+    """
+
+    kwargs = _get_kwargs(
+        org=org,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    org: str,
+    *,
+    client: AuthenticatedClient,
+) -> CreateConsoleSessionResponse201 | Error | None:
+    """A one-time sign-in link to the settings console for this org (10 minutes, single use).
+
+     The product embeds or links `url`; opening it sets an 8-hour session cookie scoped to the
+    org and redirects to `/console`. Links point at `QUALIFIER_CONSOLE_BASE_URL` (default:
+    the public listener). See docs/console.md.
+
+    Args:
+        org (str):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        CreateConsoleSessionResponse201 | Error
+    """
+
+    return (
+        await asyncio_detailed(
+            org=org,
+            client=client,
+        )
+    ).parsed

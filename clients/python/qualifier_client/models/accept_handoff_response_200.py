@@ -1,0 +1,67 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from attrs import define as _attrs_define
+from attrs import field as _attrs_field
+
+if TYPE_CHECKING:
+    from ..models.handoff import Handoff
+
+
+T = TypeVar("T", bound="AcceptHandoffResponse200")
+
+
+@_attrs_define
+class AcceptHandoffResponse200:
+    """
+    Attributes:
+        handoff (Handoff):
+    """
+
+    handoff: Handoff
+    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        handoff = self.handoff.to_dict()
+
+        field_dict: dict[str, Any] = {}
+        field_dict.update(self.additional_properties)
+        field_dict.update(
+            {
+                "handoff": handoff,
+            }
+        )
+
+        return field_dict
+
+    @classmethod
+    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        from ..models.handoff import Handoff  # noqa: PLC0415
+
+        d = dict(src_dict)
+        handoff = Handoff.from_dict(d.pop("handoff"))
+
+        accept_handoff_response_200 = cls(
+            handoff=handoff,
+        )
+
+        accept_handoff_response_200.additional_properties = d
+        return accept_handoff_response_200
+
+    @property
+    def additional_keys(self) -> list[str]:
+        return list(self.additional_properties.keys())
+
+    def __getitem__(self, key: str) -> Any:
+        return self.additional_properties[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.additional_properties[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self.additional_properties[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.additional_properties

@@ -1,0 +1,152 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypeVar, cast
+from uuid import UUID
+
+from attrs import define as _attrs_define
+from attrs import field as _attrs_field
+
+from ..models.delivery_status import DeliveryStatus
+from ..models.event_type import EventType
+from ..types import UNSET, Unset
+
+T = TypeVar("T", bound="Delivery")
+
+
+@_attrs_define
+class Delivery:
+    """
+    Attributes:
+        id (UUID): The `X-Qualifier-Delivery` header value.
+        event_id (UUID):
+        event_type (EventType):
+        status (DeliveryStatus):
+        attempts (int):
+        last_status_code (int | None):
+        last_error (None | str):
+        created_at (str): UTC, millisecond precision.
+        updated_at (str): UTC, millisecond precision.
+        erased (bool | Unset): Present when the event's lead was erased: its payload is the reduced envelope and it is
+            never sent again.
+    """
+
+    id: UUID
+    event_id: UUID
+    event_type: EventType
+    status: DeliveryStatus
+    attempts: int
+    last_status_code: int | None
+    last_error: None | str
+    created_at: str
+    updated_at: str
+    erased: bool | Unset = UNSET
+    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        id = str(self.id)
+
+        event_id = str(self.event_id)
+
+        event_type = self.event_type.value
+
+        status = self.status.value
+
+        attempts = self.attempts
+
+        last_status_code: int | None
+        last_status_code = self.last_status_code
+
+        last_error: None | str
+        last_error = self.last_error
+
+        created_at = self.created_at
+
+        updated_at = self.updated_at
+
+        erased = self.erased
+
+        field_dict: dict[str, Any] = {}
+        field_dict.update(self.additional_properties)
+        field_dict.update(
+            {
+                "id": id,
+                "event_id": event_id,
+                "event_type": event_type,
+                "status": status,
+                "attempts": attempts,
+                "last_status_code": last_status_code,
+                "last_error": last_error,
+                "created_at": created_at,
+                "updated_at": updated_at,
+            }
+        )
+        if erased is not UNSET:
+            field_dict["erased"] = erased
+
+        return field_dict
+
+    @classmethod
+    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        d = dict(src_dict)
+        id = UUID(d.pop("id"))
+
+        event_id = UUID(d.pop("event_id"))
+
+        event_type = EventType(d.pop("event_type"))
+
+        status = DeliveryStatus(d.pop("status"))
+
+        attempts = d.pop("attempts")
+
+        def _parse_last_status_code(data: object) -> int | None:
+            if data is None:
+                return data
+            return cast(int | None, data)
+
+        last_status_code = _parse_last_status_code(d.pop("last_status_code"))
+
+        def _parse_last_error(data: object) -> None | str:
+            if data is None:
+                return data
+            return cast(None | str, data)
+
+        last_error = _parse_last_error(d.pop("last_error"))
+
+        created_at = d.pop("created_at")
+
+        updated_at = d.pop("updated_at")
+
+        erased = d.pop("erased", UNSET)
+
+        delivery = cls(
+            id=id,
+            event_id=event_id,
+            event_type=event_type,
+            status=status,
+            attempts=attempts,
+            last_status_code=last_status_code,
+            last_error=last_error,
+            created_at=created_at,
+            updated_at=updated_at,
+            erased=erased,
+        )
+
+        delivery.additional_properties = d
+        return delivery
+
+    @property
+    def additional_keys(self) -> list[str]:
+        return list(self.additional_properties.keys())
+
+    def __getitem__(self, key: str) -> Any:
+        return self.additional_properties[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.additional_properties[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self.additional_properties[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.additional_properties

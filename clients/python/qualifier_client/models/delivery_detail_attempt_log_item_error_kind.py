@@ -1,0 +1,14 @@
+from enum import StrEnum
+
+
+class DeliveryDetailAttemptLogItemErrorKind(StrEnum):
+    CONNECT = "connect"
+    INVALID_URL = "invalid_url"
+    REFUSED_ADDRESS = "refused_address"
+    REQUEST = "request"
+    SECRET_UNREADABLE = "secret_unreadable"
+    TIMEOUT = "timeout"
+    TLS = "tls"
+
+    def __str__(self) -> str:
+        return str(self.value)

@@ -1,0 +1,76 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from attrs import define as _attrs_define
+from attrs import field as _attrs_field
+
+if TYPE_CHECKING:
+    from ..models.event_lead_erased_data_lead import EventLeadErasedDataLead
+
+
+T = TypeVar("T", bound="EventLeadErasedData")
+
+
+@_attrs_define
+class EventLeadErasedData:
+    """Properties not listed here may be added; ignore the ones you do not know.
+
+    Attributes:
+        lead (EventLeadErasedDataLead):
+        erased_at (str): UTC, millisecond precision.
+    """
+
+    lead: EventLeadErasedDataLead
+    erased_at: str
+    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        lead = self.lead.to_dict()
+
+        erased_at = self.erased_at
+
+        field_dict: dict[str, Any] = {}
+        field_dict.update(self.additional_properties)
+        field_dict.update(
+            {
+                "lead": lead,
+                "erased_at": erased_at,
+            }
+        )
+
+        return field_dict
+
+    @classmethod
+    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        from ..models.event_lead_erased_data_lead import EventLeadErasedDataLead  # noqa: PLC0415
+
+        d = dict(src_dict)
+        lead = EventLeadErasedDataLead.from_dict(d.pop("lead"))
+
+        erased_at = d.pop("erased_at")
+
+        event_lead_erased_data = cls(
+            lead=lead,
+            erased_at=erased_at,
+        )
+
+        event_lead_erased_data.additional_properties = d
+        return event_lead_erased_data
+
+    @property
+    def additional_keys(self) -> list[str]:
+        return list(self.additional_properties.keys())
+
+    def __getitem__(self, key: str) -> Any:
+        return self.additional_properties[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.additional_properties[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self.additional_properties[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.additional_properties
