@@ -15,6 +15,8 @@ mkdir -p "$base"
 exec 9>"$base/client-envs.lock"
 flock 9
 if [ ! -f "$dir/ready" ]; then
+  # Installs of clients as they were more than a day ago go: each change makes a new one.
+  find "$base" -maxdepth 1 -name 'client-envs-*' -mtime +1 -exec rm -rf {} +
   rm -rf "$dir"
   mkdir -p "$dir/node"
   python3 -m venv "$dir/venv" >&2
