@@ -45,7 +45,7 @@ pub struct Api {
     http: reqwest::Client,
 }
 
-/// A successful answer: its body, its `ETag`, and how much of the token's rate limit is left.
+/// A successful answer: its body, and how much of the token's rate limit is left.
 pub struct Answer {
     pub body: Vec<u8>,
     pub remaining: Option<u64>,

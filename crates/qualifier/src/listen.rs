@@ -138,6 +138,9 @@ pub async fn run(api: &Api, args: Listen) -> Result<()> {
             }
             Err(e) => {
                 let Some(wait) = wait_after(&e, trouble) else {
+                    // The token revoked or the cursor expired under it: the place reached is
+                    // still worth printing.
+                    print_resume(&args.forward_to, &cursor);
                     return Err(expired_hint(e));
                 };
                 eprintln!(
@@ -176,11 +179,12 @@ pub async fn run(api: &Api, args: Listen) -> Result<()> {
             "Stopped in the middle of a page: its first {forwarded_of_page} events come again on resume (same webhook-id)."
         );
     }
-    println!(
-        "Stopped. Resume with: qualifier listen --forward-to {} --after {cursor}",
-        args.forward_to
-    );
+    print_resume(&args.forward_to, &cursor);
     Ok(())
+}
+
+fn print_resume(forward_to: &url::Url, cursor: &str) {
+    println!("Stopped. Resume with: qualifier listen --forward-to {forward_to} --after {cursor}");
 }
 
 /// The cursor after the last event of the feed now, so that `listen` starts from now.
