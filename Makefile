@@ -108,9 +108,9 @@ perf-check:         ## this checkout against the previous release (CHANGELOG.md)
 	scripts/bench.sh --against "$$(scripts/previous-release.sh release)" --pairs $(or $(PERF_PAIRS),3) --events $(or $(PERF_EVENTS),5000)
 
 # CI's release build lives outside the clone, so that each run compiles only the project's own
-# crates (docs/operations.md, "Continuous integration").
+# crates (docs/operations.md, "Continuous integration"); PERF_TARGET_DIR puts it elsewhere.
 perf-check-short:   ## the same with 5 pairs of 2,000 events (CI): shorter runs are noisier, so more pairs decide
-	$(MAKE) perf-check PERF_PAIRS=5 PERF_EVENTS=2000 CARGO_TARGET_DIR=$(or $(CARGO_TARGET_DIR),$(HOME)/.cache/qualifier/release-target)
+	$(MAKE) perf-check PERF_PAIRS=5 PERF_EVENTS=2000 CARGO_TARGET_DIR=$(or $(PERF_TARGET_DIR),$(HOME)/.cache/qualifier/release-target)
 
 bench-disk:         ## the history phase with PostgreSQL on an ext4 without online discard (root; a loop device)
 	$(CARGO) build --release -p lead-api -p webhook-delivery -p qualifier-bench
