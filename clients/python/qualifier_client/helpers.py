@@ -7,7 +7,7 @@ are followed to their end by their cursors.
 """
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from .api.leads import list_events, list_leads
@@ -75,7 +75,6 @@ class FeedPosition:
     """Where a walk of the feed is: after `cursor` (the start when None)."""
 
     cursor: str | None = None
-    seen: int = field(default=0)
 
 
 def feed(client: AuthenticatedClient, position: FeedPosition | None = None) -> Iterator[Any]:
@@ -93,5 +92,4 @@ def feed(client: AuthenticatedClient, position: FeedPosition | None = None) -> I
         position.cursor = page.next_cursor
         if not page.events:
             return
-        position.seen += len(page.events)
         yield from page.events
