@@ -57,6 +57,18 @@ named_enum! {
         Request,
         /// The signing secret could not be opened (`QUALIFIER_SECRET_KEY` changed).
         SecretUnreadable,
+        /// The egress proxy (`QUALIFIER_EGRESS_PROXY`) could not be reached, or refused the
+        /// tunnel: our side of the path, not the endpoint's.
+        Proxy,
+    }
+}
+
+impl FailureKind {
+    /// Whether a failure of this kind says anything about the endpoint. A secret we cannot open
+    /// or a proxy we cannot pass is ours to mend: it is retried like any failure, but it never
+    /// moves the endpoint towards `failing` (docs/delivery.md, "Endpoint health").
+    pub fn blames_endpoint(self) -> bool {
+        !matches!(self, FailureKind::SecretUnreadable | FailureKind::Proxy)
     }
 }
 

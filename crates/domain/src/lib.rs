@@ -5,6 +5,7 @@
 #[macro_use]
 mod named;
 
+pub mod client_cert;
 pub mod delivery;
 pub mod event;
 pub mod handoff;

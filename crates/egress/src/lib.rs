@@ -2,6 +2,9 @@
 //! to is public (or inside `QUALIFIER_WEBHOOK_ALLOW_CIDRS`, which exists for development and
 //! tests only). Used when an endpoint is configured and again before every connection.
 
+pub mod client_cert;
+pub mod proxy;
+
 use std::net::{IpAddr, SocketAddr};
 
 use ipnet::IpNet;

@@ -32,6 +32,11 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             r("/internal/v1/orgs/{org}/webhook/rotate-secret").route(web::post().to(rotate_secret)),
         )
         .service(r("/internal/v1/orgs/{org}/webhook/test").route(web::post().to(send_test_event)))
+        .service(
+            r("/internal/v1/orgs/{org}/webhook/client-certificate")
+                .route(web::put().to(put_client_certificate))
+                .route(web::delete().to(delete_client_certificate)),
+        )
         .service(r("/internal/v1/orgs/{org}/inbound").route(web::post().to(inbound)))
         .service(
             r("/internal/v1/orgs/{org}/leads/{id}")
@@ -162,6 +167,33 @@ async fn get_webhook(
         .await?
         .ok_or(ApiError::NotFound("Webhook not configured"))?;
     Ok(HttpResponse::Ok().json(json!({ "webhook": webhook })))
+}
+
+/// Gives the endpoint a client certificate (docs/api.md, "Client certificates"): 200 with what
+/// is shown of it, never the key.
+async fn put_client_certificate(
+    _: InternalAuth,
+    Object(obj): JsonObject,
+    path: web::Path<String>,
+    st: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let org_id = path_id(&path, ORG_NOT_FOUND)?;
+    let input = crate::inputs::ClientCertificateInput::from_json(&obj)?;
+    let webhook = st
+        .store
+        .set_client_certificate(org_id, &input.certificate, &input.private_key, &input.info)
+        .await?;
+    Ok(HttpResponse::Ok().json(json!({ "client_certificate": webhook.client_certificate })))
+}
+
+async fn delete_client_certificate(
+    _: InternalAuth,
+    path: web::Path<String>,
+    st: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let org_id = path_id(&path, ORG_NOT_FOUND)?;
+    st.store.remove_client_certificate(org_id).await?;
+    Ok(HttpResponse::NoContent().finish())
 }
 
 async fn rotate_secret(

@@ -143,20 +143,37 @@ async fn queue_ops_event(
     let Some((url, enabled)) = hook else {
         return Ok(());
     };
+    queue_notice(
+        conn,
+        org_id,
+        change.event_type(),
+        serde_json::json!({ "webhook": { "url": url, "enabled": enabled, "health": h } }),
+    )
+    .await
+}
+
+/// Queues one operational event of `event_type` for the org's operator service, `data` its
+/// payload's `data`.
+pub(crate) async fn queue_notice(
+    conn: &mut AsyncPgConnection,
+    org_id: Uuid,
+    event_type: &str,
+    data: serde_json::Value,
+) -> Result<(), StoreError> {
     let id = Uuid::new_v4();
     let payload = serde_json::json!({
         "id": id,
-        "type": change.event_type(),
+        "type": event_type,
         "version": "1",
         "occurred_at": qualifier_domain::timefmt::format(qualifier_domain::timefmt::now_millis()),
         "org_id": org_id,
-        "data": { "webhook": { "url": url, "enabled": enabled, "health": h } },
+        "data": data,
     });
     diesel::sql_query(
         "INSERT INTO ops_events (id, event_type, org_id, payload) VALUES ($1, $2, $3, $4)",
     )
     .bind::<SqlUuid, _>(id)
-    .bind::<Text, _>(change.event_type())
+    .bind::<Text, _>(event_type)
     .bind::<SqlUuid, _>(org_id)
     .bind::<Bytea, _>(serde_json::to_vec(&payload).unwrap_or_default())
     .execute(conn)

@@ -67,6 +67,12 @@ diesel::table! {
         updated_at -> Timestamptz,
         previous_secret_sealed -> Nullable<Bytea>,
         previous_expires_at -> Nullable<Timestamptz>,
+        client_cert_pem -> Nullable<Text>,
+        client_key_sealed -> Nullable<Bytea>,
+        client_cert_subject -> Nullable<Text>,
+        client_cert_issuer -> Nullable<Text>,
+        client_cert_not_after -> Nullable<Timestamptz>,
+        client_cert_warned_at -> Nullable<Timestamptz>,
     }
 }
 

@@ -14,6 +14,7 @@ use uuid::Uuid;
 use crate::schema::{secret_format, webhooks};
 use crate::secrets::{OpenError, new_webhook_secret};
 use crate::{Store, StoreError};
+use qualifier_domain::client_cert::ClientCertInfo;
 
 #[derive(Debug, Clone, Queryable, Selectable)]
 #[diesel(table_name = webhooks)]
@@ -27,6 +28,11 @@ pub(crate) struct WebhookRow {
     updated_at: OffsetDateTime,
     previous_secret_sealed: Option<Vec<u8>>,
     previous_expires_at: Option<OffsetDateTime>,
+    client_cert_pem: Option<String>,
+    client_key_sealed: Option<Vec<u8>>,
+    client_cert_subject: Option<String>,
+    client_cert_issuer: Option<String>,
+    client_cert_not_after: Option<OffsetDateTime>,
     /// Whether the deployment may still hold secrets in the unbound format (`secret_format`),
     /// read with the row so that no process can act on a stale answer. A subselect diesel
     /// builds (not SQL text), so the statements that read webhooks stay prepared and cached.
@@ -48,6 +54,9 @@ pub struct Webhook {
     pub created_at: OffsetDateTime,
     #[serde(with = "qualifier_domain::timefmt::millis")]
     pub updated_at: OffsetDateTime,
+    /// The client certificate presented to the endpoint (mutual TLS), without its key; `null`
+    /// when none is configured.
+    pub client_certificate: Option<ClientCertInfo>,
 }
 
 /// Test events one org may send per minute, API and console together (docs/reliability.md, "Strangers, quotas and pages").
@@ -68,6 +77,24 @@ pub struct WebhookForDelivery {
     pub webhook: Webhook,
     pub signing_secret: String,
     pub previous_secret: Option<String>,
+    /// The client certificate and its opened key, when the endpoint has one.
+    pub client_identity: Option<ClientIdentity>,
+}
+
+/// A client certificate with its opened key, as one PEM (certificate chain, then key), and a
+/// fingerprint of the stored pair: the sender keeps one TLS client per fingerprint, so a
+/// replaced certificate is used from the next request on without parsing a key per delivery.
+#[derive(Clone, PartialEq)]
+pub struct ClientIdentity {
+    pub pem: String,
+    pub fingerprint: [u8; 32],
+}
+
+/// Never prints the key.
+impl std::fmt::Debug for ClientIdentity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ClientIdentity(..)")
+    }
 }
 
 /// Never prints the secret (logs and panics show the settings only).
@@ -80,6 +107,7 @@ impl std::fmt::Debug for WebhookForDelivery {
                 "previous_secret",
                 &self.previous_secret.as_ref().map(|_| ".."),
             )
+            .field("client_identity", &self.client_identity)
             .finish()
     }
 }
@@ -92,6 +120,18 @@ impl WebhookRow {
             enabled: self.enabled,
             created_at: self.created_at,
             updated_at: self.updated_at,
+            client_certificate: match (
+                &self.client_cert_subject,
+                &self.client_cert_issuer,
+                self.client_cert_not_after,
+            ) {
+                (Some(subject), Some(issuer), Some(not_after)) => Some(ClientCertInfo {
+                    subject: subject.clone(),
+                    issuer: issuer.clone(),
+                    not_after,
+                }),
+                _ => None,
+            },
         }
     }
 }
@@ -147,6 +187,11 @@ impl Store {
                 updated_at: now,
                 previous_secret_sealed: None,
                 previous_expires_at: None,
+                client_cert_pem: None,
+                client_key_sealed: None,
+                client_cert_subject: None,
+                client_cert_issuer: None,
+                client_cert_not_after: None,
                 unbound_allowed: Some(false),
             };
             // A concurrent first PUT for the same org loses on the primary key and is retried by
@@ -220,10 +265,26 @@ impl Store {
             (Some(sealed), Some(until)) if until > now => Some(open(sealed)?),
             _ => None,
         };
+        let client_identity = match (&r.client_cert_pem, &r.client_key_sealed) {
+            (Some(cert), Some(sealed)) => {
+                let key = open(sealed)?;
+                let mut digest = ring::digest::Context::new(&ring::digest::SHA256);
+                digest.update(cert.as_bytes());
+                digest.update(sealed);
+                let mut fingerprint = [0u8; 32];
+                fingerprint.copy_from_slice(digest.finish().as_ref());
+                let mut pem = cert.trim_end().to_owned();
+                pem.push('\n');
+                pem.push_str(&key);
+                Some(ClientIdentity { pem, fingerprint })
+            }
+            _ => None,
+        };
         Ok(WebhookForDelivery {
             webhook: r.public(),
             signing_secret,
             previous_secret,
+            client_identity,
         })
     }
 
@@ -272,6 +333,116 @@ impl Store {
         } else {
             Ok((secret, expires))
         }
+    }
+
+    /// Gives the org's endpoint a client certificate (checked by the caller:
+    /// `qualifier_egress::client_cert::check`), replacing any other; the key is sealed like the
+    /// signing secret. Deliveries already queued present it from their next request on (each
+    /// attempt reads the webhook as it is then). A new certificate gets its own expiry notice.
+    pub async fn set_client_certificate(
+        &self,
+        org_id: Uuid,
+        certificate: &str,
+        private_key: &str,
+        info: &ClientCertInfo,
+    ) -> Result<Webhook, StoreError> {
+        let sealed = self.secret_key.seal(private_key, org_id);
+        let mut conn = self.conn().await?;
+        let n = diesel::update(webhooks::table.filter(webhooks::org_id.eq(org_id)))
+            .set((
+                webhooks::client_cert_pem.eq(certificate),
+                webhooks::client_key_sealed.eq(sealed),
+                webhooks::client_cert_subject.eq(&info.subject),
+                webhooks::client_cert_issuer.eq(&info.issuer),
+                webhooks::client_cert_not_after.eq(info.not_after),
+                webhooks::client_cert_warned_at.eq(None::<OffsetDateTime>),
+                webhooks::updated_at.eq(now_millis()),
+            ))
+            .execute(&mut conn)
+            .await?;
+        drop(conn);
+        if n == 0 {
+            return Err(StoreError::NotFound("Webhook not configured"));
+        }
+        self.get_webhook(org_id)
+            .await?
+            .ok_or(StoreError::NotFound("Webhook not configured"))
+    }
+
+    /// Removes the endpoint's client certificate; the next request goes without one.
+    pub async fn remove_client_certificate(&self, org_id: Uuid) -> Result<Webhook, StoreError> {
+        let mut conn = self.conn().await?;
+        let n = diesel::update(webhooks::table.filter(webhooks::org_id.eq(org_id)))
+            .set((
+                webhooks::client_cert_pem.eq(None::<String>),
+                webhooks::client_key_sealed.eq(None::<Vec<u8>>),
+                webhooks::client_cert_subject.eq(None::<String>),
+                webhooks::client_cert_issuer.eq(None::<String>),
+                webhooks::client_cert_not_after.eq(None::<OffsetDateTime>),
+                webhooks::client_cert_warned_at.eq(None::<OffsetDateTime>),
+                webhooks::updated_at.eq(now_millis()),
+            ))
+            .execute(&mut conn)
+            .await?;
+        drop(conn);
+        if n == 0 {
+            return Err(StoreError::NotFound("Webhook not configured"));
+        }
+        self.get_webhook(org_id)
+            .await?
+            .ok_or(StoreError::NotFound("Webhook not configured"))
+    }
+
+    /// Client certificates within [`qualifier_domain::client_cert::EXPIRY_WARNING`] of expiring
+    /// that were not warned about yet, marked as warned in the same statement (so across
+    /// replicas each is warned about once), with an `endpoint.certificate_expiring` notice for
+    /// the operator service when `notify`. Returns how many.
+    pub async fn warn_expiring_certificates(&self, notify: bool) -> Result<usize, StoreError> {
+        #[derive(diesel::QueryableByName)]
+        struct Expiring {
+            #[diesel(sql_type = diesel::sql_types::Uuid)]
+            org_id: Uuid,
+            #[diesel(sql_type = diesel::sql_types::Text)]
+            url: String,
+            #[diesel(sql_type = diesel::sql_types::Bool)]
+            enabled: bool,
+            #[diesel(sql_type = diesel::sql_types::Text)]
+            subject: String,
+            #[diesel(sql_type = diesel::sql_types::Text)]
+            issuer: String,
+            #[diesel(sql_type = diesel::sql_types::Timestamptz)]
+            not_after: OffsetDateTime,
+        }
+        let mut conn = self.conn().await?;
+        let warn_within = qualifier_domain::client_cert::EXPIRY_WARNING.whole_seconds();
+        conn.transaction::<usize, StoreError, _>(async move |conn| {
+            let due: Vec<Expiring> = diesel::sql_query(
+                "UPDATE webhooks SET client_cert_warned_at = now()
+                 WHERE client_cert_not_after IS NOT NULL AND client_cert_warned_at IS NULL
+                   AND client_cert_not_after <= now() + make_interval(secs => $1)
+                 RETURNING org_id, url, enabled, client_cert_subject AS subject,
+                           client_cert_issuer AS issuer, client_cert_not_after AS not_after",
+            )
+            .bind::<diesel::sql_types::Double, _>(warn_within as f64)
+            .load(conn)
+            .await?;
+            if notify {
+                for e in &due {
+                    let info = ClientCertInfo {
+                        subject: e.subject.clone(),
+                        issuer: e.issuer.clone(),
+                        not_after: e.not_after,
+                    };
+                    let data = serde_json::json!({
+                        "webhook": { "url": e.url, "enabled": e.enabled, "client_certificate": info },
+                    });
+                    crate::health::queue_notice(conn, e.org_id, "endpoint.certificate_expiring", data)
+                        .await?;
+                }
+            }
+            Ok(due.len())
+        })
+        .await
     }
 
     /// Removes previous secrets whose overlap window is over (housekeeping; they are already

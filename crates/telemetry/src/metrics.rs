@@ -37,7 +37,11 @@ pub const WAITING_FOR_SLOT: &str = "qualifier_delivery_waiting_for_slot";
 /// Gauge: org endpoints by health `state` (`healthy`, `failing`, `disabled`), sampled from the
 /// database by each webhook-delivery replica (docs/delivery.md, "Endpoint health").
 pub const WEBHOOK_ENDPOINTS: &str = "qualifier_webhook_endpoints";
-/// Counter: probes of failing endpoints by `result` (`up`, `down`, `paused`).
+/// Counter: requests to endpoints (deliveries, probes, test events) and to the operator's
+/// webhook that the egress proxy could not carry (unreachable, or it refused the tunnel).
+pub const EGRESS_PROXY_ERRORS: &str = "qualifier_egress_proxy_errors_total";
+/// Counter: probes of failing endpoints by `result` (`up`, `down`, `paused`, and `unsent` when
+/// the egress proxy stopped it).
 pub const PROBES: &str = "qualifier_endpoint_probes_total";
 /// Counter: operational events sent to the operator's webhook, by `result`.
 pub const OPS_EVENTS: &str = "qualifier_operator_events_total";

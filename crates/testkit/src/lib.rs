@@ -6,6 +6,7 @@
 
 pub mod local;
 pub mod procs;
+pub mod proxy;
 pub mod receiver;
 pub mod telemetry;
 

@@ -181,8 +181,58 @@ async fn hook(
     }
 }
 
+/// A certificate authority of the test's own, for client certificates (mutual TLS).
+pub struct TestCa {
+    params: rcgen::CertificateParams,
+    key: rcgen::KeyPair,
+    /// The CA certificate, PEM: what a receiver requiring client certificates trusts.
+    pub pem: String,
+}
+
+impl TestCa {
+    pub fn new(name: &str) -> TestCa {
+        let key = rcgen::KeyPair::generate().expect("ca key");
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("ca params");
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, name);
+        params.key_usages = vec![
+            rcgen::KeyUsagePurpose::KeyCertSign,
+            rcgen::KeyUsagePurpose::DigitalSignature,
+        ];
+        let pem = params.self_signed(&key).expect("ca cert").pem();
+        TestCa { params, key, pem }
+    }
+
+    /// A client certificate for `common_name` valid from a day ago for `days` more days (a
+    /// negative number: expired), and its key, both PEM.
+    pub fn issue(&self, common_name: &str, days: i64) -> (String, String) {
+        let key = rcgen::KeyPair::generate().expect("client key");
+        let mut params =
+            rcgen::CertificateParams::new(Vec::<String>::new()).expect("client params");
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, common_name);
+        params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
+        let now = time::OffsetDateTime::now_utc();
+        params.not_before = now - time::Duration::days(2);
+        params.not_after = now + time::Duration::days(days);
+        let issuer = rcgen::Issuer::from_params(&self.params, &self.key);
+        let cert = params.signed_by(&key, &issuer).expect("client cert");
+        (cert.pem(), key.serialize_pem())
+    }
+}
+
 impl Receiver {
     pub async fn start() -> Receiver {
+        Self::start_with_client_ca(None).await
+    }
+
+    /// A receiver that completes a TLS handshake only with a client certificate issued by
+    /// `client_ca` (PEM), as an enterprise receiver behind mutual TLS does; any receiver when
+    /// `None`.
+    pub async fn start_with_client_ca(client_ca: Option<&str>) -> Receiver {
         let _ = rustls::crypto::ring::default_provider().install_default();
         // One certificate per test binary: every receiver can then be trusted through any
         // receiver's CA file (a test with two orgs has two receivers and one worker).
@@ -199,8 +249,22 @@ impl Receiver {
         });
         let cert_der = rustls::pki_types::CertificateDer::from(cert.clone());
         let key_der = rustls::pki_types::PrivateKeyDer::Pkcs8(key.clone().into());
-        let tls = rustls::ServerConfig::builder()
-            .with_no_client_auth()
+        let builder = rustls::ServerConfig::builder();
+        let builder = match client_ca {
+            None => builder.with_no_client_auth(),
+            Some(ca) => {
+                use rustls::pki_types::pem::PemObject;
+                let mut roots = rustls::RootCertStore::empty();
+                for c in rustls::pki_types::CertificateDer::pem_slice_iter(ca.as_bytes()) {
+                    roots.add(c.expect("ca pem")).expect("ca cert");
+                }
+                let verifier = rustls::server::WebPkiClientVerifier::builder(roots.into())
+                    .build()
+                    .expect("client verifier");
+                builder.with_client_cert_verifier(verifier)
+            }
+        };
+        let tls = builder
             .with_single_cert(vec![cert_der], key_der)
             .expect("tls config");
         let ca_file = std::env::temp_dir().join(format!(

@@ -56,6 +56,10 @@ pub struct DeliveryArgs {
     /// Extra PEM roots trusted for endpoints (development and tests only)
     #[arg(long, env = "QUALIFIER_WEBHOOK_CA_FILE", hide_env_values = true)]
     pub webhook_ca_file: Option<String>,
+    /// http://[user:pass@]host:port forward proxy every request to endpoints leaves through
+    /// (CONNECT to the checked address) [default: none]
+    #[arg(long, env = "QUALIFIER_EGRESS_PROXY", hide_env_values = true)]
+    pub egress_proxy: Option<String>,
     #[command(flatten)]
     pub db_pool_size: PoolSizeArgs,
     #[command(flatten)]
@@ -113,6 +117,8 @@ pub struct DeliveryConfig {
     pub retry_delays_ms: Vec<u64>,
     pub allow_cidrs: Vec<ipnet::IpNet>,
     pub ca_file: Option<PathBuf>,
+    /// `QUALIFIER_EGRESS_PROXY`, parsed (its `Debug` hides the credentials).
+    pub egress_proxy: Option<qualifier_egress::proxy::EgressProxy>,
     pub db_pool_size: usize,
     pub health: crate::decide::HealthRules,
     /// The operator's webhook and its secret's key bytes.
@@ -230,6 +236,13 @@ impl DeliveryConfig {
             retry_delays_ms: a.retry_delays.delays()?,
             allow_cidrs: a.allow_cidrs.cidrs()?,
             ca_file,
+            egress_proxy: match optional(&a.egress_proxy) {
+                Some(raw) => Some(
+                    qualifier_egress::proxy::EgressProxy::parse(raw)
+                        .map_err(|e| EnvError::new("QUALIFIER_EGRESS_PROXY", e))?,
+                ),
+                None => None,
+            },
             // Each in-flight delivery uses a connection for its reads and its outcome write.
             db_pool_size: a.db_pool_size.size((concurrency / 2).clamp(4, 32))?,
         })

@@ -6,6 +6,7 @@ pub mod decide;
 pub mod gate;
 pub mod health;
 pub mod sender;
+mod tunnel;
 pub mod worker;
 
 use std::net::SocketAddr;
@@ -110,6 +111,7 @@ pub async fn start(cfg: DeliveryConfig) -> anyhow::Result<RunningDelivery> {
         EgressPolicy::new(cfg.allow_cidrs.clone()),
         timeout,
         roots.as_deref(),
+        cfg.egress_proxy.clone(),
     )?;
     let status = Arc::new(WorkerStatus::default());
     let (contexts, outcomes) = Worker::batchers(&store);
@@ -133,7 +135,7 @@ pub async fn start(cfg: DeliveryConfig) -> anyhow::Result<RunningDelivery> {
         Some((url, key)) => Some(sender::Operator {
             url: url.clone(),
             key: key.clone(),
-            client: sender::operator_client(timeout, roots.as_deref())?,
+            client: sender::operator_client(timeout, roots.as_deref(), cfg.egress_proxy.as_ref())?,
             timeout,
         }),
         None => None,

@@ -5,6 +5,8 @@
 //! Outbound HTTP is hostile territory: no redirects, a whole-request timeout, and a resolver that
 //! answers only with addresses it checked against the egress policy, so the connection goes to
 //! exactly the address that was judged (a DNS answer that changes later cannot redirect it).
+//! With `QUALIFIER_EGRESS_PROXY` the same judged address is what the proxy is asked to tunnel
+//! to ([`crate::tunnel`]); an endpoint's client certificate is presented either way.
 
 use qualifier_bus::DeliveryMeta;
 use std::net::SocketAddr;
@@ -19,20 +21,29 @@ use qualifier_store::health::OpsEvent;
 use qualifier_store::webhooks::WebhookForDelivery;
 
 use crate::decide::{Response, Sent};
+use qualifier_egress::proxy::EgressProxy;
+use qualifier_store::webhooks::ClientIdentity;
+use qualifier_telemetry::metrics::{self as m, metrics};
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
+use rustls::pki_types::CertificateDer;
 
 /// The client for the operator's webhook (`QUALIFIER_OPERATOR_WEBHOOK_URL`): the operator's own
 /// service, configuration rather than an org's input, so no address rule; the same TLS roots as
-/// endpoints (system roots plus `QUALIFIER_WEBHOOK_CA_FILE`), no redirects, no proxy.
+/// endpoints (system roots plus `QUALIFIER_WEBHOOK_CA_FILE`), no redirects, and the egress proxy
+/// when one is set (asked for the operator's host by name: it is no org's input).
 pub fn operator_client(
     timeout: Duration,
     extra_roots_pem: Option<&[u8]>,
+    proxy: Option<&EgressProxy>,
 ) -> anyhow::Result<reqwest::Client> {
     let mut b = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .timeout(timeout)
         .no_proxy()
         .user_agent("Qualifier-Webhooks/1");
+    if let Some(p) = proxy {
+        b = b.proxy(reqwest::Proxy::all(p.url().as_str())?);
+    }
     if let Some(pem) = extra_roots_pem {
         b = b.tls_certs_merge(reqwest::Certificate::from_pem_bundle(pem)?);
     }
@@ -83,10 +94,32 @@ impl DeliveryJob {
 
 #[derive(Clone)]
 pub struct Sender {
+    /// Straight to endpoints without a client certificate: the common case.
     client: reqwest::Client,
     policy: EgressPolicy,
     timeout: Duration,
+    /// `QUALIFIER_WEBHOOK_CA_FILE`'s roots, for the clients built per client certificate.
+    extra_roots_pem: Option<Arc<Vec<u8>>>,
+    proxy: Option<EgressProxy>,
+    /// The tunnel's TLS without a client certificate (with a proxy only).
+    tunnel_tls: Option<Arc<rustls::ClientConfig>>,
+    /// One transport per client certificate in use, by the stored pair's fingerprint: building
+    /// one parses the key, which is not done per delivery. A replaced certificate has a new
+    /// fingerprint, so the next request uses it; the map is emptied when it grows past
+    /// [`MAX_IDENTITIES`] (the certificates still in use are built again when next used).
+    identities: Arc<std::sync::Mutex<std::collections::HashMap<[u8; 32], Transport>>>,
 }
+
+/// How a request leaves: straight through reqwest's pool, or through the egress proxy's tunnel
+/// with this TLS configuration.
+#[derive(Clone)]
+enum Transport {
+    Direct(reqwest::Client),
+    Tunnel(Arc<rustls::ClientConfig>),
+}
+
+/// Client certificates whose transport is kept at once (far more than one replica sees in use).
+const MAX_IDENTITIES: usize = 1024;
 
 /// How much of a response body we read (to reuse the connection); the rest is dropped.
 const RESPONSE_READ_LIMIT: usize = 16 * 1024;
@@ -96,7 +129,30 @@ impl Sender {
         policy: EgressPolicy,
         timeout: Duration,
         extra_roots_pem: Option<&[u8]>,
+        proxy: Option<EgressProxy>,
     ) -> anyhow::Result<Sender> {
+        let client = Self::direct_client(&policy, timeout, extra_roots_pem, None)?;
+        let tunnel_tls = match &proxy {
+            Some(_) => Some(tunnel_tls(extra_roots_pem, None)?),
+            None => None,
+        };
+        Ok(Sender {
+            client,
+            policy,
+            timeout,
+            extra_roots_pem: extra_roots_pem.map(|p| Arc::new(p.to_vec())),
+            proxy,
+            tunnel_tls,
+            identities: Default::default(),
+        })
+    }
+
+    fn direct_client(
+        policy: &EgressPolicy,
+        timeout: Duration,
+        extra_roots_pem: Option<&[u8]>,
+        identity: Option<&ClientIdentity>,
+    ) -> anyhow::Result<reqwest::Client> {
         let mut b = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .timeout(timeout)
@@ -113,11 +169,43 @@ impl Sender {
         if let Some(pem) = extra_roots_pem {
             b = b.tls_certs_merge(reqwest::Certificate::from_pem_bundle(pem)?);
         }
-        Ok(Sender {
-            client: b.build()?,
-            policy,
-            timeout,
-        })
+        if let Some(id) = identity {
+            b = b.identity(reqwest::Identity::from_pem(id.pem.as_bytes())?);
+        }
+        Ok(b.build()?)
+    }
+
+    /// How a request to an endpoint with (or without) this client certificate leaves.
+    fn transport(&self, identity: Option<&ClientIdentity>) -> Result<Transport, NoAnswer> {
+        let Some(id) = identity else {
+            return Ok(match &self.tunnel_tls {
+                Some(tls) => Transport::Tunnel(tls.clone()),
+                None => Transport::Direct(self.client.clone()),
+            });
+        };
+        if let Some(t) = self.identities.lock().unwrap().get(&id.fingerprint) {
+            return Ok(t.clone());
+        }
+        let roots = self.extra_roots_pem.as_deref().map(Vec::as_slice);
+        let built = if self.proxy.is_some() {
+            tunnel_tls(roots, Some(id)).map(Transport::Tunnel)
+        } else {
+            Self::direct_client(&self.policy, self.timeout, roots, Some(id)).map(Transport::Direct)
+        };
+        // Stored pairs were checked when they were set; one that still fails here is named
+        // without its content.
+        let t = built.map_err(|_| {
+            NoAnswer::new(
+                FailureKind::Tls,
+                "the endpoint's client certificate could not be loaded",
+            )
+        })?;
+        let mut map = self.identities.lock().unwrap();
+        if map.len() >= MAX_IDENTITIES {
+            map.clear();
+        }
+        map.insert(id.fingerprint, t.clone());
+        Ok(t)
     }
 
     /// One POST of `job`'s body to `hook`, signed with its secret as it is now.
@@ -168,7 +256,16 @@ impl Sender {
             probe: job.probe,
         };
         headers = request.headers(started_at, signature, standard);
-        let mut request = self.client.post(url.url().clone());
+        let client = match self.transport(hook.client_identity.as_ref()) {
+            Ok(Transport::Direct(c)) => c,
+            Ok(Transport::Tunnel(tls)) => {
+                return self
+                    .through_proxy(&url, headers, &job.body, tls, started_at, clock)
+                    .await;
+            }
+            Err(why) => return no_answer(why, headers),
+        };
+        let mut request = client.post(url.url().clone());
         for (k, v) in &headers {
             request = request.header(k.as_str(), v.as_str());
         }
@@ -205,6 +302,106 @@ impl Sender {
             response_body: response_excerpt(&head),
         }
     }
+}
+
+impl Sender {
+    /// The request through the egress proxy: the host is resolved and judged here, so a refused
+    /// one never reaches the proxy, and the proxy is asked for the judged address.
+    async fn through_proxy(
+        &self,
+        url: &WebhookUrl,
+        headers: Vec<(String, String)>,
+        body: &[u8],
+        tls: Arc<rustls::ClientConfig>,
+        started_at: time::OffsetDateTime,
+        clock: Instant,
+    ) -> Sent {
+        let proxy = self.proxy.as_ref().expect("a tunnel transport has a proxy");
+        let done =
+            |response: Response, headers: Vec<(String, String)>, head: Option<String>| Sent {
+                started_at,
+                duration_ms: clock.elapsed().as_millis() as u64,
+                response,
+                request_headers: headers,
+                response_body: head,
+            };
+        let addrs = match self.policy.resolve(url).await {
+            Ok(a) => a,
+            Err(e) => {
+                let why = NoAnswer::new(FailureKind::RefusedAddress, e.to_string());
+                return done(Response::NoAnswer(why), headers, None);
+            }
+        };
+        let connect_within = self.timeout.min(Duration::from_secs(5));
+        let sent = tokio::time::timeout(
+            self.timeout,
+            crate::tunnel::post(
+                proxy,
+                &addrs,
+                url,
+                &headers,
+                body.to_vec(),
+                tls,
+                connect_within,
+            ),
+        )
+        .await;
+        match sent {
+            Ok(Ok(a)) => done(
+                Response::Status {
+                    code: a.code,
+                    retry_after: a.retry_after,
+                },
+                headers,
+                response_excerpt(&a.head),
+            ),
+            Ok(Err(why)) => {
+                if why.kind == FailureKind::Proxy {
+                    metrics::counter!(m::EGRESS_PROXY_ERRORS).increment(1);
+                    tracing::warn!(%proxy, error = %why.message, "egress proxy failed a request");
+                }
+                done(Response::NoAnswer(why), headers, None)
+            }
+            Err(_) => {
+                let why = NoAnswer::new(
+                    FailureKind::Timeout,
+                    format!("timed out after {} ms", self.timeout.as_millis()),
+                );
+                done(Response::NoAnswer(why), headers, None)
+            }
+        }
+    }
+}
+
+/// The TLS configuration of requests through the tunnel: the platform's roots plus
+/// `QUALIFIER_WEBHOOK_CA_FILE`'s (as reqwest's are for direct requests), HTTP/1.1, and the
+/// client certificate when there is one.
+fn tunnel_tls(
+    extra_roots_pem: Option<&[u8]>,
+    identity: Option<&ClientIdentity>,
+) -> anyhow::Result<Arc<rustls::ClientConfig>> {
+    use rustls::pki_types::pem::PemObject;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let extra: Vec<CertificateDer<'static>> = match extra_roots_pem {
+        Some(pem) => CertificateDer::pem_slice_iter(pem).collect::<Result<_, _>>()?,
+        None => Vec::new(),
+    };
+    let verifier =
+        rustls_platform_verifier::Verifier::new_with_extra_roots(extra, provider.clone())?;
+    let b = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(verifier));
+    let mut cfg = match identity {
+        Some(id) => {
+            let certs = qualifier_egress::client_cert::certificates(&id.pem)?;
+            let key = qualifier_egress::client_cert::private_key(&id.pem)?;
+            b.with_client_auth_cert(certs, key)?
+        }
+        None => b.with_no_client_auth(),
+    };
+    cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(Arc::new(cfg))
 }
 
 /// Where operational events go: the operator's own service, and the key of its secret.
@@ -285,7 +482,11 @@ fn classify(e: &reqwest::Error, timeout: Duration) -> NoAnswer {
     } else {
         FailureKind::Request
     };
-    let mut msg = if e.is_connect() {
+    // A refused client certificate shows as a TLS alert: say so in the words an
+    // administrator looks for.
+    let mut msg = if kind == FailureKind::Tls {
+        "TLS handshake failed".to_owned()
+    } else if e.is_connect() {
         "connection failed".to_owned()
     } else {
         "request failed".to_owned()

@@ -422,6 +422,59 @@ impl ReplayFilter {
     }
 }
 
+/// A client certificate and its key for the org's endpoint (`PUT …/webhook/client-certificate`,
+/// the console's form): both PEM, checked as `qualifier_egress::client_cert::check` says (they
+/// parse, the key is the certificate's, the certificate is valid now).
+pub struct ClientCertificateInput {
+    pub certificate: String,
+    pub private_key: String,
+    pub info: qualifier_domain::client_cert::ClientCertInfo,
+}
+
+/// The longest PEM accepted for either field: a chain of a few certificates.
+const MAX_PEM_BYTES: usize = 32 * 1024;
+
+impl ClientCertificateInput {
+    pub fn from_json(obj: &Map<String, Value>) -> Result<ClientCertificateInput, ApiError> {
+        let field = |name: &str| match body::get(obj, name) {
+            Some(Value::String(s)) => Ok(s.clone()),
+            _ => Err(unprocessable(format!("{name} is required (a PEM string)"))),
+        };
+        Self::checked(field("certificate")?, field("private_key")?)
+    }
+
+    /// The console's form: the same fields and rules.
+    pub fn from_form(certificate: &str, private_key: &str) -> Result<Self, ApiError> {
+        for (name, v) in [("certificate", certificate), ("private_key", private_key)] {
+            if v.trim().is_empty() {
+                return Err(unprocessable(format!("{name} is required (a PEM string)")));
+            }
+        }
+        Self::checked(certificate.to_owned(), private_key.to_owned())
+    }
+
+    fn checked(certificate: String, private_key: String) -> Result<Self, ApiError> {
+        for (name, v) in [("certificate", &certificate), ("private_key", &private_key)] {
+            if v.len() > MAX_PEM_BYTES {
+                return Err(unprocessable(format!(
+                    "{name} must be at most {MAX_PEM_BYTES} bytes"
+                )));
+            }
+        }
+        let info = qualifier_egress::client_cert::check(
+            &certificate,
+            &private_key,
+            time::OffsetDateTime::now_utc(),
+        )
+        .map_err(|e| unprocessable(e.to_string()))?;
+        Ok(ClientCertificateInput {
+            certificate,
+            private_key,
+            info,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

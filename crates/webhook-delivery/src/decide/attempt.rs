@@ -308,9 +308,7 @@ pub fn plan_after_attempt(
     let (record, step) = after_attempt(sent, meta.attempt, delays_ms, now_ms);
     let health = match health {
         None => HealthUpdate::Unknown,
-        Some(_) if record.error_kind == Some(FailureKind::SecretUnreadable) => {
-            HealthUpdate::Unknown
-        }
+        Some(_) if record.error_kind.is_some_and(|k| !k.blames_endpoint()) => HealthUpdate::Unknown,
         Some(glance) => {
             let seen = observed(sent);
             if touches_health(&seen, glance.state, glance.consecutive_failures) {
@@ -631,6 +629,15 @@ mod tests {
         let unread = Sent::without_request(now, why);
         let p = plan_after_attempt(&unread, &m, Some(&clean), &DELAYS, &rules, NOW, now);
         assert!(matches!(p.health, HealthUpdate::Unknown));
+        // Nor does a proxy that refused the tunnel; the delivery is retried all the same.
+        let why = NoAnswer::new(FailureKind::Proxy, "egress proxy unreachable");
+        let blocked = Sent::without_request(now, why);
+        let p = plan_after_attempt(&blocked, &m, Some(&clean), &DELAYS, &rules, NOW, now);
+        assert!(matches!(p.health, HealthUpdate::Unknown));
+        assert!(matches!(
+            p.next(Some(EndpointState::Healthy)),
+            After::Retry { .. }
+        ));
         let p = plan_after_attempt(&status(500), &m, None, &DELAYS, &rules, NOW, now);
         assert!(matches!(p.health, HealthUpdate::Unknown), "no row");
     }

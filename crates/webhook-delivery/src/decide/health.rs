@@ -54,6 +54,12 @@ pub enum HealthStep {
         now: OffsetDateTime,
         rules: HealthRules,
     },
+    /// The probe never got past our own egress proxy: the health stays as it is and the next
+    /// probe comes at the shortest wait, since the endpoint may be up all along.
+    Unsent {
+        now: OffsetDateTime,
+        rules: HealthRules,
+    },
 }
 
 impl HealthStep {
@@ -62,6 +68,14 @@ impl HealthStep {
         let (health, change) = match self {
             HealthStep::Observe(i) => health_after(h, &i.seen, i.source, i.now, &i.rules)?,
             HealthStep::Unprobed { now, rules } => probe_skipped(h, *now, rules)?,
+            HealthStep::Unsent { now, rules } => {
+                if h.state != qualifier_domain::health::EndpointState::Failing {
+                    return None;
+                }
+                let mut n = h.clone();
+                n.next_probe_at = Some(*now + rules.probe_min);
+                (n, None)
+            }
         };
         Some(plan_for(health, change))
     }
@@ -109,6 +123,16 @@ pub struct ProbePlan {
 }
 
 pub fn after_probe(sent: &Sent, now: OffsetDateTime, rules: &HealthRules) -> ProbePlan {
+    // A probe that never got past our own egress proxy says nothing about the endpoint: the
+    // next one is looked at later, the health as it was.
+    if let Response::NoAnswer(why) = &sent.response
+        && !why.kind.blames_endpoint()
+    {
+        return ProbePlan {
+            result: "unsent",
+            health: HealthStep::Unsent { now, rules: *rules },
+        };
+    }
     let seen = observed(sent);
     let result = match &seen {
         Observed::Up => "up",
@@ -261,6 +285,28 @@ mod tests {
             "paused"
         );
         assert_eq!(after_probe(&status(500), at(0), &RULES).result, "down");
+    }
+
+    #[test]
+    fn a_probe_stopped_at_our_proxy_changes_nothing_but_its_next_time() {
+        use qualifier_domain::delivery::{FailureKind, NoAnswer};
+        let why = NoAnswer::new(FailureKind::Proxy, "egress proxy unreachable");
+        let p = after_probe(&Sent::without_request(at(0), why), at(0), &RULES);
+        assert_eq!(p.result, "unsent");
+        let failing = EndpointHealth {
+            state: EndpointState::Failing,
+            consecutive_failures: 4,
+            ..EndpointHealth::default()
+        };
+        let plan = p.health.apply(&failing).expect("probed again soon");
+        assert_eq!(plan.change, None);
+        assert_eq!(plan.health.consecutive_failures, 4, "not counted");
+        assert_eq!(plan.health.next_probe_at, Some(at(0) + RULES.probe_min));
+        let healthy = EndpointHealth::default();
+        assert!(
+            p.health.apply(&healthy).is_none(),
+            "a healthy one is left alone"
+        );
     }
 
     #[test]

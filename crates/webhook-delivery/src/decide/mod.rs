@@ -131,9 +131,11 @@ pub(crate) mod fixtures {
                 enabled,
                 created_at: now_millis(),
                 updated_at: now_millis(),
+                client_certificate: None,
             },
             signing_secret: "qlf_whsec_test".into(),
             previous_secret: None,
+            client_identity: None,
         }
     }
 

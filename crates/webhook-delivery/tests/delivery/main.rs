@@ -5,6 +5,7 @@ mod catching_up;
 mod console_browser;
 mod crash;
 mod delivery;
+mod egress;
 mod erasure;
 mod hardening;
 mod health;

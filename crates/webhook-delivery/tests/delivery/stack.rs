@@ -72,6 +72,7 @@ pub fn delivery_config(
         retry_delays_ms: topo.retry_delays_ms.clone(),
         allow_cidrs: vec!["127.0.0.0/8".parse().unwrap(), "::1/128".parse().unwrap()],
         ca_file: Some(receiver.ca_file.clone()),
+        egress_proxy: None,
         db_pool_size: 4,
         health: Default::default(),
         operator_webhook: None,

@@ -1,0 +1,388 @@
+//! Egress for receivers behind firewalls (docs/receivers.md, "Fixed addresses and client
+//! certificates"): every request through a real forward proxy (Debian's squid, allowing only
+//! `CONNECT`) to the address the endpoint rules checked, and client certificates presented to a
+//! receiver that completes a TLS handshake only with one issued by its own CA.
+
+use std::time::{Duration, Instant};
+
+use qualifier_egress::proxy::EgressProxy;
+use qualifier_testkit::proxy::Squid;
+use qualifier_testkit::receiver::{Behaviour, Receiver, TestCa};
+use reqwest::Method;
+use serde_json::{Value, json};
+use webhook_delivery::decide::HealthRules;
+
+use crate::stack::Stack;
+
+/// Credentials in the proxy's URL: squid ignores them; no log or page may show them.
+const PROXY_PASSWORD: &str = "pr0xy-pa55word-never-logged";
+
+fn proxy_config(squid: &Squid) -> EgressProxy {
+    EgressProxy::parse(&format!(
+        "http://egress:{PROXY_PASSWORD}@127.0.0.1:{}",
+        squid.port
+    ))
+    .unwrap()
+}
+
+async fn webhook(s: &Stack) -> Value {
+    s.call(
+        Method::GET,
+        &format!("/internal/v1/orgs/{}/webhook", s.org),
+        None,
+    )
+    .await["webhook"]
+        .clone()
+}
+
+/// `PUT …/webhook/client-certificate`: status and body.
+async fn put_certificate(s: &Stack, certificate: &str, private_key: &str) -> (u16, Value) {
+    let r = s
+        .http
+        .put(format!(
+            "{}/internal/v1/orgs/{}/webhook/client-certificate",
+            s.internal, s.org
+        ))
+        .bearer_auth(crate::stack::INTERNAL_TOKEN)
+        .json(&json!({"certificate": certificate, "private_key": private_key}))
+        .send()
+        .await
+        .unwrap();
+    (r.status().as_u16(), r.json().await.unwrap_or(Value::Null))
+}
+
+/// Points the stack's webhook at `url`, keeping its events.
+async fn point_at(s: &Stack, url: &str) {
+    s.put_webhook(json!({"url": url, "event_types": ["lead.created", "lead.updated", "lead.stage_changed", "lead.qualified", "handoff.created"], "enabled": true}))
+        .await;
+}
+
+async fn metric(s: &Stack, name: &str) -> f64 {
+    let page = s
+        .http
+        .get(format!(
+            "http://{}/metrics",
+            s.delivery.as_ref().unwrap().addr
+        ))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    qualifier_testkit::telemetry::metric(&page, name, &[])
+}
+
+async fn wait_until<F: AsyncFn() -> bool>(what: &str, within: Duration, f: F) {
+    let deadline = Instant::now() + within;
+    while !f().await {
+        assert!(Instant::now() < deadline, "{what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn through_the_proxy_every_request_is_a_connect_to_the_checked_address() {
+    let squid = Squid::start();
+    let proxy = proxy_config(&squid);
+    let s = Stack::start_with(move |c| {
+        c.egress_proxy = Some(proxy);
+        c.health = HealthRules {
+            failing_after: 3,
+            failing_span: Duration::from_millis(1),
+            probe_min: Duration::from_millis(200),
+            probe_max: Duration::from_millis(400),
+            disable_after: Duration::from_secs(3600),
+        };
+    })
+    .await;
+    // An enterprise receiver: mutual TLS, named by host (the proxy must be asked for the
+    // address it resolved to, never the name).
+    let ca = TestCa::new("Receiver Corp client CA");
+    let mtls = Receiver::start_with_client_ca(Some(&ca.pem)).await;
+    mtls.set_secrets(vec![s.secret.clone()]);
+    let port = mtls
+        .url
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .split('/')
+        .next()
+        .unwrap();
+    point_at(&s, &format!("https://localhost:{port}/hooks/qualifier")).await;
+    let (cert, key) = ca.issue("qualifier-prod", 90);
+    assert_eq!(put_certificate(&s, &cert, &key).await.0, 200);
+
+    for i in 0..5 {
+        s.inbound(&format!("+3163000{i:04}")).await;
+    }
+    let got = mtls.wait_for(5, Duration::from_secs(20)).await;
+    assert_eq!(got.len(), 5);
+    // A test event, then a probe: make the endpoint fail three times, let the probe through.
+    s.call(
+        Method::POST,
+        &format!("/internal/v1/orgs/{}/webhook/test", s.org),
+        None,
+    )
+    .await;
+    mtls.wait_for(6, Duration::from_secs(20)).await;
+    mtls.set_behaviour(Behaviour::Status(500));
+    for i in 5..8 {
+        s.inbound(&format!("+3163000{i:04}")).await;
+    }
+    wait_until("the endpoint fails", Duration::from_secs(20), async || {
+        webhook(&s).await["health"]["state"] == "failing"
+    })
+    .await;
+    mtls.set_behaviour(Behaviour::Ok);
+    wait_until("a probe recovers it", Duration::from_secs(20), async || {
+        webhook(&s).await["health"]["state"] == "healthy"
+    })
+    .await;
+    let all = mtls.received();
+    assert!(all.iter().any(|r| r.header("x-qualifier-test") == "true"));
+    assert!(all.iter().any(|r| r.header("x-qualifier-probe") == "true"));
+    // Every request the receiver saw came through a CONNECT tunnel to its address: squid logs
+    // a tunnel when it closes.
+    let n = all.len();
+    wait_until(
+        "squid logged every tunnel",
+        Duration::from_secs(10),
+        async || squid.requests().len() >= n,
+    )
+    .await;
+    let tunnels = squid.requests();
+    for (method, target, _) in &tunnels {
+        assert_eq!(method, "CONNECT", "{}", squid.all_logs());
+        assert!(
+            target == &format!("127.0.0.1:{port}") || target == &format!("[::1]:{port}"),
+            "an address, never a name: {target}"
+        );
+    }
+    let opened = tunnels.iter().filter(|t| t.2 == "200").count();
+    assert_eq!(opened, n, "one tunnel per request: {}", squid.all_logs());
+    // The password reached nothing that shows.
+    let logs = qualifier_testkit::telemetry::captured_logs();
+    assert!(!logs.contains(PROXY_PASSWORD));
+    assert!(!squid.all_logs().contains(PROXY_PASSWORD));
+    for d in s.deliveries().await {
+        let d = s.delivery_in(&s.org, d["id"].as_str().unwrap()).await;
+        assert!(!d.to_string().contains(PROXY_PASSWORD));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_host_resolving_to_a_private_address_never_reaches_the_proxy() {
+    let squid = Squid::start();
+    let proxy = proxy_config(&squid);
+    // The worker allows no private range (as in production); the API's test allow-list lets
+    // the loopback webhook be saved.
+    let s = Stack::start_with(move |c| {
+        c.egress_proxy = Some(proxy);
+        c.allow_cidrs = Vec::new();
+    })
+    .await;
+    let port = s.receiver.url.rsplit(':').next().unwrap().to_owned();
+    point_at(&s, &format!("https://localhost:{port}")).await;
+    let lead = s.inbound("+31640000001").await;
+    let _ = lead;
+    let d = &s.deliveries().await[0];
+    let id = d["id"].as_str().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let d = loop {
+        let d = s.delivery_in(&s.org, id).await;
+        if d["attempts"].as_i64().unwrap_or(0) >= 1 {
+            break d;
+        }
+        assert!(Instant::now() < deadline, "never attempted: {d}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(d["attempt_log"][0]["error_kind"], "refused_address", "{d}");
+    assert_eq!(squid.requests(), Vec::new(), "nothing reached the proxy");
+    assert!(s.receiver.received().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_proxy_down_for_twenty_seconds_costs_retries_never_deliveries_or_health() {
+    let mut squid = Squid::start();
+    let proxy = proxy_config(&squid);
+    // Retries 1, 4, 8 and 16 s apart: the schedule outlasts the outage, as production's
+    // (30 s to 32 min) outlasts a proxy restart.
+    let s = Stack::start_with_retry_delays(
+        vec![1000, 4000, 8000, 16000],
+        |_| {},
+        move |c| {
+            c.egress_proxy = Some(proxy);
+            c.health = HealthRules {
+                failing_after: 3,
+                failing_span: Duration::from_millis(1),
+                ..HealthRules::default()
+            };
+        },
+    )
+    .await;
+    s.inbound("+31650000000").await;
+    s.receiver.wait_for(1, Duration::from_secs(20)).await;
+    // Stopped between requests: a tunnel cut in the middle of one cannot be told from the
+    // endpoint closing it, and counts as that request's failure (docs/decisions.md).
+    let first = s.deliveries().await[0]["id"].as_str().unwrap().to_owned();
+    s.wait_status(&first, "succeeded", Duration::from_secs(10))
+        .await;
+    let errors_before = metric(&s, "qualifier_egress_proxy_errors_total").await;
+    squid.down();
+    let down_at = Instant::now();
+    for i in 1..=10 {
+        s.inbound(&format!("+3165000{i:04}")).await;
+    }
+    tokio::time::sleep(Duration::from_secs(20).saturating_sub(down_at.elapsed())).await;
+    let during = s.deliveries().await;
+    assert!(
+        during
+            .iter()
+            .filter(|d| d["id"] != first.as_str())
+            .all(|d| d["attempts"].as_i64().unwrap_or(0) >= 2),
+        "attempts were made while it was down"
+    );
+    let h = webhook(&s).await["health"].clone();
+    assert_eq!(h["state"], "healthy", "the proxy is not the endpoint: {h}");
+    assert_eq!(h["consecutive_failures"], 0, "{h}");
+    let errors = metric(&s, "qualifier_egress_proxy_errors_total").await - errors_before;
+    assert!(errors >= 10.0, "every failed request counted: {errors}");
+    squid.up();
+    let got = s.receiver.wait_for(11, Duration::from_secs(40)).await;
+    assert_eq!(got.len(), 11, "nothing lost");
+    let mut ids: Vec<String> = got
+        .iter()
+        .map(|r| r.header("x-qualifier-delivery").to_owned())
+        .collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), 11, "each once");
+    for d in s.deliveries().await {
+        let d = s
+            .wait_status(
+                d["id"].as_str().unwrap(),
+                "succeeded",
+                Duration::from_secs(10),
+            )
+            .await;
+        let log = d["attempt_log"].as_array().unwrap().clone();
+        assert!(d["id"] == first.as_str() || log.len() >= 3, "{d}");
+        for a in &log[..log.len() - 1] {
+            assert_eq!(a["error_kind"], "proxy", "{a}");
+            assert!(!a.to_string().contains(PROXY_PASSWORD));
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_receiver_requiring_a_client_certificate_gets_it_and_a_replacement_applies_to_queued_deliveries()
+ {
+    let s = Stack::start_with_retry_delays(vec![1500, 1500, 3000, 6000], |_| {}, |_| {}).await;
+    let ca = TestCa::new("Receiver Corp client CA");
+    let mtls = Receiver::start_with_client_ca(Some(&ca.pem)).await;
+    mtls.set_secrets(vec![s.secret.clone()]);
+    point_at(&s, &mtls.url).await;
+    assert_eq!(webhook(&s).await["client_certificate"], Value::Null);
+
+    // Without a certificate: no delivery succeeds, and the attempt says why.
+    s.inbound("+31660000001").await;
+    let id = s.deliveries().await[0]["id"].as_str().unwrap().to_owned();
+    let failed = s.wait_status(&id, "failed", Duration::from_secs(15)).await;
+    let entry = &failed["attempt_log"][0];
+    assert_eq!(entry["error_kind"], "tls", "{entry}");
+    assert!(
+        entry["error"]
+            .as_str()
+            .unwrap()
+            .contains("TLS handshake failed"),
+        "{entry}"
+    );
+    assert!(mtls.received().is_empty());
+
+    // A pair refused for what is wrong with it.
+    let (cert, key) = ca.issue("qualifier-prod", 90);
+    let (_, other_key) = ca.issue("someone-else", 90);
+    let (expired, expired_key) = ca.issue("qualifier-old", -1);
+    for (c, k, says) in [
+        (cert.as_str(), other_key.as_str(), "does not match"),
+        (
+            expired.as_str(),
+            expired_key.as_str(),
+            "certificate expired at",
+        ),
+        (
+            "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n",
+            key.as_str(),
+            "certificate",
+        ),
+        (cert.as_str(), "not a key", "private_key"),
+    ] {
+        let (status, body) = put_certificate(&s, c, k).await;
+        assert_eq!(status, 422, "{body}");
+        let msg = body["error"].as_str().unwrap_or_default().to_owned();
+        assert!(msg.contains(says), "{says}: {body}");
+        assert!(!body.to_string().contains("PRIVATE KEY"));
+    }
+
+    // A certificate from another CA first: still refused by the receiver.
+    let stranger = TestCa::new("Somebody else's CA");
+    let (wrong, wrong_key) = stranger.issue("qualifier-prod", 90);
+    let (status, shown) = put_certificate(&s, &wrong, &wrong_key).await;
+    assert_eq!(status, 200, "{shown}");
+    assert_eq!(
+        shown["client_certificate"]["issuer"],
+        "CN=Somebody else's CA"
+    );
+    s.inbound("+31660000002").await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(
+        mtls.received().is_empty(),
+        "a certificate the receiver does not trust"
+    );
+
+    // The replacement applies to the deliveries already queued.
+    let (status, shown) = put_certificate(&s, &cert, &key).await;
+    assert_eq!(status, 200, "{shown}");
+    let shown = &shown["client_certificate"];
+    assert_eq!(shown["subject"], "CN=qualifier-prod");
+    assert_eq!(shown["issuer"], "CN=Receiver Corp client CA");
+    assert!(shown["not_after"].is_string());
+    assert!(!shown.to_string().contains("PRIVATE"));
+    let w = webhook(&s).await;
+    assert_eq!(&w["client_certificate"], shown);
+    assert!(!w.to_string().contains("PRIVATE"));
+    let got = mtls.wait_for(2, Duration::from_secs(20)).await;
+    assert_eq!(got.len(), 2);
+    for d in s.deliveries().await {
+        s.wait_status(
+            d["id"].as_str().unwrap(),
+            "succeeded",
+            Duration::from_secs(20),
+        )
+        .await;
+    }
+    // At rest the key is sealed.
+    let c = s.db.client().await;
+    let row = c
+        .query_one(
+            "SELECT client_key_sealed FROM webhooks WHERE org_id = $1::text::uuid",
+            &[&s.org],
+        )
+        .await
+        .unwrap();
+    let sealed: Vec<u8> = row.get(0);
+    assert!(!String::from_utf8_lossy(&sealed).contains("PRIVATE KEY"));
+
+    // Removed: the next delivery goes without one and is refused again.
+    s.call(
+        Method::DELETE,
+        &format!("/internal/v1/orgs/{}/webhook/client-certificate", s.org),
+        None,
+    )
+    .await;
+    assert_eq!(webhook(&s).await["client_certificate"], Value::Null);
+    s.inbound("+31660000003").await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(mtls.received().len(), 2);
+}
