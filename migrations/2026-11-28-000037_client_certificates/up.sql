@@ -12,3 +12,7 @@ ALTER TABLE webhooks
     ADD COLUMN IF NOT EXISTS client_cert_issuer text,
     ADD COLUMN IF NOT EXISTS client_cert_not_after timestamptz,
     ADD COLUMN IF NOT EXISTS client_cert_warned_at timestamptz;
+-- What the expiry check (every few seconds, each webhook-delivery replica) reads: only the
+-- certificates not warned about yet. One row per org at most, so building it is instant.
+CREATE INDEX IF NOT EXISTS webhooks_client_cert_unwarned ON webhooks (client_cert_not_after)
+    WHERE client_cert_warned_at IS NULL AND client_cert_not_after IS NOT NULL;

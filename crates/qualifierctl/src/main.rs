@@ -67,6 +67,21 @@ enum Command {
         #[command(flatten)]
         allow_cidrs: AllowCidrsArgs,
     },
+    /// Give the org's endpoint a client certificate (mutual TLS), replacing any other; every
+    /// request to it presents the certificate from then on. The key is sealed and never shown.
+    SetClientCertificate {
+        #[arg(long)]
+        org: Uuid,
+        /// PEM file: the certificate, its chain after it.
+        #[arg(long, required_unless_present = "remove")]
+        certificate: Option<std::path::PathBuf>,
+        /// PEM file: the certificate's private key (PKCS#8, PKCS#1 or SEC1).
+        #[arg(long, required_unless_present = "remove")]
+        private_key: Option<std::path::PathBuf>,
+        /// Remove the client certificate instead: requests present none from then on.
+        #[arg(long, conflicts_with_all = ["certificate", "private_key"])]
+        remove: bool,
+    },
     /// Replace the org's signing secret; the previous one also signs (Standard Webhooks
     /// header) for the grace window.
     RotateSecret {
@@ -250,6 +265,34 @@ async fn run(cli: Cli) -> Result<serde_json::Value> {
                 .await?;
             let standard = secret.as_deref().map(qualifier_signing::standard::secret);
             json!({ "webhook": webhook, "signing_secret": secret, "standard_webhooks_secret": standard })
+        }
+        Command::SetClientCertificate {
+            org,
+            certificate,
+            private_key,
+            remove,
+        } => {
+            let store = cli.store().await?;
+            let webhook = match (certificate, private_key) {
+                (Some(c), Some(k)) if !*remove => {
+                    cli.require_secret_key()?;
+                    let read = |p: &std::path::Path| {
+                        std::fs::read_to_string(p)
+                            .map_err(|e| anyhow::anyhow!("reading {}: {e}", p.display()))
+                    };
+                    let (cert, key) = (read(c)?, read(k)?);
+                    let info = qualifier_egress::client_cert::check(
+                        &cert,
+                        &key,
+                        time::OffsetDateTime::now_utc(),
+                    )?;
+                    store
+                        .set_client_certificate(*org, &cert, &key, &info)
+                        .await?
+                }
+                _ => store.remove_client_certificate(*org).await?,
+            };
+            json!({ "client_certificate": webhook.client_certificate })
         }
         Command::RotateSecret { org, grace_seconds } => {
             cli.require_secret_key()?;

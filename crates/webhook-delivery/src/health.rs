@@ -51,6 +51,7 @@ impl HealthWork {
             if last_sample.elapsed() >= SAMPLE {
                 last_sample = tokio::time::Instant::now();
                 self.sample().await;
+                self.warn_expiring_certificates().await;
             }
         }
         if let Some(n) = notices {
@@ -64,6 +65,26 @@ impl HealthWork {
         loop {
             tokio::select! { _ = tick.tick() => {}, _ = shutdown.cancelled() => return }
             self.send_ops_events(&op).await;
+        }
+    }
+
+    /// Client certificates close to expiring get their one `endpoint.certificate_expiring`
+    /// (docs/operations.md, "Client certificates"); the statement marks each as warned, so
+    /// replicas never send one twice.
+    async fn warn_expiring_certificates(&self) {
+        match self
+            .store
+            .warn_expiring_certificates(self.operator.is_some())
+            .await
+        {
+            Ok(0) => {}
+            Ok(n) => tracing::warn!(
+                certificates = n,
+                "client certificates expire within 14 days"
+            ),
+            Err(e) => {
+                tracing::debug!(error = %qualifier_store::cause_chain(&e), "certificate expiry check skipped")
+            }
         }
     }
 

@@ -288,6 +288,58 @@ pub(super) async fn webhook_rotate(f: CsrfForm, st: web::Data<AppState>) -> Resu
     Ok(f.answer(r))
 }
 
+pub(super) async fn webhook_certificate(f: CsrfForm, st: web::Data<AppState>) -> Result<Posted> {
+    let cert = f.form.get("certificate").unwrap_or("");
+    let key = f.form.get("private_key").unwrap_or("");
+    match crate::inputs::ClientCertificateInput::from_form(cert, key) {
+        Ok(input) => {
+            st.store
+                .set_client_certificate(
+                    f.session.org_id,
+                    &input.certificate,
+                    &input.private_key,
+                    &input.info,
+                )
+                .await?;
+            let r = webhook_view(
+                &st,
+                &f.session,
+                None,
+                Some("Client certificate saved. Every request from now on presents it."),
+                None,
+            )
+            .await?;
+            Ok(f.answer(r))
+        }
+        Err(e) => {
+            let saved = st.store.get_webhook(f.session.org_id).await?;
+            let shown = WebhookForm {
+                cert_error: Some(e.to_string()),
+                ..saved.as_ref().map(WebhookForm::of).unwrap_or_default()
+            };
+            let mut r = webhook_view(&st, &f.session, Some(shown), None, None).await?;
+            *r.status_mut() = StatusCode::UNPROCESSABLE_ENTITY;
+            Ok(f.answer(r))
+        }
+    }
+}
+
+pub(super) async fn webhook_certificate_remove(
+    f: CsrfForm,
+    st: web::Data<AppState>,
+) -> Result<Posted> {
+    st.store.remove_client_certificate(f.session.org_id).await?;
+    let r = webhook_view(
+        &st,
+        &f.session,
+        None,
+        Some("Client certificate removed. Requests present none from now on."),
+        None,
+    )
+    .await?;
+    Ok(f.answer(r))
+}
+
 pub(super) async fn webhook_test(f: CsrfForm, st: web::Data<AppState>) -> Result<Posted> {
     let id = st.store.send_test_event(f.session.org_id, None).await?;
     Ok(f.answer(see_other(&format!("/console/deliveries/{id}"))))

@@ -103,6 +103,11 @@ pub fn routes(cfg: &mut web::ServiceConfig, frame_ancestors: &[String]) {
             .route("/webhook", post(webhook_save))
             .route("/webhook/rotate", post(webhook_rotate))
             .route("/webhook/test", post(webhook_test))
+            .route("/webhook/client-certificate", post(webhook_certificate))
+            .route(
+                "/webhook/client-certificate/remove",
+                post(webhook_certificate_remove),
+            )
             .route("/webhook/check", post(webhook_check))
             .route("/tokens", web::get().to(tokens_get))
             .route("/tokens", post(tokens_create))

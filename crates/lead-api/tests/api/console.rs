@@ -867,3 +867,97 @@ async fn the_search_finds_only_the_orgs_own_deliveries_and_says_what_it_takes() 
         assert!(!html.contains('\u{1b}') && !html.contains('\0'));
     }
 }
+
+/// The Webhook page's client certificate (docs/console.md): saved from the form, shown by
+/// subject, issuer and expiry (never the key), warned about in its last fourteen days, refused
+/// with the API's message, removed.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_client_certificate_is_set_shown_warned_about_and_removed_on_the_webhook_page() {
+    let app = app().await;
+    let (org, _) = app.org().await;
+    let r = app
+        .internal(
+            Method::PUT,
+            &format!("/internal/v1/orgs/{org}/webhook"),
+            Some(json!({"url": "https://127.0.0.1:9443/hook", "event_types": ["lead.created"]})),
+        )
+        .await;
+    assert_eq!(r.status(), 200);
+    let cookie = sign_in(&app, &org).await;
+    let (_, html) = get(&app, Some(&cookie), "/console").await;
+    assert!(html.contains("None: requests present no client certificate."));
+    let csrf = csrf_of(&html);
+    let ca = qualifier_testkit::receiver::TestCa::new("Receiver Corp client CA");
+    let (cert, key) = ca.issue("qualifier-console", 10);
+    let (_, other_key) = ca.issue("someone-else", 10);
+    let path = "/console/webhook/client-certificate";
+    let (status, html, _) = post(
+        &app,
+        &cookie,
+        path,
+        &[
+            ("csrf", &csrf),
+            ("certificate", &cert),
+            ("private_key", &other_key),
+        ],
+    )
+    .await;
+    assert_eq!(status, 422);
+    assert!(
+        html.contains("private_key does not match the certificate"),
+        "{html}"
+    );
+    let (status, html, _) = post(
+        &app,
+        &cookie,
+        path,
+        &[
+            ("csrf", &csrf),
+            ("certificate", &cert),
+            ("private_key", &key),
+        ],
+    )
+    .await;
+    assert_eq!(status, 200, "{html}");
+    assert!(html.contains("CN=qualifier-console"));
+    assert!(html.contains("CN=Receiver Corp client CA"));
+    assert!(
+        html.contains("This certificate expires on"),
+        "ten days left"
+    );
+    assert!(!html.contains("PRIVATE KEY"), "the key is never shown");
+    let (_, html) = get(&app, Some(&cookie), "/console").await;
+    assert!(html.contains("Replace client certificate") && !html.contains("PRIVATE KEY"));
+    // A year ahead: no warning.
+    let (fresh, fresh_key) = ca.issue("qualifier-console", 365);
+    let (_, html, _) = post(
+        &app,
+        &cookie,
+        path,
+        &[
+            ("csrf", &csrf),
+            ("certificate", &fresh),
+            ("private_key", &fresh_key),
+        ],
+    )
+    .await;
+    assert!(!html.contains("This certificate expires on"));
+    let (status, html, _) = post(
+        &app,
+        &cookie,
+        "/console/webhook/client-certificate/remove",
+        &[("csrf", &csrf)],
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert!(html.contains("None: requests present no client certificate."));
+    let r = app
+        .internal(
+            Method::GET,
+            &format!("/internal/v1/orgs/{org}/webhook"),
+            None,
+        )
+        .await;
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["webhook"]["client_certificate"], Value::Null);
+}

@@ -328,12 +328,32 @@ async fn a_receiver_requiring_a_client_certificate_gets_it_and_a_replacement_app
     // A certificate from another CA first: still refused by the receiver.
     let stranger = TestCa::new("Somebody else's CA");
     let (wrong, wrong_key) = stranger.issue("qualifier-prod", 90);
-    let (status, shown) = put_certificate(&s, &wrong, &wrong_key).await;
-    assert_eq!(status, 200, "{shown}");
+    // Set by the operator's command line this time.
+    let dir = std::env::temp_dir().join(format!("qualifier-cert-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("cert.pem"), &wrong).unwrap();
+    std::fs::write(dir.join("key.pem"), &wrong_key).unwrap();
+    let out = std::process::Command::new(crate::crash::workspace_binary("qualifierctl"))
+        .args(["set-client-certificate", "--org", &s.org, "--certificate"])
+        .arg(dir.join("cert.pem"))
+        .arg("--private-key")
+        .arg(dir.join("key.pem"))
+        .env("DATABASE_URL", &s.db.url)
+        .env("QUALIFIER_SECRET_KEY", &s.key_b64)
+        .output()
+        .unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let shown: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
         shown["client_certificate"]["issuer"],
         "CN=Somebody else's CA"
     );
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("PRIVATE"));
     s.inbound("+31660000002").await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert!(
@@ -385,4 +405,37 @@ async fn a_receiver_requiring_a_client_certificate_gets_it_and_a_replacement_app
     s.inbound("+31660000003").await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(mtls.received().len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_certificate_close_to_expiry_is_told_to_the_operator_once() {
+    let op = Receiver::start().await;
+    let url = op.url.clone();
+    let s = Stack::start_with(move |c| {
+        c.operator_webhook = Some((
+            url::Url::parse(&url).unwrap(),
+            b"operator-secret-for-the-egress-tests".to_vec(),
+        ));
+    })
+    .await;
+    let ca = TestCa::new("Receiver Corp client CA");
+    let (cert, key) = ca.issue("qualifier-expiring", 10);
+    assert_eq!(put_certificate(&s, &cert, &key).await.0, 200);
+    let got = op.wait_for(1, Duration::from_secs(20)).await;
+    assert_eq!(got.len(), 1);
+    let e = got[0].json();
+    assert_eq!(e["type"], "endpoint.certificate_expiring");
+    assert_eq!(
+        e["data"]["webhook"]["client_certificate"]["subject"],
+        "CN=qualifier-expiring"
+    );
+    assert!(!e.to_string().contains("PRIVATE"));
+    // Two more checks (every 5 s) later: still the one notice.
+    tokio::time::sleep(Duration::from_secs(11)).await;
+    assert_eq!(op.received().len(), 1);
+    // A replacement far from expiry is not warned about; its own expiry will be.
+    let (fresh, fresh_key) = ca.issue("qualifier-fresh", 365);
+    assert_eq!(put_certificate(&s, &fresh, &fresh_key).await.0, 200);
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    assert_eq!(op.received().len(), 1);
 }

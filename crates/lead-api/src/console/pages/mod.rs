@@ -131,6 +131,8 @@ pub struct WebhookForm {
     pub url_error: Option<String>,
     pub types_error: Option<String>,
     pub form_error: Option<String>,
+    /// Why the client certificate form was refused (the API's 422 message).
+    pub cert_error: Option<String>,
 }
 
 impl WebhookForm {
@@ -238,6 +240,7 @@ pub fn webhook_page(
                     button type="submit" { "Rotate secret" }
                 }
             }
+            (client_certificate_section(who.csrf, w.webhook.client_certificate.as_ref(), form.cert_error.as_deref()))
             section aria-labelledby="test-h" {
                 h2 id="test-h" { "Test" }
                 p { "Sends an example event, signed like any other, marked X-Qualifier-Test: true." }
@@ -250,6 +253,52 @@ pub fn webhook_page(
         }
     };
     layout("Webhook", Nav::Webhook, who, content)
+}
+
+/// The endpoint's client certificate: what is shown of it (never the key), a warning in its
+/// last fourteen days, and the forms to replace or remove it.
+fn client_certificate_section(
+    csrf: &str,
+    cert: Option<&qualifier_domain::client_cert::ClientCertInfo>,
+    error: Option<&str>,
+) -> Markup {
+    let now = time::OffsetDateTime::now_utc();
+    html! {
+        section aria-labelledby="cert-h" {
+            h2 id="cert-h" { "Client certificate" }
+            p { "For receivers that require mutual TLS: every request to your endpoint presents this certificate. The private key is sealed and never shown again." }
+            @if let Some(c) = cert {
+                @if c.expiring(now) {
+                    p.error role="alert" { "This certificate expires on " (ts(c.not_after)) ". Upload its replacement before then: deliveries already queued use the new one at once." }
+                }
+                dl {
+                    dt { "Subject" } dd { (c.subject) }
+                    dt { "Issuer" } dd { (c.issuer) }
+                    dt { "Expires" } dd { (ts(c.not_after)) }
+                }
+                form method="post" action="/console/webhook/client-certificate/remove" {
+                    input type="hidden" name="csrf" value=(csrf);
+                    button type="submit" { "Remove client certificate" }
+                }
+            } @else {
+                p { "None: requests present no client certificate." }
+            }
+            @if let Some(e) = error { p.error id="cert-error" role="alert" { (e) } }
+            form method="post" action="/console/webhook/client-certificate" {
+                input type="hidden" name="csrf" value=(csrf);
+                div.field {
+                    label for="certificate" { "Certificate (PEM, the chain may follow it)" }
+                    textarea id="certificate" name="certificate" rows="6" spellcheck="false"
+                        aria-describedby=[error.map(|_| "cert-error")] {}
+                }
+                div.field {
+                    label for="private_key" { "Private key (PEM)" }
+                    textarea id="private_key" name="private_key" rows="6" spellcheck="false" autocomplete="off" {}
+                }
+                button type="submit" { @if cert.is_some() { "Replace client certificate" } @else { "Save client certificate" } }
+            }
+        }
+    }
 }
 
 pub fn tokens_page(
