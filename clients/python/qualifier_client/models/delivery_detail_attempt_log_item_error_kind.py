@@ -4,6 +4,7 @@ from enum import StrEnum
 class DeliveryDetailAttemptLogItemErrorKind(StrEnum):
     CONNECT = "connect"
     INVALID_URL = "invalid_url"
+    PROXY = "proxy"
     REFUSED_ADDRESS = "refused_address"
     REQUEST = "request"
     SECRET_UNREADABLE = "secret_unreadable"

@@ -353,9 +353,9 @@ export type DeliveryDetail = Delivery & {
         status_code: number | null;
         error: string | null;
         /**
-         * Present when the attempt got no HTTP answer (absent on success, on an HTTP status, and in entries recorded before kinds were kept): why, as a kind a program can branch on; `error` is the line for people.
+         * Present when the attempt got no HTTP answer (absent on success, on an HTTP status, and in entries recorded before kinds were kept): why, as a kind a program can branch on; `error` is the line for people. `tls` includes a client certificate the receiver refused; `proxy` is the egress proxy failing, not the endpoint (docs/receivers.md).
          */
-        error_kind?: 'timeout' | 'connect' | 'tls' | 'refused_address' | 'invalid_url' | 'request' | 'secret_unreadable';
+        error_kind?: 'timeout' | 'connect' | 'tls' | 'refused_address' | 'invalid_url' | 'request' | 'secret_unreadable' | 'proxy';
         /**
          * The first 4 KiB of the receiver's answer, read as UTF-8 with every control character but newline and tab removed. Absent when it answered nothing, and in entries recorded before answers were kept.
          */
