@@ -1,4 +1,3 @@
-DROP INDEX IF EXISTS webhooks_client_cert_unwarned;
 ALTER TABLE webhooks
     DROP COLUMN IF EXISTS client_cert_pem,
     DROP COLUMN IF EXISTS client_key_sealed,

@@ -1,0 +1,1 @@
+DROP INDEX CONCURRENTLY IF EXISTS webhooks_client_cert_unwarned;
