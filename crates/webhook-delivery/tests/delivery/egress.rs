@@ -411,7 +411,11 @@ async fn a_receiver_requiring_a_client_certificate_gets_it_and_a_replacement_app
 async fn a_certificate_close_to_expiry_is_told_to_the_operator_once() {
     let op = Receiver::start().await;
     let url = op.url.clone();
+    // The operator's webhook leaves through the egress proxy too.
+    let squid = Squid::start();
+    let proxy = proxy_config(&squid);
     let s = Stack::start_with(move |c| {
+        c.egress_proxy = Some(proxy);
         c.operator_webhook = Some((
             url::Url::parse(&url).unwrap(),
             b"operator-secret-for-the-egress-tests".to_vec(),
@@ -430,6 +434,15 @@ async fn a_certificate_close_to_expiry_is_told_to_the_operator_once() {
         "CN=qualifier-expiring"
     );
     assert!(!e.to_string().contains("PRIVATE"));
+    let op_port = op.url.rsplit(':').next().unwrap().split('/').next().unwrap();
+    let op_target = format!("127.0.0.1:{op_port}");
+    wait_until("the notice went through the proxy", Duration::from_secs(10), async || {
+        squid
+            .requests()
+            .iter()
+            .any(|(m, t, _)| m == "CONNECT" && t == &op_target)
+    })
+    .await;
     // Two more checks (every 5 s) later: still the one notice.
     tokio::time::sleep(Duration::from_secs(11)).await;
     assert_eq!(op.received().len(), 1);

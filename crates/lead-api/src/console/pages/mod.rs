@@ -295,7 +295,7 @@ fn client_certificate_section(
                     label for="private_key" { "Private key (PEM)" }
                     textarea id="private_key" name="private_key" rows="6" spellcheck="false" autocomplete="off" {}
                 }
-                button type="submit" { @if cert.is_some() { "Replace client certificate" } @else { "Save client certificate" } }
+                button type="submit" { @if cert.is_some() { "Replace client certificate" } @else { "Upload client certificate" } }
             }
         }
     }
