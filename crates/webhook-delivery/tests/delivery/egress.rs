@@ -434,14 +434,25 @@ async fn a_certificate_close_to_expiry_is_told_to_the_operator_once() {
         "CN=qualifier-expiring"
     );
     assert!(!e.to_string().contains("PRIVATE"));
-    let op_port = op.url.rsplit(':').next().unwrap().split('/').next().unwrap();
+    let op_port = op
+        .url
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .split('/')
+        .next()
+        .unwrap();
     let op_target = format!("127.0.0.1:{op_port}");
-    wait_until("the notice went through the proxy", Duration::from_secs(10), async || {
-        squid
-            .requests()
-            .iter()
-            .any(|(m, t, _)| m == "CONNECT" && t == &op_target)
-    })
+    wait_until(
+        "the notice went through the proxy",
+        Duration::from_secs(10),
+        async || {
+            squid
+                .requests()
+                .iter()
+                .any(|(m, t, _)| m == "CONNECT" && t == &op_target)
+        },
+    )
     .await;
     // Two more checks (every 5 s) later: still the one notice.
     tokio::time::sleep(Duration::from_secs(11)).await;
