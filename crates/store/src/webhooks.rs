@@ -361,12 +361,16 @@ impl Store {
             .execute(&mut conn)
             .await?;
         drop(conn);
+        self.webhook_after_update(org_id, n).await
+    }
+
+    /// The webhook as an update of `n` rows left it: not found when there was none to update.
+    async fn webhook_after_update(&self, org_id: Uuid, n: usize) -> Result<Webhook, StoreError> {
+        let missing = StoreError::NotFound("Webhook not configured");
         if n == 0 {
-            return Err(StoreError::NotFound("Webhook not configured"));
+            return Err(missing);
         }
-        self.get_webhook(org_id)
-            .await?
-            .ok_or(StoreError::NotFound("Webhook not configured"))
+        self.get_webhook(org_id).await?.ok_or(missing)
     }
 
     /// Removes the endpoint's client certificate; the next request goes without one.
@@ -385,12 +389,7 @@ impl Store {
             .execute(&mut conn)
             .await?;
         drop(conn);
-        if n == 0 {
-            return Err(StoreError::NotFound("Webhook not configured"));
-        }
-        self.get_webhook(org_id)
-            .await?
-            .ok_or(StoreError::NotFound("Webhook not configured"))
+        self.webhook_after_update(org_id, n).await
     }
 
     /// Client certificates within [`qualifier_domain::client_cert::EXPIRY_WARNING`] of expiring
