@@ -12,6 +12,7 @@ pub mod handoff;
 pub mod health;
 pub mod lead;
 pub mod netguard;
+pub mod pace;
 #[cfg(feature = "diesel")]
 mod sql;
 pub mod timefmt;

@@ -38,5 +38,7 @@ text_column!(
     HandoffState,
     EventType,
     DeliveryStatus,
-    crate::health::EndpointState
+    crate::health::EndpointState,
+    crate::pace::DeliveryOrdering,
+    crate::pace::WaitingFor
 );

@@ -161,7 +161,13 @@ impl AppState {
         s: crate::inputs::WebhookSettings,
     ) -> Result<(qualifier_store::webhooks::Webhook, Option<String>), StoreError> {
         self.store
-            .put_webhook(org_id, s.url.as_str().to_owned(), s.event_types, s.enabled)
+            .put_webhook(
+                org_id,
+                s.url.as_str().to_owned(),
+                s.event_types,
+                s.enabled,
+                s.pace,
+            )
             .await
     }
 

@@ -9,6 +9,9 @@ use qualifier_config::{
     RetryDelaysArgs, SecretKeyArgs,
 };
 use qualifier_domain::netguard::WebhookUrl;
+use qualifier_domain::pace::{
+    DeliveryOrdering, MAX_PER_SECOND_MESSAGE, MaxPerSecond, ORDERING_MESSAGE, Pace,
+};
 use qualifier_domain::{DeliveryStatus, EventType};
 use qualifier_egress::EgressPolicy;
 use qualifier_store::deliveries::DeliveryFilter;
@@ -64,6 +67,16 @@ enum Command {
         events: Vec<EventType>,
         #[arg(long)]
         disabled: bool,
+        /// A throttle: the endpoint receives at most this many requests in any second (1 to
+        /// 1000), deliveries, replays, test events and probes together, across every
+        /// webhook-delivery replica; those waiting spend no attempt. No throttle when omitted.
+        #[arg(long, value_parser = parse_max_per_second)]
+        max_per_second: Option<MaxPerSecond>,
+        /// `none` (the default: each delivery as soon as it can go) or `per_lead` (one lead's
+        /// deliveries one at a time, in event order; leads never wait for each other; replays
+        /// and test events outside the order).
+        #[arg(long, default_value = "none", value_parser = parse_ordering)]
+        ordering: DeliveryOrdering,
         #[command(flatten)]
         allow_cidrs: AllowCidrsArgs,
     },
@@ -177,6 +190,19 @@ enum Command {
     },
 }
 
+/// `--max-per-second`: the API's rule and message.
+fn parse_max_per_second(s: &str) -> Result<MaxPerSecond, String> {
+    s.parse::<u64>()
+        .ok()
+        .and_then(MaxPerSecond::new)
+        .ok_or_else(|| MAX_PER_SECOND_MESSAGE.to_owned())
+}
+
+/// `--ordering`: the API's names and message.
+fn parse_ordering(s: &str) -> Result<DeliveryOrdering, String> {
+    s.parse().map_err(|_| ORDERING_MESSAGE.to_owned())
+}
+
 fn parse_time(s: &str) -> Result<time::OffsetDateTime, String> {
     time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339)
         .map_err(|e| format!("not an RFC 3339 time such as 2026-11-22T14:00:00Z: {e}"))
@@ -247,6 +273,8 @@ async fn run(cli: Cli) -> Result<serde_json::Value> {
             url,
             events,
             disabled,
+            max_per_second,
+            ordering,
             allow_cidrs,
         } => {
             cli.require_secret_key()?;
@@ -261,7 +289,16 @@ async fn run(cli: Cli) -> Result<serde_json::Value> {
             let (webhook, secret) = cli
                 .store()
                 .await?
-                .put_webhook(*org, url.as_str().to_owned(), events, !disabled)
+                .put_webhook(
+                    *org,
+                    url.as_str().to_owned(),
+                    events,
+                    !disabled,
+                    Pace {
+                        max_per_second: *max_per_second,
+                        ordering: *ordering,
+                    },
+                )
                 .await?;
             let standard = secret.as_deref().map(qualifier_signing::standard::secret);
             json!({ "webhook": webhook, "signing_secret": secret, "standard_webhooks_secret": standard })

@@ -296,6 +296,7 @@ impl Store {
             "UPDATE outbox o SET published_at = NULL, held_at = NULL,
                     replay_at = clock_timestamp(), updated_at = clock_timestamp()
              WHERE o.held_at IS NOT NULL
+               AND o.waiting_for IS DISTINCT FROM 'earlier_delivery'
                AND o.held_at < clock_timestamp() - make_interval(secs => $1 / 1000.0)
                AND NOT EXISTS (SELECT 1 FROM endpoint_health h
                                WHERE h.org_id = o.org_id AND h.state = 'failing')",
@@ -443,13 +444,15 @@ pub(crate) async fn on_save(
     }
 }
 
-/// Every held delivery of the org goes back to the relay, oldest first (the relay orders due
-/// rows by `replay_at`, then `seq`), and the relay is woken.
+/// Every delivery of the org held for the outage goes back to the relay, oldest first (the relay
+/// orders due rows by `replay_at`, then `seq`), and the relay is woken. One waiting for an
+/// earlier delivery of its lead stays: that delivery's end releases it (`crate::pacing`).
 async fn release_held(conn: &mut AsyncPgConnection, org_id: Uuid) -> Result<(), StoreError> {
     let n = diesel::sql_query(
         "UPDATE outbox SET published_at = NULL, held_at = NULL,
                 replay_at = clock_timestamp(), updated_at = clock_timestamp()
-         WHERE org_id = $1 AND held_at IS NOT NULL",
+         WHERE org_id = $1 AND held_at IS NOT NULL
+           AND waiting_for IS DISTINCT FROM 'earlier_delivery'",
     )
     .bind::<SqlUuid, _>(org_id)
     .execute(conn)

@@ -13,6 +13,7 @@ pub mod idempotency;
 pub mod leads;
 pub mod orgs;
 pub mod outbox;
+pub mod pacing;
 pub mod partitions;
 pub mod payload;
 mod pg_messages;

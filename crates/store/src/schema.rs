@@ -73,6 +73,8 @@ diesel::table! {
         client_cert_issuer -> Nullable<Text>,
         client_cert_not_after -> Nullable<Timestamptz>,
         client_cert_warned_at -> Nullable<Timestamptz>,
+        max_per_second -> Nullable<Int4>,
+        ordering -> Nullable<Text>,
     }
 }
 
@@ -101,6 +103,9 @@ diesel::table! {
         resume_attempt -> Nullable<Int4>,
         failed_attempts -> Int4,
         erased_at -> Nullable<Timestamptz>,
+        paced_at -> Nullable<Timestamptz>,
+        waiting_for -> Nullable<Text>,
+        replayed -> Nullable<Bool>,
     }
 }
 

@@ -15,6 +15,7 @@ use crate::schema::{secret_format, webhooks};
 use crate::secrets::{OpenError, new_webhook_secret};
 use crate::{Store, StoreError};
 use qualifier_domain::client_cert::ClientCertInfo;
+use qualifier_domain::pace::{DeliveryOrdering, MaxPerSecond, Pace};
 
 #[derive(Debug, Clone, Queryable, Selectable)]
 #[diesel(table_name = webhooks)]
@@ -33,6 +34,8 @@ pub(crate) struct WebhookRow {
     client_cert_subject: Option<String>,
     client_cert_issuer: Option<String>,
     client_cert_not_after: Option<OffsetDateTime>,
+    max_per_second: Option<i32>,
+    ordering: Option<DeliveryOrdering>,
     /// Whether the deployment may still hold secrets in the unbound format (`secret_format`),
     /// read with the row so that no process can act on a stale answer. A subselect diesel
     /// builds (not SQL text), so the statements that read webhooks stay prepared and cached.
@@ -57,6 +60,21 @@ pub struct Webhook {
     /// The client certificate presented to the endpoint (mutual TLS), without its key; `null`
     /// when none is configured.
     pub client_certificate: Option<ClientCertInfo>,
+    /// The most requests per second the endpoint receives, across every replica; `null`: no
+    /// throttle.
+    pub max_per_second: Option<MaxPerSecond>,
+    /// `none`, or `per_lead`: a lead's deliveries one at a time, in event order.
+    pub ordering: DeliveryOrdering,
+}
+
+impl Webhook {
+    /// The throttle and the ordering.
+    pub fn pace(&self) -> Pace {
+        Pace {
+            max_per_second: self.max_per_second,
+            ordering: self.ordering,
+        }
+    }
 }
 
 /// Test events one org may send per minute, API and console together (docs/reliability.md, "Strangers, quotas and pages").
@@ -132,6 +150,8 @@ impl WebhookRow {
                 }),
                 _ => None,
             },
+            max_per_second: qualifier_domain::pace::stored_rate(self.max_per_second),
+            ordering: self.ordering.unwrap_or_default(),
         }
     }
 }
@@ -145,6 +165,7 @@ impl Store {
         url: String,
         event_types: Vec<EventType>,
         enabled: bool,
+        pace: Pace,
     ) -> Result<(Webhook, Option<String>), StoreError> {
         let key = self.secret_key.clone();
         let mut conn = self.conn().await?;
@@ -160,19 +181,29 @@ impl Store {
             // What saving does to a failing or disabled endpoint (docs/delivery.md, "Endpoint
             // health"): the rule is `qualifier_domain::health::on_save`.
             crate::health::on_save(conn, org_id, enabled).await?;
+            let rate = pace.max_per_second.map(|r| r.get() as i32);
             if let Some(mut row) = existing {
+                let before = row.public().pace();
                 diesel::update(webhooks::table.filter(webhooks::org_id.eq(org_id)))
                     .set((
                         webhooks::url.eq(&url),
                         webhooks::event_types.eq(&event_types),
                         webhooks::enabled.eq(enabled),
+                        webhooks::max_per_second.eq(rate),
+                        webhooks::ordering.eq(pace.ordering),
                         webhooks::updated_at.eq(now),
                     ))
                     .execute(conn)
                     .await?;
+                // What already waits for the throttle follows the new rate at once.
+                if before.max_per_second != pace.max_per_second {
+                    crate::pacing::retime(conn, org_id, pace.max_per_second).await?;
+                }
                 row.url = url;
                 row.event_types = event_types;
                 row.enabled = enabled;
+                row.max_per_second = rate;
+                row.ordering = Some(pace.ordering);
                 row.updated_at = now;
                 return Ok((row.public(), None));
             }
@@ -192,6 +223,8 @@ impl Store {
                 client_cert_subject: None,
                 client_cert_issuer: None,
                 client_cert_not_after: None,
+                max_per_second: rate,
+                ordering: Some(pace.ordering),
                 unbound_allowed: Some(false),
             };
             // A concurrent first PUT for the same org loses on the primary key and is retried by
@@ -205,6 +238,8 @@ impl Store {
                     webhooks::secret_sealed.eq(&row.secret_sealed),
                     webhooks::created_at.eq(row.created_at),
                     webhooks::updated_at.eq(row.updated_at),
+                    webhooks::max_per_second.eq(row.max_per_second),
+                    webhooks::ordering.eq(row.ordering),
                 ))
                 .execute(conn)
                 .await

@@ -20,6 +20,8 @@ pub struct Received {
     /// signature, if any did.
     pub verified_with: Option<usize>,
     pub at: Instant,
+    /// Receipt time minus the envelope's `occurred_at` (commit to receipt), in ms.
+    pub age_ms: Option<f64>,
     /// The receiver answered 2xx at once (not an error status, not a hang past the timeout):
     /// from the receiver's side, this request delivered the event.
     pub accepted: bool,
@@ -79,6 +81,9 @@ struct State {
     behaviour: Option<Behaviour>,
     /// Answers for the next requests, before `behaviour` applies.
     script: Vec<Behaviour>,
+    /// Requests whose body contains the bytes get the status, this many more times (before
+    /// the script and the behaviour): one event failing while others pass.
+    failing: Vec<(Vec<u8>, u16, usize)>,
     /// The body of every answer, when set (else a short word per behaviour).
     answer_body: Option<(Vec<u8>, &'static str)>,
     /// While set and false, each request is recorded and then waits to be answered
@@ -136,13 +141,24 @@ async fn hook(
             .iter()
             .map(|(k, v)| (k.as_str().to_owned(), v.to_str().unwrap_or("").to_owned()))
             .collect();
-        let behaviour = if st.script.is_empty() {
-            st.behaviour.unwrap_or(Behaviour::Ok)
-        } else {
-            st.script.remove(0)
+        let targeted = st
+            .failing
+            .iter_mut()
+            .find(|(needle, _, left)| {
+                *left > 0 && body.windows(needle.len()).any(|w| w == needle.as_slice())
+            })
+            .map(|(_, code, left)| {
+                *left -= 1;
+                Behaviour::Status(*code)
+            });
+        let behaviour = match targeted {
+            Some(b) => b,
+            None if st.script.is_empty() => st.behaviour.unwrap_or(Behaviour::Ok),
+            None => st.script.remove(0),
         };
         st.received.push(Received {
             headers,
+            age_ms: event_age_ms(&body),
             body: body.to_vec(),
             verified_with,
             at: Instant::now(),
@@ -336,6 +352,16 @@ impl Receiver {
         if let Some(g) = self.state.lock().unwrap().gate.take() {
             let _ = g.send(true);
         }
+    }
+
+    /// Requests whose body contains `needle` are answered `status`, `times` times over (the
+    /// others as usual).
+    pub fn fail_when(&self, needle: &str, status: u16, times: usize) {
+        self.state
+            .lock()
+            .unwrap()
+            .failing
+            .push((needle.as_bytes().to_vec(), status, times));
     }
 
     /// The next answers, in order, before the standing behaviour applies again.

@@ -141,6 +141,17 @@ impl HealthWork {
             body: env.to_bytes(),
             probe: true,
         };
+        // A probe is a request like any other to a throttled endpoint: it takes a turn.
+        if let Some(rate) = hook.webhook.max_per_second {
+            match self.store.take_probe_turn(org_id, rate).await {
+                // Bounded by the probe's lease: the endpoint fails, so few turns are taken.
+                Ok(wait) => tokio::time::sleep(wait.min(Duration::from_secs(5))).await,
+                Err(e) => {
+                    tracing::debug!(%org_id, error = %qualifier_store::cause_chain(&e), "probe turn not taken; probing later");
+                    return;
+                }
+            }
+        }
         let sent = self.sender.send(&job, hook).await;
         let plan = decide::after_probe(&sent, now_millis(), &rules);
         let result = plan.result;
@@ -222,6 +233,17 @@ impl HealthWork {
             Ok(n) => tracing::warn!(
                 released = n,
                 "held deliveries of a healthy endpoint released"
+            ),
+        }
+        match self
+            .store
+            .release_stray_order_waits(decide::STRAY_HOLD_AFTER)
+            .await
+        {
+            Ok(0) | Err(_) => {}
+            Ok(n) => tracing::warn!(
+                released = n,
+                "deliveries waiting for an earlier delivery that is over released"
             ),
         }
     }

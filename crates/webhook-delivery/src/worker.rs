@@ -29,9 +29,10 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::batch::{BatchError, Batcher};
-use crate::decide::{self, Admission, After, Before, HealthUpdate, ParkPlan, Sent};
+use crate::decide::{self, Admission, After, Before, HealthUpdate, Pacing, ParkPlan, Sent};
 use crate::gate;
 use crate::sender::{DeliveryJob, Sender};
+use qualifier_store::pacing::Turn;
 
 fn unix_ms() -> i64 {
     qualifier_domain::timefmt::unix_millis(now_millis())
@@ -57,6 +58,8 @@ pub enum NotDurable {
     NotHeld,
     #[error("scheduling the delivery's next attempt failed")]
     Schedule(#[source] StoreError),
+    #[error("waiting for the throttle or the lead's order failed")]
+    Wait(#[source] StoreError),
 }
 
 /// A park at least this long waits in the delivery's row rather than in a park queue (a
@@ -214,41 +217,78 @@ impl Worker {
         publisher: &Publisher,
         job: &DeliveryJob,
     ) -> Result<(), NotDurable> {
-        // One read: the delivery's status and the org's webhook as it is now.
-        let ctx: Option<DeliveryContext> = self
-            .contexts
-            .call(job.delivery())
-            .await
-            .map_err(NotDurable::Context)?;
-        let sent: Sent = match decide::before_attempt(&job.meta, ctx.as_ref()) {
-            Before::Drop => return Ok(()),
-            Before::Orphan => {
-                tracing::error!(delivery_id = %job.meta.delivery_id, "message for a delivery that does not exist dropped");
-                return Ok(());
-            }
-            Before::Hold => {
-                metrics::counter!(m::DELIVERIES, "outcome" => "held").increment(1);
-                return self.hold(job, job.meta.attempt).await;
-            }
-            Before::Skip(reason) => {
-                metrics::counter!(m::DELIVERIES, "outcome" => "skipped").increment(1);
-                tracing::info!(delivery_id = %job.meta.delivery_id, reason = reason.as_str(), "delivery skipped");
-                return self
-                    .store
-                    .mark_skipped(job.delivery(), reason.as_str())
-                    .await
-                    .map_err(NotDurable::Skip);
-            }
-            Before::FailWithoutRequest(why) => {
-                tracing::error!(delivery_id = %job.meta.delivery_id, error = %why.message, "attempt failed before any request");
-                Sent::without_request(now_millis(), why)
-            }
-            Before::Send(hook) => {
-                let sent = self.sender.send(job, hook).await;
-                self.gate
-                    .observe(job.meta.org_id, Duration::from_millis(sent.duration_ms));
-                sent
-            }
+        // A wait for the lead's order or the throttle that ended while it was being begun
+        // (the earlier delivery finished meanwhile) goes round again from a fresh read.
+        let mut rounds = 0;
+        let (ctx, sent) = loop {
+            // One read: the delivery's status and the org's webhook as it is now.
+            let ctx: Option<DeliveryContext> = self
+                .contexts
+                .call(job.delivery())
+                .await
+                .map_err(NotDurable::Context)?;
+            let sent: Sent = match decide::before_attempt(&job.meta, ctx.as_ref()) {
+                Before::Drop => {
+                    // A crash may have come between its end and its release of the next one.
+                    self.release_next(ctx.as_ref()).await;
+                    return Ok(());
+                }
+                Before::Orphan => {
+                    tracing::error!(delivery_id = %job.meta.delivery_id, "message for a delivery that does not exist dropped");
+                    return Ok(());
+                }
+                Before::Hold => {
+                    metrics::counter!(m::DELIVERIES, "outcome" => "held").increment(1);
+                    return self.hold(job, job.meta.attempt).await;
+                }
+                Before::WaitForEarlier => {
+                    let Some(order) = ctx.as_ref().and_then(|c| c.order) else {
+                        return Err(NotDurable::NotHeld);
+                    };
+                    match self
+                        .store
+                        .wait_for_earlier(job.delivery(), order.lead_id, job.meta.attempt)
+                        .await
+                    {
+                        Ok(true) => {
+                            metrics::counter!(m::PARKED, "reason" => "earlier_delivery")
+                                .increment(1);
+                            return Ok(());
+                        }
+                        Ok(false) if rounds < 3 => {
+                            rounds += 1;
+                            continue;
+                        }
+                        Ok(false) => return Err(NotDurable::NotHeld),
+                        Err(e) => return Err(NotDurable::Wait(e)),
+                    }
+                }
+                Before::Skip(reason) => {
+                    metrics::counter!(m::DELIVERIES, "outcome" => "skipped").increment(1);
+                    tracing::info!(delivery_id = %job.meta.delivery_id, reason = reason.as_str(), "delivery skipped");
+                    self.store
+                        .mark_skipped(job.delivery(), reason.as_str())
+                        .await
+                        .map_err(NotDurable::Skip)?;
+                    self.release_next(ctx.as_ref()).await;
+                    return Ok(());
+                }
+                Before::FailWithoutRequest(why) => {
+                    tracing::error!(delivery_id = %job.meta.delivery_id, error = %why.message, "attempt failed before any request");
+                    Sent::without_request(now_millis(), why)
+                }
+                Before::Send(hook) => {
+                    let paced_at = ctx.as_ref().and_then(|c| c.paced_at);
+                    if !self.await_turn(job, hook, paced_at).await? {
+                        return Ok(());
+                    }
+                    let sent = self.sender.send(job, hook).await;
+                    self.gate
+                        .observe(job.meta.org_id, Duration::from_millis(sent.duration_ms));
+                    sent
+                }
+            };
+            break (ctx, sent);
         };
         let plan = decide::plan_after_attempt(
             &sent,
@@ -282,7 +322,12 @@ impl Worker {
                 tracing::info!(delivery_id = %id, attempt = job.meta.attempt, error = ?record.error, "attempt failed while the endpoint fails; held until it is back");
             }
         }
-        if self.record(job, record, step.status()).await? {
+        let ends = matches!(step, After::Succeeded | After::Dead);
+        let erased = self.record(job, record, step.status()).await?;
+        if ends {
+            self.release_next(ctx.as_ref()).await;
+        }
+        if erased {
             // The lead was erased while the request was out: the row is over (skipped) and
             // kept nothing of the answer. Nothing goes on, since a retry, a hold or a dead
             // letter would carry or resend the event as it was before the erasure.
@@ -326,6 +371,65 @@ impl Worker {
             .publish_all(&[job_message(&next, &exchange, &routing_key)])
             .await
             .map_err(NotDurable::Publish)
+    }
+
+    /// Waits for the endpoint's throttle (docs/delivery.md, "Throttle and order"): true once
+    /// the request may go; false when the delivery now waits for its turn in its row (or ended
+    /// meanwhile), and its message is done with.
+    async fn await_turn(
+        &self,
+        job: &DeliveryJob,
+        hook: &qualifier_store::webhooks::WebhookForDelivery,
+        paced_at: Option<time::OffsetDateTime>,
+    ) -> Result<bool, NotDurable> {
+        let turn_in_ms =
+            paced_at.map(|t| (t - time::OffsetDateTime::now_utc()).whole_milliseconds() as i64);
+        match decide::pacing(hook.webhook.max_per_second, turn_in_ms) {
+            Pacing::Free => Ok(true),
+            Pacing::Holding { wait } => {
+                tokio::time::sleep(wait).await;
+                Ok(true)
+            }
+            Pacing::Take { rate, wait_here } => {
+                let turn = self
+                    .store
+                    .take_turn(
+                        job.meta.org_id,
+                        rate,
+                        job.delivery(),
+                        job.meta.attempt,
+                        wait_here,
+                    )
+                    .await
+                    .map_err(NotDurable::Wait)?;
+                match turn {
+                    Turn::Wait(wait) => {
+                        tokio::time::sleep(wait).await;
+                        Ok(true)
+                    }
+                    Turn::Parked => {
+                        metrics::counter!(m::PARKED, "reason" => "throttle").increment(1);
+                        Ok(false)
+                    }
+                    Turn::Ended => Ok(false),
+                }
+            }
+        }
+    }
+
+    /// A delivery in its lead's order is over: the lead's next waiting delivery may go. A
+    /// failure here is logged only: the health loop's safety net releases it within seconds.
+    async fn release_next(&self, ctx: Option<&DeliveryContext>) {
+        let Some(order) = ctx.and_then(|c| c.order) else {
+            return;
+        };
+        if let Err(e) = self
+            .store
+            .release_next_of_lead(order.org_id, order.lead_id)
+            .await
+        {
+            tracing::warn!(lead_id = %order.lead_id, error = %qualifier_store::cause_chain(&e), "next delivery of the lead not released; the safety net will");
+        }
     }
 
     /// Holds the delivery in its row while its endpoint fails (then the message is acked).

@@ -228,7 +228,10 @@ pub(super) async fn webhook_save(f: CsrfForm, st: web::Data<AppState>) -> Result
     let url = f.form.get("url").unwrap_or("").trim();
     let types = f.form.all("event_types");
     let enabled = f.form.get("enabled").is_some();
-    let settings = match WebhookSettings::from_form(url, &types, enabled, &st.egress).await {
+    let rate = f.form.get("max_per_second");
+    let ordering = f.form.get("ordering");
+    let pace = (rate, ordering);
+    let settings = match WebhookSettings::from_form(url, &types, enabled, pace, &st.egress).await {
         Ok(s) => s,
         Err(errors) => {
             // The form again, as sent, each problem beside its field.
@@ -238,6 +241,10 @@ pub(super) async fn webhook_save(f: CsrfForm, st: web::Data<AppState>) -> Result
                 enabled,
                 url_error: errors.url,
                 types_error: errors.event_types,
+                max_per_second: rate.unwrap_or("").trim().to_owned(),
+                ordering: ordering.unwrap_or("none").to_owned(),
+                rate_error: errors.max_per_second,
+                ordering_error: errors.ordering,
                 ..Default::default()
             };
             let mut r = webhook_view(&st, &f.session, Some(shown), None, None).await?;

@@ -9,6 +9,9 @@
 use std::time::Duration;
 
 use qualifier_domain::netguard::WebhookUrl;
+use qualifier_domain::pace::{
+    DeliveryOrdering, MAX_PER_SECOND_MESSAGE, MaxPerSecond, ORDERING_MESSAGE, Pace,
+};
 use qualifier_domain::validate::{Name, body};
 use qualifier_domain::{DeliveryStatus, EventType};
 use qualifier_egress::EgressPolicy;
@@ -86,6 +89,55 @@ pub struct WebhookSettings {
     pub url: WebhookUrl,
     pub event_types: Vec<EventType>,
     pub enabled: bool,
+    /// The throttle and the ordering (absent: no throttle, `none`).
+    pub pace: Pace,
+}
+
+/// `max_per_second`: absent or `null` (no throttle), or an integer from 1 to 1000.
+fn max_per_second_of(v: Option<&Value>) -> Result<Option<MaxPerSecond>, ApiError> {
+    match v {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => v
+            .as_u64()
+            .and_then(MaxPerSecond::new)
+            .map(Some)
+            .ok_or_else(|| unprocessable(MAX_PER_SECOND_MESSAGE)),
+    }
+}
+
+/// `ordering`: absent (`none`), `"none"` or `"per_lead"`.
+fn ordering_of(v: Option<&Value>) -> Result<DeliveryOrdering, ApiError> {
+    match v {
+        None => Ok(DeliveryOrdering::None),
+        Some(v) => v
+            .as_str()
+            .and_then(|s| s.parse().ok())
+            .ok_or_else(|| unprocessable(ORDERING_MESSAGE)),
+    }
+}
+
+/// The pace as a form sends it: an empty rate is no throttle.
+pub fn pace_from_form(
+    max_per_second: Option<&str>,
+    ordering: Option<&str>,
+) -> (
+    Result<Option<MaxPerSecond>, String>,
+    Result<DeliveryOrdering, String>,
+) {
+    let rate = match max_per_second.map(str::trim).filter(|r| !r.is_empty()) {
+        None => Ok(None),
+        Some(r) => r
+            .parse::<u64>()
+            .ok()
+            .and_then(MaxPerSecond::new)
+            .map(Some)
+            .ok_or_else(|| MAX_PER_SECOND_MESSAGE.to_owned()),
+    };
+    let ordering = match ordering.map(str::trim).filter(|o| !o.is_empty()) {
+        None => Ok(DeliveryOrdering::None),
+        Some(o) => o.parse().map_err(|_| ORDERING_MESSAGE.to_owned()),
+    };
+    (rate, ordering)
 }
 
 /// A url that parses and whose host resolves only to addresses the egress policy permits, now
@@ -108,11 +160,15 @@ async fn reachable(url: WebhookUrl, egress: &EgressPolicy) -> Result<WebhookUrl,
 pub struct WebhookFieldErrors {
     pub url: Option<String>,
     pub event_types: Option<String>,
+    pub max_per_second: Option<String>,
+    pub ordering: Option<String>,
 }
 
 impl WebhookSettings {
-    /// The JSON body: `url` and `event_types` required, `enabled` default true. Checked in the
-    /// documented order: the url's form, the event types, then where the url resolves.
+    /// The JSON body: `url` and `event_types` required, `enabled` default true,
+    /// `max_per_second` default null, `ordering` default `none`. Checked in the documented
+    /// order: the url's form, the event types, `enabled`, the pace, then where the url
+    /// resolves.
     pub async fn from_json(
         obj: &Map<String, Value>,
         egress: &EgressPolicy,
@@ -120,10 +176,15 @@ impl WebhookSettings {
         let url = WebhookUrl::parse(body::required_string(obj, "url")?)?;
         let event_types = subscription_of(obj)?;
         let enabled = body::boolean(obj, "enabled")?.unwrap_or(true);
+        let pace = Pace {
+            max_per_second: max_per_second_of(body::get(obj, "max_per_second"))?,
+            ordering: ordering_of(body::get(obj, "ordering"))?,
+        };
         Ok(WebhookSettings {
             url: reachable(url, egress).await?,
             event_types,
             enabled,
+            pace,
         })
     }
 
@@ -132,19 +193,27 @@ impl WebhookSettings {
         url: &str,
         event_types: &[&str],
         enabled: bool,
+        pace: (Option<&str>, Option<&str>),
         egress: &EgressPolicy,
     ) -> Result<WebhookSettings, WebhookFieldErrors> {
         let url = public_endpoint(url, egress).await;
         let types = subscription(event_types.iter().map(|t| Some(*t)));
-        match (url, types) {
-            (Ok(url), Ok(event_types)) => Ok(WebhookSettings {
+        let (rate, ordering) = pace_from_form(pace.0, pace.1);
+        match (url, types, rate, ordering) {
+            (Ok(url), Ok(event_types), Ok(max_per_second), Ok(ordering)) => Ok(WebhookSettings {
                 url,
                 event_types,
                 enabled,
+                pace: Pace {
+                    max_per_second,
+                    ordering,
+                },
             }),
-            (url, types) => Err(WebhookFieldErrors {
+            (url, types, rate, ordering) => Err(WebhookFieldErrors {
                 url: url.err().map(|e| e.to_string()),
                 event_types: types.err().map(|e| e.to_string()),
+                max_per_second: rate.err(),
+                ordering: ordering.err(),
             }),
         }
     }

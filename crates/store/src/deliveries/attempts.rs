@@ -6,14 +6,16 @@ use diesel::{ExpressionMethods, NullableExpressionMethods, QueryDsl, SelectableH
 use diesel_async::RunQueryDsl;
 use uuid::Uuid;
 
-use super::{AttemptWrite, DeliveryContext, EndpointGlance};
+use super::{AttemptWrite, DeliveryContext, EndpointGlance, LeadOrder};
 use crate::partitions::{DeliveryRef, day_bounds, in_days};
 use crate::schema::{endpoint_health, outbox, webhooks};
 use crate::webhooks::WebhookRow;
 use crate::{Store, StoreError};
 use qualifier_domain::DeliveryStatus;
 use qualifier_domain::health::EndpointState;
+use qualifier_domain::pace::DeliveryOrdering;
 use serde_json::Value;
+use time::OffsetDateTime;
 
 /// A row [`Store::record_attempts`] wrote.
 #[derive(diesel::QueryableByName)]
@@ -37,8 +39,16 @@ impl Store {
         let days = day_bounds(deliveries.iter().map(|d| d.seq));
         let mut conn = self.conn().await?;
         type Row = (
-            Uuid,
-            DeliveryStatus,
+            (
+                Uuid,
+                DeliveryStatus,
+                i64,
+                Uuid,
+                Option<Uuid>,
+                bool,
+                Option<bool>,
+            ),
+            Option<OffsetDateTime>,
             Option<WebhookRow>,
             Option<EndpointState>,
             Option<i32>,
@@ -49,8 +59,16 @@ impl Store {
             .filter(outbox::delivery_id.eq_any(&delivery_ids))
             .filter(in_days(days))
             .select((
-                outbox::delivery_id,
-                outbox::status,
+                (
+                    outbox::delivery_id,
+                    outbox::status,
+                    outbox::seq,
+                    outbox::org_id,
+                    outbox::lead_id,
+                    outbox::is_test,
+                    outbox::replayed,
+                ),
+                outbox::paced_at,
                 Option::<WebhookRow>::as_select(),
                 endpoint_health::state.nullable(),
                 endpoint_health::consecutive_failures.nullable(),
@@ -58,24 +76,64 @@ impl Store {
             .load(&mut conn)
             .await?;
         drop(conn);
-        let by_id: std::collections::HashMap<Uuid, DeliveryContext> = rows
+        let mut by_id: std::collections::HashMap<Uuid, DeliveryContext> = rows
             .into_iter()
-            .map(|(id, status, hook, state, failures)| {
-                let webhook = hook.map(|r| self.open_for_delivery(r));
-                let health = EndpointGlance {
-                    state: state.unwrap_or(EndpointState::Healthy),
-                    consecutive_failures: failures.unwrap_or(0).max(0) as u32,
-                };
-                (
-                    id,
-                    DeliveryContext {
-                        status,
-                        webhook,
-                        health,
-                    },
-                )
+            .map(
+                |(
+                    (id, status, seq, org_id, lead, is_test, replayed),
+                    paced_at,
+                    hook,
+                    state,
+                    failures,
+                )| {
+                    let webhook = hook.map(|r| self.open_for_delivery(r));
+                    let health = EndpointGlance {
+                        state: state.unwrap_or(EndpointState::Healthy),
+                        consecutive_failures: failures.unwrap_or(0).max(0) as u32,
+                    };
+                    // In its lead's order: the webhook orders per lead, and the delivery is
+                    // neither a test event nor a replay (docs/delivery.md, "Throttle and order").
+                    let per_lead = matches!(&webhook, Some(Ok(w))
+                        if w.webhook.ordering == DeliveryOrdering::PerLead);
+                    let order = lead
+                        .filter(|_| per_lead && !is_test && replayed != Some(true))
+                        .map(|lead_id| LeadOrder {
+                            org_id,
+                            lead_id,
+                            seq,
+                            earlier_pending: false,
+                        });
+                    (
+                        id,
+                        DeliveryContext {
+                            status,
+                            webhook,
+                            health,
+                            paced_at,
+                            order,
+                        },
+                    )
+                },
+            )
+            .collect();
+        // Only deliveries in a lead's order ask whether an earlier one is pending: one more
+        // round trip for them, none for anyone else.
+        let ordered: Vec<(Uuid, Uuid, Uuid, i64)> = by_id
+            .iter()
+            .filter(|(_, c)| !c.status.is_final())
+            .filter_map(|(id, c)| {
+                let o = c.order.as_ref()?;
+                Some((*id, o.org_id, o.lead_id, o.seq))
             })
             .collect();
+        if !ordered.is_empty() {
+            let blocked = self.earlier_pending(&ordered).await?;
+            for ((id, ..), b) in ordered.iter().zip(blocked) {
+                if let Some(o) = by_id.get_mut(id).and_then(|c| c.order.as_mut()) {
+                    o.earlier_pending = b;
+                }
+            }
+        }
         // Cloned, not moved: an id twice in one batch (a redelivery racing its original) gets
         // its row both times.
         Ok(delivery_ids
@@ -180,7 +238,7 @@ impl Store {
         conn.transaction::<bool, StoreError, _>(async move |conn| {
             let n = diesel::sql_query(
                 "UPDATE outbox o SET published_at = NULL, replay_at = $2, resume_attempt = $3,
-                        updated_at = clock_timestamp()
+                        paced_at = NULL, waiting_for = NULL, updated_at = clock_timestamp()
                  WHERE o.delivery_id = $1 AND (o.seq >> 32) BETWEEN $4 AND $5
                    AND o.status IN ('pending', 'failed') AND o.erased_at IS NULL
                    AND o.held_at IS NULL",

@@ -384,6 +384,7 @@ async fn schedule_replays(
              RETURNING next_at - make_interval(secs => $3 * $4) AS first)
          UPDATE outbox o
          SET status = 'pending', published_at = NULL, held_at = NULL, resume_attempt = NULL,
+             replayed = true, paced_at = NULL, waiting_for = NULL,
              replay_at = slot.first + make_interval(secs => $3 * (v.i - 1)),
              updated_at = clock_timestamp()
          FROM slot, unnest($2::int8[]) WITH ORDINALITY AS v(seq, i)

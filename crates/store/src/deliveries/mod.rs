@@ -15,6 +15,7 @@ use crate::secrets::OpenError;
 use crate::webhooks::WebhookForDelivery;
 use qualifier_domain::delivery::AttemptEntry;
 use qualifier_domain::health::EndpointState;
+use qualifier_domain::pace::WaitingFor;
 use qualifier_domain::{DeliveryStatus, EventType};
 
 mod attempts;
@@ -53,6 +54,10 @@ pub struct Delivery {
     /// a lead"). Present only then.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub erased: bool,
+    /// Why a delivery not yet sent waits: for the endpoint's throttle, or for an earlier
+    /// delivery of its lead (docs/delivery.md, "Throttle and order"). Present only then.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub waiting_for: Option<WaitingFor>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -77,9 +82,23 @@ struct SummaryRow {
     created_at: OffsetDateTime,
     updated_at: OffsetDateTime,
     erased_at: Option<OffsetDateTime>,
+    waiting_for: Option<WaitingFor>,
+    published_at: Option<OffsetDateTime>,
+    held_at: Option<OffsetDateTime>,
 }
 
 impl SummaryRow {
+    /// The wait its `waiting_for` names is still on: the relay has yet to send it back (the
+    /// throttle), or it is still held (an earlier delivery).
+    fn waiting(&self) -> bool {
+        !self.status.is_final()
+            && match self.waiting_for {
+                Some(WaitingFor::Throttle) => self.published_at.is_none(),
+                Some(WaitingFor::EarlierDelivery) => self.held_at.is_some(),
+                None => false,
+            }
+    }
+
     fn summary(&self) -> Delivery {
         Delivery {
             id: self.delivery_id,
@@ -92,6 +111,7 @@ impl SummaryRow {
             created_at: self.created_at,
             updated_at: self.updated_at,
             erased: self.erased_at.is_some(),
+            waiting_for: self.waiting().then_some(self.waiting_for).flatten(),
         }
     }
 }
@@ -111,6 +131,21 @@ pub struct DeliveryContext {
     pub webhook: Option<Result<WebhookForDelivery, OpenError>>,
     /// Its endpoint's health as of the read.
     pub health: EndpointGlance,
+    /// The throttle's turn the delivery holds, when it waited for one in its row.
+    pub paced_at: Option<OffsetDateTime>,
+    /// Its place in its lead's order, when its webhook orders per lead and it is neither a
+    /// test event nor a replay.
+    pub order: Option<LeadOrder>,
+}
+
+/// A delivery in its lead's order (docs/delivery.md, "Throttle and order").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LeadOrder {
+    pub org_id: Uuid,
+    pub lead_id: Uuid,
+    pub seq: i64,
+    /// An earlier delivery of the lead is pending or retrying (as of the read).
+    pub earlier_pending: bool,
 }
 
 /// What an attempt needs to know of its endpoint's health: whether to send at all, and whether

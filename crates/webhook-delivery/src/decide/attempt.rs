@@ -63,6 +63,10 @@ pub enum Before<'a> {
     /// Its endpoint is failing (docs/delivery.md, "Endpoint health"): the delivery waits in its row, keeping
     /// its attempt number, until a probe finds the endpoint back. No attempt is spent.
     Hold,
+    /// The webhook orders per lead and an earlier delivery of the same lead is pending or
+    /// retrying: the delivery waits in its row, keeping its attempt number, until that one is
+    /// over (docs/delivery.md, "Throttle and order"). No attempt is spent.
+    WaitForEarlier,
     /// Send to this webhook, as it is now.
     Send(&'a WebhookForDelivery),
 }
@@ -102,6 +106,10 @@ pub fn before_attempt<'a>(
     // A test event asked for while the endpoint fails is sent at once, as a probe would be.
     if ctx.health.state == EndpointState::Failing && !meta.test {
         return Before::Hold;
+    }
+    // Test events and replays are outside the order (the read leaves their `order` empty).
+    if ctx.order.is_some_and(|o| o.earlier_pending) && !meta.test {
+        return Before::WaitForEarlier;
     }
     Before::Send(hook)
 }
@@ -365,6 +373,32 @@ mod tests {
             let c = ctx(s, Some(Ok(hook(true, &[EventType::LeadCreated]))));
             assert!(matches!(before_attempt(&m, &c), Before::Send(_)), "{s}");
         }
+    }
+
+    #[test]
+    fn a_delivery_behind_a_pending_one_of_its_lead_waits_and_a_test_event_does_not() {
+        let mut m = meta(EventType::LeadStageChanged);
+        let mut c = ctx(
+            DeliveryStatus::Pending,
+            Some(Ok(hook(true, &[EventType::LeadStageChanged]))),
+        );
+        let order = |earlier_pending| qualifier_store::deliveries::LeadOrder {
+            org_id: m.org_id,
+            lead_id: uuid::Uuid::new_v4(),
+            seq: 7,
+            earlier_pending,
+        };
+        c.order = Some(order(true));
+        assert_eq!(before_attempt(&m, &c), Before::WaitForEarlier);
+        c.order = Some(order(false));
+        assert!(matches!(before_attempt(&m, &c), Before::Send(_)));
+        // A failing endpoint holds it first: it resumes in its turn after the outage.
+        c.order = Some(order(true));
+        c.health.state = EndpointState::Failing;
+        assert_eq!(before_attempt(&m, &c), Before::Hold);
+        c.health.state = EndpointState::Healthy;
+        m.test = true;
+        assert!(matches!(before_attempt(&m, &c), Before::Send(_)));
     }
 
     #[test]

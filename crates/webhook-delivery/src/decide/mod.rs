@@ -7,6 +7,8 @@
 //!   or is parked (the per-org cap, borrowing, a receiver's `Retry-After`);
 //! - [`attempt`]: what happens before an attempt (send, hold, skip, drop) and after it (the
 //!   attempt record, retry, dead-letter, hold while the endpoint fails);
+//! - [`pace`]: the endpoint's throttle (whether a delivery holds its turn, takes one, waits for
+//!   it here or in its row);
 //! - [`health`]: endpoint health (failing, probes, recovery, disabling) and what each change does
 //!   to the deliveries held meanwhile, and the operator notices' retry schedule.
 //!
@@ -22,10 +24,12 @@ use std::time::Duration;
 mod admission;
 mod attempt;
 mod health;
+mod pace;
 
 pub use admission::*;
 pub use attempt::*;
 pub use health::*;
+pub use pace::*;
 
 use qualifier_domain::delivery::FailureKind;
 
@@ -132,6 +136,8 @@ pub(crate) mod fixtures {
                 created_at: now_millis(),
                 updated_at: now_millis(),
                 client_certificate: None,
+                max_per_second: None,
+                ordering: Default::default(),
             },
             signing_secret: "qlf_whsec_test".into(),
             previous_secret: None,
@@ -147,6 +153,8 @@ pub(crate) mod fixtures {
             status,
             webhook,
             health: Default::default(),
+            paced_at: None,
+            order: None,
         }
     }
 

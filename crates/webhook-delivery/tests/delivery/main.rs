@@ -10,6 +10,7 @@ mod erasure;
 mod hardening;
 mod health;
 mod help;
+mod pace;
 mod stack;
 mod standard;
 mod storage;

@@ -4,6 +4,7 @@
 use maud::{Markup, html};
 use qualifier_domain::EventType;
 use qualifier_domain::health::{EndpointHealth, EndpointState};
+use qualifier_domain::pace::WaitingFor;
 use qualifier_store::console::HourOfDeliveries;
 use qualifier_store::deliveries::{Delivery, DeliveryDetail};
 use strum::VariantArray;
@@ -265,6 +266,14 @@ fn deliveries_table(rows: &[Delivery], search: Option<&DeliverySearch>) -> Marku
                             td {
                                 span class=(format!("status status-{}", d.status.as_str())) { (d.status.as_str()) }
                                 @if d.erased { " " span.status.status-erased data-erased { "erased" } }
+                                @if let Some(w) = d.waiting_for {
+                                    " " span.status data-waiting=(w.as_str()) {
+                                        (match w {
+                                            WaitingFor::Throttle => "waiting for the throttle",
+                                            WaitingFor::EarlierDelivery => "waiting for an earlier delivery of its lead",
+                                        })
+                                    }
+                                }
                             }
                             td { (d.attempts) }
                             td { (d.last_status_code.map(|c| c.to_string()).or_else(|| d.last_error.clone()).unwrap_or_default()) }

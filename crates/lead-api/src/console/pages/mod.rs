@@ -130,6 +130,11 @@ pub struct WebhookForm {
     pub enabled: bool,
     pub url_error: Option<String>,
     pub types_error: Option<String>,
+    /// The throttle as typed (empty: none) and the ordering's name.
+    pub max_per_second: String,
+    pub ordering: String,
+    pub rate_error: Option<String>,
+    pub ordering_error: Option<String>,
     pub form_error: Option<String>,
     /// Why the client certificate form was refused (the API's 422 message).
     pub cert_error: Option<String>,
@@ -141,6 +146,11 @@ impl WebhookForm {
             url: w.url.clone(),
             event_types: w.event_types.clone(),
             enabled: w.enabled,
+            max_per_second: w
+                .max_per_second
+                .map(|r| r.get().to_string())
+                .unwrap_or_default(),
+            ordering: w.ordering.as_str().to_owned(),
             ..Default::default()
         }
     }
@@ -219,6 +229,25 @@ pub fn webhook_page(
             div.check {
                 input type="checkbox" id="enabled" name="enabled" value="true" checked[form.enabled];
                 label for="enabled" { "Enabled" }
+            }
+            div.field {
+                label for="max_per_second" { "Requests per second at most" }
+                input type="number" id="max_per_second" name="max_per_second" min="1" max="1000"
+                    value=(form.max_per_second) placeholder="No limit"
+                    aria-describedby=(if form.rate_error.is_some() { "rate-help rate-error" } else { "rate-help" })
+                    aria-invalid=[form.rate_error.as_ref().map(|_| "true")];
+                p.hint id="rate-help" { "A throttle for your endpoint: deliveries, replays, test events and checks together never exceed this many requests in a second. Those waiting keep their attempts and arrive in event order. Leave empty for no limit." }
+                @if let Some(e) = &form.rate_error { p.error id="rate-error" { (e) } }
+            }
+            div.field {
+                label for="ordering" { "Order" }
+                select id="ordering" name="ordering"
+                    aria-describedby=(if form.ordering_error.is_some() { "ordering-help ordering-error" } else { "ordering-help" }) {
+                    option value="none" selected[form.ordering != "per_lead"] { "None: each delivery as soon as it can go" }
+                    option value="per_lead" selected[form.ordering == "per_lead"] { "Per lead: one lead's deliveries one at a time, in event order" }
+                }
+                p.hint id="ordering-help" { "Per lead: a delivery waits while an earlier delivery of the same lead is pending or retrying, so your CRM applies each lead's changes in sequence. Other leads never wait for it. Replays and test events are sent outside the order." }
+                @if let Some(e) = &form.ordering_error { p.error id="ordering-error" { (e) } }
             }
             button type="submit" { "Save" }
         }

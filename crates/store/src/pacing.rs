@@ -1,0 +1,379 @@
+//! Receivers set the pace (docs/delivery.md, "Throttle and order"): the turns of a throttled
+//! endpoint, shared by every `webhook-delivery` replica, and the waits of a lead's deliveries
+//! behind its earlier ones. Only endpoints with a throttle or `per_lead` ordering reach this
+//! module; the delivery rules (`crates/webhook-delivery/src/decide/pace.rs`) say when.
+//!
+//! **Turns.** `endpoint_pacing` holds an endpoint's next free turn. Taking one moves it on by
+//! the spacing (one second over the rate) under the row's lock, so turns are handed out one at
+//! a time across replicas, in the order they are asked for, and two turns are never closer than
+//! the spacing: any one-second window holds at most `max_per_second` turns, plus one. A
+//! delivery whose turn is near waits for it in the process; one whose turn is further off waits
+//! in its row, holding the turn (`paced_at`), and the relay sends it again shortly before it
+//! ([`qualifier_domain::pace::SENT_AHEAD`]). Waiting spends no attempt.
+//!
+//! **Order.** A delivery of a lead waits, in its row (`held_at` with `waiting_for =
+//! 'earlier_delivery'`), while an earlier delivery of the same lead is pending or failed, and
+//! the delivery that ends the wait releases the next one. Both run under a transaction-level
+//! advisory lock of the lead, so a wait begun while the earlier delivery ends is either seen
+//! and released, or not begun: no delivery waits for a release that already happened.
+
+use diesel::sql_types::{BigInt, Bool, Double, Int4, Uuid as SqlUuid};
+use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+use qualifier_domain::pace::{MaxPerSecond, SENT_AHEAD};
+use std::time::Duration;
+use uuid::Uuid;
+
+use crate::partitions::{DeliveryRef, day_bounds};
+use crate::{Store, StoreError};
+
+/// A delivery of the lead, earlier than the row `o`, that is not over: pending or retrying
+/// (held during an outage, or waiting itself). Test events and replays are outside the order.
+/// Read through `outbox_org_lead`.
+const EARLIER_PENDING: &str = "EXISTS (SELECT 1 FROM outbox e
+        WHERE e.org_id = o.org_id AND e.lead_id = o.lead_id AND e.seq < o.seq
+          AND e.status IN ('pending', 'failed') AND NOT e.is_test
+          AND e.replayed IS NOT TRUE)";
+
+/// What taking a turn came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Turn {
+    /// The turn is this far off (zero when it is now): wait, then send.
+    Wait(Duration),
+    /// The turn was further off than the caller waits in the process: the delivery now waits
+    /// in its row, holding the turn, and the relay sends it again just before it.
+    Parked,
+    /// The turn was further off, and the delivery ended meanwhile (finished, erased, held for
+    /// an outage): nothing is sent.
+    Ended,
+}
+
+#[derive(diesel::QueryableByName)]
+struct Taken {
+    #[diesel(sql_type = Double)]
+    wait_ms: f64,
+    #[diesel(sql_type = BigInt)]
+    parked: i64,
+}
+
+#[derive(diesel::QueryableByName)]
+struct Blocked {
+    #[diesel(sql_type = SqlUuid)]
+    id: Uuid,
+    #[diesel(sql_type = Bool)]
+    blocked: bool,
+}
+
+#[derive(diesel::QueryableByName)]
+struct Seq {
+    #[diesel(sql_type = BigInt)]
+    seq: i64,
+}
+
+fn secs(d: Duration) -> f64 {
+    d.as_secs_f64()
+}
+
+/// The advisory lock of one lead's order (any 64-bit key of the lead id does: a collision only
+/// makes two leads take turns at this lock).
+const LOCK_LEAD: &str = "SELECT pg_advisory_xact_lock(hashtextextended($1::text, 17))";
+
+impl Store {
+    /// Takes the endpoint's next turn for `delivery`'s attempt `attempt`. When the turn is
+    /// more than `wait_here` off, the delivery is parked in its row until then (same
+    /// statement, so the turn is never taken without being held).
+    pub async fn take_turn(
+        &self,
+        org_id: Uuid,
+        rate: MaxPerSecond,
+        delivery: DeliveryRef,
+        attempt: u32,
+        wait_here: Duration,
+    ) -> Result<Turn, StoreError> {
+        let (lo, hi) = day_bounds([delivery.seq]);
+        let mut conn = self.conn().await?;
+        let taken: Taken = diesel::sql_query(
+            "WITH turn AS (
+                 INSERT INTO endpoint_pacing AS p (org_id, next_at)
+                 VALUES ($1, clock_timestamp() + make_interval(secs => $2))
+                 ON CONFLICT (org_id) DO UPDATE
+                     SET next_at = GREATEST(p.next_at, clock_timestamp())
+                                   + make_interval(secs => $2)
+                 RETURNING next_at - make_interval(secs => $2) AS at),
+             parked AS (
+                 UPDATE outbox o SET published_at = NULL, paced_at = turn.at,
+                        replay_at = turn.at - make_interval(secs => $4),
+                        waiting_for = 'throttle', resume_attempt = $5,
+                        updated_at = clock_timestamp()
+                 FROM turn
+                 WHERE turn.at > clock_timestamp() + make_interval(secs => $3)
+                   AND o.delivery_id = $6 AND (o.seq >> 32) BETWEEN $7 AND $8
+                   AND o.status IN ('pending', 'failed') AND o.erased_at IS NULL
+                   AND o.held_at IS NULL
+                 RETURNING o.seq)
+             SELECT (EXTRACT(EPOCH FROM turn.at - clock_timestamp()) * 1000)::float8 AS wait_ms,
+                    (SELECT count(*) FROM parked) AS parked
+             FROM turn",
+        )
+        .bind::<SqlUuid, _>(org_id)
+        .bind::<Double, _>(secs(rate.spacing()))
+        .bind::<Double, _>(secs(wait_here))
+        .bind::<Double, _>(secs(SENT_AHEAD))
+        .bind::<Int4, _>(i32::try_from(attempt).unwrap_or(i32::MAX))
+        .bind::<SqlUuid, _>(delivery.id)
+        .bind::<BigInt, _>(lo)
+        .bind::<BigInt, _>(hi)
+        .get_result(&mut conn)
+        .await?;
+        let wait = Duration::from_secs_f64(taken.wait_ms.max(0.0) / 1000.0);
+        if wait <= wait_here {
+            return Ok(Turn::Wait(wait));
+        }
+        if taken.parked == 0 {
+            return Ok(Turn::Ended);
+        }
+        // The relay sleeps until the earliest instant it knows of; this one may be earlier.
+        diesel::sql_query("SELECT pg_notify('qualifier_outbox', '')")
+            .execute(&mut conn)
+            .await?;
+        Ok(Turn::Parked)
+    }
+
+    /// Takes the endpoint's next turn for a request that has no row (a probe): how long until
+    /// it.
+    pub async fn take_probe_turn(
+        &self,
+        org_id: Uuid,
+        rate: MaxPerSecond,
+    ) -> Result<Duration, StoreError> {
+        #[derive(diesel::QueryableByName)]
+        struct Wait {
+            #[diesel(sql_type = Double)]
+            wait_ms: f64,
+        }
+        let mut conn = self.conn().await?;
+        let w: Wait = diesel::sql_query(
+            "INSERT INTO endpoint_pacing AS p (org_id, next_at)
+             VALUES ($1, clock_timestamp() + make_interval(secs => $2))
+             ON CONFLICT (org_id) DO UPDATE
+                 SET next_at = GREATEST(p.next_at, clock_timestamp()) + make_interval(secs => $2)
+             RETURNING (EXTRACT(EPOCH FROM next_at - make_interval(secs => $2)
+                                - clock_timestamp()) * 1000)::float8 AS wait_ms",
+        )
+        .bind::<SqlUuid, _>(org_id)
+        .bind::<Double, _>(secs(rate.spacing()))
+        .get_result(&mut conn)
+        .await?;
+        Ok(Duration::from_secs_f64(w.wait_ms.max(0.0) / 1000.0))
+    }
+
+    /// For each delivery (its row's org, lead and sequence number), whether an earlier
+    /// delivery of its lead is not over yet, in one round trip.
+    pub async fn earlier_pending(
+        &self,
+        rows: &[(Uuid, Uuid, Uuid, i64)],
+    ) -> Result<Vec<bool>, StoreError> {
+        use diesel::sql_types::Array;
+        if rows.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<Uuid> = rows.iter().map(|r| r.0).collect();
+        let orgs: Vec<Uuid> = rows.iter().map(|r| r.1).collect();
+        let leads: Vec<Uuid> = rows.iter().map(|r| r.2).collect();
+        let seqs: Vec<i64> = rows.iter().map(|r| r.3).collect();
+        let mut conn = self.conn().await?;
+        let found: Vec<Blocked> = diesel::sql_query(format!(
+            "SELECT o.id, {EARLIER_PENDING} AS blocked
+             FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::int8[])
+                  AS o(id, org_id, lead_id, seq)"
+        ))
+        .bind::<Array<SqlUuid>, _>(&ids)
+        .bind::<Array<SqlUuid>, _>(&orgs)
+        .bind::<Array<SqlUuid>, _>(&leads)
+        .bind::<Array<BigInt>, _>(&seqs)
+        .load(&mut conn)
+        .await?;
+        let blocked: std::collections::HashSet<Uuid> = found
+            .into_iter()
+            .filter(|b| b.blocked)
+            .map(|b| b.id)
+            .collect();
+        Ok(ids.iter().map(|id| blocked.contains(id)).collect())
+    }
+
+    /// The delivery waits in its row for an earlier delivery of `lead` to be over, to resume at
+    /// `attempt`. False, and nothing changed, when none is pending any more (or the delivery
+    /// ended): the caller goes on with it.
+    pub async fn wait_for_earlier(
+        &self,
+        delivery: DeliveryRef,
+        lead_id: Uuid,
+        attempt: u32,
+    ) -> Result<bool, StoreError> {
+        let (lo, hi) = day_bounds([delivery.seq]);
+        let mut conn = self.conn().await?;
+        conn.transaction::<bool, StoreError, _>(async move |conn| {
+            diesel::sql_query(LOCK_LEAD)
+                .bind::<SqlUuid, _>(lead_id)
+                .execute(conn)
+                .await?;
+            // A statement of its own after the lock: it reads what committed before the lock
+            // was granted, the earlier delivery's end included.
+            let n = diesel::sql_query(format!(
+                "UPDATE outbox o SET held_at = clock_timestamp(), waiting_for = 'earlier_delivery',
+                        resume_attempt = $2, updated_at = clock_timestamp()
+                 WHERE o.delivery_id = $1 AND (o.seq >> 32) BETWEEN $3 AND $4
+                   AND o.status IN ('pending', 'failed') AND o.erased_at IS NULL
+                   AND o.held_at IS NULL AND {EARLIER_PENDING}"
+            ))
+            .bind::<SqlUuid, _>(delivery.id)
+            .bind::<Int4, _>(i32::try_from(attempt).unwrap_or(i32::MAX))
+            .bind::<BigInt, _>(lo)
+            .bind::<BigInt, _>(hi)
+            .execute(conn)
+            .await?;
+            Ok(n > 0)
+        })
+        .await
+    }
+
+    /// A delivery of `lead` is over: the lead's next waiting delivery goes back to the relay,
+    /// if nothing earlier than it is still pending. True when one was released.
+    pub async fn release_next_of_lead(
+        &self,
+        org_id: Uuid,
+        lead_id: Uuid,
+    ) -> Result<bool, StoreError> {
+        let mut conn = self.conn().await?;
+        conn.transaction::<bool, StoreError, _>(async move |conn| {
+            diesel::sql_query(LOCK_LEAD)
+                .bind::<SqlUuid, _>(lead_id)
+                .execute(conn)
+                .await?;
+            let next: Option<Seq> = diesel::sql_query(
+                "SELECT seq FROM outbox
+                 WHERE org_id = $1 AND lead_id = $2 AND held_at IS NOT NULL
+                   AND waiting_for = 'earlier_delivery'
+                 ORDER BY seq LIMIT 1",
+            )
+            .bind::<SqlUuid, _>(org_id)
+            .bind::<SqlUuid, _>(lead_id)
+            .get_result(conn)
+            .await
+            .map(Some)
+            .or_else(|e| match e {
+                diesel::result::Error::NotFound => Ok(None),
+                e => Err(e),
+            })?;
+            let Some(Seq { seq }) = next else {
+                return Ok(false);
+            };
+            let n = diesel::sql_query(format!(
+                "UPDATE outbox o SET published_at = NULL, held_at = NULL, waiting_for = NULL,
+                        replay_at = clock_timestamp(), updated_at = clock_timestamp()
+                 WHERE o.seq = $1 AND (o.seq >> 32) = $2 AND o.held_at IS NOT NULL
+                   AND NOT {EARLIER_PENDING}"
+            ))
+            .bind::<BigInt, _>(seq)
+            .bind::<BigInt, _>(seq >> 32)
+            .execute(conn)
+            .await?;
+            if n > 0 {
+                diesel::sql_query("SELECT pg_notify('qualifier_outbox', '')")
+                    .execute(conn)
+                    .await?;
+            }
+            Ok(n > 0)
+        })
+        .await
+    }
+
+    /// A safety net (the health loop's): deliveries waiting longer than `older_than` for an
+    /// earlier delivery that is over (its release was lost to a crash), or whose webhook no
+    /// longer orders per lead, go back to the relay. Released ones check their order again.
+    pub async fn release_stray_order_waits(
+        &self,
+        older_than: Duration,
+    ) -> Result<usize, StoreError> {
+        let mut conn = self.conn().await?;
+        let n = diesel::sql_query(format!(
+            "UPDATE outbox o SET published_at = NULL, held_at = NULL, waiting_for = NULL,
+                    replay_at = clock_timestamp(), updated_at = clock_timestamp()
+             WHERE o.held_at IS NOT NULL AND o.waiting_for = 'earlier_delivery'
+               AND o.held_at < clock_timestamp() - make_interval(secs => $1)
+               AND (NOT EXISTS (SELECT 1 FROM webhooks w
+                                WHERE w.org_id = o.org_id AND w.ordering = 'per_lead')
+                    OR NOT {EARLIER_PENDING})"
+        ))
+        .bind::<Double, _>(secs(older_than))
+        .execute(&mut conn)
+        .await?;
+        if n > 0 {
+            diesel::sql_query("SELECT pg_notify('qualifier_outbox', '')")
+                .execute(&mut conn)
+                .await?;
+        }
+        Ok(n)
+    }
+}
+
+/// The throttle changed (in the webhook's save, under its row lock): the deliveries waiting
+/// for it take new turns at the new rate, in the order of the turns they held, the first one
+/// spacing from now; with no throttle left they go at once. So a change applies to what
+/// already waits, not only to what comes next.
+pub(crate) async fn retime(
+    conn: &mut AsyncPgConnection,
+    org_id: Uuid,
+    rate: Option<MaxPerSecond>,
+) -> Result<(), StoreError> {
+    diesel::sql_query("SELECT 1 FROM endpoint_pacing WHERE org_id = $1 FOR UPDATE")
+        .bind::<SqlUuid, _>(org_id)
+        .execute(conn)
+        .await?;
+    // Through `outbox_replay_due`: only rows the relay has yet to send.
+    const WAITING: &str = "o.org_id = $1 AND o.published_at IS NULL AND o.replay_at IS NOT NULL
+                           AND o.waiting_for = 'throttle' AND o.paced_at IS NOT NULL
+                           AND o.status IN ('pending', 'failed')";
+    let Some(rate) = rate else {
+        let n = diesel::sql_query(format!(
+            "UPDATE outbox o SET paced_at = NULL, waiting_for = NULL,
+                    replay_at = clock_timestamp(), updated_at = clock_timestamp()
+             WHERE {WAITING}"
+        ))
+        .bind::<SqlUuid, _>(org_id)
+        .execute(conn)
+        .await?;
+        diesel::sql_query("DELETE FROM endpoint_pacing WHERE org_id = $1")
+            .bind::<SqlUuid, _>(org_id)
+            .execute(conn)
+            .await?;
+        if n > 0 {
+            diesel::sql_query("SELECT pg_notify('qualifier_outbox', '')")
+                .execute(conn)
+                .await?;
+        }
+        return Ok(());
+    };
+    diesel::sql_query(format!(
+        "WITH w AS (SELECT o.seq, row_number() OVER (ORDER BY o.paced_at, o.seq) AS i
+                    FROM outbox o WHERE {WAITING}),
+              moved AS (
+                  UPDATE outbox o
+                  SET paced_at = clock_timestamp() + make_interval(secs => $2 * w.i),
+                      replay_at = clock_timestamp() + make_interval(secs => $2 * w.i - $3),
+                      updated_at = clock_timestamp()
+                  FROM w WHERE o.seq = w.seq
+                  RETURNING 1)
+         INSERT INTO endpoint_pacing AS p (org_id, next_at)
+         SELECT $1, clock_timestamp() + make_interval(secs => $2 * ((SELECT count(*) FROM moved) + 1))
+         ON CONFLICT (org_id) DO UPDATE SET next_at = EXCLUDED.next_at"
+    ))
+    .bind::<SqlUuid, _>(org_id)
+    .bind::<Double, _>(secs(rate.spacing()))
+    .bind::<Double, _>(secs(SENT_AHEAD))
+    .execute(conn)
+    .await?;
+    diesel::sql_query("SELECT pg_notify('qualifier_outbox', '')")
+        .execute(conn)
+        .await?;
+    Ok(())
+}

@@ -1,0 +1,8 @@
+DROP TABLE IF EXISTS endpoint_pacing;
+ALTER TABLE outbox
+    DROP COLUMN IF EXISTS paced_at,
+    DROP COLUMN IF EXISTS waiting_for,
+    DROP COLUMN IF EXISTS replayed;
+ALTER TABLE webhooks
+    DROP COLUMN IF EXISTS max_per_second,
+    DROP COLUMN IF EXISTS ordering;
