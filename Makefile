@@ -21,13 +21,17 @@ deploy-check:       ## docker-compose.yml and deploy/kubernetes/ are well-formed
 
 BIN := $(or $(CARGO_TARGET_DIR),target)/debug
 
-chaos:              ## 5,000 events under kill -9, broker and database restarts, receiver faults
+# Four events per lead through a throttle with per-lead order: also fails if a lead's events are
+# accepted out of order (docs/delivery.md, "Throttle and order").
+CHAOS_PACE := --events-per-lead 4 --max-per-second 200 --ordering per_lead
+
+chaos:              ## 5,000 events under kill -9, broker and database restarts, receiver faults, throttled and ordered per lead
 	$(CARGO) build -p lead-api -p webhook-delivery -p qualifier-chaos
-	$(BIN)/qualifier-chaos --events 5000 --faults 16
+	$(BIN)/qualifier-chaos --events 5000 --faults 16 $(CHAOS_PACE)
 
 chaos-short:        ## the same with 800 events and one fault of each kind (CI)
 	$(CARGO) build -p lead-api -p webhook-delivery -p qualifier-chaos
-	$(BIN)/qualifier-chaos --events 800 --faults 7
+	$(BIN)/qualifier-chaos --events 800 --faults 7 $(CHAOS_PACE)
 
 soak:               ## the whole system at half its measured rate for SOAK_MINUTES (30), sampled each minute: fails on growth that does not level off
 	$(CARGO) build --release -p lead-api -p webhook-delivery -p qualifier-chaos

@@ -33,10 +33,20 @@ pub(crate) async fn e2e(
     pace: Option<f64>,
     measure: Measure,
 ) -> anyhow::Result<E2e> {
-    e2e_with(sink, events, workers, pace, measure, default_delivery()).await
+    e2e_with(
+        sink,
+        events,
+        workers,
+        pace,
+        measure,
+        default_delivery(),
+        None,
+    )
+    .await
 }
 
-/// [`e2e`] with the delivery processes configured by `settings`.
+/// [`e2e`] with the delivery processes configured by `settings`, and the org's webhook saved
+/// with `webhook` beside its url and types when given (`{"ordering": "per_lead"}`).
 pub(crate) async fn e2e_with(
     sink: &Sink,
     events: u64,
@@ -44,6 +54,7 @@ pub(crate) async fn e2e_with(
     pace: Option<f64>,
     measure: Measure,
     settings: DeliverySettings,
+    webhook: Option<Value>,
 ) -> anyhow::Result<E2e> {
     let with_cost = measure != Measure::Off;
     sink.clear();
@@ -56,6 +67,9 @@ pub(crate) async fn e2e_with(
     let (ep, url) = sink.endpoint(Answer::Ok);
     let org = env.org(&url, 16).await?;
     sink.set_secret(ep, &org.secret);
+    if let Some(extra) = webhook {
+        env.set_webhook(&org.id, &url, extra).await?;
+    }
     let before = if with_cost {
         Some(counters(&env).await)
     } else {

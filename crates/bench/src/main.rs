@@ -334,6 +334,17 @@ async fn run() -> anyhow::Result<()> {
     println!("[2/6] end to end at the maximum rate, then at half of it");
     let max = e2e(&sink, n, 1, None, Measure::CostAndFeedTail).await?;
     let half = e2e(&sink, n, 1, Some(max.delivered_per_s / 2.0), Measure::Off).await?;
+    println!("      the same at half rate with ordering per lead");
+    let ordered = e2e_with(
+        &sink,
+        n,
+        1,
+        Some(max.delivered_per_s / 2.0),
+        Measure::Off,
+        default_delivery(),
+        Some(json!({"ordering": "per_lead"})),
+    )
+    .await?;
     println!("      ceilings: bare reqwest to the sink, lapin publish and consume");
     let bare = ceilings::bare_sink(&sink, n, default_delivery().concurrency).await?;
     let (publish, consume) = ceilings::lapin_rates(n, 500, 64).await?;
@@ -411,6 +422,9 @@ async fn run() -> anyhow::Result<()> {
     let mut half_json = half.tally.json();
     half_json["offered_per_s"] = json!(r3(max.delivered_per_s / 2.0));
     half_json["delivered_per_s"] = json!(r3(half.delivered_per_s));
+    let mut ordered_json = ordered.tally.json();
+    ordered_json["offered_per_s"] = json!(r3(max.delivered_per_s / 2.0));
+    ordered_json["delivered_per_s"] = json!(r3(ordered.delivered_per_s));
     let mut two = max2.tally.json();
     two["delivered_per_s"] = json!(r3(max2.delivered_per_s));
     let cost = max.cost.clone().unwrap_or(Value::Null);
@@ -513,6 +527,30 @@ async fn run() -> anyhow::Result<()> {
         r,
         "half rate events lost",
         half.tally.lost as f64,
+        Some(("<=", 0.0)),
+    );
+    row(
+        r,
+        "half rate, ordering per_lead: delivered ev/s",
+        ordered.delivered_per_s,
+        None,
+    );
+    row(
+        r,
+        "half rate, ordering per_lead: commit-to-receipt p50 ms",
+        pct(&ordered.tally.lat_ms, 0.5),
+        None,
+    );
+    row(
+        r,
+        "half rate, ordering per_lead: commit-to-receipt p99 ms",
+        pct(&ordered.tally.lat_ms, 0.99),
+        None,
+    );
+    row(
+        r,
+        "half rate, ordering per_lead: events lost",
+        ordered.tally.lost as f64,
         Some(("<=", 0.0)),
     );
     row(
@@ -713,6 +751,7 @@ async fn run() -> anyhow::Result<()> {
         "end_to_end": {
             "max_rate_1_worker": end_to_end,
             "half_rate_1_worker": half_json,
+            "half_rate_1_worker_ordering_per_lead": ordered_json,
             "max_rate_2_workers": two,
             "ceilings_per_s": {"sink_bare_reqwest": r3(bare), "lapin_publish_confirm": r3(publish),
                                "lapin_consume": r3(consume), "patch_write_transaction": r3(patch_rps)},

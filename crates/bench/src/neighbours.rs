@@ -70,6 +70,7 @@ pub(crate) async fn lone_org(sink: &Sink, n: u64, lifted: &E2e) -> anyhow::Resul
             org_concurrency: 16, // the default: a quarter of 64
             ..default_delivery()
         },
+        None,
     )
     .await?;
     let at = |t: &Tally, key: &str| t.json()[key].as_f64().unwrap_or(f64::NAN);

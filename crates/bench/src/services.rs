@@ -260,6 +260,20 @@ impl Env {
         })
     }
 
+    /// Saves the org's webhook again with `extra` (its pace: `max_per_second`, `ordering`)
+    /// beside the url and types [`Env::org`] gave it.
+    pub async fn set_webhook(&self, org: &str, url: &str, extra: Value) -> anyhow::Result<()> {
+        let mut body = json!({"url": url, "event_types": ["lead.created", "lead.updated", "lead.stage_changed"], "enabled": true});
+        for (k, v) in extra.as_object().context("webhook settings")? {
+            body[k] = v.clone();
+        }
+        let hook = self
+            .internal_call(reqwest::Method::PUT, &format!("/orgs/{org}/webhook"), body)
+            .await;
+        anyhow::ensure!(hook.get("webhook").is_some(), "put webhook: {hook}");
+        Ok(())
+    }
+
     /// Every committed event (the outbox is the truth): delivery id and commit time (Unix µs).
     pub async fn committed(&self) -> anyhow::Result<Vec<(u128, i64, String)>> {
         let pg = self.db.client().await;

@@ -54,6 +54,16 @@ struct Opts {
     /// Where the lead-api and webhook-delivery binaries are (default: beside this one).
     #[arg(long)]
     bin: Option<PathBuf>,
+    /// Events per lead: the lead's creation, then renames (each one `lead.updated`), in order.
+    #[arg(long, default_value_t = 1)]
+    events_per_lead: u64,
+    /// The webhook's throttle (`max_per_second`) during the run.
+    #[arg(long)]
+    max_per_second: Option<u32>,
+    /// The webhook's `ordering`: with `per_lead`, the run also fails if a lead's events were
+    /// accepted out of order (replays of dead-lettered deliveries aside: they go outside it).
+    #[arg(long, default_value = "none")]
+    ordering: String,
 }
 
 fn bin_dir(opts: &Opts) -> PathBuf {
@@ -217,9 +227,24 @@ async fn run() -> anyhow::Result<()> {
     .await
     .map_err(anyhow::Error::from_boxed)?;
     let base = format!("http://127.0.0.1:{internal}/internal/v1");
+    if opts.max_per_second.is_some() || opts.ordering != "none" {
+        let r = http
+            .put(format!("{base}/orgs/{org}/webhook"))
+            .bearer_auth(INTERNAL_TOKEN)
+            .json(
+                &json!({"url": format!("https://127.0.0.1:{proxy_port}/hooks/qualifier"),
+                          "event_types": ["lead.created", "lead.updated"],
+                          "max_per_second": opts.max_per_second, "ordering": opts.ordering}),
+            )
+            .send()
+            .await?;
+        anyhow::ensure!(r.status().is_success(), "pace not set: {}", r.text().await?);
+    }
+    let per_lead = opts.events_per_lead.max(1);
 
-    // The producer: one new lead (one lead.created) per request; a request that fails is sent
-    // again (a known phone creates nothing twice), so every lead is committed exactly once.
+    // The producer: a new lead (one lead.created), then its renames (lead.updated each), every
+    // request sent again until it succeeds: a known phone creates nothing twice and a rename to
+    // the name the lead already has changes nothing, so each event is committed exactly once.
     let sent = Arc::new(AtomicU64::new(0));
     let producing = Arc::new(AtomicBool::new(true));
     let producer = {
@@ -232,22 +257,41 @@ async fn run() -> anyhow::Result<()> {
         );
         tokio::spawn(async move {
             let started = Instant::now();
+            let mut lead = String::new();
             for i in 0..events {
                 // Paced over about 3 s per fault, so faults land among the events.
                 let due = Duration::from_millis(i * (fault_count * 3000) / events.max(1));
                 if let Some(wait) = due.checked_sub(started.elapsed()) {
                     tokio::time::sleep(wait).await;
                 }
-                let body = json!({"name": "Chaos Lead", "phone": format!("+4477{:08}", i), "channel": "sms"});
+                let step = i % per_lead;
+                let (request, body) = if step == 0 {
+                    (
+                        http.post(format!("{base}/orgs/{org}/inbound")),
+                        json!({"name": "Chaos Lead", "phone": format!("+4477{:08}", i / per_lead), "channel": "sms"}),
+                    )
+                } else {
+                    (
+                        http.patch(format!("{base}/orgs/{org}/leads/{lead}")),
+                        json!({"name": format!("Chaos Lead {step}")}),
+                    )
+                };
                 loop {
-                    let r = http
-                        .post(format!("{base}/orgs/{org}/inbound"))
+                    let r = request
+                        .try_clone()
+                        .expect("a JSON request clones")
                         .bearer_auth(INTERNAL_TOKEN)
                         .json(&body)
                         .timeout(Duration::from_secs(5))
                         .send()
                         .await;
-                    if r.is_ok_and(|r| r.status().is_success()) {
+                    if let Ok(r) = r
+                        && r.status().is_success()
+                    {
+                        if step == 0 {
+                            let v: Value = r.json().await.unwrap_or_default();
+                            lead = v["lead"]["id"].as_str().unwrap_or_default().to_owned();
+                        }
                         sent.fetch_add(1, Ordering::Relaxed);
                         break;
                     }
@@ -403,7 +447,46 @@ async fn run() -> anyhow::Result<()> {
     // A duplicate is a delivery id the receiver accepted more than once (after a crash between
     // the 2xx and the durable outcome); it always carries the original id, by construction.
     let duplicates: u64 = per_id.values().map(|n| n.saturating_sub(1)).sum();
+    // Per lead, the first acceptance of each delivery in arrival order must come in revision
+    // order. Replays (of deliveries that went dead) are outside the order by design.
+    let replayed: HashSet<String> = pg
+        .query(
+            "SELECT delivery_id::text FROM outbox WHERE replayed IS TRUE",
+            &[],
+        )
+        .await?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let mut out_of_order = Vec::new();
+    if opts.ordering == "per_lead" {
+        let mut seen_ids: HashSet<&str> = HashSet::new();
+        let mut last: HashMap<String, i64> = HashMap::new();
+        for r in received
+            .iter()
+            .filter(|r| r.verified_with.is_some() && r.accepted)
+        {
+            let id = r.header("x-qualifier-delivery");
+            if replayed.contains(id) || !seen_ids.insert(id) {
+                continue;
+            }
+            let v = r.json();
+            let (lead, revision) = (
+                v["data"]["lead"]["id"].as_str().unwrap_or("").to_owned(),
+                v["data"]["lead"]["revision"].as_i64().unwrap_or(0),
+            );
+            let prev = last.insert(lead.clone(), revision).unwrap_or(0);
+            if revision <= prev {
+                out_of_order.push(format!("lead {lead}: revision {revision} after {prev}"));
+            }
+        }
+    }
     let figures = json!({
+        "events_per_lead": per_lead,
+        "max_per_second": opts.max_per_second,
+        "ordering": opts.ordering,
+        "accepted_out_of_order": out_of_order.len(),
+        "replayed_outside_the_order": replayed.len(),
         "events_requested": events,
         "requests_succeeded": sent.load(Ordering::Relaxed),
         "leads_committed": leads,
@@ -447,8 +530,13 @@ async fn run() -> anyhow::Result<()> {
         lost.iter().take(5).collect::<Vec<_>>()
     );
     anyhow::ensure!(
-        leads as usize == committed.len(),
-        "every lead has exactly its one lead.created event"
+        leads as u64 * per_lead == committed.len() as u64,
+        "every lead has exactly its {per_lead} events"
+    );
+    anyhow::ensure!(
+        out_of_order.is_empty(),
+        "a lead's events were accepted out of order: {:?}",
+        out_of_order.iter().take(5).collect::<Vec<_>>()
     );
     anyhow::ensure!(foreign == 0, "deliveries arrived that were never committed");
     anyhow::ensure!(

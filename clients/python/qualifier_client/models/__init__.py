@@ -14,6 +14,7 @@ from .delivery_detail import DeliveryDetail
 from .delivery_detail_attempt_log_item import DeliveryDetailAttemptLogItem
 from .delivery_detail_attempt_log_item_error_kind import DeliveryDetailAttemptLogItemErrorKind
 from .delivery_status import DeliveryStatus
+from .delivery_waiting_for import DeliveryWaitingFor
 from .endpoint_health import EndpointHealth
 from .endpoint_health_state import EndpointHealthState
 from .erased_event import ErasedEvent
@@ -56,6 +57,7 @@ from .list_deliveries_response_200 import ListDeliveriesResponse200
 from .list_events_response_200 import ListEventsResponse200
 from .list_leads_response_200 import ListLeadsResponse200
 from .new_lead import NewLead
+from .ordering import Ordering
 from .org import Org
 from .profile import Profile
 from .public_patch import PublicPatch
@@ -73,6 +75,7 @@ from .send_test_event_response_202 import SendTestEventResponse202
 from .stage import Stage
 from .token import Token
 from .webhook import Webhook
+from .webhook_client_certificate_type_1 import WebhookClientCertificateType1
 from .webhook_input import WebhookInput
 
 __all__ = (
@@ -90,6 +93,7 @@ __all__ = (
     "DeliveryDetailAttemptLogItem",
     "DeliveryDetailAttemptLogItemErrorKind",
     "DeliveryStatus",
+    "DeliveryWaitingFor",
     "EndpointHealth",
     "EndpointHealthState",
     "ErasedEvent",
@@ -132,6 +136,7 @@ __all__ = (
     "ListEventsResponse200",
     "ListLeadsResponse200",
     "NewLead",
+    "Ordering",
     "Org",
     "Profile",
     "PublicPatch",
@@ -149,5 +154,6 @@ __all__ = (
     "Stage",
     "Token",
     "Webhook",
+    "WebhookClientCertificateType1",
     "WebhookInput",
 )

@@ -8,6 +8,7 @@ from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 
 from ..models.delivery_status import DeliveryStatus
+from ..models.delivery_waiting_for import DeliveryWaitingFor
 from ..models.event_type import EventType
 from ..types import UNSET, Unset
 
@@ -29,6 +30,9 @@ class Delivery:
         updated_at (str): UTC, millisecond precision.
         erased (bool | Unset): Present when the event's lead was erased: its payload is the reduced envelope and it is
             never sent again.
+        waiting_for (DeliveryWaitingFor | Unset): Present while a delivery that is neither finished nor retrying waits:
+            `throttle`, for its turn under the endpoint's `max_per_second`; `earlier_delivery`, for an earlier delivery of
+            its lead (`ordering: per_lead`). Neither spends an attempt.
     """
 
     id: UUID
@@ -41,6 +45,7 @@ class Delivery:
     created_at: str
     updated_at: str
     erased: bool | Unset = UNSET
+    waiting_for: DeliveryWaitingFor | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -66,6 +71,10 @@ class Delivery:
 
         erased = self.erased
 
+        waiting_for: str | Unset = UNSET
+        if not isinstance(self.waiting_for, Unset):
+            waiting_for = self.waiting_for.value
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -83,6 +92,8 @@ class Delivery:
         )
         if erased is not UNSET:
             field_dict["erased"] = erased
+        if waiting_for is not UNSET:
+            field_dict["waiting_for"] = waiting_for
 
         return field_dict
 
@@ -119,6 +130,13 @@ class Delivery:
 
         erased = d.pop("erased", UNSET)
 
+        _waiting_for = d.pop("waiting_for", UNSET)
+        waiting_for: DeliveryWaitingFor | Unset
+        if isinstance(_waiting_for, Unset):
+            waiting_for = UNSET
+        else:
+            waiting_for = DeliveryWaitingFor(_waiting_for)
+
         delivery = cls(
             id=id,
             event_id=event_id,
@@ -130,6 +148,7 @@ class Delivery:
             created_at=created_at,
             updated_at=updated_at,
             erased=erased,
+            waiting_for=waiting_for,
         )
 
         delivery.additional_properties = d

@@ -8,6 +8,7 @@ from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 
 from ..models.delivery_status import DeliveryStatus
+from ..models.delivery_waiting_for import DeliveryWaitingFor
 from ..models.event_type import EventType
 from ..types import UNSET, Unset
 
@@ -34,6 +35,9 @@ class DeliveryDetail:
         attempt_log (list[DeliveryDetailAttemptLogItem]):
         erased (bool | Unset): Present when the event's lead was erased: its payload is the reduced envelope and it is
             never sent again.
+        waiting_for (DeliveryWaitingFor | Unset): Present while a delivery that is neither finished nor retrying waits:
+            `throttle`, for its turn under the endpoint's `max_per_second`; `earlier_delivery`, for an earlier delivery of
+            its lead (`ordering: per_lead`). Neither spends an attempt.
     """
 
     id: UUID
@@ -47,6 +51,7 @@ class DeliveryDetail:
     updated_at: str
     attempt_log: list[DeliveryDetailAttemptLogItem]
     erased: bool | Unset = UNSET
+    waiting_for: DeliveryWaitingFor | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -77,6 +82,10 @@ class DeliveryDetail:
 
         erased = self.erased
 
+        waiting_for: str | Unset = UNSET
+        if not isinstance(self.waiting_for, Unset):
+            waiting_for = self.waiting_for.value
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -95,6 +104,8 @@ class DeliveryDetail:
         )
         if erased is not UNSET:
             field_dict["erased"] = erased
+        if waiting_for is not UNSET:
+            field_dict["waiting_for"] = waiting_for
 
         return field_dict
 
@@ -140,6 +151,13 @@ class DeliveryDetail:
 
         erased = d.pop("erased", UNSET)
 
+        _waiting_for = d.pop("waiting_for", UNSET)
+        waiting_for: DeliveryWaitingFor | Unset
+        if isinstance(_waiting_for, Unset):
+            waiting_for = UNSET
+        else:
+            waiting_for = DeliveryWaitingFor(_waiting_for)
+
         delivery_detail = cls(
             id=id,
             event_id=event_id,
@@ -152,6 +170,7 @@ class DeliveryDetail:
             updated_at=updated_at,
             attempt_log=attempt_log,
             erased=erased,
+            waiting_for=waiting_for,
         )
 
         delivery_detail.additional_properties = d

@@ -1,16 +1,18 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 
 from ..models.event_type import EventType
+from ..models.ordering import Ordering
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
     from ..models.endpoint_health import EndpointHealth
+    from ..models.webhook_client_certificate_type_1 import WebhookClientCertificateType1
 
 
 T = TypeVar("T", bound="Webhook")
@@ -25,6 +27,19 @@ class Webhook:
         enabled (bool):
         created_at (str): UTC, millisecond precision.
         updated_at (str): UTC, millisecond precision.
+        max_per_second (int | None): A throttle (docs/delivery.md, "Throttle and order"): the endpoint receives at most
+            this many requests in any one-second window, plus one, across every webhook-delivery replica (deliveries,
+            replays, test events and probes together). Waiting for it spends no attempt, is not a failure and does not count
+            towards the endpoint's health; deliveries wait in the order their events occurred, and a new value applies to
+            those already waiting within a second. `null` (the default): no throttle. Anything else: 422 naming
+            `max_per_second`.
+        ordering (Ordering): `none` (the default): each delivery goes as soon as it can, so a retried event may arrive
+            after a later one of its lead. `per_lead`: one lead's deliveries go one at a time in the order the events
+            occurred; a delivery waits (without spending an attempt) while an earlier delivery of its lead is pending,
+            retrying or held, and goes once that one succeeded, went dead or was skipped. Leads never wait for each other.
+            Replays and test events are sent outside the order. Anything else: 422 naming `ordering`.
+        client_certificate (None | Unset | WebhookClientCertificateType1): The client certificate presented to the
+            endpoint (mutual TLS), never its key; `null` when none is set.
         health (EndpointHealth | Unset): The endpoint's health (docs/delivery.md, "Endpoint health"). `failing`:
             deliveries wait without using attempts while probes (test events marked `X-Qualifier-Probe: true`) run at
             growing intervals; the first 2xx makes it `healthy` and everything that waited is sent, oldest first.
@@ -38,10 +53,15 @@ class Webhook:
     enabled: bool
     created_at: str
     updated_at: str
+    max_per_second: int | None
+    ordering: Ordering
+    client_certificate: None | Unset | WebhookClientCertificateType1 = UNSET
     health: EndpointHealth | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.webhook_client_certificate_type_1 import WebhookClientCertificateType1  # noqa: PLC0415
+
         url = self.url
 
         event_types = []
@@ -54,6 +74,19 @@ class Webhook:
         created_at = self.created_at
 
         updated_at = self.updated_at
+
+        max_per_second: int | None
+        max_per_second = self.max_per_second
+
+        ordering = self.ordering.value
+
+        client_certificate: dict[str, Any] | None | Unset
+        if isinstance(self.client_certificate, Unset):
+            client_certificate = UNSET
+        elif isinstance(self.client_certificate, WebhookClientCertificateType1):
+            client_certificate = self.client_certificate.to_dict()
+        else:
+            client_certificate = self.client_certificate
 
         health: dict[str, Any] | Unset = UNSET
         if not isinstance(self.health, Unset):
@@ -68,8 +101,12 @@ class Webhook:
                 "enabled": enabled,
                 "created_at": created_at,
                 "updated_at": updated_at,
+                "max_per_second": max_per_second,
+                "ordering": ordering,
             }
         )
+        if client_certificate is not UNSET:
+            field_dict["client_certificate"] = client_certificate
         if health is not UNSET:
             field_dict["health"] = health
 
@@ -78,6 +115,7 @@ class Webhook:
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
         from ..models.endpoint_health import EndpointHealth  # noqa: PLC0415
+        from ..models.webhook_client_certificate_type_1 import WebhookClientCertificateType1  # noqa: PLC0415
 
         d = dict(src_dict)
         url = d.pop("url")
@@ -95,6 +133,32 @@ class Webhook:
 
         updated_at = d.pop("updated_at")
 
+        def _parse_max_per_second(data: object) -> int | None:
+            if data is None:
+                return data
+            return cast(int | None, data)
+
+        max_per_second = _parse_max_per_second(d.pop("max_per_second"))
+
+        ordering = Ordering(d.pop("ordering"))
+
+        def _parse_client_certificate(data: object) -> None | Unset | WebhookClientCertificateType1:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                client_certificate_type_1 = WebhookClientCertificateType1.from_dict(data)
+
+                return client_certificate_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | Unset | WebhookClientCertificateType1, data)
+
+        client_certificate = _parse_client_certificate(d.pop("client_certificate", UNSET))
+
         _health = d.pop("health", UNSET)
         health: EndpointHealth | Unset
         if isinstance(_health, Unset):
@@ -108,6 +172,9 @@ class Webhook:
             enabled=enabled,
             created_at=created_at,
             updated_at=updated_at,
+            max_per_second=max_per_second,
+            ordering=ordering,
+            client_certificate=client_certificate,
             health=health,
         )
 

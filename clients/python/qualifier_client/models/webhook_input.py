@@ -1,12 +1,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 
 from ..models.event_type import EventType
+from ..models.ordering import Ordering
+from ..types import UNSET, Unset
 
 T = TypeVar("T", bound="WebhookInput")
 
@@ -18,11 +20,24 @@ class WebhookInput:
         url (str): https only; every resolved address must be public.
         event_types (list[EventType]):
         enabled (bool):
+        max_per_second (int | None | Unset): A throttle (docs/delivery.md, "Throttle and order"): the endpoint receives
+            at most this many requests in any one-second window, plus one, across every webhook-delivery replica
+            (deliveries, replays, test events and probes together). Waiting for it spends no attempt, is not a failure and
+            does not count towards the endpoint's health; deliveries wait in the order their events occurred, and a new
+            value applies to those already waiting within a second. `null` (the default): no throttle. Anything else: 422
+            naming `max_per_second`.
+        ordering (Ordering | Unset): `none` (the default): each delivery goes as soon as it can, so a retried event may
+            arrive after a later one of its lead. `per_lead`: one lead's deliveries go one at a time in the order the events
+            occurred; a delivery waits (without spending an attempt) while an earlier delivery of its lead is pending,
+            retrying or held, and goes once that one succeeded, went dead or was skipped. Leads never wait for each other.
+            Replays and test events are sent outside the order. Anything else: 422 naming `ordering`.
     """
 
     url: str
     event_types: list[EventType]
     enabled: bool
+    max_per_second: int | None | Unset = UNSET
+    ordering: Ordering | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -35,6 +50,16 @@ class WebhookInput:
 
         enabled = self.enabled
 
+        max_per_second: int | None | Unset
+        if isinstance(self.max_per_second, Unset):
+            max_per_second = UNSET
+        else:
+            max_per_second = self.max_per_second
+
+        ordering: str | Unset = UNSET
+        if not isinstance(self.ordering, Unset):
+            ordering = self.ordering.value
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -44,6 +69,10 @@ class WebhookInput:
                 "enabled": enabled,
             }
         )
+        if max_per_second is not UNSET:
+            field_dict["max_per_second"] = max_per_second
+        if ordering is not UNSET:
+            field_dict["ordering"] = ordering
 
         return field_dict
 
@@ -61,10 +90,28 @@ class WebhookInput:
 
         enabled = d.pop("enabled")
 
+        def _parse_max_per_second(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        max_per_second = _parse_max_per_second(d.pop("max_per_second", UNSET))
+
+        _ordering = d.pop("ordering", UNSET)
+        ordering: Ordering | Unset
+        if isinstance(_ordering, Unset):
+            ordering = UNSET
+        else:
+            ordering = Ordering(_ordering)
+
         webhook_input = cls(
             url=url,
             event_types=event_types,
             enabled=enabled,
+            max_per_second=max_per_second,
+            ordering=ordering,
         )
 
         webhook_input.additional_properties = d

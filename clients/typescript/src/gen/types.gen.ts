@@ -318,7 +318,19 @@ export type WebhookInput = {
     url: string;
     event_types: Array<EventType>;
     enabled: boolean;
+    max_per_second?: MaxPerSecond;
+    ordering?: Ordering;
 };
+
+/**
+ * A throttle (docs/delivery.md, "Throttle and order"): the endpoint receives at most this many requests in any one-second window, plus one, across every webhook-delivery replica (deliveries, replays, test events and probes together). Waiting for it spends no attempt, is not a failure and does not count towards the endpoint's health; deliveries wait in the order their events occurred, and a new value applies to those already waiting within a second. `null` (the default): no throttle. Anything else: 422 naming `max_per_second`.
+ */
+export type MaxPerSecond = number | null;
+
+/**
+ * `none` (the default): each delivery goes as soon as it can, so a retried event may arrive after a later one of its lead. `per_lead`: one lead's deliveries go one at a time in the order the events occurred; a delivery waits (without spending an attempt) while an earlier delivery of its lead is pending, retrying or held, and goes once that one succeeded, went dead or was skipped. Leads never wait for each other. Replays and test events are sent outside the order. Anything else: 422 naming `ordering`.
+ */
+export type Ordering = 'none' | 'per_lead';
 
 export type Webhook = {
     url: string;
@@ -326,6 +338,16 @@ export type Webhook = {
     enabled: boolean;
     created_at: Timestamp;
     updated_at: Timestamp;
+    max_per_second: MaxPerSecond;
+    ordering: Ordering;
+    /**
+     * The client certificate presented to the endpoint (mutual TLS), never its key; `null` when none is set.
+     */
+    client_certificate?: null | {
+        subject: string;
+        issuer: string;
+        not_after: Timestamp;
+    };
     health?: EndpointHealth;
 };
 
@@ -380,6 +402,10 @@ export type Delivery = {
      * Present when the event's lead was erased: its payload is the reduced envelope and it is never sent again.
      */
     erased?: true;
+    /**
+     * Present while a delivery that is neither finished nor retrying waits: `throttle`, for its turn under the endpoint's `max_per_second`; `earlier_delivery`, for an earlier delivery of its lead (`ordering: per_lead`). Neither spends an attempt.
+     */
+    waiting_for?: 'throttle' | 'earlier_delivery';
 };
 
 export type DeliveryDetail = Delivery & {
