@@ -277,6 +277,43 @@ async fn a_form_without_the_sessions_csrf_token_changes_nothing() {
     // The page shows the secret only that once.
     let (_, again) = get(&app, Some(&cookie), "/console").await;
     assert!(!again.contains(&secret));
+    // The pace: both fields with a sentence each; a refused rate is named beside its field and
+    // nothing changes; a good one is saved and shown back.
+    assert!(again.contains("Requests per second at most"), "{again}");
+    assert!(again.contains("never exceed this many requests in a second"));
+    assert!(again.contains("one lead's deliveries one at a time, in event order"));
+    let mut f = form("");
+    f[0].1 = csrf.as_str();
+    f.push(("max_per_second", "0"));
+    f.push(("ordering", "per_lead"));
+    let (status, html, _) = post(&app, &cookie, "/console/webhook", &f).await;
+    assert_eq!(status, 422, "{html}");
+    assert!(html.contains("id=\"rate-error\""), "{html}");
+    assert!(html.contains("max_per_second must be an integer from 1 to 1000, or null"));
+    let mut f = form("");
+    f[0].1 = csrf.as_str();
+    f.push(("max_per_second", "40"));
+    f.push(("ordering", "per_lead"));
+    let (status, html, _) = post(&app, &cookie, "/console/webhook", &f).await;
+    assert_eq!(status, 303, "saved, then back to the page: {html}");
+    let (_, html) = get(&app, Some(&cookie), "/console").await;
+    assert!(html.contains("value=\"40\""), "{html}");
+    assert!(
+        html.contains("<option value=\"per_lead\" selected"),
+        "{html}"
+    );
+    let v: Value = app
+        .internal(
+            Method::GET,
+            &format!("/internal/v1/orgs/{org}/webhook"),
+            None,
+        )
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(v["webhook"]["max_per_second"], 40);
+    assert_eq!(v["webhook"]["ordering"], "per_lead");
 
     // Sign out needs the token too, then the cookie opens nothing.
     assert_eq!(post(&app, &cookie, "/console/logout", &[]).await.0, 403);

@@ -44,6 +44,32 @@ async fn create_shows_secret_once_then_get_and_update_never_do() {
     let v: Value = r.json().await.unwrap();
     assert_eq!(v["webhook"]["event_types"], json!(["handoff.created"]));
     assert!(!v.to_string().contains("qlf_whsec_"));
+    // The pace: no throttle and no order unless asked for; a PUT sets both, GET shows them, and
+    // a PUT without them goes back to the defaults (it replaces the whole setting).
+    assert!(v["webhook"]["max_per_second"].is_null(), "{v}");
+    assert_eq!(v["webhook"]["ordering"], "none");
+    let paced = json!({"url": PUBLIC_URL, "event_types": ["handoff.created"],
+                       "max_per_second": 25, "ordering": "per_lead"});
+    let r = app.internal(Method::PUT, &path, Some(paced)).await;
+    assert_eq!(r.status(), 200);
+    let v: Value = app
+        .internal(Method::GET, &path, None)
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(v["webhook"]["max_per_second"], 25);
+    assert_eq!(v["webhook"]["ordering"], "per_lead");
+    let plain =
+        json!({"url": PUBLIC_URL, "event_types": ["handoff.created"], "max_per_second": null});
+    let v: Value = app
+        .internal(Method::PUT, &path, Some(plain))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert!(v["webhook"]["max_per_second"].is_null(), "{v}");
+    assert_eq!(v["webhook"]["ordering"], "none");
 
     // Sealed at rest: the stored bytes do not contain the secret.
     let row = app
@@ -211,6 +237,24 @@ async fn endpoint_rules_refuse_non_public_and_non_https() {
             )
             .await;
         assert_eq!(error_of(r).await, (422, msg.into()));
+    }
+    let rate = "max_per_second must be an integer from 1 to 1000, or null";
+    let order = "ordering must be \"none\" or \"per_lead\"";
+    for (pace, msg) in [
+        (json!({"max_per_second": 0}), rate),
+        (json!({"max_per_second": 1001}), rate),
+        (json!({"max_per_second": -5}), rate),
+        (json!({"max_per_second": 2.5}), rate),
+        (json!({"max_per_second": "10"}), rate),
+        (json!({"ordering": "PER_LEAD"}), order),
+        (json!({"ordering": ["per_lead"]}), order),
+    ] {
+        let mut body = json!({"url": PUBLIC_URL, "event_types": ["lead.created"]});
+        for (k, v) in pace.as_object().unwrap() {
+            body[k] = v.clone();
+        }
+        let r = app.internal(Method::PUT, &path, Some(body)).await;
+        assert_eq!(error_of(r).await, (422, msg.into()), "{pace}");
     }
     let r = app.internal(Method::GET, &path, None).await;
     assert_eq!(r.status(), 404, "nothing refused was stored");
