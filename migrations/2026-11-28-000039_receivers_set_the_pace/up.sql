@@ -15,7 +15,7 @@
 SET lock_timeout = '5s';
 SET statement_timeout = '60s';
 ALTER TABLE webhooks
-    ADD COLUMN IF NOT EXISTS max_per_second integer,
+    ADD COLUMN IF NOT EXISTS max_per_second bigint,
     ADD COLUMN IF NOT EXISTS ordering text;
 ALTER TABLE outbox
     ADD COLUMN IF NOT EXISTS paced_at timestamptz,

@@ -77,8 +77,8 @@ pub struct Pace {
 
 /// A stored rate as the settings know it: a value outside the range (only a hand edit can write
 /// one) is clamped into it, never dropped, so an edit cannot lift a throttle.
-pub fn stored_rate(n: Option<i32>) -> Option<MaxPerSecond> {
-    n.map(|n| MaxPerSecond(n.clamp(MIN_PER_SECOND as i32, MAX_PER_SECOND_LIMIT as i32) as u32))
+pub fn stored_rate(n: Option<i64>) -> Option<MaxPerSecond> {
+    n.map(|n| MaxPerSecond(n.clamp(MIN_PER_SECOND.into(), MAX_PER_SECOND_LIMIT.into()) as u32))
 }
 
 #[cfg(test)]

@@ -73,7 +73,7 @@ diesel::table! {
         client_cert_issuer -> Nullable<Text>,
         client_cert_not_after -> Nullable<Timestamptz>,
         client_cert_warned_at -> Nullable<Timestamptz>,
-        max_per_second -> Nullable<Int4>,
+        max_per_second -> Nullable<Int8>,
         ordering -> Nullable<Text>,
     }
 }

@@ -34,7 +34,7 @@ pub(crate) struct WebhookRow {
     client_cert_subject: Option<String>,
     client_cert_issuer: Option<String>,
     client_cert_not_after: Option<OffsetDateTime>,
-    max_per_second: Option<i32>,
+    max_per_second: Option<i64>,
     ordering: Option<DeliveryOrdering>,
     /// Whether the deployment may still hold secrets in the unbound format (`secret_format`),
     /// read with the row so that no process can act on a stale answer. A subselect diesel
@@ -181,7 +181,7 @@ impl Store {
             // What saving does to a failing or disabled endpoint (docs/delivery.md, "Endpoint
             // health"): the rule is `qualifier_domain::health::on_save`.
             crate::health::on_save(conn, org_id, enabled).await?;
-            let rate = pace.max_per_second.map(|r| r.get() as i32);
+            let rate = pace.max_per_second.map(|r| i64::from(r.get()));
             if let Some(mut row) = existing {
                 let before = row.public().pace();
                 diesel::update(webhooks::table.filter(webhooks::org_id.eq(org_id)))
