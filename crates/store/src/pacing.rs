@@ -201,14 +201,20 @@ impl Store {
     }
 
     /// The delivery waits in its row for an earlier delivery of `lead` to be over, to resume at
-    /// `attempt`. False, and nothing changed, when none is pending any more (or the delivery
-    /// ended): the caller goes on with it.
+    /// `attempt`. False when none is pending any more (or the delivery ended): the caller goes
+    /// on with it. True also when the row already waits: the message is a second copy of one
+    /// whose wait began (a crash before its ack), and the release sends the delivery again.
     pub async fn wait_for_earlier(
         &self,
         delivery: DeliveryRef,
         lead_id: Uuid,
         attempt: u32,
     ) -> Result<bool, StoreError> {
+        #[derive(diesel::QueryableByName)]
+        struct Waiting {
+            #[diesel(sql_type = Bool)]
+            waiting: bool,
+        }
         let (lo, hi) = day_bounds([delivery.seq]);
         let mut conn = self.conn().await?;
         conn.transaction::<bool, StoreError, _>(async move |conn| {
@@ -218,20 +224,28 @@ impl Store {
                 .await?;
             // A statement of its own after the lock: it reads what committed before the lock
             // was granted, the earlier delivery's end included.
-            let n = diesel::sql_query(format!(
-                "UPDATE outbox o SET held_at = clock_timestamp(), waiting_for = 'earlier_delivery',
-                        resume_attempt = $2, updated_at = clock_timestamp()
-                 WHERE o.delivery_id = $1 AND (o.seq >> 32) BETWEEN $3 AND $4
-                   AND o.status IN ('pending', 'failed') AND o.erased_at IS NULL
-                   AND o.held_at IS NULL AND {EARLIER_PENDING}"
+            let w: Waiting = diesel::sql_query(format!(
+                "WITH held AS (
+                     UPDATE outbox o SET held_at = clock_timestamp(),
+                            waiting_for = 'earlier_delivery', resume_attempt = $2,
+                            updated_at = clock_timestamp()
+                     WHERE o.delivery_id = $1 AND (o.seq >> 32) BETWEEN $3 AND $4
+                       AND o.status IN ('pending', 'failed') AND o.erased_at IS NULL
+                       AND o.held_at IS NULL AND {EARLIER_PENDING}
+                     RETURNING 1)
+                 SELECT EXISTS (SELECT 1 FROM held)
+                        OR EXISTS (SELECT 1 FROM outbox o
+                                   WHERE o.delivery_id = $1 AND (o.seq >> 32) BETWEEN $3 AND $4
+                                     AND o.held_at IS NOT NULL
+                                     AND o.waiting_for = 'earlier_delivery') AS waiting"
             ))
             .bind::<SqlUuid, _>(delivery.id)
             .bind::<Int4, _>(i32::try_from(attempt).unwrap_or(i32::MAX))
             .bind::<BigInt, _>(lo)
             .bind::<BigInt, _>(hi)
-            .execute(conn)
+            .get_result(conn)
             .await?;
-            Ok(n > 0)
+            Ok(w.waiting)
         })
         .await
     }

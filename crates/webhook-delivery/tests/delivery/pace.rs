@@ -405,3 +405,131 @@ async fn a_delivery_waiting_for_its_lead_says_so_and_replays_and_test_events_go_
         "{seen:?}"
     );
 }
+
+/// The lead's order across two sessions, interleaved by a lock the test holds: a wait that
+/// begins while the earlier delivery ends reads that end (it was committed before the wait got
+/// the lead's lock) and does not begin; a wait that did begin is released by the end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_wait_begun_while_the_earlier_delivery_ends_is_never_left_behind() {
+    use qualifier_store::partitions::DeliveryRef;
+    let mut s = Stack::start().await;
+    // No worker: the rows stay as the test sets them.
+    s.stop_delivery().await;
+    set_pace(&s, json!({"ordering": "per_lead"})).await;
+    let org = s.org.clone();
+    let lead = s.inbound("+31645000001").await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    s.call(
+        Method::PATCH,
+        &format!("/internal/v1/orgs/{org}/leads/{lead}"),
+        Some(json!({"name": "Grace Hopper"})),
+    )
+    .await;
+    let pg = s.db.client().await;
+    let lead_id: uuid::Uuid = lead.parse().unwrap();
+    let rows = pg
+        .query(
+            "SELECT delivery_id::text, seq FROM outbox WHERE lead_id = $1::text::uuid ORDER BY seq",
+            &[&lead],
+        )
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 2);
+    let (d1, d2): (String, DeliveryRef) = (
+        rows[0].get(0),
+        DeliveryRef {
+            id: rows[1].get::<_, String>(0).parse().unwrap(),
+            seq: Some(rows[1].get(1)),
+        },
+    );
+    let key = SecretKey::from_base64(&s.key_b64).unwrap();
+    let store =
+        qualifier_store::Store::new(qualifier_store::connect(&s.db.database(), 2).unwrap(), key);
+    let org_id: uuid::Uuid = org.parse().unwrap();
+    let held = |d: uuid::Uuid| {
+        let pg = &pg;
+        async move {
+            let r = pg
+                .query_one(
+                    "SELECT held_at IS NOT NULL, published_at IS NULL AND replay_at IS NOT NULL
+                     FROM outbox WHERE delivery_id = $1::text::uuid",
+                    &[&d.to_string()],
+                )
+                .await
+                .unwrap();
+            (r.get::<_, bool>(0), r.get::<_, bool>(1))
+        }
+    };
+
+    // The test holds the lead's lock; a wait begins and queues behind it.
+    let holder = s.db.client().await;
+    holder
+        .batch_execute(&format!(
+            "BEGIN; SELECT pg_advisory_xact_lock(hashtextextended('{lead}'::uuid::text, 17))"
+        ))
+        .await
+        .unwrap();
+    let wait = {
+        let store = store.clone();
+        tokio::spawn(async move { store.wait_for_earlier(d2, lead_id, 1).await })
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let queued: i64 = pg
+            .query_one(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        if queued == 1 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the wait never reached the lock");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // Meanwhile the earlier delivery ends, then the lock goes.
+    pg.execute(
+        "UPDATE outbox SET status = 'succeeded' WHERE delivery_id = $1::text::uuid",
+        &[&d1],
+    )
+    .await
+    .unwrap();
+    holder.batch_execute("COMMIT").await.unwrap();
+    assert!(
+        !wait.await.unwrap().unwrap(),
+        "the wait saw the end committed before it got the lock"
+    );
+    assert_eq!(held(d2.id).await, (false, false), "nothing waits");
+
+    // The earlier delivery pending again: the wait begins, a second copy of the message finds
+    // it waiting, nothing is released while the earlier one is pending, and its end releases it.
+    pg.execute(
+        "UPDATE outbox SET status = 'pending' WHERE delivery_id = $1::text::uuid",
+        &[&d1],
+    )
+    .await
+    .unwrap();
+    assert!(store.wait_for_earlier(d2, lead_id, 1).await.unwrap());
+    assert_eq!(held(d2.id).await, (true, false));
+    assert!(store.wait_for_earlier(d2, lead_id, 1).await.unwrap());
+    let listed = s.delivery_in(&org, &d2.id.to_string()).await;
+    assert_eq!(listed["waiting_for"], "earlier_delivery", "{listed}");
+    assert!(!store.release_next_of_lead(org_id, lead_id).await.unwrap());
+    assert_eq!(held(d2.id).await, (true, false));
+    pg.execute(
+        "UPDATE outbox SET status = 'succeeded' WHERE delivery_id = $1::text::uuid",
+        &[&d1],
+    )
+    .await
+    .unwrap();
+    assert!(store.release_next_of_lead(org_id, lead_id).await.unwrap());
+    assert_eq!(
+        held(d2.id).await,
+        (false, true),
+        "back to the relay, due now"
+    );
+}
