@@ -88,6 +88,10 @@ struct Opts {
     /// takes them (commit-to-receipt latency at a chosen load).
     #[arg(long)]
     pace: Option<f64>,
+    /// With `--only e2e`: the org's webhook `ordering` (`per_lead`: a lead's deliveries one at
+    /// a time, docs/delivery.md "Throttle and order").
+    #[arg(long, value_parser = ["none", "per_lead"], requires = "only")]
+    ordering: Option<String>,
     /// Events stored in the history phase's database (default 2,500,000, or 200,000 with
     /// --quick).
     #[arg(long)]
@@ -292,7 +296,16 @@ async fn run() -> anyhow::Result<()> {
     if let Some(phase) = &o.only {
         let v = match phase.as_str() {
             "e2e" => {
-                let run = e2e(&sink, n, 1, o.pace, Measure::CostAndFeedTail).await?;
+                let run = e2e_with(
+                    &sink,
+                    n,
+                    1,
+                    o.pace,
+                    Measure::CostAndFeedTail,
+                    default_delivery(),
+                    o.ordering.as_ref().map(|o| json!({"ordering": o})),
+                )
+                .await?;
                 let mut v = run.tally.json();
                 v["delivered_per_s"] = json!(r3(run.delivered_per_s));
                 v["ingest_committed_per_s"] = json!(r3(run.ingest_per_s));
