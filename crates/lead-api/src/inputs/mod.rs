@@ -583,6 +583,32 @@ mod tests {
     }
 
     #[test]
+    fn the_pace_reads_the_same_from_json_and_form() {
+        let rate = |v: Value| max_per_second_of(Some(&v));
+        assert_eq!(rate(json!(null)).unwrap(), None);
+        assert_eq!(rate(json!(5)).unwrap().map(MaxPerSecond::get), Some(5));
+        assert_eq!(msg(rate(json!(0))), MAX_PER_SECOND_MESSAGE);
+        assert_eq!(msg(rate(json!(1001))), MAX_PER_SECOND_MESSAGE);
+        assert_eq!(msg(rate(json!("5"))), MAX_PER_SECOND_MESSAGE);
+        assert_eq!(max_per_second_of(None).unwrap(), None);
+        assert_eq!(ordering_of(None).unwrap(), DeliveryOrdering::None);
+        assert_eq!(
+            ordering_of(Some(&json!("per_lead"))).unwrap(),
+            DeliveryOrdering::PerLead
+        );
+        assert_eq!(msg(ordering_of(Some(&json!("lead")))), ORDERING_MESSAGE);
+        // The form: an empty rate is no throttle; a refused one has the API's message.
+        let (r, o) = pace_from_form(Some(" "), None);
+        assert_eq!((r, o), (Ok(None), Ok(DeliveryOrdering::None)));
+        let (r, o) = pace_from_form(Some("40"), Some("per_lead"));
+        assert_eq!(r.unwrap().map(MaxPerSecond::get), Some(40));
+        assert_eq!(o, Ok(DeliveryOrdering::PerLead));
+        let (r, o) = pace_from_form(Some("0"), Some("both"));
+        assert_eq!(r, Err(MAX_PER_SECOND_MESSAGE.to_owned()));
+        assert_eq!(o, Err(ORDERING_MESSAGE.to_owned()));
+    }
+
+    #[test]
     fn a_subscription_collapses_duplicates_into_catalogue_order() {
         let t = subscription(["lead.qualified", "lead.created", "lead.created"].map(Some)).unwrap();
         assert_eq!(t, [EventType::LeadCreated, EventType::LeadQualified]);
