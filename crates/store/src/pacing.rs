@@ -18,7 +18,7 @@
 //! and released, or not begun: no delivery waits for a release that already happened.
 
 use diesel::sql_types::{BigInt, Bool, Double, Int4, Uuid as SqlUuid};
-use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use qualifier_domain::pace::{MaxPerSecond, SENT_AHEAD};
 use std::time::Duration;
 use uuid::Uuid;
@@ -29,10 +29,16 @@ use crate::{Store, StoreError};
 /// A delivery of the lead, earlier than the row `o`, that is not over: pending or retrying
 /// (held during an outage, or waiting itself). Test events and replays are outside the order.
 /// Read through `outbox_org_lead`.
-const EARLIER_PENDING: &str = "EXISTS (SELECT 1 FROM outbox e
-        WHERE e.org_id = o.org_id AND e.lead_id = o.lead_id AND e.seq < o.seq
-          AND e.status IN ('pending', 'failed') AND NOT e.is_test
-          AND e.replayed IS NOT TRUE)";
+/// The same condition is in migration 39's functions.
+macro_rules! earlier_pending {
+    () => {
+        "EXISTS (SELECT 1 FROM outbox e
+            WHERE e.org_id = o.org_id AND e.lead_id = o.lead_id AND e.seq < o.seq
+              AND e.status IN ('pending', 'failed') AND NOT e.is_test
+              AND e.replayed IS NOT TRUE)"
+    };
+}
+const EARLIER_PENDING: &str = earlier_pending!();
 
 /// What taking a turn came to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,19 +69,16 @@ struct Blocked {
     blocked: bool,
 }
 
+/// A function's yes or no (`qualifier_wait_for_earlier`, `qualifier_release_next`, migration 39).
 #[derive(diesel::QueryableByName)]
-struct Seq {
-    #[diesel(sql_type = BigInt)]
-    seq: i64,
+struct Answer {
+    #[diesel(sql_type = Bool)]
+    yes: bool,
 }
 
 fn secs(d: Duration) -> f64 {
     d.as_secs_f64()
 }
-
-/// The advisory lock of one lead's order (any 64-bit key of the lead id does: a collision only
-/// makes two leads take turns at this lock).
-const LOCK_LEAD: &str = "SELECT pg_advisory_xact_lock(hashtextextended($1::text, 17))";
 
 impl Store {
     /// Takes the endpoint's next turn for `delivery`'s attempt `attempt`. When the turn is
@@ -91,8 +94,10 @@ impl Store {
     ) -> Result<Turn, StoreError> {
         let (lo, hi) = day_bounds([delivery.seq]);
         let mut conn = self.conn().await?;
-        let taken: Taken = diesel::sql_query(
-            "WITH turn AS (
+        // Prepared (fixed text): the parameters as a row first, the statement after it.
+        let taken: Taken = crate::prepared::prepared::<SqlUuid, _>(
+            "WITH params(org) AS (VALUES (",
+            ")), turn AS (
                  INSERT INTO endpoint_pacing AS p (org_id, next_at)
                  VALUES ($1, clock_timestamp() + make_interval(secs => $2))
                  ON CONFLICT (org_id) DO UPDATE
@@ -113,8 +118,8 @@ impl Store {
              SELECT (EXTRACT(EPOCH FROM turn.at - clock_timestamp()) * 1000)::float8 AS wait_ms,
                     (SELECT count(*) FROM parked) AS parked
              FROM turn",
+            org_id,
         )
-        .bind::<SqlUuid, _>(org_id)
         .bind::<Double, _>(secs(rate.spacing()))
         .bind::<Double, _>(secs(wait_here))
         .bind::<Double, _>(secs(SENT_AHEAD))
@@ -181,12 +186,17 @@ impl Store {
         let leads: Vec<Uuid> = rows.iter().map(|r| r.2).collect();
         let seqs: Vec<i64> = rows.iter().map(|r| r.3).collect();
         let mut conn = self.conn().await?;
-        let found: Vec<Blocked> = diesel::sql_query(format!(
-            "SELECT o.id, {EARLIER_PENDING} AS blocked
-             FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::int8[])
-                  AS o(id, org_id, lead_id, seq)"
-        ))
-        .bind::<Array<SqlUuid>, _>(&ids)
+        let found: Vec<Blocked> = crate::prepared::prepared::<Array<SqlUuid>, _>(
+            "WITH params(ids) AS (VALUES (",
+            concat!(
+                ")) SELECT o.id, ",
+                earlier_pending!(),
+                " AS blocked
+                 FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::int8[])
+                      AS o(id, org_id, lead_id, seq)"
+            ),
+            &ids,
+        )
         .bind::<Array<SqlUuid>, _>(&orgs)
         .bind::<Array<SqlUuid>, _>(&leads)
         .bind::<Array<BigInt>, _>(&seqs)
@@ -210,44 +220,20 @@ impl Store {
         lead_id: Uuid,
         attempt: u32,
     ) -> Result<bool, StoreError> {
-        #[derive(diesel::QueryableByName)]
-        struct Waiting {
-            #[diesel(sql_type = Bool)]
-            waiting: bool,
-        }
         let (lo, hi) = day_bounds([delivery.seq]);
         let mut conn = self.conn().await?;
-        conn.transaction::<bool, StoreError, _>(async move |conn| {
-            diesel::sql_query(LOCK_LEAD)
-                .bind::<SqlUuid, _>(lead_id)
-                .execute(conn)
-                .await?;
-            // A statement of its own after the lock: it reads what committed before the lock
-            // was granted, the earlier delivery's end included.
-            let w: Waiting = diesel::sql_query(format!(
-                "WITH held AS (
-                     UPDATE outbox o SET held_at = clock_timestamp(),
-                            waiting_for = 'earlier_delivery', resume_attempt = $2,
-                            updated_at = clock_timestamp()
-                     WHERE o.delivery_id = $1 AND (o.seq >> 32) BETWEEN $3 AND $4
-                       AND o.status IN ('pending', 'failed') AND o.erased_at IS NULL
-                       AND o.held_at IS NULL AND {EARLIER_PENDING}
-                     RETURNING 1)
-                 SELECT EXISTS (SELECT 1 FROM held)
-                        OR EXISTS (SELECT 1 FROM outbox o
-                                   WHERE o.delivery_id = $1 AND (o.seq >> 32) BETWEEN $3 AND $4
-                                     AND o.held_at IS NOT NULL
-                                     AND o.waiting_for = 'earlier_delivery') AS waiting"
-            ))
-            .bind::<SqlUuid, _>(delivery.id)
-            .bind::<Int4, _>(i32::try_from(attempt).unwrap_or(i32::MAX))
-            .bind::<BigInt, _>(lo)
-            .bind::<BigInt, _>(hi)
-            .get_result(conn)
-            .await?;
-            Ok(w.waiting)
-        })
-        .await
+        let w: Answer = crate::prepared::prepared::<SqlUuid, _>(
+            "SELECT qualifier_wait_for_earlier(",
+            ") AS yes",
+            delivery.id,
+        )
+        .bind::<BigInt, _>(lo)
+        .bind::<BigInt, _>(hi)
+        .bind::<Int4, _>(i32::try_from(attempt).unwrap_or(i32::MAX))
+        .bind::<SqlUuid, _>(lead_id)
+        .get_result(&mut conn)
+        .await?;
+        Ok(w.yes)
     }
 
     /// A delivery of `lead` is over: the lead's next waiting delivery goes back to the relay,
@@ -258,47 +244,15 @@ impl Store {
         lead_id: Uuid,
     ) -> Result<bool, StoreError> {
         let mut conn = self.conn().await?;
-        conn.transaction::<bool, StoreError, _>(async move |conn| {
-            diesel::sql_query(LOCK_LEAD)
-                .bind::<SqlUuid, _>(lead_id)
-                .execute(conn)
-                .await?;
-            let next: Option<Seq> = diesel::sql_query(
-                "SELECT seq FROM outbox
-                 WHERE org_id = $1 AND lead_id = $2 AND held_at IS NOT NULL
-                   AND waiting_for = 'earlier_delivery'
-                 ORDER BY seq LIMIT 1",
-            )
-            .bind::<SqlUuid, _>(org_id)
-            .bind::<SqlUuid, _>(lead_id)
-            .get_result(conn)
-            .await
-            .map(Some)
-            .or_else(|e| match e {
-                diesel::result::Error::NotFound => Ok(None),
-                e => Err(e),
-            })?;
-            let Some(Seq { seq }) = next else {
-                return Ok(false);
-            };
-            let n = diesel::sql_query(format!(
-                "UPDATE outbox o SET published_at = NULL, held_at = NULL, waiting_for = NULL,
-                        replay_at = clock_timestamp(), updated_at = clock_timestamp()
-                 WHERE o.seq = $1 AND (o.seq >> 32) = $2 AND o.held_at IS NOT NULL
-                   AND NOT {EARLIER_PENDING}"
-            ))
-            .bind::<BigInt, _>(seq)
-            .bind::<BigInt, _>(seq >> 32)
-            .execute(conn)
-            .await?;
-            if n > 0 {
-                diesel::sql_query("SELECT pg_notify('qualifier_outbox', '')")
-                    .execute(conn)
-                    .await?;
-            }
-            Ok(n > 0)
-        })
-        .await
+        let r: Answer = crate::prepared::prepared::<SqlUuid, _>(
+            "SELECT qualifier_release_next(",
+            ") AS yes",
+            org_id,
+        )
+        .bind::<SqlUuid, _>(lead_id)
+        .get_result(&mut conn)
+        .await?;
+        Ok(r.yes)
     }
 
     /// A safety net (the health loop's): deliveries waiting longer than `older_than` for an
