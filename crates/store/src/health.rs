@@ -458,9 +458,7 @@ async fn release_held(conn: &mut AsyncPgConnection, org_id: Uuid) -> Result<(), 
     .execute(conn)
     .await?;
     if n > 0 {
-        diesel::sql_query("SELECT pg_notify('qualifier_outbox', '')")
-            .execute(conn)
-            .await?;
+        crate::outbox::wake_relay(conn).await?;
     }
     Ok(())
 }

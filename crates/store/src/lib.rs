@@ -34,6 +34,16 @@ pub use pool::{
 };
 pub use secrets::SecretKey;
 
+/// Per id of `ids`, in their order, whether it is among `yes` (a batch statement's answer, which
+/// returns rows in no set order and only for the ids it found).
+pub(crate) fn answers_in_order(
+    ids: &[uuid::Uuid],
+    yes: impl IntoIterator<Item = uuid::Uuid>,
+) -> Vec<bool> {
+    let yes: std::collections::HashSet<uuid::Uuid> = yes.into_iter().collect();
+    ids.iter().map(|id| yes.contains(id)).collect()
+}
+
 /// `QUALIFIER_APP_BASE_URL`'s default (docs/operations.md, "Configuration").
 pub const DEFAULT_APP_BASE_URL: &str = "https://app.qualifier.local";
 

@@ -137,9 +137,7 @@ impl Store {
             return Ok(Turn::Ended);
         }
         // The relay sleeps until the earliest instant it knows of; this one may be earlier.
-        diesel::sql_query("SELECT pg_notify('qualifier_outbox', '')")
-            .execute(&mut conn)
-            .await?;
+        crate::outbox::wake_relay(&mut conn).await?;
         Ok(Turn::Parked)
     }
 
@@ -202,12 +200,10 @@ impl Store {
         .bind::<Array<BigInt>, _>(&seqs)
         .load(&mut conn)
         .await?;
-        let blocked: std::collections::HashSet<Uuid> = found
-            .into_iter()
-            .filter(|b| b.blocked)
-            .map(|b| b.id)
-            .collect();
-        Ok(ids.iter().map(|id| blocked.contains(id)).collect())
+        Ok(crate::answers_in_order(
+            &ids,
+            found.into_iter().filter(|b| b.blocked).map(|b| b.id),
+        ))
     }
 
     /// The delivery waits in its row for an earlier delivery of `lead` to be over, to resume at
@@ -276,9 +272,7 @@ impl Store {
         .execute(&mut conn)
         .await?;
         if n > 0 {
-            diesel::sql_query("SELECT pg_notify('qualifier_outbox', '')")
-                .execute(&mut conn)
-                .await?;
+            crate::outbox::wake_relay(&mut conn).await?;
         }
         Ok(n)
     }
@@ -315,9 +309,7 @@ pub(crate) async fn retime(
             .execute(conn)
             .await?;
         if n > 0 {
-            diesel::sql_query("SELECT pg_notify('qualifier_outbox', '')")
-                .execute(conn)
-                .await?;
+            crate::outbox::wake_relay(conn).await?;
         }
         return Ok(());
     };
@@ -340,8 +332,6 @@ pub(crate) async fn retime(
     .bind::<Double, _>(secs(SENT_AHEAD))
     .execute(conn)
     .await?;
-    diesel::sql_query("SELECT pg_notify('qualifier_outbox', '')")
-        .execute(conn)
-        .await?;
+    crate::outbox::wake_relay(conn).await?;
     Ok(())
 }

@@ -189,12 +189,10 @@ impl Store {
         .bind::<diesel::sql_types::BigInt, _>(hi)
         .load::<Recorded>(&mut conn)
         .await?;
-        let erased: std::collections::HashSet<Uuid> = rows
-            .into_iter()
-            .filter(|r| r.erased)
-            .map(|r| r.delivery_id)
-            .collect();
-        Ok(ids.iter().map(|id| erased.contains(id)).collect())
+        Ok(crate::answers_in_order(
+            &ids,
+            rows.into_iter().filter(|r| r.erased).map(|r| r.delivery_id),
+        ))
     }
 
     /// Ends a delivery without a request (webhook missing, disabled or not subscribed).
@@ -253,9 +251,7 @@ impl Store {
             if n > 0 {
                 // The relay sleeps until the earliest instant it knows of; this one may be
                 // earlier (sent at the commit).
-                diesel::sql_query("SELECT pg_notify('qualifier_outbox', '')")
-                    .execute(conn)
-                    .await?;
+                crate::outbox::wake_relay(conn).await?;
             }
             Ok(n > 0)
         })

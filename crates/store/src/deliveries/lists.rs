@@ -397,8 +397,6 @@ async fn schedule_replays(
     .bind::<Array<Text>, _>(statuses)
     .execute(conn)
     .await?;
-    diesel::sql_query("SELECT pg_notify('qualifier_outbox', '')")
-        .execute(conn)
-        .await?;
+    crate::outbox::wake_relay(conn).await?;
     Ok(updated)
 }
