@@ -521,6 +521,41 @@ async fn run() -> anyhow::Result<()> {
         lost.len(),
         duplicates
     );
+    if !lost.is_empty() {
+        // What the lost deliveries' leads hold, to say where each one stopped.
+        let ids: Vec<String> = lost.iter().map(|s| s.to_string()).collect();
+        let rows = pg
+            .query(
+                "SELECT o.lead_id::text, o.seq, o.delivery_id::text, o.status, o.attempts,
+                        o.published_at IS NOT NULL, o.held_at IS NOT NULL, o.waiting_for,
+                        o.replay_at::text, o.paced_at::text, o.resume_attempt, o.last_error
+                 FROM outbox o
+                 WHERE o.lead_id IN (SELECT lead_id FROM outbox WHERE delivery_id::text = ANY($1))
+                 ORDER BY o.lead_id, o.seq",
+                &[&ids],
+            )
+            .await?;
+        println!(
+            "lead  seq  delivery  status  attempts  published  held  waiting_for  replay_at  paced_at  resume  last_error"
+        );
+        for r in rows {
+            println!(
+                "{} {} {} {} {} {} {} {:?} {:?} {:?} {:?} {:?}",
+                r.get::<_, String>(0),
+                r.get::<_, i64>(1),
+                r.get::<_, String>(2),
+                r.get::<_, String>(3),
+                r.get::<_, i32>(4),
+                r.get::<_, bool>(5),
+                r.get::<_, bool>(6),
+                r.get::<_, Option<String>>(7),
+                r.get::<_, Option<String>>(8),
+                r.get::<_, Option<String>>(9),
+                r.get::<_, Option<i32>>(10),
+                r.get::<_, Option<String>>(11),
+            );
+        }
+    }
     api.kill9();
     delivery.kill9();
     anyhow::ensure!(

@@ -57,6 +57,8 @@ pub enum Turn {
 struct Taken {
     #[diesel(sql_type = Double)]
     wait_ms: f64,
+    #[diesel(sql_type = Bool)]
+    far: bool,
     #[diesel(sql_type = BigInt)]
     parked: i64,
 }
@@ -104,20 +106,25 @@ impl Store {
                      SET next_at = GREATEST(p.next_at, clock_timestamp())
                                    + make_interval(secs => $2)
                  RETURNING next_at - make_interval(secs => $2) AS at),
+             -- Whether the turn is too far off to wait for here, decided once: the park below
+             -- and the answer must agree (two readings of the clock could straddle the line,
+             -- and a message acked with its row neither parked nor sent would be lost).
+             d AS MATERIALIZED (
+                 SELECT at, at > clock_timestamp() + make_interval(secs => $3) AS far,
+                        (EXTRACT(EPOCH FROM at - clock_timestamp()) * 1000)::float8 AS wait_ms
+                 FROM turn),
              parked AS (
-                 UPDATE outbox o SET published_at = NULL, paced_at = turn.at,
-                        replay_at = turn.at - make_interval(secs => $4),
+                 UPDATE outbox o SET published_at = NULL, paced_at = d.at,
+                        replay_at = d.at - make_interval(secs => $4),
                         waiting_for = 'throttle', resume_attempt = $5,
                         updated_at = clock_timestamp()
-                 FROM turn
-                 WHERE turn.at > clock_timestamp() + make_interval(secs => $3)
+                 FROM d
+                 WHERE d.far
                    AND o.delivery_id = $6 AND (o.seq >> 32) BETWEEN $7 AND $8
                    AND o.status IN ('pending', 'failed') AND o.erased_at IS NULL
                    AND o.held_at IS NULL
                  RETURNING o.seq)
-             SELECT (EXTRACT(EPOCH FROM turn.at - clock_timestamp()) * 1000)::float8 AS wait_ms,
-                    (SELECT count(*) FROM parked) AS parked
-             FROM turn",
+             SELECT d.wait_ms, d.far, (SELECT count(*) FROM parked) AS parked FROM d",
             org_id,
         )
         .bind::<Double, _>(secs(rate.spacing()))
@@ -129,9 +136,10 @@ impl Store {
         .bind::<BigInt, _>(hi)
         .get_result(&mut conn)
         .await?;
-        let wait = Duration::from_secs_f64(taken.wait_ms.max(0.0) / 1000.0);
-        if wait <= wait_here {
-            return Ok(Turn::Wait(wait));
+        if !taken.far {
+            return Ok(Turn::Wait(Duration::from_secs_f64(
+                taken.wait_ms.max(0.0) / 1000.0,
+            )));
         }
         if taken.parked == 0 {
             return Ok(Turn::Ended);
