@@ -217,8 +217,8 @@ impl Worker {
         publisher: &Publisher,
         job: &DeliveryJob,
     ) -> Result<(), NotDurable> {
-        // A wait for the lead's order or the throttle that ended while it was being begun
-        // (the earlier delivery finished meanwhile) goes round again from a fresh read.
+        // A wait for the lead's order that cannot begin (the earlier delivery ended between the
+        // read and the wait) goes round again from a fresh read, a few times at most.
         let mut rounds = 0;
         let (ctx, sent) = loop {
             // One read: the delivery's status and the org's webhook as it is now.
