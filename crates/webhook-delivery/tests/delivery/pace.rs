@@ -158,7 +158,9 @@ async fn two_replicas_keep_to_the_throttle_and_a_raised_limit_applies_at_once() 
         after.len()
     );
     assert!(busiest_before <= 6, "at 5/s a second held {busiest_before}");
-    assert!(busiest_after <= 51, "at 50/s a second held {busiest_after}");
+    // Turns 20 ms apart allow 51 in a second; what the receiver sees adds each request's own
+    // latency, whose spread on a loaded machine can reach a turn: one more at most.
+    assert!(busiest_after <= 52, "at 50/s a second held {busiest_after}");
     // Within a second of the raise the rest go ten times faster: by two seconds after it, the
     // old rate would have sent at most 11 more.
     let within_two = after
