@@ -58,16 +58,10 @@ async fn an_administrator_sets_up_webhooks_and_recovers_dead_deliveries_in_the_b
     assert_eq!(page["keyboard_reaches_url"], true, "{page}");
     assert_ne!(page["focus_outline"], "none", "focus is visible: {page}");
     // The endpoint and event types chosen on the page are the org's settings.
-    let hook = s
-        .call(
-            Method::GET,
-            &format!("/internal/v1/orgs/{}/webhook", s.org),
-            None,
-        )
-        .await;
-    assert_eq!(hook["webhook"]["url"], endpoint.as_str());
+    let hook = s.webhook().await;
+    assert_eq!(hook["url"], endpoint.as_str());
     assert_eq!(
-        hook["webhook"]["event_types"],
+        hook["event_types"],
         json!(["lead.created", "lead.stage_changed"])
     );
     // The rotated secret was read from the page, once.

@@ -25,16 +25,6 @@ fn proxy_config(squid: &Squid) -> EgressProxy {
     .unwrap()
 }
 
-async fn webhook(s: &Stack) -> Value {
-    s.call(
-        Method::GET,
-        &format!("/internal/v1/orgs/{}/webhook", s.org),
-        None,
-    )
-    .await["webhook"]
-        .clone()
-}
-
 /// `PUT …/webhook/client-certificate`: status and body.
 async fn put_certificate(s: &Stack, certificate: &str, private_key: &str) -> (u16, Value) {
     let r = s
@@ -131,12 +121,12 @@ async fn through_the_proxy_every_request_is_a_connect_to_the_checked_address() {
         s.inbound(&format!("+3163000{i:04}")).await;
     }
     wait_until("the endpoint fails", Duration::from_secs(20), async || {
-        webhook(&s).await["health"]["state"] == "failing"
+        s.webhook().await["health"]["state"] == "failing"
     })
     .await;
     mtls.set_behaviour(Behaviour::Ok);
     wait_until("a probe recovers it", Duration::from_secs(20), async || {
-        webhook(&s).await["health"]["state"] == "healthy"
+        s.webhook().await["health"]["state"] == "healthy"
     })
     .await;
     let all = mtls.received();
@@ -243,7 +233,7 @@ async fn a_proxy_down_for_twenty_seconds_costs_retries_never_deliveries_or_healt
             .all(|d| d["attempts"].as_i64().unwrap_or(0) >= 2),
         "attempts were made while it was down"
     );
-    let h = webhook(&s).await["health"].clone();
+    let h = s.webhook().await["health"].clone();
     assert_eq!(h["state"], "healthy", "the proxy is not the endpoint: {h}");
     assert_eq!(h["consecutive_failures"], 0, "{h}");
     let errors = metric(&s, "qualifier_egress_proxy_errors_total").await - errors_before;
@@ -283,7 +273,7 @@ async fn a_receiver_requiring_a_client_certificate_gets_it_and_a_replacement_app
     let mtls = Receiver::start_with_client_ca(Some(&ca.pem)).await;
     mtls.set_secrets(vec![s.secret.clone()]);
     point_at(&s, &mtls.url).await;
-    assert_eq!(webhook(&s).await["client_certificate"], Value::Null);
+    assert_eq!(s.webhook().await["client_certificate"], Value::Null);
 
     // Without a certificate: no delivery succeeds, and the attempt says why.
     s.inbound("+31660000001").await;
@@ -369,7 +359,7 @@ async fn a_receiver_requiring_a_client_certificate_gets_it_and_a_replacement_app
     assert_eq!(shown["issuer"], "CN=Receiver Corp client CA");
     assert!(shown["not_after"].is_string());
     assert!(!shown.to_string().contains("PRIVATE"));
-    let w = webhook(&s).await;
+    let w = s.webhook().await;
     assert_eq!(&w["client_certificate"], shown);
     assert!(!w.to_string().contains("PRIVATE"));
     let got = mtls.wait_for(2, Duration::from_secs(20)).await;
@@ -401,7 +391,7 @@ async fn a_receiver_requiring_a_client_certificate_gets_it_and_a_replacement_app
         None,
     )
     .await;
-    assert_eq!(webhook(&s).await["client_certificate"], Value::Null);
+    assert_eq!(s.webhook().await["client_certificate"], Value::Null);
     s.inbound("+31660000003").await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(mtls.received().len(), 2);

@@ -221,14 +221,8 @@ async fn a_410_disables_at_once_and_the_disable_timer_disables_a_failing_endpoin
     let lead = s.inbound("+31610000001").await;
     let h = wait_state(&s, &s.org, "disabled", Duration::from_secs(10)).await;
     assert!(h["disabled_reason"].as_str().unwrap().contains("410"));
-    let hook = s
-        .call(
-            Method::GET,
-            &format!("/internal/v1/orgs/{}/webhook", s.org),
-            None,
-        )
-        .await;
-    assert_eq!(hook["webhook"]["enabled"], false);
+    let hook = s.webhook().await;
+    assert_eq!(hook["enabled"], false);
     let ds = deliveries_of(&s, &s.org).await;
     let id = ds[0]["id"].as_str().unwrap().to_owned();
     s.wait_status(&id, "skipped", Duration::from_secs(10)).await;

@@ -189,16 +189,10 @@ async fn two_replicas_keep_to_the_throttle_and_a_raised_limit_applies_at_once() 
         assert_eq!(d["attempts"], 1, "waiting spends no attempt: {d}");
         assert!(d.get("waiting_for").is_none(), "{d}");
     }
-    let hook = s
-        .call(
-            Method::GET,
-            &format!("/internal/v1/orgs/{}/webhook", s.org),
-            None,
-        )
-        .await;
-    assert_eq!(hook["webhook"]["health"]["state"], "healthy", "{hook}");
-    assert_eq!(hook["webhook"]["health"]["consecutive_failures"], 0);
-    assert_eq!(hook["webhook"]["max_per_second"], 50);
+    let hook = s.webhook().await;
+    assert_eq!(hook["health"]["state"], "healthy", "{hook}");
+    assert_eq!(hook["health"]["consecutive_failures"], 0);
+    assert_eq!(hook["max_per_second"], 50);
     second.stop().await;
 }
 

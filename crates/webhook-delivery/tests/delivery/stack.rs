@@ -229,6 +229,17 @@ impl Stack {
             .status()
     }
 
+    /// `GET` of the org's webhook: its settings and its endpoint's health.
+    pub async fn webhook(&self) -> Value {
+        self.call(
+            Method::GET,
+            &format!("/internal/v1/orgs/{}/webhook", self.org),
+            None,
+        )
+        .await["webhook"]
+            .clone()
+    }
+
     pub async fn put_webhook(&self, body: Value) -> Value {
         self.call(
             Method::PUT,
