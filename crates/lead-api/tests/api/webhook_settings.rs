@@ -248,6 +248,10 @@ async fn endpoint_rules_refuse_non_public_and_non_https() {
         (json!({"max_per_second": "10"}), rate),
         (json!({"ordering": "PER_LEAD"}), order),
         (json!({"ordering": ["per_lead"]}), order),
+        (json!({"ordering": "per_lead\u{0}"}), order),
+        (json!({"ordering": "per_lead\n"}), order),
+        (json!({"max_per_second": 1e3}), rate),
+        (json!({"max_per_second": u64::MAX}), rate),
     ] {
         let mut body = json!({"url": PUBLIC_URL, "event_types": ["lead.created"]});
         for (k, v) in pace.as_object().unwrap() {
