@@ -88,6 +88,17 @@ impl Unpublished {
     }
 }
 
+/// `SET LOCAL` of each of [`crate::pool::KEY_LOOKUP_PLANS`], as one string sent once.
+fn key_lookup_plans_local() -> &'static str {
+    static SQL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    SQL.get_or_init(|| {
+        crate::pool::KEY_LOOKUP_PLANS
+            .iter()
+            .map(|s| format!("SET LOCAL {s};"))
+            .collect()
+    })
+}
+
 /// Claims up to `limit` new events and up to `limit` replays that are due, lets `publish` send
 /// them, and marks them published in the same transaction once it returns Ok. A crash or an error
 /// before the commit leaves them unpublished, to be sent again (same delivery ids).
@@ -118,6 +129,11 @@ where
 {
     use diesel::sql_types::Nullable;
     conn.transaction::<usize, StoreError, _>(async move |conn| {
+        // Before the first statement, so that every statement below is planned with them: the
+        // session's pool plans generically and keeps a plan for the connection's life, and the
+        // mark below, planned while the day's partition was small, stayed a hash join over a
+        // sequential scan of it (`crate::pool::KEY_LOOKUP_PLANS`). One round trip.
+        diesel_async::SimpleAsyncConnection::batch_execute(conn, key_lookup_plans_local()).await?;
         let head: i64 = feed_head::table
             .select(feed_head::pos)
             .for_update()

@@ -58,13 +58,35 @@ pub fn connect_with_timeout(
 /// almost every call, because a custom plan for a one-element array looks cheaper to PostgreSQL
 /// than the generic one; that planning was the largest planning cost per event measured
 /// (docs/performance.md).
+///
+/// The same sessions also plan without sequential scans, hash joins or merge joins
+/// ([`KEY_LOOKUP_PLANS`]): a generic plan is made once, when a statement is first run in the
+/// session, and kept. The outcome statement joins the batch's arrays to the outbox; planned while
+/// the day's partition held a few pages, its cheapest plan was a hash join over a sequential scan
+/// of that partition, and the session kept it while the partition grew to millions of rows
+/// (56 ms and 1,575 pages per batch instead of 2 pages). Every statement of the worker reads or
+/// writes a few rows by key, so an index probe is the right plan at any size.
 pub fn connect_generic_plans(database: &Database, max_size: usize) -> Result<DbPool, PoolError> {
-    build(
-        database,
-        max_size,
-        vec!["SET plan_cache_mode = force_generic_plan".to_owned()],
-    )
+    let mut session = vec!["SET plan_cache_mode = force_generic_plan".to_owned()];
+    session.extend(KEY_LOOKUP_PLANS.iter().map(|s| format!("SET {s}")));
+    build(database, max_size, session)
 }
+
+/// Planner settings for statements that only ever touch a few rows by key, whatever the size of
+/// the tables: with these a plan made while a table (or a new partition) was small stays an
+/// index probe when it is large. [`connect_generic_plans`] sets them for the session; the
+/// outbox relay sets them `LOCAL` to its transaction (`crate::outbox::relay_batch`).
+///
+/// `jit` goes with them: a scan that has no index to use instead (a one-row table such as
+/// `feed_head` or `secret_format`) still runs, but is costed as disabled, far above
+/// `jit_above_cost`, so each execution was compiled to machine code first, about 100 ms for a
+/// statement that then ran in microseconds (measured by `make perf-check`).
+pub const KEY_LOOKUP_PLANS: [&str; 4] = [
+    "enable_seqscan = off",
+    "enable_hashjoin = off",
+    "enable_mergejoin = off",
+    "jit = off",
+];
 
 /// Why a pool could not be built.
 #[derive(Debug, thiserror::Error)]

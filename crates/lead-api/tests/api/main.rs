@@ -18,6 +18,7 @@ mod internal_api;
 mod lists;
 mod migrations;
 mod outbox_events;
+mod plans;
 mod public_api;
 mod rate_limit;
 mod revisions;

@@ -1,0 +1,173 @@
+//! The statements every event goes through read a few rows by key however large the day's
+//! partition has grown since a session first ran them. A session plans a prepared statement
+//! once, generically, on first use, and keeps the plan; these tests make that first use happen
+//! while the partition holds one row, then grow it without an ANALYZE (autovacuum off on it, as
+//! in the minute before autovacuum would get to it), and count what the same session reads.
+
+use diesel_async::RunQueryDsl;
+use qualifier_domain::delivery::{AttemptEntry, DeliveryStatus};
+use qualifier_store::deliveries::AttemptWrite;
+use qualifier_store::partitions::DeliveryRef;
+use qualifier_testkit::TestDb;
+use uuid::Uuid;
+
+/// Rows of the outbox's partitions PostgreSQL has read so far, through indexes or scans.
+async fn rows_read(c: &tokio_postgres::Client) -> i64 {
+    c.query_one(
+        "SELECT (SELECT coalesce(sum(idx_tup_read), 0) FROM pg_stat_user_indexes
+                 WHERE relname LIKE 'outbox\\_%')::int8
+              + (SELECT coalesce(sum(seq_tup_read), 0) FROM pg_stat_user_tables
+                 WHERE relname LIKE 'outbox\\_%')::int8",
+        &[],
+    )
+    .await
+    .unwrap()
+    .get(0)
+}
+
+/// Makes the pool's one session report its statistics now: a backend flushes them when it goes
+/// idle, at most once a second unless told to, and it is told to here before going idle.
+async fn flush(pool: &qualifier_store::DbPool) {
+    let mut conn = pool.get().await.unwrap();
+    diesel::sql_query("SELECT pg_stat_force_next_flush()")
+        .execute(&mut conn)
+        .await
+        .unwrap();
+}
+
+/// A database whose open day partition is never analysed by autovacuum during the test.
+async fn database() -> (TestDb, tokio_postgres::Client) {
+    let db = TestDb::new().await;
+    let c = db.client().await;
+    c.batch_execute(
+        "DO $$ DECLARE p regclass; BEGIN
+           FOR p IN SELECT inhrelid::regclass FROM pg_inherits WHERE inhparent = 'outbox'::regclass
+           LOOP EXECUTE format('ALTER TABLE %s SET (autovacuum_enabled = false)', p); END LOOP;
+         END $$",
+    )
+    .await
+    .unwrap();
+    (db, c)
+}
+
+/// `n` events of one org, written now (the open partition); `published` says whether the relay
+/// has sent them. Returns each one's delivery id and sequence number.
+async fn write(c: &tokio_postgres::Client, n: i32, published: bool) -> Vec<(Uuid, i64)> {
+    c.query(
+        "INSERT INTO outbox (event_id, org_id, event_type, payload, delivery_id, status,
+                             lead_id, published_at)
+         SELECT gen_random_uuid(), gen_random_uuid(), 'lead.updated', '\\x7b7d', gen_random_uuid(),
+                'pending', gen_random_uuid(), CASE WHEN $2 THEN now() END
+         FROM generate_series(1, $1)
+         RETURNING delivery_id::text, seq",
+        &[&n, &published],
+    )
+    .await
+    .unwrap()
+    .iter()
+    .map(|r| (r.get::<_, String>(0).parse().unwrap(), r.get(1)))
+    .collect()
+}
+
+const GROWN: i32 = 20_000;
+
+fn outcome(id: Uuid, seq: i64) -> AttemptWrite {
+    AttemptWrite {
+        delivery: DeliveryRef { id, seq: Some(seq) },
+        entry: AttemptEntry {
+            attempt: 1,
+            started_at: time::OffsetDateTime::now_utc(),
+            duration_ms: 12,
+            status_code: Some(200),
+            error: None,
+            error_kind: None,
+            response_body: None,
+            request_headers: Vec::new(),
+            signatures: Vec::new(),
+        },
+        status: DeliveryStatus::Succeeded,
+    }
+}
+
+/// The worker's outcome statement (`Store::record_attempts`), in a session of the worker's pool.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_outcome_reads_its_row_after_the_partition_grew_under_its_plan() {
+    let (db, c) = database().await;
+    let first = write(&c, 1, true).await;
+    // One session, as the worker's pool makes them, which will keep its plan.
+    let pool = qualifier_store::connect_generic_plans(&db.database(), 1).unwrap();
+    let key =
+        qualifier_store::SecretKey::from_base64(&qualifier_store::SecretKey::generate_base64())
+            .unwrap();
+    let store = qualifier_store::Store::new(pool.clone(), key);
+    store
+        .record_attempts(&[outcome(first[0].0, first[0].1)])
+        .await
+        .unwrap();
+
+    let grown = write(&c, GROWN, true).await;
+    let batch: Vec<AttemptWrite> = grown[..8].iter().map(|&(id, s)| outcome(id, s)).collect();
+    flush(&pool).await;
+    let before = rows_read(&c).await;
+    store.record_attempts(&batch).await.unwrap();
+    flush(&pool).await;
+    let read = rows_read(&c).await - before;
+    assert!(
+        read <= 8 * 4,
+        "a batch of 8 outcomes read {read} rows of a partition of {} (a scan of it reads them all)",
+        GROWN + 1
+    );
+    let done: i64 = c
+        .query_one(
+            "SELECT count(*) FROM outbox WHERE status = 'succeeded' AND attempts = 1",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(done, 9, "every outcome was recorded");
+}
+
+/// The relay's claim and mark (`outbox::relay_batch`), in a session planning generically as
+/// `lead-api`'s do by default (`QUALIFIER_PLAN_CACHE_MODE`).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_relay_batch_reads_its_rows_after_the_partition_grew_under_its_plan() {
+    let (db, c) = database().await;
+    let database = db
+        .database()
+        .with_setting("plan_cache_mode", "force_generic_plan");
+    let pool = qualifier_store::connect(&database, 1).unwrap();
+    let relay = async |pool: &qualifier_store::DbPool| {
+        let mut conn = pool.get().await.unwrap();
+        qualifier_store::outbox::relay_batch(&mut conn, 100, |rows| async move {
+            assert!(!rows.is_empty());
+            Ok::<(), std::io::Error>(())
+        })
+        .await
+        .unwrap()
+    };
+    write(&c, 1, false).await;
+    assert_eq!(relay(&pool).await, 1);
+
+    write(&c, GROWN, true).await;
+    write(&c, 8, false).await;
+    flush(&pool).await;
+    let before = rows_read(&c).await;
+    assert_eq!(relay(&pool).await, 8, "the new events, and only them");
+    flush(&pool).await;
+    let read = rows_read(&c).await - before;
+    assert!(
+        read <= 8 * 6 + 10,
+        "a batch of 8 new events read {read} rows of a partition of {} (a scan of it reads them all)",
+        GROWN + 9
+    );
+    let unsent: i64 = c
+        .query_one(
+            "SELECT count(*) FROM outbox WHERE published_at IS NULL",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(unsent, 0, "the batch was marked published");
+}
