@@ -293,3 +293,18 @@ pub fn store_on(db: &TestDb) -> qualifier_store::Store {
             .unwrap();
     qualifier_store::Store::new(pool, key)
 }
+
+/// Rows of the outbox's partitions PostgreSQL has read so far, through indexes or scans, as the
+/// statistics collector has them (a backend reports its counters when it goes idle).
+pub async fn outbox_rows_read(c: &tokio_postgres::Client) -> i64 {
+    c.query_one(
+        "SELECT (SELECT coalesce(sum(idx_tup_read), 0) FROM pg_stat_user_indexes
+                 WHERE relname LIKE 'outbox\\_%')::int8
+              + (SELECT coalesce(sum(seq_tup_read), 0) FROM pg_stat_user_tables
+                 WHERE relname LIKE 'outbox\\_%')::int8",
+        &[],
+    )
+    .await
+    .unwrap()
+    .get(0)
+}

@@ -9,7 +9,7 @@ use qualifier_store::deliveries::DeliveryFilter;
 use qualifier_testkit::TestDb;
 use uuid::Uuid;
 
-use crate::helpers::store_on;
+use crate::helpers::{outbox_rows_read, store_on};
 
 /// `n` delivered events of `org`, created now, in the open partition.
 async fn write(c: &tokio_postgres::Client, org: Uuid, n: i32, status: &str) {
@@ -25,36 +25,21 @@ async fn write(c: &tokio_postgres::Client, org: Uuid, n: i32, status: &str) {
     .unwrap();
 }
 
-/// Index entries and table rows read so far from the outbox's partitions, as the statistics
-/// collector has them.
-async fn rows_read(c: &tokio_postgres::Client) -> i64 {
-    c.query_one(
-        "SELECT (SELECT coalesce(sum(idx_tup_read), 0) FROM pg_stat_user_indexes
-                 WHERE relname LIKE 'outbox\\_%')::int8
-              + (SELECT coalesce(sum(seq_tup_read), 0) FROM pg_stat_user_tables
-                 WHERE relname LIKE 'outbox\\_%')::int8",
-        &[],
-    )
-    .await
-    .unwrap()
-    .get(0)
-}
-
 /// What `read` made PostgreSQL read from the outbox: the counters before, then after the
 /// reading session reported them (a backend reports its counters shortly after it goes idle).
 async fn reads_of<F: std::future::Future<Output = ()>>(c: &tokio_postgres::Client, read: F) -> i64 {
-    let before = rows_read(c).await;
+    let before = outbox_rows_read(c).await;
     read.await;
     let deadline = Instant::now() + Duration::from_secs(20);
-    let mut after = rows_read(c).await;
+    let mut after = outbox_rows_read(c).await;
     while after == before && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(250)).await;
-        after = rows_read(c).await;
+        after = outbox_rows_read(c).await;
     }
     assert!(after > before, "the list's reads were reported");
     // Anything reported late would only make the count larger, never hide a walk.
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    rows_read(c).await - before
+    outbox_rows_read(c).await - before
 }
 
 /// A small org's 151 events, the open partition analysed, then a busy org's burst of 3,000:

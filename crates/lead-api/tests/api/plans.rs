@@ -11,19 +11,7 @@ use qualifier_store::partitions::DeliveryRef;
 use qualifier_testkit::TestDb;
 use uuid::Uuid;
 
-/// Rows of the outbox's partitions PostgreSQL has read so far, through indexes or scans.
-async fn rows_read(c: &tokio_postgres::Client) -> i64 {
-    c.query_one(
-        "SELECT (SELECT coalesce(sum(idx_tup_read), 0) FROM pg_stat_user_indexes
-                 WHERE relname LIKE 'outbox\\_%')::int8
-              + (SELECT coalesce(sum(seq_tup_read), 0) FROM pg_stat_user_tables
-                 WHERE relname LIKE 'outbox\\_%')::int8",
-        &[],
-    )
-    .await
-    .unwrap()
-    .get(0)
-}
+use crate::helpers::outbox_rows_read;
 
 /// Makes the pool's one session report its statistics now: a backend flushes them when it goes
 /// idle, at most once a second unless told to, and it is told to here before going idle.
@@ -108,10 +96,10 @@ async fn an_outcome_reads_its_row_after_the_partition_grew_under_its_plan() {
     let grown = write(&c, GROWN, true).await;
     let batch: Vec<AttemptWrite> = grown[..8].iter().map(|&(id, s)| outcome(id, s)).collect();
     flush(&pool).await;
-    let before = rows_read(&c).await;
+    let before = outbox_rows_read(&c).await;
     store.record_attempts(&batch).await.unwrap();
     flush(&pool).await;
-    let read = rows_read(&c).await - before;
+    let read = outbox_rows_read(&c).await - before;
     assert!(
         read <= 8 * 4,
         "a batch of 8 outcomes read {read} rows of a partition of {} (a scan of it reads them all)",
@@ -152,10 +140,10 @@ async fn a_relay_batch_reads_its_rows_after_the_partition_grew_under_its_plan() 
     write(&c, GROWN, true).await;
     write(&c, 8, false).await;
     flush(&pool).await;
-    let before = rows_read(&c).await;
+    let before = outbox_rows_read(&c).await;
     assert_eq!(relay(&pool).await, 8, "the new events, and only them");
     flush(&pool).await;
-    let read = rows_read(&c).await - before;
+    let read = outbox_rows_read(&c).await - before;
     assert!(
         read <= 8 * 6 + 10,
         "a batch of 8 new events read {read} rows of a partition of {} (a scan of it reads them all)",
