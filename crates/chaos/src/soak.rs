@@ -450,8 +450,16 @@ async fn run() -> anyhow::Result<()> {
                 ));
             }
         }
+        // Medians, not means: a third of a short soak is three samples, and one sample that
+        // caught a checkpoint or a pool growing (86 ms among 12-20) moved the mean of its third
+        // past twice the first's. A p99 that is still growing is high in most of the last
+        // third's samples, which the median sees.
+        let median = |mut v: Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+        };
         let p99 = |s: &Value| s["delivery_p99_ms"].as_f64().unwrap_or(f64::NAN);
-        let (p0, p1) = (mean(&series(first, &p99)), mean(&series(last, &p99)));
+        let (p0, p1) = (median(series(first, &p99)), median(series(last, &p99)));
         if p1 > 2.0 * p0 && p1 > p0 + 20.0 {
             problems.push(format!(
                 "delivery p99 drifted from {p0:.1} ms to {p1:.1} ms"
