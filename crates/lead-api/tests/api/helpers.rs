@@ -308,3 +308,16 @@ pub async fn outbox_rows_read(c: &tokio_postgres::Client) -> i64 {
     .unwrap()
     .get(0)
 }
+
+/// Autovacuum off on every partition the outbox has now, so that no ANALYZE lands during a test
+/// that depends on the statistics (or the plans) being those of an earlier moment.
+pub async fn outbox_autovacuum_off(c: &tokio_postgres::Client) {
+    c.batch_execute(
+        "DO $$ DECLARE p regclass; BEGIN
+           FOR p IN SELECT inhrelid::regclass FROM pg_inherits WHERE inhparent = 'outbox'::regclass
+           LOOP EXECUTE format('ALTER TABLE %s SET (autovacuum_enabled = false)', p); END LOOP;
+         END $$",
+    )
+    .await
+    .unwrap();
+}

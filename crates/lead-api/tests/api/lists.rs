@@ -9,7 +9,7 @@ use qualifier_store::deliveries::DeliveryFilter;
 use qualifier_testkit::TestDb;
 use uuid::Uuid;
 
-use crate::helpers::{outbox_rows_read, store_on};
+use crate::helpers::{outbox_autovacuum_off, outbox_rows_read, store_on};
 
 /// `n` delivered events of `org`, created now, in the open partition.
 async fn write(c: &tokio_postgres::Client, org: Uuid, n: i32, status: &str) {
@@ -54,14 +54,7 @@ async fn a_list_reads_its_page_when_the_statistics_predate_another_orgs_burst() 
         .await
         .unwrap();
     // Autovacuum would correct the statistics within a minute: the case is that minute.
-    c.batch_execute(
-        "DO $$ DECLARE p regclass; BEGIN
-           FOR p IN SELECT inhrelid::regclass FROM pg_inherits WHERE inhparent = 'outbox'::regclass
-           LOOP EXECUTE format('ALTER TABLE %s SET (autovacuum_enabled = false)', p); END LOOP;
-         END $$",
-    )
-    .await
-    .unwrap();
+    outbox_autovacuum_off(&c).await;
     let (small, busy) = (Uuid::new_v4(), Uuid::new_v4());
     write(&c, small, 140, "succeeded").await;
     write(&c, small, 11, "dead").await;

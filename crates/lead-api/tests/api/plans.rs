@@ -11,7 +11,7 @@ use qualifier_store::partitions::DeliveryRef;
 use qualifier_testkit::TestDb;
 use uuid::Uuid;
 
-use crate::helpers::outbox_rows_read;
+use crate::helpers::{outbox_autovacuum_off, outbox_rows_read};
 
 /// Makes the pool's one session report its statistics now: a backend flushes them when it goes
 /// idle, at most once a second unless told to, and it is told to here before going idle.
@@ -27,14 +27,7 @@ async fn flush(pool: &qualifier_store::DbPool) {
 async fn database() -> (TestDb, tokio_postgres::Client) {
     let db = TestDb::new().await;
     let c = db.client().await;
-    c.batch_execute(
-        "DO $$ DECLARE p regclass; BEGIN
-           FOR p IN SELECT inhrelid::regclass FROM pg_inherits WHERE inhparent = 'outbox'::regclass
-           LOOP EXECUTE format('ALTER TABLE %s SET (autovacuum_enabled = false)', p); END LOOP;
-         END $$",
-    )
-    .await
-    .unwrap();
+    outbox_autovacuum_off(&c).await;
     (db, c)
 }
 
