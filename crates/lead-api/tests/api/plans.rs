@@ -152,3 +152,97 @@ async fn a_relay_batch_reads_its_rows_after_the_partition_grew_under_its_plan() 
         .get(0);
     assert_eq!(unsent, 0, "the batch was marked published");
 }
+
+/// Index pages of `leads` the server has touched so far (hits and reads).
+async fn lead_index_pages(c: &tokio_postgres::Client) -> i64 {
+    c.query_one(
+        "SELECT coalesce(sum(idx_blks_hit + idx_blks_read), 0)::int8
+         FROM pg_statio_user_indexes WHERE relname = 'leads'",
+        &[],
+    )
+    .await
+    .unwrap()
+    .get(0)
+}
+
+/// `n` leads of `org`, written now, with the phones `+44770` and six digits counting from
+/// `first`; returns their ids in that order.
+async fn leads(c: &tokio_postgres::Client, org: Uuid, first: i32, n: i32) -> Vec<Uuid> {
+    c.query(
+        "INSERT INTO leads (id, org_id, name, phone, channel, qualification_stage, created_at,
+                            updated_at)
+         SELECT gen_random_uuid(), $1::text::uuid, 'Lead', '+44770' || lpad((i + $2)::text, 6, '0'), 'sms',
+                'qualifying', now(), now()
+         FROM generate_series(0, $3 - 1) AS i
+         ORDER BY i
+         RETURNING id::text",
+        &[&org.to_string(), &first, &n],
+    )
+    .await
+    .unwrap()
+    .iter()
+    .map(|r| r.get::<_, String>(0).parse().unwrap())
+    .collect()
+}
+
+/// A change of a lead (the read of its row and version, then the compare-and-set write with its
+/// events, `crates/store/src/leads/write.rs`) in a session planning generically, as `lead-api`'s
+/// do by default: planned while `leads` is new and has no statistics, it still finds the row by
+/// its primary key once the org has thousands of leads, rather than walking the org's entries
+/// of `leads_org_updated`.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_lead_change_finds_its_row_by_key_after_the_org_grew_under_its_plan() {
+    let (db, c) = database().await;
+    c.batch_execute("ALTER TABLE leads SET (autovacuum_enabled = false)")
+        .await
+        .unwrap();
+    let database = db
+        .database()
+        .with_setting("plan_cache_mode", "force_generic_plan");
+    let pool = qualifier_store::connect(&database, 1).unwrap();
+    let key =
+        qualifier_store::SecretKey::from_base64(&qualifier_store::SecretKey::generate_base64())
+            .unwrap();
+    let store = qualifier_store::Store::new(pool.clone(), key);
+    let org = store.create_org("Plans").await.unwrap().id;
+    let close = || qualifier_store::leads::PublicPatch {
+        external_ref: None,
+        ai_paused: None,
+        close: true,
+    };
+    let expected = qualifier_domain::lead::Expected::Any;
+    let first = leads(&c, org, 0, 1).await[0];
+    store
+        .patch_lead_public(org, first, &expected, close())
+        .await
+        .unwrap();
+
+    let grown = leads(&c, org, 1, GROWN).await;
+    let lead = grown[GROWN as usize / 2];
+    flush(&pool).await;
+    let before = lead_index_pages(&c).await;
+    let changed = store
+        .patch_lead_public(org, lead, &expected, close())
+        .await
+        .unwrap();
+    flush(&pool).await;
+    let pages = lead_index_pages(&c).await - before;
+    // A probe of the primary key for the read and again for the write, and the new row
+    // version's entry in each of the three indexes: a few pages each. The org's entries of
+    // `leads_org_updated` fill about a hundred.
+    assert!(
+        pages <= 30,
+        "changing one lead of an org of {} touched {pages} index pages of leads",
+        GROWN + 1
+    );
+    assert_eq!(changed.qualification_stage, qualifier_domain::Stage::Closed);
+    // The org's condition still holds: another org's token cannot change the lead.
+    let other = store.create_org("Other").await.unwrap().id;
+    let refused = store
+        .patch_lead_public(other, grown[0], &expected, close())
+        .await;
+    assert!(
+        matches!(refused, Err(qualifier_store::StoreError::NotFound(_))),
+        "{refused:?}"
+    );
+}

@@ -159,7 +159,7 @@ const UPDATE_TAIL: &str = concat!(
                   external_url = p.external_url, ai_paused = p.ai_paused,
                   updated_at = p.updated_at, revision = p.revision
            FROM p
-           WHERE leads.id = p.id AND leads.org_id = p.org_id
+           WHERE leads.id = p.id AND (leads.org_id = p.org_id) IS TRUE
              AND leads.xmin::text::int8 = p.version
            RETURNING leads.id),
      ",
@@ -233,6 +233,14 @@ async fn write_with_events(
 
 /// The lead as it is now and its row version (`xmin`, which every write of the row changes),
 /// without a lock (see [`write_with_events`]).
+///
+/// The org's condition here and in [`UPDATE_TAIL`] is written `(org_id = …) IS TRUE`, which no
+/// index can take, so the primary key is the only index that finds the row. Written as a plain
+/// `=`, the statement could also be served by `leads_org_updated` (`org_id`, `updated_at`,
+/// `id`), reading every entry of the org to find one id; a session that planned it while
+/// `leads` had no statistics yet (a new database, before its first `ANALYZE`) chose that index
+/// and kept it, and each change of a lead then cost a walk of the org's leads
+/// (`crates/lead-api/tests/api/plans.rs`; docs/performance.md, "What the figures rest on").
 async fn read_versioned(
     conn: &mut AsyncPgConnection,
     org_id: Uuid,
@@ -253,7 +261,7 @@ async fn read_versioned(
                 l.ai_paused, l.created_at, l.updated_at, l.revision,
                 l.xmin::text::int8 AS version
          FROM leads l, (VALUES (",
-        ")) AS p(lead_id, lead_org) WHERE l.id = p.lead_id AND l.org_id = p.lead_org",
+        ")) AS p(lead_id, lead_org) WHERE l.id = p.lead_id AND (l.org_id = p.lead_org) IS TRUE",
         lead_id,
     )
     .bind::<SqlUuid, _>(org_id)
