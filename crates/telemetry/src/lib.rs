@@ -41,12 +41,22 @@ impl Telemetry {
     }
 }
 
-/// The OpenTelemetry layer for a subscriber built on [`Registry`]: spans of `provider`'s tracer.
+/// The OpenTelemetry layer for a subscriber built on [`Registry`]: spans of `provider`'s tracer,
+/// for the spans and events at `INFO` and above.
+///
+/// The level is the layer's own filter. Unfiltered, the layer asked for every span and event of
+/// every crate, which enabled the `debug!` and `trace!` call sites of the libraries on the event
+/// path (the AMQP client, the PostgreSQL driver, HTTP and TLS) whatever `RUST_LOG` said: each
+/// was built, formatted and added to the open span as an OpenTelemetry event, then thrown away
+/// with the span when no collector was set (docs/performance.md, "What the figures rest on").
+/// The project's own spans are all `INFO`.
 pub fn otel_layer<S>(provider: &SdkTracerProvider, service: &'static str) -> impl Layer<S> + use<S>
 where
     S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
 {
-    tracing_opentelemetry::layer().with_tracer(provider.tracer(service))
+    tracing_opentelemetry::layer()
+        .with_tracer(provider.tracer(service))
+        .with_filter(tracing_subscriber::filter::LevelFilter::INFO)
 }
 
 fn provider(service: &'static str, args: &TelemetryArgs) -> Result<SdkTracerProvider, EnvError> {
@@ -186,6 +196,31 @@ mod tests {
             spans[0].span_context.trace_id().to_string(),
             "4bf92f3577b34da6a3ce929d0e0e4736"
         );
+    }
+
+    #[test]
+    fn libraries_debug_and_trace_call_sites_stay_off_for_the_trace_layer() {
+        let exporter = InMemorySpanExporter::default();
+        let provider = SdkTracerProvider::builder()
+            .with_simple_exporter(exporter.clone())
+            .build();
+        let subscriber = Registry::default().with(otel_layer(&provider, "test"));
+        tracing::subscriber::with_default(subscriber, || {
+            // What a library's `debug!` and `trace!` check first: off, so they cost nothing.
+            assert!(!tracing::enabled!(tracing::Level::DEBUG));
+            assert!(tracing::enabled!(tracing::Level::INFO));
+            let span = tracing::info_span!("delivery.attempt");
+            span.in_scope(|| {
+                let _frame = tracing::debug_span!("frame").entered();
+                tracing::trace!(bytes = 42, "frame written");
+                tracing::info!("attempt sent");
+            });
+        });
+        let spans = exporter.get_finished_spans().unwrap();
+        let names: Vec<&str> = spans.iter().map(|s| s.name.as_ref()).collect();
+        assert_eq!(names, ["delivery.attempt"]);
+        let events: Vec<&str> = spans[0].events.iter().map(|e| e.name.as_ref()).collect();
+        assert_eq!(events, ["attempt sent"]);
     }
 
     #[test]
