@@ -321,18 +321,33 @@ pub(crate) async fn retime(
         }
         return Ok(());
     };
+    // The turns handed out before the change and not held in rows (deliveries waiting for a
+    // near turn in a worker, or sent ahead by the relay) still go at their times, all before
+    // the earliest turn held in a row, or before the next free turn when no row waits: the new
+    // turns start there at the earliest (`anchor`), so no second holds an old turn and a full
+    // second of new ones. Starting at `now` put up to two old turns beside fifty new ones when
+    // 5 a second was raised to 50.
     diesel::sql_query(format!(
-        "WITH w AS (SELECT o.seq, row_number() OVER (ORDER BY o.paced_at, o.seq) AS i
+        "WITH w AS (SELECT o.seq, o.paced_at, row_number() OVER (ORDER BY o.paced_at, o.seq) AS i
                     FROM outbox o WHERE {WAITING}),
+              anchor AS (
+                  SELECT coalesce((SELECT min(paced_at) FROM w),
+                                  (SELECT next_at FROM endpoint_pacing WHERE org_id = $1),
+                                  clock_timestamp()) AS at),
               moved AS (
                   UPDATE outbox o
-                  SET paced_at = clock_timestamp() + make_interval(secs => $2 * w.i),
-                      replay_at = clock_timestamp() + make_interval(secs => $2 * w.i - $3),
+                  SET paced_at = GREATEST(clock_timestamp() + make_interval(secs => $2 * w.i),
+                                          anchor.at + make_interval(secs => $2 * (w.i - 1))),
+                      replay_at = GREATEST(clock_timestamp() + make_interval(secs => $2 * w.i),
+                                           anchor.at + make_interval(secs => $2 * (w.i - 1)))
+                                  - make_interval(secs => $3),
                       updated_at = clock_timestamp()
-                  FROM w WHERE o.seq = w.seq
+                  FROM w, anchor WHERE o.seq = w.seq
                   RETURNING 1)
          INSERT INTO endpoint_pacing AS p (org_id, next_at)
-         SELECT $1, clock_timestamp() + make_interval(secs => $2 * ((SELECT count(*) FROM moved) + 1))
+         SELECT $1, GREATEST(clock_timestamp() + make_interval(secs => $2 * (n.moved + 1)),
+                             anchor.at + make_interval(secs => $2 * n.moved))
+         FROM anchor, (SELECT count(*) AS moved FROM moved) AS n
          ON CONFLICT (org_id) DO UPDATE SET next_at = EXCLUDED.next_at"
     ))
     .bind::<SqlUuid, _>(org_id)
