@@ -162,13 +162,24 @@ mod tests {
     use super::*;
     use opentelemetry_sdk::trace::InMemorySpanExporter;
 
-    #[test]
-    fn a_remote_parent_puts_the_span_in_the_callers_trace() {
+    /// A subscriber with only the trace layer, the exporter that keeps what it finished, and
+    /// the provider, which must outlive the test's spans (dropped, it shuts the exporter).
+    fn traced() -> (
+        InMemorySpanExporter,
+        SdkTracerProvider,
+        impl tracing::Subscriber,
+    ) {
         let exporter = InMemorySpanExporter::default();
         let provider = SdkTracerProvider::builder()
             .with_simple_exporter(exporter.clone())
             .build();
         let subscriber = Registry::default().with(otel_layer(&provider, "test"));
+        (exporter, provider, subscriber)
+    }
+
+    #[test]
+    fn a_remote_parent_puts_the_span_in_the_callers_trace() {
+        let (exporter, _provider, subscriber) = traced();
         tracing::subscriber::with_default(subscriber, || {
             let tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
             let span = tracing::info_span!("child");
@@ -200,11 +211,7 @@ mod tests {
 
     #[test]
     fn libraries_debug_and_trace_call_sites_stay_off_for_the_trace_layer() {
-        let exporter = InMemorySpanExporter::default();
-        let provider = SdkTracerProvider::builder()
-            .with_simple_exporter(exporter.clone())
-            .build();
-        let subscriber = Registry::default().with(otel_layer(&provider, "test"));
+        let (exporter, _provider, subscriber) = traced();
         tracing::subscriber::with_default(subscriber, || {
             // What a library's `debug!` and `trace!` check first: off, so they cost nothing.
             assert!(!tracing::enabled!(tracing::Level::DEBUG));
