@@ -10,6 +10,9 @@ run: build          ## services, migrations, both binaries, a printed dev org an
 test: services      ## unit and integration tests against the local PostgreSQL and RabbitMQ
 	scripts/ensure-test-deps.sh
 	$(CARGO) test --workspace --all-targets
+	# Tests that count requests per second, each alone on the machine (they are `#[ignore]`d
+	# in the parallel run above).
+	$(CARGO) test --workspace --all-targets -- --ignored --test-threads=1
 	$(CARGO) test --workspace --doc
 	$(MAKE) receiver-kit
 

@@ -107,7 +107,12 @@ fn p50(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
+/// Counts requests per second at the receiver, so it runs alone: `make test` runs it after the
+/// rest of the suite (`--ignored`, one test at a time). Beside fifty other tests on two cores, a
+/// worker woke for its turn tens of milliseconds late often enough to put a few requests of one
+/// second into the next (docs/delivery.md, "Throttle and order").
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "counts requests per second: make test runs it alone, after the rest"]
 async fn two_replicas_keep_to_the_throttle_and_a_raised_limit_applies_at_once() {
     let s = Stack::start().await;
     let key = SecretKey::from_base64(&s.key_b64).unwrap();
