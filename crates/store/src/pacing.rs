@@ -334,15 +334,15 @@ pub(crate) async fn retime(
                   SELECT coalesce((SELECT min(paced_at) FROM w),
                                   (SELECT next_at FROM endpoint_pacing WHERE org_id = $1),
                                   clock_timestamp()) AS at),
+              t AS (
+                  SELECT w.seq, GREATEST(clock_timestamp() + make_interval(secs => $2 * w.i),
+                                         anchor.at + make_interval(secs => $2 * (w.i - 1))) AS at
+                  FROM w, anchor),
               moved AS (
                   UPDATE outbox o
-                  SET paced_at = GREATEST(clock_timestamp() + make_interval(secs => $2 * w.i),
-                                          anchor.at + make_interval(secs => $2 * (w.i - 1))),
-                      replay_at = GREATEST(clock_timestamp() + make_interval(secs => $2 * w.i),
-                                           anchor.at + make_interval(secs => $2 * (w.i - 1)))
-                                  - make_interval(secs => $3),
+                  SET paced_at = t.at, replay_at = t.at - make_interval(secs => $3),
                       updated_at = clock_timestamp()
-                  FROM w, anchor WHERE o.seq = w.seq
+                  FROM t WHERE o.seq = t.seq
                   RETURNING 1)
          INSERT INTO endpoint_pacing AS p (org_id, next_at)
          SELECT $1, GREATEST(clock_timestamp() + make_interval(secs => $2 * (n.moved + 1)),

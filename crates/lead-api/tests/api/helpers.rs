@@ -287,7 +287,11 @@ pub fn base62(n: usize) -> String {
 
 /// A store on `db` with a pool of its own and a throwaway secret key (see [`TestApp::store`]).
 pub fn store_on(db: &TestDb) -> qualifier_store::Store {
-    let pool = qualifier_store::connect(&db.database(), 1).unwrap();
+    store_over(qualifier_store::connect(&db.database(), 1).unwrap())
+}
+
+/// A store over `pool`, with a secret key of its own.
+pub fn store_over(pool: qualifier_store::DbPool) -> qualifier_store::Store {
     let key =
         qualifier_store::SecretKey::from_base64(&qualifier_store::SecretKey::generate_base64())
             .unwrap();

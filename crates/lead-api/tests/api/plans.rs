@@ -11,7 +11,7 @@ use qualifier_store::partitions::DeliveryRef;
 use qualifier_testkit::TestDb;
 use uuid::Uuid;
 
-use crate::helpers::{outbox_autovacuum_off, outbox_rows_read};
+use crate::helpers::{outbox_autovacuum_off, outbox_rows_read, store_over};
 
 /// Makes the pool's one session report its statistics now: a backend flushes them when it goes
 /// idle, at most once a second unless told to, and it is told to here before going idle.
@@ -77,10 +77,7 @@ async fn an_outcome_reads_its_row_after_the_partition_grew_under_its_plan() {
     let first = write(&c, 1, true).await;
     // One session, as the worker's pool makes them, which will keep its plan.
     let pool = qualifier_store::connect_generic_plans(&db.database(), 1).unwrap();
-    let key =
-        qualifier_store::SecretKey::from_base64(&qualifier_store::SecretKey::generate_base64())
-            .unwrap();
-    let store = qualifier_store::Store::new(pool.clone(), key);
+    let store = store_over(pool.clone());
     store
         .record_attempts(&[outcome(first[0].0, first[0].1)])
         .await
@@ -200,10 +197,7 @@ async fn a_lead_change_finds_its_row_by_key_after_the_org_grew_under_its_plan() 
         .database()
         .with_setting("plan_cache_mode", "force_generic_plan");
     let pool = qualifier_store::connect(&database, 1).unwrap();
-    let key =
-        qualifier_store::SecretKey::from_base64(&qualifier_store::SecretKey::generate_base64())
-            .unwrap();
-    let store = qualifier_store::Store::new(pool.clone(), key);
+    let store = store_over(pool.clone());
     let org = store.create_org("Plans").await.unwrap().id;
     let close = || qualifier_store::leads::PublicPatch {
         external_ref: None,
