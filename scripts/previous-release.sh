@@ -37,6 +37,12 @@ case $profile in dev) sub=debug ;; release) sub=release ;; *) echo "profile: dev
 
 cache=${QUALIFIER_RELEASE_CACHE:-$HOME/.cache/qualifier/releases}
 out="$cache/$version-$commit/$profile"
+# One build at a time per version and profile: a second caller (CI's perf check beside a
+# developer's `make perf-check`) waits for the first's and then finds its binaries, instead of
+# deleting the work directory the first is compiling in.
+mkdir -p "$cache"
+exec 9>"$cache/$version-$commit-$profile.lock"
+flock 9
 if [ ! -x "$out/lead-api" ] || [ ! -x "$out/webhook-delivery" ] || [ ! -x "$out/qualifierctl" ]; then
   echo "previous-release: building $version ($commit, $profile) into $out" >&2
   work="$cache/$version-$commit/build"
