@@ -267,3 +267,65 @@ async fn the_hourly_totals_are_counted_without_holding_writers_and_agree_with_th
         .get(0);
     assert_eq!(again, 2);
 }
+
+/// New outbox partitions keep no `_range` CHECK constraint once attached (migration 40): each
+/// statement writing one set it up and checked every row against it. The partition's bound
+/// still holds: a row of another day written straight into the partition is refused, and one
+/// written through `outbox` lands in its own day's partition.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_partition_without_its_range_constraint_still_holds_only_its_days() {
+    let db = TestDb::new().await;
+    let c = db.client().await;
+    // Far enough ahead that housekeeping has not made it: days 30000 and 30001.
+    let made: bool = c
+        .query_one("SELECT qualifier_outbox_partition(30000, 30001)", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert!(made);
+    let checks: Vec<String> = c
+        .query(
+            "SELECT conname::text FROM pg_constraint
+             WHERE conrelid = 'outbox_d30000_30001'::regclass AND contype = 'c' ORDER BY 1",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(
+        checks,
+        ["outbox_status_check"],
+        "the range went, the status check stays"
+    );
+
+    let org = uuid::Uuid::new_v4().to_string();
+    let row = |table: &str, day: i64| {
+        format!(
+            "INSERT INTO {table} (seq, event_id, org_id, event_type, payload, delivery_id)
+             VALUES (({day}::int8 << 32) + 1, gen_random_uuid(), '{org}', 'lead.created',
+                     '\\x7b7d'::bytea, gen_random_uuid())"
+        )
+    };
+    let refused = c
+        .batch_execute(&row("outbox_d30000_30001", 30001))
+        .await
+        .expect_err("a row of day 30001 does not belong to the partition of day 30000");
+    let why = refused.as_db_error().map(|e| e.message().to_owned());
+    assert!(
+        why.as_deref()
+            .is_some_and(|m| m.contains("violates partition constraint")),
+        "{refused:?}"
+    );
+    c.batch_execute(&row("outbox", 30000)).await.unwrap();
+    let landed: String = c
+        .query_one(
+            "SELECT tableoid::regclass::text FROM outbox WHERE seq = (30000::int8 << 32) + 1",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(landed, "outbox_d30000_30001");
+}
