@@ -382,38 +382,47 @@ impl Worker {
         hook: &qualifier_store::webhooks::WebhookForDelivery,
         paced_at: Option<time::OffsetDateTime>,
     ) -> Result<bool, NotDurable> {
-        let turn_in_ms =
+        let rate = hook.webhook.max_per_second;
+        let mut turn_in_ms =
             paced_at.map(|t| (t - time::OffsetDateTime::now_utc()).whole_milliseconds() as i64);
-        match decide::pacing(hook.webhook.max_per_second, turn_in_ms) {
-            Pacing::Free => Ok(true),
-            Pacing::Holding { wait } => {
-                tokio::time::sleep(wait).await;
-                Ok(true)
-            }
-            Pacing::Take { rate, wait_here } => {
-                let turn = self
-                    .store
-                    .take_turn(
-                        job.meta.org_id,
-                        rate,
-                        job.delivery(),
-                        job.meta.attempt,
-                        wait_here,
-                    )
-                    .await
-                    .map_err(NotDurable::Wait)?;
-                match turn {
-                    Turn::Wait(wait) => {
-                        tokio::time::sleep(wait).await;
-                        Ok(true)
+        loop {
+            let wait = match decide::pacing(rate, turn_in_ms) {
+                Pacing::Free => return Ok(true),
+                Pacing::Holding { wait } => wait,
+                Pacing::Take { rate, wait_here } => {
+                    let turn = self
+                        .store
+                        .take_turn(
+                            job.meta.org_id,
+                            rate,
+                            job.delivery(),
+                            job.meta.attempt,
+                            wait_here,
+                        )
+                        .await
+                        .map_err(NotDurable::Wait)?;
+                    match turn {
+                        Turn::Wait(wait) => wait,
+                        Turn::Parked => {
+                            metrics::counter!(m::PARKED, "reason" => "throttle").increment(1);
+                            return Ok(false);
+                        }
+                        Turn::Ended => return Ok(false),
                     }
-                    Turn::Parked => {
-                        metrics::counter!(m::PARKED, "reason" => "throttle").increment(1);
-                        Ok(false)
-                    }
-                    Turn::Ended => Ok(false),
                 }
+            };
+            let due = tokio::time::Instant::now() + wait;
+            tokio::time::sleep_until(due).await;
+            let late = tokio::time::Instant::now().saturating_duration_since(due);
+            if decide::woke_in_time(rate, late) {
+                return Ok(true);
             }
+            tracing::debug!(
+                delivery_id = %job.meta.delivery_id,
+                late_ms = late.as_millis() as u64,
+                "woke a spacing after its turn; taking another"
+            );
+            turn_in_ms = None;
         }
     }
 

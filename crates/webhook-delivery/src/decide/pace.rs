@@ -62,6 +62,15 @@ pub fn pacing(rate: Option<MaxPerSecond>, turn_in_ms: Option<i64>) -> Pacing {
     }
 }
 
+/// Whether a request that slept until its turn and woke `late` after it may still go: the same
+/// line as for a held turn in [`pacing`]. A worker that wakes a spacing or more after its turn
+/// (a machine short of CPU, a long pause) would send next to the request of the turn after
+/// it, and a receiver counting a second would see more than the rate plus one; it takes a new
+/// turn instead, and the turn it missed goes unused.
+pub fn woke_in_time(rate: Option<MaxPerSecond>, late: Duration) -> bool {
+    rate.is_none_or(|r| late < r.spacing())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -111,5 +120,18 @@ mod tests {
         assert_eq!(turn_wait_here(rate(5).unwrap()), Duration::from_millis(400));
         assert_eq!(turn_wait_here(rate(1).unwrap()), Duration::from_secs(1));
         assert_eq!(turn_wait_here(rate(1000).unwrap()), SENT_AHEAD);
+    }
+
+    #[test]
+    fn a_worker_that_wakes_a_spacing_after_its_turn_takes_another() {
+        // 5 a second: turns 200 ms apart.
+        assert!(woke_in_time(rate(5), Duration::ZERO));
+        assert!(woke_in_time(rate(5), Duration::from_millis(199)));
+        assert!(!woke_in_time(rate(5), Duration::from_millis(200)));
+        assert!(!woke_in_time(rate(1000), Duration::from_millis(2)));
+        assert!(
+            woke_in_time(None, Duration::from_secs(60)),
+            "no throttle: nothing to keep"
+        );
     }
 }
