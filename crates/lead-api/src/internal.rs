@@ -259,7 +259,11 @@ async fn patch_lead(
 ) -> Result<HttpResponse, ApiError> {
     let patch = parse_internal_patch(&obj)?;
     let (org_id, lead_id) = org_and(&path, "Lead not found")?;
-    let lead = st.store.patch_lead_internal(org_id, lead_id, patch).await?;
+    let read = st.lead_reader.call((org_id, lead_id)).await??;
+    let lead = st
+        .store
+        .patch_lead_internal(org_id, lead_id, Some(read), patch)
+        .await?;
     Ok(HttpResponse::Ok()
         .insert_header((header::ETAG, entity_tag(lead.revision)))
         .json(json!({ "lead": lead })))

@@ -40,7 +40,7 @@ async fn get_lead(
     st: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let lead_id = path_id(&path, "Lead not found")?;
-    let lead = st.lead_reader.call((auth.org_id, lead_id)).await??;
+    let lead = st.lead_reader.call((auth.org_id, lead_id)).await??.lead;
     let etag = (header::ETAG, entity_tag(lead.revision));
     if none_match(req.headers(), lead.revision) {
         return Ok(HttpResponse::NotModified().insert_header(etag).finish());
@@ -131,9 +131,18 @@ async fn patch_lead(
     let work = async {
         let patch = parse_public_patch(&v)?;
         let lead_id = path_id(&path, "Lead not found")?;
+        // Read with the concurrent requests' reads (one statement for all); the write then
+        // applies only to the row as read.
+        let read = st.lead_reader.call((auth.org_id, lead_id)).await??;
         let lead = st
             .store
-            .patch_lead_public(auth.org_id, lead_id, &if_match(req.headers()), patch)
+            .patch_lead_public(
+                auth.org_id,
+                lead_id,
+                &if_match(req.headers()),
+                Some(read),
+                patch,
+            )
             .await?;
         Ok(HttpResponse::Ok()
             .insert_header((header::ETAG, entity_tag(lead.revision)))

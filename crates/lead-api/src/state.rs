@@ -1,9 +1,9 @@
 //! Shared application state and the two authentication schemes.
 
 use actix_web::{HttpMessage, HttpRequest, http::header};
-use qualifier_domain::Lead;
 use qualifier_egress::EgressPolicy;
 use qualifier_store::batch::Batcher;
+use qualifier_store::leads::VersionedLead;
 use qualifier_store::secrets::{hash_token, looks_like_org_token};
 use qualifier_store::tokens::{Admission, token_fingerprint};
 use qualifier_store::{Store, StoreError};
@@ -28,8 +28,9 @@ pub struct AppState {
     pub console_base_url: std::sync::OnceLock<String>,
     /// Admissions of concurrent requests, gathered into one statement per round trip.
     pub admitter: Batcher<Vec<u8>, Admission>,
-    /// `GET /api/v1/leads/{id}` reads of concurrent requests, one statement per round trip.
-    pub lead_reader: Batcher<(Uuid, Uuid), Result<Lead, StoreError>>,
+    /// The lead reads of concurrent requests (`GET /api/v1/leads/{id}` and the read a PATCH
+    /// writes against), one statement per round trip.
+    pub lead_reader: Batcher<(Uuid, Uuid), Result<VersionedLead, StoreError>>,
     /// Issues and opens console tickets and session cookies ([`crate::console::credentials`]).
     pub credentials: crate::console::credentials::Credentials,
     /// Seals and opens list cursors (docs/reliability.md, "Strangers, quotas and pages").
@@ -125,7 +126,7 @@ impl AppState {
     }
 
     /// The lead-read batcher over `store`: `(org_id, lead_id)` in, the lead (or not found) out.
-    pub fn lead_reader(store: &Store) -> Batcher<(Uuid, Uuid), Result<Lead, StoreError>> {
+    pub fn lead_reader(store: &Store) -> Batcher<(Uuid, Uuid), Result<VersionedLead, StoreError>> {
         let store = store.clone();
         Batcher::spawn(
             ADMIT_MAX_BATCH,

@@ -207,7 +207,7 @@ async fn a_lead_change_finds_its_row_by_key_after_the_org_grew_under_its_plan() 
     let expected = qualifier_domain::lead::Expected::Any;
     let first = leads(&c, org, 0, 1).await[0];
     store
-        .patch_lead_public(org, first, &expected, close())
+        .patch_lead_public(org, first, &expected, None, close())
         .await
         .unwrap();
 
@@ -216,7 +216,7 @@ async fn a_lead_change_finds_its_row_by_key_after_the_org_grew_under_its_plan() 
     flush(&pool).await;
     let before = lead_index_pages(&c).await;
     let changed = store
-        .patch_lead_public(org, lead, &expected, close())
+        .patch_lead_public(org, lead, &expected, None, close())
         .await
         .unwrap();
     flush(&pool).await;
@@ -233,7 +233,7 @@ async fn a_lead_change_finds_its_row_by_key_after_the_org_grew_under_its_plan() 
     // The org's condition still holds: another org's token cannot change the lead.
     let other = store.create_org("Other").await.unwrap().id;
     let refused = store
-        .patch_lead_public(other, grown[0], &expected, close())
+        .patch_lead_public(other, grown[0], &expected, None, close())
         .await;
     assert!(
         matches!(refused, Err(qualifier_store::StoreError::NotFound(_))),

@@ -49,6 +49,23 @@ pub struct LeadRow {
 
 use diesel::QueryableByName;
 
+/// A lead as read, and the row version (`xmin`, which every write of the row changes) that a
+/// change of it is written against: a change read this way applies only if the row is still
+/// that version (`write::change_lead`).
+#[derive(Debug, Clone)]
+pub struct VersionedLead {
+    pub lead: Lead,
+    version: i64,
+}
+
+#[derive(QueryableByName)]
+struct VersionedRow {
+    #[diesel(embed)]
+    lead: LeadRow,
+    #[diesel(sql_type = diesel::sql_types::Int8)]
+    version: i64,
+}
+
 /// A lead of a list page, with how many rows the page read before its byte budget.
 #[derive(QueryableByName)]
 struct BudgetedLead {
@@ -178,28 +195,40 @@ impl Store {
         row.to_lead(&self.app_base_url)
     }
 
-    /// Reads many leads in one statement, each `(org_id, lead_id)` answered in order. A lead of
-    /// another org is not found, exactly as in [`Store::get_lead`]: the org is matched here,
-    /// per request, after the shared primary-key lookup.
+    /// Reads many leads in one statement, each `(org_id, lead_id)` answered in order, with the
+    /// row version a change of it is written against. A lead of another org is not found,
+    /// exactly as in [`Store::get_lead`]: the org is matched here, per request, after the
+    /// shared primary-key lookup (the statement names no org, so no other index can serve it).
     pub async fn get_leads(
         &self,
         wanted: &[(Uuid, Uuid)],
-    ) -> Result<Vec<Result<Lead, StoreError>>, StoreError> {
+    ) -> Result<Vec<Result<VersionedLead, StoreError>>, StoreError> {
+        use diesel::sql_types::{Array, Uuid as SqlUuid};
         let ids: Vec<Uuid> = wanted.iter().map(|(_, id)| *id).collect();
         let mut conn = self.conn().await?;
-        let rows: Vec<LeadRow> = leads::table
-            .filter(leads::id.eq_any(&ids))
-            .select(LeadRow::as_select())
-            .load(&mut conn)
-            .await?;
+        let rows: Vec<VersionedRow> = crate::prepared::prepared::<Array<SqlUuid>, _>(
+            "SELECT l.id, l.org_id, l.name, l.email, l.phone, l.channel, l.qualification_stage,
+                    l.route_target, l.profile, l.external_system, l.external_id, l.external_url,
+                    l.ai_paused, l.created_at, l.updated_at, l.revision,
+                    l.xmin::text::int8 AS version
+             FROM leads l, (VALUES (",
+            ")) AS p(ids) WHERE l.id = ANY (p.ids)",
+            &ids,
+        )
+        .load(&mut conn)
+        .await?;
         drop(conn);
         Ok(wanted
             .iter()
             .map(|(org_id, id)| {
-                rows.iter()
-                    .find(|r| r.id == *id && r.org_id == *org_id)
-                    .ok_or(StoreError::NotFound("Lead not found"))
-                    .and_then(|r| r.to_lead(&self.app_base_url))
+                let r = rows
+                    .iter()
+                    .find(|r| r.lead.id == *id && r.lead.org_id == *org_id)
+                    .ok_or(StoreError::NotFound("Lead not found"))?;
+                Ok(VersionedLead {
+                    lead: r.lead.to_lead(&self.app_base_url)?,
+                    version: r.version,
+                })
             })
             .collect())
     }
@@ -210,7 +239,7 @@ impl Store {
     pub async fn get_leads_isolated(
         &self,
         wanted: &[(Uuid, Uuid)],
-    ) -> Result<Vec<Result<Lead, StoreError>>, StoreError> {
+    ) -> Result<Vec<Result<VersionedLead, StoreError>>, StoreError> {
         match self.get_leads(wanted).await {
             Err(e @ StoreError::Unavailable(_)) => Err(e),
             Err(_) if wanted.len() > 1 => {

@@ -16,7 +16,10 @@ use uuid::Uuid;
 use crate::schema::leads;
 use crate::{Store, StoreError, outbox};
 
-use super::{InboundContact, InternalPatch, LeadRow, NewLead, PHONE_UNIQUE, PublicPatch};
+use super::{
+    InboundContact, InternalPatch, LeadRow, NewLead, PHONE_UNIQUE, PublicPatch, VersionedLead,
+    VersionedRow,
+};
 
 pub(crate) async fn lock_lead(
     conn: &mut AsyncPgConnection,
@@ -245,17 +248,10 @@ async fn read_versioned(
     conn: &mut AsyncPgConnection,
     org_id: Uuid,
     lead_id: Uuid,
-) -> Result<(LeadRow, i64), StoreError> {
-    use diesel::QueryableByName;
-    use diesel::sql_types::{Int8, Uuid as SqlUuid};
-    #[derive(QueryableByName)]
-    struct Versioned {
-        #[diesel(embed)]
-        lead: LeadRow,
-        #[diesel(sql_type = Int8)]
-        version: i64,
-    }
-    let v: Option<Versioned> = crate::prepared::prepared::<SqlUuid, _>(
+    base: &str,
+) -> Result<VersionedLead, StoreError> {
+    use diesel::sql_types::Uuid as SqlUuid;
+    let v: Option<VersionedRow> = crate::prepared::prepared::<SqlUuid, _>(
         "SELECT l.id, l.org_id, l.name, l.email, l.phone, l.channel, l.qualification_stage,
                 l.route_target, l.profile, l.external_system, l.external_id, l.external_url,
                 l.ai_paused, l.created_at, l.updated_at, l.revision,
@@ -268,8 +264,11 @@ async fn read_versioned(
     .get_result(conn)
     .await
     .optional()?;
-    v.map(|v| (v.lead, v.version))
-        .ok_or(StoreError::NotFound("Lead not found"))
+    let v = v.ok_or(StoreError::NotFound("Lead not found"))?;
+    Ok(VersionedLead {
+        lead: v.lead.to_lead(base)?,
+        version: v.version,
+    })
 }
 
 /// The lead an inbound contact creates when its phone is new.
@@ -369,12 +368,14 @@ impl Store {
     /// Applies `change` to a copy of the lead, writes it if anything changed, and appends the
     /// events the change emits, all at once. `expected` is checked against the very row the
     /// write applies to, so a condition that held when read and not when written is refused
-    /// ([`StoreError::Changed`]), never written.
+    /// ([`StoreError::Changed`]), never written. `first`: the lead as already read for this
+    /// request ([`Store::get_leads`], which matched its org), or `None` to read it here.
     async fn change_lead<F>(
         &self,
         org_id: Uuid,
         lead_id: Uuid,
         expected: &Expected,
+        first: Option<VersionedLead>,
         change: F,
     ) -> Result<Lead, StoreError>
     where
@@ -383,12 +384,21 @@ impl Store {
         let compress = self.compress_payloads;
         let base = self.app_base_url.clone();
         let mut conn = self.conn().await?;
+        // A read made for this lead elsewhere (`lead-api` batches the reads of concurrent
+        // requests into one statement) is the first round's; each later round reads again.
+        let mut first = first.filter(|v| v.lead.id == lead_id);
         // Optimistic first: read, change in memory, write row and events in one statement that
         // only applies to the row as read. Two round trips instead of five.
         for _ in 0..CAS_ROUNDS {
+            let read = first.take();
             let res = async {
-                let (row, version) = read_versioned(&mut conn, org_id, lead_id).await?;
-                let before = row.to_lead(&base)?;
+                let VersionedLead {
+                    lead: before,
+                    version,
+                } = match read {
+                    Some(v) => v,
+                    None => read_versioned(&mut conn, org_id, lead_id, &base).await?,
+                };
                 let Some(after) = changed(&before, expected, &change)? else {
                     return Ok(Some(before));
                 };
@@ -435,15 +445,16 @@ impl Store {
     }
 
     /// Public PATCH. Only closing emits (`lead.stage_changed`, when the stage actually changes).
-    /// `expected` is the request's `If-Match`.
+    /// `expected` is the request's `If-Match`; `first` as in [`Store::change_lead`].
     pub async fn patch_lead_public(
         &self,
         org_id: Uuid,
         lead_id: Uuid,
         expected: &Expected,
+        first: Option<VersionedLead>,
         patch: PublicPatch,
     ) -> Result<Lead, StoreError> {
-        self.change_lead(org_id, lead_id, expected, move |lead| {
+        self.change_lead(org_id, lead_id, expected, first, move |lead| {
             if let Some(r) = &patch.external_ref {
                 lead.external_ref = Some(r.clone());
             }
@@ -464,9 +475,10 @@ impl Store {
         &self,
         org_id: Uuid,
         lead_id: Uuid,
+        first: Option<VersionedLead>,
         patch: InternalPatch,
     ) -> Result<Lead, StoreError> {
-        self.change_lead(org_id, lead_id, &Expected::Any, move |lead| {
+        self.change_lead(org_id, lead_id, &Expected::Any, first, move |lead| {
             if let Some(n) = &patch.name {
                 lead.name = n.clone();
             }
