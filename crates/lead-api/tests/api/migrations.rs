@@ -5,17 +5,21 @@ use std::time::{Duration, Instant};
 
 use qualifier_testkit::TestDb;
 
-/// Migration 29 undone, as on a database of the version before it: the newest one pending.
+/// Migration 29 undone, as on a database of the version before it: the one pending. Migration
+/// 41, which counts on what 29 made, is undone first and pending too.
 const DOWN_29: &str =
     include_str!("../../../../migrations/2026-11-26-000029_delivery_hours_kept/down.sql");
+const DOWN_41: &str =
+    include_str!("../../../../migrations/2026-11-29-000041_delivery_hours_per_statement/down.sql");
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_migration_that_meets_a_writers_lock_gives_way_and_a_readers_does_not_stop_it() {
     let db = TestDb::new().await;
     let c = db.client().await;
     c.batch_execute(&format!(
-        "BEGIN; {DOWN_29}
-         DELETE FROM __diesel_schema_migrations WHERE version = '20261126000029'; COMMIT;"
+        "BEGIN; {DOWN_41} {DOWN_29}
+         DELETE FROM __diesel_schema_migrations
+         WHERE version IN ('20261126000029', '20261129000041'); COMMIT;"
     ))
     .await
     .unwrap();
@@ -54,7 +58,7 @@ async fn a_migration_that_meets_a_writers_lock_gives_way_and_a_readers_does_not_
     release.await.unwrap();
     assert_eq!(
         applied.iter().map(|v| v.as_str()).collect::<Vec<_>>(),
-        ["20261126000029"]
+        ["20261126000029", "20261129000041"]
     );
     assert!(
         took >= held,
