@@ -18,6 +18,17 @@ use crate::{Store, StoreError};
 
 const PHONE_UNIQUE: &str = "leads_org_phone";
 
+/// The select list of a [`VersionedLead`] read from `leads l` (the batched read and the one a
+/// change makes on its own connection, `write::read_versioned`).
+macro_rules! versioned_lead_select {
+    () => {
+        "SELECT l.id, l.org_id, l.name, l.email, l.phone, l.channel, l.qualification_stage,
+                l.route_target, l.profile, l.external_system, l.external_id, l.external_url,
+                l.ai_paused, l.created_at, l.updated_at, l.revision,
+                l.xmin::text::int8 AS version"
+    };
+}
+
 #[derive(
     Debug,
     Clone,
@@ -207,11 +218,7 @@ impl Store {
         let ids: Vec<Uuid> = wanted.iter().map(|(_, id)| *id).collect();
         let mut conn = self.conn().await?;
         let rows: Vec<VersionedRow> = crate::prepared::prepared::<Array<SqlUuid>, _>(
-            "SELECT l.id, l.org_id, l.name, l.email, l.phone, l.channel, l.qualification_stage,
-                    l.route_target, l.profile, l.external_system, l.external_id, l.external_url,
-                    l.ai_paused, l.created_at, l.updated_at, l.revision,
-                    l.xmin::text::int8 AS version
-             FROM leads l, (VALUES (",
+            concat!(versioned_lead_select!(), " FROM leads l, (VALUES ("),
             ")) AS p(ids) WHERE l.id = ANY (p.ids)",
             &ids,
         )

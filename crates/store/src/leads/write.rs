@@ -252,11 +252,7 @@ async fn read_versioned(
 ) -> Result<VersionedLead, StoreError> {
     use diesel::sql_types::Uuid as SqlUuid;
     let v: Option<VersionedRow> = crate::prepared::prepared::<SqlUuid, _>(
-        "SELECT l.id, l.org_id, l.name, l.email, l.phone, l.channel, l.qualification_stage,
-                l.route_target, l.profile, l.external_system, l.external_id, l.external_url,
-                l.ai_paused, l.created_at, l.updated_at, l.revision,
-                l.xmin::text::int8 AS version
-         FROM leads l, (VALUES (",
+        concat!(versioned_lead_select!(), " FROM leads l, (VALUES ("),
         ")) AS p(lead_id, lead_org) WHERE l.id = p.lead_id AND (l.org_id = p.lead_org) IS TRUE",
         lead_id,
     )
