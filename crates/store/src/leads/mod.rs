@@ -77,6 +77,16 @@ struct VersionedRow {
     version: i64,
 }
 
+impl VersionedRow {
+    /// The row as the domain's lead, with its version ([`LeadRow::to_lead`]).
+    fn to_versioned(&self, app_base_url: &str) -> Result<VersionedLead, StoreError> {
+        Ok(VersionedLead {
+            lead: self.lead.to_lead(app_base_url)?,
+            version: self.version,
+        })
+    }
+}
+
 /// A lead of a list page, with how many rows the page read before its byte budget.
 #[derive(QueryableByName)]
 struct BudgetedLead {
@@ -232,10 +242,7 @@ impl Store {
                     .iter()
                     .find(|r| r.lead.id == *id && r.lead.org_id == *org_id)
                     .ok_or(StoreError::NotFound("Lead not found"))?;
-                Ok(VersionedLead {
-                    lead: r.lead.to_lead(&self.app_base_url)?,
-                    version: r.version,
-                })
+                r.to_versioned(&self.app_base_url)
             })
             .collect())
     }

@@ -260,11 +260,8 @@ async fn read_versioned(
     .get_result(conn)
     .await
     .optional()?;
-    let v = v.ok_or(StoreError::NotFound("Lead not found"))?;
-    Ok(VersionedLead {
-        lead: v.lead.to_lead(base)?,
-        version: v.version,
-    })
+    v.ok_or(StoreError::NotFound("Lead not found"))?
+        .to_versioned(base)
 }
 
 /// The lead an inbound contact creates when its phone is new.
