@@ -245,10 +245,17 @@ impl Drop for TestTopology {
 
 /// The HTTP client tests call the services with: ring as the TLS provider (installed once) and no
 /// redirects followed, so a test sees exactly what the service answered.
+///
+/// Idle connections are dropped after 2 s. The services' actix-web servers close a keep-alive
+/// connection after 5 s without a request; a request sent on a pooled connection at the moment
+/// the server closes it fails with `IncompleteMessage` before the server read it. A test that
+/// waits on something else for about five seconds (a browser step) and then calls the API hit
+/// that race now and then; a connection never idles that long here.
 pub fn http_client() -> reqwest::Client {
     let _ = rustls::crypto::ring::default_provider().install_default();
     reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
+        .pool_idle_timeout(std::time::Duration::from_secs(2))
         .build()
         .expect("client")
 }
