@@ -556,6 +556,35 @@ async fn run() -> anyhow::Result<()> {
             );
         }
     }
+    if leads as u64 * per_lead != committed.len() as u64 {
+        // Which leads hold another number of events than the producer caused, with their events
+        // in order and the lead's name now: whether a rename's event is missing (a success
+        // answered without its event) or one was applied twice (a stale attempt landing late).
+        let rows = pg
+            .query(
+                "SELECT l.id::text, l.name, l.revision, count(o.seq),
+                        coalesce(string_agg(o.event_type || ' ' || o.created_at::text, ', '
+                                            ORDER BY o.seq), '')
+                 FROM leads l LEFT JOIN outbox o ON o.lead_id = l.id
+                 GROUP BY l.id, l.name, l.revision
+                 HAVING count(o.seq) <> $1",
+                &[&(per_lead as i64)],
+            )
+            .await?;
+        println!(
+            "leads whose events do not number {per_lead}: lead  name  revision  events  (type at)"
+        );
+        for r in rows {
+            println!(
+                "{} {:?} {} {} ({})",
+                r.get::<_, String>(0),
+                r.get::<_, String>(1),
+                r.get::<_, i64>(2),
+                r.get::<_, i64>(3),
+                r.get::<_, String>(4),
+            );
+        }
+    }
     api.kill9();
     delivery.kill9();
     anyhow::ensure!(
