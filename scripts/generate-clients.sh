@@ -39,6 +39,29 @@ PY_HAND=(README.md example.py openapi-python-client.yaml qualifier_client/helper
 openapi-python-client generate --path docs/openapi.yaml --meta setup \
   --config clients/python/openapi-python-client.yaml --output-path "$scratch/python" >/dev/null
 rm -rf "$scratch/python/.ruff_cache"
+# The generator's client is an attrs class whose printed form would show the token (a field) and
+# the Authorization header (in its headers and httpx clients once used): a log line or a
+# traceback that prints the client must not carry the token (clients/python/README.md), so those
+# fields are left out of its repr.
+python3 - "$scratch/python/qualifier_client/client.py" <<'PY'
+import re, sys
+path = sys.argv[1]
+text = open(path).read()
+hidden = {
+    "token: str\n": "token: str = field(repr=False)\n",
+    '_headers: dict[str, str] = field(factory=dict, kw_only=True, alias="headers")':
+        '_headers: dict[str, str] = field(factory=dict, kw_only=True, alias="headers", repr=False)',
+    "_client: httpx.Client | None = field(default=None, init=False)":
+        "_client: httpx.Client | None = field(default=None, init=False, repr=False)",
+    "_async_client: httpx.AsyncClient | None = field(default=None, init=False)":
+        "_async_client: httpx.AsyncClient | None = field(default=None, init=False, repr=False)",
+}
+for old, new in hidden.items():
+    if old not in text:
+        sys.exit(f"generate-clients: {old!r} is no longer in the generated client.py")
+    text = text.replace(old, new)
+open(path, "w").write(text)
+PY
 for f in "${PY_HAND[@]}"; do
   mkdir -p "$(dirname "$scratch/python/$f")"
   cp "clients/python/$f" "$scratch/python/$f"

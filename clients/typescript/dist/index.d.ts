@@ -11,7 +11,10 @@ export declare class LeadChangedError extends ApiError {
     readonly etag: string | null;
     constructor(message: string, etag: string | null);
 }
-/** Points the generated functions at the API with an org token (`qlf_org_...`). */
+/**
+ * Points the generated functions at the API with an org token (`qlf_org_...`). The token is
+ * kept inside a function, so the client's configuration, printed or logged, never shows it.
+ */
 export declare function configure(options: {
     baseUrl: string;
     token: string;

@@ -47,9 +47,13 @@ class LeadChangedError extends ApiError {
     }
 }
 exports.LeadChangedError = LeadChangedError;
-/** Points the generated functions at the API with an org token (`qlf_org_...`). */
+/**
+ * Points the generated functions at the API with an org token (`qlf_org_...`). The token is
+ * kept inside a function, so the client's configuration, printed or logged, never shows it.
+ */
 function configure(options) {
-    client_gen_1.client.setConfig({ baseUrl: options.baseUrl, auth: options.token });
+    const token = options.token;
+    client_gen_1.client.setConfig({ baseUrl: options.baseUrl, auth: () => token });
 }
 /** The data of a successful answer, or the API's error thrown as an {@link ApiError}. */
 async function unwrap(call) {

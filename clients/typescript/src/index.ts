@@ -28,9 +28,13 @@ export class LeadChangedError extends ApiError {
   }
 }
 
-/** Points the generated functions at the API with an org token (`qlf_org_...`). */
+/**
+ * Points the generated functions at the API with an org token (`qlf_org_...`). The token is
+ * kept inside a function, so the client's configuration, printed or logged, never shows it.
+ */
 export function configure(options: { baseUrl: string; token: string }): void {
-  client.setConfig({ baseUrl: options.baseUrl, auth: options.token });
+  const token = options.token;
+  client.setConfig({ baseUrl: options.baseUrl, auth: () => token });
 }
 
 type Result<T> = { data?: T; error?: unknown; response?: Response };

@@ -6,12 +6,12 @@ use std::time::{Duration, Instant};
 
 use actix_web::{App, HttpResponse, HttpServer, web};
 use diesel::{QueryDsl, SelectableHelper};
-use diesel_async::RunQueryDsl;
 use futures_util::StreamExt;
 use qualifier_bus::lapin::options::{BasicAckOptions, BasicConsumeOptions, BasicQosOptions};
 use qualifier_bus::lapin::types::FieldTable;
 use qualifier_bus::{DeliveryMeta, Outgoing, Publisher};
 use qualifier_store::DbPool;
+use qualifier_store::answer::ReadToEnd;
 use qualifier_store::schema::leads;
 use qualifier_testkit::{TestTopology, amqp_url};
 use serde_json::json;
@@ -53,7 +53,7 @@ async fn pk_select(path: web::Path<uuid::Uuid>, pool: web::Data<DbPool>) -> Http
     match leads::table
         .find(path.into_inner())
         .select(LeadRow::as_select())
-        .first(&mut conn)
+        .first_row(&mut conn)
         .await
     {
         Ok(row) => HttpResponse::Ok().json(json!({ "lead": row })),

@@ -350,9 +350,8 @@ async fn replay_deliveries(
 ) -> Result<HttpResponse, ApiError> {
     let org_id = path_id(&path, ORG_NOT_FOUND)?;
     let r = ReplayFilter::from_json(&obj)?;
-    let matched = st.replay_matching(org_id, &r).await?;
-    let replayed = if r.dry_run { 0 } else { matched };
-    Ok(HttpResponse::Accepted().json(json!({ "matched": matched, "replayed": replayed })))
+    let count = st.replay_matching(org_id, &r).await?;
+    Ok(HttpResponse::Accepted().json(qualifier_store::deliveries::replay_answer(count, r.dry_run)))
 }
 
 async fn get_delivery(

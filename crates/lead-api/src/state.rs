@@ -172,12 +172,13 @@ impl AppState {
             .await
     }
 
-    /// Bulk replay at the configured pace; how many matched.
+    /// Bulk replay at the configured pace; how many matched, and how many of those were past
+    /// retention and left as they were.
     pub async fn replay_matching(
         &self,
         org_id: Uuid,
         r: &crate::inputs::ReplayFilter,
-    ) -> Result<usize, StoreError> {
+    ) -> Result<qualifier_store::deliveries::ReplayCount, StoreError> {
         self.store
             .replay_matching(org_id, &r.filter, r.dry_run, self.replay_rate_per_second)
             .await

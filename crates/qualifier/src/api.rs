@@ -32,6 +32,38 @@ impl std::fmt::Display for ApiError {
 
 impl std::error::Error for ApiError {}
 
+#[cfg(test)]
+mod tests {
+    use super::plain_http_warning;
+
+    fn warns(u: &str) -> bool {
+        plain_http_warning(&url::Url::parse(u).unwrap()).is_some()
+    }
+
+    #[test]
+    fn only_plain_http_to_another_machine_is_warned_of() {
+        for quiet in [
+            "http://127.0.0.1:8080",
+            "http://localhost:8080/api",
+            "http://LOCALHOST",
+            "http://[::1]:8080",
+            "http://127.0.0.2",
+            "https://api.example.com",
+            "https://10.0.0.5",
+        ] {
+            assert!(!warns(quiet), "{quiet}");
+        }
+        for loud in [
+            "http://api.example.com",
+            "http://10.0.0.5:8080",
+            "http://localhost.example.com",
+            "http://[2001:db8::1]",
+        ] {
+            assert!(warns(loud), "{loud}");
+        }
+    }
+}
+
 impl ApiError {
     /// Worth asking again later: the limit, a database that is away, or a proxy in between.
     pub fn is_transient(&self) -> bool {
@@ -64,6 +96,24 @@ pub struct LeadPage {
     pub next_cursor: Option<String>,
 }
 
+/// The warning printed before a token goes over plain `http://` to another machine, where
+/// anyone on the way can read it and act as the org until it is revoked; loopback is the
+/// development stack's own (`make run`), and says nothing.
+pub fn plain_http_warning(base: &url::Url) -> Option<String> {
+    let loopback = match base.host() {
+        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    };
+    (base.scheme() == "http" && !loopback).then(|| {
+        format!(
+            "qualifier: warning: {base} is plain http:// to another machine; the org token will \
+             cross the network unencrypted (use https://)"
+        )
+    })
+}
+
 impl Api {
     pub fn new(base: &str, token: Option<String>) -> Result<Api> {
         let base = url::Url::parse(base).with_context(|| {
@@ -75,6 +125,9 @@ impl Api {
         let Some(token) = token.filter(|t| !t.is_empty()) else {
             bail!("no token: pass an org token (qlf_org_...) with --token or QUALIFIER_TOKEN");
         };
+        if let Some(warning) = plain_http_warning(&base) {
+            eprintln!("{warning}");
+        }
         let http = reqwest::Client::builder()
             .user_agent(concat!("qualifier-cli/", env!("CARGO_PKG_VERSION")))
             .timeout(Duration::from_secs(30))

@@ -24,6 +24,69 @@ pub struct Listen {
     pub types: Vec<String>,
     pub secret: Option<String>,
     pub after: Option<String>,
+    /// What the resume line repeats besides these.
+    pub resume: Resume,
+}
+
+/// The parts of the command that started `listen` that its resume line repeats, so that the
+/// line, pasted in the same shell, carries on where it stopped (docs/decisions.md, "The resume
+/// line of `qualifier listen`").
+pub struct Resume {
+    /// The program as it was invoked (`target/debug/qualifier`, `qualifier`, …).
+    pub program: String,
+    /// `--api-url`, when it was given on the command line.
+    pub api_url: Option<String>,
+    /// `--token`, when it was given on the command line: the shell's history already holds
+    /// it. A token read from `QUALIFIER_TOKEN` is not printed; the same shell still has it.
+    pub token: Option<String>,
+    /// Whether the signing secret came from `QUALIFIER_LISTEN_SECRET` (not repeated, for the
+    /// same reason).
+    pub secret_from_env: bool,
+}
+
+impl Resume {
+    /// The command that resumes after `cursor`, each word quoted for a POSIX shell.
+    fn line(&self, args: &Listen, secret: &str, cursor: &str) -> String {
+        let mut words: Vec<String> = vec![self.program.clone()];
+        if let Some(api) = &self.api_url {
+            words.extend(["--api-url".into(), api.clone()]);
+        }
+        if let Some(token) = &self.token {
+            words.extend(["--token".into(), token.clone()]);
+        }
+        words.extend([
+            "listen".into(),
+            "--forward-to".into(),
+            args.forward_to.to_string(),
+        ]);
+        if !args.types.is_empty() {
+            words.extend(["--types".into(), args.types.join(",")]);
+        }
+        // The receiver verifies with the secret printed at the start: the resumed run signs
+        // with the same one.
+        if !self.secret_from_env {
+            words.extend(["--secret".into(), secret.to_owned()]);
+        }
+        words.extend(["--after".into(), cursor.to_owned()]);
+        words
+            .iter()
+            .map(|w| shell_word(w))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+/// `w` as one word of a POSIX shell: as it is when nothing in it is special, else in single
+/// quotes.
+fn shell_word(w: &str) -> String {
+    let plain = !w.is_empty()
+        && w.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-./:=,@%+".contains(c));
+    if plain {
+        w.to_owned()
+    } else {
+        format!("'{}'", w.replace('\'', "'\\''"))
+    }
 }
 
 /// How long the local receiver has to answer, as `webhook-delivery`'s default.
@@ -126,6 +189,8 @@ pub async fn run(api: &Api, args: Listen) -> Result<()> {
     );
     let mut trouble = FIRST_RETRY;
     let mut forwarded_of_page = 0usize;
+    // An event it cannot forward ends the run, and the place reached is printed all the same.
+    let mut stopped_by: Option<anyhow::Error> = None;
     'feed: loop {
         let page = tokio::select! {
             _ = &mut ctrl_c => break 'feed,
@@ -140,7 +205,7 @@ pub async fn run(api: &Api, args: Listen) -> Result<()> {
                 let Some(wait) = wait_after(&e, trouble) else {
                     // The token revoked or the cursor expired under it: the place reached is
                     // still worth printing.
-                    print_resume(&args.forward_to, &cursor);
+                    print_resume(&args, &secret, &cursor);
                     return Err(expired_hint(e));
                 };
                 eprintln!(
@@ -167,7 +232,10 @@ pub async fn run(api: &Api, args: Listen) -> Result<()> {
         for event in &page.events {
             tokio::select! {
                 _ = &mut ctrl_c => break 'feed,
-                r = forward(&local, &args, &secret, event) => r?,
+                r = forward(&local, &args, &secret, event) => if let Err(e) = r {
+                    stopped_by = Some(e);
+                    break 'feed;
+                },
             }
             forwarded_of_page += 1;
         }
@@ -179,12 +247,18 @@ pub async fn run(api: &Api, args: Listen) -> Result<()> {
             "Stopped in the middle of a page: its first {forwarded_of_page} events come again on resume (same webhook-id)."
         );
     }
-    print_resume(&args.forward_to, &cursor);
-    Ok(())
+    print_resume(&args, &secret, &cursor);
+    stopped_by.map_or(Ok(()), Err)
 }
 
-fn print_resume(forward_to: &url::Url, cursor: &str) {
-    println!("Stopped. Resume with: qualifier listen --forward-to {forward_to} --after {cursor}");
+fn print_resume(args: &Listen, secret: &str, cursor: &str) {
+    println!(
+        "Stopped. Resume with: {}",
+        args.resume.line(args, secret, cursor)
+    );
+    if args.resume.token.is_none() {
+        println!("  (the token is read from QUALIFIER_TOKEN, as in this run)");
+    }
 }
 
 /// The cursor after the last event of the feed now, so that `listen` starts from now.

@@ -15,6 +15,9 @@ use serde_json::{Value, json};
 
 use api::Api;
 
+/// Where `make run` serves the public API.
+const DEFAULT_API_URL: &str = "http://127.0.0.1:8080";
+
 /// The integrator's command line: the public API with an org token.
 #[derive(Parser)]
 #[command(name = "qualifier", version, about)]
@@ -23,7 +26,7 @@ struct Cli {
     #[arg(
         long,
         env = "QUALIFIER_API_URL",
-        default_value = "http://127.0.0.1:8080",
+        default_value = DEFAULT_API_URL,
         global = true
     )]
     api_url: String,
@@ -110,7 +113,26 @@ fn main() {
     }
 }
 
+/// Whether `value` is what the environment variable `name` holds (so it came from there, or
+/// the same is there anyway).
+fn from_env(name: &str, value: Option<&str>) -> bool {
+    value.is_some() && std::env::var(name).ok().as_deref() == value
+}
+
 async fn run(cli: Cli) -> Result<()> {
+    let resume = listen::Resume {
+        program: std::env::args()
+            .next()
+            .unwrap_or_else(|| "qualifier".into()),
+        api_url: (!from_env("QUALIFIER_API_URL", Some(&cli.api_url))
+            && cli.api_url != DEFAULT_API_URL)
+            .then(|| cli.api_url.clone()),
+        token: cli
+            .token
+            .clone()
+            .filter(|t| !from_env("QUALIFIER_TOKEN", Some(t))),
+        secret_from_env: false,
+    };
     let api = Api::new(&cli.api_url, cli.token)?;
     match cli.command {
         Command::Listen {
@@ -124,6 +146,10 @@ async fn run(cli: Cli) -> Result<()> {
                 listen::Listen {
                     forward_to,
                     types: types.iter().map(|t| t.as_str().to_owned()).collect(),
+                    resume: listen::Resume {
+                        secret_from_env: from_env("QUALIFIER_LISTEN_SECRET", secret.as_deref()),
+                        ..resume
+                    },
                     secret,
                     after,
                 },

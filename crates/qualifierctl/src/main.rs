@@ -384,13 +384,14 @@ async fn run(cli: Cli) -> Result<serde_json::Value> {
                 until: *until,
                 ..Default::default()
             };
-            let matched = cli
+            let count = cli
                 .store()
                 .await?
                 .replay_matching(*org, &f, *dry_run, rate.rate()?)
                 .await?;
-            let replayed = if *dry_run { 0 } else { matched };
-            json!({ "matched": matched, "replayed": replayed, "dry_run": dry_run })
+            let mut answer = qualifier_store::deliveries::replay_answer(count, *dry_run);
+            answer["dry_run"] = json!(dry_run);
+            answer
         }
         Command::EraseLead { org, lead } => {
             let erased = cli.store().await?.erase_lead(*org, *lead).await?;

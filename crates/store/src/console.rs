@@ -2,6 +2,7 @@
 //! internal API, exchanged for an eight-hour session scoped to one org, and the token list the
 //! console shows.
 
+use crate::answer::ReadToEnd;
 use diesel::sql_types::{Bytea, Nullable, Text, Timestamptz, Uuid as SqlUuid};
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use time::OffsetDateTime;
@@ -97,7 +98,7 @@ impl Store {
                                (SELECT o.name FROM orgs o WHERE o.id = t.org_id) AS org_name",
             )
             .bind::<Bytea, _>(&hash)
-            .get_result(&mut *conn)
+            .one(&mut *conn)
             .await
             .map(Some)
             .or_else(not_found_is_none)?;
@@ -133,7 +134,7 @@ impl Store {
              WHERE t.ticket_hash = $1 AND t.used_at IS NULL AND t.expires_at > clock_timestamp()",
         )
         .bind::<Bytea, _>(hash_token(ticket))
-        .get_result(&mut conn)
+        .one(&mut conn)
         .await
         .map(Some)
         .or_else(not_found_is_none)
@@ -154,7 +155,7 @@ impl Store {
              WHERE s.session_hash = $1 AND s.expires_at > clock_timestamp()",
         )
         .bind::<Bytea, _>(hash_token(secret))
-        .get_result(&mut conn)
+        .one(&mut conn)
         .await
         .map(Some)
         .or_else(not_found_is_none)

@@ -84,6 +84,27 @@ impl From<diesel::result::Error> for StoreError {
             Error::DatabaseError(_, ref info) if timed_out(info.message()) => {
                 StoreError::Unavailable(Box::new(e))
             }
+            // A statement PostgreSQL could not even read (an unknown column, a syntax error: it
+            // names the place in the text) is the code's fault: an opaque 500.
+            Error::DatabaseError(DatabaseErrorKind::Unknown, ref info)
+                if info.statement_position().is_some() =>
+            {
+                StoreError::Db(e)
+            }
+            // A failure the request did not cause: a serialization failure, a standby that took
+            // the write (a failover under way), and the errors of no kind diesel names that a
+            // commit can end with (a deferred constraint trigger, the backend terminated while
+            // the commit waits, a restart). Nothing was changed and the same request may be
+            // sent again, so it is 503 with Retry-After, never a success and never a 500 that
+            // reads as "do not retry" (docs/reliability.md, "A 2xx is a commit"). The kinds
+            // left (a unique, foreign-key, check or not-null violation) are the statement's
+            // own, and the store turns the ones a request can cause into their answers.
+            Error::DatabaseError(
+                DatabaseErrorKind::SerializationFailure
+                | DatabaseErrorKind::ReadOnlyTransaction
+                | DatabaseErrorKind::Unknown,
+                _,
+            ) => StoreError::Unavailable(Box::new(e)),
             other => StoreError::Db(other),
         }
     }
@@ -117,38 +138,87 @@ pub fn cause_chain(e: &(dyn std::error::Error + 'static)) -> String {
 mod tests {
     use super::*;
 
-    fn db_error(message: &str) -> diesel::result::Error {
-        diesel::result::Error::DatabaseError(
-            diesel::result::DatabaseErrorKind::Unknown,
-            Box::new(message.to_owned()),
-        )
+    fn db_error(kind: diesel::result::DatabaseErrorKind, message: &str) -> diesel::result::Error {
+        diesel::result::Error::DatabaseError(kind, Box::new(message.to_owned()))
     }
 
     #[test]
-    fn a_timeout_in_any_language_is_unavailable_and_nothing_else_is() {
-        for message in crate::pg_messages::STATEMENT_TIMEOUT
+    fn what_the_request_did_not_cause_is_unavailable_and_its_own_violations_are_not() {
+        use diesel::result::DatabaseErrorKind as K;
+        let timeouts = crate::pg_messages::STATEMENT_TIMEOUT
             .iter()
             .chain(crate::pg_messages::LOCK_TIMEOUT)
-        {
+            .map(|m| (K::Unknown, *m));
+        let not_caused = [
+            // What a deferred constraint trigger raises at COMMIT.
+            (K::Unknown, "refused at commit"),
+            (
+                K::Unknown,
+                "terminating connection due to administrator command",
+            ),
+            (K::SerializationFailure, "could not serialize access"),
+            (
+                K::ReadOnlyTransaction,
+                "cannot execute UPDATE in a read-only transaction",
+            ),
+            (K::ClosedConnection, ""),
+            (K::UnableToSendCommand, "connection closed"),
+        ];
+        for (kind, message) in timeouts.chain(not_caused) {
             assert!(
                 matches!(
-                    StoreError::from(db_error(message)),
+                    StoreError::from(db_error(kind, message)),
                     StoreError::Unavailable(_)
                 ),
                 "{message}"
             );
         }
-        for message in [
-            "division by zero",
-            "canceling statement due to user request",
-            "",
-            "canceling statement due to statement timeout and more",
+        struct Placed;
+        impl diesel::result::DatabaseErrorInformation for Placed {
+            fn message(&self) -> &str {
+                "column l.channel does not exist"
+            }
+            fn details(&self) -> Option<&str> {
+                None
+            }
+            fn hint(&self) -> Option<&str> {
+                None
+            }
+            fn table_name(&self) -> Option<&str> {
+                None
+            }
+            fn column_name(&self) -> Option<&str> {
+                None
+            }
+            fn constraint_name(&self) -> Option<&str> {
+                None
+            }
+            fn statement_position(&self) -> Option<i32> {
+                Some(12)
+            }
+        }
+        assert!(matches!(
+            StoreError::from(diesel::result::Error::DatabaseError(
+                K::Unknown,
+                Box::new(Placed)
+            )),
+            StoreError::Db(_)
+        ));
+        for kind in [
+            K::UniqueViolation,
+            K::ForeignKeyViolation,
+            K::CheckViolation,
+            K::NotNullViolation,
         ] {
             assert!(
-                matches!(StoreError::from(db_error(message)), StoreError::Db(_)),
-                "{message}"
+                matches!(StoreError::from(db_error(kind, "x")), StoreError::Db(_)),
+                "{kind:?}"
             );
         }
+        assert!(matches!(
+            StoreError::from(diesel::result::Error::NotFound),
+            StoreError::NotFound(_)
+        ));
     }
 
     #[test]

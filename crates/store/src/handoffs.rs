@@ -1,6 +1,7 @@
 //! Handoffs: requested -> accepted -> released, each step emitting its event with the handoff
 //! and the lead snapshot, in the step's transaction.
 
+use crate::answer::ReadToEnd;
 use diesel::{
     ExpressionMethods, OptionalExtension, QueryDsl, Queryable, Selectable, SelectableHelper,
 };
@@ -168,7 +169,7 @@ impl Store {
                 .filter(handoffs::org_id.eq(org_id))
                 .select(HandoffRow::as_select())
                 .for_update()
-                .first(conn)
+                .first_row(conn)
                 .await
                 .optional()?
                 .ok_or(StoreError::NotFound("Handoff not found"))?;

@@ -7,6 +7,7 @@
 //! rules' (`crates/webhook-delivery/src/decide/health.rs`); [`Store::change_health`] runs them
 //! under the row's lock and carries out the plan they return, in the same transaction.
 
+use crate::answer::ReadToEnd;
 use diesel::sql_types::{BigInt, Bool, Bytea, Int4, Nullable, Text, Uuid as SqlUuid};
 use diesel::{ExpressionMethods, OptionalExtension, QueryDsl, Queryable, Selectable};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
@@ -87,12 +88,12 @@ async fn read(
     let row: Option<HealthRow> = if lock {
         q.select(<HealthRow as diesel::SelectableHelper<diesel::pg::Pg>>::as_select())
             .for_update()
-            .first(conn)
+            .first_row(conn)
             .await
             .optional()?
     } else {
         q.select(<HealthRow as diesel::SelectableHelper<diesel::pg::Pg>>::as_select())
-            .first(conn)
+            .first_row(conn)
             .await
             .optional()?
     };
@@ -137,7 +138,7 @@ async fn queue_ops_event(
     let hook: Option<(String, bool)> = webhooks::table
         .filter(webhooks::org_id.eq(org_id))
         .select((webhooks::url, webhooks::enabled))
-        .first(conn)
+        .first_row(conn)
         .await
         .optional()?;
     let Some((url, enabled)) = hook else {

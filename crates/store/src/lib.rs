@@ -2,6 +2,7 @@
 //! the diesel schema, the connection pool, embedded migrations, sealed secrets and every
 //! transaction that changes a lead together with the outbox rows it emits.
 
+pub mod answer;
 pub mod batch;
 pub mod console;
 pub mod deliveries;
@@ -33,6 +34,8 @@ pub use pool::{
     connect_with_timeout, run_migrations,
 };
 pub use secrets::SecretKey;
+
+use crate::answer::ReadToEnd;
 
 /// Per id of `ids`, in their order, whether it is among `yes` (a batch statement's answer, which
 /// returns rows in no set order and only for the ids it found).
@@ -135,14 +138,13 @@ impl Store {
     /// `qualifierctl migrate`) has no answer, which is `false`: plain storage is read by every
     /// version.
     pub async fn compact_by_default(&self) -> Result<bool, StoreError> {
-        use diesel_async::RunQueryDsl;
         let mut conn = self.conn().await?;
         // The table is named only once it is known to exist: a statement naming a missing
         // table fails at parse, whatever its `COALESCE`.
         let known: bool = diesel::select(diesel::dsl::sql::<diesel::sql_types::Bool>(
             "to_regclass('storage_format') IS NOT NULL",
         ))
-        .get_result(&mut conn)
+        .one(&mut conn)
         .await?;
         if !known {
             return Ok(false);
@@ -150,7 +152,7 @@ impl Store {
         Ok(diesel::select(diesel::dsl::sql::<diesel::sql_types::Bool>(
             "COALESCE((SELECT compact_by_default FROM storage_format WHERE id), false)",
         ))
-        .get_result(&mut conn)
+        .one(&mut conn)
         .await?)
     }
 

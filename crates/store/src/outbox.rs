@@ -2,6 +2,7 @@
 //! them, so an event exists if and only if its change committed; the relay claims committed
 //! rows, publishes them and marks them published (rows stay: they are the delivery log).
 
+use crate::answer::ReadToEnd;
 use diesel::sql_types::{Array, Int8};
 use diesel::{
     ExpressionMethods, OptionalExtension, QueryDsl, Queryable, Selectable, SelectableHelper,
@@ -137,7 +138,7 @@ where
         let head: i64 = feed_head::table
             .select(feed_head::pos)
             .for_update()
-            .first(conn)
+            .first_row(conn)
             .await?;
         let mut rows: Vec<Unpublished> = outbox::table
             .filter(outbox::published_at.is_null())
@@ -293,7 +294,7 @@ impl Store {
                 crate::planner::same_plan_for_every_org(conn).await?;
                 let (expired_through,): (i64,) = feed_head::table
                     .select((feed_head::expired_through,))
-                    .first(conn)
+                    .first_row(conn)
                     .await?;
                 // A client that starts without a cursor gets what is kept; one that resumes
                 // from a position retention has passed may have missed events, and must be
@@ -358,7 +359,7 @@ impl Store {
               WHERE d.wait IS NOT NULL",
             0.0f64,
         )
-        .get_result(&mut conn)
+        .one(&mut conn)
         .await
         .optional()?;
         Ok(w.map(|w| std::time::Duration::from_secs_f64(w.wait)))
@@ -396,7 +397,7 @@ impl Store {
         let mut conn = self.conn().await?;
         let (pos, seq): (Option<i64>, Option<i64>) = feed_head::table
             .select((feed_head::legacy_pos_limit, feed_head::legacy_seq_limit))
-            .first(&mut conn)
+            .first_row(&mut conn)
             .await?;
         Ok((pos.unwrap_or(0), seq.unwrap_or(0)))
     }
@@ -438,7 +439,7 @@ impl Store {
                    SELECT count(*), min(replay_at) FROM outbox
                    WHERE published_at IS NULL AND replay_at <= clock_timestamp()) parts",
         )
-        .get_result(&mut conn)
+        .one(&mut conn)
         .await?;
         Ok(b)
     }

@@ -17,6 +17,7 @@
 //! advisory lock of the lead, so a wait begun while the earlier delivery ends is either seen
 //! and released, or not begun: no delivery waits for a release that already happened.
 
+use crate::answer::ReadToEnd;
 use diesel::sql_types::{BigInt, Bool, Double, Int4, Uuid as SqlUuid};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use qualifier_domain::pace::{MaxPerSecond, SENT_AHEAD};
@@ -134,7 +135,7 @@ impl Store {
         .bind::<SqlUuid, _>(delivery.id)
         .bind::<BigInt, _>(lo)
         .bind::<BigInt, _>(hi)
-        .get_result(&mut conn)
+        .one(&mut conn)
         .await?;
         if !taken.far {
             return Ok(Turn::Wait(Duration::from_secs_f64(
@@ -172,7 +173,7 @@ impl Store {
         )
         .bind::<SqlUuid, _>(org_id)
         .bind::<Double, _>(secs(rate.spacing()))
-        .get_result(&mut conn)
+        .one(&mut conn)
         .await?;
         Ok(Duration::from_secs_f64(w.wait_ms.max(0.0) / 1000.0))
     }
@@ -235,7 +236,7 @@ impl Store {
         .bind::<BigInt, _>(hi)
         .bind::<Int4, _>(i32::try_from(attempt).unwrap_or(i32::MAX))
         .bind::<SqlUuid, _>(lead_id)
-        .get_result(&mut conn)
+        .one(&mut conn)
         .await?;
         Ok(w.yes)
     }
@@ -254,7 +255,7 @@ impl Store {
             org_id,
         )
         .bind::<SqlUuid, _>(lead_id)
-        .get_result(&mut conn)
+        .one(&mut conn)
         .await?;
         Ok(r.yes)
     }

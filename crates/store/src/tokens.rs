@@ -5,6 +5,7 @@
 //! The row lock serializes concurrent requests for the same token across every replica, so the
 //! limit is exact however many `lead-api` processes share the database.
 
+use crate::answer::ReadToEnd;
 use diesel::sql_types::{Array, Bytea, Double, Integer, Uuid as SqlUuid};
 use diesel::{ExpressionMethods, OptionalExtension, QueryDsl, QueryableByName};
 use diesel_async::{AsyncConnection, RunQueryDsl};
@@ -130,7 +131,7 @@ impl Store {
                 .filter(crate::schema::orgs::id.eq(org_id))
                 .select(crate::schema::orgs::id)
                 .for_update()
-                .first::<Uuid>(conn)
+                .first_row::<Uuid>(conn)
                 .await
                 .optional()?
                 .ok_or(StoreError::NotFound("Org not found"))?;
@@ -138,7 +139,7 @@ impl Store {
                 .filter(api_tokens::org_id.eq(org_id))
                 .filter(api_tokens::revoked_at.is_null())
                 .count()
-                .get_result(conn)
+                .one(conn)
                 .await?;
             if live >= MAX_TOKENS_PER_ORG {
                 return Err(StoreError::Invalid(FieldError::new("Token limit reached")));

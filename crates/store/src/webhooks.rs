@@ -1,5 +1,6 @@
 //! Webhook settings: one endpoint per org, its event selection, and its sealed signing secret.
 
+use crate::answer::ReadToEnd;
 use diesel::{
     ExpressionMethods, NullableExpressionMethods, OptionalExtension, QueryDsl, Queryable,
     Selectable, SelectableHelper,
@@ -175,7 +176,7 @@ impl Store {
                 .filter(webhooks::org_id.eq(org_id))
                 .select(WebhookRow::as_select())
                 .for_update()
-                .first(conn)
+                .first_row(conn)
                 .await
                 .optional()?;
             // What saving does to a failing or disabled endpoint (docs/delivery.md, "Endpoint
@@ -254,7 +255,7 @@ impl Store {
         Ok(webhooks::table
             .filter(webhooks::org_id.eq(org_id))
             .select(WebhookRow::as_select())
-            .first(&mut conn)
+            .first_row(&mut conn)
             .await
             .optional()?)
     }
@@ -508,7 +509,7 @@ impl Store {
         let mut conn = self.conn().await?;
         let allowed: bool =
             diesel::select(diesel::dsl::sql::<diesel::sql_types::Bool>(UNBOUND_ALLOWED))
-                .get_result(&mut conn)
+                .one(&mut conn)
                 .await?;
         if !allowed {
             return Ok(0);
@@ -582,7 +583,7 @@ impl Store {
                 .filter(webhooks::org_id.eq(org_id))
                 .select((webhooks::enabled, webhooks::event_types))
                 .for_update()
-                .first(conn)
+                .first_row(conn)
                 .await
                 .optional()?
                 .ok_or(StoreError::NotFound("Webhook not configured"))?;
@@ -610,7 +611,7 @@ impl Store {
             )
             .bind::<diesel::sql_types::Uuid, _>(org_id)
             .bind::<diesel::sql_types::BigInt, _>(TEST_EVENTS_PER_MINUTE)
-            .get_result(conn)
+            .one(conn)
             .await?;
             if w.n >= TEST_EVENTS_PER_MINUTE {
                 return Err(StoreError::RateLimited {

@@ -209,6 +209,16 @@ async fn sample_queues(ch: qualifier_bus::lapin::Channel, topology: Topology) {
     }
 }
 
+/// Where a request stands with its endpoint's throttle ([`Worker::await_turn`]).
+enum Paced {
+    /// It may go now, without having waited.
+    Now,
+    /// It waited here for its turn, which is now: what it read before the wait is stale.
+    AfterWait,
+    /// It waits for its turn in its row (or ended meanwhile): its message is done with.
+    Done,
+}
+
 impl Worker {
     /// Makes one attempt, if the rules say so, and makes its outcome durable. Err means "not
     /// durable": the message must go back to the queue.
@@ -220,6 +230,9 @@ impl Worker {
         // A wait for the lead's order that cannot begin (the earlier delivery ended between the
         // read and the wait) goes round again from a fresh read, a few times at most.
         let mut rounds = 0;
+        // Set once the throttle's turn was waited for: the fresh read after the wait sends on
+        // that turn rather than taking another.
+        let mut turn_taken = false;
         let (ctx, sent) = loop {
             // One read: the delivery's status and the org's webhook as it is now.
             let ctx: Option<DeliveryContext> = self
@@ -278,9 +291,19 @@ impl Worker {
                     Sent::without_request(now_millis(), why)
                 }
                 Before::Send(hook) => {
-                    let paced_at = ctx.as_ref().and_then(|c| c.paced_at);
-                    if !self.await_turn(job, hook, paced_at).await? {
-                        return Ok(());
+                    if !turn_taken {
+                        let paced_at = ctx.as_ref().and_then(|c| c.paced_at);
+                        match self.await_turn(job, hook, paced_at).await? {
+                            Paced::Done => return Ok(()),
+                            Paced::Now => {}
+                            // Whatever happened while it waited (the lead erased, the delivery
+                            // ended, the webhook changed) is read again before the request:
+                            // nothing goes out on a reading older than the wait.
+                            Paced::AfterWait => {
+                                turn_taken = true;
+                                continue;
+                            }
+                        }
                     }
                     let sent = self.sender.send(job, hook).await;
                     self.gate
@@ -373,21 +396,21 @@ impl Worker {
             .map_err(NotDurable::Publish)
     }
 
-    /// Waits for the endpoint's throttle (docs/delivery.md, "Throttle and order"): true once
-    /// the request may go; false when the delivery now waits for its turn in its row (or ended
-    /// meanwhile), and its message is done with.
+    /// Waits for the endpoint's throttle (docs/delivery.md, "Throttle and order"): whether the
+    /// request may go now, went on after a wait (and must read its delivery again), or now waits
+    /// for its turn in its row (or ended meanwhile) and its message is done with.
     async fn await_turn(
         &self,
         job: &DeliveryJob,
         hook: &qualifier_store::webhooks::WebhookForDelivery,
         paced_at: Option<time::OffsetDateTime>,
-    ) -> Result<bool, NotDurable> {
+    ) -> Result<Paced, NotDurable> {
         let rate = hook.webhook.max_per_second;
         let mut turn_in_ms =
             paced_at.map(|t| (t - time::OffsetDateTime::now_utc()).whole_milliseconds() as i64);
         loop {
             let wait = match decide::pacing(rate, turn_in_ms) {
-                Pacing::Free => return Ok(true),
+                Pacing::Free => return Ok(Paced::Now),
                 Pacing::Holding { wait } => wait,
                 Pacing::Take { rate, wait_here } => {
                     let turn = self
@@ -405,17 +428,20 @@ impl Worker {
                         Turn::Wait(wait) => wait,
                         Turn::Parked => {
                             metrics::counter!(m::PARKED, "reason" => "throttle").increment(1);
-                            return Ok(false);
+                            return Ok(Paced::Done);
                         }
-                        Turn::Ended => return Ok(false),
+                        Turn::Ended => return Ok(Paced::Done),
                     }
                 }
             };
+            if wait.is_zero() {
+                return Ok(Paced::Now);
+            }
             let due = tokio::time::Instant::now() + wait;
             tokio::time::sleep_until(due).await;
             let late = tokio::time::Instant::now().saturating_duration_since(due);
             if decide::woke_in_time(rate, late) {
-                return Ok(true);
+                return Ok(Paced::AfterWait);
             }
             tracing::debug!(
                 delivery_id = %job.meta.delivery_id,

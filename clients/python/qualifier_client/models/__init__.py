@@ -67,6 +67,7 @@ from .release_handoff_response_200 import ReleaseHandoffResponse200
 from .replay_deliveries_body import ReplayDeliveriesBody
 from .replay_deliveries_body_status_item import ReplayDeliveriesBodyStatusItem
 from .replay_deliveries_response_202 import ReplayDeliveriesResponse202
+from .replay_deliveries_response_202_not_replayed import ReplayDeliveriesResponse202NotReplayed
 from .replay_delivery_response_202 import ReplayDeliveryResponse202
 from .rotate_secret_body import RotateSecretBody
 from .rotate_secret_response_200 import RotateSecretResponse200
@@ -146,6 +147,7 @@ __all__ = (
     "ReplayDeliveriesBody",
     "ReplayDeliveriesBodyStatusItem",
     "ReplayDeliveriesResponse202",
+    "ReplayDeliveriesResponse202NotReplayed",
     "ReplayDeliveryResponse202",
     "RotateSecretBody",
     "RotateSecretResponse200",

@@ -1,10 +1,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
+
+if TYPE_CHECKING:
+    from ..models.replay_deliveries_response_202_not_replayed import ReplayDeliveriesResponse202NotReplayed
+
 
 T = TypeVar("T", bound="ReplayDeliveriesResponse202")
 
@@ -15,10 +19,14 @@ class ReplayDeliveriesResponse202:
     Attributes:
         matched (int):
         replayed (int):
+        not_replayed (ReplayDeliveriesResponse202NotReplayed): Matched deliveries left as they were, by reason: `Event
+            expired` counts those whose event is past retention (a single replay of one answers 409). Empty when every match
+            was replayed.
     """
 
     matched: int
     replayed: int
+    not_replayed: ReplayDeliveriesResponse202NotReplayed
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -26,12 +34,15 @@ class ReplayDeliveriesResponse202:
 
         replayed = self.replayed
 
+        not_replayed = self.not_replayed.to_dict()
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
             {
                 "matched": matched,
                 "replayed": replayed,
+                "not_replayed": not_replayed,
             }
         )
 
@@ -39,14 +50,21 @@ class ReplayDeliveriesResponse202:
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        from ..models.replay_deliveries_response_202_not_replayed import (
+            ReplayDeliveriesResponse202NotReplayed,  # noqa: PLC0415
+        )
+
         d = dict(src_dict)
         matched = d.pop("matched")
 
         replayed = d.pop("replayed")
 
+        not_replayed = ReplayDeliveriesResponse202NotReplayed.from_dict(d.pop("not_replayed"))
+
         replay_deliveries_response_202 = cls(
             matched=matched,
             replayed=replayed,
+            not_replayed=not_replayed,
         )
 
         replay_deliveries_response_202.additional_properties = d

@@ -1659,6 +1659,12 @@ export type ReplayDeliveriesResponses = {
     202: {
         matched: number;
         replayed: number;
+        /**
+         * Matched deliveries left as they were, by reason: `Event expired` counts those whose event is past retention (a single replay of one answers 409). Empty when every match was replayed.
+         */
+        not_replayed: {
+            [key: string]: number;
+        };
     };
 };
 export type ReplayDeliveriesResponse = ReplayDeliveriesResponses[keyof ReplayDeliveriesResponses];

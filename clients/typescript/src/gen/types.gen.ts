@@ -1819,6 +1819,12 @@ export type ReplayDeliveriesResponses = {
     202: {
         matched: number;
         replayed: number;
+        /**
+         * Matched deliveries left as they were, by reason: `Event expired` counts those whose event is past retention (a single replay of one answers 409). Empty when every match was replayed.
+         */
+        not_replayed: {
+            [key: string]: number;
+        };
     };
 };
 

@@ -15,7 +15,10 @@ pub(super) async fn dry_run_matches(side: &Side) -> anyhow::Result<()> {
         since: Some(since),
         ..Default::default()
     };
-    let counted = side_store(side)?.replay_matching(org, &f, true, 50).await?;
+    let counted = side_store(side)?
+        .replay_matching(org, &f, true, 50)
+        .await?
+        .matched;
     let held: i64 = c
         .query_one(
             "SELECT count(*) FROM outbox WHERE org_id = $1::text::uuid AND status = 'dead'

@@ -525,7 +525,8 @@ pub(super) async fn replay_dead_get(
 ) -> Result<HttpResponse> {
     let n = st
         .replay_matching(s.org_id, &ReplayFilter::all_dead(true))
-        .await?;
+        .await?
+        .replayable();
     Ok(ok(pages::replay_dead_page(
         &s.who(),
         n,

@@ -374,7 +374,11 @@ async fn a_dry_run_counts_from_the_hourly_totals_what_the_outbox_holds() {
                         };
                         let names: Vec<&str> = statuses.iter().map(|s| s.as_str()).collect();
                         let want = dead_or_so(c, org, &names, since, until).await;
-                        let got = store.replay_matching(org_id, &f, true, 50).await.unwrap();
+                        let got = store
+                            .replay_matching(org_id, &f, true, 50)
+                            .await
+                            .unwrap()
+                            .matched;
                         assert_eq!(
                             got, want,
                             "{label}: {names:?} since {since:?} until {until:?}"

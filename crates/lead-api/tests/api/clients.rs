@@ -131,3 +131,52 @@ async fn the_typescript_clients_readme_example_runs_against_a_live_api() {
     let out = run_example(&app, &token, &lead, cmd);
     assert_example_did_its_work(&app, &token, &lead, &out).await;
 }
+
+/// A token an integrator's log must never show: the clients' printed forms leave it out.
+const SECRET_TOKEN: &str = "qlf_org_never-printed-7f3a9c";
+
+/// What `cmd` printed, once it succeeded.
+fn printed(mut cmd: Command) -> String {
+    let out = cmd.output().expect("the client's runtime starts");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn the_python_clients_printed_form_never_shows_the_token() {
+    let (python, _) = client_envs();
+    let mut cmd = Command::new(python);
+    // After a first use too, when the Authorization header is in the client's httpx clients.
+    cmd.arg("-P").arg("-c").arg(format!(
+        "from qualifier_client.helpers import connect\n\
+         c = connect('http://127.0.0.1:9', '{SECRET_TOKEN}')\n\
+         c.get_httpx_client(); c.get_async_httpx_client()\n\
+         print(repr(c)); print(str(c)); print(c.with_headers({{'x-a': 'b'}}))"
+    ));
+    let out = printed(cmd);
+    assert!(out.contains("AuthenticatedClient"), "{out}");
+    assert!(!out.contains("never-printed"), "{out}");
+}
+
+#[test]
+fn the_typescript_clients_configuration_never_shows_the_token() {
+    let (_, node_project) = client_envs();
+    let mut cmd = Command::new("node");
+    cmd.arg("-e")
+        .arg(format!(
+            "const q = require('qualifier-client');\n\
+             q.configure({{ baseUrl: 'http://127.0.0.1:9', token: '{SECRET_TOKEN}' }});\n\
+             const {{ client }} = require('qualifier-client/dist/gen/client.gen');\n\
+             console.log(require('util').inspect(client.getConfig(), {{ depth: 6 }}));\n\
+             console.log(JSON.stringify(client.getConfig()));"
+        ))
+        .current_dir(&node_project)
+        .env("NODE_PATH", format!("{node_project}/node_modules"));
+    let out = printed(cmd);
+    assert!(out.contains("127.0.0.1:9"), "{out}");
+    assert!(!out.contains("never-printed"), "{out}");
+}

@@ -1,9 +1,9 @@
 //! A dry run's count: from the hourly totals where they vouch for the range, from the rows
 //! (through `outbox_org_status` alone) for the rest.
 
+use crate::answer::ReadToEnd;
 use diesel::ExpressionMethods;
 use diesel::QueryDsl;
-use diesel_async::RunQueryDsl;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
@@ -69,7 +69,7 @@ impl DeliveryFilter {
         .bind::<Bool, _>(has(DeliveryStatus::Skipped))
         .bind::<Nullable<diesel::sql_types::Timestamptz>, _>(self.since.map(hour_ceil))
         .bind::<Nullable<diesel::sql_types::Timestamptz>, _>(self.until.map(hour_floor))
-        .get_result(conn)
+        .one(conn)
         .await?;
         if !whole.known {
             return self.count_rows(conn, org_id).await;
@@ -102,7 +102,7 @@ impl DeliveryFilter {
             .matching(org_id)
             .filter(outbox::erased_at.is_null())
             .count()
-            .get_result(conn)
+            .one(conn)
             .await?;
         Ok(usize::try_from(n).unwrap_or(0))
     }

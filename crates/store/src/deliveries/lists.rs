@@ -1,5 +1,6 @@
 //! The lists, the console's search, one delivery with its log, and replays.
 
+use crate::answer::ReadToEnd;
 use diesel::sql_types::Array;
 use diesel::{ExpressionMethods, OptionalExtension, QueryDsl, SelectableHelper};
 use diesel_async::{AsyncConnection, RunQueryDsl};
@@ -163,7 +164,7 @@ impl Store {
             .filter(outbox::org_id.eq(org_id))
             .filter(outbox::delivery_id.eq(delivery_id))
             .select(DeliveryRow::as_select())
-            .first(&mut conn)
+            .first_row(&mut conn)
             .await
             .optional()?
             .ok_or(StoreError::NotFound("Delivery not found"))?;
@@ -202,7 +203,7 @@ impl Store {
             .filter(outbox::org_id.eq(org_id))
             .filter(outbox::delivery_id.eq(delivery_id))
             .select(outbox::payload)
-            .first(&mut conn)
+            .first_row(&mut conn)
             .await
             .optional()?
             .ok_or(StoreError::NotFound("Delivery not found"))?;
@@ -219,10 +220,7 @@ impl Store {
         rate_per_second: u32,
     ) -> Result<(), StoreError> {
         let mut conn = self.conn().await?;
-        let oldest_kept = self.event_retention.map(|keep| {
-            qualifier_domain::timefmt::now_millis()
-                - time::Duration::seconds_f64(keep.as_secs_f64())
-        });
+        let oldest_kept = self.oldest_kept();
         conn.transaction::<(), StoreError, _>(async move |conn| {
             type Row = (i64, DeliveryStatus, Option<OffsetDateTime>, OffsetDateTime);
             let (seq, current, erased, created): Row = outbox::table
@@ -235,7 +233,7 @@ impl Store {
                     outbox::created_at,
                 ))
                 .for_update()
-                .first(conn)
+                .first_row(conn)
                 .await
                 .optional()?
                 .ok_or(StoreError::NotFound("Delivery not found"))?;
@@ -258,20 +256,22 @@ impl Store {
 
     /// Bulk replay (docs/api.md): every delivery of the org that matches `f` is put back
     /// to the relay under its own id, spaced `1 / rate_per_second` apart after the org's replays
-    /// already scheduled. Returns how many matched; a dry run changes nothing.
+    /// already scheduled. A delivery whose event is past retention is counted and left as it
+    /// is (`Event expired`), as a single replay refuses it. A dry run changes nothing.
     pub async fn replay_matching(
         &self,
         org_id: Uuid,
         f: &DeliveryFilter,
         dry_run: bool,
         rate_per_second: u32,
-    ) -> Result<usize, StoreError> {
+    ) -> Result<ReplayCount, StoreError> {
         let mut conn = self.conn().await?;
         let f = f.clone();
-        conn.transaction::<usize, StoreError, _>(async move |conn| {
+        let oldest_kept = self.oldest_kept();
+        conn.transaction::<ReplayCount, StoreError, _>(async move |conn| {
             // Unlike the list, a replay with no status matches nothing rather than everything.
             if f.statuses.is_empty() {
-                return Ok(0);
+                return Ok(ReplayCount::default());
             }
             // Erased events are never sent again: not counted, not scheduled.
             let matching = || f.matching(org_id).filter(outbox::erased_at.is_null());
@@ -279,19 +279,80 @@ impl Store {
             // where the rows are for the rest, reading none of them out.
             if dry_run {
                 index_only(conn).await?;
-                return f.count(conn, org_id).await;
+                let matched = f.count(conn, org_id).await?;
+                // The expired ones are those the same filter counts up to the retention line.
+                let expired = match oldest_kept {
+                    Some(line) if f.since.is_none_or(|since| since < line) => {
+                        let mut old = f.clone();
+                        old.until = Some(f.until.map_or(line, |until| until.min(line)));
+                        old.count(conn, org_id).await?
+                    }
+                    _ => 0,
+                };
+                return Ok(ReplayCount {
+                    matched,
+                    expired: expired.min(matched),
+                });
             }
-            let seqs: Vec<i64> = matching()
+            let rows: Vec<(i64, OffsetDateTime)> = matching()
                 .order(outbox::seq.asc())
-                .select(outbox::seq)
+                .select((outbox::seq, outbox::created_at))
                 .load(conn)
                 .await?;
-            if seqs.is_empty() {
-                return Ok(0);
+            let matched = rows.len();
+            let seqs: Vec<i64> = rows
+                .into_iter()
+                .filter(|(_, created)| oldest_kept.is_none_or(|line| *created >= line))
+                .map(|(seq, _)| seq)
+                .collect();
+            let count = ReplayCount {
+                matched,
+                expired: matched - seqs.len(),
+            };
+            if !seqs.is_empty() {
+                schedule_replays(conn, org_id, &seqs, &f.statuses, rate_per_second).await?;
             }
-            schedule_replays(conn, org_id, &seqs, &f.statuses, rate_per_second).await
+            Ok(count)
         })
         .await
+    }
+
+    /// The oldest event time still kept (`QUALIFIER_EVENT_RETENTION_DAYS`): an older event
+    /// cannot be replayed. `None` when nothing limits it.
+    fn oldest_kept(&self) -> Option<OffsetDateTime> {
+        self.event_retention.map(|keep| {
+            qualifier_domain::timefmt::now_millis()
+                - time::Duration::seconds_f64(keep.as_secs_f64())
+        })
+    }
+}
+
+/// What a bulk replay matched, and how many of those it left because their event is past
+/// retention (`Event expired`): the rest were replayed (none on a dry run).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReplayCount {
+    pub matched: usize,
+    pub expired: usize,
+}
+
+/// A bulk replay's answer, the same from the API and `qualifierctl`: `matched`, `replayed`
+/// (0 on a dry run) and `not_replayed` by reason (`{"Event expired": n}`, empty when none).
+pub fn replay_answer(count: ReplayCount, dry_run: bool) -> serde_json::Value {
+    let mut not_replayed = serde_json::Map::new();
+    if count.expired > 0 {
+        not_replayed.insert("Event expired".into(), count.expired.into());
+    }
+    serde_json::json!({
+        "matched": count.matched,
+        "replayed": if dry_run { 0 } else { count.replayable() },
+        "not_replayed": not_replayed,
+    })
+}
+
+impl ReplayCount {
+    /// How many were (or, on a dry run, would be) replayed.
+    pub fn replayable(&self) -> usize {
+        self.matched - self.expired
     }
 }
 /// Which deliveries a list or a bulk replay is about; empty lists mean "any".

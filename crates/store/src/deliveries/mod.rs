@@ -24,7 +24,7 @@ mod lists;
 mod logs;
 
 pub use crate::partitions::{DeliveryRef, day_bounds};
-pub use lists::DeliveryFilter;
+pub use lists::{DeliveryFilter, ReplayCount, replay_answer};
 pub use logs::CompactedBatch;
 
 /// A delivery with its attempt log: what one delivery's page shows.

@@ -2,6 +2,7 @@
 //! batch, a page). The writes, each in the transaction that also appends its events, are in
 //! `write`.
 
+use crate::answer::ReadToEnd;
 use diesel::{
     ExpressionMethods, OptionalExtension, QueryDsl, Queryable, Selectable, SelectableHelper,
 };
@@ -209,7 +210,7 @@ impl Store {
             .filter(leads::id.eq(lead_id))
             .filter(leads::org_id.eq(org_id))
             .select(LeadRow::as_select())
-            .first(&mut conn)
+            .first_row(&mut conn)
             .await
             .optional()?
             .ok_or(StoreError::NotFound("Lead not found"))?;

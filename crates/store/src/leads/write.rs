@@ -3,6 +3,7 @@
 //! lock; so an event exists if and only if its change committed, and events of one lead are
 //! appended in the order of its revisions.
 
+use crate::answer::ReadToEnd;
 use diesel::{ExpressionMethods, OptionalExtension, QueryDsl, SelectableHelper};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use qualifier_domain::event::{ChangeEvent, lead_change_events};
@@ -31,7 +32,7 @@ pub(crate) async fn lock_lead(
         .filter(leads::org_id.eq(org_id))
         .select(LeadRow::as_select())
         .for_update()
-        .first(conn)
+        .first_row(conn)
         .await
         .optional()?
         .ok_or(StoreError::NotFound("Lead not found"))
@@ -229,7 +230,7 @@ async fn write_with_events(
         .bind::<Array<Bytea>, _>(payloads)
         .bind::<Array<SqlUuid>, _>(deliveries)
         .bind::<Nullable<Int8>, _>(version)
-        .get_result(conn)
+        .one(conn)
         .await?;
     Ok(w.written == 1)
 }
@@ -257,7 +258,7 @@ async fn read_versioned(
         lead_id,
     )
     .bind::<SqlUuid, _>(org_id)
-    .get_result(conn)
+    .one(conn)
     .await
     .optional()?;
     v.ok_or(StoreError::NotFound("Lead not found"))?
@@ -305,7 +306,7 @@ impl Store {
             .filter(leads::org_id.eq(org_id))
             .filter(leads::phone.eq(phone))
             .select(leads::id)
-            .first(&mut conn)
+            .first_row(&mut conn)
             .await
             .optional()?)
     }
@@ -575,7 +576,7 @@ impl Store {
             .filter(leads::phone.eq(c.phone.as_str()))
             .select(LeadRow::as_select())
             .for_update()
-            .first(conn)
+            .first_row(conn)
             .await
             .optional()?
         else {

@@ -3,6 +3,7 @@
 //! partitioned outbox live here and in `crate::partitions`; `lead-api`'s housekeeping only
 //! calls them (crates/lead-api/src/housekeeping.rs).
 
+use crate::answer::ReadToEnd;
 use std::time::Duration;
 
 use diesel::OptionalExtension;
@@ -30,7 +31,7 @@ impl Store {
         let mut conn = self.conn().await?;
         let n = diesel::sql_query("SELECT qualifier_outbox_roll($1)::int8 AS count")
             .bind::<diesel::sql_types::Integer, _>(span_days)
-            .get_result::<Count>(&mut conn)
+            .one::<Count>(&mut conn)
             .await?;
         Ok(n.count as usize)
     }
@@ -69,7 +70,7 @@ impl Store {
                 // creation-time index.
                 let newest: Option<NewestRow> =
                     diesel::sql_query(format!("SELECT max(created_at) AS newest FROM {table}"))
-                        .get_result(&mut conn)
+                        .one(&mut conn)
                         .await
                         .optional()?;
                 if newest.and_then(|n| n.newest).is_some_and(|n| n > cutoff) {

@@ -534,3 +534,89 @@ async fn a_wait_begun_while_the_earlier_delivery_ends_is_never_left_behind() {
         "back to the relay, due now"
     );
 }
+
+/// A request waiting in the process for its throttle's turn reads its delivery again when the
+/// turn comes (docs/delivery.md, "Throttle and order"): a lead erased during the wait gets no
+/// request carrying its contact, and the delivery ends `skipped`. The interleaving is forced:
+/// the test moves the endpoint's next turn to the far edge of what a worker waits for in the
+/// process (one second at 1 a second), sees the worker take that turn (the turn row moves on by
+/// a spacing, read from PostgreSQL), and only then erases, which answers long before the turn.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_request_waiting_for_its_turn_is_not_sent_after_its_leads_erasure() {
+    let s = Stack::start().await;
+    set_pace(&s, json!({"max_per_second": 1})).await;
+    let lead = s.inbound("+447700900555").await;
+    let id = lead["id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        wait_accepted(&s, 0, 1, Duration::from_secs(30)).await.len(),
+        1,
+        "lead.created arrived"
+    );
+    let pg = s.db.client().await;
+    pg.execute(
+        "UPDATE endpoint_pacing SET next_at = clock_timestamp() + interval '950 milliseconds'
+         WHERE org_id = $1::text::uuid",
+        &[&s.org],
+    )
+    .await
+    .unwrap();
+    let turn_row = async || -> i64 {
+        pg.query_one(
+            "SELECT (extract(epoch FROM next_at) * 1000)::int8 FROM endpoint_pacing
+             WHERE org_id = $1::text::uuid",
+            &[&s.org],
+        )
+        .await
+        .unwrap()
+        .get(0)
+    };
+    let before = turn_row().await;
+    s.call(
+        Method::PATCH,
+        &format!("/internal/v1/orgs/{}/leads/{id}", s.org),
+        Some(json!({"name": "Ada Forgetme"})),
+    )
+    .await;
+    // The barrier: the rename's delivery took the turn 950 ms off and waits for it here.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while turn_row().await <= before {
+        assert!(Instant::now() < deadline, "the rename never took its turn");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let erasing = Instant::now();
+    assert_eq!(s.erase(&id).await, 204);
+    let took = erasing.elapsed();
+    let updated = loop {
+        if let Some(d) = s
+            .deliveries()
+            .await
+            .into_iter()
+            .find(|d| d["event_type"] == "lead.updated")
+        {
+            break d["id"].as_str().unwrap().to_owned();
+        }
+        assert!(Instant::now() < deadline, "no lead.updated delivery");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let d = s
+        .wait_status(&updated, "skipped", Duration::from_secs(30))
+        .await;
+    let sent: Vec<String> = s
+        .receiver
+        .received()
+        .iter()
+        .filter(|r| {
+            r.header("x-qualifier-delivery") == updated
+                || r.body.windows(8).any(|w| w == b"Forgetme")
+        })
+        .map(|r| String::from_utf8_lossy(&r.body).into_owned())
+        .collect();
+    assert!(
+        sent.is_empty(),
+        "sent after the erasure ({took:?} before the turn came): {sent:?}; {d}"
+    );
+    assert!(
+        took < Duration::from_millis(900),
+        "the erasure took {took:?}, past the forced wait: the interleaving was not forced"
+    );
+}
