@@ -4,6 +4,7 @@
 //! (`CREATE DATABASE ... TEMPLATE`, as crates.io's test-db does), and dropped when the test ends,
 //! so tests run in parallel against the real server and leave nothing behind.
 
+pub mod commit_fault;
 pub mod local;
 pub mod procs;
 pub mod proxy;

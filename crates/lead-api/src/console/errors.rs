@@ -71,8 +71,14 @@ impl actix_web::ResponseError for ConsoleError {
             ),
         };
         let mut r = page(self.status_code(), m);
-        if let ConsoleError::RateLimited { retry_after_secs } = self
-            && let Ok(v) = header::HeaderValue::from_str(&retry_after_secs.to_string())
+        // Nothing was changed, and the same form may be sent again: when, as the API says it.
+        let retry_after = match self {
+            ConsoleError::RateLimited { retry_after_secs } => Some(*retry_after_secs),
+            ConsoleError::Unavailable => Some(5),
+            _ => None,
+        };
+        if let Some(secs) = retry_after
+            && let Ok(v) = header::HeaderValue::from_str(&secs.to_string())
         {
             r.headers_mut().insert(header::RETRY_AFTER, v);
         }

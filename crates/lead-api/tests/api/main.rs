@@ -5,6 +5,7 @@ mod catching_up;
 mod chart;
 mod cli;
 mod clients;
+mod commit_faults;
 mod console;
 mod erasure;
 mod extractors;

@@ -2,6 +2,7 @@
 //! HTTPS receiver, each test with its own database and topology prefix.
 
 mod catching_up;
+mod commit_faults;
 mod console_browser;
 mod crash;
 mod delivery;

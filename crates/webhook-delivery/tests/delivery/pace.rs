@@ -540,7 +540,8 @@ async fn a_wait_begun_while_the_earlier_delivery_ends_is_never_left_behind() {
 /// request carrying its contact, and the delivery ends `skipped`. The interleaving is forced:
 /// the test moves the endpoint's next turn to the far edge of what a worker waits for in the
 /// process (one second at 1 a second), sees the worker take that turn (the turn row moves on by
-/// a spacing, read from PostgreSQL), and only then erases, which answers long before the turn.
+/// a spacing, read from PostgreSQL), and only then erases, which answers long before the turn;
+/// another lead's event, which takes the turn after it, marks the end of the wait.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_request_waiting_for_its_turn_is_not_sent_after_its_leads_erasure() {
     let s = Stack::start().await;
@@ -601,6 +602,22 @@ async fn a_request_waiting_for_its_turn_is_not_sent_after_its_leads_erasure() {
     let d = s
         .wait_status(&updated, "skipped", Duration::from_secs(30))
         .await;
+    // The second barrier: another lead's event takes the turn after the waiting one, so once
+    // it has arrived the waiting request has had its turn, sent or not.
+    let next = s.inbound("+447700900556").await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !s
+        .receiver
+        .received()
+        .iter()
+        .any(|r| r.accepted && r.json()["data"]["lead"]["id"] == next["id"])
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the next lead's event never came"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let sent: Vec<String> = s
         .receiver
         .received()

@@ -1,0 +1,137 @@
+//! The services' own writes under faults at their commit (docs/reliability.md, "A 2xx is a
+//! commit"): the relay's mark, the throttle's turn, the outcome of an attempt and the release
+//! of a lead's next delivery are each taken as done only once PostgreSQL confirmed the commit.
+//! A commit refused, or held and cut, while events are on their way may send a delivery twice
+//! (same `X-Qualifier-Delivery`) and never loses one.
+//!
+//! The interleaving is forced: the test holds the one `feed_head` row that every relay batch
+//! locks first, so the events it makes wait for the relay; it arms the fault and only then lets
+//! the relay go, so the relay's mark and everything the workers write after it meet the fault.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use qualifier_testkit::commit_fault::{CommitFaults, Fault};
+use reqwest::Method;
+use serde_json::json;
+
+use crate::stack::Stack;
+
+/// How long the fault stays armed once the relay is let go.
+const ARMED: Duration = Duration::from_secs(3);
+
+async fn nothing_lost(fault: Fault) {
+    let s = Stack::start().await;
+    // A throttle and the lead's order: turns and releases are written too.
+    let url = s.receiver.url.clone();
+    s.put_webhook(
+        json!({"url": url, "event_types": ["lead.created", "lead.updated"],
+                         "max_per_second": 50, "ordering": "per_lead"}),
+    )
+    .await;
+    let faults = CommitFaults::install(&s.db).await;
+    let hold = s.db.client().await;
+    hold.batch_execute("BEGIN; SELECT * FROM feed_head FOR UPDATE")
+        .await
+        .unwrap();
+    let mut leads = Vec::new();
+    for i in 0..3 {
+        let id = s.inbound(&format!("+44770090061{i}")).await["id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        for step in 0..2 {
+            s.call(
+                Method::PATCH,
+                &format!("/internal/v1/orgs/{}/leads/{id}", s.org),
+                Some(json!({"name": format!("Lead {i} step {step}")})),
+            )
+            .await;
+        }
+        leads.push(id);
+    }
+    let made = 9;
+
+    faults.arm(fault).await;
+    hold.batch_execute("COMMIT").await.unwrap();
+    let armed_until = Instant::now() + ARMED;
+    let stop = AtomicBool::new(false);
+    let cutting = async {
+        if fault == Fault::Cut {
+            faults.cut_held(&stop).await
+        } else {
+            0
+        }
+    };
+    let (cut, ()) = tokio::join!(cutting, async {
+        tokio::time::sleep_until(armed_until.into()).await;
+        stop.store(true, Ordering::SeqCst);
+    });
+    faults.disarm().await;
+    if fault == Fault::Cut {
+        assert!(cut > 0, "no commit was held while armed");
+    }
+
+    // Every delivery ends succeeded, and the receiver has each of them.
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let ids: Vec<String> = loop {
+        let all = s.deliveries().await;
+        if all.len() == made && all.iter().all(|d| d["status"] == "succeeded") {
+            break all
+                .iter()
+                .map(|d| d["id"].as_str().unwrap().to_owned())
+                .collect();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "not every delivery succeeded: {:#?}",
+            all.iter()
+                .map(|d| (d["status"].clone(), d["attempts"].clone()))
+                .collect::<Vec<_>>()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let received: HashSet<String> = s
+        .receiver
+        .received()
+        .iter()
+        .filter(|r| r.accepted)
+        .map(|r| r.header("x-qualifier-delivery").to_owned())
+        .collect();
+    for id in &ids {
+        assert!(
+            received.contains(id),
+            "delivery {id} never reached the receiver"
+        );
+    }
+    // Each lead's events were accepted in the order of its revisions.
+    for lead in &leads {
+        let mut revisions = Vec::new();
+        for r in s.receiver.received().iter().filter(|r| r.accepted) {
+            let v = r.json();
+            if v["data"]["lead"]["id"] == lead.as_str() {
+                let rev = v["data"]["lead"]["revision"].as_i64().unwrap();
+                if !revisions.contains(&rev) {
+                    revisions.push(rev);
+                }
+            }
+        }
+        let mut sorted = revisions.clone();
+        sorted.sort();
+        assert_eq!(
+            revisions, sorted,
+            "lead {lead}: first receipts out of order"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn commits_refused_under_the_relay_and_the_workers_lose_nothing() {
+    nothing_lost(Fault::Refuse).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn commits_cut_under_the_relay_and_the_workers_lose_nothing() {
+    nothing_lost(Fault::Cut).await;
+}
