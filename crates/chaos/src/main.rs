@@ -246,14 +246,18 @@ async fn run() -> anyhow::Result<()> {
     // request sent again until it succeeds: a known phone creates nothing twice and a rename to
     // the name the lead already has changes nothing, so each event is committed exactly once.
     let sent = Arc::new(AtomicU64::new(0));
+    // Every success answer's (lead, revision): each must be in the database at the end, with
+    // its event (docs/reliability.md, "A 2xx is a commit").
+    let answered: Arc<std::sync::Mutex<Vec<(String, i64)>>> = Arc::default();
     let producing = Arc::new(AtomicBool::new(true));
     let producer = {
-        let (http, base, org, sent, producing) = (
+        let (http, base, org, sent, producing, answered) = (
             http.clone(),
             base.clone(),
             org.clone(),
             sent.clone(),
             producing.clone(),
+            answered.clone(),
         );
         tokio::spawn(async move {
             let started = Instant::now();
@@ -288,9 +292,20 @@ async fn run() -> anyhow::Result<()> {
                     if let Ok(r) = r
                         && r.status().is_success()
                     {
+                        // A success whose body did not arrive (a kill after the answer began)
+                        // is sent again; the known phone or the name already there makes the
+                        // retry change nothing and answer the same revision.
+                        let Ok(v) = r.json::<Value>().await else {
+                            continue;
+                        };
                         if step == 0 {
-                            let v: Value = r.json().await.unwrap_or_default();
                             lead = v["lead"]["id"].as_str().unwrap_or_default().to_owned();
+                        }
+                        if let Some(revision) = v["lead"]["revision"].as_i64() {
+                            answered.lock().unwrap().push((
+                                v["lead"]["id"].as_str().unwrap_or_default().to_owned(),
+                                revision,
+                            ));
                         }
                         sent.fetch_add(1, Ordering::Relaxed);
                         break;
@@ -585,8 +600,75 @@ async fn run() -> anyhow::Result<()> {
             );
         }
     }
+    // Per lead: the revisions the database committed (1 to the lead's revision), the revisions
+    // its delivered events carry, and the revisions answered with a success must agree. An
+    // answered revision the database does not hold is a success without its commit; an event
+    // of a revision past the lead's is an event without its change.
+    let committed_revisions: HashMap<String, i64> = pg
+        .query("SELECT id::text, revision FROM leads", &[])
+        .await?
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    let mut event_revisions: HashMap<String, std::collections::BTreeSet<i64>> = HashMap::new();
+    for r in received
+        .iter()
+        .filter(|r| r.verified_with.is_some() && r.accepted)
+        .filter(|r| committed.contains(r.header("x-qualifier-delivery")))
+    {
+        let v = r.json();
+        if let (Some(lead), Some(revision)) = (
+            v["data"]["lead"]["id"].as_str(),
+            v["data"]["lead"]["revision"].as_i64(),
+        ) {
+            event_revisions
+                .entry(lead.to_owned())
+                .or_default()
+                .insert(revision);
+        }
+    }
+    let mut answered_missing = Vec::new();
+    for (lead, revision) in answered.lock().unwrap().iter() {
+        let held = committed_revisions.get(lead).copied().unwrap_or(0);
+        let evented = event_revisions
+            .get(lead)
+            .is_some_and(|s| s.contains(revision));
+        if *revision > held || !evented {
+            answered_missing.push(format!(
+                "lead {lead}: answered revision {revision}, database at {held}, event {evented}"
+            ));
+        }
+    }
+    let mut uncommitted_events = Vec::new();
+    for (lead, held) in &committed_revisions {
+        let got: Vec<i64> = event_revisions
+            .get(lead)
+            .map(|s| s.iter().copied().collect())
+            .unwrap_or_default();
+        if got != (1..=*held).collect::<Vec<i64>>() {
+            uncommitted_events.push(format!(
+                "lead {lead}: revision {held} committed, events of revisions {got:?}"
+            ));
+        }
+    }
+    println!(
+        "chaos: answered {} / answered but missing {} / leads whose events differ from their revisions {}",
+        answered.lock().unwrap().len(),
+        answered_missing.len(),
+        uncommitted_events.len()
+    );
     api.kill9();
     delivery.kill9();
+    anyhow::ensure!(
+        answered_missing.is_empty(),
+        "successes answered for changes that are not there: {:?}",
+        answered_missing.iter().take(5).collect::<Vec<_>>()
+    );
+    anyhow::ensure!(
+        uncommitted_events.is_empty(),
+        "events that do not match the committed revisions: {:?}",
+        uncommitted_events.iter().take(5).collect::<Vec<_>>()
+    );
     anyhow::ensure!(
         lost.is_empty(),
         "{} committed events were never delivered: {:?}",

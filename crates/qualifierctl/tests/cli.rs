@@ -55,3 +55,117 @@ fn a_command_needing_the_database_says_so_without_it() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+mod commit_faults {
+    //! Every command that writes exits 0 only once PostgreSQL confirmed its commit
+    //! (docs/reliability.md, "A 2xx is a commit"): with its commit refused, or held and the
+    //! backend terminated, it exits non-zero and nothing changed; run again, it succeeds.
+
+    use std::process::{Command, Output};
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use qualifier_testkit::TestDb;
+    use qualifier_testkit::commit_fault::{CommitFaults, Fault, changed};
+
+    /// `qualifierctl` against `db`, run on a thread so that the test's runtime can cut its
+    /// commit meanwhile.
+    async fn run(db: &TestDb, key: &str, args: Vec<String>) -> Output {
+        let url = db.url.clone();
+        let key = key.to_owned();
+        tokio::task::spawn_blocking(move || {
+            Command::new(env!("CARGO_BIN_EXE_qualifierctl"))
+                .args(&args)
+                .env("DATABASE_URL", url)
+                .env("QUALIFIER_SECRET_KEY", key)
+                .env("QUALIFIER_WEBHOOK_ALLOW_CIDRS", "127.0.0.0/8")
+                .output()
+                .expect("qualifierctl runs")
+        })
+        .await
+        .unwrap()
+    }
+
+    fn json(out: &Output) -> serde_json::Value {
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+
+    async fn each_command(fault: Fault) {
+        let db = TestDb::new().await;
+        let key = qualifier_store::SecretKey::generate_base64();
+        let org = json(
+            &run(
+                &db,
+                &key,
+                vec!["create-org".into(), "--name".into(), "A".into()],
+            )
+            .await,
+        )["org"]["id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let hook = |url: &str| {
+            vec![
+                "set-webhook".to_owned(),
+                "--org".into(),
+                org.clone(),
+                "--url".into(),
+                url.into(),
+            ]
+        };
+        json(&run(&db, &key, hook("https://127.0.0.1:9443/a")).await);
+        let commands: Vec<Vec<String>> = vec![
+            vec!["create-org".into(), "--name".into(), "B".into()],
+            vec!["create-token".into(), "--org".into(), org.clone()],
+            hook("https://127.0.0.1:9443/b"),
+            vec!["rotate-secret".into(), "--org".into(), org.clone()],
+            vec!["bootstrap-dev".into()],
+        ];
+        let faults = CommitFaults::install(&db).await;
+        for args in commands {
+            let before = faults.fingerprint().await;
+            faults.arm(fault).await;
+            let done = AtomicBool::new(false);
+            let running = async {
+                let out = run(&db, &key, args.clone()).await;
+                done.store(true, Ordering::SeqCst);
+                out
+            };
+            let (out, cut) = match fault {
+                Fault::Refuse => (running.await, 0),
+                Fault::Cut => tokio::join!(running, faults.cut_held(&done)),
+            };
+            faults.disarm().await;
+            assert!(fault == Fault::Refuse || cut > 0, "{args:?} held no commit");
+            assert!(
+                !out.status.success(),
+                "{args:?} exited 0 under {fault:?}: {}",
+                String::from_utf8_lossy(&out.stdout)
+            );
+            assert_eq!(
+                changed(&before, &faults.fingerprint().await),
+                Vec::<String>::new(),
+                "{args:?} under {fault:?}"
+            );
+            json(&run(&db, &key, args.clone()).await);
+            assert!(
+                !changed(&before, &faults.fingerprint().await).is_empty(),
+                "{args:?} run again changed nothing"
+            );
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn every_writing_command_fails_when_its_commit_is_refused() {
+        each_command(Fault::Refuse).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn every_writing_command_fails_when_its_commit_is_cut() {
+        each_command(Fault::Cut).await;
+    }
+}

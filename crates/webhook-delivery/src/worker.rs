@@ -22,7 +22,7 @@ use qualifier_domain::DeliveryStatus;
 use qualifier_domain::delivery::AttemptEntry;
 use qualifier_domain::health::EndpointState;
 use qualifier_domain::timefmt::now_millis;
-use qualifier_store::deliveries::{AttemptWrite, DeliveryContext, DeliveryRef};
+use qualifier_store::deliveries::{AttemptWrite, DeliveryContext, DeliveryRef, Outcome};
 use qualifier_store::{Store, StoreError};
 use qualifier_telemetry::metrics::{self as m, metrics};
 use tokio_util::sync::CancellationToken;
@@ -48,6 +48,8 @@ pub enum NotDurable {
     Context(#[source] BatchError),
     #[error("recording the attempt failed")]
     Record(#[source] BatchError),
+    #[error("recording the attempt alone, its row having been locked, failed")]
+    RecordAlone(#[source] StoreError),
     #[error("marking the delivery skipped failed")]
     Skip(#[source] StoreError),
     #[error("publishing the message's next hop failed")]
@@ -88,8 +90,9 @@ pub struct Worker {
     pub attempt_timeout: Duration,
     /// Context reads and outcome writes, batched across concurrent attempts.
     pub contexts: Batcher<DeliveryRef, Option<DeliveryContext>>,
-    /// Each answers whether the delivery's lead was erased ([`Store::record_attempts`]).
-    pub outcomes: Batcher<AttemptWrite, bool>,
+    /// Each answers whether the delivery's lead was erased, or that its row was locked
+    /// ([`Store::record_attempts`]).
+    pub outcomes: Batcher<AttemptWrite, Outcome>,
     /// The endpoint-health settings (docs/delivery.md, "Endpoint health").
     pub health: decide::HealthRules,
     /// Whether state changes queue an operational event (an operator webhook is configured).
@@ -102,7 +105,7 @@ impl Worker {
         store: &Store,
     ) -> (
         Batcher<DeliveryRef, Option<DeliveryContext>>,
-        Batcher<AttemptWrite, bool>,
+        Batcher<AttemptWrite, Outcome>,
     ) {
         // Two flushers each: one batch in flight while the next one gathers.
         let s = store.clone();
@@ -126,14 +129,26 @@ impl Worker {
         entry: AttemptEntry,
         status: DeliveryStatus,
     ) -> Result<bool, NotDurable> {
-        self.outcomes
-            .call(AttemptWrite {
-                delivery: job.delivery(),
-                entry,
-                status,
-            })
+        let write = AttemptWrite {
+            delivery: job.delivery(),
+            entry,
+            status,
+        };
+        match self
+            .outcomes
+            .call(write.clone())
             .await
-            .map_err(NotDurable::Record)
+            .map_err(NotDurable::Record)?
+        {
+            Outcome::Written { erased } => Ok(erased),
+            // Its row is locked (an erasure of its lead under way, the relay's mark): this one
+            // waits for it alone, on its own connection, while the batches go on for the rest.
+            Outcome::Locked => self
+                .store
+                .record_attempt(&write)
+                .await
+                .map_err(NotDurable::RecordAlone),
+        }
     }
 }
 

@@ -240,3 +240,87 @@ async fn a_lead_change_finds_its_row_by_key_after_the_org_grew_under_its_plan() 
         "{refused:?}"
     );
 }
+
+/// The workers' outcome batch never waits on a row another transaction holds, such as one
+/// lead's erasure (contract section 20): the batch writes every other org's outcome and
+/// answers the locked one `Locked`; that one, written alone, waits for the lock and lands once
+/// it is let go. The lock is the test's own (`SELECT … FOR UPDATE` in an open transaction, as
+/// the erasure takes it), fifty rounds.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_outcome_batch_skips_a_row_locked_by_an_erasure_and_writes_the_rest() {
+    use qualifier_store::deliveries::Outcome;
+    let (db, c) = database().await;
+    let pool = qualifier_store::connect_generic_plans(&db.database(), 2).unwrap();
+    let store = store_over(pool);
+    let holder = db.client().await;
+    for round in 0..50 {
+        let rows = write(&c, 8, true).await;
+        let locked = rows[round % rows.len()];
+        holder.batch_execute("BEGIN").await.unwrap();
+        tokio_postgres::Client::execute(
+            &holder,
+            "SELECT 1 FROM outbox WHERE delivery_id = $1::text::uuid FOR UPDATE",
+            &[&locked.0.to_string()],
+        )
+        .await
+        .unwrap();
+        let batch: Vec<AttemptWrite> = rows.iter().map(|&(id, s)| outcome(id, s)).collect();
+        let answers = tokio::time::timeout(
+            std::time::Duration::from_secs(20),
+            store.record_attempts(&batch),
+        )
+        .await
+        .expect("the batch waited on the locked row")
+        .unwrap();
+        for (&(id, _), answer) in rows.iter().zip(&answers) {
+            let want = if id == locked.0 {
+                Outcome::Locked
+            } else {
+                Outcome::Written { erased: false }
+            };
+            assert_eq!(*answer, want, "round {round}");
+        }
+        // Written alone, it waits for the lock, and lands when the lock is let go.
+        let alone = {
+            let store = store.clone();
+            let write = outcome(locked.0, locked.1);
+            tokio::spawn(async move { store.record_attempt(&write).await })
+        };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        loop {
+            let waiting: i64 = c
+                .query_one(
+                    "SELECT count(*) FROM pg_stat_activity
+                     WHERE datname = current_database() AND wait_event_type = 'Lock'",
+                    &[],
+                )
+                .await
+                .unwrap()
+                .get(0);
+            if waiting == 1 {
+                break;
+            }
+            assert!(
+                !alone.is_finished(),
+                "round {round}: written through the lock"
+            );
+            assert!(
+                std::time::Instant::now() < deadline,
+                "round {round}: never waited"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+        }
+        holder.batch_execute("COMMIT").await.unwrap();
+        assert!(!alone.await.unwrap().unwrap(), "round {round}: not erased");
+        let done: i64 = c
+            .query_one(
+                "SELECT count(*) FROM outbox WHERE delivery_id = ANY($1::text[]::uuid[])
+                   AND status = 'succeeded' AND attempts = 1",
+                &[&rows.iter().map(|r| r.0.to_string()).collect::<Vec<_>>()],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(done, 8, "round {round}: every outcome recorded once");
+    }
+}

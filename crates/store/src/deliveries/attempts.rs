@@ -17,6 +17,46 @@ use qualifier_domain::pace::DeliveryOrdering;
 use serde_json::Value;
 use time::OffsetDateTime;
 
+/// What became of one outcome of a [`Store::record_attempts`] batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Durable; whether the delivery's lead was erased by then.
+    Written { erased: bool },
+    /// Its row was locked by another transaction (an erasure, the relay's mark): not written;
+    /// write it alone with [`Store::record_attempt`].
+    Locked,
+}
+
+/// The outcome statement after its parameters: each outcome applied to its row. The rows are
+/// found through `outbox_delivery_id` and updated through the same lookup.
+macro_rules! record_tail {
+    ($lock:literal) => {
+        concat!(
+            ")), v AS (SELECT * FROM p, unnest(p.ids, p.statuses, p.codes, p.errs, p.entries)
+                       AS v(id, status, code, err, entry)),
+             r AS (SELECT o.seq, v.status, v.code, v.err, v.entry
+                   FROM v JOIN outbox o ON o.delivery_id = v.id
+                   WHERE (o.seq >> 32) BETWEEN $6 AND $7
+                   FOR UPDATE OF o ",
+            $lock,
+            ")
+             UPDATE outbox o SET status = r.status, attempts = o.attempts + 1,
+                    failed_attempts = o.failed_attempts + (r.err IS NOT NULL)::int,
+                    last_status_code = r.code, last_error = r.err,
+                    attempt_log = o.attempt_log || jsonb_build_array(r.entry),
+                    updated_at = clock_timestamp()
+             FROM r
+             WHERE o.seq = r.seq AND (o.seq >> 32) BETWEEN $6 AND $7
+             RETURNING o.delivery_id, o.erased_at IS NOT NULL AS erased"
+        )
+    };
+}
+
+/// A batch: rows locked by others are left for [`Store::record_attempt`].
+const RECORD_SKIPPING_LOCKED: &str = record_tail!("SKIP LOCKED");
+/// One outcome alone, waiting for its row as any write does.
+const RECORD_WAITING: &str = record_tail!("");
+
 /// A row [`Store::record_attempts`] wrote.
 #[derive(diesel::QueryableByName)]
 struct Recorded {
@@ -143,14 +183,53 @@ impl Store {
     }
 
     /// Records attempts and the statuses they lead to, many in one statement and one commit: the
-    /// worker's group commit. Every outcome in the batch is durable when this returns Ok.
+    /// worker's group commit. Every outcome it answers [`Outcome::Written`] for is durable when
+    /// this returns Ok.
     ///
-    /// Answers, per write and in order, whether its delivery's lead was erased by the time the
-    /// outcome was written (the same statement reads it, under the row's lock): an attempt in
-    /// flight when the erasure committed must not be retried, since its message still carries
-    /// the event as it was (`outbox_stays_erased`, migration 32, has already ended the row
-    /// skipped and stripped the receiver's answer from the entry).
-    pub async fn record_attempts(&self, writes: &[AttemptWrite]) -> Result<Vec<bool>, StoreError> {
+    /// A row another transaction holds locked is skipped, not waited for, and answered
+    /// [`Outcome::Locked`]: its caller writes that one alone ([`Store::record_attempt`]), so a
+    /// batch of many orgs' outcomes never waits on one lead's erasure (contract section 20) or
+    /// any other long lock, and neither does the flusher that runs it.
+    ///
+    /// A written outcome says whether its delivery's lead was erased by the time it was written
+    /// (the same statement reads it, under the row's lock): an attempt in flight when the
+    /// erasure committed must not be retried, since its message still carries the event as it
+    /// was (`outbox_stays_erased`, migration 32, has already ended the row skipped and stripped
+    /// the receiver's answer from the entry).
+    pub async fn record_attempts(
+        &self,
+        writes: &[AttemptWrite],
+    ) -> Result<Vec<Outcome>, StoreError> {
+        let ids: Vec<Uuid> = writes.iter().map(|w| w.delivery.id).collect();
+        let written = self.write_outcomes(writes, RECORD_SKIPPING_LOCKED).await?;
+        let found: std::collections::HashMap<Uuid, bool> = written
+            .into_iter()
+            .map(|r| (r.delivery_id, r.erased))
+            .collect();
+        Ok(ids
+            .iter()
+            .map(|id| match found.get(id) {
+                Some(&erased) => Outcome::Written { erased },
+                None => Outcome::Locked,
+            })
+            .collect())
+    }
+
+    /// One outcome [`Store::record_attempts`] found locked, written alone: it waits for the
+    /// lock like any write. Whether the delivery's lead was erased; false, as for a written
+    /// one, when its row is gone (its partition expired).
+    pub async fn record_attempt(&self, write: &AttemptWrite) -> Result<bool, StoreError> {
+        let written = self
+            .write_outcomes(std::slice::from_ref(write), RECORD_WAITING)
+            .await?;
+        Ok(written.iter().any(|r| r.erased))
+    }
+
+    async fn write_outcomes(
+        &self,
+        writes: &[AttemptWrite],
+        tail: &'static str,
+    ) -> Result<Vec<Recorded>, StoreError> {
         use diesel::sql_types::{Jsonb, Nullable, Text};
         let ids: Vec<Uuid> = writes.iter().map(|w| w.delivery.id).collect();
         let (lo, hi) = day_bounds(writes.iter().map(|w| w.delivery.seq));
@@ -168,31 +247,21 @@ impl Store {
         // Prepared (fixed text, `crate::prepared`): as `sql_query` this was planned on every
         // call, about 0.1 ms each, which at a low event rate (a batch per event) was a tenth
         // of PostgreSQL's CPU per event (docs/performance.md).
-        let rows = crate::prepared::prepared::<Array<diesel::sql_types::Uuid>, _>(
-            "WITH p(ids, statuses, codes, errs, entries) AS (VALUES (",
-            ")) UPDATE outbox o SET status = v.status, attempts = o.attempts + 1,
-                    failed_attempts = o.failed_attempts + (v.err IS NOT NULL)::int,
-                    last_status_code = v.code, last_error = v.err,
-                    attempt_log = o.attempt_log || jsonb_build_array(v.entry),
-                    updated_at = clock_timestamp()
-             FROM p, unnest(p.ids, p.statuses, p.codes, p.errs, p.entries)
-                  AS v(id, status, code, err, entry)
-             WHERE o.delivery_id = v.id AND (o.seq >> 32) BETWEEN $6 AND $7
-             RETURNING o.delivery_id, o.erased_at IS NOT NULL AS erased",
-            &ids,
+        Ok(
+            crate::prepared::prepared::<Array<diesel::sql_types::Uuid>, _>(
+                "WITH p(ids, statuses, codes, errs, entries) AS (VALUES (",
+                tail,
+                &ids,
+            )
+            .bind::<Array<Text>, _>(&statuses)
+            .bind::<Array<Nullable<diesel::sql_types::Int4>>, _>(&codes)
+            .bind::<Array<Nullable<Text>>, _>(&errors)
+            .bind::<Array<Jsonb>, _>(&entries)
+            .bind::<diesel::sql_types::BigInt, _>(lo)
+            .bind::<diesel::sql_types::BigInt, _>(hi)
+            .load::<Recorded>(&mut conn)
+            .await?,
         )
-        .bind::<Array<Text>, _>(&statuses)
-        .bind::<Array<Nullable<diesel::sql_types::Int4>>, _>(&codes)
-        .bind::<Array<Nullable<Text>>, _>(&errors)
-        .bind::<Array<Jsonb>, _>(&entries)
-        .bind::<diesel::sql_types::BigInt, _>(lo)
-        .bind::<diesel::sql_types::BigInt, _>(hi)
-        .load::<Recorded>(&mut conn)
-        .await?;
-        Ok(crate::answers_in_order(
-            &ids,
-            rows.into_iter().filter(|r| r.erased).map(|r| r.delivery_id),
-        ))
     }
 
     /// Ends a delivery without a request (webhook missing, disabled or not subscribed).

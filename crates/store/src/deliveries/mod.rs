@@ -19,6 +19,7 @@ use qualifier_domain::pace::WaitingFor;
 use qualifier_domain::{DeliveryStatus, EventType};
 
 mod attempts;
+pub use attempts::Outcome;
 mod counting;
 mod lists;
 mod logs;
