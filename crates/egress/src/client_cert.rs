@@ -22,6 +22,48 @@ pub enum CertError {
     Expired(String),
     #[error("certificate is not valid before {0}")]
     NotYetValid(String),
+    /// A PEM file holding the certificate and its key, pasted whole into the certificate field:
+    /// refused, so that the key is never kept beside the certificate in clear.
+    #[error(
+        "certificate holds a private key: put only the certificate (and its chain) in certificate, and the key in private_key"
+    )]
+    KeyInCertificate,
+    /// X.509 version 1 (what `openssl x509 -req` makes without extensions): TLS libraries
+    /// refuse it as a client certificate.
+    #[error(
+        "certificate is X.509 version 1; a client certificate must be version 3 (issue it with extensions, for example openssl x509 -req -extfile with basicConstraints and extendedKeyUsage = clientAuth)"
+    )]
+    Version1,
+}
+
+/// A pair that passed [`check`]: what is shown of it, and the certificate chain to keep, made
+/// again from the certificates alone (whatever else the pasted text held is not kept).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Checked {
+    pub info: ClientCertInfo,
+    pub certificate_pem: String,
+}
+
+/// Whether `pem` holds a private key block of any kind (PKCS#8, PKCS#1, SEC1, encrypted).
+fn holds_private_key(pem: &str) -> bool {
+    pem.lines()
+        .any(|l| l.trim_start().starts_with("-----BEGIN") && l.contains("PRIVATE KEY"))
+}
+
+/// `certs` as PEM, one `CERTIFICATE` block each, in order.
+fn to_pem(certs: &[CertificateDer<'_>]) -> String {
+    use base64::Engine;
+    let mut out = String::new();
+    for c in certs {
+        out.push_str("-----BEGIN CERTIFICATE-----\n");
+        let b64 = base64::engine::general_purpose::STANDARD.encode(c.as_ref());
+        for line in b64.as_bytes().chunks(64) {
+            out.push_str(std::str::from_utf8(line).unwrap_or_default());
+            out.push('\n');
+        }
+        out.push_str("-----END CERTIFICATE-----\n");
+    }
+    out
 }
 
 /// The certificates of a PEM bundle, the endpoint's own first (a chain may follow it).
@@ -52,15 +94,26 @@ pub fn info(pem: &str) -> Result<ClientCertInfo, CertError> {
     })
 }
 
-/// Every check a pair passes before it is stored: both parse, the key is the certificate's, and
-/// the certificate is valid `now`. Returns what is shown of it.
+/// Every check a pair passes before it is stored: the certificate field holds certificates and
+/// no key, both parse, the certificate is X.509 version 3, the key is the certificate's, and
+/// the certificate is valid `now`. Returns what is shown of it and the chain to keep.
 pub fn check(
     certificate: &str,
     private_key_pem: &str,
     now: OffsetDateTime,
-) -> Result<ClientCertInfo, CertError> {
+) -> Result<Checked, CertError> {
+    if holds_private_key(certificate) {
+        return Err(CertError::KeyInCertificate);
+    }
     let certs = certificates(certificate)?;
     let shown = info(certificate)?;
+    {
+        let (_, cert) = x509_parser::parse_x509_certificate(certs[0].as_ref())
+            .map_err(|_| CertError::MalformedCertificate)?;
+        if cert.version() == x509_parser::x509::X509Version::V1 {
+            return Err(CertError::Version1);
+        }
+    }
     let key = private_key(private_key_pem)?;
     let signer = rustls::crypto::ring::sign::any_supported_type(&key)
         .map_err(|_| CertError::UnsupportedKey)?;
@@ -80,7 +133,10 @@ pub fn check(
     if not_before > now {
         return Err(CertError::NotYetValid(fmt(not_before)));
     }
-    Ok(shown)
+    Ok(Checked {
+        info: shown,
+        certificate_pem: to_pem(&certs),
+    })
 }
 
 #[cfg(test)]
@@ -103,7 +159,9 @@ mod tests {
     #[test]
     fn a_matching_valid_pair_is_shown_without_its_key() {
         let (cert, key) = pair(90);
-        let shown = check(&cert, &key, OffsetDateTime::now_utc()).unwrap();
+        let checked = check(&cert, &key, OffsetDateTime::now_utc()).unwrap();
+        let shown = checked.info;
+        assert_eq!(checked.certificate_pem, cert.replace("\r\n", "\n"));
         assert_eq!(shown.subject, "CN=qualifier-client");
         assert_eq!(shown.issuer, "CN=qualifier-client");
         let json = serde_json::to_string(&shown).unwrap();
@@ -130,5 +188,83 @@ mod tests {
         );
         let refused = check(&cert, &other_key, now).unwrap_err().to_string();
         assert!(!refused.contains("PRIVATE"), "{refused}");
+    }
+
+    #[test]
+    fn a_key_pasted_with_the_certificate_is_refused_in_every_form() {
+        let (cert, key) = pair(90);
+        let now = OffsetDateTime::now_utc();
+        let rsa_style = key.replace("PRIVATE KEY", "RSA PRIVATE KEY");
+        let encrypted = key.replace("PRIVATE KEY", "ENCRYPTED PRIVATE KEY");
+        for combined in [
+            format!("{cert}{key}"),
+            format!("{key}{cert}"),
+            format!("{cert}\n{rsa_style}"),
+            format!("{cert}{encrypted}"),
+            format!("{cert}{}", key.replace('\n', "\r\n")),
+        ] {
+            assert_eq!(
+                check(&combined, &key, now),
+                Err(CertError::KeyInCertificate)
+            );
+        }
+        // Anything else beside the certificates is dropped from what is kept.
+        let noisy = format!(
+            "Bag Attributes: x\n{cert}-----BEGIN X509 CRL-----\nAAAA\n-----END X509 CRL-----\n"
+        );
+        let checked = check(&noisy, &key, now).unwrap();
+        assert!(!checked.certificate_pem.contains("CRL"));
+        assert!(!checked.certificate_pem.contains("Bag"));
+    }
+
+    /// A version-1 certificate, made as `openssl x509 -req` makes one without extensions, is
+    /// refused for what it is, not as a key that does not match.
+    #[test]
+    fn a_version_1_certificate_is_named_as_such() {
+        let dir = std::env::temp_dir().join(format!("qualifier-v1-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let run = |args: &[&str]| {
+            let ok = std::process::Command::new("openssl")
+                .args(args)
+                .current_dir(&dir)
+                .output()
+                .expect("openssl runs");
+            assert!(
+                ok.status.success(),
+                "{}",
+                String::from_utf8_lossy(&ok.stderr)
+            );
+        };
+        run(&[
+            "ecparam",
+            "-name",
+            "prime256v1",
+            "-genkey",
+            "-noout",
+            "-out",
+            "k.pem",
+        ]);
+        run(&[
+            "pkcs8", "-topk8", "-nocrypt", "-in", "k.pem", "-out", "k8.pem",
+        ]);
+        run(&[
+            "req",
+            "-new",
+            "-key",
+            "k8.pem",
+            "-subj",
+            "/CN=v1-client",
+            "-out",
+            "c.csr",
+        ]);
+        run(&[
+            "x509", "-req", "-in", "c.csr", "-signkey", "k8.pem", "-days", "30", "-out", "c.pem",
+        ]);
+        let cert = std::fs::read_to_string(dir.join("c.pem")).unwrap();
+        let key = std::fs::read_to_string(dir.join("k8.pem")).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        let e = check(&cert, &key, OffsetDateTime::now_utc()).unwrap_err();
+        assert_eq!(e, CertError::Version1);
+        assert!(e.to_string().contains("version 1"), "{e}");
     }
 }

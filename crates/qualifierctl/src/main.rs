@@ -318,13 +318,13 @@ async fn run(cli: Cli) -> Result<serde_json::Value> {
                             .map_err(|e| anyhow::anyhow!("reading {}: {e}", p.display()))
                     };
                     let (cert, key) = (read(c)?, read(k)?);
-                    let info = qualifier_egress::client_cert::check(
+                    let checked = qualifier_egress::client_cert::check(
                         &cert,
                         &key,
                         time::OffsetDateTime::now_utc(),
                     )?;
                     store
-                        .set_client_certificate(*org, &cert, &key, &info)
+                        .set_client_certificate(*org, &checked.certificate_pem, &key, &checked.info)
                         .await?
                 }
                 _ => store.remove_client_certificate(*org).await?,

@@ -530,16 +530,17 @@ impl ClientCertificateInput {
                 )));
             }
         }
-        let info = qualifier_egress::client_cert::check(
+        let checked = qualifier_egress::client_cert::check(
             &certificate,
             &private_key,
             time::OffsetDateTime::now_utc(),
         )
         .map_err(|e| unprocessable(e.to_string()))?;
+        // What is kept is the chain made again from its certificates, never the text as pasted.
         Ok(ClientCertificateInput {
-            certificate,
+            certificate: checked.certificate_pem,
             private_key,
-            info,
+            info: checked.info,
         })
     }
 }

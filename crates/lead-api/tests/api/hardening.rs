@@ -616,3 +616,74 @@ async fn strangers_hold_at_most_two_database_connections() {
         "API GET p99 under the flood: {flooded_p99:.1} ms"
     );
 }
+
+/// A PEM file holding the certificate and its key, pasted whole into the certificate field, is
+/// refused with a 422 that says so, and no column keeps the key in clear (contract section 20);
+/// what is kept of an accepted certificate is the chain made again from its certificates.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_private_key_pasted_into_the_certificate_field_is_never_stored() {
+    let app = crate::console::app().await;
+    let (org, _) = app.org().await;
+    let r = app
+        .internal(
+            Method::PUT,
+            &format!("/internal/v1/orgs/{org}/webhook"),
+            Some(json!({"url": "https://127.0.0.1:9443/hook", "event_types": ["lead.created"]})),
+        )
+        .await;
+    assert_eq!(r.status(), 200);
+    let ca = qualifier_testkit::receiver::TestCa::new("Receiver Corp client CA");
+    let (cert, key) = ca.issue("qualifier-client", 30);
+    let path = format!("/internal/v1/orgs/{org}/webhook/client-certificate");
+    for certificate in [format!("{cert}{key}"), format!("{key}\n{cert}")] {
+        let r = app
+            .internal(
+                Method::PUT,
+                &path,
+                Some(json!({"certificate": certificate, "private_key": key})),
+            )
+            .await;
+        let (status, message) = error_of(r).await;
+        assert_eq!(status, 422);
+        assert!(message.contains("holds a private key"), "{message}");
+    }
+    // With a note before it, as some tools write: accepted, and only the certificate is kept.
+    let r = app
+        .internal(
+            Method::PUT,
+            &path,
+            Some(
+                json!({"certificate": format!("subject=CN = qualifier-client\n{cert}"),
+                        "private_key": key}),
+            ),
+        )
+        .await;
+    assert_eq!(r.status(), 200);
+    let kept: String = app
+        .db
+        .client()
+        .await
+        .query_one(
+            "SELECT client_cert_pem FROM webhooks WHERE org_id = $1::text::uuid",
+            &[&org],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert!(kept.starts_with("-----BEGIN CERTIFICATE-----"), "{kept}");
+    assert!(!kept.contains("subject="), "{kept}");
+    let out = std::process::Command::new("pg_dump")
+        .args(["--data-only", "--no-owner", &app.db.url])
+        .output()
+        .expect("pg_dump runs");
+    let dump = String::from_utf8_lossy(&out.stdout);
+    // The key's first two lines hold its secret (the rest of a PKCS#8 EC key is the public
+    // key, which the certificate holds too).
+    assert!(!dump.contains("PRIVATE KEY"));
+    for line in key.lines().filter(|l| !l.starts_with("-----")).take(2) {
+        assert!(
+            !dump.contains(line),
+            "the key's text {line} is in the database"
+        );
+    }
+}
