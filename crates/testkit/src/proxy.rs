@@ -21,6 +21,46 @@ impl Squid {
     }
 
     pub fn start() -> Squid {
+        Self::start_with(|_| {
+            "acl CONNECT method CONNECT
+http_access deny !CONNECT
+http_access allow localhost
+http_access deny all
+"
+            .to_owned()
+        })
+    }
+
+    /// The proxy as `deploy/egress/squid.conf` configures it, on a port of its own and with
+    /// loopback standing in for the networks webhook-delivery runs in (its `qualifier` source
+    /// list); every access rule is the file's own.
+    pub fn start_deployed() -> Squid {
+        let deployed = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../deploy/egress/squid.conf"
+        ))
+        .expect("deploy/egress/squid.conf");
+        Self::start_with(|_| {
+            let mut rules = String::from("connect_timeout 3 seconds\n");
+            for line in deployed.lines() {
+                let l = line.trim_start();
+                if l.starts_with("http_port") || l.starts_with("access_log") {
+                    continue;
+                }
+                if l.starts_with("acl qualifier src ") {
+                    rules.push_str(&format!("{line} 127.0.0.0/8\n"));
+                } else {
+                    rules.push_str(line);
+                    rules.push('\n');
+                }
+            }
+            rules
+        })
+    }
+
+    /// A proxy listening on loopback and logging to a directory of its own, with `rules` (its
+    /// access rules) after the settings every test proxy shares.
+    fn start_with(rules: impl FnOnce(u16) -> String) -> Squid {
         let port = crate::free_port();
         let dir =
             std::env::temp_dir().join(format!("qualifier-squid-{}", uuid::Uuid::new_v4().simple()));
@@ -38,11 +78,8 @@ cache deny all
 coredump_dir {d}
 pinger_enable off
 shutdown_lifetime 0 seconds
-acl CONNECT method CONNECT
-http_access deny !CONNECT
-http_access allow localhost
-http_access deny all
-"
+{}",
+            rules(port)
         );
         std::fs::write(dir.join("squid.conf"), conf).expect("squid.conf");
         let mut s = Squid {
@@ -125,6 +162,25 @@ http_access deny all
                 Some((f.get(5)?.to_string(), f.get(6)?.to_string(), status))
             })
             .collect()
+    }
+
+    /// The status line's code of a `CONNECT target` through the proxy (0 when it answered
+    /// nothing within 20 s).
+    pub fn connect_status(&self, target: &str) -> u16 {
+        use std::io::{Read, Write};
+        let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", self.port)) else {
+            return 0;
+        };
+        let _ = s.set_read_timeout(Some(Duration::from_secs(20)));
+        let _ = write!(s, "CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n");
+        let mut head = [0u8; 12];
+        match s.read_exact(&mut head) {
+            Ok(()) => std::str::from_utf8(&head[9..12])
+                .ok()
+                .and_then(|c| c.parse().ok())
+                .unwrap_or(0),
+            Err(_) => 0,
+        }
     }
 
     /// Everything squid logged, for a failing test's message.

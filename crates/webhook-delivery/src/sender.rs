@@ -103,11 +103,69 @@ pub struct Sender {
     proxy: Option<EgressProxy>,
     /// The tunnel's TLS without a client certificate (with a proxy only).
     tunnel_tls: Option<Arc<rustls::ClientConfig>>,
-    /// One transport per client certificate in use, by the stored pair's fingerprint: building
-    /// one parses the key, which is not done per delivery. A replaced certificate has a new
-    /// fingerprint, so the next request uses it; the map is emptied when it grows past
-    /// [`MAX_IDENTITIES`] (the certificates still in use are built again when next used).
-    identities: Arc<std::sync::Mutex<std::collections::HashMap<[u8; 32], Transport>>>,
+    /// The transports of the client certificates in use ([`Identities`]).
+    identities: Arc<std::sync::Mutex<Identities<Transport>>>,
+}
+
+/// One transport per org with a client certificate, for the stored pair's fingerprint:
+/// building one parses the key, which is not done per delivery. An org has one certificate at
+/// a time, so a replaced one takes its org's place (the next request uses it) and however
+/// many an org uploads, it holds one entry. Past [`MAX_IDENTITIES`] orgs, the one used least
+/// recently gives way, built again when next used: no org's uploads empty the others'.
+struct Identities<T> {
+    by_org: std::collections::HashMap<uuid::Uuid, Kept<T>>,
+    /// A clock of uses, for "least recently used".
+    uses: u64,
+}
+
+struct Kept<T> {
+    fingerprint: [u8; 32],
+    value: T,
+    used: u64,
+}
+
+impl<T: Clone> Identities<T> {
+    fn new() -> Self {
+        Identities {
+            by_org: std::collections::HashMap::new(),
+            uses: 0,
+        }
+    }
+
+    /// The org's kept value for this fingerprint, marked used.
+    fn get(&mut self, org: uuid::Uuid, fingerprint: &[u8; 32]) -> Option<T> {
+        self.uses += 1;
+        let now = self.uses;
+        let kept = self
+            .by_org
+            .get_mut(&org)
+            .filter(|k| k.fingerprint == *fingerprint)?;
+        kept.used = now;
+        Some(kept.value.clone())
+    }
+
+    /// Keeps `value` as the org's, in place of any other of its.
+    fn insert(&mut self, org: uuid::Uuid, fingerprint: [u8; 32], value: T) {
+        self.uses += 1;
+        if !self.by_org.contains_key(&org)
+            && self.by_org.len() >= MAX_IDENTITIES
+            && let Some(oldest) = self
+                .by_org
+                .iter()
+                .min_by_key(|(_, k)| k.used)
+                .map(|(o, _)| *o)
+        {
+            self.by_org.remove(&oldest);
+        }
+        self.by_org.insert(
+            org,
+            Kept {
+                fingerprint,
+                value,
+                used: self.uses,
+            },
+        );
+    }
 }
 
 /// How a request leaves: straight through reqwest's pool, or through the egress proxy's tunnel
@@ -118,7 +176,8 @@ enum Transport {
     Tunnel(Arc<rustls::ClientConfig>),
 }
 
-/// Client certificates whose transport is kept at once (far more than one replica sees in use).
+/// Orgs whose client certificate's transport is kept at once (far more than one replica sees in
+/// use).
 const MAX_IDENTITIES: usize = 1024;
 
 /// How much of a response body we read (to reuse the connection); the rest is dropped.
@@ -143,7 +202,7 @@ impl Sender {
             extra_roots_pem: extra_roots_pem.map(|p| Arc::new(p.to_vec())),
             proxy,
             tunnel_tls,
-            identities: Default::default(),
+            identities: Arc::new(std::sync::Mutex::new(Identities::new())),
         })
     }
 
@@ -176,15 +235,19 @@ impl Sender {
     }
 
     /// How a request to an endpoint with (or without) this client certificate leaves.
-    fn transport(&self, identity: Option<&ClientIdentity>) -> Result<Transport, NoAnswer> {
+    fn transport(
+        &self,
+        org: uuid::Uuid,
+        identity: Option<&ClientIdentity>,
+    ) -> Result<Transport, NoAnswer> {
         let Some(id) = identity else {
             return Ok(match &self.tunnel_tls {
                 Some(tls) => Transport::Tunnel(tls.clone()),
                 None => Transport::Direct(self.client.clone()),
             });
         };
-        if let Some(t) = self.identities.lock().unwrap().get(&id.fingerprint) {
-            return Ok(t.clone());
+        if let Some(t) = self.identities.lock().unwrap().get(org, &id.fingerprint) {
+            return Ok(t);
         }
         let roots = self.extra_roots_pem.as_deref().map(Vec::as_slice);
         let built = if self.proxy.is_some() {
@@ -200,11 +263,10 @@ impl Sender {
                 "the endpoint's client certificate could not be loaded",
             )
         })?;
-        let mut map = self.identities.lock().unwrap();
-        if map.len() >= MAX_IDENTITIES {
-            map.clear();
-        }
-        map.insert(id.fingerprint, t.clone());
+        self.identities
+            .lock()
+            .unwrap()
+            .insert(org, id.fingerprint, t.clone());
         Ok(t)
     }
 
@@ -256,7 +318,7 @@ impl Sender {
             probe: job.probe,
         };
         headers = request.headers(started_at, signature, standard);
-        let client = match self.transport(hook.client_identity.as_ref()) {
+        let client = match self.transport(job.meta.org_id, hook.client_identity.as_ref()) {
             Ok(Transport::Direct(c)) => c,
             Ok(Transport::Tunnel(tls)) => {
                 return self
@@ -325,15 +387,20 @@ impl Sender {
                 request_headers: headers,
                 response_body: head,
             };
-        let addrs = match self.policy.resolve(url).await {
-            Ok(a) => a,
-            Err(e) => {
+        // Every step of the attempt is inside its timeout, the name's resolution included: a
+        // slow name server ends the attempt as a timeout rather than holding its slot.
+        let deadline = tokio::time::Instant::from_std(clock) + self.timeout;
+        let addrs = match within(deadline, self.timeout, self.policy.resolve(url)).await {
+            Ok(Ok(a)) => a,
+            Ok(Err(e)) => {
                 let why = NoAnswer::new(FailureKind::RefusedAddress, e.to_string());
                 return done(Response::NoAnswer(why), headers, None);
             }
+            Err(why) => return done(Response::NoAnswer(why), headers, None),
         };
         let connect_within = self.timeout.min(Duration::from_secs(5));
-        let sent = tokio::time::timeout(
+        let sent = within(
+            deadline,
             self.timeout,
             crate::tunnel::post(
                 proxy,
@@ -362,14 +429,80 @@ impl Sender {
                 }
                 done(Response::NoAnswer(why), headers, None)
             }
-            Err(_) => {
-                let why = NoAnswer::new(
-                    FailureKind::Timeout,
-                    format!("timed out after {} ms", self.timeout.as_millis()),
-                );
-                done(Response::NoAnswer(why), headers, None)
-            }
+            Err(why) => done(Response::NoAnswer(why), headers, None),
         }
+    }
+}
+
+/// `step` of an attempt, ended as a timeout if the attempt's `deadline` (its start plus
+/// `timeout`) comes first: every step of an attempt shares the one deadline.
+async fn within<F: std::future::Future>(
+    deadline: tokio::time::Instant,
+    timeout: Duration,
+    step: F,
+) -> Result<F::Output, NoAnswer> {
+    tokio::time::timeout_at(deadline, step).await.map_err(|_| {
+        NoAnswer::new(
+            FailureKind::Timeout,
+            format!("timed out after {} ms", timeout.as_millis()),
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_orgs_uploads_replace_its_own_entry_and_never_empty_the_others() {
+        let mut ids: Identities<u32> = Identities::new();
+        let a = uuid::Uuid::new_v4();
+        let b = uuid::Uuid::new_v4();
+        ids.insert(b, [2; 32], 7);
+        for i in 0..(MAX_IDENTITIES * 2) as u32 {
+            let mut fp = [0u8; 32];
+            fp[..4].copy_from_slice(&i.to_le_bytes());
+            ids.insert(a, fp, i);
+            assert_eq!(ids.by_org.len(), 2);
+        }
+        assert_eq!(ids.get(b, &[2; 32]), Some(7), "another org's entry is kept");
+        assert_eq!(
+            ids.get(b, &[3; 32]),
+            None,
+            "a replaced certificate is built again"
+        );
+    }
+
+    #[test]
+    fn past_the_limit_the_org_used_least_recently_gives_way() {
+        let mut ids: Identities<usize> = Identities::new();
+        let orgs: Vec<uuid::Uuid> = (0..MAX_IDENTITIES).map(|_| uuid::Uuid::new_v4()).collect();
+        for (i, o) in orgs.iter().enumerate() {
+            ids.insert(*o, [1; 32], i);
+        }
+        // The first org is used again: the second is now the least recently used.
+        assert_eq!(ids.get(orgs[0], &[1; 32]), Some(0));
+        let newcomer = uuid::Uuid::new_v4();
+        ids.insert(newcomer, [1; 32], 9);
+        assert_eq!(ids.by_org.len(), MAX_IDENTITIES);
+        assert_eq!(ids.get(orgs[1], &[1; 32]), None);
+        assert_eq!(ids.get(orgs[0], &[1; 32]), Some(0));
+        assert_eq!(ids.get(newcomer, &[1; 32]), Some(9));
+    }
+
+    /// A name server that never answers ends the attempt at its deadline, as a timeout (the
+    /// proxy path resolves the name itself, inside [`within`]).
+    #[tokio::test]
+    async fn a_stalled_step_ends_at_the_attempts_deadline() {
+        let timeout = Duration::from_millis(50);
+        let deadline = tokio::time::Instant::now() + timeout;
+        let stalled = within(deadline, timeout, std::future::pending::<()>()).await;
+        let why = stalled.unwrap_err();
+        assert_eq!(why.kind, FailureKind::Timeout);
+        assert!(tokio::time::Instant::now() >= deadline);
+        // A step after the deadline has nothing left, whatever it would take.
+        let late = within(deadline, timeout, std::future::pending::<()>()).await;
+        assert_eq!(late.unwrap_err().kind, FailureKind::Timeout);
     }
 }
 

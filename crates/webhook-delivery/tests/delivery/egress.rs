@@ -468,3 +468,38 @@ async fn a_certificate_close_to_expiry_is_told_to_the_operator_once() {
     tokio::time::sleep(Duration::from_secs(6)).await;
     assert_eq!(op.received().len(), 1);
 }
+
+/// The deployed proxy (`deploy/egress/squid.conf`) tunnels only to what a webhook endpoint can
+/// be: from webhook-delivery's networks, a CONNECT to loopback, a private or link-local
+/// address (the cloud's metadata service), or to a privileged port other than 443, is refused
+/// by the proxy itself, whoever asks.
+#[test]
+fn the_deployed_proxy_refuses_tunnels_to_private_addresses_and_other_ports() {
+    let squid = Squid::start_deployed();
+    for refused in [
+        "127.0.0.1:5432",
+        "127.0.0.1:443",
+        "10.1.2.3:443",
+        "172.16.0.9:8443",
+        "192.168.1.1:443",
+        "169.254.169.254:443",
+        "100.64.0.1:443",
+        "[::1]:443",
+        "[fd00::1]:443",
+        "93.184.216.34:22",
+        "93.184.216.34:25",
+    ] {
+        assert_eq!(
+            squid.connect_status(refused),
+            403,
+            "{refused}: {}",
+            squid.all_logs()
+        );
+    }
+    // A public address on a webhook's port is let through to be tried (this machine has no
+    // route there, so the proxy answers that it could not connect, not that it refuses).
+    for tried in ["93.184.216.34:443", "93.184.216.34:8443"] {
+        let status = squid.connect_status(tried);
+        assert!(status != 403 && status != 0, "{tried}: {status}");
+    }
+}
