@@ -19,7 +19,7 @@
 
 use crate::answer::ReadToEnd;
 use diesel::sql_types::{BigInt, Bool, Double, Int4, Uuid as SqlUuid};
-use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use diesel_async::RunQueryDsl;
 use qualifier_domain::pace::{MaxPerSecond, SENT_AHEAD};
 use std::time::Duration;
 use uuid::Uuid;
@@ -287,75 +287,132 @@ impl Store {
     }
 }
 
-/// The throttle changed (in the webhook's save, under its row lock): the deliveries waiting
-/// for it take new turns at the new rate, in the order of the turns they held, the first one
-/// spacing from now; with no throttle left they go at once. So a change applies to what
-/// already waits, not only to what comes next.
-pub(crate) async fn retime(
-    conn: &mut AsyncPgConnection,
-    org_id: Uuid,
-    rate: Option<MaxPerSecond>,
-) -> Result<(), StoreError> {
-    diesel::sql_query("SELECT 1 FROM endpoint_pacing WHERE org_id = $1 FOR UPDATE")
-        .bind::<SqlUuid, _>(org_id)
-        .execute(conn)
-        .await?;
-    // Through `outbox_replay_due`: only rows the relay has yet to send.
-    const WAITING: &str = "o.org_id = $1 AND o.published_at IS NULL AND o.replay_at IS NOT NULL
-                           AND o.waiting_for = 'throttle' AND o.paced_at IS NOT NULL
-                           AND o.status IN ('pending', 'failed')";
-    let Some(rate) = rate else {
-        let n = diesel::sql_query(format!(
-            "UPDATE outbox o SET paced_at = NULL, waiting_for = NULL,
-                    replay_at = clock_timestamp(), updated_at = clock_timestamp()
-             WHERE {WAITING}"
+/// The deliveries of `$1` (an org) waiting in their rows for a turn of its throttle: only rows
+/// the relay has yet to send.
+const WAITING: &str = "o.org_id = $1 AND o.published_at IS NULL AND o.replay_at IS NOT NULL
+                       AND o.waiting_for = 'throttle' AND o.paced_at IS NOT NULL
+                       AND o.status IN ('pending', 'failed')";
+
+/// How many waiting rows one step of [`Store::retime`] moves, in a transaction of its own.
+const RETIME_CHUNK: usize = 1000;
+
+/// How fast the deliveries that waited for a throttle now removed are let go (per second):
+/// spread out rather than all due at once, so they do not go ahead of every other org's due
+/// retries in the relay's queue.
+pub const RELEASE_PER_SECOND: f64 = 100.0;
+
+/// The row ids of `$1`'s deliveries waiting for a turn, in the order of their turns.
+#[derive(diesel::QueryableByName)]
+struct WaitingRow {
+    #[diesel(sql_type = BigInt)]
+    seq: i64,
+}
+
+impl Store {
+    /// The throttle changed (after the webhook's save committed): the deliveries waiting for it
+    /// take new turns at the new rate, in the order of the turns they held, the first one
+    /// spacing from now; with no throttle left they go at [`RELEASE_PER_SECOND`]. So a change
+    /// applies to what already waits, not only to what comes next.
+    ///
+    /// A step at a time, [`RETIME_CHUNK`] rows each in a transaction of its own: the org's turn
+    /// row is locked only for a step, so turns taken meanwhile (each holding a connection while
+    /// it waits) wait for one short step, never for the whole backlog. A delivery whose row kept
+    /// its old turn (a step that failed, a process stopped between steps) is still throttled:
+    /// the worker takes a new turn for a turn that is not near (`decide::pacing`).
+    pub async fn retime(&self, org_id: Uuid, rate: Option<MaxPerSecond>) -> Result<(), StoreError> {
+        let mut conn = self.conn().await?;
+        let waiting: Vec<WaitingRow> = diesel::sql_query(format!(
+            "SELECT o.seq FROM outbox o WHERE {WAITING} ORDER BY o.paced_at, o.seq"
         ))
         .bind::<SqlUuid, _>(org_id)
-        .execute(conn)
+        .load(&mut conn)
         .await?;
-        diesel::sql_query("DELETE FROM endpoint_pacing WHERE org_id = $1")
-            .bind::<SqlUuid, _>(org_id)
-            .execute(conn)
-            .await?;
-        if n > 0 {
-            crate::outbox::wake_relay(conn).await?;
+        let seqs: Vec<i64> = waiting.into_iter().map(|w| w.seq).collect();
+        let Some(rate) = rate else {
+            for (k, chunk) in seqs.chunks(RETIME_CHUNK).enumerate() {
+                diesel::sql_query(format!(
+                    "UPDATE outbox o SET paced_at = NULL, waiting_for = NULL,
+                            replay_at = clock_timestamp()
+                                        + make_interval(secs => ($3 + x.i - 1) / $4),
+                            updated_at = clock_timestamp()
+                     FROM unnest($2::int8[]) WITH ORDINALITY AS x(seq, i)
+                     WHERE o.seq = x.seq AND {WAITING}"
+                ))
+                .bind::<SqlUuid, _>(org_id)
+                .bind::<diesel::sql_types::Array<BigInt>, _>(chunk)
+                .bind::<Double, _>((k * RETIME_CHUNK) as f64)
+                .bind::<Double, _>(RELEASE_PER_SECOND)
+                .execute(&mut conn)
+                .await?;
+            }
+            diesel::sql_query("DELETE FROM endpoint_pacing WHERE org_id = $1")
+                .bind::<SqlUuid, _>(org_id)
+                .execute(&mut conn)
+                .await?;
+            if !seqs.is_empty() {
+                crate::outbox::wake_relay(&mut conn).await?;
+            }
+            return Ok(());
+        };
+        // The turns handed out before the change and not held in rows (deliveries waiting for
+        // a near turn in a worker, or sent ahead by the relay) still go at their times, all
+        // before the earliest turn held in a row, or before the next free turn when no row
+        // waits: the new turns start there at the earliest (`anchor`), so no second holds an
+        // old turn and a full second of new ones. Starting at `now` put up to two old turns
+        // beside fifty new ones when 5 a second was raised to 50. Later steps start at the
+        // next free turn, after whatever turns were taken between steps.
+        let mut first = true;
+        let chunks: Vec<&[i64]> = if seqs.is_empty() {
+            vec![&[]]
+        } else {
+            seqs.chunks(RETIME_CHUNK).collect()
+        };
+        for chunk in chunks {
+            let head = if first {
+                "(SELECT min(paced_at) FROM r),"
+            } else {
+                ""
+            };
+            first = false;
+            // The step's rows are locked before the turn row: a step held up by a row (an
+            // erasure, an outcome) holds no lock that turn-takers wait for.
+            let sql = format!(
+                "WITH w AS (SELECT x.seq, x.i FROM unnest($4::int8[]) WITH ORDINALITY AS x(seq, i)),
+                      r AS MATERIALIZED (
+                          SELECT o.seq, o.paced_at, w.i FROM w JOIN outbox o ON o.seq = w.seq
+                          WHERE {WAITING} FOR UPDATE OF o),
+                      locked AS MATERIALIZED (
+                          SELECT next_at FROM endpoint_pacing
+                          WHERE org_id = $1 AND (SELECT count(*) FROM r) >= 0 FOR UPDATE),
+                      anchor AS (
+                          SELECT coalesce({head}
+                                          (SELECT next_at FROM locked),
+                                          clock_timestamp()) AS at),
+                      t AS (
+                          SELECT r.seq, GREATEST(clock_timestamp() + make_interval(secs => $2 * r.i),
+                                                 anchor.at + make_interval(secs => $2 * (r.i - 1))) AS at
+                          FROM r, anchor),
+                      moved AS (
+                          UPDATE outbox o
+                          SET paced_at = t.at, replay_at = t.at - make_interval(secs => $3),
+                              updated_at = clock_timestamp()
+                          FROM t WHERE o.seq = t.seq
+                          RETURNING 1)
+                 INSERT INTO endpoint_pacing AS p (org_id, next_at)
+                 SELECT $1, GREATEST(clock_timestamp() + make_interval(secs => $2 * (n.moved + 1)),
+                                     anchor.at + make_interval(secs => $2 * n.moved))
+                 FROM anchor, (SELECT count(*) AS moved FROM moved) AS n
+                 ON CONFLICT (org_id) DO UPDATE SET next_at = EXCLUDED.next_at"
+            );
+            diesel::sql_query(sql)
+                .bind::<SqlUuid, _>(org_id)
+                .bind::<Double, _>(secs(rate.spacing()))
+                .bind::<Double, _>(secs(SENT_AHEAD))
+                .bind::<diesel::sql_types::Array<BigInt>, _>(chunk)
+                .execute(&mut conn)
+                .await?;
         }
-        return Ok(());
-    };
-    // The turns handed out before the change and not held in rows (deliveries waiting for a
-    // near turn in a worker, or sent ahead by the relay) still go at their times, all before
-    // the earliest turn held in a row, or before the next free turn when no row waits: the new
-    // turns start there at the earliest (`anchor`), so no second holds an old turn and a full
-    // second of new ones. Starting at `now` put up to two old turns beside fifty new ones when
-    // 5 a second was raised to 50.
-    diesel::sql_query(format!(
-        "WITH w AS (SELECT o.seq, o.paced_at, row_number() OVER (ORDER BY o.paced_at, o.seq) AS i
-                    FROM outbox o WHERE {WAITING}),
-              anchor AS (
-                  SELECT coalesce((SELECT min(paced_at) FROM w),
-                                  (SELECT next_at FROM endpoint_pacing WHERE org_id = $1),
-                                  clock_timestamp()) AS at),
-              t AS (
-                  SELECT w.seq, GREATEST(clock_timestamp() + make_interval(secs => $2 * w.i),
-                                         anchor.at + make_interval(secs => $2 * (w.i - 1))) AS at
-                  FROM w, anchor),
-              moved AS (
-                  UPDATE outbox o
-                  SET paced_at = t.at, replay_at = t.at - make_interval(secs => $3),
-                      updated_at = clock_timestamp()
-                  FROM t WHERE o.seq = t.seq
-                  RETURNING 1)
-         INSERT INTO endpoint_pacing AS p (org_id, next_at)
-         SELECT $1, GREATEST(clock_timestamp() + make_interval(secs => $2 * (n.moved + 1)),
-                             anchor.at + make_interval(secs => $2 * n.moved))
-         FROM anchor, (SELECT count(*) AS moved FROM moved) AS n
-         ON CONFLICT (org_id) DO UPDATE SET next_at = EXCLUDED.next_at"
-    ))
-    .bind::<SqlUuid, _>(org_id)
-    .bind::<Double, _>(secs(rate.spacing()))
-    .bind::<Double, _>(secs(SENT_AHEAD))
-    .execute(conn)
-    .await?;
-    crate::outbox::wake_relay(conn).await?;
-    Ok(())
+        crate::outbox::wake_relay(&mut conn).await?;
+        Ok(())
+    }
 }

@@ -170,84 +170,91 @@ impl Store {
     ) -> Result<(Webhook, Option<String>), StoreError> {
         let key = self.secret_key.clone();
         let mut conn = self.conn().await?;
-        conn.transaction::<(Webhook, Option<String>), StoreError, _>(async move |conn| {
-            let now = now_millis();
-            let existing = webhooks::table
-                .filter(webhooks::org_id.eq(org_id))
-                .select(WebhookRow::as_select())
-                .for_update()
-                .first_row(conn)
-                .await
-                .optional()?;
-            // What saving does to a failing or disabled endpoint (docs/delivery.md, "Endpoint
-            // health"): the rule is `qualifier_domain::health::on_save`.
-            crate::health::on_save(conn, org_id, enabled).await?;
-            let rate = pace.max_per_second.map(|r| i64::from(r.get()));
-            if let Some(mut row) = existing {
-                let before = row.public().pace();
-                diesel::update(webhooks::table.filter(webhooks::org_id.eq(org_id)))
-                    .set((
-                        webhooks::url.eq(&url),
-                        webhooks::event_types.eq(&event_types),
-                        webhooks::enabled.eq(enabled),
-                        webhooks::max_per_second.eq(rate),
-                        webhooks::ordering.eq(pace.ordering),
-                        webhooks::updated_at.eq(now),
+        let rate_now = pace.max_per_second;
+        let (webhook, secret, rate_changed) = conn
+            .transaction::<(Webhook, Option<String>, bool), StoreError, _>(async move |conn| {
+                let now = now_millis();
+                let existing = webhooks::table
+                    .filter(webhooks::org_id.eq(org_id))
+                    .select(WebhookRow::as_select())
+                    .for_update()
+                    .first_row(conn)
+                    .await
+                    .optional()?;
+                // What saving does to a failing or disabled endpoint (docs/delivery.md, "Endpoint
+                // health"): the rule is `qualifier_domain::health::on_save`.
+                crate::health::on_save(conn, org_id, enabled).await?;
+                let rate = pace.max_per_second.map(|r| i64::from(r.get()));
+                if let Some(mut row) = existing {
+                    let before = row.public().pace();
+                    diesel::update(webhooks::table.filter(webhooks::org_id.eq(org_id)))
+                        .set((
+                            webhooks::url.eq(&url),
+                            webhooks::event_types.eq(&event_types),
+                            webhooks::enabled.eq(enabled),
+                            webhooks::max_per_second.eq(rate),
+                            webhooks::ordering.eq(pace.ordering),
+                            webhooks::updated_at.eq(now),
+                        ))
+                        .execute(conn)
+                        .await?;
+                    let rate_changed = before.max_per_second != pace.max_per_second;
+                    row.url = url;
+                    row.event_types = event_types;
+                    row.enabled = enabled;
+                    row.max_per_second = rate;
+                    row.ordering = Some(pace.ordering);
+                    row.updated_at = now;
+                    return Ok((row.public(), None, rate_changed));
+                }
+                let secret = new_webhook_secret();
+                let row = WebhookRow {
+                    org_id,
+                    url,
+                    event_types,
+                    enabled,
+                    secret_sealed: key.seal(&secret, org_id),
+                    created_at: now,
+                    updated_at: now,
+                    previous_secret_sealed: None,
+                    previous_expires_at: None,
+                    client_cert_pem: None,
+                    client_key_sealed: None,
+                    client_cert_subject: None,
+                    client_cert_issuer: None,
+                    client_cert_not_after: None,
+                    max_per_second: rate,
+                    ordering: Some(pace.ordering),
+                    unbound_allowed: Some(false),
+                };
+                // A concurrent first PUT for the same org loses on the primary key and is retried by
+                // the caller as an update; the secret of the winner is the one that holds.
+                diesel::insert_into(webhooks::table)
+                    .values((
+                        webhooks::org_id.eq(row.org_id),
+                        webhooks::url.eq(&row.url),
+                        webhooks::event_types.eq(&row.event_types),
+                        webhooks::enabled.eq(row.enabled),
+                        webhooks::secret_sealed.eq(&row.secret_sealed),
+                        webhooks::created_at.eq(row.created_at),
+                        webhooks::updated_at.eq(row.updated_at),
+                        webhooks::max_per_second.eq(row.max_per_second),
+                        webhooks::ordering.eq(row.ordering),
                     ))
                     .execute(conn)
-                    .await?;
-                // What already waits for the throttle follows the new rate at once.
-                if before.max_per_second != pace.max_per_second {
-                    crate::pacing::retime(conn, org_id, pace.max_per_second).await?;
-                }
-                row.url = url;
-                row.event_types = event_types;
-                row.enabled = enabled;
-                row.max_per_second = rate;
-                row.ordering = Some(pace.ordering);
-                row.updated_at = now;
-                return Ok((row.public(), None));
-            }
-            let secret = new_webhook_secret();
-            let row = WebhookRow {
-                org_id,
-                url,
-                event_types,
-                enabled,
-                secret_sealed: key.seal(&secret, org_id),
-                created_at: now,
-                updated_at: now,
-                previous_secret_sealed: None,
-                previous_expires_at: None,
-                client_cert_pem: None,
-                client_key_sealed: None,
-                client_cert_subject: None,
-                client_cert_issuer: None,
-                client_cert_not_after: None,
-                max_per_second: rate,
-                ordering: Some(pace.ordering),
-                unbound_allowed: Some(false),
-            };
-            // A concurrent first PUT for the same org loses on the primary key and is retried by
-            // the caller as an update; the secret of the winner is the one that holds.
-            diesel::insert_into(webhooks::table)
-                .values((
-                    webhooks::org_id.eq(row.org_id),
-                    webhooks::url.eq(&row.url),
-                    webhooks::event_types.eq(&row.event_types),
-                    webhooks::enabled.eq(row.enabled),
-                    webhooks::secret_sealed.eq(&row.secret_sealed),
-                    webhooks::created_at.eq(row.created_at),
-                    webhooks::updated_at.eq(row.updated_at),
-                    webhooks::max_per_second.eq(row.max_per_second),
-                    webhooks::ordering.eq(row.ordering),
-                ))
-                .execute(conn)
-                .await
-                .map_err(crate::orgs::org_missing)?;
-            Ok((row.public(), Some(secret)))
-        })
-        .await
+                    .await
+                    .map_err(crate::orgs::org_missing)?;
+                Ok((row.public(), Some(secret), false))
+            })
+            .await?;
+        drop(conn);
+        // What already waits for the throttle follows the new rate at once, once the save has
+        // committed, a step at a time (`Store::retime`). The save stands if this fails: what
+        // waits keeps its turns, each still throttled.
+        if rate_changed && let Err(e) = self.retime(org_id, rate_now).await {
+            tracing::warn!(%org_id, error = %crate::cause_chain(&e), "re-timing the deliveries waiting for the throttle failed");
+        }
+        Ok((webhook, secret))
     }
 
     async fn webhook_row(&self, org_id: Uuid) -> Result<Option<WebhookRow>, StoreError> {

@@ -313,3 +313,150 @@ async fn an_unresolvable_host_and_a_private_one_get_the_same_message() {
     assert!(messages.iter().all(|m| *m == messages[0]), "{messages:?}");
     assert_eq!(messages[0], "url must resolve only to public addresses");
 }
+
+mod retime {
+    //! A changed throttle re-times what already waits for it (docs/delivery.md, "Throttle and
+    //! order") a step at a time after the save commits: a turn taken meanwhile never waits for
+    //! the whole backlog, and a removed throttle lets the waiting go spread out, not all at
+    //! once.
+
+    use std::time::Duration;
+
+    use qualifier_domain::pace::MaxPerSecond;
+    use reqwest::Method;
+    use serde_json::json;
+
+    use crate::helpers::TestApp;
+
+    /// Rows waiting in the relay's table: `n` deliveries of `org` waiting for the throttle's
+    /// turns one second apart from a minute on. Their sequence numbers, in turn order.
+    async fn waiting(app: &TestApp, org: &str, n: i32) -> Vec<i64> {
+        app.db
+            .client()
+            .await
+            .query(
+                "INSERT INTO outbox (event_id, org_id, event_type, payload, delivery_id, status,
+                                     lead_id, waiting_for, paced_at, replay_at)
+                 SELECT gen_random_uuid(), $1::text::uuid, 'lead.updated', '\\x7b7d',
+                        gen_random_uuid(), 'pending', gen_random_uuid(), 'throttle',
+                        now() + make_interval(secs => 60 + g), now() + make_interval(secs => 60 + g)
+                 FROM generate_series(1, $2) AS g
+                 RETURNING seq",
+                &[&org, &n],
+            )
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect()
+    }
+
+    async fn put_rate(app: &TestApp, org: &str, rate: Option<u32>) -> u16 {
+        app.internal(
+            Method::PUT,
+            &format!("/internal/v1/orgs/{org}/webhook"),
+            Some(
+                json!({"url": "https://93.184.216.34/hook", "event_types": ["lead.updated"],
+                        "max_per_second": rate}),
+            ),
+        )
+        .await
+        .status()
+        .as_u16()
+    }
+
+    /// (seconds of `paced_at` past the epoch, seconds of `replay_at`), in sequence order.
+    async fn times(app: &TestApp, seqs: &[i64]) -> Vec<(Option<f64>, f64)> {
+        app.db
+            .client()
+            .await
+            .query(
+                "SELECT extract(epoch FROM paced_at)::float8, extract(epoch FROM replay_at)::float8
+                 FROM outbox WHERE seq = ANY($1) ORDER BY seq",
+                &[&seqs],
+            )
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect()
+    }
+
+    /// The test holds one waiting row of the second step locked (as an erasure would), so the
+    /// re-timing stops there; a turn taken then does not wait for it. Fifty rounds.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_turn_taken_while_a_new_rate_is_applied_waits_for_no_backlog() {
+        let app = TestApp::spawn().await;
+        let (org, _) = app.org().await;
+        assert_eq!(put_rate(&app, &org, Some(1)).await, 200);
+        let org_id: uuid::Uuid = org.parse().unwrap();
+        let store = app.store();
+        let holder = app.db.client().await;
+        for round in 0..50u32 {
+            let seqs = waiting(&app, &org, 1200).await;
+            holder.batch_execute("BEGIN").await.unwrap();
+            tokio_postgres::Client::execute(
+                &holder,
+                "SELECT 1 FROM outbox WHERE seq = $1 FOR UPDATE",
+                &[&seqs[1100]],
+            )
+            .await
+            .unwrap();
+            let rate = 2 + round % 2;
+            let saving = {
+                let (internal, http, org) = (app.internal.clone(), app.http.clone(), org.clone());
+                tokio::spawn(async move {
+                    http.put(format!("{internal}/internal/v1/orgs/{org}/webhook"))
+                        .bearer_auth(crate::helpers::INTERNAL_TOKEN)
+                        .json(&json!({"url": "https://93.184.216.34/hook",
+                                      "event_types": ["lead.updated"], "max_per_second": rate}))
+                        .send()
+                        .await
+                        .unwrap()
+                        .status()
+                        .as_u16()
+                })
+            };
+            app.until_waiting_on_locks(1).await;
+            let turn = tokio::time::timeout(
+                Duration::from_secs(10),
+                store.take_probe_turn(org_id, MaxPerSecond::new(u64::from(rate)).unwrap()),
+            )
+            .await
+            .unwrap_or_else(|_| panic!("round {round}: the turn waited for the re-timing"));
+            assert!(turn.is_ok(), "round {round}: {turn:?}");
+            holder.batch_execute("COMMIT").await.unwrap();
+            assert_eq!(saving.await.unwrap(), 200);
+            // Every waiting row holds a turn of the new rate, in the order they held theirs.
+            let t = times(&app, &seqs).await;
+            let spacing = 1.0 / f64::from(rate);
+            for (i, pair) in t.windows(2).enumerate() {
+                let gap = pair[1].0.unwrap() - pair[0].0.unwrap();
+                assert!(gap >= spacing - 1e-3, "round {round}, row {i}: {gap}");
+            }
+            // Out of the way for the next round.
+            app.db
+                .client()
+                .await
+                .execute("DELETE FROM outbox WHERE seq = ANY($1)", &[&seqs])
+                .await
+                .unwrap();
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_removed_throttle_lets_the_waiting_go_spread_out() {
+        let app = TestApp::spawn().await;
+        let (org, _) = app.org().await;
+        assert_eq!(put_rate(&app, &org, Some(1)).await, 200);
+        let seqs = waiting(&app, &org, 300).await;
+        assert_eq!(put_rate(&app, &org, None).await, 200);
+        let t = times(&app, &seqs).await;
+        assert!(t.iter().all(|(paced, _)| paced.is_none()));
+        let first = t[0].1;
+        let last = t[t.len() - 1].1;
+        // At 100 a second: three seconds from the first to the last, in their turns' order.
+        assert!(last - first >= 2.98, "{}", last - first);
+        assert!(t.windows(2).all(|p| p[1].1 >= p[0].1));
+    }
+}
