@@ -2,10 +2,13 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: clients run test build build-all bench-smoke perf-check perf-check-short lint fmt services migrate clean-test-dbs bench bench-quick bench-disk latency receiver-kit conformance deploy-check chaos chaos-short fuzz fuzz-short topology topology-short upgrade-check upgrade-check-history soak soak-short
+.PHONY: clients run console-link test build build-all bench-smoke perf-check perf-check-short lint fmt services migrate clean-test-dbs bench bench-quick bench-disk latency receiver-kit conformance deploy-check chaos chaos-short fuzz fuzz-short topology topology-short upgrade-check upgrade-check-history soak soak-short
 
 run: build          ## services, migrations, both binaries, a printed dev org and token
 	scripts/run-dev.sh
+
+console-link:       ## a new one-time sign-in link to the dev org's console (beside a running make run)
+	@scripts/console-link.sh
 
 test: services      ## unit and integration tests against the local PostgreSQL and RabbitMQ
 	scripts/ensure-test-deps.sh
@@ -15,6 +18,9 @@ test: services      ## unit and integration tests against the local PostgreSQL a
 	$(CARGO) test --workspace --all-targets -- --ignored --test-threads=1
 	$(CARGO) test --workspace --doc
 	$(MAKE) receiver-kit
+	# `make run` as a newcomer meets it: the printed lines work, a used console link names
+	# make console-link, and its link signs in (beside the default services, removed after).
+	python3 scripts/check-run-dev.py
 
 conformance:        ## schemathesis against docs/openapi.yaml on a live lead-api (no 5xx, as documented)
 	scripts/api-conformance.sh 100

@@ -8,6 +8,13 @@ use qualifier_store::StoreError;
 use super::{page, pages};
 use crate::error::ApiError;
 
+/// What a used, expired or signed-out link shows: how to get a new one, wherever the reader
+/// came from (docs/console.md, "Signing in").
+pub const SIGNED_OUT: &str = "This sign-in link was already used, has expired, or your session ended. \
+A sign-in link works once, for 10 minutes. To get a new one, open the settings from the product again. \
+On a development stack, run make console-link in the checkout (it prints a fresh link); \
+an operator mints one with POST /internal/v1/orgs/{org}/console-sessions.";
+
 /// A refusal or failure as a page: never a stack of details, as the API never gives one.
 #[derive(Debug)]
 pub enum ConsoleError {
@@ -46,10 +53,7 @@ impl actix_web::ResponseError for ConsoleError {
 
     fn error_response(&self) -> HttpResponse {
         let m = match self {
-            ConsoleError::SignedOut => pages::plain(
-                "Sign in again",
-                "This sign-in link was already used, has expired, or your session ended. Open the settings from the product again.",
-            ),
+            ConsoleError::SignedOut => pages::plain("Sign in again", SIGNED_OUT),
             ConsoleError::Csrf => pages::plain(
                 "Refused",
                 "This form was not sent from your current settings page. Reload the page and try again.",

@@ -358,3 +358,101 @@ async fn the_cli_prints_the_apis_json_and_its_errors() {
     let (ok, _, err) = run(&["leads", "get", "00000000-0000-0000-0000-000000000000"]);
     assert!(!ok && err.contains("Lead not found"), "{err}");
 }
+
+/// The resume line Ctrl-C prints is a command that works pasted as is in the same shell: the
+/// program as it was invoked, the token when it was given on the command line (the shell's
+/// history already holds it; one read from `QUALIFIER_TOKEN` is left there), the same signing
+/// secret, and the cursor. Run through `bash -c`, it forwards the next event and only it.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_resume_line_pasted_in_the_same_shell_resumes_with_the_next_event() {
+    let app = TestApp::spawn().await;
+    let (org, token) = app.org().await;
+    let receiver = LocalReceiver::start().await;
+    let mut cmd = qualifier(&app, &token);
+    cmd.env_remove("QUALIFIER_TOKEN").args([
+        "--token",
+        &token,
+        "listen",
+        "--forward-to",
+        &receiver.url(),
+    ]);
+    let mut listen = Listener::start(cmd);
+    listen.until("from now on");
+    let first = app.inbound_lead(&org, "+447700900201").await;
+    listen.until(first["id"].as_str().unwrap());
+    let ok = Command::new("kill")
+        .args(["-INT", &listen.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let line = listen.until("Resume with:");
+    let resume = line.split_once("Resume with: ").unwrap().1.to_owned();
+    assert!(
+        resume.starts_with(&qualifier_bin().display().to_string()),
+        "{resume}"
+    );
+    assert!(resume.contains("--token"), "{resume}");
+
+    let second = app.inbound_lead(&org, "+447700900202").await;
+    let mut pasted = Command::new("bash");
+    pasted
+        .arg("-c")
+        .arg(&resume)
+        .env("QUALIFIER_API_URL", &app.public)
+        .env_remove("QUALIFIER_TOKEN")
+        .env_remove("QUALIFIER_LISTEN_SECRET");
+    let mut again = Listener::start(pasted);
+    again.until(second["id"].as_str().unwrap());
+    let got = receiver.wait_for(2, WAIT).await;
+    assert_eq!(got.len(), 2, "the first, then the second only");
+    let last: Value = serde_json::from_slice(&got[1].body).unwrap();
+    assert_eq!(last["data"]["lead"]["id"], second["id"]);
+}
+
+/// Whatever stops `listen`, it prints where it got to: here an event it cannot read (a feed
+/// answer without an event's id and type, from a stand-in for the API).
+#[tokio::test(flavor = "multi_thread")]
+async fn an_event_it_cannot_read_stops_listen_with_the_resume_line() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let api = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", api.local_addr().unwrap());
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut s, _)) = api.accept().await else {
+                return;
+            };
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 4096];
+                let n = s.read(&mut buf).await.unwrap_or(0);
+                let head = String::from_utf8_lossy(&buf[..n]).into_owned();
+                let body = if head.contains("after=c0") {
+                    r#"{"events":[{"not":"an event"}],"next_cursor":"c1"}"#
+                } else {
+                    r#"{"events":[],"next_cursor":"c0"}"#
+                };
+                let _ = s
+                    .write_all(
+                        format!(
+                            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\
+                             content-length: {}\r\nconnection: close\r\n\r\n{body}",
+                            body.len()
+                        )
+                        .as_bytes(),
+                    )
+                    .await;
+            });
+        }
+    });
+    let out = Command::new(qualifier_bin())
+        .env("QUALIFIER_API_URL", &base)
+        .env("QUALIFIER_TOKEN", "qlf_org_stand-in")
+        .args(["listen", "--forward-to", "http://127.0.0.1:9/hook"])
+        .output()
+        .expect("qualifier runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("Resume with:") && stdout.contains("--after c0"),
+        "{stdout}"
+    );
+}

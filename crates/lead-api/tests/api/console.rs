@@ -998,3 +998,25 @@ async fn a_client_certificate_is_set_shown_warned_about_and_removed_on_the_webho
     let v: Value = r.json().await.unwrap();
     assert_eq!(v["webhook"]["client_certificate"], Value::Null);
 }
+
+/// A sign-in link opened a second time (a link preview, a `curl` to see what it is) says how to
+/// get a new one: the link stays one-time, and the page names the way forward.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_used_link_says_how_to_get_a_new_one() {
+    let app = app().await;
+    let (org, _) = app.org().await;
+    let url = mint(&app, &org).await;
+    let first = browser().get(&url).send().await.unwrap();
+    assert_eq!(first.status(), StatusCode::SEE_OTHER);
+    let again = browser().get(&url).send().await.unwrap();
+    assert_eq!(again.status(), StatusCode::UNAUTHORIZED);
+    let html = again.text().await.unwrap();
+    for said in [
+        "already used",
+        "works once, for 10 minutes",
+        "make console-link",
+        "POST /internal/v1/orgs/{org}/console-sessions",
+    ] {
+        assert!(html.contains(said), "{said:?} not in {html}");
+    }
+}
