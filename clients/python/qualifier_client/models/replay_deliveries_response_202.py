@@ -6,6 +6,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 
+from ..types import UNSET, Unset
+
 if TYPE_CHECKING:
     from ..models.replay_deliveries_response_202_not_replayed import ReplayDeliveriesResponse202NotReplayed
 
@@ -19,14 +21,14 @@ class ReplayDeliveriesResponse202:
     Attributes:
         matched (int):
         replayed (int):
-        not_replayed (ReplayDeliveriesResponse202NotReplayed): Matched deliveries left as they were, by reason: `Event
-            expired` counts those whose event is past retention (a single replay of one answers 409). Empty when every match
-            was replayed.
+        not_replayed (ReplayDeliveriesResponse202NotReplayed | Unset): Present when some matched deliveries were left as
+            they were: a count by reason. `Event expired` counts those whose event is past retention (a single replay of one
+            answers 409).
     """
 
     matched: int
     replayed: int
-    not_replayed: ReplayDeliveriesResponse202NotReplayed
+    not_replayed: ReplayDeliveriesResponse202NotReplayed | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -34,7 +36,9 @@ class ReplayDeliveriesResponse202:
 
         replayed = self.replayed
 
-        not_replayed = self.not_replayed.to_dict()
+        not_replayed: dict[str, Any] | Unset = UNSET
+        if not isinstance(self.not_replayed, Unset):
+            not_replayed = self.not_replayed.to_dict()
 
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
@@ -42,9 +46,10 @@ class ReplayDeliveriesResponse202:
             {
                 "matched": matched,
                 "replayed": replayed,
-                "not_replayed": not_replayed,
             }
         )
+        if not_replayed is not UNSET:
+            field_dict["not_replayed"] = not_replayed
 
         return field_dict
 
@@ -59,7 +64,12 @@ class ReplayDeliveriesResponse202:
 
         replayed = d.pop("replayed")
 
-        not_replayed = ReplayDeliveriesResponse202NotReplayed.from_dict(d.pop("not_replayed"))
+        _not_replayed = d.pop("not_replayed", UNSET)
+        not_replayed: ReplayDeliveriesResponse202NotReplayed | Unset
+        if isinstance(_not_replayed, Unset):
+            not_replayed = UNSET
+        else:
+            not_replayed = ReplayDeliveriesResponse202NotReplayed.from_dict(_not_replayed)
 
         replay_deliveries_response_202 = cls(
             matched=matched,

@@ -11,8 +11,8 @@ T = TypeVar("T", bound="ReplayDeliveriesResponse202NotReplayed")
 
 @_attrs_define
 class ReplayDeliveriesResponse202NotReplayed:
-    """Matched deliveries left as they were, by reason: `Event expired` counts those whose event is past retention (a
-    single replay of one answers 409). Empty when every match was replayed.
+    """Present when some matched deliveries were left as they were: a count by reason. `Event expired` counts those whose
+    event is past retention (a single replay of one answers 409).
 
     """
 

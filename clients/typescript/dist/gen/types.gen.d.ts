@@ -1660,9 +1660,9 @@ export type ReplayDeliveriesResponses = {
         matched: number;
         replayed: number;
         /**
-         * Matched deliveries left as they were, by reason: `Event expired` counts those whose event is past retention (a single replay of one answers 409). Empty when every match was replayed.
+         * Present when some matched deliveries were left as they were: a count by reason. `Event expired` counts those whose event is past retention (a single replay of one answers 409).
          */
-        not_replayed: {
+        not_replayed?: {
             [key: string]: number;
         };
     };

@@ -1289,3 +1289,63 @@ async fn a_page_reads_what_its_budget_allows_of_compressible_rows() {
         page.payloads.len()
     );
 }
+
+/// Bulk replay follows retention as a single replay does (contract section 20): of three dead
+/// deliveries, the two whose events are past retention are counted and left, under
+/// `not_replayed: {"Event expired": 2}`; the one still kept is replayed. A dry run says the same
+/// before anything is sent.
+#[tokio::test(flavor = "multi_thread")]
+async fn bulk_replay_counts_expired_events_and_replays_only_the_kept_ones() {
+    let app = app().await;
+    let (org, _) = app.org().await;
+    for i in 0..3 {
+        app.inbound_lead(&org, &format!("+4477009004{i:02}")).await;
+    }
+    wait_relayed(&app, Duration::from_secs(20)).await;
+    let c = app.db.client().await;
+    c.batch_execute("UPDATE outbox SET status = 'dead', attempts = 5")
+        .await
+        .unwrap();
+    // The two oldest, 40 days old (retention is 30 days here).
+    age_events(&c, 40, "", "seq < (SELECT max(seq) FROM outbox)").await;
+    let path = format!("/internal/v1/orgs/{org}/deliveries/replay");
+    let replay = |dry: bool| {
+        app.internal(
+            Method::POST,
+            &path,
+            Some(serde_json::json!({"status": ["dead"], "dry_run": dry})),
+        )
+    };
+    let r = replay(true).await;
+    assert_eq!(r.status(), 202);
+    let v: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(
+        v,
+        serde_json::json!({"matched": 3, "replayed": 0, "not_replayed": {"Event expired": 2}})
+    );
+    let r = replay(false).await;
+    assert_eq!(r.status(), 202);
+    let v: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(
+        v,
+        serde_json::json!({"matched": 3, "replayed": 1, "not_replayed": {"Event expired": 2}})
+    );
+    let statuses: Vec<(String, bool)> = c
+        .query(
+            "SELECT status, created_at < now() - interval '30 days' FROM outbox ORDER BY seq",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    assert_eq!(
+        statuses,
+        vec![
+            ("dead".to_owned(), true),
+            ("dead".to_owned(), true),
+            ("pending".to_owned(), false)
+        ]
+    );
+}

@@ -336,17 +336,17 @@ pub struct ReplayCount {
 }
 
 /// A bulk replay's answer, the same from the API and `qualifierctl`: `matched`, `replayed`
-/// (0 on a dry run) and `not_replayed` by reason (`{"Event expired": n}`, empty when none).
+/// (0 on a dry run) and, only when some match was left, `not_replayed` by reason
+/// (`{"Event expired": n}`): an answer with nothing left is the one clients have always read.
 pub fn replay_answer(count: ReplayCount, dry_run: bool) -> serde_json::Value {
-    let mut not_replayed = serde_json::Map::new();
-    if count.expired > 0 {
-        not_replayed.insert("Event expired".into(), count.expired.into());
-    }
-    serde_json::json!({
+    let mut answer = serde_json::json!({
         "matched": count.matched,
         "replayed": if dry_run { 0 } else { count.replayable() },
-        "not_replayed": not_replayed,
-    })
+    });
+    if count.expired > 0 {
+        answer["not_replayed"] = serde_json::json!({ "Event expired": count.expired });
+    }
+    answer
 }
 
 impl ReplayCount {
