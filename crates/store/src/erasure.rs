@@ -52,6 +52,12 @@ impl Store {
         let compress = self.compress_payloads;
         let mut conn = self.conn().await?;
         conn.transaction::<Erased, StoreError, _>(async move |conn| {
+            // Before any row lock: the workers' outcome batches skip the lead's rows from here
+            // on instead of waiting for them (`Store::record_attempts`).
+            diesel::sql_query(ERASING)
+                .bind::<SqlUuid, _>(lead_id)
+                .execute(conn)
+                .await?;
             // The row lock orders the erasure with a change of the same lead: a change that
             // committed first is erased with the rest; one that comes after finds no lead.
             lock_lead(conn, org_id, lead_id).await?;
@@ -117,6 +123,11 @@ impl Store {
         .await
     }
 }
+
+/// The lead's erasure lock, held by its erasure to the commit: the workers' outcome batches
+/// take it shared, and skip the lead while an erasure holds it (its key's seed, 20, sets it
+/// apart from the lead's order lock, seed 17, migration 39).
+pub const ERASING: &str = "SELECT pg_advisory_xact_lock(hashtextextended($1::text, 20))";
 
 /// How many of a lead's events an erasure reduces per statement.
 const ERASE_CHUNK: i64 = 500;

@@ -141,8 +141,8 @@ impl Worker {
             .map_err(NotDurable::Record)?
         {
             Outcome::Written { erased } => Ok(erased),
-            // Its row is locked (an erasure of its lead under way, the relay's mark): this one
-            // waits for it alone, on its own connection, while the batches go on for the rest.
+            // Its lead is being erased: this one waits for the erasure alone, on its own
+            // connection, while the batches go on for the rest.
             Outcome::Locked => self
                 .store
                 .record_attempt(&write)

@@ -241,11 +241,11 @@ async fn a_lead_change_finds_its_row_by_key_after_the_org_grew_under_its_plan() 
     );
 }
 
-/// The workers' outcome batch never waits on a row another transaction holds, such as one
-/// lead's erasure (contract section 20): the batch writes every other org's outcome and
-/// answers the locked one `Locked`; that one, written alone, waits for the lock and lands once
-/// it is let go. The lock is the test's own (`SELECT … FOR UPDATE` in an open transaction, as
-/// the erasure takes it), fifty rounds.
+/// The workers' outcome batch never waits on one lead's erasure (contract section 20): the
+/// batch writes every other org's outcome and answers the erased lead's `Locked`; that one,
+/// written alone, waits for the erasure and lands once it is let go. The erasure is the
+/// test's own open transaction holding what an erasure holds (the lead's erasure lock, then
+/// its row), fifty rounds.
 #[tokio::test(flavor = "multi_thread")]
 async fn an_outcome_batch_skips_a_row_locked_by_an_erasure_and_writes_the_rest() {
     use qualifier_store::deliveries::Outcome;
@@ -257,6 +257,19 @@ async fn an_outcome_batch_skips_a_row_locked_by_an_erasure_and_writes_the_rest()
         let rows = write(&c, 8, true).await;
         let locked = rows[round % rows.len()];
         holder.batch_execute("BEGIN").await.unwrap();
+        // As an erasure does (`Store::erase_lead`): the lead's erasure lock, then its rows.
+        let lead: String = holder
+            .query_one(
+                "SELECT lead_id::text FROM outbox WHERE delivery_id = $1::text::uuid",
+                &[&locked.0.to_string()],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        holder
+            .query_one(qualifier_store::erasure::ERASING, &[&lead])
+            .await
+            .unwrap();
         tokio_postgres::Client::execute(
             &holder,
             "SELECT 1 FROM outbox WHERE delivery_id = $1::text::uuid FOR UPDATE",

@@ -22,38 +22,42 @@ use time::OffsetDateTime;
 pub enum Outcome {
     /// Durable; whether the delivery's lead was erased by then.
     Written { erased: bool },
-    /// Its row was locked by another transaction (an erasure, the relay's mark): not written;
-    /// write it alone with [`Store::record_attempt`].
+    /// Its lead is being erased: not written; write it alone with [`Store::record_attempt`],
+    /// which waits for the erasure.
     Locked,
 }
 
-/// The outcome statement after its parameters: each outcome applied to its row. The rows are
-/// found through `outbox_delivery_id` and updated through the same lookup.
+/// The outcome statement after its parameters: each outcome applied to its row, found through
+/// `outbox_delivery_id`, with `$guard` as one more condition on the row.
 macro_rules! record_tail {
-    ($lock:literal) => {
+    ($guard:literal) => {
         concat!(
-            ")), v AS (SELECT * FROM p, unnest(p.ids, p.statuses, p.codes, p.errs, p.entries)
-                       AS v(id, status, code, err, entry)),
-             r AS (SELECT o.seq, v.status, v.code, v.err, v.entry
-                   FROM v JOIN outbox o ON o.delivery_id = v.id
-                   WHERE (o.seq >> 32) BETWEEN $6 AND $7
-                   FOR UPDATE OF o ",
-            $lock,
-            ")
-             UPDATE outbox o SET status = r.status, attempts = o.attempts + 1,
-                    failed_attempts = o.failed_attempts + (r.err IS NOT NULL)::int,
-                    last_status_code = r.code, last_error = r.err,
-                    attempt_log = o.attempt_log || jsonb_build_array(r.entry),
+            ")) UPDATE outbox o SET status = v.status, attempts = o.attempts + 1,
+                    failed_attempts = o.failed_attempts + (v.err IS NOT NULL)::int,
+                    last_status_code = v.code, last_error = v.err,
+                    attempt_log = o.attempt_log || jsonb_build_array(v.entry),
                     updated_at = clock_timestamp()
-             FROM r
-             WHERE o.seq = r.seq AND (o.seq >> 32) BETWEEN $6 AND $7
+             FROM p, unnest(p.ids, p.statuses, p.codes, p.errs, p.entries)
+                  AS v(id, status, code, err, entry)
+             WHERE o.delivery_id = v.id AND (o.seq >> 32) BETWEEN $6 AND $7",
+            $guard,
+            "
              RETURNING o.delivery_id, o.erased_at IS NOT NULL AS erased"
         )
     };
 }
 
-/// A batch: rows locked by others are left for [`Store::record_attempt`].
-const RECORD_SKIPPING_LOCKED: &str = record_tail!("SKIP LOCKED");
+/// A batch: a row of a lead being erased is left for [`Store::record_attempt`]. An erasure
+/// holds its lead's erasure lock (`crate::erasure::ERASING`) from before it locks any row; a
+/// batch takes it shared, and a lead whose lock it cannot have at once is skipped, so the batch
+/// never waits on the erasure's row locks. Shared locks among batches never conflict, and
+/// taking one writes nothing (a `FOR UPDATE … SKIP LOCKED` would write a lock record per row
+/// on the path every event takes).
+const RECORD_SKIPPING_LOCKED: &str = record_tail!(
+    "
+               AND (o.lead_id IS NULL
+                    OR pg_try_advisory_xact_lock_shared(hashtextextended(o.lead_id::text, 20)))"
+);
 /// One outcome alone, waiting for its row as any write does.
 const RECORD_WAITING: &str = record_tail!("");
 
@@ -186,10 +190,10 @@ impl Store {
     /// worker's group commit. Every outcome it answers [`Outcome::Written`] for is durable when
     /// this returns Ok.
     ///
-    /// A row another transaction holds locked is skipped, not waited for, and answered
+    /// A row of a lead being erased is skipped, not waited for, and answered
     /// [`Outcome::Locked`]: its caller writes that one alone ([`Store::record_attempt`]), so a
-    /// batch of many orgs' outcomes never waits on one lead's erasure (contract section 20) or
-    /// any other long lock, and neither does the flusher that runs it.
+    /// batch of many orgs' outcomes never waits on one lead's erasure (contract section 20), and
+    /// neither does the flusher that runs it.
     ///
     /// A written outcome says whether its delivery's lead was erased by the time it was written
     /// (the same statement reads it, under the row's lock): an attempt in flight when the
