@@ -118,12 +118,71 @@ mod commit_faults {
             ]
         };
         json(&run(&db, &key, hook("https://127.0.0.1:9443/a")).await);
+        // A lead, a dead delivery and a client certificate's files, for the commands that act
+        // on them.
+        let pg = db.client().await;
+        let lead: String = pg
+            .query_one(
+                "INSERT INTO leads (id, org_id, name, phone, channel, qualification_stage,
+                                    created_at, updated_at)
+                 VALUES (gen_random_uuid(), $1::text::uuid, 'Ada', '+447700900777', 'sms',
+                         'qualifying', now(), now())
+                 RETURNING id::text",
+                &[&org],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        pg.execute(
+            "INSERT INTO outbox (event_id, org_id, event_type, payload, delivery_id, status,
+                                 lead_id, published_at, attempts)
+             VALUES (gen_random_uuid(), $1::text::uuid, 'lead.updated', '\\x7b7d',
+                     gen_random_uuid(), 'dead', gen_random_uuid(), now(), 5)",
+            &[&org],
+        )
+        .await
+        .unwrap();
+        let ca = qualifier_testkit::receiver::TestCa::new("Receiver Corp client CA");
+        let (cert, pem_key) = ca.issue("qualifier-client", 30);
+        let files = std::env::temp_dir().join(format!("qualifierctl-cert-{}", db.name));
+        std::fs::create_dir_all(&files).unwrap();
+        std::fs::write(files.join("cert.pem"), cert).unwrap();
+        std::fs::write(files.join("key.pem"), pem_key).unwrap();
+        let path = |f: &str| files.join(f).display().to_string();
         let commands: Vec<Vec<String>> = vec![
             vec!["create-org".into(), "--name".into(), "B".into()],
             vec!["create-token".into(), "--org".into(), org.clone()],
             hook("https://127.0.0.1:9443/b"),
             vec!["rotate-secret".into(), "--org".into(), org.clone()],
             vec!["bootstrap-dev".into()],
+            vec![
+                "set-client-certificate".into(),
+                "--org".into(),
+                org.clone(),
+                "--certificate".into(),
+                path("cert.pem"),
+                "--private-key".into(),
+                path("key.pem"),
+            ],
+            vec![
+                "set-client-certificate".into(),
+                "--org".into(),
+                org.clone(),
+                "--remove".into(),
+            ],
+            vec![
+                "replay".into(),
+                "--org".into(),
+                org.clone(),
+                "--all-dead".into(),
+            ],
+            vec![
+                "erase-lead".into(),
+                "--org".into(),
+                org.clone(),
+                "--lead".into(),
+                lead.clone(),
+            ],
         ];
         let faults = CommitFaults::install(&db).await;
         for args in commands {
@@ -157,6 +216,7 @@ mod commit_faults {
                 "{args:?} run again changed nothing"
             );
         }
+        let _ = std::fs::remove_dir_all(&files);
     }
 
     #[tokio::test(flavor = "multi_thread")]

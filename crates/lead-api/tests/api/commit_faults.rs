@@ -37,6 +37,8 @@ struct World {
     csrf: String,
     /// An unused console sign-in link.
     ticket: String,
+    /// A client certificate and its key, not yet the endpoint's (it has another).
+    fresh_pair: (String, String),
 }
 
 async fn world() -> World {
@@ -110,6 +112,17 @@ async fn world() -> World {
     let (_, html) = get(&app, Some(&cookie), "/console").await;
     let csrf = csrf_of(&html);
     let ticket = crate::console::mint(&app, &org).await;
+    let ca = qualifier_testkit::receiver::TestCa::new("Receiver Corp client CA");
+    let (cert, key) = ca.issue("qualifier-client", 30);
+    let r = app
+        .internal(
+            Method::PUT,
+            &format!("/internal/v1/orgs/{org}/webhook/client-certificate"),
+            Some(json!({"certificate": cert, "private_key": key})),
+        )
+        .await;
+    assert_eq!(r.status(), 200);
+    let fresh_pair = ca.issue("qualifier-client-next", 30);
     World {
         app,
         org,
@@ -122,6 +135,7 @@ async fn world() -> World {
         cookie,
         csrf,
         ticket,
+        fresh_pair,
     }
 }
 
@@ -304,4 +318,19 @@ commit_faults! {
     console_revoke: 0, |w| w.console(&format!("/console/tokens/{}/revoke", w.token_id), &[]);
     console_replay: 0, |w| w.console(&format!("/console/deliveries/{}/replay", w.dead), &[]);
     console_sign_out: 0, |w| w.console("/console/logout", &[]);
+    put_client_certificate: 0, |w| w.internal(Method::PUT,
+        format!("/internal/v1/orgs/{}/webhook/client-certificate", w.org),
+        Some(json!({"certificate": w.fresh_pair.0, "private_key": w.fresh_pair.1})));
+    delete_client_certificate: 0, |w| w.internal(Method::DELETE,
+        format!("/internal/v1/orgs/{}/webhook/client-certificate", w.org), None);
+    console_webhook_save: 0, |w| w.console("/console/webhook", &[
+        ("url", "https://127.0.0.1:9443/other"), ("event_types", "lead.created"),
+        ("enabled", "true")]);
+    console_rotate: 0, |w| w.console("/console/webhook/rotate", &[]);
+    console_webhook_test: 1, |w| w.console("/console/webhook/test", &[]);
+    console_events_test: 1, |w| w.console("/console/events/test", &[("event_type", "lead.created")]);
+    console_certificate: 0, |w| w.console("/console/webhook/client-certificate", &[
+        ("certificate", &w.fresh_pair.0), ("private_key", &w.fresh_pair.1)]);
+    console_certificate_remove: 0, |w| w.console("/console/webhook/client-certificate/remove", &[]);
+    console_replay_dead: 0, |w| w.console("/console/deliveries/replay-dead", &[]);
 }
