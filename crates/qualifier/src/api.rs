@@ -32,38 +32,6 @@ impl std::fmt::Display for ApiError {
 
 impl std::error::Error for ApiError {}
 
-#[cfg(test)]
-mod tests {
-    use super::plain_http_warning;
-
-    fn warns(u: &str) -> bool {
-        plain_http_warning(&url::Url::parse(u).unwrap()).is_some()
-    }
-
-    #[test]
-    fn only_plain_http_to_another_machine_is_warned_of() {
-        for quiet in [
-            "http://127.0.0.1:8080",
-            "http://localhost:8080/api",
-            "http://LOCALHOST",
-            "http://[::1]:8080",
-            "http://127.0.0.2",
-            "https://api.example.com",
-            "https://10.0.0.5",
-        ] {
-            assert!(!warns(quiet), "{quiet}");
-        }
-        for loud in [
-            "http://api.example.com",
-            "http://10.0.0.5:8080",
-            "http://localhost.example.com",
-            "http://[2001:db8::1]",
-        ] {
-            assert!(warns(loud), "{loud}");
-        }
-    }
-}
-
 impl ApiError {
     /// Worth asking again later: the limit, a database that is away, or a proxy in between.
     pub fn is_transient(&self) -> bool {
@@ -239,5 +207,37 @@ pub fn wait_after(err: &anyhow::Error, fallback: Duration) -> Option<Duration> {
         Some(_) => None,
         // Not an answer at all: the API is restarting or the network is away.
         None => Some(fallback),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::plain_http_warning;
+
+    fn warns(u: &str) -> bool {
+        plain_http_warning(&url::Url::parse(u).unwrap()).is_some()
+    }
+
+    #[test]
+    fn only_plain_http_to_another_machine_is_warned_of() {
+        for quiet in [
+            "http://127.0.0.1:8080",
+            "http://localhost:8080/api",
+            "http://LOCALHOST",
+            "http://[::1]:8080",
+            "http://127.0.0.2",
+            "https://api.example.com",
+            "https://10.0.0.5",
+        ] {
+            assert!(!warns(quiet), "{quiet}");
+        }
+        for loud in [
+            "http://api.example.com",
+            "http://10.0.0.5:8080",
+            "http://localhost.example.com",
+            "http://[2001:db8::1]",
+        ] {
+            assert!(warns(loud), "{loud}");
+        }
     }
 }

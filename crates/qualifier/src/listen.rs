@@ -29,8 +29,8 @@ pub struct Listen {
 }
 
 /// The parts of the command that started `listen` that its resume line repeats, so that the
-/// line, pasted in the same shell, carries on where it stopped (docs/decisions.md, "The resume
-/// line of `qualifier listen`").
+/// line, pasted in the same shell, carries on where it stopped (docs/decisions.md, "A 2xx is a
+/// commit": the resume line).
 pub struct Resume {
     /// The program as it was invoked (`target/debug/qualifier`, `qualifier`, …).
     pub program: String,

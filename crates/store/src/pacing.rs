@@ -361,19 +361,18 @@ impl Store {
         // old turn and a full second of new ones. Starting at `now` put up to two old turns
         // beside fifty new ones when 5 a second was raised to 50. Later steps start at the
         // next free turn, after whatever turns were taken between steps.
-        let mut first = true;
+        // With nothing waiting, one empty step still moves the next free turn to the new rate.
         let chunks: Vec<&[i64]> = if seqs.is_empty() {
             vec![&[]]
         } else {
             seqs.chunks(RETIME_CHUNK).collect()
         };
-        for chunk in chunks {
-            let head = if first {
+        for (k, chunk) in chunks.into_iter().enumerate() {
+            let head = if k == 0 {
                 "(SELECT min(paced_at) FROM r),"
             } else {
                 ""
             };
-            first = false;
             // The step's rows are locked before the turn row: a step held up by a row (an
             // erasure, an outcome) holds no lock that turn-takers wait for.
             let sql = format!(

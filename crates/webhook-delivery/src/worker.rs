@@ -90,9 +90,9 @@ pub struct Worker {
     pub attempt_timeout: Duration,
     /// Context reads and outcome writes, batched across concurrent attempts.
     pub contexts: Batcher<DeliveryRef, Option<DeliveryContext>>,
-    /// Each answers whether the delivery's lead was erased, or that its row was locked
-    /// ([`Store::record_attempts`]).
-    pub outcomes: Batcher<AttemptWrite, Outcome>,
+    /// Each answers whether the delivery's lead was erased, or hands the write back when its
+    /// lead is being erased ([`Store::record_attempts`]).
+    pub outcomes: Batcher<AttemptWrite, Recorded>,
     /// The endpoint-health settings (docs/delivery.md, "Endpoint health").
     pub health: decide::HealthRules,
     /// Whether state changes queue an operational event (an operator webhook is configured).
@@ -105,7 +105,7 @@ impl Worker {
         store: &Store,
     ) -> (
         Batcher<DeliveryRef, Option<DeliveryContext>>,
-        Batcher<AttemptWrite, Outcome>,
+        Batcher<AttemptWrite, Recorded>,
     ) {
         // Two flushers each: one batch in flight while the next one gathers.
         let s = store.clone();
@@ -116,7 +116,19 @@ impl Worker {
         let s = store.clone();
         let outcomes = Batcher::spawn(128, 2, move |writes: Vec<AttemptWrite>| {
             let s = s.clone();
-            async move { s.record_attempts(&writes).await }
+            async move {
+                let outcomes = s.record_attempts(&writes).await?;
+                Ok::<_, StoreError>(
+                    outcomes
+                        .into_iter()
+                        .zip(writes)
+                        .map(|(o, w)| match o {
+                            Outcome::Written { erased } => Recorded::Written { erased },
+                            Outcome::Locked => Recorded::Skipped(w),
+                        })
+                        .collect(),
+                )
+            }
         });
         (contexts, outcomes)
     }
@@ -136,14 +148,14 @@ impl Worker {
         };
         match self
             .outcomes
-            .call(write.clone())
+            .call(write)
             .await
             .map_err(NotDurable::Record)?
         {
-            Outcome::Written { erased } => Ok(erased),
+            Recorded::Written { erased } => Ok(erased),
             // Its lead is being erased: this one waits for the erasure alone, on its own
             // connection, while the batches go on for the rest.
-            Outcome::Locked => self
+            Recorded::Skipped(write) => self
                 .store
                 .record_attempt(&write)
                 .await
@@ -222,6 +234,15 @@ async fn sample_queues(ch: qualifier_bus::lapin::Channel, topology: Topology) {
         metrics::gauge!(m::QUEUE_DEPTH, "queue" => "retry").set(retry);
         metrics::gauge!(m::QUEUE_DEPTH, "queue" => "dead").set(dead);
     }
+}
+
+/// An attempt's outcome after the batch: durable, or handed back (its lead is being erased) to
+/// be written alone, so the batch needs no copy of each write.
+pub enum Recorded {
+    /// Durable; whether the delivery's lead was erased by then.
+    Written { erased: bool },
+    /// Not written: the batch skipped it.
+    Skipped(AttemptWrite),
 }
 
 /// Where a request stands with its endpoint's throttle ([`Worker::await_turn`]).

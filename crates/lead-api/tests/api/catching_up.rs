@@ -1290,8 +1290,8 @@ async fn a_page_reads_what_its_budget_allows_of_compressible_rows() {
     );
 }
 
-/// Bulk replay follows retention as a single replay does (contract section 20): of three dead
-/// deliveries, the two whose events are past retention are counted and left, under
+/// Bulk replay follows retention as a single replay does (docs/api.md, "Deliveries and replay"): of
+/// three dead deliveries, the two whose events are past retention are counted and left, under
 /// `not_replayed: {"Event expired": 2}`; the one still kept is replayed. A dry run says the same
 /// before anything is sent.
 #[tokio::test(flavor = "multi_thread")]

@@ -618,20 +618,14 @@ async fn strangers_hold_at_most_two_database_connections() {
 }
 
 /// A PEM file holding the certificate and its key, pasted whole into the certificate field, is
-/// refused with a 422 that says so, and no column keeps the key in clear (contract section 20);
-/// what is kept of an accepted certificate is the chain made again from its certificates.
+/// refused with a 422 that says so, and no column keeps the key in clear (docs/decisions.md, "A 2xx
+/// is a commit"); what is kept of an accepted certificate is the chain made again from its
+/// certificates.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_private_key_pasted_into_the_certificate_field_is_never_stored() {
     let app = crate::console::app().await;
     let (org, _) = app.org().await;
-    let r = app
-        .internal(
-            Method::PUT,
-            &format!("/internal/v1/orgs/{org}/webhook"),
-            Some(json!({"url": "https://127.0.0.1:9443/hook", "event_types": ["lead.created"]})),
-        )
-        .await;
-    assert_eq!(r.status(), 200);
+    app.loopback_webhook(&org).await;
     let ca = qualifier_testkit::receiver::TestCa::new("Receiver Corp client CA");
     let (cert, key) = ca.issue("qualifier-client", 30);
     let path = format!("/internal/v1/orgs/{org}/webhook/client-certificate");

@@ -17,6 +17,33 @@ pub struct TestApp {
 
 pub use qualifier_testkit::http_client as client;
 
+/// Waits until `n` sessions of the database `c` is connected to are waiting for a lock: the
+/// barrier a concurrency test reads from PostgreSQL itself, so that the interleaving it forces
+/// (a lock the test holds, work queued behind it in a known order) is there before it lets
+/// go, whatever the machine's speed. The polling only looks; it decides nothing.
+pub async fn until_waiting_on_locks(c: &tokio_postgres::Client, n: i64) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let waiting: i64 = c
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity
+                 WHERE datname = current_database() AND wait_event_type = 'Lock'",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        if waiting >= n {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{waiting} of {n} sessions came to wait for a lock"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+}
+
 pub fn config(db: &TestDb, topo: &TestTopology) -> ApiConfig {
     ApiConfig {
         database: db.database(),
@@ -156,32 +183,25 @@ impl TestApp {
         r.json::<Value>().await.unwrap()["lead"].clone()
     }
 
-    /// Waits until `n` sessions of this test's database are waiting for a lock: the barrier
-    /// a concurrency test reads from PostgreSQL itself, so that the interleaving it forces (a
-    /// lock the test holds, work queued behind it in a known order) is there before it lets
-    /// go, whatever the machine's speed. The polling only looks; it decides nothing.
+    /// Waits until `n` sessions of this test's database are waiting for a lock
+    /// ([`until_waiting_on_locks`]).
     pub async fn until_waiting_on_locks(&self, n: i64) {
-        let c = self.db.client().await;
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-        loop {
-            let waiting: i64 = c
-                .query_one(
-                    "SELECT count(*) FROM pg_stat_activity
-                     WHERE datname = current_database() AND wait_event_type = 'Lock'",
-                    &[],
-                )
-                .await
-                .unwrap()
-                .get(0);
-            if waiting >= n {
-                return;
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "{waiting} of {n} sessions came to wait for a lock"
-            );
-            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-        }
+        until_waiting_on_locks(&self.db.client().await, n).await;
+    }
+
+    /// Points the org's webhook at a loopback endpoint for `lead.created` (an app started with
+    /// loopback allowed, `crate::console::app`); the answer's status must be 200.
+    pub async fn loopback_webhook(&self, org: &str) {
+        let r = self
+            .internal(
+                Method::PUT,
+                &format!("/internal/v1/orgs/{org}/webhook"),
+                Some(
+                    json!({"url": "https://127.0.0.1:9443/hook", "event_types": ["lead.created"]}),
+                ),
+            )
+            .await;
+        assert_eq!(r.status(), 200);
     }
 
     /// An open handoff on the lead (emits handoff.created): its id.

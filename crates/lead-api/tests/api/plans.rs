@@ -241,11 +241,11 @@ async fn a_lead_change_finds_its_row_by_key_after_the_org_grew_under_its_plan() 
     );
 }
 
-/// The workers' outcome batch never waits on one lead's erasure (contract section 20): the
-/// batch writes every other org's outcome and answers the erased lead's `Locked`; that one,
-/// written alone, waits for the erasure and lands once it is let go. The erasure is the
-/// test's own open transaction holding what an erasure holds (the lead's erasure lock, then
-/// its row), fifty rounds.
+/// The workers' outcome batch never waits on one lead's erasure (docs/reliability.md, "A 2xx is a
+/// commit"): the batch writes every other org's outcome and answers the erased lead's `Locked`;
+/// that one, written alone, waits for the erasure and lands once it is let go. The erasure is the
+/// test's own open transaction holding what an erasure holds (the lead's erasure lock, then its
+/// row), fifty rounds.
 #[tokio::test(flavor = "multi_thread")]
 async fn an_outcome_batch_skips_a_row_locked_by_an_erasure_and_writes_the_rest() {
     use qualifier_store::deliveries::Outcome;
@@ -299,30 +299,11 @@ async fn an_outcome_batch_skips_a_row_locked_by_an_erasure_and_writes_the_rest()
             let write = outcome(locked.0, locked.1);
             tokio::spawn(async move { store.record_attempt(&write).await })
         };
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-        loop {
-            let waiting: i64 = c
-                .query_one(
-                    "SELECT count(*) FROM pg_stat_activity
-                     WHERE datname = current_database() AND wait_event_type = 'Lock'",
-                    &[],
-                )
-                .await
-                .unwrap()
-                .get(0);
-            if waiting == 1 {
-                break;
-            }
-            assert!(
-                !alone.is_finished(),
-                "round {round}: written through the lock"
-            );
-            assert!(
-                std::time::Instant::now() < deadline,
-                "round {round}: never waited"
-            );
-            tokio::time::sleep(std::time::Duration::from_millis(2)).await;
-        }
+        crate::helpers::until_waiting_on_locks(&c, 1).await;
+        assert!(
+            !alone.is_finished(),
+            "round {round}: written through the lock"
+        );
         holder.batch_execute("COMMIT").await.unwrap();
         assert!(!alone.await.unwrap().unwrap(), "round {round}: not erased");
         let done: i64 = c

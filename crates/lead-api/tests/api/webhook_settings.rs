@@ -403,30 +403,22 @@ mod retime {
             .await
             .unwrap();
             let rate = 2 + round % 2;
-            let saving = {
-                let (internal, http, org) = (app.internal.clone(), app.http.clone(), org.clone());
-                tokio::spawn(async move {
-                    http.put(format!("{internal}/internal/v1/orgs/{org}/webhook"))
-                        .bearer_auth(crate::helpers::INTERNAL_TOKEN)
-                        .json(&json!({"url": "https://93.184.216.34/hook",
-                                      "event_types": ["lead.updated"], "max_per_second": rate}))
-                        .send()
-                        .await
-                        .unwrap()
-                        .status()
-                        .as_u16()
-                })
+            // The save runs while the test holds the row; the turn is taken once the save's
+            // re-timing waits for it.
+            let saving = put_rate(&app, &org, Some(rate));
+            let meanwhile = async {
+                app.until_waiting_on_locks(1).await;
+                let turn = tokio::time::timeout(
+                    Duration::from_secs(10),
+                    store.take_probe_turn(org_id, MaxPerSecond::new(u64::from(rate)).unwrap()),
+                )
+                .await
+                .unwrap_or_else(|_| panic!("round {round}: the turn waited for the re-timing"));
+                assert!(turn.is_ok(), "round {round}: {turn:?}");
+                holder.batch_execute("COMMIT").await.unwrap();
             };
-            app.until_waiting_on_locks(1).await;
-            let turn = tokio::time::timeout(
-                Duration::from_secs(10),
-                store.take_probe_turn(org_id, MaxPerSecond::new(u64::from(rate)).unwrap()),
-            )
-            .await
-            .unwrap_or_else(|_| panic!("round {round}: the turn waited for the re-timing"));
-            assert!(turn.is_ok(), "round {round}: {turn:?}");
-            holder.batch_execute("COMMIT").await.unwrap();
-            assert_eq!(saving.await.unwrap(), 200);
+            let (saved, ()) = tokio::join!(saving, meanwhile);
+            assert_eq!(saved, 200);
             // Every waiting row holds a turn of the new rate, in the order they held theirs.
             let t = times(&app, &seqs).await;
             let spacing = 1.0 / f64::from(rate);

@@ -192,8 +192,8 @@ impl Store {
     ///
     /// A row of a lead being erased is skipped, not waited for, and answered
     /// [`Outcome::Locked`]: its caller writes that one alone ([`Store::record_attempt`]), so a
-    /// batch of many orgs' outcomes never waits on one lead's erasure (contract section 20), and
-    /// neither does the flusher that runs it.
+    /// batch of many orgs' outcomes never waits on one lead's erasure (docs/reliability.md,
+    /// "A 2xx is a commit"), and neither does the flusher that runs it.
     ///
     /// A written outcome says whether its delivery's lead was erased by the time it was written
     /// (the same statement reads it, under the row's lock): an attempt in flight when the
