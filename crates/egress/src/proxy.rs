@@ -65,32 +65,47 @@ impl ProxyError {
     }
 }
 
+/// What is wrong with a proxy's URL. No variant holds the value: it may hold a password.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum ProxyUrlError {
+    #[error("is not a URL")]
+    NotAUrl,
+    #[error("must be an http:// URL (the tunnel carries TLS)")]
+    NotHttp,
+    #[error("needs a host")]
+    NoHost,
+    #[error("takes no path or query")]
+    PathOrQuery,
+    #[error("has credentials that are not UTF-8")]
+    CredentialsNotUtf8,
+}
+
 /// The longest answer to a `CONNECT` we read before calling it garbled.
 const MAX_ANSWER_HEAD: usize = 8 * 1024;
 
 impl EgressProxy {
     /// `http://[user:pass@]host:port`, nothing else: no path, no query, an explicit host. The
     /// error never repeats the value (it may hold a password).
-    pub fn parse(raw: &str) -> Result<EgressProxy, String> {
-        let url = url::Url::parse(raw.trim()).map_err(|_| "is not a URL".to_owned())?;
+    pub fn parse(raw: &str) -> Result<EgressProxy, ProxyUrlError> {
+        let url = url::Url::parse(raw.trim()).map_err(|_| ProxyUrlError::NotAUrl)?;
         if url.scheme() != "http" {
-            return Err("must be an http:// URL (the tunnel carries TLS)".into());
+            return Err(ProxyUrlError::NotHttp);
         }
         let host = match url.host() {
             Some(url::Host::Domain(d)) => d.to_owned(),
             Some(url::Host::Ipv4(a)) => a.to_string(),
             Some(url::Host::Ipv6(a)) => format!("[{a}]"),
-            None => return Err("needs a host".into()),
+            None => return Err(ProxyUrlError::NoHost),
         };
         if !matches!(url.path(), "" | "/") || url.query().is_some() || url.fragment().is_some() {
-            return Err("takes no path or query".into());
+            return Err(ProxyUrlError::PathOrQuery);
         }
         let port = url.port_or_known_default().unwrap_or(80);
         let decode = |s: &str| {
             percent_encoding::percent_decode_str(s)
                 .decode_utf8()
                 .map(|c| c.into_owned())
-                .map_err(|_| "has credentials that are not UTF-8".to_owned())
+                .map_err(|_| ProxyUrlError::CredentialsNotUtf8)
         };
         let authorization = if url.username().is_empty() && url.password().is_none() {
             None
@@ -203,7 +218,7 @@ mod tests {
             "http://u:hunter2@proxy:3128/x?y",
         ] {
             let e = EgressProxy::parse(bad).unwrap_err();
-            assert!(!e.contains("hunter2"), "{e}");
+            assert!(!e.to_string().contains("hunter2"), "{e}");
         }
     }
 

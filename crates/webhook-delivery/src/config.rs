@@ -239,7 +239,7 @@ impl DeliveryConfig {
             egress_proxy: match optional(&a.egress_proxy) {
                 Some(raw) => Some(
                     qualifier_egress::proxy::EgressProxy::parse(raw)
-                        .map_err(|e| EnvError::new("QUALIFIER_EGRESS_PROXY", e))?,
+                        .map_err(|e| EnvError::new("QUALIFIER_EGRESS_PROXY", e.to_string()))?,
                 ),
                 None => None,
             },

@@ -116,13 +116,14 @@ fn ordering_of(v: Option<&Value>) -> Result<DeliveryOrdering, ApiError> {
     }
 }
 
-/// The pace as a form sends it: an empty rate is no throttle.
+/// The pace as a form sends it: an empty rate is no throttle. Each refusal is the API's message
+/// for that field, shown beside it.
 pub fn pace_from_form(
     max_per_second: Option<&str>,
     ordering: Option<&str>,
 ) -> (
-    Result<Option<MaxPerSecond>, String>,
-    Result<DeliveryOrdering, String>,
+    Result<Option<MaxPerSecond>, &'static str>,
+    Result<DeliveryOrdering, &'static str>,
 ) {
     let rate = match max_per_second.map(str::trim).filter(|r| !r.is_empty()) {
         None => Ok(None),
@@ -131,11 +132,11 @@ pub fn pace_from_form(
             .ok()
             .and_then(MaxPerSecond::new)
             .map(Some)
-            .ok_or_else(|| MAX_PER_SECOND_MESSAGE.to_owned()),
+            .ok_or(MAX_PER_SECOND_MESSAGE),
     };
     let ordering = match ordering.map(str::trim).filter(|o| !o.is_empty()) {
         None => Ok(DeliveryOrdering::None),
-        Some(o) => o.parse().map_err(|_| ORDERING_MESSAGE.to_owned()),
+        Some(o) => o.parse().map_err(|_| ORDERING_MESSAGE),
     };
     (rate, ordering)
 }
@@ -212,8 +213,8 @@ impl WebhookSettings {
             (url, types, rate, ordering) => Err(WebhookFieldErrors {
                 url: url.err().map(|e| e.to_string()),
                 event_types: types.err().map(|e| e.to_string()),
-                max_per_second: rate.err(),
-                ordering: ordering.err(),
+                max_per_second: rate.err().map(str::to_owned),
+                ordering: ordering.err().map(str::to_owned),
             }),
         }
     }
@@ -605,8 +606,8 @@ mod tests {
         assert_eq!(r.unwrap().map(MaxPerSecond::get), Some(40));
         assert_eq!(o, Ok(DeliveryOrdering::PerLead));
         let (r, o) = pace_from_form(Some("0"), Some("both"));
-        assert_eq!(r, Err(MAX_PER_SECOND_MESSAGE.to_owned()));
-        assert_eq!(o, Err(ORDERING_MESSAGE.to_owned()));
+        assert_eq!(r, Err(MAX_PER_SECOND_MESSAGE));
+        assert_eq!(o, Err(ORDERING_MESSAGE));
     }
 
     #[test]

@@ -26,10 +26,23 @@ mod attempt;
 mod health;
 mod pace;
 
-pub use admission::*;
-pub use attempt::*;
-pub use health::*;
-pub use pace::*;
+// Named one by one, not `*`: a reader (and `farm-studio walk`) follows each name from its
+// caller to the one file that defines it.
+pub use admission::{
+    Admission, Hold, Neighbour, OrgSlots, ParkPlan, Process, SETTLE_PARK, plan_admission,
+};
+pub(crate) use attempt::parse_retry_after;
+pub use attempt::{
+    After, AfterPlan, Before, HealthUpdate, REQUEUE_PAUSE, Response, Sent, SkipReason,
+    before_attempt, plan_after_attempt,
+};
+pub(crate) use health::observed;
+pub use health::{
+    HealthInput, HealthRules, HealthStep, NOTICES_PER_ROUND, NoticeOutcome, Observed, ProbePlan,
+    ProbeTarget, STRAY_HOLD_AFTER, Source, after_notice, after_probe, health_after, notice_lease,
+    on_save, plan_for, probe_skipped, probe_target, probe_tick, touches_health,
+};
+pub use pace::{Pacing, pacing, turn_wait_here, woke_in_time};
 
 use qualifier_domain::delivery::FailureKind;
 
@@ -99,7 +112,7 @@ pub(crate) fn read(response: &Response) -> Reading {
 /// What the unit tests of every concern build their facts from.
 #[cfg(test)]
 pub(crate) mod fixtures {
-    pub use super::*;
+    use super::{Response, Sent};
     pub use qualifier_bus::DeliveryMeta;
     pub use qualifier_domain::DeliveryStatus;
     pub use qualifier_domain::EventType;
