@@ -8,7 +8,10 @@ use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
 use lapin::{BasicProperties, Channel, Connection, ConnectionProperties, ExchangeKind};
 
 pub use lapin;
+
+mod session;
 use qualifier_domain::EventType;
+pub use session::{Session, keep_connected};
 
 /// Message headers the relay sets and the worker reads.
 pub mod headers {

@@ -10,10 +10,11 @@
 //! poll as a safety net.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use qualifier_bus::{DeliveryMeta, Outgoing, Publisher, Topology};
+use qualifier_bus::lapin::Connection;
+use qualifier_bus::{BusError, DeliveryMeta, Outgoing, Publisher, Topology};
 use qualifier_store::outbox::{Unpublished, relay_batch};
 use qualifier_store::{Store, StoreError};
 use qualifier_telemetry::metrics::{self as m, metrics};
@@ -101,87 +102,70 @@ impl Relay {
 
     pub async fn run(self, shutdown: CancellationToken) {
         let sampler = tokio::spawn(Self::sample_backlog(self.store.clone(), shutdown.clone()));
-        let wake = self.wake.clone();
-        let mut backoff = qualifier_bus::reconnect_backoff();
-        let mut rotation = qualifier_bus::Rotation::default();
-        while !shutdown.is_cancelled() {
-            let connected = async {
-                let conn = self
-                    .brokers
-                    .connect(
-                        &format!("lead-api relay {}", self.topology.prefix),
-                        &mut rotation,
-                    )
-                    .await?;
-                // Bounded like the connection: a node that took the connection and then
-                // stalls must not hold the relay (the next attempt goes to the next node).
-                let publisher =
-                    qualifier_bus::within_setup_timeout("setting up the relay", async {
-                        let publisher = Publisher::new(&conn).await?;
-                        self.topology.declare(publisher.channel()).await?;
-                        Ok::<_, qualifier_bus::BusError>(publisher)
-                    })
-                    .await?;
-                Ok::<_, qualifier_bus::BusError>((conn, publisher))
-            }
-            .await;
-            let (conn, publisher) = match connected {
-                Ok(c) => c,
-                Err(e) => {
-                    let wait = backoff.next().unwrap_or(Duration::from_secs(10));
-                    tracing::warn!(error = %e, wait_ms = wait.as_millis() as u64, "relay cannot reach RabbitMQ; retrying");
-                    self.status.broker_ready.store(false, Ordering::Relaxed);
-                    sleep_or_cancel(wait, &shutdown).await;
-                    continue;
-                }
-            };
-            backoff = qualifier_bus::reconnect_backoff();
-            self.status.broker_ready.store(true, Ordering::Relaxed);
-            tracing::info!("outbox relay connected");
-            while !shutdown.is_cancelled() {
-                match self.drain(&publisher).await {
-                    Ok(n) => {
-                        if n > 0 {
-                            metrics::counter!(m::OUTBOX_PUBLISHED).increment(n as u64);
-                            tracing::debug!(published = n, "outbox relayed");
-                        }
-                        // Paced replays are due at their own instants: wake for the next one.
-                        let due = self.store.next_replay_due().await.ok().flatten();
-                        let nap = due.map_or(POLL, |d| d.clamp(Duration::from_millis(5), POLL));
-                        tokio::select! {
-                            _ = wake.notified() => {}
-                            _ = tokio::time::sleep(nap) => {}
-                            _ = shutdown.cancelled() => {}
-                        }
-                        // An idle relay publishes nothing, so it would not notice a lost broker
-                        // by itself: checked every poll, which keeps `/readyz` honest.
-                        if !conn.status().connected() {
-                            tracing::warn!("relay lost RabbitMQ; reconnecting");
-                            break;
-                        }
-                    }
-                    Err(e) => {
-                        tracing::warn!(error = %qualifier_store::cause_chain(&e), "outbox relay batch failed; it stays in the outbox");
-                        if !conn.status().connected() {
-                            break;
-                        }
-                        // A broker nack leaves this channel unable to publish (see
-                        // `Publisher::nacked`): a new connection, after the usual short wait.
-                        let refused = tokio::select! {
-                            _ = publisher.nacked() => true,
-                            _ = sleep_or_cancel(Duration::from_millis(200), &shutdown) => false,
-                        };
-                        if refused {
-                            sleep_or_cancel(Duration::from_millis(200), &shutdown).await;
-                            tracing::warn!("broker refused a publish; reconnecting");
-                            break;
-                        }
-                    }
-                }
-            }
-            self.status.broker_ready.store(false, Ordering::Relaxed);
-            let _ = conn.close(200, "shutdown".into()).await;
-        }
+        qualifier_bus::keep_connected(
+            &self.brokers,
+            &format!("lead-api relay {}", self.topology.prefix),
+            &self,
+            &self.status.broker_ready,
+            &shutdown,
+        )
+        .await;
         sampler.abort();
+    }
+}
+
+impl qualifier_bus::Session for Relay {
+    type Ready = Publisher;
+
+    async fn set_up(&self, conn: &Connection) -> Result<Publisher, BusError> {
+        let publisher = Publisher::new(conn).await?;
+        self.topology.declare(publisher.channel()).await?;
+        Ok(publisher)
+    }
+
+    /// Drains the outbox whenever woken, until the broker is lost or refuses a publish.
+    async fn run(&self, conn: &Connection, publisher: Publisher, shutdown: &CancellationToken) {
+        tracing::info!("outbox relay connected");
+        while !shutdown.is_cancelled() {
+            match self.drain(&publisher).await {
+                Ok(n) => {
+                    if n > 0 {
+                        metrics::counter!(m::OUTBOX_PUBLISHED).increment(n as u64);
+                        tracing::debug!(published = n, "outbox relayed");
+                    }
+                    // Paced replays are due at their own instants: wake for the next one.
+                    let due = self.store.next_replay_due().await.ok().flatten();
+                    let nap = due.map_or(POLL, |d| d.clamp(Duration::from_millis(5), POLL));
+                    tokio::select! {
+                        _ = self.wake.notified() => {}
+                        _ = tokio::time::sleep(nap) => {}
+                        _ = shutdown.cancelled() => {}
+                    }
+                    // An idle relay publishes nothing, so it would not notice a lost broker
+                    // by itself: checked every poll, which keeps `/readyz` honest.
+                    if !conn.status().connected() {
+                        tracing::warn!("relay lost RabbitMQ; reconnecting");
+                        return;
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(error = %qualifier_store::cause_chain(&e), "outbox relay batch failed; it stays in the outbox");
+                    if !conn.status().connected() {
+                        return;
+                    }
+                    // A broker nack leaves this channel unable to publish (see
+                    // `Publisher::nacked`): a new connection, after the usual short wait.
+                    let refused = tokio::select! {
+                        _ = publisher.nacked() => true,
+                        _ = sleep_or_cancel(Duration::from_millis(200), shutdown) => false,
+                    };
+                    if refused {
+                        sleep_or_cancel(Duration::from_millis(200), shutdown).await;
+                        tracing::warn!("broker refused a publish; reconnecting");
+                        return;
+                    }
+                }
+            }
+        }
     }
 }

@@ -8,7 +8,7 @@
 //! ([`decide::plan_after_attempt`]). Every branch below is on the variants of their answers.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use futures_util::StreamExt;
@@ -17,6 +17,7 @@ use qualifier_bus::lapin::options::{
     BasicAckOptions, BasicCancelOptions, BasicConsumeOptions, BasicNackOptions, BasicQosOptions,
 };
 use qualifier_bus::lapin::types::FieldTable;
+use qualifier_bus::lapin::{Channel, Connection, Consumer};
 use qualifier_bus::{BusError, DeliveryMeta, MetaError, Outgoing, Publisher, Topology};
 use qualifier_domain::DeliveryStatus;
 use qualifier_domain::delivery::AttemptEntry;
@@ -655,108 +656,111 @@ impl Worker {
     }
 
     pub async fn run(self: Arc<Self>, shutdown: CancellationToken) {
-        let tracker = TaskTracker::new();
-        let mut backoff = qualifier_bus::reconnect_backoff();
-        let mut rotation = qualifier_bus::Rotation::default();
-        while !shutdown.is_cancelled() {
-            let setup = async {
-                let conn = self
-                    .brokers
-                    .connect(
-                        &format!("webhook-delivery {}", self.topology.prefix),
-                        &mut rotation,
-                    )
-                    .await?;
-                // Bounded like the connection: a node that took the connection and then
-                // stalls must not hold the worker (the next attempt goes to the next node).
-                let (publisher, ch, consumer) =
-                    qualifier_bus::within_setup_timeout("setting up the consumer", async {
-                        let publisher = Publisher::new(&conn).await?;
-                        self.topology.declare(publisher.channel()).await?;
-                        let ch = conn.create_channel().await?;
-                        // Prefetch = concurrency: the broker never gives us more than we work
-                        // on at once, so other replicas get the rest.
-                        ch.basic_qos(
-                            self.concurrency.min(u16::MAX as usize) as u16,
-                            BasicQosOptions::default(),
-                        )
-                        .await?;
-                        let consumer = ch
-                            .basic_consume(
-                                self.topology.work_queue().into(),
-                                "".into(),
-                                BasicConsumeOptions::default(),
-                                FieldTable::default(),
-                            )
-                            .await?;
-                        Ok::<_, qualifier_bus::BusError>((publisher, ch, consumer))
-                    })
-                    .await?;
-                Ok::<_, qualifier_bus::BusError>((conn, publisher, ch, consumer))
-            }
-            .await;
-            let (conn, publisher, ch, mut consumer) = match setup {
-                Ok(s) => s,
-                Err(e) => {
-                    let wait = backoff.next().unwrap_or(Duration::from_secs(10));
-                    tracing::warn!(error = %e, wait_ms = wait.as_millis() as u64, "cannot reach RabbitMQ; retrying");
-                    self.status.broker_ready.store(false, Ordering::Relaxed);
-                    tokio::select! { _ = tokio::time::sleep(wait) => {}, _ = shutdown.cancelled() => {} }
-                    continue;
-                }
-            };
-            backoff = qualifier_bus::reconnect_backoff();
-            self.status.broker_ready.store(true, Ordering::Relaxed);
-            let sampler = match conn.create_channel().await {
-                Ok(c) => Some(tokio::spawn(sample_queues(c, self.topology.clone()))),
-                Err(_) => None,
-            };
-            tracing::info!(queue = %self.topology.work_queue(), concurrency = self.concurrency, "consuming");
-            loop {
-                tokio::select! {
-                    next = consumer.next() => match next {
-                        Some(Ok(d)) => {
-                            tracker.spawn(self.clone().handle(publisher.clone(), d));
-                        }
-                        Some(Err(e)) => {
-                            tracing::warn!(error = %e, "consumer error; reconnecting");
-                            break;
-                        }
-                        None => {
-                            tracing::warn!("consumer closed; reconnecting");
-                            break;
-                        }
-                    },
-                    _ = publisher.nacked() => {
-                        // The refused message's delivery went back to the queue (not acked);
-                        // a new connection gets a channel that can publish again.
-                        tracing::warn!("broker refused a publish; reconnecting");
+        let name = format!("webhook-delivery {}", self.topology.prefix);
+        let consuming = Consuming {
+            worker: self.clone(),
+            tracker: TaskTracker::new(),
+        };
+        qualifier_bus::keep_connected(
+            &self.brokers,
+            &name,
+            &consuming,
+            &self.status.broker_ready,
+            &shutdown,
+        )
+        .await;
+    }
+}
+
+/// The worker as a broker client: a publisher (retries, parks, dead letters) and a consumer of
+/// the work queue on each connection; the attempts it started outlive a connection.
+struct Consuming {
+    worker: Arc<Worker>,
+    tracker: TaskTracker,
+}
+
+impl qualifier_bus::Session for Consuming {
+    type Ready = (Publisher, Channel, Consumer);
+
+    async fn set_up(&self, conn: &Connection) -> Result<Self::Ready, BusError> {
+        let w = &self.worker;
+        let publisher = Publisher::new(conn).await?;
+        w.topology.declare(publisher.channel()).await?;
+        let ch = conn.create_channel().await?;
+        // Prefetch = concurrency: the broker never gives us more than we work on at once, so
+        // other replicas get the rest.
+        ch.basic_qos(
+            w.concurrency.min(u16::MAX as usize) as u16,
+            BasicQosOptions::default(),
+        )
+        .await?;
+        let consumer = ch
+            .basic_consume(
+                w.topology.work_queue().into(),
+                "".into(),
+                BasicConsumeOptions::default(),
+                FieldTable::default(),
+            )
+            .await?;
+        Ok((publisher, ch, consumer))
+    }
+
+    async fn run(
+        &self,
+        conn: &Connection,
+        (publisher, ch, mut consumer): Self::Ready,
+        shutdown: &CancellationToken,
+    ) {
+        let w = &self.worker;
+        let sampler = match conn.create_channel().await {
+            Ok(c) => Some(tokio::spawn(sample_queues(c, w.topology.clone()))),
+            Err(_) => None,
+        };
+        tracing::info!(queue = %w.topology.work_queue(), concurrency = w.concurrency, "consuming");
+        loop {
+            tokio::select! {
+                next = consumer.next() => match next {
+                    Some(Ok(d)) => {
+                        self.tracker.spawn(w.clone().handle(publisher.clone(), d));
+                    }
+                    Some(Err(e)) => {
+                        tracing::warn!(error = %e, "consumer error; reconnecting");
                         break;
                     }
-                    _ = shutdown.cancelled() => {
-                        // Stop taking new messages, finish what is in flight, then close: whatever
-                        // is still unacked returns to the queue for another replica.
-                        let _ = ch.basic_cancel(consumer.tag(), BasicCancelOptions::default()).await;
+                    None => {
+                        tracing::warn!("consumer closed; reconnecting");
                         break;
                     }
+                },
+                _ = publisher.nacked() => {
+                    // The refused message's delivery went back to the queue (not acked); a new
+                    // connection gets a channel that can publish again.
+                    tracing::warn!("broker refused a publish; reconnecting");
+                    break;
+                }
+                _ = shutdown.cancelled() => {
+                    // Stop taking new messages, finish what is in flight, then close: whatever
+                    // is still unacked returns to the queue for another replica.
+                    let _ = ch.basic_cancel(consumer.tag(), BasicCancelOptions::default()).await;
+                    break;
                 }
             }
-            self.status.broker_ready.store(false, Ordering::Relaxed);
-            if let Some(s) = sampler {
-                s.abort();
+        }
+        if let Some(s) = sampler {
+            s.abort();
+        }
+        if shutdown.is_cancelled() {
+            // Not ready while it drains: it takes no new message.
+            w.status.broker_ready.store(false, std::sync::atomic::Ordering::Relaxed);
+            self.tracker.close();
+            if tokio::time::timeout(w.drain_timeout, self.tracker.wait())
+                .await
+                .is_err()
+            {
+                tracing::warn!(
+                    "in-flight deliveries did not finish in time; they return to the queue"
+                );
             }
-            if shutdown.is_cancelled() {
-                tracker.close();
-                if tokio::time::timeout(self.drain_timeout, tracker.wait())
-                    .await
-                    .is_err()
-                {
-                    tracing::warn!(
-                        "in-flight deliveries did not finish in time; they return to the queue"
-                    );
-                }
-            }
-            let _ = conn.close(200, "bye".into()).await;
         }
     }
 }
