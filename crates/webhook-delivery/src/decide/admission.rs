@@ -264,6 +264,21 @@ pub struct ParkPlan {
     pub hold: Hold,
 }
 
+/// A park at least this long waits in the delivery's row rather than in a park queue (a
+/// receiver's `Retry-After`, a long back-off): what waits that long is kept where an erasure
+/// reaches it. Shorter parks (an org at its in-flight cap) stay in the broker, where they cost
+/// no database write and last seconds.
+pub(crate) const PARK_IN_ROW_FROM_MS: u64 = 16_000;
+
+impl ParkPlan {
+    /// When the park waits in the delivery's row: the instant (Unix ms) its attempt is due.
+    /// `None`: it waits in its park queue.
+    pub fn in_row_until(&self, now_ms: i64) -> Option<i64> {
+        let wait = PARK_TIERS_MS[self.tier];
+        (wait >= PARK_IN_ROW_FROM_MS).then(|| super::due_at(self.not_before_ms, now_ms, wait))
+    }
+}
+
 /// Where and how long a held message is parked (once per wait: [`park_wait`]).
 fn park(hold: Hold, attempt_timeout: Duration, now_ms: i64) -> ParkPlan {
     let tier = tier_for(&PARK_TIERS_MS, park_wait(hold, attempt_timeout));
@@ -632,6 +647,24 @@ mod tests {
             ),
             None
         );
+    }
+
+    #[test]
+    fn a_long_park_waits_in_the_row_and_a_short_one_in_the_broker() {
+        let short = park(
+            Hold::BackingOff { for_ms: 2_000 },
+            Duration::from_secs(10),
+            NOW,
+        );
+        assert_eq!(short.in_row_until(NOW), None, "{short:?}");
+        let long = park(
+            Hold::BackingOff { for_ms: 120_000 },
+            Duration::from_secs(10),
+            NOW,
+        );
+        assert!(PARK_TIERS_MS[long.tier] >= PARK_IN_ROW_FROM_MS, "{long:?}");
+        // Due when the receiver's pause ends, not after the park queue's shorter delay.
+        assert_eq!(long.in_row_until(NOW), Some(NOW + 120_000));
     }
 
     #[test]

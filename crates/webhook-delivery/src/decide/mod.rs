@@ -62,6 +62,14 @@ pub(crate) fn tier_for(tiers_ms: &[u64], wait: Duration) -> usize {
         .map_or(0, |(i, _)| i)
 }
 
+/// When a delivery that waits `wait_ms` from `now_ms` is due (Unix ms): not before a pause
+/// the receiver asked for (`not_before_ms`), whichever is later. A retry's delay and a long
+/// park both wait this way in the delivery's row.
+pub fn due_at(not_before_ms: Option<i64>, now_ms: i64, wait_ms: u64) -> i64 {
+    let wait = i64::try_from(wait_ms).unwrap_or(i64::MAX);
+    not_before_ms.unwrap_or(0).max(now_ms.saturating_add(wait))
+}
+
 /// How an answer reads, for an attempt, a probe and an operator notice alike.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Reading {
@@ -200,6 +208,14 @@ pub(crate) mod fixtures {
 mod tests {
     use super::*;
     use qualifier_domain::delivery::NoAnswer;
+
+    #[test]
+    fn a_wait_is_due_after_its_delay_or_the_receivers_pause_whichever_is_later() {
+        assert_eq!(due_at(None, 1_000, 30_000), 31_000);
+        assert_eq!(due_at(Some(90_000), 1_000, 30_000), 90_000);
+        assert_eq!(due_at(Some(5_000), 1_000, 30_000), 31_000);
+        assert_eq!(due_at(None, i64::MAX - 1, u64::MAX), i64::MAX);
+    }
 
     #[test]
     fn one_reader_for_every_answer() {

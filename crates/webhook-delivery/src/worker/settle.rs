@@ -1,0 +1,251 @@
+//! The last stage of an attempt: ask the rules what the answer leads to
+//! ([`decide::plan_after_attempt`]), apply it to the endpoint's health, make the outcome
+//! durable, and carry out the next step (done, retry from the row, hold, dead-letter).
+
+use qualifier_bus::{Outgoing, Publisher};
+use qualifier_domain::DeliveryStatus;
+use qualifier_domain::delivery::AttemptEntry;
+use qualifier_domain::health::EndpointState;
+use qualifier_domain::timefmt::now_millis;
+use qualifier_store::StoreError;
+use qualifier_store::deliveries::{AttemptWrite, LeadOrder};
+use qualifier_telemetry::metrics::{self as m, metrics};
+
+use super::prepare::Prepared;
+use super::{NotDurable, Recorded, Worker, unix_ms};
+use crate::decide::{self, After, HealthUpdate, Sent};
+use crate::sender::DeliveryJob;
+
+/// `job` as a message again (a park or a dead letter), with all of its headers.
+pub(super) fn job_message<'a>(
+    job: &'a DeliveryJob,
+    exchange: &'a str,
+    routing_key: &'a str,
+) -> Outgoing<'a> {
+    Outgoing {
+        exchange,
+        routing_key,
+        body: &job.body,
+        headers: job.meta.headers(),
+        message_id: Some(job.meta.delivery_id.to_string()),
+    }
+}
+
+/// Attempt latency, event-to-delivery latency and the outcome count of one attempt.
+fn record_metrics(job: &DeliveryJob, record: &AttemptEntry, step: &After) {
+    let (outcome, result) = match step {
+        After::Succeeded => ("delivered", "success"),
+        After::Retry { .. } => ("retrying", "failure"),
+        After::Hold { .. } => ("held", "failure"),
+        After::Dead => ("dead", "failure"),
+    };
+    metrics::counter!(m::DELIVERIES, "outcome" => outcome).increment(1);
+    metrics::histogram!(m::ATTEMPT_DURATION, "result" => result)
+        .record(record.duration_ms as f64 / 1000.0);
+    if let (After::Succeeded, Some(at)) = (step, job.meta.occurred_at_ms) {
+        metrics::histogram!(m::EVENT_TO_DELIVERY).record((unix_ms() - at).max(0) as f64 / 1000.0);
+    }
+}
+
+impl Worker {
+    /// Makes what `sent` showed durable and carries out its next step. Err: not durable.
+    pub(super) async fn settle(
+        &self,
+        publisher: &Publisher,
+        job: &DeliveryJob,
+        prepared: &Prepared,
+        sent: Sent,
+    ) -> Result<(), NotDurable> {
+        let plan = decide::plan_after_attempt(
+            &sent,
+            &job.meta,
+            Some(&prepared.health),
+            &self.topology.retry_delays_ms,
+            &self.health,
+            unix_ms(),
+            now_millis(),
+        );
+        let state = match plan.health.clone() {
+            HealthUpdate::Unknown => None,
+            HealthUpdate::Unchanged(state) => Some(state),
+            HealthUpdate::Apply(input) => self.apply_health(job, input).await,
+        };
+        let step = plan.next(state);
+        let record = plan.record;
+        record_metrics(job, &record, &step);
+        let id = job.meta.delivery_id;
+        match &step {
+            After::Succeeded => {
+                tracing::debug!(delivery_id = %id, status = ?record.status_code, ms = record.duration_ms, "delivered");
+            }
+            After::Retry { .. } => {
+                tracing::info!(delivery_id = %id, attempt = job.meta.attempt, error = ?record.error, "attempt failed; retrying later");
+            }
+            After::Dead => {
+                tracing::warn!(delivery_id = %id, error = ?record.error, "last attempt failed; dead-lettering");
+            }
+            After::Hold { .. } => {
+                tracing::info!(delivery_id = %id, attempt = job.meta.attempt, error = ?record.error, "attempt failed while the endpoint fails; held until it is back");
+            }
+        }
+        let ends = matches!(step, After::Succeeded | After::Dead);
+        let erased = self.record(job, record, step.status()).await?;
+        if ends {
+            self.release_next(prepared.order).await;
+        }
+        if erased {
+            // The lead was erased while the request was out: the row is over (skipped) and
+            // kept nothing of the answer. Nothing goes on, since a retry, a hold or a dead
+            // letter would carry or resend the event as it was before the erasure.
+            tracing::info!(delivery_id = %id, "lead erased during the attempt; the delivery ends here");
+            return Ok(());
+        }
+        match step {
+            After::Succeeded => Ok(()),
+            After::Hold { resume_attempt } => self.hold(job, resume_attempt).await,
+            After::Retry {
+                queue,
+                not_before_ms,
+                org_back_off,
+            } => {
+                if let Some(wait) = org_back_off {
+                    self.gate.back_off(job.meta.org_id, wait);
+                }
+                // The retry waits in the delivery's row, not as a copy of the body in a retry
+                // queue (`Store::schedule_attempt`); the relay sends it again when it is due.
+                let delay = self.topology.retry_delays_ms[queue];
+                let at = decide::due_at(not_before_ms, unix_ms(), delay);
+                self.schedule(job, job.meta.attempt + 1, at)
+                    .await
+                    .map_err(NotDurable::Schedule)
+            }
+            // The dead letter says which delivery died (its headers), not what it carried: the
+            // body stays in the database only, where retention and erasure reach it (a queue
+            // keeps a message until someone purges it, and no one can take one message out).
+            // Replays are sent from the database, so nothing reads the body here.
+            After::Dead => {
+                let exchange = self.topology.dead_exchange();
+                let letter = DeliveryJob {
+                    body: Vec::new(),
+                    ..job.clone()
+                };
+                publisher
+                    .publish_all(&[job_message(&letter, &exchange, "")])
+                    .await
+                    .map_err(NotDurable::Publish)
+            }
+        }
+    }
+
+    /// Records one attempt's outcome (durable when this returns Ok); true when the delivery's
+    /// lead was erased meanwhile.
+    async fn record(
+        &self,
+        job: &DeliveryJob,
+        entry: AttemptEntry,
+        status: DeliveryStatus,
+    ) -> Result<bool, NotDurable> {
+        let write = AttemptWrite {
+            delivery: job.delivery(),
+            entry,
+            status,
+        };
+        match self
+            .outcomes
+            .call(write)
+            .await
+            .map_err(NotDurable::Record)?
+        {
+            Recorded::Written { erased } => Ok(erased),
+            // Its lead is being erased: this one waits for the erasure alone, on its own
+            // connection, while the batches go on for the rest.
+            Recorded::Skipped(write) => self
+                .store
+                .record_attempt(&write)
+                .await
+                .map_err(NotDurable::RecordAlone),
+        }
+    }
+
+    /// A delivery in its lead's order is over: the lead's next waiting delivery may go. A
+    /// failure here is logged only: the health loop's safety net releases it within seconds.
+    pub(super) async fn release_next(&self, order: Option<LeadOrder>) {
+        let Some(order) = order else {
+            return;
+        };
+        if let Err(e) = self
+            .store
+            .release_next_of_lead(order.org_id, order.lead_id)
+            .await
+        {
+            tracing::warn!(lead_id = %order.lead_id, error = %qualifier_store::cause_chain(&e), "next delivery of the lead not released; the safety net will");
+        }
+    }
+
+    /// Holds the delivery in its row while its endpoint fails (then the message is acked).
+    pub(super) async fn hold(
+        &self,
+        job: &DeliveryJob,
+        resume_attempt: u32,
+    ) -> Result<(), NotDurable> {
+        match self
+            .store
+            .hold_delivery(job.delivery(), resume_attempt)
+            .await
+        {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(NotDurable::NotHeld),
+            Err(e) => Err(NotDurable::Hold(e)),
+        }
+    }
+
+    /// Applies what an attempt showed of its endpoint to the shared health (under its row's
+    /// lock: one truth across replicas) and returns the state it leaves; `None` when it could
+    /// not be written (health is bookkeeping: the attempt's step then stands as decided).
+    async fn apply_health(
+        &self,
+        job: &DeliveryJob,
+        input: decide::HealthInput,
+    ) -> Option<EndpointState> {
+        let step = input.step();
+        match self
+            .store
+            .change_health(job.meta.org_id, self.notify_operator, move |h| {
+                step.apply(h)
+            })
+            .await
+        {
+            Ok((h, change)) => {
+                if let Some(c) = change {
+                    tracing::warn!(org_id = %job.meta.org_id, change = c.event_type(), error = ?h.last_error, "endpoint health changed");
+                }
+                Some(h.state)
+            }
+            Err(e) => {
+                tracing::warn!(org_id = %job.meta.org_id, error = %qualifier_store::cause_chain(&e), "endpoint health not updated");
+                None
+            }
+        }
+    }
+
+    /// Attempt `attempt` of `job`'s delivery at `at_ms` (Unix milliseconds), from its row. A
+    /// delivery that ended meanwhile (erased, its webhook disabled) is not scheduled, and
+    /// nothing goes on: its message is done with either way.
+    pub(super) async fn schedule(
+        &self,
+        job: &DeliveryJob,
+        attempt: u32,
+        at_ms: i64,
+    ) -> Result<(), StoreError> {
+        let at = time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(at_ms) * 1_000_000)
+            .unwrap_or_else(|_| now_millis());
+        let scheduled = self
+            .store
+            .schedule_attempt(job.delivery(), attempt, at)
+            .await?;
+        if !scheduled {
+            tracing::info!(delivery_id = %job.meta.delivery_id, "delivery ended while its attempt was out; nothing scheduled");
+        }
+        Ok(())
+    }
+}
