@@ -221,34 +221,6 @@ impl Store {
         .await
     }
 
-    /// Holds a delivery while its endpoint is failing: it leaves the broker (the caller acks)
-    /// and waits in its row, to resume at `resume_attempt`. False when the endpoint is no longer
-    /// failing or the delivery already ended: the caller must not ack then. The health row is
-    /// read `FOR SHARE`, so a recovery either sees this hold (and releases it) or waits for it.
-    pub async fn hold_delivery(
-        &self,
-        delivery: crate::partitions::DeliveryRef,
-        resume_attempt: u32,
-    ) -> Result<bool, StoreError> {
-        let (lo, hi) = crate::partitions::day_bounds([delivery.seq]);
-        let mut conn = self.conn().await?;
-        let n = diesel::sql_query(
-            "UPDATE outbox o SET held_at = clock_timestamp(), resume_attempt = $2,
-                    updated_at = clock_timestamp()
-             WHERE o.delivery_id = $1 AND (o.seq >> 32) BETWEEN $3 AND $4
-               AND o.status IN ('pending', 'failed')
-               AND EXISTS (SELECT 1 FROM endpoint_health h
-                           WHERE h.org_id = o.org_id AND h.state = 'failing' FOR SHARE)",
-        )
-        .bind::<SqlUuid, _>(delivery.id)
-        .bind::<Int4, _>(i32::try_from(resume_attempt).unwrap_or(i32::MAX))
-        .bind::<BigInt, _>(lo)
-        .bind::<BigInt, _>(hi)
-        .execute(&mut conn)
-        .await?;
-        Ok(n > 0)
-    }
-
     /// Claims up to `limit` failing endpoints whose probe is due and that no replica is
     /// probing, for `lease_ms` (after which another replica may try, if this one died).
     pub async fn claim_probes(&self, lease_ms: i64, limit: i64) -> Result<Vec<Uuid>, StoreError> {
@@ -284,28 +256,6 @@ impl Store {
         .execute(&mut conn)
         .await?;
         Ok(n > 0)
-    }
-
-    /// A safety net: deliveries held for longer than `older_than` by an endpoint that is no
-    /// longer failing go back to the relay (how long is the delivery rules' to say).
-    pub async fn release_stray_held(
-        &self,
-        older_than: std::time::Duration,
-    ) -> Result<usize, StoreError> {
-        let mut conn = self.conn().await?;
-        let n = diesel::sql_query(
-            "UPDATE outbox o SET published_at = NULL, held_at = NULL,
-                    replay_at = clock_timestamp(), updated_at = clock_timestamp()
-             WHERE o.held_at IS NOT NULL
-               AND o.waiting_for IS DISTINCT FROM 'earlier_delivery'
-               AND o.held_at < clock_timestamp() - make_interval(secs => $1 / 1000.0)
-               AND NOT EXISTS (SELECT 1 FROM endpoint_health h
-                               WHERE h.org_id = o.org_id AND h.state = 'failing')",
-        )
-        .bind::<BigInt, _>(older_than.as_millis() as i64)
-        .execute(&mut conn)
-        .await?;
-        Ok(n)
     }
 
     /// Endpoints by state, for `qualifier_webhook_endpoints{state}`: every configured webhook
@@ -408,17 +358,9 @@ pub(crate) async fn apply(
     }
     match plan.held {
         HeldDeliveries::Keep => {}
-        HeldDeliveries::Release => release_held(conn, org_id).await?,
+        HeldDeliveries::Release => crate::deliveries::state::release_held(conn, org_id).await?,
         HeldDeliveries::Skip => {
-            diesel::sql_query(
-                "UPDATE outbox SET status = 'skipped', last_error = 'webhook disabled',
-                        held_at = NULL, resume_attempt = NULL,
-                        updated_at = clock_timestamp()
-                 WHERE org_id = $1 AND held_at IS NOT NULL",
-            )
-            .bind::<SqlUuid, _>(org_id)
-            .execute(&mut *conn)
-            .await?;
+            crate::deliveries::state::skip_held(conn, org_id, "webhook disabled").await?;
         }
     }
     if let (Some(c), true) = (plan.change, notify_operator) {
@@ -443,23 +385,4 @@ pub(crate) async fn on_save(
         Some(plan) => apply(conn, org_id, &plan, true).await,
         None => Ok(()),
     }
-}
-
-/// Every delivery of the org held for the outage goes back to the relay, oldest first (the relay
-/// orders due rows by `replay_at`, then `seq`), and the relay is woken. One waiting for an
-/// earlier delivery of its lead stays: that delivery's end releases it (`crate::pacing`).
-async fn release_held(conn: &mut AsyncPgConnection, org_id: Uuid) -> Result<(), StoreError> {
-    let n = diesel::sql_query(
-        "UPDATE outbox SET published_at = NULL, held_at = NULL,
-                replay_at = clock_timestamp(), updated_at = clock_timestamp()
-         WHERE org_id = $1 AND held_at IS NOT NULL
-           AND waiting_for IS DISTINCT FROM 'earlier_delivery'",
-    )
-    .bind::<SqlUuid, _>(org_id)
-    .execute(conn)
-    .await?;
-    if n > 0 {
-        crate::outbox::wake_relay(conn).await?;
-    }
-    Ok(())
 }

@@ -27,20 +27,6 @@ use uuid::Uuid;
 use crate::partitions::{DeliveryRef, day_bounds};
 use crate::{Store, StoreError};
 
-/// A delivery of the lead, earlier than the row `o`, that is not over: pending or retrying
-/// (held during an outage, or waiting itself). Test events and replays are outside the order.
-/// Read through `outbox_org_lead`.
-/// The same condition is in migration 39's functions.
-macro_rules! earlier_pending {
-    () => {
-        "EXISTS (SELECT 1 FROM outbox e
-            WHERE e.org_id = o.org_id AND e.lead_id = o.lead_id AND e.seq < o.seq
-              AND e.status IN ('pending', 'failed') AND NOT e.is_test
-              AND e.replayed IS NOT TRUE)"
-    };
-}
-const EARLIER_PENDING: &str = earlier_pending!();
-
 /// What taking a turn came to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Turn {
@@ -72,13 +58,6 @@ struct Blocked {
     blocked: bool,
 }
 
-/// A function's yes or no (`qualifier_wait_for_earlier`, `qualifier_release_next`, migration 39).
-#[derive(diesel::QueryableByName)]
-struct Answer {
-    #[diesel(sql_type = Bool)]
-    yes: bool,
-}
-
 fn secs(d: Duration) -> f64 {
     d.as_secs_f64()
 }
@@ -100,7 +79,8 @@ impl Store {
         // Prepared (fixed text): the parameters as a row first, the statement after it.
         let taken: Taken = crate::prepared::prepared::<SqlUuid, _>(
             "WITH params(org) AS (VALUES (",
-            ")), turn AS (
+            concat!(
+                ")), turn AS (
                  INSERT INTO endpoint_pacing AS p (org_id, next_at)
                  VALUES ($1, clock_timestamp() + make_interval(secs => $2))
                  ON CONFLICT (org_id) DO UPDATE
@@ -121,11 +101,13 @@ impl Store {
                         updated_at = clock_timestamp()
                  FROM d
                  WHERE d.far
-                   AND o.delivery_id = $6 AND (o.seq >> 32) BETWEEN $7 AND $8
-                   AND o.status IN ('pending', 'failed') AND o.erased_at IS NULL
+                   AND o.delivery_id = $6 AND (o.seq >> 32) BETWEEN $7 AND $8 AND ",
+                crate::deliveries::state::still_open!(),
+                "
                    AND o.held_at IS NULL
                  RETURNING o.seq)
-             SELECT d.wait_ms, d.far, (SELECT count(*) FROM parked) AS parked FROM d",
+             SELECT d.wait_ms, d.far, (SELECT count(*) FROM parked) AS parked FROM d"
+            ),
             org_id,
         )
         .bind::<Double, _>(secs(rate.spacing()))
@@ -197,7 +179,7 @@ impl Store {
             "WITH params(ids) AS (VALUES (",
             concat!(
                 ")) SELECT o.id, ",
-                earlier_pending!(),
+                crate::deliveries::state::earlier_pending!(),
                 " AS blocked
                  FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::int8[])
                       AS o(id, org_id, lead_id, seq)"
@@ -213,77 +195,6 @@ impl Store {
             &ids,
             found.into_iter().filter(|b| b.blocked).map(|b| b.id),
         ))
-    }
-
-    /// The delivery waits in its row for an earlier delivery of `lead` to be over, to resume at
-    /// `attempt`. False when none is pending any more (or the delivery ended): the caller goes
-    /// on with it. True also when the row already waits: the message is a second copy of one
-    /// whose wait began (a crash before its ack), and the release sends the delivery again.
-    pub async fn wait_for_earlier(
-        &self,
-        delivery: DeliveryRef,
-        lead_id: Uuid,
-        attempt: u32,
-    ) -> Result<bool, StoreError> {
-        let (lo, hi) = day_bounds([delivery.seq]);
-        let mut conn = self.conn().await?;
-        let w: Answer = crate::prepared::prepared::<SqlUuid, _>(
-            "SELECT qualifier_wait_for_earlier(",
-            ") AS yes",
-            delivery.id,
-        )
-        .bind::<BigInt, _>(lo)
-        .bind::<BigInt, _>(hi)
-        .bind::<Int4, _>(i32::try_from(attempt).unwrap_or(i32::MAX))
-        .bind::<SqlUuid, _>(lead_id)
-        .one(&mut conn)
-        .await?;
-        Ok(w.yes)
-    }
-
-    /// A delivery of `lead` is over: the lead's next waiting delivery goes back to the relay,
-    /// if nothing earlier than it is still pending. True when one was released.
-    pub async fn release_next_of_lead(
-        &self,
-        org_id: Uuid,
-        lead_id: Uuid,
-    ) -> Result<bool, StoreError> {
-        let mut conn = self.conn().await?;
-        let r: Answer = crate::prepared::prepared::<SqlUuid, _>(
-            "SELECT qualifier_release_next(",
-            ") AS yes",
-            org_id,
-        )
-        .bind::<SqlUuid, _>(lead_id)
-        .one(&mut conn)
-        .await?;
-        Ok(r.yes)
-    }
-
-    /// A safety net (the health loop's): deliveries waiting longer than `older_than` for an
-    /// earlier delivery that is over (its release was lost to a crash), or whose webhook no
-    /// longer orders per lead, go back to the relay. Released ones check their order again.
-    pub async fn release_stray_order_waits(
-        &self,
-        older_than: Duration,
-    ) -> Result<usize, StoreError> {
-        let mut conn = self.conn().await?;
-        let n = diesel::sql_query(format!(
-            "UPDATE outbox o SET published_at = NULL, held_at = NULL, waiting_for = NULL,
-                    replay_at = clock_timestamp(), updated_at = clock_timestamp()
-             WHERE o.held_at IS NOT NULL AND o.waiting_for = 'earlier_delivery'
-               AND o.held_at < clock_timestamp() - make_interval(secs => $1)
-               AND (NOT EXISTS (SELECT 1 FROM webhooks w
-                                WHERE w.org_id = o.org_id AND w.ordering = 'per_lead')
-                    OR NOT {EARLIER_PENDING})"
-        ))
-        .bind::<Double, _>(secs(older_than))
-        .execute(&mut conn)
-        .await?;
-        if n > 0 {
-            crate::outbox::wake_relay(&mut conn).await?;
-        }
-        Ok(n)
     }
 }
 
@@ -331,12 +242,12 @@ impl Store {
         let Some(rate) = rate else {
             for (k, chunk) in seqs.chunks(RETIME_CHUNK).enumerate() {
                 diesel::sql_query(format!(
-                    "UPDATE outbox o SET paced_at = NULL, waiting_for = NULL,
-                            replay_at = clock_timestamp()
-                                        + make_interval(secs => ($3 + x.i - 1) / $4),
-                            updated_at = clock_timestamp()
+                    "UPDATE outbox o SET {}
                      FROM unnest($2::int8[]) WITH ORDINALITY AS x(seq, i)
-                     WHERE o.seq = x.seq AND {WAITING}"
+                     WHERE o.seq = x.seq AND {WAITING}",
+                    crate::deliveries::state::requeue(
+                        "clock_timestamp() + make_interval(secs => ($3 + x.i - 1) / $4)"
+                    )
                 ))
                 .bind::<SqlUuid, _>(org_id)
                 .bind::<diesel::sql_types::Array<BigInt>, _>(chunk)

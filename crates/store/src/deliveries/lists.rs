@@ -436,7 +436,9 @@ async fn schedule_replays(
     use diesel::sql_types::{Double, Int8, Text};
     let spacing = 1.0 / f64::from(rate_per_second.max(1));
     let n = seqs.len() as f64;
-    let updated = diesel::sql_query(
+    // A replay starts a new cycle (`resume_attempt` cleared) outside its lead's order
+    // (`replayed`), sent back to the relay as every requeue is.
+    let updated = diesel::sql_query(format!(
         "WITH slot AS (
              INSERT INTO replay_pacing AS p (org_id, next_at)
              VALUES ($1, clock_timestamp() + make_interval(secs => $3 * $4))
@@ -444,13 +446,11 @@ async fn schedule_replays(
                  SET next_at = GREATEST(p.next_at, clock_timestamp()) + make_interval(secs => $3 * $4)
              RETURNING next_at - make_interval(secs => $3 * $4) AS first)
          UPDATE outbox o
-         SET status = 'pending', published_at = NULL, held_at = NULL, resume_attempt = NULL,
-             replayed = true, paced_at = NULL, waiting_for = NULL,
-             replay_at = slot.first + make_interval(secs => $3 * (v.i - 1)),
-             updated_at = clock_timestamp()
+         SET status = 'pending', resume_attempt = NULL, replayed = true, {}
          FROM slot, unnest($2::int8[]) WITH ORDINALITY AS v(seq, i)
          WHERE o.seq = v.seq AND o.org_id = $1 AND o.status = ANY($5::text[])",
-    )
+        super::state::requeue("slot.first + make_interval(secs => $3 * (v.i - 1))")
+    ))
     .bind::<diesel::sql_types::Uuid, _>(org_id)
     .bind::<Array<Int8>, _>(seqs)
     .bind::<Double, _>(spacing)

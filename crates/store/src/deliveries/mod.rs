@@ -1,5 +1,6 @@
 //! The delivery log: one delivery per event (the outbox row), its status and its attempts.
-//! - `attempts`: the worker's hot path (what an attempt starts from, what it records);
+//! - `state`: every move of a delivery's state, one function each (the one home of its writes);
+//! - `attempts`: the worker's hot-path read (what an attempt starts from);
 //! - `lists`: the lists, the console's search, one delivery, replays;
 //! - `counting`: a dry run's count, from the hourly totals where they vouch for the range;
 //! - `logs`: rewriting old attempt logs into the compact form.
@@ -19,7 +20,8 @@ use qualifier_domain::pace::WaitingFor;
 use qualifier_domain::{DeliveryStatus, EventType};
 
 mod attempts;
-pub use attempts::Outcome;
+pub mod state;
+pub use state::Outcome;
 mod counting;
 mod lists;
 mod logs;

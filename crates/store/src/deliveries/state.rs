@@ -1,0 +1,452 @@
+//! The one home of a delivery's state: every statement that moves a delivery from one state
+//! to another is here, one function per move, over the conditions and the requeue written once.
+//!
+//! A delivery's state, as its row keeps it today:
+//!
+//! | state | columns |
+//! |---|---|
+//! | queued for the relay | `published_at` NULL, due at `replay_at` (NULL: at once) |
+//! | out (with the worker or in a broker queue) | `published_at` set |
+//! | held while its endpoint fails | `held_at` set, `waiting_for` NULL |
+//! | waiting for an earlier delivery of its lead | `held_at` set, `waiting_for = 'earlier_delivery'` |
+//! | waiting in its row for a throttle turn | `waiting_for = 'throttle'`, `paced_at` the turn |
+//! | ended | `status` succeeded, dead or skipped |
+//!
+//! Every wait resumes at `resume_attempt`. The moves:
+//!
+//! - [`Store::record_attempts`] / [`Store::record_attempt`]: an attempt's outcome;
+//! - [`Store::schedule_attempt`]: the next attempt due at an instant, from the row ([`requeue`]);
+//! - [`Store::hold_delivery`], [`release_held`], [`Store::release_stray_held`]: an outage's hold
+//!   and its end;
+//! - [`Store::wait_for_earlier`], [`Store::release_next_of_lead`],
+//!   [`Store::release_stray_order_waits`]: the lead's order, over one condition
+//!   ([`earlier_pending`], the SQL function `qualifier_earlier_pending`);
+//! - [`Store::mark_skipped`], [`skip_held`]: ended without a request.
+//!
+//! Written elsewhere, each in the statement it belongs to and over the same fragments: the
+//! event's insert (`crate::leads::write`), the relay's mark (`crate::outbox`), a throttle turn
+//! and its retiming (`crate::pacing`), a replay (`super::lists`), an erasure
+//! (`crate::erasure`) and the compaction of old logs (`super::logs`).
+
+use diesel::sql_types::{Array, BigInt, Bool, Double, Int4, Uuid as SqlUuid};
+use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use serde_json::Value;
+use std::time::Duration;
+use uuid::Uuid;
+
+use super::AttemptWrite;
+use crate::answer::ReadToEnd;
+use crate::partitions::{DeliveryRef, day_bounds};
+use crate::{Store, StoreError};
+use qualifier_domain::DeliveryStatus;
+
+/// A delivery that has not ended and whose lead was not erased: the condition every move of a
+/// live delivery is guarded by (on the row `o`).
+macro_rules! still_open {
+    () => {
+        "o.status IN ('pending', 'failed') AND o.erased_at IS NULL"
+    };
+}
+pub(crate) use still_open;
+
+/// "Send it back to the relay": every wait cleared (an outage's hold, the lead's order, a
+/// throttle turn, whose time has passed or changed), unpublished, so the relay publishes the
+/// row again once its `replay_at` is due. The `SET` list without `replay_at`, which each caller
+/// gives ([`requeue`]).
+macro_rules! requeue_set {
+    () => {
+        "published_at = NULL, held_at = NULL, waiting_for = NULL, paced_at = NULL,
+         updated_at = clock_timestamp()"
+    };
+}
+
+/// The `SET` list that sends a delivery back to the relay, due at `at` (an SQL expression).
+pub(crate) fn requeue(at: &str) -> String {
+    format!("{}, replay_at = {at}", requeue_set!())
+}
+
+/// An earlier delivery of the row `o`'s lead is not over (pending or retrying): the lead-order
+/// condition, defined once as an SQL function
+/// (migrations/2026-12-02-000042_delivery_state_in_one_place/up.sql) that the functions of the
+/// lead's order call too.
+macro_rules! earlier_pending {
+    () => {
+        "qualifier_earlier_pending(o.org_id, o.lead_id, o.seq)"
+    };
+}
+pub(crate) use earlier_pending;
+
+/// A function's yes or no (`qualifier_wait_for_earlier`, `qualifier_release_next`).
+#[derive(diesel::QueryableByName)]
+struct Answer {
+    #[diesel(sql_type = Bool)]
+    yes: bool,
+}
+
+/// What became of one outcome of a [`Store::record_attempts`] batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Durable; whether the delivery's lead was erased by then.
+    Written { erased: bool },
+    /// Its lead is being erased: not written; write it alone with [`Store::record_attempt`],
+    /// which waits for the erasure.
+    Locked,
+}
+
+/// The outcome statement after its parameters: each outcome applied to its row, found through
+/// `outbox_delivery_id`, with `$guard` as one more condition on the row.
+macro_rules! record_tail {
+    ($guard:literal) => {
+        concat!(
+            ")) UPDATE outbox o SET status = v.status, attempts = o.attempts + 1,
+                    failed_attempts = o.failed_attempts + (v.err IS NOT NULL)::int,
+                    last_status_code = v.code, last_error = v.err,
+                    attempt_log = o.attempt_log || jsonb_build_array(v.entry),
+                    updated_at = clock_timestamp()
+             FROM p, unnest(p.ids, p.statuses, p.codes, p.errs, p.entries)
+                  AS v(id, status, code, err, entry)
+             WHERE o.delivery_id = v.id AND (o.seq >> 32) BETWEEN $6 AND $7",
+            $guard,
+            "
+             RETURNING o.delivery_id, o.erased_at IS NOT NULL AS erased"
+        )
+    };
+}
+
+/// A batch: a row of a lead being erased is left for [`Store::record_attempt`]. An erasure
+/// holds its lead's erasure lock (`crate::erasure::ERASING`) from before it locks any row; a
+/// batch takes it shared, and a lead whose lock it cannot have at once is skipped, so the batch
+/// never waits on the erasure's row locks. Shared locks among batches never conflict, and
+/// taking one writes nothing (a `FOR UPDATE … SKIP LOCKED` would write a lock record per row
+/// on the path every event takes).
+const RECORD_SKIPPING_LOCKED: &str = record_tail!(
+    "
+               AND (o.lead_id IS NULL
+                    OR pg_try_advisory_xact_lock_shared(hashtextextended(o.lead_id::text, 20)))"
+);
+/// One outcome alone, waiting for its row as any write does.
+const RECORD_WAITING: &str = record_tail!("");
+
+/// A row [`Store::record_attempts`] wrote.
+#[derive(diesel::QueryableByName)]
+struct Recorded {
+    #[diesel(sql_type = diesel::sql_types::Uuid)]
+    delivery_id: Uuid,
+    #[diesel(sql_type = diesel::sql_types::Bool)]
+    erased: bool,
+}
+
+impl Store {
+    /// Records attempts and the statuses they lead to, many in one statement and one commit: the
+    /// worker's group commit. Every outcome it answers [`Outcome::Written`] for is durable when
+    /// this returns Ok.
+    ///
+    /// A row of a lead being erased is skipped, not waited for, and answered
+    /// [`Outcome::Locked`]: its caller writes that one alone ([`Store::record_attempt`]), so a
+    /// batch of many orgs' outcomes never waits on one lead's erasure (docs/reliability.md,
+    /// "A 2xx is a commit"), and neither does the flusher that runs it.
+    ///
+    /// A written outcome says whether its delivery's lead was erased by the time it was written
+    /// (the same statement reads it, under the row's lock): an attempt in flight when the
+    /// erasure committed must not be retried, since its message still carries the event as it
+    /// was (`outbox_stays_erased`, migration 32, has already ended the row skipped and stripped
+    /// the receiver's answer from the entry).
+    pub async fn record_attempts(
+        &self,
+        writes: &[AttemptWrite],
+    ) -> Result<Vec<Outcome>, StoreError> {
+        let ids: Vec<Uuid> = writes.iter().map(|w| w.delivery.id).collect();
+        let written = self.write_outcomes(writes, RECORD_SKIPPING_LOCKED).await?;
+        let found: std::collections::HashMap<Uuid, bool> = written
+            .into_iter()
+            .map(|r| (r.delivery_id, r.erased))
+            .collect();
+        Ok(ids
+            .iter()
+            .map(|id| match found.get(id) {
+                Some(&erased) => Outcome::Written { erased },
+                None => Outcome::Locked,
+            })
+            .collect())
+    }
+
+    /// One outcome [`Store::record_attempts`] found locked, written alone: it waits for the
+    /// lock like any write. Whether the delivery's lead was erased; false, as for a written
+    /// one, when its row is gone (its partition expired).
+    pub async fn record_attempt(&self, write: &AttemptWrite) -> Result<bool, StoreError> {
+        let written = self
+            .write_outcomes(std::slice::from_ref(write), RECORD_WAITING)
+            .await?;
+        Ok(written.iter().any(|r| r.erased))
+    }
+
+    async fn write_outcomes(
+        &self,
+        writes: &[AttemptWrite],
+        tail: &'static str,
+    ) -> Result<Vec<Recorded>, StoreError> {
+        use diesel::sql_types::{Jsonb, Nullable, Text};
+        let ids: Vec<Uuid> = writes.iter().map(|w| w.delivery.id).collect();
+        let (lo, hi) = day_bounds(writes.iter().map(|w| w.delivery.seq));
+        let statuses: Vec<DeliveryStatus> = writes.iter().map(|w| w.status).collect();
+        let codes: Vec<Option<i32>> = writes
+            .iter()
+            .map(|w| w.entry.status_code.map(i32::from))
+            .collect();
+        let errors: Vec<Option<&str>> = writes.iter().map(|w| w.entry.error.as_deref()).collect();
+        let entries: Vec<Value> = writes
+            .iter()
+            .map(|w| w.entry.stored(self.compress_payloads))
+            .collect();
+        let mut conn = self.conn().await?;
+        // Prepared (fixed text, `crate::prepared`): as `sql_query` this was planned on every
+        // call, about 0.1 ms each, which at a low event rate (a batch per event) was a tenth
+        // of PostgreSQL's CPU per event (docs/performance.md).
+        Ok(
+            crate::prepared::prepared::<Array<diesel::sql_types::Uuid>, _>(
+                "WITH p(ids, statuses, codes, errs, entries) AS (VALUES (",
+                tail,
+                &ids,
+            )
+            .bind::<Array<Text>, _>(&statuses)
+            .bind::<Array<Nullable<diesel::sql_types::Int4>>, _>(&codes)
+            .bind::<Array<Nullable<Text>>, _>(&errors)
+            .bind::<Array<Jsonb>, _>(&entries)
+            .bind::<diesel::sql_types::BigInt, _>(lo)
+            .bind::<diesel::sql_types::BigInt, _>(hi)
+            .load::<Recorded>(&mut conn)
+            .await?,
+        )
+    }
+
+    /// Ends a delivery without a request (webhook missing, disabled or not subscribed).
+    pub async fn mark_skipped(
+        &self,
+        delivery: DeliveryRef,
+        reason: &str,
+    ) -> Result<(), StoreError> {
+        let (lo, hi) = day_bounds([delivery.seq]);
+        let mut conn = self.conn().await?;
+        // Only a delivery still open: one that ended meanwhile (delivered by a copy of its
+        // message on another replica, dead) keeps the end it had.
+        diesel::sql_query(concat!(
+            "UPDATE outbox o SET status = 'skipped', last_error = $2,
+                    updated_at = clock_timestamp()
+             WHERE o.delivery_id = $1 AND (o.seq >> 32) BETWEEN $3 AND $4 AND ",
+            still_open!()
+        ))
+        .bind::<SqlUuid, _>(delivery.id)
+        .bind::<diesel::sql_types::Text, _>(reason)
+        .bind::<BigInt, _>(lo)
+        .bind::<BigInt, _>(hi)
+        .execute(&mut conn)
+        .await?;
+        Ok(())
+    }
+
+    /// Schedules attempt `attempt` of a delivery for `at`: the row waits for it unpublished,
+    /// and the relay publishes it again from the row once it is due (the waits of retries and
+    /// of long back-offs). So a waiting delivery is kept only in its row, where an erasure
+    /// reaches it, never as a copy of its body in a broker queue that no one can take one
+    /// message out of. False, and nothing scheduled, when the delivery ended meanwhile (its
+    /// lead erased, its webhook disabled): nothing goes on then.
+    pub async fn schedule_attempt(
+        &self,
+        delivery: DeliveryRef,
+        attempt: u32,
+        at: time::OffsetDateTime,
+    ) -> Result<bool, StoreError> {
+        use diesel::sql_types::Timestamptz;
+        use diesel_async::AsyncConnection;
+        let (lo, hi) = day_bounds([delivery.seq]);
+        let mut conn = self.conn().await?;
+        conn.transaction::<bool, StoreError, _>(async move |conn| {
+            let n = diesel::sql_query(format!(
+                "UPDATE outbox o SET {}, resume_attempt = $3
+                 WHERE o.delivery_id = $1 AND (o.seq >> 32) BETWEEN $4 AND $5
+                   AND {} AND o.held_at IS NULL",
+                requeue("$2"),
+                still_open!()
+            ))
+            .bind::<diesel::sql_types::Uuid, _>(delivery.id)
+            .bind::<Timestamptz, _>(at)
+            .bind::<Int4, _>(i32::try_from(attempt).unwrap_or(i32::MAX))
+            .bind::<BigInt, _>(lo)
+            .bind::<BigInt, _>(hi)
+            .execute(conn)
+            .await?;
+            if n > 0 {
+                // The relay sleeps until the earliest instant it knows of; this one may be
+                // earlier (sent at the commit).
+                crate::outbox::wake_relay(conn).await?;
+            }
+            Ok(n > 0)
+        })
+        .await
+    }
+
+    /// Holds a delivery while its endpoint is failing: it leaves the broker (the caller acks)
+    /// and waits in its row, to resume at `resume_attempt`. False when the endpoint is no longer
+    /// failing or the delivery already ended: the caller must not ack then. The health row is
+    /// read `FOR SHARE`, so a recovery either sees this hold (and releases it) or waits for it.
+    pub async fn hold_delivery(
+        &self,
+        delivery: crate::partitions::DeliveryRef,
+        resume_attempt: u32,
+    ) -> Result<bool, StoreError> {
+        let (lo, hi) = crate::partitions::day_bounds([delivery.seq]);
+        let mut conn = self.conn().await?;
+        let n = diesel::sql_query(concat!(
+            "UPDATE outbox o SET held_at = clock_timestamp(), resume_attempt = $2,
+                    updated_at = clock_timestamp()
+             WHERE o.delivery_id = $1 AND (o.seq >> 32) BETWEEN $3 AND $4 AND ",
+            still_open!(),
+            "
+               AND EXISTS (SELECT 1 FROM endpoint_health h
+                           WHERE h.org_id = o.org_id AND h.state = 'failing' FOR SHARE)"
+        ))
+        .bind::<SqlUuid, _>(delivery.id)
+        .bind::<Int4, _>(i32::try_from(resume_attempt).unwrap_or(i32::MAX))
+        .bind::<BigInt, _>(lo)
+        .bind::<BigInt, _>(hi)
+        .execute(&mut conn)
+        .await?;
+        Ok(n > 0)
+    }
+
+    /// A safety net: deliveries held for longer than `older_than` by an endpoint that is no
+    /// longer failing go back to the relay (how long is the delivery rules' to say).
+    pub async fn release_stray_held(
+        &self,
+        older_than: std::time::Duration,
+    ) -> Result<usize, StoreError> {
+        let mut conn = self.conn().await?;
+        let n = diesel::sql_query(format!(
+            "UPDATE outbox o SET {}
+             WHERE o.held_at IS NOT NULL
+               AND o.waiting_for IS DISTINCT FROM 'earlier_delivery'
+               AND o.held_at < clock_timestamp() - make_interval(secs => $1 / 1000.0)
+               AND NOT EXISTS (SELECT 1 FROM endpoint_health h
+                               WHERE h.org_id = o.org_id AND h.state = 'failing')",
+            requeue("clock_timestamp()")
+        ))
+        .bind::<BigInt, _>(older_than.as_millis() as i64)
+        .execute(&mut conn)
+        .await?;
+        Ok(n)
+    }
+
+    /// The delivery waits in its row for an earlier delivery of `lead` to be over, to resume at
+    /// `attempt`. False when none is pending any more (or the delivery ended): the caller goes
+    /// on with it. True also when the row already waits: the message is a second copy of one
+    /// whose wait began (a crash before its ack), and the release sends the delivery again.
+    pub async fn wait_for_earlier(
+        &self,
+        delivery: DeliveryRef,
+        lead_id: Uuid,
+        attempt: u32,
+    ) -> Result<bool, StoreError> {
+        let (lo, hi) = day_bounds([delivery.seq]);
+        let mut conn = self.conn().await?;
+        let w: Answer = crate::prepared::prepared::<SqlUuid, _>(
+            "SELECT qualifier_wait_for_earlier(",
+            ") AS yes",
+            delivery.id,
+        )
+        .bind::<BigInt, _>(lo)
+        .bind::<BigInt, _>(hi)
+        .bind::<Int4, _>(i32::try_from(attempt).unwrap_or(i32::MAX))
+        .bind::<SqlUuid, _>(lead_id)
+        .one(&mut conn)
+        .await?;
+        Ok(w.yes)
+    }
+
+    /// A delivery of `lead` is over: the lead's next waiting delivery goes back to the relay,
+    /// if nothing earlier than it is still pending. True when one was released.
+    pub async fn release_next_of_lead(
+        &self,
+        org_id: Uuid,
+        lead_id: Uuid,
+    ) -> Result<bool, StoreError> {
+        let mut conn = self.conn().await?;
+        let r: Answer = crate::prepared::prepared::<SqlUuid, _>(
+            "SELECT qualifier_release_next(",
+            ") AS yes",
+            org_id,
+        )
+        .bind::<SqlUuid, _>(lead_id)
+        .one(&mut conn)
+        .await?;
+        Ok(r.yes)
+    }
+
+    /// A safety net (the health loop's): deliveries waiting longer than `older_than` for an
+    /// earlier delivery that is over (its release was lost to a crash), or whose webhook no
+    /// longer orders per lead, go back to the relay. Released ones check their order again.
+    pub async fn release_stray_order_waits(
+        &self,
+        older_than: Duration,
+    ) -> Result<usize, StoreError> {
+        let mut conn = self.conn().await?;
+        let n = diesel::sql_query(format!(
+            "UPDATE outbox o SET {}
+             WHERE o.held_at IS NOT NULL AND o.waiting_for = 'earlier_delivery'
+               AND o.held_at < clock_timestamp() - make_interval(secs => $1)
+               AND (NOT EXISTS (SELECT 1 FROM webhooks w
+                                WHERE w.org_id = o.org_id AND w.ordering = 'per_lead')
+                    OR NOT {})",
+            requeue("clock_timestamp()"),
+            earlier_pending!()
+        ))
+        .bind::<Double, _>(older_than.as_secs_f64())
+        .execute(&mut conn)
+        .await?;
+        if n > 0 {
+            crate::outbox::wake_relay(&mut conn).await?;
+        }
+        Ok(n)
+    }
+}
+
+/// Every delivery of the org held for the outage goes back to the relay, oldest first (the relay
+/// orders due rows by `replay_at`, then `seq`), and the relay is woken. One waiting for an
+/// earlier delivery of its lead stays: that delivery's end releases it (`crate::pacing`).
+pub(crate) async fn release_held(
+    conn: &mut AsyncPgConnection,
+    org_id: Uuid,
+) -> Result<(), StoreError> {
+    let n = diesel::sql_query(format!(
+        "UPDATE outbox o SET {}
+         WHERE o.org_id = $1 AND o.held_at IS NOT NULL
+           AND o.waiting_for IS DISTINCT FROM 'earlier_delivery'",
+        requeue("clock_timestamp()")
+    ))
+    .bind::<SqlUuid, _>(org_id)
+    .execute(conn)
+    .await?;
+    if n > 0 {
+        crate::outbox::wake_relay(conn).await?;
+    }
+    Ok(())
+}
+
+/// Every delivery of the org held in its row (for an outage or for its lead's order) ends
+/// `skipped` with `reason`, in the caller's transaction: its webhook was disabled.
+pub(crate) async fn skip_held(
+    conn: &mut AsyncPgConnection,
+    org_id: Uuid,
+    reason: &str,
+) -> Result<(), StoreError> {
+    diesel::sql_query(
+        "UPDATE outbox o SET status = 'skipped', last_error = $2,
+                held_at = NULL, waiting_for = NULL, resume_attempt = NULL,
+                updated_at = clock_timestamp()
+         WHERE o.org_id = $1 AND o.held_at IS NOT NULL",
+    )
+    .bind::<SqlUuid, _>(org_id)
+    .bind::<diesel::sql_types::Text, _>(reason)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
