@@ -318,3 +318,43 @@ async fn an_outcome_batch_skips_a_row_locked_by_an_erasure_and_writes_the_rest()
         assert_eq!(done, 8, "round {round}: every outcome recorded once");
     }
 }
+
+/// A skip (the webhook read as disabled or unsubscribed by one replica) leaves a delivery that
+/// ended meanwhile as it ended: a copy of its message delivered it on another replica between
+/// the skipping replica's read and its write (`deliveries::state`, `Store::mark_skipped`).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_skip_leaves_a_delivery_that_ended_meanwhile_as_it_ended() {
+    let (db, c) = database().await;
+    let rows = write(&c, 2, true).await;
+    let pool = qualifier_store::connect_generic_plans(&db.database(), 1).unwrap();
+    let store = store_over(pool);
+    // The first is delivered by the other replica; the second is still open.
+    store
+        .record_attempts(&[outcome(rows[0].0, rows[0].1)])
+        .await
+        .unwrap();
+    for (id, seq) in &rows {
+        let at = DeliveryRef {
+            id: *id,
+            seq: Some(*seq),
+        };
+        store.mark_skipped(at, "webhook disabled").await.unwrap();
+    }
+    let status = |id: Uuid| {
+        let c = &c;
+        async move {
+            c.query_one(
+                "SELECT status, last_error FROM outbox WHERE delivery_id = $1::text::uuid",
+                &[&id.to_string()],
+            )
+            .await
+            .map(|r| (r.get::<_, String>(0), r.get::<_, Option<String>>(1)))
+            .unwrap()
+        }
+    };
+    assert_eq!(status(rows[0].0).await, ("succeeded".to_owned(), None));
+    assert_eq!(
+        status(rows[1].0).await,
+        ("skipped".to_owned(), Some("webhook disabled".to_owned()))
+    );
+}
