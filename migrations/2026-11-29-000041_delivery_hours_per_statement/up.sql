@@ -44,7 +44,19 @@ BEGIN
 END
 $$;
 
-ALTER TABLE outbox DISABLE TRIGGER outbox_delivery_hours_changed;
+-- The row trigger has one of two names: `outbox_delivery_hours_changed` where migration 29
+-- created it beside the disabled `outbox_delivery_hours_change`, and
+-- `outbox_delivery_hours_change` itself on a database migrated by 0.2.0, whose migration 29
+-- dropped and created it again under its old name. Whichever is there is disabled.
+DO $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = 'outbox'::regclass
+               AND tgname = 'outbox_delivery_hours_changed') THEN
+        ALTER TABLE outbox DISABLE TRIGGER outbox_delivery_hours_changed;
+    END IF;
+    ALTER TABLE outbox DISABLE TRIGGER outbox_delivery_hours_change;
+END
+$$;
 CREATE TRIGGER outbox_delivery_hours_moved AFTER UPDATE ON outbox
     REFERENCING OLD TABLE AS outbox_moved_old NEW TABLE AS outbox_moved_new
     FOR EACH STATEMENT EXECUTE FUNCTION outbox_delivery_hours_moved();

@@ -252,6 +252,23 @@ async fn run() -> anyhow::Result<()> {
     // The previous version, on its own schema.
     env.migrate(&o.old_bin)?;
     mark("previous version's schema", None);
+    // Whether the previous version made this database compact by default: only a version that
+    // reads the compact form does (migrations/2026-11-27-000031_storage_format/up.sql), and on
+    // such a database `auto` stores compact rows that both versions read.
+    let compact_database = {
+        let c = db.client().await;
+        let known: bool = c
+            .query_one("SELECT to_regclass('storage_format') IS NOT NULL", &[])
+            .await?
+            .get(0);
+        known
+            && c.query_one(
+                "SELECT COALESCE((SELECT compact_by_default FROM storage_format WHERE id), false)",
+                &[],
+            )
+            .await?
+            .get::<_, bool>(0)
+    };
     let [pub_a, pub_b, int_a, int_b, health_a, health_b] = free_ports::<6>();
     let mut apis = [
         env.api(&o.old_bin, pub_a, int_a, "plain"),
@@ -475,7 +492,7 @@ async fn run() -> anyhow::Result<()> {
             }
             tokio::time::sleep(settle).await;
         }
-        if storage == "auto" {
+        if storage == "auto" && !compact_database {
             let compact: i64 = db
                 .client()
                 .await
@@ -494,6 +511,11 @@ async fn run() -> anyhow::Result<()> {
             );
             mark(
                 "every replica on this version, storing plain under auto",
+                None,
+            );
+        } else if storage == "auto" {
+            mark(
+                "every replica on this version, storing compact under auto (both versions read it)",
                 None,
             );
         }
