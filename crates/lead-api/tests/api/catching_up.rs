@@ -256,14 +256,13 @@ async fn the_feed_holds_every_event_of_the_org_as_stored_and_only_its_own() {
     // No webhook configured at all: the events are in the feed all the same.
     let lead = app.inbound_lead(&org, "+447700900001").await;
     let lead_id = lead["id"].as_str().unwrap();
-    let r = app
-        .internal(
-            Method::PATCH,
-            &format!("/internal/v1/orgs/{org}/leads/{lead_id}"),
-            Some(json!({"qualification_stage": "qualified"})),
-        )
-        .await;
-    assert_eq!(r.status(), 200);
+    app.internal_expect(
+        200,
+        Method::PATCH,
+        &format!("/internal/v1/orgs/{org}/leads/{lead_id}"),
+        Some(json!({"qualification_stage": "qualified"})),
+    )
+    .await;
     app.inbound_lead(&other_org, "+447700900002").await;
     wait_relayed(&app, Duration::from_secs(20)).await;
 
@@ -343,10 +342,8 @@ async fn the_feed_holds_every_event_of_the_org_as_stored_and_only_its_own() {
             .unwrap()
             .starts_with("type must be one of lead.created")
     );
-    let r = app
-        .public(Method::GET, "/api/v1/events", "qlf_org_nope", None)
+    app.public_expect(401, Method::GET, "/api/v1/events", "qlf_org_nope", None)
         .await;
-    assert_eq!(r.status(), 401);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -1040,8 +1037,9 @@ async fn pages_of_large_leads_keep_to_the_byte_budget_and_walk_everything_once()
     let mut path = "/api/v1/leads?limit=500".to_owned();
     let mut pages = 0;
     loop {
-        let r = app.public(Method::GET, &path, &token, None).await;
-        assert_eq!(r.status(), 200);
+        let r = app
+            .public_expect(200, Method::GET, &path, &token, None)
+            .await;
         let bytes = r.bytes().await.unwrap();
         assert!(bytes.len() <= budget, "a page of {} bytes", bytes.len());
         let v: Value = serde_json::from_slice(&bytes).unwrap();

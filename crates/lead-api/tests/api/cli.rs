@@ -157,15 +157,14 @@ async fn listen_forwards_signed_events_skips_none_while_the_receiver_is_down_and
     listen.until("from now on");
 
     // The printed PATCH of `make run`: closing the lead emits lead.stage_changed.
-    let r = app
-        .public(
-            Method::PATCH,
-            &format!("/api/v1/leads/{lead_id}"),
-            &token,
-            Some(json!({"status": "closed"})),
-        )
-        .await;
-    assert_eq!(r.status(), 200);
+    app.public_expect(
+        200,
+        Method::PATCH,
+        &format!("/api/v1/leads/{lead_id}"),
+        &token,
+        Some(json!({"status": "closed"})),
+    )
+    .await;
     let got = receiver.wait_for(1, WAIT).await;
     let first = &got[0];
     let envelopes = feed(&app, &token).await;

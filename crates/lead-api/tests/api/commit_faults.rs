@@ -51,26 +51,25 @@ async fn world() -> World {
     .await;
     let (org, token) = app.org().await;
     let r = app
-        .internal(
+        .internal_expect(
+            201,
             Method::POST,
             &format!("/internal/v1/orgs/{org}/tokens"),
             Some(json!({"name": "second"})),
         )
         .await;
-    assert_eq!(r.status(), 201);
     let token_id = r.json::<Value>().await.unwrap()["token"]["id"]
         .as_str()
         .unwrap()
         .to_owned();
-    let r = app
-        .internal(
-            Method::PUT,
-            &format!("/internal/v1/orgs/{org}/webhook"),
-            Some(json!({"url": "https://127.0.0.1:9443/hook",
+    app.internal_expect(
+        200,
+        Method::PUT,
+        &format!("/internal/v1/orgs/{org}/webhook"),
+        Some(json!({"url": "https://127.0.0.1:9443/hook",
                         "event_types": ["lead.created", "lead.updated", "handoff.created"]})),
-        )
-        .await;
-    assert_eq!(r.status(), 200);
+    )
+    .await;
     let lead = app.inbound_lead(&org, "+447700900321").await["id"]
         .as_str()
         .unwrap()
@@ -114,14 +113,13 @@ async fn world() -> World {
     let ticket = crate::console::mint(&app, &org).await;
     let ca = qualifier_testkit::receiver::TestCa::new("Receiver Corp client CA");
     let (cert, key) = ca.issue("qualifier-client", 30);
-    let r = app
-        .internal(
-            Method::PUT,
-            &format!("/internal/v1/orgs/{org}/webhook/client-certificate"),
-            Some(json!({"certificate": cert, "private_key": key})),
-        )
-        .await;
-    assert_eq!(r.status(), 200);
+    app.internal_expect(
+        200,
+        Method::PUT,
+        &format!("/internal/v1/orgs/{org}/webhook/client-certificate"),
+        Some(json!({"certificate": cert, "private_key": key})),
+    )
+    .await;
     let fresh_pair = ca.issue("qualifier-client-next", 30);
     World {
         app,

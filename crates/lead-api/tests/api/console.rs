@@ -24,13 +24,13 @@ pub(crate) fn browser() -> Client {
 
 pub(crate) async fn mint(app: &TestApp, org: &str) -> String {
     let r = app
-        .internal(
+        .internal_expect(
+            201,
             Method::POST,
             &format!("/internal/v1/orgs/{org}/console-sessions"),
             None,
         )
         .await;
-    assert_eq!(r.status(), 201);
     let v: Value = r.json().await.unwrap();
     let url = v["url"].as_str().unwrap().to_owned();
     assert!(
@@ -192,13 +192,13 @@ async fn a_ticket_signs_in_once_and_nothing_else_does() {
 
     // Tickets are for orgs that exist.
     let r = app
-        .internal(
+        .internal_expect(
+            404,
             Method::POST,
             "/internal/v1/orgs/0190a0b0-0000-7000-8000-000000000001/console-sessions",
             None,
         )
         .await;
-    assert_eq!(r.status(), 404);
     assert_eq!(
         r.json::<Value>().await.unwrap(),
         json!({"error": "Org not found"})
@@ -328,14 +328,9 @@ async fn a_session_of_one_org_cannot_reach_another_orgs_settings() {
     let (org_a, _) = app.org().await;
     let (org_b, token_b) = app.org().await;
     // Org B: a webhook, a named token and a delivery (its test event).
-    let r = app
-        .internal(
-            Method::PUT,
+    app.internal_expect(200, Method::PUT,
             &format!("/internal/v1/orgs/{org_b}/webhook"),
-            Some(json!({"url": "https://127.0.0.1:9443/b", "event_types": ["lead.created"], "enabled": true})),
-        )
-        .await;
-    assert_eq!(r.status(), 200);
+            Some(json!({"url": "https://127.0.0.1:9443/b", "event_types": ["lead.created"], "enabled": true}))).await;
     let r = app
         .internal(
             Method::POST,
@@ -419,10 +414,8 @@ async fn a_session_of_one_org_cannot_reach_another_orgs_settings() {
         .unwrap();
     assert_eq!(b_hook["webhook"]["url"], "https://127.0.0.1:9443/b");
     // B's token still works; B's delivery was not replayed.
-    let r = app
-        .public(Method::GET, "/api/v1/leads", &token_b, None)
+    app.public_expect(200, Method::GET, "/api/v1/leads", &token_b, None)
         .await;
-    assert_eq!(r.status(), 200);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -443,10 +436,8 @@ async fn tokens_made_on_the_page_work_and_revoked_ones_stop() {
     let secret = secret_of(&html);
     assert!(secret.starts_with("qlf_org_"));
     assert!(html.contains("HubSpot sync"));
-    let r = app
-        .public(Method::GET, "/api/v1/leads", &secret, None)
+    app.public_expect(200, Method::GET, "/api/v1/leads", &secret, None)
         .await;
-    assert_eq!(r.status(), 200);
     let (_, html) = get(&app, Some(&cookie), "/console/tokens").await;
     assert!(!html.contains(&secret), "shown once");
     let row = html.split("HubSpot sync</td>").nth(1).unwrap();
@@ -473,10 +464,8 @@ async fn tokens_made_on_the_page_work_and_revoked_ones_stop() {
     .await;
     assert_eq!(status, 303);
     assert_eq!(loc.as_deref(), Some("/console/tokens?done=revoked"));
-    let r = app
-        .public(Method::GET, "/api/v1/leads", &secret, None)
+    app.public_expect(401, Method::GET, "/api/v1/leads", &secret, None)
         .await;
-    assert_eq!(r.status(), 401);
 }
 
 /// The hostile-input rules (docs/reliability.md, "Hostile input") hold on the console too: a form that never finishes gets 408, a huge
@@ -538,13 +527,13 @@ async fn a_failing_endpoint_shows_a_banner_whose_check_now_makes_a_probe_due() {
     let app = app().await;
     let (org, _) = app.org().await;
     let r = app
-        .internal(
+        .internal_expect(
+            200,
             Method::PUT,
             &format!("/internal/v1/orgs/{org}/webhook"),
             Some(json!({"url": "https://127.0.0.1:9443/hook", "event_types": ["lead.created"]})),
         )
         .await;
-    assert_eq!(r.status(), 200);
     let v: Value = r.json().await.unwrap();
     assert_eq!(v["webhook"]["health"]["state"], "healthy");
     assert!(v["webhook"]["health"]["failing_since"].is_null());
@@ -912,14 +901,13 @@ async fn the_search_finds_only_the_orgs_own_deliveries_and_says_what_it_takes() 
 async fn a_client_certificate_is_set_shown_warned_about_and_removed_on_the_webhook_page() {
     let app = app().await;
     let (org, _) = app.org().await;
-    let r = app
-        .internal(
-            Method::PUT,
-            &format!("/internal/v1/orgs/{org}/webhook"),
-            Some(json!({"url": "https://127.0.0.1:9443/hook", "event_types": ["lead.created"]})),
-        )
-        .await;
-    assert_eq!(r.status(), 200);
+    app.internal_expect(
+        200,
+        Method::PUT,
+        &format!("/internal/v1/orgs/{org}/webhook"),
+        Some(json!({"url": "https://127.0.0.1:9443/hook", "event_types": ["lead.created"]})),
+    )
+    .await;
     let cookie = sign_in(&app, &org).await;
     let (_, html) = get(&app, Some(&cookie), "/console").await;
     assert!(html.contains("None: requests present no client certificate."));

@@ -254,14 +254,13 @@ async fn an_erasure_racing_a_handoff_move_leaves_no_snapshot() {
         let handoff = app.open_handoff(&org, &id).await;
         let path = format!("/internal/v1/orgs/{org}/leads/{id}/handoffs/{handoff}");
         if step == "release" {
-            let r = app
-                .internal(
-                    Method::POST,
-                    &format!("{path}/accept"),
-                    Some(json!({"operator": "agent-7"})),
-                )
-                .await;
-            assert_eq!(r.status(), 200);
+            app.internal_expect(
+                200,
+                Method::POST,
+                &format!("{path}/accept"),
+                Some(json!({"operator": "agent-7"})),
+            )
+            .await;
         }
         let holder = hold_rows(&app, "handoffs WHERE id", &handoff).await;
         let moved = {

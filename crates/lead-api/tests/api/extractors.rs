@@ -86,14 +86,13 @@ async fn internal_auth_refuses_every_internal_route_without_the_token() {
         }
     }
     // The org is untouched: no token, webhook or test delivery was made by any of them.
-    let r = app
-        .internal(
-            Method::GET,
-            &format!("/internal/v1/orgs/{org}/webhook"),
-            None,
-        )
-        .await;
-    assert_eq!(r.status(), StatusCode::NOT_FOUND);
+    app.internal_expect(
+        404,
+        Method::GET,
+        &format!("/internal/v1/orgs/{org}/webhook"),
+        None,
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -192,12 +191,11 @@ async fn csrf_form_refuses_every_action_without_the_sessions_token() {
     let (status, html) = get(&app, Some(&cookie), "/console/tokens").await;
     assert_eq!(status, StatusCode::OK);
     assert!(!html.contains("Shown once"));
-    let r = app
-        .internal(
-            Method::GET,
-            &format!("/internal/v1/orgs/{org}/webhook"),
-            None,
-        )
-        .await;
-    assert_eq!(r.status(), StatusCode::NOT_FOUND);
+    app.internal_expect(
+        404,
+        Method::GET,
+        &format!("/internal/v1/orgs/{org}/webhook"),
+        None,
+    )
+    .await;
 }

@@ -283,15 +283,14 @@ async fn a_statement_past_the_timeout_answers_503_with_retry_after() {
 
     // Once the lock is gone, the same requests work and nothing was lost.
     tx.rollback().await.unwrap();
-    let r = app
-        .public(
-            reqwest::Method::PATCH,
-            &format!("/api/v1/leads/{id}"),
-            &token,
-            Some(serde_json::json!({"ai_paused": true})),
-        )
-        .await;
-    assert_eq!(r.status(), StatusCode::OK);
+    app.public_expect(
+        200,
+        reqwest::Method::PATCH,
+        &format!("/api/v1/leads/{id}"),
+        &token,
+        Some(serde_json::json!({"ai_paused": true})),
+    )
+    .await;
     assert_eq!(get_console(&app, &cookie).await.0, StatusCode::OK);
 }
 

@@ -259,23 +259,21 @@ async fn control_characters_in_any_text_field_are_a_422_naming_it() {
         "nothing was changed or emitted"
     );
     // Tab, CR and LF are text.
-    let r = app
-        .internal(
-            Method::POST,
-            &format!("/internal/v1/orgs/{org}/leads/{lead_id}/handoffs/{handoff}/accept"),
-            Some(json!({"operator": "op-7"})),
-        )
-        .await;
-    assert_eq!(r.status(), 200);
-    let r = app
-        .public(
-            Method::PATCH,
-            &format!("/api/v1/leads/{lead_id}"),
-            &token,
-            Some(json!({"external_ref": {"system": "crm", "id": "a\tb"}})),
-        )
-        .await;
-    assert_eq!(r.status(), 200);
+    app.internal_expect(
+        200,
+        Method::POST,
+        &format!("/internal/v1/orgs/{org}/leads/{lead_id}/handoffs/{handoff}/accept"),
+        Some(json!({"operator": "op-7"})),
+    )
+    .await;
+    app.public_expect(
+        200,
+        Method::PATCH,
+        &format!("/api/v1/leads/{lead_id}"),
+        &token,
+        Some(json!({"external_ref": {"system": "crm", "id": "a\tb"}})),
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -402,8 +400,8 @@ async fn a_flood_of_unknown_tokens_holds_at_most_two_database_connections() {
         assert_eq!(f.await.unwrap(), 401);
     }
     // The real token never queued behind them.
-    let r = app.public(Method::GET, &path, &token, None).await;
-    assert_eq!(r.status(), 404);
+    app.public_expect(404, Method::GET, &path, &token, None)
+        .await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -435,14 +433,9 @@ async fn a_token_created_on_one_replica_works_on_another_at_once() {
 async fn the_eleventh_test_event_in_a_minute_and_the_hundred_and_first_token_are_refused() {
     let app = crate::console::app().await;
     let (org, _) = app.org().await;
-    let r = app
-        .internal(
-            Method::PUT,
+    app.internal_expect(200, Method::PUT,
             &format!("/internal/v1/orgs/{org}/webhook"),
-            Some(serde_json::json!({"url": "https://127.0.0.1:9443/hook", "event_types": ["lead.created"]})),
-        )
-        .await;
-    assert_eq!(r.status(), 200);
+            Some(serde_json::json!({"url": "https://127.0.0.1:9443/hook", "event_types": ["lead.created"]}))).await;
     let test = format!("/internal/v1/orgs/{org}/webhook/test");
     for i in 0..9 {
         assert_eq!(
@@ -458,8 +451,7 @@ async fn the_eleventh_test_event_in_a_minute_and_the_hundred_and_first_token_are
     let (status, _, _) =
         crate::console::post(&app, &cookie, "/console/webhook/test", &[("csrf", &csrf)]).await;
     assert_eq!(status, 303);
-    let r = app.internal(Method::POST, &test, None).await;
-    assert_eq!(r.status(), 429);
+    let r = app.internal_expect(429, Method::POST, &test, None).await;
     let wait: u64 = r.headers()["retry-after"]
         .to_str()
         .unwrap()
@@ -496,16 +488,13 @@ async fn the_eleventh_test_event_in_a_minute_and_the_hundred_and_first_token_are
             .unwrap()
             .to_owned();
     }
-    let r = app.internal(Method::POST, &tokens, None).await;
-    assert_eq!(r.status(), 422);
+    let r = app.internal_expect(422, Method::POST, &tokens, None).await;
     assert_eq!(
         r.json::<Value>().await.unwrap()["error"],
         "Token limit reached"
     );
-    let r = app
-        .internal(Method::DELETE, &format!("{tokens}/{last}"), None)
+    app.internal_expect(204, Method::DELETE, &format!("{tokens}/{last}"), None)
         .await;
-    assert_eq!(r.status(), 204);
     assert_eq!(
         app.internal(Method::POST, &tokens, None).await.status(),
         201

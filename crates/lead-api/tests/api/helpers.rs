@@ -123,6 +123,31 @@ impl TestApp {
         rb.send().await.unwrap()
     }
 
+    /// [`Self::internal`], answered `status` (else the test fails, showing what came back).
+    pub async fn internal_expect(
+        &self,
+        status: u16,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> Response {
+        let what = format!("{method} {path}");
+        expect_status(status, &what, self.internal(method, path, body).await).await
+    }
+
+    /// [`Self::public`], answered `status` (else the test fails, showing what came back).
+    pub async fn public_expect(
+        &self,
+        status: u16,
+        method: Method,
+        path: &str,
+        token: &str,
+        body: Option<Value>,
+    ) -> Response {
+        let what = format!("{method} {path}");
+        expect_status(status, &what, self.public(method, path, token, body).await).await
+    }
+
     pub async fn public(
         &self,
         method: Method,
@@ -143,25 +168,25 @@ impl TestApp {
     /// A new org and a token for it: (org_id, token).
     pub async fn org(&self) -> (String, String) {
         let r = self
-            .internal(
+            .internal_expect(
+                201,
                 Method::POST,
                 "/internal/v1/orgs",
                 Some(json!({"name": "Acme"})),
             )
             .await;
-        assert_eq!(r.status(), 201);
         let org_id = r.json::<Value>().await.unwrap()["org"]["id"]
             .as_str()
             .unwrap()
             .to_owned();
         let r = self
-            .internal(
+            .internal_expect(
+                201,
                 Method::POST,
                 &format!("/internal/v1/orgs/{org_id}/tokens"),
                 Some(json!({"name": "crm"})),
             )
             .await;
-        assert_eq!(r.status(), 201);
         let token = r.json::<Value>().await.unwrap()["secret"]
             .as_str()
             .unwrap()
@@ -171,15 +196,10 @@ impl TestApp {
 
     /// A lead that arrived through an inbound channel (emits lead.created).
     pub async fn inbound_lead(&self, org_id: &str, phone: &str) -> Value {
-        let r = self
-            .internal(
-                Method::POST,
+        let r = self.internal_expect(201, Method::POST,
                 &format!("/internal/v1/orgs/{org_id}/inbound"),
                 Some(json!({"name": "Ada Lovelace", "phone": phone, "email": "ada@example.com", "channel": "whatsapp",
-                            "profile": {"budget": "500k", "bedrooms": 2}})),
-            )
-            .await;
-        assert_eq!(r.status(), 201);
+                            "profile": {"budget": "500k", "bedrooms": 2}}))).await;
         r.json::<Value>().await.unwrap()["lead"].clone()
     }
 
@@ -192,28 +212,25 @@ impl TestApp {
     /// Points the org's webhook at a loopback endpoint for `lead.created` (an app started with
     /// loopback allowed, `crate::console::app`); the answer's status must be 200.
     pub async fn loopback_webhook(&self, org: &str) {
-        let r = self
-            .internal(
-                Method::PUT,
-                &format!("/internal/v1/orgs/{org}/webhook"),
-                Some(
-                    json!({"url": "https://127.0.0.1:9443/hook", "event_types": ["lead.created"]}),
-                ),
-            )
-            .await;
-        assert_eq!(r.status(), 200);
+        self.internal_expect(
+            200,
+            Method::PUT,
+            &format!("/internal/v1/orgs/{org}/webhook"),
+            Some(json!({"url": "https://127.0.0.1:9443/hook", "event_types": ["lead.created"]})),
+        )
+        .await;
     }
 
     /// An open handoff on the lead (emits handoff.created): its id.
     pub async fn open_handoff(&self, org_id: &str, lead_id: &str) -> String {
         let r = self
-            .internal(
+            .internal_expect(
+                201,
                 Method::POST,
                 &format!("/internal/v1/orgs/{org_id}/leads/{lead_id}/handoffs"),
                 None,
             )
             .await;
-        assert_eq!(r.status(), 201);
         r.json::<Value>().await.unwrap()["handoff"]["id"]
             .as_str()
             .unwrap()
@@ -344,4 +361,14 @@ pub async fn outbox_autovacuum_off(c: &tokio_postgres::Client) {
     )
     .await
     .unwrap();
+}
+
+/// `r` when it has `status`; otherwise the test fails with what came back instead.
+async fn expect_status(status: u16, what: &str, r: Response) -> Response {
+    if r.status().as_u16() != status {
+        let got = r.status();
+        let body = r.text().await.unwrap_or_default();
+        panic!("{what}: expected {status}, got {got}: {body}");
+    }
+    r
 }

@@ -184,13 +184,12 @@ async fn generated_bodies_never_get_a_5xx_on_any_route() {
     }
 
     // Nothing stored was lost or corrupted along the way: the lead is still readable.
-    let r = app
-        .public(
-            Method::GET,
-            &format!("/api/v1/leads/{lead_id}"),
-            &token,
-            None,
-        )
-        .await;
-    assert_eq!(r.status(), 200);
+    app.public_expect(
+        200,
+        Method::GET,
+        &format!("/api/v1/leads/{lead_id}"),
+        &token,
+        None,
+    )
+    .await;
 }

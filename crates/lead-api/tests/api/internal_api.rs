@@ -41,25 +41,25 @@ async fn internal_token_is_required_and_org_tokens_do_not_work() {
 async fn org_and_token_shapes() {
     let app = TestApp::spawn().await;
     let r = app
-        .internal(
+        .internal_expect(
+            201,
             Method::POST,
             "/internal/v1/orgs",
             Some(json!({"name": "Acme Homes"})),
         )
         .await;
-    assert_eq!(r.status(), 201);
     let org = r.json::<Value>().await.unwrap()["org"].clone();
     assert_eq!(org["name"], "Acme Homes");
     assert_eq!(org.as_object().unwrap().len(), 3);
     let id = org["id"].as_str().unwrap();
     let r = app
-        .internal(
+        .internal_expect(
+            201,
             Method::POST,
             &format!("/internal/v1/orgs/{id}/tokens"),
             Some(json!({"name": "hubspot"})),
         )
         .await;
-    assert_eq!(r.status(), 201);
     let v: Value = r.json().await.unwrap();
     assert_eq!(v["token"]["name"], "hubspot");
     assert!(v["token"].get("secret").is_none());
@@ -97,15 +97,14 @@ async fn inbound_validates_and_scopes_to_the_org() {
     // The same phone in another org is another contact.
     let b = app.inbound_lead(&org_b, "+447700900123").await;
     assert_ne!(a["id"], b["id"]);
-    let r = app
-        .public(
-            Method::GET,
-            &format!("/api/v1/leads/{}", a["id"].as_str().unwrap()),
-            &token_b,
-            None,
-        )
-        .await;
-    assert_eq!(r.status(), 404);
+    app.public_expect(
+        404,
+        Method::GET,
+        &format!("/api/v1/leads/{}", a["id"].as_str().unwrap()),
+        &token_b,
+        None,
+    )
+    .await;
     let r = app
         .internal(
             Method::POST,

@@ -95,15 +95,14 @@ async fn a_database_migrate_created_stores_compact_by_default() {
     let app = crate::helpers::TestApp::spawn_with(|c| c.compress_payloads = None).await;
     let (org, token) = app.org().await;
     let lead = app.inbound_lead(&org, "+447700900401").await;
-    let r = app
-        .public(
-            reqwest::Method::PATCH,
-            &format!("/api/v1/leads/{}", lead["id"].as_str().unwrap()),
-            &token,
-            Some(serde_json::json!({"status": "closed"})),
-        )
-        .await;
-    assert_eq!(r.status(), 200);
+    app.public_expect(
+        200,
+        reqwest::Method::PATCH,
+        &format!("/api/v1/leads/{}", lead["id"].as_str().unwrap()),
+        &token,
+        Some(serde_json::json!({"status": "closed"})),
+    )
+    .await;
     let forms = envelopes_compressed(&app.db.client().await).await;
     assert!(!forms.is_empty(), "the new lead's event is in the outbox");
     assert!(

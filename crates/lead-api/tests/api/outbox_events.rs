@@ -52,26 +52,25 @@ async fn inbound_creates_with_lead_created_and_updates_with_lead_updated() {
 
     // The same contact again with nothing new: 200, no event.
     let same = json!({"name": "Ada Lovelace", "phone": "+447700900123", "email": "ada@example.com", "channel": "whatsapp"});
-    let r = app
-        .internal(
-            Method::POST,
-            &format!("/internal/v1/orgs/{org}/inbound"),
-            Some(same),
-        )
-        .await;
-    assert_eq!(r.status(), 200);
+    app.internal_expect(
+        200,
+        Method::POST,
+        &format!("/internal/v1/orgs/{org}/inbound"),
+        Some(same),
+    )
+    .await;
     assert_eq!(app.outbox().await.len(), 1);
 
     // A profile detail arrives: lead.updated with the merged profile.
     let more = json!({"name": "Ada Lovelace", "phone": "+447700900123", "channel": "whatsapp", "profile": {"area": "Soho", "bedrooms": null}});
     let r = app
-        .internal(
+        .internal_expect(
+            200,
             Method::POST,
             &format!("/internal/v1/orgs/{org}/inbound"),
             Some(more),
         )
         .await;
-    assert_eq!(r.status(), 200);
     let updated = r.json::<Value>().await.unwrap()["lead"].clone();
     assert_eq!(
         updated["profile"],
@@ -124,15 +123,14 @@ async fn closing_emits_stage_changed_once_and_write_back_emits_nothing() {
         .await;
     let closed = r.json::<Value>().await.unwrap()["lead"].clone();
     assert_eq!(closed["qualification_stage"], "closed");
-    let r = app
-        .public(
-            Method::PATCH,
-            &path,
-            &token,
-            Some(json!({"status": "closed"})),
-        )
-        .await;
-    assert_eq!(r.status(), 200);
+    app.public_expect(
+        200,
+        Method::PATCH,
+        &path,
+        &token,
+        Some(json!({"status": "closed"})),
+    )
+    .await;
     let rows = app.outbox().await;
     assert_eq!(
         rows.iter().map(|r| r.0.as_str()).collect::<Vec<_>>(),
@@ -184,13 +182,13 @@ async fn agent_updates_emit_updated_stage_changed_and_qualified() {
     );
 
     let r = app
-        .internal(
+        .internal_expect(
+            200,
             Method::PATCH,
             &path,
             Some(json!({"qualification_stage": "qualified", "profile": {"bedrooms": 3}})),
         )
         .await;
-    assert_eq!(r.status(), 200);
     let q = r.json::<Value>().await.unwrap()["lead"].clone();
     let rows = app.outbox().await;
     assert_eq!(
@@ -269,13 +267,13 @@ async fn handoff_state_machine_and_its_events() {
     );
 
     let r = app
-        .internal(
+        .internal_expect(
+            201,
             Method::POST,
             &base,
             Some(json!({"reason": "asks for a human"})),
         )
         .await;
-    assert_eq!(r.status(), 201);
     let h = r.json::<Value>().await.unwrap()["handoff"].clone();
     assert_eq!(h["state"], "requested");
     assert_eq!(h["accepted_at"], Value::Null);
@@ -295,13 +293,13 @@ async fn handoff_state_machine_and_its_events() {
     );
 
     let r = app
-        .internal(
+        .internal_expect(
+            200,
             Method::POST,
             &format!("{base}/{hid}/accept"),
             Some(json!({"operator": "op-7"})),
         )
         .await;
-    assert_eq!(r.status(), 200);
     let accepted = r.json::<Value>().await.unwrap()["handoff"].clone();
     assert_eq!(accepted["state"], "accepted");
     assert_eq!(accepted["operator"], "op-7");

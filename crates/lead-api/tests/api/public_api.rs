@@ -12,9 +12,14 @@ async fn get_returns_the_callers_lead_with_headers() {
     let lead = app.inbound_lead(&org, "+447700900123").await;
     let id = lead["id"].as_str().unwrap();
     let r = app
-        .public(Method::GET, &format!("/api/v1/leads/{id}"), &token, None)
+        .public_expect(
+            200,
+            Method::GET,
+            &format!("/api/v1/leads/{id}"),
+            &token,
+            None,
+        )
         .await;
-    assert_eq!(r.status(), 200);
     assert_eq!(r.headers()["x-ratelimit-limit"], "120");
     assert_eq!(r.headers()["x-ratelimit-remaining"], "119");
     assert!(!r.headers()["x-request-id"].is_empty());
@@ -379,15 +384,10 @@ async fn patch_applies_write_back_fields_and_ignores_unknown_ones() {
     let (org, token) = app.org().await;
     let lead = app.inbound_lead(&org, "+447700900123").await;
     let id = lead["id"].as_str().unwrap();
-    let r = app
-        .public(
-            Method::PATCH,
+    let r = app.public_expect(200, Method::PATCH,
             &format!("/api/v1/leads/{id}"),
             &token,
-            Some(json!({"external_ref": {"system": "hubspot", "id": "9001", "url": "https://crm.example/9001"}, "ai_paused": true, "qualification_stage": "qualified", "name": "Eve"})),
-        )
-        .await;
-    assert_eq!(r.status(), 200);
+            Some(json!({"external_ref": {"system": "hubspot", "id": "9001", "url": "https://crm.example/9001"}, "ai_paused": true, "qualification_stage": "qualified", "name": "Eve"}))).await;
     let l = r.json::<Value>().await.unwrap()["lead"].clone();
     assert_eq!(
         l["external_ref"],
@@ -408,9 +408,14 @@ async fn post_creates_with_location_and_refuses_a_duplicate_phone() {
     let (_, token) = app.org().await;
     let body = json!({"name": "Grace", "phone": "+1 555 010 9999", "email": "g@Example.com", "profile": {"area": "Soho"}, "route_target": "hotLead"});
     let r = app
-        .public(Method::POST, "/api/v1/leads", &token, Some(body.clone()))
+        .public_expect(
+            201,
+            Method::POST,
+            "/api/v1/leads",
+            &token,
+            Some(body.clone()),
+        )
         .await;
-    assert_eq!(r.status(), 201);
     let loc = r.headers()["location"].to_str().unwrap().to_owned();
     let l = r.json::<Value>().await.unwrap()["lead"].clone();
     assert_eq!(loc, format!("/api/v1/leads/{}", l["id"].as_str().unwrap()));
@@ -477,14 +482,13 @@ async fn a_revoked_token_is_refused_at_once() {
         v["token"]["id"].as_str().unwrap().to_owned(),
         v["secret"].as_str().unwrap().to_owned(),
     );
-    let r = app
-        .internal(
-            Method::DELETE,
-            &format!("/internal/v1/orgs/{org}/tokens/{token_id}"),
-            None,
-        )
-        .await;
-    assert_eq!(r.status(), 204);
+    app.internal_expect(
+        204,
+        Method::DELETE,
+        &format!("/internal/v1/orgs/{org}/tokens/{token_id}"),
+        None,
+    )
+    .await;
     assert_eq!(
         error_of(app.public(Method::GET, &path, &other_secret, None).await).await,
         (401, "Unauthorized".into())

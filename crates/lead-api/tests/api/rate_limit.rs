@@ -55,15 +55,14 @@ async fn a_fresh_token_gets_120_then_429_and_refusals_cost_nothing() {
     assert!(metric(&after, "qualifier_http_requests_total", &route_429) >= 1.0);
     assert!(!after.contains(&path), "no per-lead series");
     // An unknown token is refused without touching anyone's bucket.
-    let r = app
-        .public(
-            Method::GET,
-            &path,
-            "qlf_org_0000000000000000000000000000000000000000",
-            None,
-        )
-        .await;
-    assert_eq!(r.status(), 401);
+    app.public_expect(
+        401,
+        Method::GET,
+        &path,
+        "qlf_org_0000000000000000000000000000000000000000",
+        None,
+    )
+    .await;
     // Waiting for Retry-After refills enough for one more request.
     tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
     assert_eq!(
@@ -178,14 +177,13 @@ async fn one_batch_takes_exactly_what_the_bucket_holds() {
             v["token"]["id"].as_str().unwrap(),
             v["secret"].as_str().unwrap(),
         );
-        let r = app
-            .internal(
-                Method::DELETE,
-                &format!("/internal/v1/orgs/{org_id}/tokens/{id}"),
-                None,
-            )
-            .await;
-        assert_eq!(r.status(), 204);
+        app.internal_expect(
+            204,
+            Method::DELETE,
+            &format!("/internal/v1/orgs/{org_id}/tokens/{id}"),
+            None,
+        )
+        .await;
         t.to_owned()
     };
     let store = app.store();

@@ -17,8 +17,9 @@ async fn create_shows_secret_once_then_get_and_update_never_do() {
     assert_eq!(error_of(r).await, (404, "Webhook not configured".into()));
 
     let body = json!({"url": PUBLIC_URL, "event_types": ["lead.stage_changed", "lead.created", "lead.created"], "enabled": true});
-    let r = app.internal(Method::PUT, &path, Some(body)).await;
-    assert_eq!(r.status(), 200);
+    let r = app
+        .internal_expect(200, Method::PUT, &path, Some(body))
+        .await;
     let v: Value = r.json().await.unwrap();
     let secret = v["signing_secret"].as_str().unwrap().to_owned();
     assert!(secret.starts_with("qlf_whsec_") && secret.len() >= 42);
@@ -50,8 +51,8 @@ async fn create_shows_secret_once_then_get_and_update_never_do() {
     assert_eq!(v["webhook"]["ordering"], "none");
     let paced = json!({"url": PUBLIC_URL, "event_types": ["handoff.created"],
                        "max_per_second": 25, "ordering": "per_lead"});
-    let r = app.internal(Method::PUT, &path, Some(paced)).await;
-    assert_eq!(r.status(), 200);
+    app.internal_expect(200, Method::PUT, &path, Some(paced))
+        .await;
     let v: Value = app
         .internal(Method::GET, &path, None)
         .await
@@ -83,9 +84,8 @@ async fn create_shows_secret_once_then_get_and_update_never_do() {
     assert!(!sealed.windows(secret.len()).any(|w| w == secret.as_bytes()));
 
     let r = app
-        .internal(Method::POST, &format!("{path}/rotate-secret"), None)
+        .internal_expect(200, Method::POST, &format!("{path}/rotate-secret"), None)
         .await;
-    assert_eq!(r.status(), 200);
     let rotated = r.json::<Value>().await.unwrap()["signing_secret"]
         .as_str()
         .unwrap()
@@ -269,22 +269,20 @@ async fn allow_cidrs_admit_a_development_endpoint() {
     let app = TestApp::spawn_with(|c| c.allow_cidrs = vec!["127.0.0.0/8".parse().unwrap()]).await;
     let (org, _) = app.org().await;
     let path = format!("/internal/v1/orgs/{org}/webhook");
-    let r = app
-        .internal(
-            Method::PUT,
-            &path,
-            Some(json!({"url": "https://127.0.0.1:9443/h", "event_types": ["lead.created"]})),
-        )
-        .await;
-    assert_eq!(r.status(), 200);
-    let r = app
-        .internal(
-            Method::PUT,
-            &path,
-            Some(json!({"url": "https://10.0.0.1/h", "event_types": ["lead.created"]})),
-        )
-        .await;
-    assert_eq!(r.status(), 422);
+    app.internal_expect(
+        200,
+        Method::PUT,
+        &path,
+        Some(json!({"url": "https://127.0.0.1:9443/h", "event_types": ["lead.created"]})),
+    )
+    .await;
+    app.internal_expect(
+        422,
+        Method::PUT,
+        &path,
+        Some(json!({"url": "https://10.0.0.1/h", "event_types": ["lead.created"]})),
+    )
+    .await;
 }
 
 /// docs/reliability.md, "Strangers, quotas and pages": a name that does not resolve and one that resolves to a private
