@@ -95,6 +95,13 @@ async fn one(sink: &Sink, events: u64, this: bool, other: &std::path::Path) -> a
     })
 }
 
+/// WAL records per delivered event from a run's cost figures (NaN when the run had none).
+fn wal_records(writes: &Value) -> f64 {
+    writes["pg_wal_records_per_delivered_event"]
+        .as_f64()
+        .unwrap_or(f64::NAN)
+}
+
 /// Per process, the median CPU ms per 1,000 events of one build's runs.
 fn by_process(runs: &[&Run]) -> Value {
     let mut out = serde_json::Map::new();
@@ -196,6 +203,14 @@ pub(crate) async fn against(
             bp_theirs[g].as_f64().unwrap_or(f64::NAN)
         );
     }
+    // WAL records are what a row version and each of its index entries cost the database, and
+    // what a standby replays: printed beside CPU, as a shape change shows here first.
+    let wal = |rs: &[&Run]| med(rs, |r| wal_records(&r.writes));
+    let (wal_mine, wal_theirs) = (wal(&mine), wal(&theirs));
+    println!(
+        "    {:<18} {:>14.1} {:>14.1}   (median per delivered event)",
+        "WAL records", wal_mine, wal_theirs
+    );
     let verdict = verdict(&cpu_ratios, lost, max_cpu_ratio);
     let report = json!({
         "other_build": other.display().to_string(),
@@ -213,9 +228,11 @@ pub(crate) async fn against(
         "median_cpu_ratio": r3(cpu_ratio),
         "median_rate_ratio": r3(rate_ratio),
         "this": {"median_cpu_ms_per_event": med(&mine, |r| r.cpu_ms_per_event),
+                 "median_wal_records_per_delivered_event": wal_mine,
                  "median_delivered_per_s": med(&mine, |r| r.delivered_per_s),
                  "median_cpu_ms_per_1000_events_by_process": bp_mine},
         "other": {"median_cpu_ms_per_event": med(&theirs, |r| r.cpu_ms_per_event),
+                  "median_wal_records_per_delivered_event": wal_theirs,
                   "median_delivered_per_s": med(&theirs, |r| r.delivered_per_s),
                   "median_cpu_ms_per_1000_events_by_process": bp_theirs},
         "events_lost": lost,

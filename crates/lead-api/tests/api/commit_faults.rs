@@ -50,15 +50,14 @@ async fn world() -> World {
     })
     .await;
     let (org, token) = app.org().await;
-    let r = app
-        .internal_expect(
+    let token_id = app
+        .internal_json(
             201,
             Method::POST,
             &format!("/internal/v1/orgs/{org}/tokens"),
             Some(json!({"name": "second"})),
         )
-        .await;
-    let token_id = r.json::<Value>().await.unwrap()["token"]["id"]
+        .await["token"]["id"]
         .as_str()
         .unwrap()
         .to_owned();

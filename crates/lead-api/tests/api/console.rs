@@ -23,15 +23,14 @@ pub(crate) fn browser() -> Client {
 }
 
 pub(crate) async fn mint(app: &TestApp, org: &str) -> String {
-    let r = app
-        .internal_expect(
+    let v = app
+        .internal_json(
             201,
             Method::POST,
             &format!("/internal/v1/orgs/{org}/console-sessions"),
             None,
         )
         .await;
-    let v: Value = r.json().await.unwrap();
     let url = v["url"].as_str().unwrap().to_owned();
     assert!(
         url.starts_with(&format!("{}/console/login?ticket=qlf_ct_", app.public)),
@@ -526,15 +525,14 @@ async fn stalled_and_oversized_forms_are_refused_without_effect() {
 async fn a_failing_endpoint_shows_a_banner_whose_check_now_makes_a_probe_due() {
     let app = app().await;
     let (org, _) = app.org().await;
-    let r = app
-        .internal_expect(
+    let v = app
+        .internal_json(
             200,
             Method::PUT,
             &format!("/internal/v1/orgs/{org}/webhook"),
             Some(json!({"url": "https://127.0.0.1:9443/hook", "event_types": ["lead.created"]})),
         )
         .await;
-    let v: Value = r.json().await.unwrap();
     assert_eq!(v["webhook"]["health"]["state"], "healthy");
     assert!(v["webhook"]["health"]["failing_since"].is_null());
     let cookie = sign_in(&app, &org).await;

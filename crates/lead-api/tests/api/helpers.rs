@@ -135,6 +135,31 @@ impl TestApp {
         expect_status(status, &what, self.internal(method, path, body).await).await
     }
 
+    /// [`Self::internal_expect`]'s answer as JSON.
+    pub async fn internal_json(
+        &self,
+        status: u16,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> Value {
+        let r = self.internal_expect(status, method, path, body).await;
+        r.json::<Value>().await.unwrap()
+    }
+
+    /// [`Self::public_expect`]'s answer as JSON.
+    pub async fn public_json(
+        &self,
+        status: u16,
+        method: Method,
+        path: &str,
+        token: &str,
+        body: Option<Value>,
+    ) -> Value {
+        let r = self.public_expect(status, method, path, token, body).await;
+        r.json::<Value>().await.unwrap()
+    }
+
     /// [`Self::public`], answered `status` (else the test fails, showing what came back).
     pub async fn public_expect(
         &self,
@@ -167,27 +192,25 @@ impl TestApp {
 
     /// A new org and a token for it: (org_id, token).
     pub async fn org(&self) -> (String, String) {
-        let r = self
-            .internal_expect(
+        let org_id = self
+            .internal_json(
                 201,
                 Method::POST,
                 "/internal/v1/orgs",
                 Some(json!({"name": "Acme"})),
             )
-            .await;
-        let org_id = r.json::<Value>().await.unwrap()["org"]["id"]
+            .await["org"]["id"]
             .as_str()
             .unwrap()
             .to_owned();
-        let r = self
-            .internal_expect(
+        let token = self
+            .internal_json(
                 201,
                 Method::POST,
                 &format!("/internal/v1/orgs/{org_id}/tokens"),
                 Some(json!({"name": "crm"})),
             )
-            .await;
-        let token = r.json::<Value>().await.unwrap()["secret"]
+            .await["secret"]
             .as_str()
             .unwrap()
             .to_owned();

@@ -1,7 +1,7 @@
 //! The internal API's own rules: its token, org lookups and shapes.
 
 use reqwest::Method;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::helpers::{TestApp, error_of};
 
@@ -40,27 +40,26 @@ async fn internal_token_is_required_and_org_tokens_do_not_work() {
 #[tokio::test(flavor = "multi_thread")]
 async fn org_and_token_shapes() {
     let app = TestApp::spawn().await;
-    let r = app
-        .internal_expect(
+    let org = app
+        .internal_json(
             201,
             Method::POST,
             "/internal/v1/orgs",
             Some(json!({"name": "Acme Homes"})),
         )
-        .await;
-    let org = r.json::<Value>().await.unwrap()["org"].clone();
+        .await["org"]
+        .clone();
     assert_eq!(org["name"], "Acme Homes");
     assert_eq!(org.as_object().unwrap().len(), 3);
     let id = org["id"].as_str().unwrap();
-    let r = app
-        .internal_expect(
+    let v = app
+        .internal_json(
             201,
             Method::POST,
             &format!("/internal/v1/orgs/{id}/tokens"),
             Some(json!({"name": "hubspot"})),
         )
         .await;
-    let v: Value = r.json().await.unwrap();
     assert_eq!(v["token"]["name"], "hubspot");
     assert!(v["token"].get("secret").is_none());
     assert!(v["secret"].as_str().unwrap().starts_with("qlf_org_"));

@@ -63,15 +63,15 @@ async fn inbound_creates_with_lead_created_and_updates_with_lead_updated() {
 
     // A profile detail arrives: lead.updated with the merged profile.
     let more = json!({"name": "Ada Lovelace", "phone": "+447700900123", "channel": "whatsapp", "profile": {"area": "Soho", "bedrooms": null}});
-    let r = app
-        .internal_expect(
+    let updated = app
+        .internal_json(
             200,
             Method::POST,
             &format!("/internal/v1/orgs/{org}/inbound"),
             Some(more),
         )
-        .await;
-    let updated = r.json::<Value>().await.unwrap()["lead"].clone();
+        .await["lead"]
+        .clone();
     assert_eq!(
         updated["profile"],
         json!({"budget": "500k", "area": "Soho"})
@@ -181,15 +181,15 @@ async fn agent_updates_emit_updated_stage_changed_and_qualified() {
         "route_target alone emits nothing"
     );
 
-    let r = app
-        .internal_expect(
+    let q = app
+        .internal_json(
             200,
             Method::PATCH,
             &path,
             Some(json!({"qualification_stage": "qualified", "profile": {"bedrooms": 3}})),
         )
-        .await;
-    let q = r.json::<Value>().await.unwrap()["lead"].clone();
+        .await["lead"]
+        .clone();
     let rows = app.outbox().await;
     assert_eq!(
         rows.iter().map(|r| r.0.as_str()).collect::<Vec<_>>(),
@@ -266,15 +266,15 @@ async fn handoff_state_machine_and_its_events() {
         lead["id"].as_str().unwrap()
     );
 
-    let r = app
-        .internal_expect(
+    let h = app
+        .internal_json(
             201,
             Method::POST,
             &base,
             Some(json!({"reason": "asks for a human"})),
         )
-        .await;
-    let h = r.json::<Value>().await.unwrap()["handoff"].clone();
+        .await["handoff"]
+        .clone();
     assert_eq!(h["state"], "requested");
     assert_eq!(h["accepted_at"], Value::Null);
     let hid = h["id"].as_str().unwrap().to_owned();
@@ -292,15 +292,15 @@ async fn handoff_state_machine_and_its_events() {
         )
     );
 
-    let r = app
-        .internal_expect(
+    let accepted = app
+        .internal_json(
             200,
             Method::POST,
             &format!("{base}/{hid}/accept"),
             Some(json!({"operator": "op-7"})),
         )
-        .await;
-    let accepted = r.json::<Value>().await.unwrap()["handoff"].clone();
+        .await["handoff"]
+        .clone();
     assert_eq!(accepted["state"], "accepted");
     assert_eq!(accepted["operator"], "op-7");
     let r = app

@@ -384,11 +384,10 @@ async fn patch_applies_write_back_fields_and_ignores_unknown_ones() {
     let (org, token) = app.org().await;
     let lead = app.inbound_lead(&org, "+447700900123").await;
     let id = lead["id"].as_str().unwrap();
-    let r = app.public_expect(200, Method::PATCH,
+    let l = app.public_json(200, Method::PATCH,
             &format!("/api/v1/leads/{id}"),
             &token,
-            Some(json!({"external_ref": {"system": "hubspot", "id": "9001", "url": "https://crm.example/9001"}, "ai_paused": true, "qualification_stage": "qualified", "name": "Eve"}))).await;
-    let l = r.json::<Value>().await.unwrap()["lead"].clone();
+            Some(json!({"external_ref": {"system": "hubspot", "id": "9001", "url": "https://crm.example/9001"}, "ai_paused": true, "qualification_stage": "qualified", "name": "Eve"}))).await["lead"].clone();
     assert_eq!(
         l["external_ref"],
         json!({"system": "hubspot", "id": "9001", "url": "https://crm.example/9001"})

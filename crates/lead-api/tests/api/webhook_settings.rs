@@ -17,10 +17,7 @@ async fn create_shows_secret_once_then_get_and_update_never_do() {
     assert_eq!(error_of(r).await, (404, "Webhook not configured".into()));
 
     let body = json!({"url": PUBLIC_URL, "event_types": ["lead.stage_changed", "lead.created", "lead.created"], "enabled": true});
-    let r = app
-        .internal_expect(200, Method::PUT, &path, Some(body))
-        .await;
-    let v: Value = r.json().await.unwrap();
+    let v = app.internal_json(200, Method::PUT, &path, Some(body)).await;
     let secret = v["signing_secret"].as_str().unwrap().to_owned();
     assert!(secret.starts_with("qlf_whsec_") && secret.len() >= 42);
     assert_eq!(v["webhook"]["url"], PUBLIC_URL);
@@ -83,10 +80,9 @@ async fn create_shows_secret_once_then_get_and_update_never_do() {
     let sealed: Vec<u8> = row.get(0);
     assert!(!sealed.windows(secret.len()).any(|w| w == secret.as_bytes()));
 
-    let r = app
-        .internal_expect(200, Method::POST, &format!("{path}/rotate-secret"), None)
-        .await;
-    let rotated = r.json::<Value>().await.unwrap()["signing_secret"]
+    let rotated = app
+        .internal_json(200, Method::POST, &format!("{path}/rotate-secret"), None)
+        .await["signing_secret"]
         .as_str()
         .unwrap()
         .to_owned();

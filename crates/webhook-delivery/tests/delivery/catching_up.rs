@@ -25,13 +25,7 @@ async fn the_feed_holds_each_delivered_body_byte_for_byte_and_no_test_event() {
     let lead = s.inbound("+447700900801").await;
     s.close_lead(lead["id"].as_str().unwrap(), None).await;
     s.inbound("+447700900802").await;
-    let test = s
-        .call(
-            Method::POST,
-            &format!("/internal/v1/orgs/{}/webhook/test", s.org),
-            None,
-        )
-        .await;
+    let test = s.org_call(Method::POST, "webhook/test", None).await;
     // lead.created, lead.stage_changed, lead.created and the test event.
     let got = s.receiver.wait_for(4, WAIT).await;
     assert_eq!(got.len(), 4, "{test}");

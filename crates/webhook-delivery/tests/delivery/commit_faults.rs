@@ -42,9 +42,9 @@ async fn nothing_lost(fault: Fault) {
             .unwrap()
             .to_owned();
         for step in 0..2 {
-            s.call(
+            s.org_call(
                 Method::PATCH,
-                &format!("/internal/v1/orgs/{}/leads/{id}", s.org),
+                &format!("leads/{id}"),
                 Some(json!({"name": format!("Lead {i} step {step}")})),
             )
             .await;

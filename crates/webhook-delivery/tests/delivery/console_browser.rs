@@ -174,12 +174,8 @@ async fn an_administrator_debugs_a_failing_receiver_in_the_browser() {
     // The receiver is fixed; the delivery is replayed and goes through.
     s.receiver.set_answer_body(None);
     s.receiver.set_behaviour(Behaviour::Ok);
-    s.call(
-        Method::POST,
-        &format!("/internal/v1/orgs/{}/deliveries/{id}/replay", s.org),
-        None,
-    )
-    .await;
+    s.org_call(Method::POST, &format!("deliveries/{id}/replay"), None)
+        .await;
     s.wait_status(&id, "succeeded", WAIT).await;
 
     let page = browser(vec![

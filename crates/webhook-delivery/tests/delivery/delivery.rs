@@ -163,11 +163,7 @@ async fn a_rotated_secret_signs_deliveries_already_queued() {
     let first = s.receiver.wait_for(1, WAIT).await;
     assert_eq!(first[0].verified_with, Some(0));
     let rotated = s
-        .call(
-            Method::POST,
-            &format!("/internal/v1/orgs/{}/webhook/rotate-secret", s.org),
-            None,
-        )
+        .org_call(Method::POST, "webhook/rotate-secret", None)
         .await;
     let new_secret = rotated["signing_secret"].as_str().unwrap().to_owned();
     s.receiver.set_secrets(vec![s.secret.clone(), new_secret]);

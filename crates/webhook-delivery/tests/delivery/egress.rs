@@ -109,12 +109,7 @@ async fn through_the_proxy_every_request_is_a_connect_to_the_checked_address() {
     let got = mtls.wait_for(5, Duration::from_secs(20)).await;
     assert_eq!(got.len(), 5);
     // A test event, then a probe: make the endpoint fail three times, let the probe through.
-    s.call(
-        Method::POST,
-        &format!("/internal/v1/orgs/{}/webhook/test", s.org),
-        None,
-    )
-    .await;
+    s.org_call(Method::POST, "webhook/test", None).await;
     mtls.wait_for(6, Duration::from_secs(20)).await;
     mtls.set_behaviour(Behaviour::Status(500));
     for i in 5..8 {
@@ -400,12 +395,8 @@ async fn a_receiver_requiring_a_client_certificate_gets_it_and_a_replacement_app
     assert!(!String::from_utf8_lossy(&sealed).contains("PRIVATE KEY"));
 
     // Removed: the next delivery goes without one and is refused again.
-    s.call(
-        Method::DELETE,
-        &format!("/internal/v1/orgs/{}/webhook/client-certificate", s.org),
-        None,
-    )
-    .await;
+    s.org_call(Method::DELETE, "webhook/client-certificate", None)
+        .await;
     assert_eq!(s.webhook().await["client_certificate"], Value::Null);
     s.inbound("+31660000003").await;
     tokio::time::sleep(Duration::from_secs(2)).await;

@@ -572,9 +572,9 @@ async fn a_request_waiting_for_its_turn_is_not_sent_after_its_leads_erasure() {
         .get(0)
     };
     let before = turn_row().await;
-    s.call(
+    s.org_call(
         Method::PATCH,
-        &format!("/internal/v1/orgs/{}/leads/{id}", s.org),
+        &format!("leads/{id}"),
         Some(json!({"name": "Ada Forgetme"})),
     )
     .await;

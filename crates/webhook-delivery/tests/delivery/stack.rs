@@ -140,19 +140,19 @@ impl Stack {
             )
             .await;
         s.org = r["org"]["id"].as_str().unwrap().to_owned();
-        let r = s
-            .call(
-                Method::POST,
-                &format!("/internal/v1/orgs/{}/tokens", s.org),
-                None,
-            )
-            .await;
+        let r = s.org_call(Method::POST, "tokens", None).await;
         s.token = r["secret"].as_str().unwrap().to_owned();
         let url = s.receiver.url.clone();
         let r = s.put_webhook(json!({"url": url, "event_types": ["lead.created", "lead.updated", "lead.stage_changed", "lead.qualified", "handoff.created"], "enabled": true})).await;
         s.secret = r["signing_secret"].as_str().unwrap().to_owned();
         s.receiver.set_secrets(vec![s.secret.clone()]);
         s
+    }
+
+    /// [`Stack::call`] on a path below this stack's org, `rest` after `/internal/v1/orgs/{org}/`.
+    pub async fn org_call(&self, method: Method, rest: &str, body: Option<Value>) -> Value {
+        let path = format!("/internal/v1/orgs/{}/{rest}", self.org);
+        self.call(method, &path, body).await
     }
 
     pub async fn call(&self, method: Method, path: &str, body: Option<Value>) -> Value {
@@ -174,12 +174,7 @@ impl Stack {
 
     /// A fresh console sign-in link for the stack's org.
     pub async fn console_link(&self) -> String {
-        self.call(
-            Method::POST,
-            &format!("/internal/v1/orgs/{}/console-sessions", self.org),
-            None,
-        )
-        .await["url"]
+        self.org_call(Method::POST, "console-sessions", None).await["url"]
             .as_str()
             .unwrap()
             .to_owned()
@@ -231,33 +226,16 @@ impl Stack {
 
     /// `GET` of the org's webhook: its settings and its endpoint's health.
     pub async fn webhook(&self) -> Value {
-        self.call(
-            Method::GET,
-            &format!("/internal/v1/orgs/{}/webhook", self.org),
-            None,
-        )
-        .await["webhook"]
-            .clone()
+        self.org_call(Method::GET, "webhook", None).await["webhook"].clone()
     }
 
     pub async fn put_webhook(&self, body: Value) -> Value {
-        self.call(
-            Method::PUT,
-            &format!("/internal/v1/orgs/{}/webhook", self.org),
-            Some(body),
-        )
-        .await
+        self.org_call(Method::PUT, "webhook", Some(body)).await
     }
 
     pub async fn inbound(&self, phone: &str) -> Value {
         let body = json!({"name": "Ada Lovelace", "phone": phone, "channel": "whatsapp"});
-        self.call(
-            Method::POST,
-            &format!("/internal/v1/orgs/{}/inbound", self.org),
-            Some(body),
-        )
-        .await["lead"]
-            .clone()
+        self.org_call(Method::POST, "inbound", Some(body)).await["lead"].clone()
     }
 
     /// The CRM closes lead `id` through the public API (emits `lead.stage_changed`), optionally
@@ -276,11 +254,7 @@ impl Stack {
 
     pub async fn deliveries(&self) -> Vec<Value> {
         let v = self
-            .call(
-                Method::GET,
-                &format!("/internal/v1/orgs/{}/deliveries?limit=500", self.org),
-                None,
-            )
+            .org_call(Method::GET, "deliveries?limit=500", None)
             .await;
         v["deliveries"].as_array().unwrap().clone()
     }

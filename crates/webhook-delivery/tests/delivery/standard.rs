@@ -27,11 +27,7 @@ async fn deliveries_verify_with_the_standard_webhooks_library() {
     let s = Stack::start().await;
     // The secret in the form the libraries take, as the API hands it out.
     let r = s
-        .call(
-            Method::POST,
-            &format!("/internal/v1/orgs/{}/webhook/rotate-secret", s.org),
-            None,
-        )
+        .org_call(Method::POST, "webhook/rotate-secret", None)
         .await;
     let secret = r["signing_secret"].as_str().unwrap().to_owned();
     let standard = r["standard_webhooks_secret"].as_str().unwrap().to_owned();
@@ -70,9 +66,9 @@ async fn during_a_rotations_grace_window_both_secrets_verify_and_without_one_onl
     let rotate = |grace: Value| {
         let s = &s;
         async move {
-            s.call(
+            s.org_call(
                 Method::POST,
-                &format!("/internal/v1/orgs/{}/webhook/rotate-secret", s.org),
+                "webhook/rotate-secret",
                 Some(json!({ "grace_seconds": grace })),
             )
             .await

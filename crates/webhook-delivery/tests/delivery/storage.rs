@@ -89,11 +89,7 @@ async fn compressed_envelopes_reach_receivers_the_feed_the_console_and_erasure_a
     assert_eq!(log[0]["n"], 1, "{log}");
     assert!(log[0].get("attempt").is_none(), "{log}");
     let shown = s
-        .call(
-            Method::GET,
-            &format!("/internal/v1/orgs/{}/deliveries/{delivery}", s.org),
-            None,
-        )
+        .org_call(Method::GET, &format!("deliveries/{delivery}"), None)
         .await;
     let entry = &shown["delivery"]["attempt_log"][0];
     assert_eq!(entry["attempt"], 1, "{shown}");
@@ -118,12 +114,8 @@ async fn compressed_envelopes_reach_receivers_the_feed_the_console_and_erasure_a
         .await
         .unwrap();
     s.wait_status(&delivery, "succeeded", WAIT).await;
-    s.call(
-        Method::POST,
-        &format!("/internal/v1/orgs/{}/deliveries/{delivery}/replay", s.org),
-        None,
-    )
-    .await;
+    s.org_call(Method::POST, &format!("deliveries/{delivery}/replay"), None)
+        .await;
     let again = s.receiver.wait_for(3, WAIT).await;
     assert_eq!(again.len(), 3);
     assert_eq!(again[2].header("x-qualifier-delivery"), delivery);

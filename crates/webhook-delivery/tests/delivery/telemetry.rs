@@ -192,11 +192,7 @@ async fn tokens_and_secrets_never_reach_the_logs_or_error_bodies() {
         assert_eq!(body, r#"{"error":"Unauthorized"}"#);
     }
     let rotated = s
-        .call(
-            Method::POST,
-            &format!("/internal/v1/orgs/{}/webhook/rotate-secret", s.org),
-            None,
-        )
+        .org_call(Method::POST, "webhook/rotate-secret", None)
         .await["signing_secret"]
         .as_str()
         .unwrap()
