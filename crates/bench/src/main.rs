@@ -243,12 +243,7 @@ fn write_report(
 
 #[tokio::main]
 async fn main() {
-    if let Err(e) = run().await {
-        // The cause on one line, last: CI shows the tail of the output, and anyhow's Debug form
-        // would end in a backtrace of the runtime's frames when RUST_BACKTRACE is set.
-        eprintln!("bench: FAILED: {e:#}");
-        std::process::exit(1);
-    }
+    qualifier_testkit::exit_on_error("bench", run().await);
 }
 
 async fn run() -> anyhow::Result<()> {

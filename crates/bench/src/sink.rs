@@ -212,9 +212,7 @@ impl Sink {
 
 impl Drop for Sink {
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.ca_file);
-        let h = self.handle.clone();
-        tokio::spawn(async move { h.stop(false).await });
+        qualifier_testkit::receiver::stop_in_background(&self.ca_file, &self.handle);
     }
 }
 

@@ -141,12 +141,7 @@ struct Figures {
 
 #[tokio::main]
 async fn main() {
-    if let Err(e) = run().await {
-        // The cause on one line, last: CI shows the tail of the output, and anyhow's Debug form
-        // would end in a backtrace of the runtime's frames when RUST_BACKTRACE is set.
-        eprintln!("chaos: FAILED: {e:#}");
-        std::process::exit(1);
-    }
+    qualifier_testkit::exit_on_error("chaos", run().await);
 }
 
 async fn run() -> anyhow::Result<()> {
@@ -159,15 +154,7 @@ async fn run() -> anyhow::Result<()> {
     let topo = TestTopology::new(RETRY_DELAYS.to_vec());
     let key = SecretKey::generate_base64();
     let receiver = Receiver::start().await;
-    let receiver_port: u16 = receiver
-        .url
-        .split(':')
-        .nth(2)
-        .unwrap()
-        .split('/')
-        .next()
-        .unwrap()
-        .parse()?;
+    let receiver_port = receiver.port();
     let drop_ratio = Arc::new(AtomicU64::new(0));
     let proxy_port = dropping_proxy(receiver_port, drop_ratio.clone()).await;
     let [public, internal, health] = free_ports::<3>();

@@ -226,10 +226,7 @@ async fn new_contact(
 
 #[tokio::main]
 async fn main() {
-    if let Err(e) = run().await {
-        eprintln!("soak: FAILED: {e:#}");
-        std::process::exit(1);
-    }
+    qualifier_testkit::exit_on_error("soak", run().await);
 }
 
 async fn run() -> anyhow::Result<()> {

@@ -220,10 +220,7 @@ fn ms(d: Duration) -> f64 {
 
 #[tokio::main]
 async fn main() {
-    if let Err(e) = run().await {
-        eprintln!("upgrade-check: FAILED: {e:#}");
-        std::process::exit(1);
-    }
+    qualifier_testkit::exit_on_error("upgrade-check", run().await);
 }
 
 async fn run() -> anyhow::Result<()> {

@@ -163,6 +163,45 @@ impl TestDb {
     }
 
     /// A plain SQL client for assertions, independent of the code under test.
+    /// The rows of a two-column query as pairs, on a connection of its own.
+    pub async fn pairs<A, B, C>(
+        &self,
+        sql: &str,
+        params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+    ) -> C
+    where
+        A: for<'a> tokio_postgres::types::FromSql<'a>,
+        B: for<'a> tokio_postgres::types::FromSql<'a>,
+        C: FromIterator<(A, B)>,
+    {
+        let rows = self.client().await.query(sql, params).await.unwrap();
+        rows.iter().map(|r| (r.get(0), r.get(1))).collect()
+    }
+
+    /// Waits until a one-value query answers `want`, asking every 20 ms; fails the test with
+    /// `what` and the last answer once `within` has passed.
+    pub async fn wait_for_value<T>(
+        &self,
+        what: &str,
+        within: std::time::Duration,
+        sql: &str,
+        params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+        want: T,
+    ) where
+        T: for<'a> tokio_postgres::types::FromSql<'a> + PartialEq + std::fmt::Debug,
+    {
+        let c = self.client().await;
+        let deadline = std::time::Instant::now() + within;
+        loop {
+            let got: T = c.query_one(sql, params).await.unwrap().get(0);
+            if got == want {
+                return;
+            }
+            assert!(std::time::Instant::now() < deadline, "{what}: {got:?}");
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    }
+
     pub async fn client(&self) -> tokio_postgres::Client {
         let (client, conn) = tokio_postgres::connect(&self.url, NoTls)
             .await
@@ -185,6 +224,16 @@ impl Drop for TestDb {
 }
 
 /// A loopback port free right now, for a service started as a separate process.
+/// Ends a tool's `main`: on an error, `"{tool}: FAILED: {cause}"` on stderr and exit status 1.
+/// The cause on one line, last: CI shows the tail of the output, and anyhow's Debug form would
+/// end in a backtrace of the runtime's frames when RUST_BACKTRACE is set.
+pub fn exit_on_error<E: std::fmt::Display>(tool: &str, result: Result<(), E>) {
+    if let Err(e) = result {
+        eprintln!("{tool}: FAILED: {e:#}");
+        std::process::exit(1);
+    }
+}
+
 pub fn free_port() -> u16 {
     free_ports::<1>()[0]
 }

@@ -241,6 +241,16 @@ impl TestCa {
 }
 
 impl Receiver {
+    /// The port it listens on (its `url` is `https://127.0.0.1:{port}/…`).
+    pub fn port(&self) -> u16 {
+        let after_host = self.url.rsplit(':').next().unwrap_or_default();
+        after_host
+            .split('/')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .expect("a receiver's url names its port")
+    }
+
     pub async fn start() -> Receiver {
         Self::start_with_client_ca(None).await
     }
@@ -388,10 +398,16 @@ impl Receiver {
 
 impl Drop for Receiver {
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.ca_file);
-        let h = self.handle.clone();
-        tokio::spawn(async move { h.stop(false).await });
+        stop_in_background(&self.ca_file, &self.handle);
     }
+}
+
+/// What a test server leaves when it is dropped: its CA file goes, and the server stops without
+/// the dropping thread waiting for it (a `Drop` cannot await).
+pub fn stop_in_background(ca_file: &std::path::Path, handle: &actix_web::dev::ServerHandle) {
+    let _ = std::fs::remove_file(ca_file);
+    let h = handle.clone();
+    tokio::spawn(async move { h.stop(false).await });
 }
 
 #[cfg(test)]

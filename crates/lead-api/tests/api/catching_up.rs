@@ -11,7 +11,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use crate::helpers::{TestApp, error_of};
+use crate::helpers::TestApp;
 
 async fn app() -> TestApp {
     // The readers page as fast as they can: the rate limit is not what these tests are about.
@@ -456,14 +456,15 @@ async fn retention_ends_unfinished_deliveries_and_refuses_expired_replays() {
         .await
         .unwrap()
         .get(0);
-    let r = app
-        .internal(
+    assert_eq!(
+        app.internal_error(
             Method::POST,
             &format!("/internal/v1/orgs/{org}/deliveries/{done}/replay"),
             None,
         )
-        .await;
-    assert_eq!(error_of(r).await, (409, "Event expired".to_owned()));
+        .await,
+        (409, "Event expired".to_owned())
+    );
     let store = app.store();
     // The partition is dropped: a trigger of the test's notes what its unfinished rows became
     // before they went.
@@ -1328,16 +1329,13 @@ async fn bulk_replay_counts_expired_events_and_replays_only_the_kept_ones() {
         v,
         serde_json::json!({"matched": 3, "replayed": 1, "not_replayed": {"Event expired": 2}})
     );
-    let statuses: Vec<(String, bool)> = c
-        .query(
+    let statuses: Vec<(String, bool)> = app
+        .db
+        .pairs(
             "SELECT status, created_at < now() - interval '30 days' FROM outbox ORDER BY seq",
             &[],
         )
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| (r.get(0), r.get(1)))
-        .collect();
+        .await;
     assert_eq!(
         statuses,
         vec![

@@ -86,14 +86,15 @@ async fn only_the_orgs_own_lead_is_erased_and_only_once() {
         error_of(erase(&app, &other, id).await).await,
         (404, "Lead not found".into())
     );
-    let r = app
-        .internal(
+    assert_eq!(
+        app.internal_error(
             Method::DELETE,
             &format!("/internal/v1/orgs/{other_org}/leads/{id}"),
             None,
         )
-        .await;
-    assert_eq!(error_of(r).await, (404, "Lead not found".into()));
+        .await,
+        (404, "Lead not found".into())
+    );
     for bad in [
         "not-a-uuid",
         "00000000-0000-0000-0000-000000000000",
@@ -126,27 +127,30 @@ async fn only_the_orgs_own_lead_is_erased_and_only_once() {
         error_of(erase(&app, &token, id).await).await,
         (404, "Lead not found".into())
     );
-    let r = app
-        .public(Method::GET, &format!("/api/v1/leads/{id}"), &token, None)
-        .await;
-    assert_eq!(error_of(r).await, (404, "Lead not found".into()));
-    let r = app
-        .public(
+    assert_eq!(
+        app.public_error(Method::GET, &format!("/api/v1/leads/{id}"), &token, None)
+            .await,
+        (404, "Lead not found".into())
+    );
+    assert_eq!(
+        app.public_error(
             Method::PATCH,
             &format!("/api/v1/leads/{id}"),
             &token,
             Some(json!({"ai_paused": true})),
         )
-        .await;
-    assert_eq!(error_of(r).await, (404, "Lead not found".into()));
-    let r = app
-        .internal(
+        .await,
+        (404, "Lead not found".into())
+    );
+    assert_eq!(
+        app.internal_error(
             Method::DELETE,
             &format!("/internal/v1/orgs/{org}/leads/{id}"),
             None,
         )
-        .await;
-    assert_eq!(error_of(r).await, (404, "Lead not found".into()));
+        .await,
+        (404, "Lead not found".into())
+    );
 
     // lead.created is now its reduced envelope; lead.erased follows, whole.
     let rows = rows_of(&app, id).await;
@@ -307,22 +311,15 @@ async fn an_erased_event_is_never_replayed() {
     let id = lead["id"].as_str().unwrap().to_owned();
     let c = app.db.client().await;
     // The relay publishes it (no worker here), then it ends dead as if every attempt failed.
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        let n: i64 = c
-            .query_one(
-                "SELECT count(*) FROM outbox WHERE lead_id = $1::text::uuid AND published_at IS NULL",
-                &[&id],
-            )
-            .await
-            .unwrap()
-            .get(0);
-        if n == 0 {
-            break;
-        }
-        assert!(std::time::Instant::now() < deadline, "never relayed");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    app.db
+        .wait_for_value(
+            "never relayed",
+            Duration::from_secs(10),
+            "SELECT count(*) FROM outbox WHERE lead_id = $1::text::uuid AND published_at IS NULL",
+            &[&id],
+            0i64,
+        )
+        .await;
     let delivery: String = c
         .query_one(
             "UPDATE outbox SET status = 'dead', attempts = 5 WHERE lead_id = $1::text::uuid
@@ -355,8 +352,10 @@ async fn an_erased_event_is_never_replayed() {
     assert!(row.get::<_, bool>(2), "nothing left for the relay");
     assert_eq!(row.get::<_, Option<String>>(3).as_deref(), Some("erased"));
 
-    let r = app.internal(Method::POST, &replay, None).await;
-    assert_eq!(error_of(r).await, (409, "Event erased".into()));
+    assert_eq!(
+        app.internal_error(Method::POST, &replay, None).await,
+        (409, "Event erased".into())
+    );
     let r = app.internal(Method::POST, &dead, Some(dry)).await;
     assert_eq!(r.json::<Value>().await.unwrap()["matched"], 0);
     // Whoever writes the row later cannot bring it back: the database keeps it erased.
@@ -391,17 +390,13 @@ async fn an_erased_event_is_never_replayed() {
 
 /// The kept Idempotency-Key answers of the org (key, whether it holds an answer).
 async fn kept_keys(app: &TestApp, org: &str) -> Vec<(String, bool)> {
-    let c = app.db.client().await;
-    c.query(
-        "SELECT key, response_body IS NOT NULL FROM idempotency_keys
-         WHERE org_id = $1::text::uuid ORDER BY key",
-        &[&org],
-    )
-    .await
-    .unwrap()
-    .iter()
-    .map(|r| (r.get(0), r.get(1)))
-    .collect()
+    app.db
+        .pairs(
+            "SELECT key, response_body IS NOT NULL FROM idempotency_keys
+             WHERE org_id = $1::text::uuid ORDER BY key",
+            &[&org],
+        )
+        .await
 }
 
 /// A write's answer is kept after the write committed, in a statement of its own; an erasure
@@ -482,26 +477,18 @@ async fn an_inbound_message_racing_the_erasure_creates_the_contact_anew() {
     let phone = "+447700900811";
     let lead = app.inbound_lead(&org, phone).await;
     let id = lead["id"].as_str().unwrap().to_owned();
-    let c = app.db.client().await;
     // The relay marks the row published; hold it only once that is done, so that the only
     // sessions waiting are the erasure and the message.
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    loop {
-        let published: i64 = c
-            .query_one(
-                "SELECT count(*) FROM outbox
-                 WHERE lead_id = $1::text::uuid AND published_at IS NOT NULL",
-                &[&id],
-            )
-            .await
-            .unwrap()
-            .get(0);
-        if published == 1 {
-            break;
-        }
-        assert!(std::time::Instant::now() < deadline, "never published");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    app.db
+        .wait_for_value(
+            "never published",
+            Duration::from_secs(20),
+            "SELECT count(*) FROM outbox
+             WHERE lead_id = $1::text::uuid AND published_at IS NOT NULL",
+            &[&id],
+            1i64,
+        )
+        .await;
     let holder = hold_rows(&app, "outbox WHERE lead_id", &id).await;
     let erased = erase_in_background(&app, &token, &id);
     app.until_waiting_on_locks(1).await;

@@ -160,6 +160,27 @@ impl TestApp {
         r.json::<Value>().await.unwrap()
     }
 
+    /// [`Self::internal`]'s answer as the contract's error: its status and message.
+    pub async fn internal_error(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> (u16, String) {
+        error_of(self.internal(method, path, body).await).await
+    }
+
+    /// [`Self::public`]'s answer as the contract's error: its status and message.
+    pub async fn public_error(
+        &self,
+        method: Method,
+        path: &str,
+        token: &str,
+        body: Option<Value>,
+    ) -> (u16, String) {
+        error_of(self.public(method, path, token, body).await).await
+    }
+
     /// [`Self::public`], answered `status` (else the test fails, showing what came back).
     pub async fn public_expect(
         &self,

@@ -64,27 +64,30 @@ async fn org_and_token_shapes() {
     assert!(v["token"].get("secret").is_none());
     assert!(v["secret"].as_str().unwrap().starts_with("qlf_org_"));
 
-    let r = app
-        .internal(Method::POST, "/internal/v1/orgs", Some(json!({"name": ""})))
-        .await;
     assert_eq!(
-        error_of(r).await,
+        app.internal_error(Method::POST, "/internal/v1/orgs", Some(json!({"name": ""})))
+            .await,
         (422, "name must be a string of 1 to 200 characters".into())
     );
-    let r = app
-        .internal(
+    assert_eq!(
+        app.internal_error(
             Method::POST,
             &format!("/internal/v1/orgs/{}/tokens", uuid::Uuid::new_v4()),
             None,
         )
-        .await;
-    assert_eq!(error_of(r).await, (404, "Org not found".into()));
-    let r = app
-        .internal(Method::POST, "/internal/v1/orgs/not-a-uuid/tokens", None)
-        .await;
-    assert_eq!(error_of(r).await, (404, "Org not found".into()));
-    let r = app.internal(Method::GET, "/internal/v1/orgs", None).await;
-    assert_eq!(error_of(r).await, (405, "Method not allowed".into()));
+        .await,
+        (404, "Org not found".into())
+    );
+    assert_eq!(
+        app.internal_error(Method::POST, "/internal/v1/orgs/not-a-uuid/tokens", None)
+            .await,
+        (404, "Org not found".into())
+    );
+    assert_eq!(
+        app.internal_error(Method::GET, "/internal/v1/orgs", None)
+            .await,
+        (405, "Method not allowed".into())
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -104,22 +107,24 @@ async fn inbound_validates_and_scopes_to_the_org() {
         None,
     )
     .await;
-    let r = app
-        .internal(
+    assert_eq!(
+        app.internal_error(
             Method::POST,
             &format!("/internal/v1/orgs/{org_a}/inbound"),
             Some(json!({"name": "X", "phone": "+447700900555"})),
         )
-        .await;
-    assert_eq!(error_of(r).await, (422, "channel is required".into()));
-    let r = app
-        .internal(
+        .await,
+        (422, "channel is required".into())
+    );
+    assert_eq!(
+        app.internal_error(
             Method::POST,
             &format!("/internal/v1/orgs/{}/inbound", uuid::Uuid::new_v4()),
             Some(json!({"name": "X", "phone": "+447700900555", "channel": "sms"})),
         )
-        .await;
-    assert_eq!(error_of(r).await, (404, "Org not found".into()));
+        .await,
+        (404, "Org not found".into())
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -238,15 +238,13 @@ async fn agent_updates_emit_updated_stage_changed_and_qualified() {
         "qualified"
     );
 
-    let r = app
-        .internal(
+    assert_eq!(
+        app.internal_error(
             Method::PATCH,
             &path,
             Some(json!({"qualification_stage": "won"})),
         )
-        .await;
-    assert_eq!(
-        error_of(r).await,
+        .await,
         (
             422,
             "qualification_stage must be one of qualifying, qualified, closed".into()
@@ -279,13 +277,14 @@ async fn handoff_state_machine_and_its_events() {
     assert_eq!(h["accepted_at"], Value::Null);
     let hid = h["id"].as_str().unwrap().to_owned();
 
-    let r = app.internal(Method::POST, &base, Some(json!({}))).await;
-    assert_eq!(error_of(r).await, (409, "Handoff already open".into()));
-    let r = app
-        .internal(Method::POST, &format!("{base}/{hid}/release"), None)
-        .await;
     assert_eq!(
-        error_of(r).await,
+        app.internal_error(Method::POST, &base, Some(json!({})))
+            .await,
+        (409, "Handoff already open".into())
+    );
+    assert_eq!(
+        app.internal_error(Method::POST, &format!("{base}/{hid}/release"), None)
+            .await,
         (
             409,
             "Handoff cannot be released from state requested".into()
@@ -303,19 +302,19 @@ async fn handoff_state_machine_and_its_events() {
         .clone();
     assert_eq!(accepted["state"], "accepted");
     assert_eq!(accepted["operator"], "op-7");
-    let r = app
-        .internal(
+    assert_eq!(
+        app.internal_error(
             Method::POST,
             &format!("{base}/{hid}/accept"),
             Some(json!({"operator": "op-8"})),
         )
-        .await;
-    assert_eq!(
-        error_of(r).await,
+        .await,
         (409, "Handoff cannot be accepted from state accepted".into())
     );
-    let r = app.internal(Method::POST, &base, None).await;
-    assert_eq!(error_of(r).await, (409, "Handoff already open".into()));
+    assert_eq!(
+        app.internal_error(Method::POST, &base, None).await,
+        (409, "Handoff already open".into())
+    );
 
     let r = app
         .internal(Method::POST, &format!("{base}/{hid}/release"), None)
@@ -327,14 +326,15 @@ async fn handoff_state_machine_and_its_events() {
         .internal(Method::POST, &format!("{base}/{hid}/release"), None)
         .await;
     assert_eq!(error_of(r).await.0, 409);
-    let r = app
-        .internal(
+    assert_eq!(
+        app.internal_error(
             Method::POST,
             &format!("{base}/{}/accept", uuid::Uuid::new_v4()),
             Some(json!({"operator": "x"})),
         )
-        .await;
-    assert_eq!(error_of(r).await, (404, "Handoff not found".into()));
+        .await,
+        (404, "Handoff not found".into())
+    );
 
     // After release a new handoff may open.
     assert_eq!(app.internal(Method::POST, &base, None).await.status(), 201);
@@ -368,14 +368,15 @@ async fn a_failed_change_writes_no_event() {
         a["id"].as_str().unwrap()
     );
     // Taking another lead's phone fails inside the transaction: no change, no event.
-    let r = app
-        .internal(
+    assert_eq!(
+        app.internal_error(
             Method::PATCH,
             &path,
             Some(json!({"phone": "+447700900999", "qualification_stage": "qualified"})),
         )
-        .await;
-    assert_eq!(error_of(r).await, (409, "Lead already exists".into()));
+        .await,
+        (409, "Lead already exists".into())
+    );
     assert_eq!(app.outbox_types().await, ["lead.created", "lead.created"]);
     let stage = app
         .db

@@ -75,23 +75,26 @@ async fn another_orgs_lead_and_bad_ids_are_not_found() {
     let (_org_b, token_b) = app.org().await;
     let lead = app.inbound_lead(&org_a, "+447700900123").await;
     let id = lead["id"].as_str().unwrap();
-    let r = app
-        .public(Method::GET, &format!("/api/v1/leads/{id}"), &token_b, None)
-        .await;
-    assert_eq!(error_of(r).await, (404, "Lead not found".into()));
-    let r = app
-        .public(
+    assert_eq!(
+        app.public_error(Method::GET, &format!("/api/v1/leads/{id}"), &token_b, None)
+            .await,
+        (404, "Lead not found".into())
+    );
+    assert_eq!(
+        app.public_error(
             Method::PATCH,
             &format!("/api/v1/leads/{id}"),
             &token_b,
             Some(json!({"status": "closed"})),
         )
-        .await;
-    assert_eq!(error_of(r).await, (404, "Lead not found".into()));
-    let r = app
-        .public(Method::GET, "/api/v1/leads/not-a-uuid", &token_b, None)
-        .await;
-    assert_eq!(error_of(r).await, (404, "Lead not found".into()));
+        .await,
+        (404, "Lead not found".into())
+    );
+    assert_eq!(
+        app.public_error(Method::GET, "/api/v1/leads/not-a-uuid", &token_b, None)
+            .await,
+        (404, "Lead not found".into())
+    );
     // B's failed close did not touch A's lead.
     let stage = app
         .db
@@ -107,28 +110,32 @@ async fn another_orgs_lead_and_bad_ids_are_not_found() {
 async fn unknown_route_and_wrong_method() {
     let app = TestApp::spawn().await;
     let (_, token) = app.org().await;
-    let r = app
-        .public(Method::GET, "/api/v1/nothing", &token, None)
-        .await;
-    assert_eq!(error_of(r).await, (404, "Not found".into()));
-    let r = app
-        .public(
+    assert_eq!(
+        app.public_error(Method::GET, "/api/v1/nothing", &token, None)
+            .await,
+        (404, "Not found".into())
+    );
+    assert_eq!(
+        app.public_error(
             Method::PUT,
             &format!("/api/v1/leads/{}", uuid()),
             &token,
             None,
         )
-        .await;
-    assert_eq!(error_of(r).await, (405, "Method not allowed".into()));
+        .await,
+        (405, "Method not allowed".into())
+    );
     // GET /api/v1/leads is the lead list (docs/api.md); DELETE is not a method of it.
-    let r = app
-        .public(Method::DELETE, "/api/v1/leads", &token, None)
-        .await;
-    assert_eq!(error_of(r).await, (405, "Method not allowed".into()));
-    let r = app
-        .public(Method::POST, "/api/v1/events", &token, None)
-        .await;
-    assert_eq!(error_of(r).await, (405, "Method not allowed".into()));
+    assert_eq!(
+        app.public_error(Method::DELETE, "/api/v1/leads", &token, None)
+            .await,
+        (405, "Method not allowed".into())
+    );
+    assert_eq!(
+        app.public_error(Method::POST, "/api/v1/events", &token, None)
+            .await,
+        (405, "Method not allowed".into())
+    );
 }
 
 fn uuid() -> String {
@@ -202,56 +209,48 @@ async fn patch_error_table_rows() {
         json!({"external_ref": null, "ai_paused": null, "status": null}),
         json!({"name": "x"}),
     ] {
-        let r = app
-            .public(
+        assert_eq!(
+            app.public_error(
                 Method::PATCH,
                 &format!("/api/v1/leads/{id}"),
                 &token,
                 Some(body),
             )
-            .await;
-        assert_eq!(
-            error_of(r).await,
+            .await,
             (
                 422,
                 "Provide at least one of external_ref, ai_paused, status.".into()
             )
         );
     }
-    let r = app
-        .public(
+    assert_eq!(
+        app.public_error(
             Method::PATCH,
             &format!("/api/v1/leads/{id}"),
             &token,
             Some(json!({"status": "qualified"})),
         )
-        .await;
-    assert_eq!(
-        error_of(r).await,
+        .await,
         (422, "Invalid status: only \"closed\" can be set.".into())
     );
-    let r = app
-        .public(
+    assert_eq!(
+        app.public_error(
             Method::PATCH,
             &format!("/api/v1/leads/{id}"),
             &token,
             Some(json!({"ai_paused": "yes"})),
         )
-        .await;
-    assert_eq!(
-        error_of(r).await,
+        .await,
         (422, "ai_paused must be a boolean".into())
     );
-    let r = app
-        .public(
+    assert_eq!(
+        app.public_error(
             Method::PATCH,
             &format!("/api/v1/leads/{id}"),
             &token,
             Some(json!({"external_ref": {"system": "hs", "id": "x".repeat(256)}})),
         )
-        .await;
-    assert_eq!(
-        error_of(r).await,
+        .await,
         (
             422,
             "external_ref.id must be a string of 1 to 255 characters".into()
@@ -451,10 +450,11 @@ async fn post_creates_with_location_and_refuses_a_duplicate_phone() {
             "name must be a string",
         ),
     ] {
-        let r = app
-            .public(Method::POST, "/api/v1/leads", &token, Some(bad))
-            .await;
-        assert_eq!(error_of(r).await, (422, msg.into()));
+        assert_eq!(
+            app.public_error(Method::POST, "/api/v1/leads", &token, Some(bad))
+                .await,
+            (422, msg.into())
+        );
     }
     assert!(app.outbox().await.is_empty(), "POST never emits an event");
 }
@@ -497,14 +497,15 @@ async fn a_revoked_token_is_refused_at_once() {
         200,
         "other tokens keep working"
     );
-    let r = app
-        .internal(
+    assert_eq!(
+        app.internal_error(
             Method::DELETE,
             &format!("/internal/v1/orgs/{org}/tokens/{token_id}"),
             None,
         )
-        .await;
-    assert_eq!(error_of(r).await, (404, "Token not found".into()));
+        .await,
+        (404, "Token not found".into())
+    );
     // Only the hash is stored.
     let rows = app
         .db

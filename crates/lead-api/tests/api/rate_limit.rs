@@ -131,8 +131,10 @@ async fn a_refused_get_shows_nothing_of_an_existing_lead() {
     let (_, other) = app.org().await;
     let lead = app.inbound_lead(&org, "+447700900555").await;
     let path = format!("/api/v1/leads/{}", lead["id"].as_str().unwrap());
-    let r = app.public(Method::GET, &path, &other, None).await;
-    assert_eq!(error_of(r).await, (404, "Lead not found".into()));
+    assert_eq!(
+        app.public_error(Method::GET, &path, &other, None).await,
+        (404, "Lead not found".into())
+    );
     let mut ok = 0;
     let r = loop {
         let r = app.public(Method::GET, &path, &token, None).await;
@@ -144,15 +146,16 @@ async fn a_refused_get_shows_nothing_of_an_existing_lead() {
     };
     assert!(ok >= 120, "{ok}");
     assert_eq!(error_of(r).await, (429, "Rate limit exceeded".into()));
-    let r = app
-        .public(
+    assert_eq!(
+        app.public_error(
             Method::GET,
             &path,
             "qlf_org_0000000000000000000000000000000000000000",
             None,
         )
-        .await;
-    assert_eq!(error_of(r).await, (401, "Unauthorized".into()));
+        .await,
+        (401, "Unauthorized".into())
+    );
 }
 
 /// One admission statement for many requests: a batch presenting the same token several times

@@ -4,7 +4,7 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::helpers::{TestApp, error_of};
+use crate::helpers::TestApp;
 
 const PUBLIC_URL: &str = "https://93.184.216.34/hooks/qualifier";
 
@@ -13,8 +13,10 @@ async fn create_shows_secret_once_then_get_and_update_never_do() {
     let app = TestApp::spawn().await;
     let (org, _) = app.org().await;
     let path = format!("/internal/v1/orgs/{org}/webhook");
-    let r = app.internal(Method::GET, &path, None).await;
-    assert_eq!(error_of(r).await, (404, "Webhook not configured".into()));
+    assert_eq!(
+        app.internal_error(Method::GET, &path, None).await,
+        (404, "Webhook not configured".into())
+    );
 
     let body = json!({"url": PUBLIC_URL, "event_types": ["lead.stage_changed", "lead.created", "lead.created"], "enabled": true});
     let v = app.internal_json(200, Method::PUT, &path, Some(body)).await;
@@ -102,23 +104,25 @@ async fn create_shows_secret_once_then_get_and_update_never_do() {
 async fn rotate_without_webhook_and_unknown_org() {
     let app = TestApp::spawn().await;
     let (org, _) = app.org().await;
-    let r = app
-        .internal(
+    assert_eq!(
+        app.internal_error(
             Method::POST,
             &format!("/internal/v1/orgs/{org}/webhook/rotate-secret"),
             None,
         )
-        .await;
-    assert_eq!(error_of(r).await, (404, "Webhook not configured".into()));
+        .await,
+        (404, "Webhook not configured".into())
+    );
     let missing = uuid::Uuid::new_v4();
-    let r = app
-        .internal(
+    assert_eq!(
+        app.internal_error(
             Method::PUT,
             &format!("/internal/v1/orgs/{missing}/webhook"),
             Some(json!({"url": PUBLIC_URL, "event_types": ["lead.created"]})),
         )
-        .await;
-    assert_eq!(error_of(r).await, (404, "Org not found".into()));
+        .await,
+        (404, "Org not found".into())
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -202,14 +206,16 @@ async fn endpoint_rules_refuse_non_public_and_non_https() {
         ),
     ];
     for (url, msg) in refused {
-        let r = app
-            .internal(
+        assert_eq!(
+            app.internal_error(
                 Method::PUT,
                 &path,
                 Some(json!({"url": url, "event_types": ["lead.created"], "enabled": true})),
             )
-            .await;
-        assert_eq!(error_of(r).await, (422, msg.into()), "{url}");
+            .await,
+            (422, msg.into()),
+            "{url}"
+        );
     }
     for (types, msg) in [
         (
@@ -225,14 +231,15 @@ async fn endpoint_rules_refuse_non_public_and_non_https() {
             "event_types has an unknown event type: lead.deleted",
         ),
     ] {
-        let r = app
-            .internal(
+        assert_eq!(
+            app.internal_error(
                 Method::PUT,
                 &path,
                 Some(json!({"url": PUBLIC_URL, "event_types": types})),
             )
-            .await;
-        assert_eq!(error_of(r).await, (422, msg.into()));
+            .await,
+            (422, msg.into())
+        );
     }
     let rate = "max_per_second must be an integer from 1 to 1000, or null";
     let order = "ordering must be \"none\" or \"per_lead\"";
@@ -253,8 +260,11 @@ async fn endpoint_rules_refuse_non_public_and_non_https() {
         for (k, v) in pace.as_object().unwrap() {
             body[k] = v.clone();
         }
-        let r = app.internal(Method::PUT, &path, Some(body)).await;
-        assert_eq!(error_of(r).await, (422, msg.into()), "{pace}");
+        assert_eq!(
+            app.internal_error(Method::PUT, &path, Some(body)).await,
+            (422, msg.into()),
+            "{pace}"
+        );
     }
     let r = app.internal(Method::GET, &path, None).await;
     assert_eq!(r.status(), 404, "nothing refused was stored");
@@ -362,18 +372,12 @@ mod retime {
     /// (seconds of `paced_at` past the epoch, seconds of `replay_at`), in sequence order.
     async fn times(app: &TestApp, seqs: &[i64]) -> Vec<(Option<f64>, f64)> {
         app.db
-            .client()
-            .await
-            .query(
+            .pairs(
                 "SELECT extract(epoch FROM paced_at)::float8, extract(epoch FROM replay_at)::float8
                  FROM outbox WHERE seq = ANY($1) ORDER BY seq",
                 &[&seqs],
             )
             .await
-            .unwrap()
-            .iter()
-            .map(|r| (r.get(0), r.get(1)))
-            .collect()
     }
 
     /// The test holds one waiting row of the second step locked (as an erasure would), so the

@@ -100,13 +100,7 @@ async fn five_failed_attempts_go_dead_and_replay_redelivers_under_the_same_id() 
 
     s.receiver.set_behaviour(Behaviour::Ok);
     let path = format!("/internal/v1/orgs/{}/deliveries/{id}/replay", s.org);
-    let r = s
-        .http
-        .post(format!("{}{path}", s.internal))
-        .bearer_auth(crate::stack::INTERNAL_TOKEN)
-        .send()
-        .await
-        .unwrap();
+    let r = s.request(Method::POST, &path, None).await;
     assert_eq!(r.status(), 202);
     let got = s.receiver.wait_for(6, WAIT).await;
     assert_eq!(got[5].header("x-qualifier-delivery"), id);
@@ -123,35 +117,19 @@ async fn replay_of_a_delivery_in_progress_is_refused() {
     s.inbound("+447700900123").await;
     let got = s.receiver.wait_for(1, WAIT).await;
     let id = got[0].header("x-qualifier-delivery").to_owned();
-    let path = format!(
-        "{}/internal/v1/orgs/{}/deliveries/{id}/replay",
-        s.internal, s.org
-    );
-    let r = s
-        .http
-        .post(path)
-        .bearer_auth(crate::stack::INTERNAL_TOKEN)
-        .send()
-        .await
-        .unwrap();
+    let path = format!("/internal/v1/orgs/{}/deliveries/{id}/replay", s.org);
+    let r = s.request(Method::POST, &path, None).await;
     assert_eq!(r.status(), 409);
     assert_eq!(
         r.json::<serde_json::Value>().await.unwrap()["error"],
         "Delivery is still in progress"
     );
     let path = format!(
-        "{}/internal/v1/orgs/{}/deliveries/{}",
-        s.internal,
+        "/internal/v1/orgs/{}/deliveries/{}",
         s.org,
         uuid::Uuid::new_v4()
     );
-    let r = s
-        .http
-        .get(path)
-        .bearer_auth(crate::stack::INTERNAL_TOKEN)
-        .send()
-        .await
-        .unwrap();
+    let r = s.request(Method::GET, &path, None).await;
     assert_eq!(r.status(), 404);
 }
 
@@ -243,16 +221,7 @@ async fn a_name_resolving_to_a_private_address_is_refused_at_send_time() {
     // Configuration allowed loopback (as a misconfigured or rebinding DNS might), but the
     // delivery worker has no allow-list: every attempt is refused before connecting.
     let s = Stack::start_with(|c| c.allow_cidrs = vec![]).await;
-    let port = s
-        .receiver
-        .url
-        .split(':')
-        .nth(2)
-        .unwrap()
-        .split('/')
-        .next()
-        .unwrap()
-        .to_owned();
+    let port = s.receiver.port();
     let url = format!("https://localhost:{port}/hooks/qualifier");
     s.put_webhook(json!({"url": url, "event_types": ["lead.created"], "enabled": true}))
         .await;

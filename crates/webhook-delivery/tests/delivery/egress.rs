@@ -27,17 +27,9 @@ fn proxy_config(squid: &Squid) -> EgressProxy {
 
 /// `PUT …/webhook/client-certificate`: status and body.
 async fn put_certificate(s: &Stack, certificate: &str, private_key: &str) -> (u16, Value) {
-    let r = s
-        .http
-        .put(format!(
-            "{}/internal/v1/orgs/{}/webhook/client-certificate",
-            s.internal, s.org
-        ))
-        .bearer_auth(crate::stack::INTERNAL_TOKEN)
-        .json(&json!({"certificate": certificate, "private_key": private_key}))
-        .send()
-        .await
-        .unwrap();
+    let path = format!("/internal/v1/orgs/{}/webhook/client-certificate", s.org);
+    let body = json!({"certificate": certificate, "private_key": private_key});
+    let r = s.request(Method::PUT, &path, Some(body)).await;
     (r.status().as_u16(), r.json().await.unwrap_or(Value::Null))
 }
 
@@ -91,14 +83,7 @@ async fn through_the_proxy_every_request_is_a_connect_to_the_checked_address() {
     let ca = TestCa::new("Receiver Corp client CA");
     let mtls = Receiver::start_with_client_ca(Some(&ca.pem)).await;
     mtls.set_secrets(vec![s.secret.clone()]);
-    let port = mtls
-        .url
-        .rsplit(':')
-        .next()
-        .unwrap()
-        .split('/')
-        .next()
-        .unwrap();
+    let port = mtls.port();
     point_at(&s, &format!("https://localhost:{port}/hooks/qualifier")).await;
     let (cert, key) = ca.issue("qualifier-prod", 90);
     assert_eq!(put_certificate(&s, &cert, &key).await.0, 200);
@@ -167,7 +152,7 @@ async fn a_host_resolving_to_a_private_address_never_reaches_the_proxy() {
         c.allow_cidrs = Vec::new();
     })
     .await;
-    let port = s.receiver.url.rsplit(':').next().unwrap().to_owned();
+    let port = s.receiver.port();
     point_at(&s, &format!("https://localhost:{port}")).await;
     let lead = s.inbound("+31640000001").await;
     let _ = lead;
@@ -430,14 +415,7 @@ async fn a_certificate_close_to_expiry_is_told_to_the_operator_once() {
         "CN=qualifier-expiring"
     );
     assert!(!e.to_string().contains("PRIVATE"));
-    let op_port = op
-        .url
-        .rsplit(':')
-        .next()
-        .unwrap()
-        .split('/')
-        .next()
-        .unwrap();
+    let op_port = op.port();
     let op_target = format!("127.0.0.1:{op_port}");
     wait_until(
         "the notice went through the proxy",

@@ -238,13 +238,7 @@ async fn an_erased_contact_is_nowhere_in_the_database_and_the_crm_is_told() {
             .unwrap();
         assert_eq!(r.status(), 404);
     }
-    let r = s
-        .http
-        .post(format!("{}{replay}", s.internal))
-        .bearer_auth(crate::stack::INTERNAL_TOKEN)
-        .send()
-        .await
-        .unwrap();
+    let r = s.request(Method::POST, &replay, None).await;
     assert_eq!(r.status(), 409);
     assert_eq!(r.json::<Value>().await.unwrap()["error"], "Event erased");
 
@@ -318,23 +312,15 @@ async fn an_attempt_out_during_the_erasure_keeps_nothing_and_is_not_retried() {
         // The outcome is written before anything is published on; stopping the worker waits
         // for its attempts in flight, so whatever it would publish is published by then.
         let c = s.db.client().await;
-        let deadline = std::time::Instant::now() + WAIT;
-        loop {
-            let attempts: i32 = c
-                .query_one(
-                    "SELECT attempts FROM outbox WHERE lead_id = $1::text::uuid
-                       AND event_type = 'lead.created'",
-                    &[&id],
-                )
-                .await
-                .unwrap()
-                .get(0);
-            if attempts == 1 {
-                break;
-            }
-            assert!(std::time::Instant::now() < deadline, "no outcome recorded");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        s.db.wait_for_value(
+            "no outcome recorded",
+            WAIT,
+            "SELECT attempts FROM outbox WHERE lead_id = $1::text::uuid
+               AND event_type = 'lead.created'",
+            &[&id],
+            1i32,
+        )
+        .await;
         s.stop_delivery().await;
         let row = c
             .query_one(

@@ -476,22 +476,14 @@ async fn a_wait_begun_while_the_earlier_delivery_ends_is_never_left_behind() {
         let store = store.clone();
         tokio::spawn(async move { store.wait_for_earlier(d2, lead_id, 1).await })
     };
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let queued: i64 = pg
-            .query_one(
-                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted",
-                &[],
-            )
-            .await
-            .unwrap()
-            .get(0);
-        if queued == 1 {
-            break;
-        }
-        assert!(Instant::now() < deadline, "the wait never reached the lock");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    s.db.wait_for_value(
+        "the wait never reached the lock",
+        Duration::from_secs(10),
+        "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted",
+        &[],
+        1i64,
+    )
+    .await;
     // Meanwhile the earlier delivery ends, then the lock goes.
     pg.execute(
         "UPDATE outbox SET status = 'succeeded' WHERE delivery_id = $1::text::uuid",

@@ -155,7 +155,13 @@ impl Stack {
         self.call(method, &path, body).await
     }
 
-    pub async fn call(&self, method: Method, path: &str, body: Option<Value>) -> Value {
+    /// A request to the internal API (`path` from `/internal/…`), answered whatever its status.
+    pub async fn request(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> reqwest::Response {
         let mut rb = self
             .http
             .request(method, format!("{}{path}", self.internal))
@@ -163,7 +169,12 @@ impl Stack {
         if let Some(b) = body {
             rb = rb.json(&b);
         }
-        let r = rb.send().await.unwrap();
+        rb.send().await.unwrap()
+    }
+
+    /// [`Stack::request`], which must succeed: its JSON answer (null for 204).
+    pub async fn call(&self, method: Method, path: &str, body: Option<Value>) -> Value {
+        let r = self.request(method, path, body).await;
         assert!(r.status().is_success(), "{path}: {}", r.status());
         if r.status() == 204 {
             Value::Null

@@ -115,17 +115,10 @@ async fn during_a_rotations_grace_window_both_secrets_verify_and_without_one_onl
 
     // The window is validated.
     for bad in [json!(-1), json!(604_801), json!("1h"), json!(1.5)] {
+        let path = format!("/internal/v1/orgs/{}/webhook/rotate-secret", s.org);
         let r = s
-            .http
-            .post(format!(
-                "{}/internal/v1/orgs/{}/webhook/rotate-secret",
-                s.internal, s.org
-            ))
-            .bearer_auth(crate::stack::INTERNAL_TOKEN)
-            .json(&json!({ "grace_seconds": bad }))
-            .send()
-            .await
-            .unwrap();
+            .request(Method::POST, &path, Some(json!({ "grace_seconds": bad })))
+            .await;
         assert_eq!(r.status(), 422, "{bad}");
         let v: Value = r.json().await.unwrap();
         assert_eq!(
@@ -141,16 +134,9 @@ async fn a_test_event_arrives_signed_marked_and_in_the_delivery_log() {
     let test = |body: Option<Value>| {
         let s = &s;
         async move {
-            s.http
-                .post(format!(
-                    "{}/internal/v1/orgs/{}/webhook/test",
-                    s.internal, s.org
-                ))
-                .bearer_auth(crate::stack::INTERNAL_TOKEN)
-                .json(&body.unwrap_or(json!({})))
-                .send()
+            let path = format!("/internal/v1/orgs/{}/webhook/test", s.org);
+            s.request(Method::POST, &path, Some(body.unwrap_or(json!({}))))
                 .await
-                .unwrap()
         }
     };
     // A type the webhook is not subscribed to: asked for by name, so it is sent.

@@ -18,14 +18,8 @@ const PHONE: &str = "+447700900555";
 
 /// Each stored envelope of the stack's org, by event id.
 async fn stored(s: &Stack) -> HashMap<String, Vec<u8>> {
-    s.db.client()
+    s.db.pairs("SELECT event_id::text, payload FROM outbox", &[])
         .await
-        .query("SELECT event_id::text, payload FROM outbox", &[])
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| (r.get(0), r.get(1)))
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread")]
