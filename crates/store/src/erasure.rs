@@ -166,7 +166,7 @@ async fn reduce_events(
             Ok(crate::payload::pack(reduced.to_bytes(), compress))
         })
         .collect::<Result<Vec<Vec<u8>>, StoreError>>()?;
-    diesel::sql_query(
+    diesel::sql_query(concat!(
             "UPDATE outbox o SET
                  payload = v.payload,
                  erased_at = $3,
@@ -175,20 +175,12 @@ async fn reduce_events(
                                ORDER BY i)
                       FROM jsonb_array_elements(o.attempt_log) WITH ORDINALITY AS t(e, i)),
                      '[]'::jsonb),
-                 status = CASE WHEN o.status IN ('succeeded', 'skipped') THEN o.status
-                               ELSE 'skipped' END,
-                 last_error = CASE WHEN o.status IN ('succeeded', 'skipped') THEN o.last_error
-                                   ELSE 'erased' END,
-                 held_at = NULL, resume_attempt = NULL, replay_at = NULL,
-                 -- A replay waiting for its slot is not sent; an event never published is
-                 -- still published once, so the feed gives it a position (its delivery
-                 -- is over, and the worker drops the message).
-                 published_at = CASE WHEN o.feed_pos IS NULL THEN o.published_at
-                                     ELSE coalesce(o.published_at, clock_timestamp()) END,
-                 updated_at = clock_timestamp()
+                 ",
+            crate::deliveries::state::erased_set!(),
+            "
              FROM unnest($1::int8[], $2::bytea[]) AS v(seq, payload)
-             WHERE o.seq = v.seq",
-        )
+             WHERE o.seq = v.seq"
+        ))
         .bind::<Array<Int8>, _>(&seqs)
         .bind::<Array<Bytea>, _>(&payloads)
         .bind::<diesel::sql_types::Timestamptz, _>(now)

@@ -195,11 +195,15 @@ where
         // share of PostgreSQL's CPU per event (docs/performance.md).
         crate::prepared::prepared::<Array<Int8>, _>(
             "WITH p(seqs, positions, head) AS (VALUES (",
-            ")), marked AS (
-                 UPDATE outbox o SET published_at = clock_timestamp(), feed_pos = v.pos
+            concat!(
+                ")), marked AS (
+                 UPDATE outbox o SET ",
+                crate::deliveries::state::published_set!("v.pos"),
+                "
                  FROM p, unnest(p.seqs, p.positions) AS v(seq, pos)
                  WHERE o.seq = v.seq AND (o.seq >> 32) BETWEEN $4 AND $5)
-             UPDATE feed_head SET pos = p.head FROM p WHERE pos <> p.head",
+             UPDATE feed_head SET pos = p.head FROM p WHERE pos <> p.head"
+            ),
             &seqs,
         )
         .bind::<Array<Nullable<Int8>>, _>(&positions)

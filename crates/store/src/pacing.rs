@@ -95,10 +95,9 @@ impl Store {
                         (EXTRACT(EPOCH FROM at - clock_timestamp()) * 1000)::float8 AS wait_ms
                  FROM turn),
              parked AS (
-                 UPDATE outbox o SET published_at = NULL, paced_at = d.at,
-                        replay_at = d.at - make_interval(secs => $4),
-                        waiting_for = 'throttle', resume_attempt = $5,
-                        updated_at = clock_timestamp()
+                 UPDATE outbox o SET ",
+                crate::deliveries::state::wait_for_turn_set!("d.at", "$4", "$5"),
+                "
                  FROM d
                  WHERE d.far
                    AND o.delivery_id = $6 AND (o.seq >> 32) BETWEEN $7 AND $8 AND ",
@@ -198,11 +197,8 @@ impl Store {
     }
 }
 
-/// The deliveries of `$1` (an org) waiting in their rows for a turn of its throttle: only rows
-/// the relay has yet to send.
-const WAITING: &str = "o.org_id = $1 AND o.published_at IS NULL AND o.replay_at IS NOT NULL
-                       AND o.waiting_for = 'throttle' AND o.paced_at IS NOT NULL
-                       AND o.status IN ('pending', 'failed')";
+/// The deliveries of `$1` (an org) waiting in their rows for a turn of its throttle.
+const WAITING: &str = crate::deliveries::state::waiting_for_turn!();
 
 /// How many waiting rows one step of [`Store::retime`] moves, in a transaction of its own.
 const RETIME_CHUNK: usize = 1000;
@@ -286,6 +282,7 @@ impl Store {
             };
             // The step's rows are locked before the turn row: a step held up by a row (an
             // erasure, an outcome) holds no lock that turn-takers wait for.
+            let turn = crate::deliveries::state::new_turn("t.at", "$3");
             let sql = format!(
                 "WITH w AS (SELECT x.seq, x.i FROM unnest($4::int8[]) WITH ORDINALITY AS x(seq, i)),
                       r AS MATERIALIZED (
@@ -303,9 +300,7 @@ impl Store {
                                                  anchor.at + make_interval(secs => $2 * (r.i - 1))) AS at
                           FROM r, anchor),
                       moved AS (
-                          UPDATE outbox o
-                          SET paced_at = t.at, replay_at = t.at - make_interval(secs => $3),
-                              updated_at = clock_timestamp()
+                          UPDATE outbox o SET {turn}
                           FROM t WHERE o.seq = t.seq
                           RETURNING 1)
                  INSERT INTO endpoint_pacing AS p (org_id, next_at)

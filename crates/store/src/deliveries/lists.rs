@@ -436,8 +436,6 @@ async fn schedule_replays(
     use diesel::sql_types::{Double, Int8, Text};
     let spacing = 1.0 / f64::from(rate_per_second.max(1));
     let n = seqs.len() as f64;
-    // A replay starts a new cycle (`resume_attempt` cleared) outside its lead's order
-    // (`replayed`), sent back to the relay as every requeue is.
     let updated = diesel::sql_query(format!(
         "WITH slot AS (
              INSERT INTO replay_pacing AS p (org_id, next_at)
@@ -445,11 +443,10 @@ async fn schedule_replays(
              ON CONFLICT (org_id) DO UPDATE
                  SET next_at = GREATEST(p.next_at, clock_timestamp()) + make_interval(secs => $3 * $4)
              RETURNING next_at - make_interval(secs => $3 * $4) AS first)
-         UPDATE outbox o
-         SET status = 'pending', resume_attempt = NULL, replayed = true, {}
+         UPDATE outbox o SET {}
          FROM slot, unnest($2::int8[]) WITH ORDINALITY AS v(seq, i)
          WHERE o.seq = v.seq AND o.org_id = $1 AND o.status = ANY($5::text[])",
-        super::state::requeue("slot.first + make_interval(secs => $3 * (v.i - 1))")
+        super::state::replay("slot.first + make_interval(secs => $3 * (v.i - 1))")
     ))
     .bind::<diesel::sql_types::Uuid, _>(org_id)
     .bind::<Array<Int8>, _>(seqs)

@@ -23,10 +23,13 @@
 //!   ([`earlier_pending`], the SQL function `qualifier_earlier_pending`);
 //! - [`Store::mark_skipped`], [`skip_held`]: ended without a request.
 //!
-//! Written elsewhere, each in the statement it belongs to and over the same fragments: the
-//! event's insert (`crate::leads::write`), the relay's mark (`crate::outbox`), a throttle turn
-//! and its retiming (`crate::pacing`), a replay (`super::lists`), an erasure
-//! (`crate::erasure`) and the compaction of old logs (`super::logs`).
+//! And the `SET` lists of the moves made inside statements that do more than move the
+//! delivery, each used by that one statement: out ([`published_set`], the relay's mark in
+//! `crate::outbox`), waiting for a throttle turn and a new turn ([`wait_for_turn_set`],
+//! [`new_turn`], over [`waiting_for_turn`]: `crate::pacing`), a replay ([`replay`]:
+//! `super::lists`) and ended by an erasure ([`erased_set`]: `crate::erasure`). The event's
+//! insert (`crate::leads::write`) creates a delivery queued with the columns' defaults; the
+//! compaction of old logs (`super::logs`) rewrites the attempt log, not the state.
 
 use diesel::sql_types::{Array, BigInt, Bool, Double, Int4, Uuid as SqlUuid};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
@@ -64,6 +67,83 @@ macro_rules! requeue_set {
 pub(crate) fn requeue(at: &str) -> String {
     format!("{}, replay_at = {at}", requeue_set!())
 }
+
+/// Out: published by the relay (`crate::outbox`, `relay_batch`), its events-feed position `$pos`
+/// given once (an SQL expression, in the statement's fixed text).
+macro_rules! published_set {
+    ($pos:literal) => {
+        concat!("published_at = clock_timestamp(), feed_pos = ", $pos)
+    };
+}
+pub(crate) use published_set;
+
+/// Waiting in its row for a throttle turn too far off to wait for in a worker: the turn at
+/// `$at`, sent by the relay `$ahead` seconds before it, resuming at attempt `$resume` (SQL
+/// expressions, in the statement's fixed text: `crate::pacing`, `take_turn`).
+macro_rules! wait_for_turn_set {
+    ($at:literal, $ahead:literal, $resume:literal) => {
+        concat!(
+            "published_at = NULL, paced_at = ",
+            $at,
+            ", replay_at = ",
+            $at,
+            " - make_interval(secs => ",
+            $ahead,
+            "), waiting_for = 'throttle', resume_attempt = ",
+            $resume,
+            ", updated_at = clock_timestamp()"
+        )
+    };
+}
+pub(crate) use wait_for_turn_set;
+
+/// The deliveries of `$1` (an org) waiting in their rows for a throttle turn: only rows the
+/// relay has yet to send. What a change of the throttle moves (`crate::pacing`, `retime`).
+macro_rules! waiting_for_turn {
+    () => {
+        "o.org_id = $1 AND o.published_at IS NULL AND o.replay_at IS NOT NULL
+         AND o.waiting_for = 'throttle' AND o.paced_at IS NOT NULL
+         AND o.status IN ('pending', 'failed')"
+    };
+}
+pub(crate) use waiting_for_turn;
+
+/// A new turn at `at` for a delivery waiting in its row, sent `ahead` seconds before it (SQL
+/// expressions): the `SET` list of a throttle's retiming.
+pub(crate) fn new_turn(at: &str, ahead: &str) -> String {
+    format!(
+        "paced_at = {at}, replay_at = {at} - make_interval(secs => {ahead}),
+         updated_at = clock_timestamp()"
+    )
+}
+
+/// A replay: pending again from the first attempt (`resume_attempt` cleared), outside its
+/// lead's order (`replayed`), sent back to the relay due at `at` (`super::lists`).
+pub(crate) fn replay(at: &str) -> String {
+    format!(
+        "status = 'pending', resume_attempt = NULL, replayed = true, {}",
+        requeue(at)
+    )
+}
+
+/// Ended by its lead's erasure (`crate::erasure`): skipped with `erased` unless it had already
+/// ended as sent or skipped, every wait cleared. An event never published is still published
+/// once, so that the feed gives it a position (its delivery is over, and the worker drops the
+/// message); a replay waiting for its slot is not sent.
+macro_rules! erased_set {
+    () => {
+        "status = CASE WHEN o.status IN ('succeeded', 'skipped') THEN o.status
+                       ELSE 'skipped' END,
+         last_error = CASE WHEN o.status IN ('succeeded', 'skipped') THEN o.last_error
+                           ELSE 'erased' END,
+         held_at = NULL, waiting_for = NULL, paced_at = NULL, resume_attempt = NULL,
+         replay_at = NULL,
+         published_at = CASE WHEN o.feed_pos IS NULL THEN o.published_at
+                             ELSE coalesce(o.published_at, clock_timestamp()) END,
+         updated_at = clock_timestamp()"
+    };
+}
+pub(crate) use erased_set;
 
 /// An earlier delivery of the row `o`'s lead is not over (pending or retrying): the lead-order
 /// condition, defined once as an SQL function

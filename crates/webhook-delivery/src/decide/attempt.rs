@@ -8,7 +8,7 @@ use qualifier_bus::DeliveryMeta;
 use qualifier_domain::DeliveryStatus;
 use qualifier_domain::delivery::{AttemptEntry, FailureKind, NoAnswer};
 use qualifier_domain::health::EndpointState;
-use qualifier_store::deliveries::{DeliveryContext, EndpointGlance};
+use qualifier_store::deliveries::{DeliveryContext, EndpointGlance, LeadOrder};
 use qualifier_store::webhooks::WebhookForDelivery;
 use time::OffsetDateTime;
 
@@ -65,8 +65,9 @@ pub enum Before<'a> {
     Hold,
     /// The webhook orders per lead and an earlier delivery of the same lead is pending or
     /// retrying: the delivery waits in its row, keeping its attempt number, until that one is
-    /// over (docs/delivery.md, "Throttle and order"). No attempt is spent.
-    WaitForEarlier,
+    /// over (docs/delivery.md, "Throttle and order"). No attempt is spent. Its place in the
+    /// lead's order.
+    WaitForEarlier(LeadOrder),
     /// Send to this webhook, as it is now.
     Send(&'a WebhookForDelivery),
 }
@@ -108,8 +109,8 @@ pub fn before_attempt<'a>(
         return Before::Hold;
     }
     // Test events and replays are outside the order (the read leaves their `order` empty).
-    if ctx.order.is_some_and(|o| o.earlier_pending) && !meta.test {
-        return Before::WaitForEarlier;
+    if let Some(order) = ctx.order.filter(|o| o.earlier_pending && !meta.test) {
+        return Before::WaitForEarlier(order);
     }
     Before::Send(hook)
 }
@@ -388,8 +389,9 @@ mod tests {
             seq: 7,
             earlier_pending,
         };
-        c.order = Some(order(true));
-        assert_eq!(before_attempt(&m, &c), Before::WaitForEarlier);
+        let waiting = order(true);
+        c.order = Some(waiting);
+        assert_eq!(before_attempt(&m, &c), Before::WaitForEarlier(waiting));
         c.order = Some(order(false));
         assert!(matches!(before_attempt(&m, &c), Before::Send(_)));
         // A failing endpoint holds it first: it resumes in its turn after the outage.

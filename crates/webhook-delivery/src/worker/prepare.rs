@@ -44,8 +44,11 @@ impl Worker {
     /// sent (it ended, was skipped or now waits in its row). Err: not durable.
     pub(super) async fn prepare(&self, job: &DeliveryJob) -> Result<Option<Prepared>, NotDurable> {
         // A wait for the lead's order that cannot begin (the earlier delivery ended between the
-        // read and the wait) goes round again from a fresh read, a few times at most.
-        let mut rounds = 0;
+        // read and the wait) goes round again from a fresh read, once: the read and the wait
+        // ask one condition (`qualifier_earlier_pending`), and an earlier delivery that is over
+        // stays over for the order (a replay goes outside it), so the fresh read cannot find
+        // one pending again.
+        let mut order_cleared = false;
         // Set once the throttle's turn was waited for: the fresh read after the wait sends on
         // that turn rather than taking another.
         let mut turn_taken = false;
@@ -71,10 +74,7 @@ impl Worker {
                     self.hold(job, job.meta.attempt).await?;
                     return Ok(None);
                 }
-                Before::WaitForEarlier => {
-                    let Some(order) = ctx.as_ref().and_then(|c| c.order) else {
-                        return Err(NotDurable::NotHeld);
-                    };
+                Before::WaitForEarlier(order) => {
                     match self
                         .store
                         .wait_for_earlier(job.delivery(), order.lead_id, job.meta.attempt)
@@ -85,8 +85,8 @@ impl Worker {
                                 .increment(1);
                             return Ok(None);
                         }
-                        Ok(false) if rounds < 3 => {
-                            rounds += 1;
+                        Ok(false) if !order_cleared => {
+                            order_cleared = true;
                             continue;
                         }
                         Ok(false) => return Err(NotDurable::NotHeld),
