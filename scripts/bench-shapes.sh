@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# What one delivered event costs the database in each of two storage shapes, measured on the
+# same PostgreSQL, one session, no application in between (docs/performance.md, "Two shapes of
+# the outbox, side by side"):
+#
+#   outbox   the shape of this checkout: the migrations applied to a scratch database, an event
+#            and its delivery in one row of `outbox`, with its indexes and hourly-total triggers;
+#   split    the event written once to a table of its own and its delivery in a narrow row
+#            beside it (state and one due time), the feed's position and the hourly totals
+#            written by the statements themselves.
+#
+# Each event goes the hot path's way: its insert in a transaction of its own, the relay's claim
+# and mark in batches of 20, the outcome in batches of 20. Printed per delivered event: WAL
+# records and bytes (`pg_stat_wal`, so run it on a quiet server), and the milliseconds the
+# statements took. The split shape's tables here are a measuring device, not a migration.
+#
+# Usage: scripts/bench-shapes.sh [EVENTS]   (default 5000; needs the dev build's qualifierctl)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+events=${1:-5000}
+target=${CARGO_TARGET_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/qualifier/ci-target}
+ctl="$target/debug/qualifierctl"
+[ -x "$ctl" ] || cargo build -q -p qualifierctl
+db="qualifier_shapes_$$"
+base=${QUALIFIER_PG_BASE:-postgres://postgres@127.0.0.1:5432}
+psql_db() { psql -X -q -v ON_ERROR_STOP=1 -d "$base/$db" "$@"; }
+psql -X -q -d "$base/postgres" -c "CREATE DATABASE $db"
+trap 'psql -X -q -d "$base/postgres" -c "DROP DATABASE IF EXISTS $db WITH (FORCE)"' EXIT
+DATABASE_URL="$base/$db" QUALIFIER_SECRET_KEY=$(head -c 32 /dev/urandom | base64) \
+  "$ctl" migrate >/dev/null
+
+# The split shape, beside the migrated outbox. The event: what never changes. The delivery:
+# keyed by (event, endpoint), its state one small integer (0 queued, 1 out, 2 succeeded, ...)
+# with one due time, and the indexes the relay (due), the worker (delivery id) and the lists
+# (org, state, seq) read by. The feed's positions: a narrow table the relay appends to.
+psql_db <<'SQL'
+CREATE TABLE ev (
+    seq bigint PRIMARY KEY, event_id uuid NOT NULL UNIQUE, org_id uuid NOT NULL,
+    lead_id uuid, event_type text NOT NULL, payload bytea NOT NULL,
+    created_at timestamptz NOT NULL DEFAULT clock_timestamp(), traceparent text,
+    is_test boolean NOT NULL DEFAULT false, erased_at timestamptz);
+CREATE INDEX ev_org_seq ON ev (org_id, seq DESC);
+CREATE INDEX ev_org_lead ON ev (org_id, lead_id, seq DESC);
+CREATE INDEX ev_org_type ON ev (org_id, event_type, seq);
+CREATE TABLE dl (
+    seq bigint NOT NULL, endpoint_id uuid NOT NULL, delivery_id uuid NOT NULL UNIQUE,
+    org_id uuid NOT NULL, state smallint NOT NULL DEFAULT 0, due_at timestamptz,
+    attempts integer NOT NULL DEFAULT 0, failed_attempts integer NOT NULL DEFAULT 0,
+    last_status_code integer, last_error text, attempt_log jsonb NOT NULL DEFAULT '[]',
+    updated_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+    PRIMARY KEY (seq, endpoint_id)) WITH (fillfactor = 80);
+CREATE INDEX dl_due ON dl (due_at, seq) WHERE state = 0;
+CREATE INDEX dl_org_state ON dl (org_id, state, seq);
+CREATE TABLE feed (org_id uuid NOT NULL, pos bigint NOT NULL, seq bigint NOT NULL,
+                   PRIMARY KEY (org_id, pos));
+CREATE SEQUENCE ev_seq;
+CREATE SEQUENCE ev_feed;
+SQL
+
+org=$(psql_db -Atc "SELECT gen_random_uuid()")
+payload="'\\x$(head -c 600 /dev/urandom | od -An -tx1 | tr -d ' \n')'::bytea"
+entry="jsonb_build_object('n', 1, 'at', now(), 'status_code', 200, 'duration_ms', 12)"
+
+# One shape's events as a script: inserts one per transaction, then claims, marks and outcomes
+# in batches of 20, interleaved as the relay and the worker follow the writes.
+script() {
+  local shape=$1 i
+  for ((i = 0; i < events; i += 20)); do
+    for ((j = 0; j < 20; j++)); do
+      if [ "$shape" = outbox ]; then
+        echo "INSERT INTO outbox (event_id, org_id, event_type, payload, delivery_id, lead_id)
+              VALUES (gen_random_uuid(), '$org', 'lead.created', $payload, gen_random_uuid(), gen_random_uuid());"
+      else
+        echo "BEGIN;
+              WITH e AS (INSERT INTO ev (seq, event_id, org_id, lead_id, event_type, payload)
+                         VALUES (nextval('ev_seq'), gen_random_uuid(), '$org', gen_random_uuid(),
+                                 'lead.created', $payload) RETURNING seq, org_id, created_at),
+                   d AS (INSERT INTO dl (seq, endpoint_id, delivery_id, org_id)
+                         SELECT seq, org_id, gen_random_uuid(), org_id FROM e RETURNING 1)
+              INSERT INTO delivery_hour_changes
+              SELECT org_id, date_trunc('hour', created_at, 'UTC'), 0, 0, 0, 1, 0, 0, 0 FROM e;
+              COMMIT;"
+      fi
+    done
+    if [ "$shape" = outbox ]; then
+      echo "BEGIN;
+            WITH c AS (SELECT seq FROM outbox WHERE published_at IS NULL AND replay_at IS NULL
+                       ORDER BY seq LIMIT 20 FOR UPDATE SKIP LOCKED)
+            UPDATE outbox o SET published_at = clock_timestamp(), feed_pos = nextval('ev_feed')
+            FROM c WHERE o.seq = c.seq;
+            COMMIT;
+            UPDATE outbox o SET status = 'succeeded', attempts = o.attempts + 1,
+                   last_status_code = 200, attempt_log = o.attempt_log || jsonb_build_array($entry),
+                   updated_at = clock_timestamp()
+            WHERE o.seq IN (SELECT seq FROM outbox WHERE status = 'pending'
+                            AND published_at IS NOT NULL ORDER BY seq LIMIT 20);"
+    else
+      echo "BEGIN;
+            WITH c AS (SELECT seq, endpoint_id, org_id FROM dl WHERE state = 0
+                       ORDER BY due_at NULLS FIRST, seq LIMIT 20 FOR UPDATE SKIP LOCKED),
+                 m AS (UPDATE dl SET state = 1 FROM c
+                       WHERE dl.seq = c.seq AND dl.endpoint_id = c.endpoint_id RETURNING dl.seq)
+            INSERT INTO feed (org_id, pos, seq) SELECT '$org', nextval('ev_feed'), seq FROM m;
+            COMMIT;
+            WITH o AS (UPDATE dl SET state = 2, attempts = dl.attempts + 1, last_status_code = 200,
+                              attempt_log = dl.attempt_log || jsonb_build_array($entry),
+                              updated_at = clock_timestamp()
+                       WHERE (dl.seq, dl.endpoint_id) IN (SELECT seq, endpoint_id FROM dl
+                             WHERE state = 1 ORDER BY seq LIMIT 20)
+                       RETURNING dl.org_id, dl.seq)
+            INSERT INTO delivery_hour_changes
+            SELECT o.org_id, date_trunc('hour', e.created_at, 'UTC'), count(*), 0, 0, -count(*), 0, 0, 0
+            FROM o JOIN ev e ON e.seq = o.seq GROUP BY 1, 2;"
+    fi
+  done
+}
+
+wal() { psql_db -Atc "SELECT wal_records || ' ' || wal_bytes FROM pg_stat_wal"; }
+printf '%-8s %14s %14s %14s %10s\n' shape "WAL records/ev" "WAL bytes/ev" "ms/ev" delivered
+for shape in outbox split; do
+  script "$shape" >"/tmp/bench-shapes-$$.sql"
+  psql_db -c "CHECKPOINT" >/dev/null
+  read -r r0 b0 < <(wal)
+  t0=$(date +%s%N)
+  psql_db -f "/tmp/bench-shapes-$$.sql" >/dev/null
+  t1=$(date +%s%N)
+  read -r r1 b1 < <(wal)
+  if [ "$shape" = outbox ]; then
+    done_n=$(psql_db -Atc "SELECT count(*) FROM outbox WHERE status = 'succeeded'")
+  else
+    done_n=$(psql_db -Atc "SELECT count(*) FROM dl WHERE state = 2")
+  fi
+  awk -v s="$shape" -v r=$((r1 - r0)) -v b=$((b1 - b0)) -v t=$((t1 - t0)) -v n="$events" -v d="$done_n" \
+    'BEGIN { printf "%-8s %14.1f %14.0f %14.3f %10d\n", s, r / n, b / n, t / 1e6 / n, d }'
+done
+rm -f "/tmp/bench-shapes-$$.sql"
