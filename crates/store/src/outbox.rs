@@ -50,15 +50,6 @@ pub(crate) async fn insert(
     Ok(delivery_id)
 }
 
-/// Wakes every relay (`qualifier_outbox`, sent at the commit of `conn`'s transaction): a row
-/// was put back for it, maybe due earlier than the instant it sleeps until.
-pub(crate) async fn wake_relay(conn: &mut AsyncPgConnection) -> Result<(), diesel::result::Error> {
-    diesel::sql_query("SELECT pg_notify('qualifier_outbox', '')")
-        .execute(conn)
-        .await
-        .map(|_| ())
-}
-
 /// An outbox row the relay must publish.
 #[derive(Debug, Clone, Queryable, Selectable)]
 #[diesel(table_name = outbox)]

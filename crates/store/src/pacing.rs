@@ -127,7 +127,7 @@ impl Store {
             return Ok(Turn::Ended);
         }
         // The relay sleeps until the earliest instant it knows of; this one may be earlier.
-        crate::outbox::wake_relay(&mut conn).await?;
+        crate::deliveries::state::wake_relay(&mut conn).await?;
         Ok(Turn::Parked)
     }
 
@@ -257,7 +257,7 @@ impl Store {
                 .execute(&mut conn)
                 .await?;
             if !seqs.is_empty() {
-                crate::outbox::wake_relay(&mut conn).await?;
+                crate::deliveries::state::wake_relay(&mut conn).await?;
             }
             return Ok(());
         };
@@ -317,7 +317,7 @@ impl Store {
                 .execute(&mut conn)
                 .await?;
         }
-        crate::outbox::wake_relay(&mut conn).await?;
+        crate::deliveries::state::wake_relay(&mut conn).await?;
         Ok(())
     }
 }

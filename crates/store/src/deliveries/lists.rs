@@ -455,6 +455,6 @@ async fn schedule_replays(
     .bind::<Array<Text>, _>(statuses)
     .execute(conn)
     .await?;
-    crate::outbox::wake_relay(conn).await?;
+    crate::deliveries::state::wake_relay(conn).await?;
     Ok(updated)
 }

@@ -156,6 +156,15 @@ macro_rules! earlier_pending {
 }
 pub(crate) use earlier_pending;
 
+/// Wakes every relay (`qualifier_outbox`, sent at the commit of `conn`'s transaction): a row
+/// was put back for it, maybe due earlier than the instant it sleeps until.
+pub(crate) async fn wake_relay(conn: &mut AsyncPgConnection) -> Result<(), diesel::result::Error> {
+    diesel::sql_query("SELECT pg_notify('qualifier_outbox', '')")
+        .execute(conn)
+        .await
+        .map(|_| ())
+}
+
 /// A function's yes or no (`qualifier_wait_for_earlier`, `qualifier_release_next`).
 #[derive(diesel::QueryableByName)]
 struct Answer {
@@ -358,7 +367,7 @@ impl Store {
             if n > 0 {
                 // The relay sleeps until the earliest instant it knows of; this one may be
                 // earlier (sent at the commit).
-                crate::outbox::wake_relay(conn).await?;
+                wake_relay(conn).await?;
             }
             Ok(n > 0)
         })
@@ -483,7 +492,7 @@ impl Store {
         .execute(&mut conn)
         .await?;
         if n > 0 {
-            crate::outbox::wake_relay(&mut conn).await?;
+            wake_relay(&mut conn).await?;
         }
         Ok(n)
     }
@@ -506,7 +515,7 @@ pub(crate) async fn release_held(
     .execute(conn)
     .await?;
     if n > 0 {
-        crate::outbox::wake_relay(conn).await?;
+        wake_relay(conn).await?;
     }
     Ok(())
 }
