@@ -7,7 +7,12 @@
 #            and its delivery in one row of `outbox`, with its indexes and hourly-total triggers;
 #   split    the event written once to a table of its own and its delivery in a narrow row
 #            beside it (state and one due time), the feed's position and the hourly totals
-#            written by the statements themselves.
+#            written by the statements themselves;
+#   split-hot  the same, with no index on the delivery's state: what is due for the relay is a
+#            row of its own (inserted with the delivery, deleted when published), so the
+#            delivery's two moves can be heap-only updates. Lists by status would need
+#            another way to be read by index (a narrow table of what ended badly, for one):
+#            this shape prices the moves, not the lists.
 #
 # Each event goes the hot path's way: its insert in a transaction of its own, the relay's claim
 # and mark in batches of 20, the outcome in batches of 20. Printed per delivered event: WAL
@@ -53,6 +58,15 @@ CREATE INDEX dl_due ON dl (due_at, seq) WHERE state = 0;
 CREATE INDEX dl_org_state ON dl (org_id, state, seq);
 CREATE TABLE feed (org_id uuid NOT NULL, pos bigint NOT NULL, seq bigint NOT NULL,
                    PRIMARY KEY (org_id, pos));
+CREATE TABLE dh (
+    seq bigint NOT NULL, endpoint_id uuid NOT NULL, delivery_id uuid NOT NULL UNIQUE,
+    org_id uuid NOT NULL, state smallint NOT NULL DEFAULT 0,
+    attempts integer NOT NULL DEFAULT 0, failed_attempts integer NOT NULL DEFAULT 0,
+    last_status_code integer, last_error text, attempt_log jsonb NOT NULL DEFAULT '[]',
+    updated_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+    PRIMARY KEY (seq, endpoint_id)) WITH (fillfactor = 70);
+CREATE TABLE due (seq bigint NOT NULL, endpoint_id uuid NOT NULL, due_at timestamptz,
+                  PRIMARY KEY (seq, endpoint_id));
 CREATE SEQUENCE ev_seq;
 CREATE SEQUENCE ev_feed;
 SQL
@@ -70,6 +84,15 @@ script() {
       if [ "$shape" = outbox ]; then
         echo "INSERT INTO outbox (event_id, org_id, event_type, payload, delivery_id, lead_id)
               VALUES (gen_random_uuid(), '$org', 'lead.created', $payload, gen_random_uuid(), gen_random_uuid());"
+      elif [ "$shape" = split-hot ]; then
+        echo "WITH e AS (INSERT INTO ev (seq, event_id, org_id, lead_id, event_type, payload)
+                         VALUES (nextval('ev_seq'), gen_random_uuid(), '$org', gen_random_uuid(),
+                                 'lead.created', $payload) RETURNING seq, org_id, created_at),
+                   d AS (INSERT INTO dh (seq, endpoint_id, delivery_id, org_id)
+                         SELECT seq, org_id, gen_random_uuid(), org_id FROM e RETURNING 1),
+                   q AS (INSERT INTO due (seq, endpoint_id) SELECT seq, org_id FROM e RETURNING 1)
+              INSERT INTO delivery_hour_changes
+              SELECT org_id, date_trunc('hour', created_at, 'UTC'), 0, 0, 0, 1, 0, 0, 0 FROM e;"
       else
         echo "BEGIN;
               WITH e AS (INSERT INTO ev (seq, event_id, org_id, lead_id, event_type, payload)
@@ -94,6 +117,24 @@ script() {
                    updated_at = clock_timestamp()
             WHERE o.seq IN (SELECT seq FROM outbox WHERE status = 'pending'
                             AND published_at IS NOT NULL ORDER BY seq LIMIT 20);"
+    elif [ "$shape" = split-hot ]; then
+      echo "BEGIN;
+            WITH c AS (DELETE FROM due WHERE (seq, endpoint_id) IN (
+                           SELECT seq, endpoint_id FROM due ORDER BY seq LIMIT 20
+                           FOR UPDATE SKIP LOCKED) RETURNING seq, endpoint_id),
+                 m AS (UPDATE dh SET state = 1 FROM c
+                       WHERE dh.seq = c.seq AND dh.endpoint_id = c.endpoint_id RETURNING dh.seq)
+            INSERT INTO feed (org_id, pos, seq) SELECT '$org', nextval('ev_feed'), seq FROM m;
+            COMMIT;
+            WITH o AS (UPDATE dh SET state = 2, attempts = dh.attempts + 1, last_status_code = 200,
+                              attempt_log = dh.attempt_log || jsonb_build_array($entry),
+                              updated_at = clock_timestamp()
+                       WHERE dh.endpoint_id = '$org' AND dh.seq IN (SELECT seq FROM feed
+                             WHERE org_id = '$org' ORDER BY pos DESC LIMIT 20)
+                       RETURNING dh.org_id, dh.seq)
+            INSERT INTO delivery_hour_changes
+            SELECT o.org_id, date_trunc('hour', e.created_at, 'UTC'), count(*), 0, 0, -count(*), 0, 0, 0
+            FROM o JOIN ev e ON e.seq = o.seq GROUP BY 1, 2;"
     else
       echo "BEGIN;
             WITH c AS (SELECT seq, endpoint_id, org_id FROM dl WHERE state = 0
@@ -117,7 +158,7 @@ script() {
 
 wal() { psql_db -Atc "SELECT wal_records || ' ' || wal_bytes FROM pg_stat_wal"; }
 printf '%-8s %14s %14s %14s %10s\n' shape "WAL records/ev" "WAL bytes/ev" "ms/ev" delivered
-for shape in outbox split; do
+for shape in outbox split split-hot; do
   script "$shape" >"/tmp/bench-shapes-$$.sql"
   psql_db -c "CHECKPOINT" >/dev/null
   read -r r0 b0 < <(wal)
@@ -127,6 +168,8 @@ for shape in outbox split; do
   read -r r1 b1 < <(wal)
   if [ "$shape" = outbox ]; then
     done_n=$(psql_db -Atc "SELECT count(*) FROM outbox WHERE status = 'succeeded'")
+  elif [ "$shape" = split-hot ]; then
+    done_n=$(psql_db -Atc "SELECT count(*) FROM dh WHERE state = 2")
   else
     done_n=$(psql_db -Atc "SELECT count(*) FROM dl WHERE state = 2")
   fi
