@@ -29,17 +29,22 @@ deploy-check:       ## docker-compose.yml and deploy/kubernetes/ are well-formed
 	scripts/deploy-check.sh
 
 BIN := $(or $(CARGO_TARGET_DIR),target)/debug
+# The dev-profile build every tool below runs from: the same command as `build-all`, so after
+# it (as in CI) it compiles nothing. Building only the packages a tool needs (`-p …`) unifies
+# another set of features and compiled the project's own crates a second time, about a minute
+# per stage in a fresh clone.
+DEV_BUILD := $(CARGO) build --workspace --all-targets
 
 # Four events per lead through a throttle with per-lead order: also fails if a lead's events are
 # accepted out of order (docs/delivery.md, "Throttle and order").
 CHAOS_PACE := --events-per-lead 4 --max-per-second 200 --ordering per_lead
 
 chaos:              ## 5,000 events under kill -9, broker and database restarts, receiver faults, throttled and ordered per lead
-	$(CARGO) build -p lead-api -p webhook-delivery -p qualifier-chaos
+	$(DEV_BUILD)
 	$(BIN)/qualifier-chaos --events 5000 --faults 16 $(CHAOS_PACE)
 
 chaos-short:        ## the same with 800 events and one fault of each kind (CI)
-	$(CARGO) build -p lead-api -p webhook-delivery -p qualifier-chaos
+	$(DEV_BUILD)
 	$(BIN)/qualifier-chaos --events 800 --faults 7 $(CHAOS_PACE)
 
 soak:               ## the whole system at half its measured rate for SOAK_MINUTES (30), sampled each minute: fails on growth that does not level off
@@ -47,7 +52,7 @@ soak:               ## the whole system at half its measured rate for SOAK_MINUT
 	$(REL)/qualifier-soak --minutes $(or $(SOAK_MINUTES),30)
 
 soak-short:         ## the same for 2 minutes, sampled every 10 s, on the dev build CI already made (CI)
-	$(CARGO) build -p lead-api -p webhook-delivery -p qualifier-chaos
+	$(DEV_BUILD)
 	$(BIN)/qualifier-soak --minutes 2 --sample-seconds 10 --warmup-minutes 0.5 --rate 150
 
 upgrade-check:      ## the previous version (CHANGELOG.md) upgraded to this one under traffic: 0 lost, 0 failed requests
@@ -57,11 +62,11 @@ upgrade-check-history: ## the same on a database holding 3,000,000 events: also 
 	scripts/upgrade-check.sh --history-events $(or $(HISTORY_EVENTS),3000000)
 
 topology:           ## TLS to both servers, a 3-node RabbitMQ cluster losing nodes, a PostgreSQL failover (2,000 events each)
-	$(CARGO) build -p lead-api -p webhook-delivery -p qualifierctl -p qualifier-topology
+	$(DEV_BUILD)
 	$(BIN)/qualifier-topology --events 2000 --seconds 60
 
 topology-short:     ## the same with 600 events over 30 s (CI)
-	$(CARGO) build -p lead-api -p webhook-delivery -p qualifierctl -p qualifier-topology
+	$(DEV_BUILD)
 	$(BIN)/qualifier-topology --events 600 --seconds 30
 
 fuzz:               ## each cargo-fuzz target for FUZZ_SECONDS (default 60)
@@ -113,7 +118,7 @@ bench-quick:        ## the same, short (4,000 events per run; about two minutes 
 	scripts/bench.sh --quick $(BENCH_ARGS)
 
 bench-smoke:        ## the same on the dev build, smallest: every phase and check once, figures meaningless (CI)
-	$(CARGO) build -p lead-api -p webhook-delivery -p qualifier-bench
+	$(DEV_BUILD)
 	BENCH_PROFILE=dev scripts/bench.sh --smoke $(BENCH_ARGS)
 
 perf-check:         ## this checkout against the previous release (CHANGELOG.md), release builds taking turns, 3 pairs of 5,000 events: fails if the median CPU per event is above 1.2x

@@ -11,7 +11,7 @@ EXAMPLES="${1:-60}"
 scripts/ensure-services.sh >/dev/null
 
 VENV=$(scripts/ci-venv.sh)
-cargo build -q -p lead-api -p qualifierctl
+cargo build -q --workspace --all-targets  # the Makefile's DEV_BUILD: nothing to compile after `make build-all`
 
 id="conf_$$_$RANDOM"
 PGBASE="${QUALIFIER_DEV_PG:-postgres://postgres:postgres@127.0.0.1:5432}"

@@ -9,7 +9,7 @@ CARGO=${CARGO:-cargo}
 target=${CARGO_TARGET_DIR:-target}
 read -r version commit < <(scripts/previous-release.sh --describe)
 old=$(scripts/previous-release.sh dev)
-$CARGO build -q -p lead-api -p webhook-delivery -p qualifierctl -p qualifier-chaos
+$CARGO build -q --workspace --all-targets  # the Makefile's DEV_BUILD: nothing to compile after `make build-all`
 new="$target/debug"
 echo "upgrade-check: $version ($commit) -> $("$new/lead-api" --version)"
 "$new/qualifier-upgrade-check" --old-bin "$old" --new-bin "$new" "$@"
