@@ -75,84 +75,76 @@ org=$(psql_db -Atc "SELECT gen_random_uuid()")
 payload="'\\x$(head -c 600 /dev/urandom | od -An -tx1 | tr -d ' \n')'::bytea"
 entry="jsonb_build_object('n', 1, 'at', now(), 'status_code', 200, 'duration_ms', 12)"
 
+# The split shapes' statements, over their delivery table ($1: `dl` or `dh`). The event and its
+# delivery in one statement, plus `$2` (another CTE: split-hot's due row) when given.
+split_insert() {
+  echo "WITH e AS (INSERT INTO ev (seq, event_id, org_id, lead_id, event_type, payload)
+                   VALUES (nextval('ev_seq'), gen_random_uuid(), '$org', gen_random_uuid(),
+                           'lead.created', $payload) RETURNING seq, org_id, created_at),
+             d AS (INSERT INTO $1 (seq, endpoint_id, delivery_id, org_id)
+                   SELECT seq, org_id, gen_random_uuid(), org_id FROM e RETURNING 1)$2
+        INSERT INTO delivery_hour_changes
+        SELECT org_id, date_trunc('hour', created_at, 'UTC'), 0, 0, 0, 1, 0, 0, 0 FROM e;"
+}
+# The relay's mark of the claimed rows `c` ($2: a CTE giving seq and endpoint_id), with their
+# feed positions; then the outcome of the 20 published last, with its hourly totals.
+split_relay_and_outcome() {
+  echo "BEGIN;
+        WITH c AS ($2),
+             m AS (UPDATE $1 d SET state = 1 FROM c
+                   WHERE d.seq = c.seq AND d.endpoint_id = c.endpoint_id RETURNING d.seq)
+        INSERT INTO feed (org_id, pos, seq) SELECT '$org', nextval('ev_feed'), seq FROM m;
+        COMMIT;
+        WITH o AS (UPDATE $1 d SET state = 2, attempts = d.attempts + 1, last_status_code = 200,
+                          attempt_log = d.attempt_log || jsonb_build_array($entry),
+                          updated_at = clock_timestamp()
+                   WHERE d.endpoint_id = '$org' AND d.seq IN (SELECT seq FROM feed
+                         WHERE org_id = '$org' ORDER BY pos DESC LIMIT 20)
+                   RETURNING d.org_id, d.seq)
+        INSERT INTO delivery_hour_changes
+        SELECT o.org_id, date_trunc('hour', e.created_at, 'UTC'), count(*), 0, 0, -count(*), 0, 0, 0
+        FROM o JOIN ev e ON e.seq = o.seq GROUP BY 1, 2;"
+}
+
 # One shape's events as a script: inserts one per transaction, then claims, marks and outcomes
 # in batches of 20, interleaved as the relay and the worker follow the writes.
 script() {
-  local shape=$1 i
+  local shape=$1 i j
   for ((i = 0; i < events; i += 20)); do
     for ((j = 0; j < 20; j++)); do
-      if [ "$shape" = outbox ]; then
-        echo "INSERT INTO outbox (event_id, org_id, event_type, payload, delivery_id, lead_id)
-              VALUES (gen_random_uuid(), '$org', 'lead.created', $payload, gen_random_uuid(), gen_random_uuid());"
-      elif [ "$shape" = split-hot ]; then
-        echo "WITH e AS (INSERT INTO ev (seq, event_id, org_id, lead_id, event_type, payload)
-                         VALUES (nextval('ev_seq'), gen_random_uuid(), '$org', gen_random_uuid(),
-                                 'lead.created', $payload) RETURNING seq, org_id, created_at),
-                   d AS (INSERT INTO dh (seq, endpoint_id, delivery_id, org_id)
-                         SELECT seq, org_id, gen_random_uuid(), org_id FROM e RETURNING 1),
-                   q AS (INSERT INTO due (seq, endpoint_id) SELECT seq, org_id FROM e RETURNING 1)
-              INSERT INTO delivery_hour_changes
-              SELECT org_id, date_trunc('hour', created_at, 'UTC'), 0, 0, 0, 1, 0, 0, 0 FROM e;"
-      else
-        echo "BEGIN;
-              WITH e AS (INSERT INTO ev (seq, event_id, org_id, lead_id, event_type, payload)
-                         VALUES (nextval('ev_seq'), gen_random_uuid(), '$org', gen_random_uuid(),
-                                 'lead.created', $payload) RETURNING seq, org_id, created_at),
-                   d AS (INSERT INTO dl (seq, endpoint_id, delivery_id, org_id)
-                         SELECT seq, org_id, gen_random_uuid(), org_id FROM e RETURNING 1)
-              INSERT INTO delivery_hour_changes
-              SELECT org_id, date_trunc('hour', created_at, 'UTC'), 0, 0, 0, 1, 0, 0, 0 FROM e;
-              COMMIT;"
-      fi
+      case $shape in
+        outbox)
+          echo "INSERT INTO outbox (event_id, org_id, event_type, payload, delivery_id, lead_id)
+                VALUES (gen_random_uuid(), '$org', 'lead.created', $payload, gen_random_uuid(),
+                        gen_random_uuid());" ;;
+        split) split_insert dl "" ;;
+        split-hot)
+          split_insert dh ",
+             q AS (INSERT INTO due (seq, endpoint_id) SELECT seq, org_id FROM e RETURNING 1)" ;;
+      esac
     done
-    if [ "$shape" = outbox ]; then
-      echo "BEGIN;
-            WITH c AS (SELECT seq FROM outbox WHERE published_at IS NULL AND replay_at IS NULL
-                       ORDER BY seq LIMIT 20 FOR UPDATE SKIP LOCKED)
-            UPDATE outbox o SET published_at = clock_timestamp(), feed_pos = nextval('ev_feed')
-            FROM c WHERE o.seq = c.seq;
-            COMMIT;
-            UPDATE outbox o SET status = 'succeeded', attempts = o.attempts + 1,
-                   last_status_code = 200, attempt_log = o.attempt_log || jsonb_build_array($entry),
-                   updated_at = clock_timestamp()
-            WHERE o.seq IN (SELECT seq FROM outbox WHERE status = 'pending'
-                            AND published_at IS NOT NULL ORDER BY seq LIMIT 20);"
-    elif [ "$shape" = split-hot ]; then
-      echo "BEGIN;
-            WITH c AS (DELETE FROM due WHERE (seq, endpoint_id) IN (
-                           SELECT seq, endpoint_id FROM due ORDER BY seq LIMIT 20
-                           FOR UPDATE SKIP LOCKED) RETURNING seq, endpoint_id),
-                 m AS (UPDATE dh SET state = 1 FROM c
-                       WHERE dh.seq = c.seq AND dh.endpoint_id = c.endpoint_id RETURNING dh.seq)
-            INSERT INTO feed (org_id, pos, seq) SELECT '$org', nextval('ev_feed'), seq FROM m;
-            COMMIT;
-            WITH o AS (UPDATE dh SET state = 2, attempts = dh.attempts + 1, last_status_code = 200,
-                              attempt_log = dh.attempt_log || jsonb_build_array($entry),
-                              updated_at = clock_timestamp()
-                       WHERE dh.endpoint_id = '$org' AND dh.seq IN (SELECT seq FROM feed
-                             WHERE org_id = '$org' ORDER BY pos DESC LIMIT 20)
-                       RETURNING dh.org_id, dh.seq)
-            INSERT INTO delivery_hour_changes
-            SELECT o.org_id, date_trunc('hour', e.created_at, 'UTC'), count(*), 0, 0, -count(*), 0, 0, 0
-            FROM o JOIN ev e ON e.seq = o.seq GROUP BY 1, 2;"
-    else
-      echo "BEGIN;
-            WITH c AS (SELECT seq, endpoint_id, org_id FROM dl WHERE state = 0
-                       ORDER BY due_at NULLS FIRST, seq LIMIT 20 FOR UPDATE SKIP LOCKED),
-                 m AS (UPDATE dl SET state = 1 FROM c
-                       WHERE dl.seq = c.seq AND dl.endpoint_id = c.endpoint_id RETURNING dl.seq)
-            INSERT INTO feed (org_id, pos, seq) SELECT '$org', nextval('ev_feed'), seq FROM m;
-            COMMIT;
-            WITH o AS (UPDATE dl SET state = 2, attempts = dl.attempts + 1, last_status_code = 200,
-                              attempt_log = dl.attempt_log || jsonb_build_array($entry),
-                              updated_at = clock_timestamp()
-                       WHERE (dl.seq, dl.endpoint_id) IN (SELECT seq, endpoint_id FROM dl
-                             WHERE state = 1 ORDER BY seq LIMIT 20)
-                       RETURNING dl.org_id, dl.seq)
-            INSERT INTO delivery_hour_changes
-            SELECT o.org_id, date_trunc('hour', e.created_at, 'UTC'), count(*), 0, 0, -count(*), 0, 0, 0
-            FROM o JOIN ev e ON e.seq = o.seq GROUP BY 1, 2;"
-    fi
+    case $shape in
+      outbox)
+        echo "BEGIN;
+              WITH c AS (SELECT seq FROM outbox WHERE published_at IS NULL AND replay_at IS NULL
+                         ORDER BY seq LIMIT 20 FOR UPDATE SKIP LOCKED)
+              UPDATE outbox o SET published_at = clock_timestamp(), feed_pos = nextval('ev_feed')
+              FROM c WHERE o.seq = c.seq;
+              COMMIT;
+              UPDATE outbox o SET status = 'succeeded', attempts = o.attempts + 1,
+                     last_status_code = 200, attempt_log = o.attempt_log || jsonb_build_array($entry),
+                     updated_at = clock_timestamp()
+              WHERE o.seq IN (SELECT seq FROM outbox WHERE status = 'pending'
+                              AND published_at IS NOT NULL ORDER BY seq LIMIT 20);" ;;
+      split)
+        split_relay_and_outcome dl "SELECT seq, endpoint_id FROM dl WHERE state = 0
+                                    ORDER BY due_at NULLS FIRST, seq LIMIT 20
+                                    FOR UPDATE SKIP LOCKED" ;;
+      split-hot)
+        split_relay_and_outcome dh "DELETE FROM due WHERE (seq, endpoint_id) IN (
+                                        SELECT seq, endpoint_id FROM due ORDER BY seq LIMIT 20
+                                        FOR UPDATE SKIP LOCKED) RETURNING seq, endpoint_id" ;;
+    esac
   done
 }
 
@@ -166,13 +158,12 @@ for shape in outbox split split-hot; do
   psql_db -f "/tmp/bench-shapes-$$.sql" >/dev/null
   t1=$(date +%s%N)
   read -r r1 b1 < <(wal)
-  if [ "$shape" = outbox ]; then
-    done_n=$(psql_db -Atc "SELECT count(*) FROM outbox WHERE status = 'succeeded'")
-  elif [ "$shape" = split-hot ]; then
-    done_n=$(psql_db -Atc "SELECT count(*) FROM dh WHERE state = 2")
-  else
-    done_n=$(psql_db -Atc "SELECT count(*) FROM dl WHERE state = 2")
-  fi
+  case $shape in
+    outbox) delivered="SELECT count(*) FROM outbox WHERE status = 'succeeded'" ;;
+    split) delivered="SELECT count(*) FROM dl WHERE state = 2" ;;
+    split-hot) delivered="SELECT count(*) FROM dh WHERE state = 2" ;;
+  esac
+  done_n=$(psql_db -Atc "$delivered")
   awk -v s="$shape" -v r=$((r1 - r0)) -v b=$((b1 - b0)) -v t=$((t1 - t0)) -v n="$events" -v d="$done_n" \
     'BEGIN { printf "%-8s %14.1f %14.0f %14.3f %10d\n", s, r / n, b / n, t / 1e6 / n, d }'
 done
