@@ -198,7 +198,7 @@ impl Store {
 }
 
 /// The deliveries of `$1` (an org) waiting in their rows for a turn of its throttle.
-const WAITING: &str = crate::deliveries::state::waiting_for_turn!();
+const WAITING: &str = crate::deliveries::state::WAITING_FOR_TURN;
 
 /// How many waiting rows one step of [`Store::retime`] moves, in a transaction of its own.
 const RETIME_CHUNK: usize = 1000;

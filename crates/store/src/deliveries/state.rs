@@ -26,7 +26,7 @@
 //! And the `SET` lists of the moves made inside statements that do more than move the
 //! delivery, each used by that one statement: out ([`published_set`], the relay's mark in
 //! `crate::outbox`), waiting for a throttle turn and a new turn ([`wait_for_turn_set`],
-//! [`new_turn`], over [`waiting_for_turn`]: `crate::pacing`), a replay ([`replay`]:
+//! [`new_turn`], over [`WAITING_FOR_TURN`]: `crate::pacing`), a replay ([`replay`]:
 //! `super::lists`) and ended by an erasure ([`erased_set`]: `crate::erasure`). The event's
 //! insert (`crate::leads::write`) creates a delivery queued with the columns' defaults; the
 //! compaction of old logs (`super::logs`) rewrites the attempt log, not the state.
@@ -99,14 +99,9 @@ pub(crate) use wait_for_turn_set;
 
 /// The deliveries of `$1` (an org) waiting in their rows for a throttle turn: only rows the
 /// relay has yet to send. What a change of the throttle moves (`crate::pacing`, `retime`).
-macro_rules! waiting_for_turn {
-    () => {
-        "o.org_id = $1 AND o.published_at IS NULL AND o.replay_at IS NOT NULL
-         AND o.waiting_for = 'throttle' AND o.paced_at IS NOT NULL
-         AND o.status IN ('pending', 'failed')"
-    };
-}
-pub(crate) use waiting_for_turn;
+pub(crate) const WAITING_FOR_TURN: &str = "o.org_id = $1 AND o.published_at IS NULL
+     AND o.replay_at IS NOT NULL AND o.waiting_for = 'throttle' AND o.paced_at IS NOT NULL
+     AND o.status IN ('pending', 'failed')";
 
 /// A new turn at `at` for a delivery waiting in its row, sent `ahead` seconds before it (SQL
 /// expressions): the `SET` list of a throttle's retiming.
