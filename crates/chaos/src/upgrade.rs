@@ -218,6 +218,46 @@ fn ms(d: Duration) -> f64 {
     (d.as_secs_f64() * 1000.0).round()
 }
 
+/// Where this version keeps deliveries in rows of their own beside the outbox (migration 43,
+/// docs/operations.md, "Deliveries in rows of their own"): waits for the history's fill to end
+/// (the stored events' rows, copied by the new replicas' housekeeping), then counts the
+/// deliveries the two shapes disagree on, over everything the previous version and this one
+/// wrote. The seconds waited and the count; None on a schema without them.
+async fn delivery_rows_agree(db: &TestDb) -> anyhow::Result<Option<(f64, i64)>> {
+    let pg = db.client().await;
+    let has_rows: bool = pg
+        .query_one(
+            "SELECT to_regproc('qualifier_deliveries_differ') IS NOT NULL",
+            &[],
+        )
+        .await?
+        .get(0);
+    if !has_rows {
+        return Ok(None);
+    }
+    let waiting = Instant::now();
+    loop {
+        let done: bool = pg
+            .query_one("SELECT done_at IS NOT NULL FROM deliveries_fill", &[])
+            .await?
+            .get(0);
+        if done {
+            break;
+        }
+        anyhow::ensure!(
+            waiting.elapsed() < Duration::from_secs(600),
+            "the delivery rows' fill did not end within 10 minutes"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let waited = waiting.elapsed().as_secs_f64();
+    let differing: i64 = pg
+        .query_one("SELECT qualifier_deliveries_differ()", &[])
+        .await?
+        .get(0);
+    Ok(Some((waited, differing)))
+}
+
 #[tokio::main]
 async fn main() {
     qualifier_testkit::exit_on_error("upgrade-check", run().await);
@@ -577,6 +617,7 @@ async fn run() -> anyhow::Result<()> {
         .await?;
     let (compressed, stored): (i64, i64) = (forms.get(0), forms.get(1));
     let (attempts_compact, attempts_full): (i64, i64) = (forms.get(2), forms.get(3));
+    let delivery_rows = delivery_rows_agree(&db).await?;
     let q = requests.lock().unwrap();
     // Requests in flight at any moment of the migrations.
     let slowest_during_migration = q
@@ -611,6 +652,8 @@ async fn run() -> anyhow::Result<()> {
         "attempt_logs_with_compact_entries": attempts_compact,
         "attempt_logs_with_full_entries": attempts_full,
         "longest_gap_between_deliveries_ms": ms(longest_gap),
+        "delivery_rows_filled_after_s": delivery_rows.map(|(s, _)| s),
+        "delivery_rows_differing": delivery_rows.map(|(_, n)| n),
         "timeline": timeline,
     });
     println!("{}", serde_json::to_string_pretty(&figures)?);
@@ -640,6 +683,12 @@ async fn run() -> anyhow::Result<()> {
         "{attempts_compact} attempt logs with compact entries, {attempts_full} with full ones: \
          both forms should be stored"
     );
+    if let Some((_, differing)) = delivery_rows {
+        anyhow::ensure!(
+            differing == 0,
+            "{differing} deliveries differ between the outbox and their delivery rows"
+        );
+    }
     anyhow::ensure!(
         q.failures.is_empty(),
         "{} API requests failed: {:?}",

@@ -311,6 +311,10 @@ fn spawn_background(
         store.clone(),
         shutdown.clone(),
     ));
+    tokio::spawn(crate::housekeeping::fill_deliveries(
+        store.clone(),
+        shutdown.clone(),
+    ));
     let relay_status = Arc::new(crate::relay::RelayStatus::default());
     let strangers = crate::token_filter::stranger_lane();
     let tokens = Arc::new(crate::token_filter::TokenFilter::with_lane(

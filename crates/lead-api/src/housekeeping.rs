@@ -7,6 +7,7 @@
 
 use std::time::Duration;
 
+use qualifier_store::deliveries::Fill;
 use qualifier_store::partitions::upkeep::partition_days;
 use qualifier_store::{Store, StoreError};
 use tokio_util::sync::CancellationToken;
@@ -121,6 +122,35 @@ pub async fn fold_chart(store: Store, stop: CancellationToken) {
         if let Err(e) = store.fold_delivery_hours().await {
             tracing::debug!(error = %qualifier_store::cause_chain(&e), "folding the chart skipped");
         }
+    }
+}
+
+/// Events one batch of the delivery rows' fill reads: at about 20 µs an event, a batch's
+/// transaction holds its new rows' locks for 35 to 65 ms.
+pub const FILL_BATCH: i32 = 2_000;
+/// The pause between two batches of the fill, so that it takes a share of the database, not
+/// all of it: the history of a busy deployment fills in minutes, while requests go on.
+const FILL_PAUSE: Duration = Duration::from_millis(20);
+
+/// Copies the delivery rows of the events stored before the outbox's triggers kept them
+/// (`Store::fill_deliveries`, crates/store/src/deliveries/rows.rs), batch after batch, until
+/// every replica finds the fill done; then returns. A replica that finds another's batch
+/// running, or the database away, tries again a second later.
+pub async fn fill_deliveries(store: Store, stop: CancellationToken) {
+    loop {
+        let pause = match store.fill_deliveries(FILL_BATCH).await {
+            Ok(Fill::Done) => {
+                tracing::debug!("every stored event has its delivery row");
+                return;
+            }
+            Ok(Fill::Copied(_)) => FILL_PAUSE,
+            Ok(Fill::Busy) => Duration::from_secs(1),
+            Err(e) => {
+                tracing::debug!(error = %qualifier_store::cause_chain(&e), "filling delivery rows skipped");
+                Duration::from_secs(1)
+            }
+        };
+        tokio::select! { _ = tokio::time::sleep(pause) => {}, _ = stop.cancelled() => return }
     }
 }
 

@@ -377,13 +377,14 @@ async fn a_cursor_older_than_retention_is_410_and_a_fresh_start_reads_what_is_ke
     let old: i64 = c
         .query_one(
             "SELECT count(*) FROM pg_class
-             WHERE relname LIKE 'outbox_d' || (floor(extract(epoch FROM now()) / 86400)::int - 40) || '\\_%'",
+             WHERE relname ~ ('^(outbox|deliveries)_d'
+                              || (floor(extract(epoch FROM now()) / 86400)::int - 40) || '_')",
             &[],
         )
         .await
         .unwrap()
         .get(0);
-    assert_eq!(old, 0, "dropped whole, not emptied");
+    assert_eq!(old, 0, "dropped whole, not emptied, with its delivery rows");
     let (status, v) = get(
         &app,
         &token,
@@ -400,8 +401,9 @@ async fn a_cursor_older_than_retention_is_410_and_a_fresh_start_reads_what_is_ke
 /// (crates/store/src/outbox.rs, "PartitionName"), and below it the events numbered 1, 2, … in
 /// their order. Not their own low 32 bits: two events drawn on either side of midnight (the
 /// test database's sequence was set on the day its template was made, and the app's
-/// housekeeping moves it to today's numbers when it starts) can have the same ones. `set` adds
-/// assignments, each ending in a comma.
+/// housekeeping moves it to today's numbers when it starts) can have the same ones. Their
+/// delivery rows move with them: the outbox's triggers write the moved events' rows, and the
+/// rows left under the old numbers go. `set` adds assignments, each ending in a comma.
 async fn age_events(c: &tokio_postgres::Client, days: i64, set: &str, filter: &str) {
     c.batch_execute(&format!(
         "SELECT qualifier_outbox_partition(floor(extract(epoch FROM now()) / 86400)::int - {days},
@@ -410,7 +412,8 @@ async fn age_events(c: &tokio_postgres::Client, days: i64, set: &str, filter: &s
                 seq = ((floor(extract(epoch FROM now()) / 86400)::int8 - {days}) << 32) + r.n
          FROM (SELECT seq AS old, row_number() OVER (ORDER BY seq) AS n FROM outbox
                WHERE {filter}) r
-         WHERE outbox.seq = r.old"
+         WHERE outbox.seq = r.old;
+         DELETE FROM deliveries d WHERE NOT EXISTS (SELECT 1 FROM outbox o WHERE o.seq = d.seq)"
     ))
     .await
     .unwrap();

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use uuid::Uuid;
 
-use crate::helpers::TestApp;
+use crate::helpers::{TestApp, fold_all};
 
 type Hours = BTreeMap<i64, [i64; 5]>;
 
@@ -33,29 +33,6 @@ async fn counted(c: &tokio_postgres::Client, org: Uuid) -> Hours {
     .iter()
     .map(|r| (r.get(0), [r.get(1), r.get(2), r.get(3), r.get(4), r.get(5)]))
     .collect()
-}
-
-/// Folds until no change is left to fold. The app's own fold runs every second, and a fold
-/// that finds it under way does nothing (`pg_try_advisory_xact_lock`): if that one began before
-/// the test's last write, the write is left for the next fold, which this waits for.
-async fn fold_all(store: &qualifier_store::Store, c: &tokio_postgres::Client) {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    loop {
-        store.fold_delivery_hours().await.unwrap();
-        let left: i64 = c
-            .query_one("SELECT count(*) FROM delivery_hour_changes", &[])
-            .await
-            .unwrap()
-            .get(0);
-        if left == 0 {
-            return;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "{left} changes never folded"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
 }
 
 /// The chart as the console draws it, its empty hours left out.

@@ -416,3 +416,26 @@ async fn expect_status(status: u16, what: &str, r: Response) -> Response {
     }
     r
 }
+
+/// Folds until no change is left to fold. The app's own fold runs every second, and a fold
+/// that finds it under way does nothing (`pg_try_advisory_xact_lock`): if that one began before
+/// the test's last write, the write is left for the next fold, which this waits for.
+pub async fn fold_all(store: &qualifier_store::Store, c: &tokio_postgres::Client) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        store.fold_delivery_hours().await.unwrap();
+        let left: i64 = c
+            .query_one("SELECT count(*) FROM delivery_hour_changes", &[])
+            .await
+            .unwrap()
+            .get(0);
+        if left == 0 {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{left} changes never folded"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}

@@ -7,6 +7,7 @@ mod cli;
 mod clients;
 mod commit_faults;
 mod console;
+mod delivery_rows;
 mod erasure;
 mod extractors;
 mod forgeries;

@@ -3,7 +3,8 @@
 //! - `attempts`: the worker's hot-path read (what an attempt starts from);
 //! - `lists`: the lists, the console's search, one delivery, replays;
 //! - `counting`: a dry run's count, from the hourly totals where they vouch for the range;
-//! - `logs`: rewriting old attempt logs into the compact form.
+//! - `logs`: rewriting old attempt logs into the compact form;
+//! - `rows`: the deliveries in rows of their own, kept beside the outbox, and their history's fill.
 
 use diesel::{Queryable, Selectable};
 use serde::Serialize;
@@ -25,10 +26,12 @@ pub use state::Outcome;
 mod counting;
 mod lists;
 mod logs;
+mod rows;
 
 pub use crate::partitions::{DeliveryRef, day_bounds};
 pub use lists::{DeliveryFilter, ReplayCount, replay_answer};
 pub use logs::CompactedBatch;
+pub use rows::Fill;
 
 /// A delivery with its attempt log: what one delivery's page shows.
 #[derive(Debug, Clone, Queryable, Selectable)]

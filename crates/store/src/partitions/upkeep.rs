@@ -101,23 +101,8 @@ impl Store {
             ))
             .execute(&mut conn)
             .await?;
-            // Waiting for the transactions that still see the partition may outlast the
-            // statement timeout; a detach cut short is left pending and finished next round.
             if part.attached {
-                let how = if part.detaching {
-                    "FINALIZE"
-                } else {
-                    "CONCURRENTLY"
-                };
-                conn.batch_execute("SET statement_timeout = 0").await?;
-                let detached = conn
-                    .batch_execute(&format!(
-                        "ALTER TABLE outbox DETACH PARTITION {table} {how}"
-                    ))
-                    .await;
-                // The session's timeout must not stay off on a pooled connection.
-                conn.batch_execute("RESET statement_timeout").await?;
-                detached?;
+                detach(&mut conn, "outbox", &table, part.detaching).await?;
             }
             conn.batch_execute(&format!("DROP TABLE {table}")).await?;
             diesel::sql_query("DELETE FROM outbox_compacted WHERE partition = $1")
@@ -126,6 +111,7 @@ impl Store {
                 .await?;
             dropped += 1;
         }
+        drop_stray_delivery_partitions(&mut conn).await?;
         Ok(dropped)
     }
 
@@ -195,6 +181,65 @@ async fn partitions(
         .collect();
     parts.sort_by_key(|(n, _)| n.lower());
     Ok(parts)
+}
+
+/// Detaches `table` from `parent` without locking out its readers and writers (`CONCURRENTLY`),
+/// or finishes a detach that was cut short (`FINALIZE`). Waiting for the transactions that still
+/// see the partition may outlast the statement timeout; a detach cut short is left pending and
+/// finished next round.
+async fn detach(
+    conn: &mut AsyncPgConnection,
+    parent: &str,
+    table: &str,
+    pending: bool,
+) -> Result<(), StoreError> {
+    let how = if pending { "FINALIZE" } else { "CONCURRENTLY" };
+    conn.batch_execute("SET statement_timeout = 0").await?;
+    let detached = conn
+        .batch_execute(&format!(
+            "ALTER TABLE {parent} DETACH PARTITION {table} {how}"
+        ))
+        .await;
+    // The session's timeout must not stay off on a pooled connection.
+    conn.batch_execute("RESET statement_timeout").await?;
+    Ok(detached?)
+}
+
+/// Drops each partition of `deliveries` whose outbox partition (the same days) is gone: a
+/// delivery row goes with its event. After retention dropped the outbox's, or after the
+/// release before this one did (it knows nothing of `deliveries`), or after a round cut short
+/// between the two.
+async fn drop_stray_delivery_partitions(conn: &mut AsyncPgConnection) -> Result<(), StoreError> {
+    let strays: Vec<Partition> = diesel::sql_query(
+        "SELECT c.relname::text AS name, i.inhrelid IS NOT NULL AS attached,
+                coalesce(i.inhdetachpending, false) AS detaching, false AS compacted,
+                0::int8 AS seq_now
+         FROM pg_class c
+         JOIN pg_namespace n ON n.oid = c.relnamespace AND n.nspname = current_schema()
+         LEFT JOIN pg_inherits i ON i.inhrelid = c.oid
+         WHERE c.relkind = 'r' AND c.relname ~ '^deliveries_(legacy|d[0-9]{1,7}_[0-9]{1,7})$'
+           AND NOT EXISTS (SELECT 1 FROM pg_class t
+                           WHERE t.relnamespace = c.relnamespace
+                             AND t.relname = 'outbox_' || substring(c.relname FROM 12))",
+    )
+    .load(conn)
+    .await?;
+    for stray in strays {
+        // Only names this module gives; anything else is not touched.
+        let Some(name) = stray
+            .name
+            .strip_prefix("deliveries_")
+            .and_then(|days| PartitionName::parse(&format!("outbox_{days}")))
+        else {
+            continue;
+        };
+        let table = name.delivery_table();
+        if stray.attached {
+            detach(conn, "deliveries", &table, stray.detaching).await?;
+        }
+        conn.batch_execute(&format!("DROP TABLE {table}")).await?;
+    }
+    Ok(())
 }
 
 /// Ends every unfinished delivery of `table` (an outbox partition past retention): `dead`
@@ -271,6 +316,15 @@ impl PartitionName {
     }
 
     /// The lowest sequence number it can hold.
+    /// The partition of `deliveries` that holds the same days
+    /// (migrations/2026-12-03-000043_deliveries_of_their_own/up.sql).
+    pub fn delivery_table(self) -> String {
+        match self {
+            Self::Legacy => "deliveries_legacy".to_owned(),
+            Self::Days { first, last } => format!("deliveries_d{first}_{last}"),
+        }
+    }
+
     pub fn lower(self) -> i64 {
         match self {
             Self::Legacy => i64::MIN,
@@ -341,6 +395,8 @@ mod tests {
             assert_eq!(PartitionName::parse(bad), None, "{bad}");
         }
         assert_eq!(WEEK.table(), "outbox_d20783_20789");
+        assert_eq!(WEEK.delivery_table(), "deliveries_d20783_20789");
+        assert_eq!(PartitionName::Legacy.delivery_table(), "deliveries_legacy");
     }
 
     #[test]

@@ -1,0 +1,262 @@
+//! Deliveries in rows of their own, beside the outbox
+//! (migrations/2026-12-03-000043_deliveries_of_their_own, crates/store/src/deliveries/rows.rs):
+//! the state each outbox row maps to, and the history's fill against the triggers in both
+//! orders of a race. Every test's database is also checked when it is dropped
+//! (`qualifier_testkit::TestDb`): the app's own writes keep both shapes alike.
+
+use std::time::{Duration, Instant};
+
+use qualifier_store::deliveries::Fill;
+use qualifier_testkit::TestDb;
+
+use crate::helpers::store_on;
+
+const ORG: &str = "00000000-0000-0000-0000-0000000000a1";
+
+/// `n` events of today, queued; their `seq`s in order.
+async fn events(c: &tokio_postgres::Client, n: i64) -> Vec<i64> {
+    c.batch_execute("SELECT qualifier_outbox_roll(1)")
+        .await
+        .unwrap();
+    c.query(
+        &format!(
+            "INSERT INTO outbox (event_id, org_id, event_type, payload, delivery_id, lead_id)
+             SELECT gen_random_uuid(), '{ORG}', 'lead.created', '\\x7b7d'::bytea,
+                    gen_random_uuid(), gen_random_uuid()
+             FROM generate_series(1, $1::int8)
+             RETURNING seq"
+        ),
+        &[&n],
+    )
+    .await
+    .unwrap()
+    .iter()
+    .map(|r| r.get(0))
+    .collect::<std::collections::BTreeSet<i64>>()
+    .into_iter()
+    .collect()
+}
+
+/// The database as one stored before the triggers: no delivery rows, and the fill's cursor
+/// below every event.
+async fn as_history(c: &tokio_postgres::Client) {
+    c.batch_execute(
+        "DELETE FROM deliveries;
+         UPDATE deliveries_fill SET next_seq = -1, until_seq = (SELECT max(seq) FROM outbox),
+                                    done_at = NULL",
+    )
+    .await
+    .unwrap();
+}
+
+async fn state_of(c: &tokio_postgres::Client, seq: i64) -> (String, i32) {
+    let r = c
+        .query_one(
+            "SELECT state::text, attempts FROM deliveries WHERE seq = $1",
+            &[&seq],
+        )
+        .await
+        .unwrap();
+    (r.get(0), r.get(1))
+}
+
+async fn differ(c: &tokio_postgres::Client) -> i64 {
+    c.query_one("SELECT qualifier_deliveries_differ()", &[])
+        .await
+        .unwrap()
+        .get(0)
+}
+
+/// Waits until a session of the database waits for a lock while running `like`.
+async fn waits_for_a_lock(c: &tokio_postgres::Client, like: &str) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let n: i64 = c
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity
+                 WHERE datname = current_database() AND wait_event_type = 'Lock'
+                   AND query LIKE $1",
+                &[&like],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        if n > 0 {
+            return;
+        }
+        assert!(Instant::now() < deadline, "no session waits in {like}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Each way a delivery's state is kept in the outbox's columns has its one state in the row,
+/// with the time the relay sends it when it waits for the relay.
+#[tokio::test(flavor = "multi_thread")]
+async fn each_state_of_the_outbox_is_one_state_of_the_delivery_row() {
+    let db = TestDb::new().await;
+    let c = db.client().await;
+    let s = events(&c, 9).await;
+    let set = |i: usize, assignments: &str| {
+        format!("UPDATE outbox SET {assignments} WHERE seq = {}", s[i])
+    };
+    for sql in [
+        set(
+            1,
+            "replay_at = now() + interval '1 hour', status = 'failed'",
+        ),
+        set(
+            2,
+            "waiting_for = 'throttle', paced_at = now() + interval '10 minutes',
+             replay_at = now() + interval '9 minutes'",
+        ),
+        set(3, "published_at = now()"),
+        set(
+            4,
+            "published_at = now(), held_at = now(), resume_attempt = 2",
+        ),
+        set(5, "held_at = now(), waiting_for = 'earlier_delivery'"),
+        set(
+            6,
+            "published_at = now(), status = 'succeeded', attempts = 1",
+        ),
+        set(7, "published_at = now(), status = 'dead', attempts = 5"),
+        set(8, "status = 'skipped', last_error = 'erased'"),
+    ] {
+        c.batch_execute(&sql).await.unwrap();
+    }
+    let rows: Vec<(String, bool, bool)> = c
+        .query(
+            "SELECT d.state::text,
+                    d.due_at IS NOT DISTINCT FROM coalesce(o.replay_at, o.created_at)
+                        AND d.due_at IS NOT NULL,
+                    d.turn_at IS NOT DISTINCT FROM o.paced_at
+             FROM outbox o JOIN deliveries d ON d.seq = o.seq AND d.endpoint_id = o.org_id
+             ORDER BY o.seq",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2)))
+        .collect();
+    let want = [
+        ("queued", true),
+        ("queued", true),
+        ("paced", true),
+        ("out", false),
+        ("held", false),
+        ("after_earlier", false),
+        ("succeeded", false),
+        ("dead", false),
+        ("skipped", false),
+    ];
+    assert_eq!(rows.len(), want.len());
+    for (i, ((state, due, turn), (want_state, want_due))) in rows.iter().zip(want).enumerate() {
+        assert_eq!(
+            (state.as_str(), *due, *turn),
+            (want_state, want_due, true),
+            "event {i}: state, due when the outbox says, throttle turn"
+        );
+    }
+    // The check sees a row that says something else, and the next write of its event mends it.
+    c.batch_execute(&format!(
+        "UPDATE deliveries SET state = 'dead' WHERE seq = {}",
+        s[3]
+    ))
+    .await
+    .unwrap();
+    assert_eq!(differ(&c).await, 1);
+    c.batch_execute(&format!(
+        "UPDATE outbox SET updated_at = clock_timestamp() WHERE seq = {}",
+        s[3]
+    ))
+    .await
+    .unwrap();
+    assert_eq!(differ(&c).await, 0);
+    c.batch_execute(&format!("DELETE FROM outbox WHERE seq = {}", s[0]))
+        .await
+        .unwrap();
+    let left: i64 = c
+        .query_one("SELECT count(*) FROM deliveries", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(left, 8, "a deleted event's delivery row goes with it");
+    assert_eq!(differ(&c).await, 0);
+}
+
+/// The history's fill copies every event stored before the triggers, in batches, and leaves
+/// a row the triggers wrote: when the fill meets an outcome not committed yet, it waits for it
+/// and keeps it; when an outcome meets the fill's copy not committed yet, the outcome waits and
+/// wins. Both orders forced with a transaction the test holds open.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_history_fill_copies_every_event_and_a_newer_write_wins_in_either_order() {
+    let db = TestDb::new().await;
+    let c = db.client().await;
+    let s = events(&c, 5).await;
+    let store = store_on(&db);
+
+    // In batches, oldest first, then done for every replica.
+    as_history(&c).await;
+    let mut batches = Vec::new();
+    loop {
+        match store.fill_deliveries(2).await.unwrap() {
+            Fill::Done => break,
+            f => batches.push(f),
+        }
+        assert!(batches.len() < 10, "the fill ends: {batches:?}");
+    }
+    assert_eq!(batches, [Fill::Copied(2), Fill::Copied(2), Fill::Copied(1)]);
+    assert_eq!(differ(&c).await, 0);
+
+    // The fill meets an outcome not committed yet (the trigger's row): it waits, and leaves it.
+    as_history(&c).await;
+    let writer = db.client().await;
+    writer
+        .batch_execute(&format!(
+            "BEGIN; UPDATE outbox SET status = 'dead', attempts = 5, published_at = now()
+             WHERE seq = {}",
+            s[2]
+        ))
+        .await
+        .unwrap();
+    let filler = db.client().await;
+    let fill = tokio::spawn(async move {
+        filler
+            .query_one("SELECT qualifier_deliveries_fill(10)", &[])
+            .await
+            .unwrap()
+            .get::<_, i32>(0)
+    });
+    waits_for_a_lock(&c, "%qualifier_deliveries_fill%").await;
+    writer.batch_execute("COMMIT").await.unwrap();
+    assert_eq!(fill.await.unwrap(), 5);
+    assert_eq!(state_of(&c, s[2]).await, ("dead".to_owned(), 5));
+    assert_eq!(differ(&c).await, 0);
+
+    // An outcome meets the fill's copy not committed yet: it waits, and its state is the one
+    // kept.
+    as_history(&c).await;
+    let filler = db.client().await;
+    filler
+        .batch_execute("BEGIN; SELECT qualifier_deliveries_fill(10)")
+        .await
+        .unwrap();
+    let writer = db.client().await;
+    let seq = s[3];
+    let outcome = tokio::spawn(async move {
+        writer
+            .batch_execute(&format!(
+                "UPDATE outbox SET status = 'succeeded', attempts = 1, published_at = now()
+                 WHERE seq = {seq}"
+            ))
+            .await
+            .unwrap()
+    });
+    waits_for_a_lock(&c, "UPDATE outbox%").await;
+    filler.batch_execute("COMMIT").await.unwrap();
+    outcome.await.unwrap();
+    assert_eq!(state_of(&c, s[3]).await, ("succeeded".to_owned(), 1));
+    assert_eq!(differ(&c).await, 0);
+    assert_eq!(store.fill_deliveries(10).await.unwrap(), Fill::Done);
+}
