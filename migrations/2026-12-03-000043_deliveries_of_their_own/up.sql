@@ -176,10 +176,6 @@ CREATE TABLE deliveries_fill (
     until_seq bigint NOT NULL,
     done_at   timestamptz
 );
--- Every number drawn so far belongs to a row written before the triggers below exist, or to
--- one written after (which they mirror, and the fill then leaves alone).
-INSERT INTO deliveries_fill (next_seq, until_seq)
-SELECT -1, s.last_value FROM outbox_seq_seq s;
 
 -- The triggers: each statement's rows, mirrored in one statement.
 CREATE FUNCTION qualifier_deliveries_mirror() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -215,6 +211,13 @@ CREATE TRIGGER outbox_deliveries_update AFTER UPDATE ON outbox
 CREATE TRIGGER outbox_deliveries_delete AFTER DELETE ON outbox
     REFERENCING OLD TABLE AS outbox_mirror_old
     FOR EACH STATEMENT EXECUTE FUNCTION qualifier_deliveries_forget();
+
+-- Where the fill ends, read once the triggers exist: creating them took a lock that waited for
+-- every transaction that had written the outbox and holds off new writers until this commits,
+-- so every row written without the triggers has a number drawn by now, and every row written
+-- after them is theirs (a number drawn now and written later too; the fill then leaves it).
+INSERT INTO deliveries_fill (next_seq, until_seq)
+SELECT -1, s.last_value FROM outbox_seq_seq s;
 
 -- One batch of the history's fill, at most `batch` events: how many it read; 0 while another
 -- replica's batch runs, -1 once the fill is done. Through the outbox's primary keys in `seq`
