@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: clients run console-link test build build-all build-release bench-smoke perf-check perf-check-short lint fmt services migrate clean-test-dbs bench bench-quick bench-disk latency receiver-kit conformance deploy-check chaos chaos-short fuzz fuzz-short topology topology-short upgrade-check upgrade-check-history soak soak-short
+.PHONY: clients run console-link test build build-all bench-smoke perf-check perf-check-short lint fmt services migrate clean-test-dbs bench bench-quick bench-disk latency receiver-kit conformance deploy-check chaos chaos-short fuzz fuzz-short topology topology-short upgrade-check upgrade-check-history soak soak-short
 
 run: build          ## services, migrations, both binaries, a printed dev org and token
 	scripts/run-dev.sh
@@ -124,9 +124,6 @@ bench-smoke:        ## the same on the dev build, smallest: every phase and chec
 perf-check:         ## this checkout against the previous release (CHANGELOG.md), release builds taking turns, 3 pairs of 5,000 events: fails if the median CPU per event is above 1.2x
 	$(CARGO) build --release -p lead-api -p webhook-delivery -p qualifier-bench
 	scripts/bench.sh --against "$$(scripts/previous-release.sh release)" --pairs $(or $(PERF_PAIRS),3) --events $(or $(PERF_EVENTS),5000)
-
-build-release:      ## the release build perf-check-short measures, in its target directory (CI builds it in the background)
-	$(CARGO) build --release -p lead-api -p webhook-delivery -p qualifier-bench --target-dir $(or $(PERF_TARGET_DIR),$(HOME)/.cache/qualifier/release-target)
 
 # CI's release build lives outside the clone, so that each run compiles only the project's own
 # crates (docs/operations.md, "Continuous integration"); PERF_TARGET_DIR puts it elsewhere.
