@@ -109,7 +109,23 @@ impl CommitFaults {
                    OR OLD.name IS DISTINCT FROM NEW.name)
              EXECUTE FUNCTION qualifier_test_commit_fault();",
         );
-        pg.batch_execute(&ddl).await.expect("the fault's triggers");
+        // A trigger on the outbox is made on each of its partitions, and the service's
+        // housekeeping may drop one (retention, at its first round) while the list is read:
+        // the batch is one transaction, so it is tried again whole.
+        let mut tries = 0;
+        loop {
+            match pg.batch_execute(&ddl).await {
+                Ok(()) => break,
+                Err(e)
+                    if tries < 5
+                        && e.code() == Some(&tokio_postgres::error::SqlState::UNDEFINED_TABLE) =>
+                {
+                    tries += 1;
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                Err(e) => panic!("the fault's triggers: {e:?}"),
+            }
+        }
         CommitFaults { pg }
     }
 
