@@ -157,13 +157,12 @@ pub(crate) async fn drain(
     let pg = env.db.client().await;
     let deadline = Instant::now() + patience(events);
     while Instant::now() < deadline {
-        let n: i64 = pg
-            .query_one(
-                "SELECT count(*) FROM outbox WHERE published_at IS NULL",
-                &[],
-            )
-            .await?
-            .get(0);
+        let n: i64 = qualifier_testkit::sql::try_one(
+            &pg,
+            "SELECT count(*) FROM outbox WHERE published_at IS NULL",
+            &[],
+        )
+        .await?;
         if n == 0 {
             break;
         }

@@ -291,13 +291,12 @@ async fn heavy_erasure(
     let took = t.elapsed().as_secs_f64() * 1000.0;
     let ended = crate::sink::now_us();
     anyhow::ensure!(r.status() == 204, "heavy erase answered {}", r.status());
-    let left: i64 = c
-        .query_one(
-            "SELECT count(*) FROM outbox WHERE lead_id = $1::text::uuid AND erased_at IS NULL",
-            &[&id],
-        )
-        .await?
-        .get(0);
+    let left: i64 = qualifier_testkit::sql::try_one(
+        &c,
+        "SELECT count(*) FROM outbox WHERE lead_id = $1::text::uuid AND erased_at IS NULL",
+        &[&id],
+    )
+    .await?;
     anyhow::ensure!(left <= 1, "{left} events of the erased lead kept whole");
     Ok((took, (began, ended)))
 }

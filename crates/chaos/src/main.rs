@@ -423,10 +423,8 @@ async fn run() -> anyhow::Result<()> {
         .into_iter()
         .filter(|r| !is_probe(r))
         .collect();
-    let leads: i64 = pg
-        .query_one("SELECT count(*) FROM leads", &[])
-        .await?
-        .get(0);
+    let leads: i64 =
+        qualifier_testkit::sql::try_one(&pg, "SELECT count(*) FROM leads", &[]).await?;
     let statuses: HashMap<String, i64> = pg
         .query("SELECT status, count(*) FROM outbox GROUP BY status", &[])
         .await?

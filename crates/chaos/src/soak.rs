@@ -390,13 +390,12 @@ async fn run() -> anyhow::Result<()> {
                 json!({"rss_mib": r1(rss), "open_fds": fds}),
             );
         }
-        let connections: i64 = pg
-            .query_one(
-                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()",
-                &[],
-            )
-            .await?
-            .get(0);
+        let connections: i64 = qualifier_testkit::sql::try_one(
+            &pg,
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()",
+            &[],
+        )
+        .await?;
         let sizes = pg
             .query_one(
                 "SELECT (SELECT coalesce(sum(pg_total_relation_size(inhrelid)), 0)::int8

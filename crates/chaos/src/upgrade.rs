@@ -71,7 +71,7 @@ async fn fill_history(db: &TestDb, org: &str, n: u64) -> anyhow::Result<()> {
     let pg = db.client().await;
     let n = i64::try_from(n)?;
     let org = org.to_owned();
-    let head: i64 = pg.query_one("SELECT pos FROM feed_head", &[]).await?.get(0);
+    let head: i64 = qualifier_testkit::sql::try_one(&pg, "SELECT pos FROM feed_head", &[]).await?;
     let mut from = 1i64;
     while from <= n {
         let to = (from + 999_999).min(n);
@@ -225,22 +225,23 @@ fn ms(d: Duration) -> f64 {
 /// wrote. The seconds waited and the count; None on a schema without them.
 async fn delivery_rows_agree(db: &TestDb) -> anyhow::Result<Option<(f64, i64)>> {
     let pg = db.client().await;
-    let has_rows: bool = pg
-        .query_one(
-            "SELECT to_regproc('qualifier_deliveries_differ') IS NOT NULL",
-            &[],
-        )
-        .await?
-        .get(0);
+    let has_rows: bool = qualifier_testkit::sql::try_one(
+        &pg,
+        "SELECT to_regproc('qualifier_deliveries_differ') IS NOT NULL",
+        &[],
+    )
+    .await?;
     if !has_rows {
         return Ok(None);
     }
     let waiting = Instant::now();
     loop {
-        let done: bool = pg
-            .query_one("SELECT done_at IS NOT NULL FROM deliveries_fill", &[])
-            .await?
-            .get(0);
+        let done: bool = qualifier_testkit::sql::try_one(
+            &pg,
+            "SELECT done_at IS NOT NULL FROM deliveries_fill",
+            &[],
+        )
+        .await?;
         if done {
             break;
         }
@@ -251,10 +252,8 @@ async fn delivery_rows_agree(db: &TestDb) -> anyhow::Result<Option<(f64, i64)>> 
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
     let waited = waiting.elapsed().as_secs_f64();
-    let differing: i64 = pg
-        .query_one("SELECT qualifier_deliveries_differ()", &[])
-        .await?
-        .get(0);
+    let differing: i64 =
+        qualifier_testkit::sql::try_one(&pg, "SELECT qualifier_deliveries_differ()", &[]).await?;
     Ok(Some((waited, differing)))
 }
 
@@ -294,10 +293,12 @@ async fn run() -> anyhow::Result<()> {
     // such a database `auto` stores compact rows that both versions read.
     let compact_database = {
         let c = db.client().await;
-        let known: bool = c
-            .query_one("SELECT to_regclass('storage_format') IS NOT NULL", &[])
-            .await?
-            .get(0);
+        let known: bool = qualifier_testkit::sql::try_one(
+            &c,
+            "SELECT to_regclass('storage_format') IS NOT NULL",
+            &[],
+        )
+        .await?;
         known
             && c.query_one(
                 "SELECT COALESCE((SELECT compact_by_default FROM storage_format WHERE id), false)",
@@ -530,17 +531,14 @@ async fn run() -> anyhow::Result<()> {
             tokio::time::sleep(settle).await;
         }
         if storage == "auto" && !compact_database {
-            let compact: i64 = db
-                .client()
-                .await
-                .query_one(
-                    &format!(
-                        "SELECT count(*) FROM outbox WHERE {COMPRESSED_ENVELOPE} OR {COMPACT_ENTRY}"
-                    ),
-                    &[],
-                )
-                .await?
-                .get(0);
+            let compact: i64 = qualifier_testkit::sql::try_one(
+                &db.client().await,
+                &format!(
+                    "SELECT count(*) FROM outbox WHERE {COMPRESSED_ENVELOPE} OR {COMPACT_ENTRY}"
+                ),
+                &[],
+            )
+            .await?;
             anyhow::ensure!(
                 compact == 0,
                 "{compact} outbox rows stored compact under `auto` on the previous version's \

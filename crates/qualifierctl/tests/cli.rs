@@ -121,18 +121,16 @@ mod commit_faults {
         // A lead, a dead delivery and a client certificate's files, for the commands that act
         // on them.
         let pg = db.client().await;
-        let lead: String = pg
-            .query_one(
-                "INSERT INTO leads (id, org_id, name, phone, channel, qualification_stage,
+        let lead: String = qualifier_testkit::sql::one(
+            &pg,
+            "INSERT INTO leads (id, org_id, name, phone, channel, qualification_stage,
                                     created_at, updated_at)
                  VALUES (gen_random_uuid(), $1::text::uuid, 'Ada', '+447700900777', 'sms',
                          'qualifying', now(), now())
                  RETURNING id::text",
-                &[&org],
-            )
-            .await
-            .unwrap()
-            .get(0);
+            &[&org],
+        )
+        .await;
         pg.execute(
             "INSERT INTO outbox (event_id, org_id, event_type, payload, delivery_id, status,
                                  lead_id, published_at, attempts)

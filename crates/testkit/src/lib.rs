@@ -9,6 +9,7 @@ pub mod local;
 pub mod procs;
 pub mod proxy;
 pub mod receiver;
+pub mod sql;
 pub mod telemetry;
 
 use std::path::Path;
@@ -193,7 +194,7 @@ impl TestDb {
         let c = self.client().await;
         let deadline = std::time::Instant::now() + within;
         loop {
-            let got: T = c.query_one(sql, params).await.unwrap().get(0);
+            let got: T = sql::one(&c, sql, params).await;
             if got == want {
                 return;
             }

@@ -19,14 +19,13 @@ pub(super) async fn dry_run_matches(side: &Side) -> anyhow::Result<()> {
         .replay_matching(org, &f, true, 50)
         .await?
         .matched;
-    let held: i64 = c
-        .query_one(
-            "SELECT count(*) FROM outbox WHERE org_id = $1::text::uuid AND status = 'dead'
+    let held: i64 = qualifier_testkit::sql::try_one(
+        &c,
+        "SELECT count(*) FROM outbox WHERE org_id = $1::text::uuid AND status = 'dead'
                AND erased_at IS NULL AND created_at >= to_timestamp($2)",
-            &[&side.big.id, &(since.unix_timestamp() as f64)],
-        )
-        .await?
-        .get(0);
+        &[&side.big.id, &(since.unix_timestamp() as f64)],
+    )
+    .await?;
     println!("      dry run after retention: {counted} counted, {held} in the outbox");
     anyhow::ensure!(
         counted as i64 == held,
@@ -66,9 +65,7 @@ pub(super) async fn retention_rounds(
     let store = side_store(side)?;
     let mut out = Vec::new();
     let count = async |c: &tokio_postgres::Client| -> anyhow::Result<i64> {
-        Ok(c.query_one("SELECT count(*) FROM outbox", &[])
-            .await?
-            .get(0))
+        Ok(qualifier_testkit::sql::try_one(c, "SELECT count(*) FROM outbox", &[]).await?)
     };
     for round in 1..=rounds {
         // A partition's span further each round, and a day more: its last day's end then lies

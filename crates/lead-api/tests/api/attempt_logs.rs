@@ -66,7 +66,7 @@ async fn old_attempt_logs_are_rewritten_compact_in_resumable_batches_and_show_th
     assert_eq!(before.as_array().unwrap().len(), 2, "{before}");
     // As text: PostgreSQL may compress a row's large log in place, the compact one it need not.
     let bytes = "SELECT sum(octet_length(attempt_log::text))::int8 FROM outbox";
-    let size_before: i64 = c.query_one(bytes, &[]).await.unwrap().get(0);
+    let size_before: i64 = qualifier_testkit::sql::one(&c, bytes, &[]).await;
 
     // Two rows a batch: the second batch starts after the first one's last sequence.
     let store = app.store().with_payload_compression(true);
@@ -96,7 +96,7 @@ async fn old_attempt_logs_are_rewritten_compact_in_resumable_batches_and_show_th
             );
         }
     }
-    let size_after: i64 = c.query_one(bytes, &[]).await.unwrap().get(0);
+    let size_after: i64 = qualifier_testkit::sql::one(&c, bytes, &[]).await;
     assert!(
         size_after * 3 < size_before,
         "{size_after} bytes after, {size_before} before"

@@ -61,13 +61,12 @@ async fn wait_relayed(app: &TestApp, within: Duration) {
 
 async fn unpublished(app: &TestApp) -> i64 {
     let c = app.db.client().await;
-    c.query_one(
+    qualifier_testkit::sql::one(
+        &c,
         "SELECT count(*) FROM outbox WHERE published_at IS NULL",
         &[],
     )
     .await
-    .unwrap()
-    .get(0)
 }
 
 /// Acceptance 1. Six writers rename their own lead step by step through the API, while three
@@ -374,16 +373,14 @@ async fn a_cursor_older_than_retention_is_410_and_a_fresh_start_reads_what_is_ke
         .await
         .unwrap();
     assert!(dropped >= 1, "the old day's partition is dropped");
-    let old: i64 = c
-        .query_one(
-            "SELECT count(*) FROM pg_class
+    let old: i64 = qualifier_testkit::sql::one(
+        &c,
+        "SELECT count(*) FROM pg_class
              WHERE relname ~ ('^(outbox|deliveries)_d'
                               || (floor(extract(epoch FROM now()) / 86400)::int - 40) || '_')",
-            &[],
-        )
-        .await
-        .unwrap()
-        .get(0);
+        &[],
+    )
+    .await;
     assert_eq!(old, 0, "dropped whole, not emptied, with its delivery rows");
     let (status, v) = get(
         &app,
@@ -451,14 +448,12 @@ async fn retention_ends_unfinished_deliveries_and_refuses_expired_replays() {
     )
     .await;
     // A replay of the succeeded one: its event is past retention.
-    let done: String = c
-        .query_one(
-            "SELECT delivery_id::text FROM outbox WHERE status = 'succeeded'",
-            &[],
-        )
-        .await
-        .unwrap()
-        .get(0);
+    let done: String = qualifier_testkit::sql::one(
+        &c,
+        "SELECT delivery_id::text FROM outbox WHERE status = 'succeeded'",
+        &[],
+    )
+    .await;
     assert_eq!(
         app.internal_error(
             Method::POST,
@@ -502,11 +497,7 @@ async fn retention_ends_unfinished_deliveries_and_refuses_expired_replays() {
     );
     let (kept, _) = feed_page(&app, &token, None, 100).await;
     assert!(kept.is_empty(), "{kept:?}");
-    let left: i64 = c
-        .query_one("SELECT count(*) FROM outbox", &[])
-        .await
-        .unwrap()
-        .get(0);
+    let left: i64 = qualifier_testkit::sql::one(&c, "SELECT count(*) FROM outbox", &[]).await;
     assert_eq!(left, 0);
 }
 
@@ -1100,13 +1091,12 @@ async fn pages_of_large_leads_keep_to_the_byte_budget_and_walk_everything_once()
 async fn commits_during(app: &TestApp, window: Duration) -> i64 {
     let c = app.db.client().await;
     let read = async || -> i64 {
-        c.query_one(
+        qualifier_testkit::sql::one(
+            &c,
             "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()",
             &[],
         )
         .await
-        .unwrap()
-        .get(0)
     };
     // A backend reports its counts when it goes idle, but at most once a second; what it could
     // not report then waits for its idle timer, up to 10 s. Settling 11 s first keeps what came
@@ -1141,17 +1131,15 @@ async fn an_idle_relay_leaves_the_database_alone_and_wakes_for_a_scheduled_repla
     // A replay scheduled 1.5 s ahead: the relay is told how long to sleep, and publishes it
     // then, not before and not at the next safety poll after.
     let c = app.db.client().await;
-    let scheduled: std::time::SystemTime = c
-        .query_one(
-            "WITH r AS (UPDATE outbox SET published_at = NULL,
+    let scheduled: std::time::SystemTime = qualifier_testkit::sql::one(
+        &c,
+        "WITH r AS (UPDATE outbox SET published_at = NULL,
                            replay_at = clock_timestamp() + interval '1500 milliseconds'
                      RETURNING replay_at)
              SELECT min(replay_at) FROM r",
-            &[],
-        )
-        .await
-        .unwrap()
-        .get(0);
+        &[],
+    )
+    .await;
     let due = store
         .next_replay_due()
         .await
@@ -1211,11 +1199,8 @@ async fn the_database_weighs_an_envelope_as_sent() {
     for envelope in envelopes {
         for compress in [false, true] {
             let stored = qualifier_store::payload::pack(envelope.clone(), compress);
-            let weighed: i64 = c
-                .query_one("SELECT envelope_bytes($1)", &[&stored])
-                .await
-                .unwrap()
-                .get(0);
+            let weighed: i64 =
+                qualifier_testkit::sql::one(&c, "SELECT envelope_bytes($1)", &[&stored]).await;
             assert_eq!(
                 weighed as usize,
                 envelope.len(),
@@ -1256,14 +1241,12 @@ async fn a_page_reads_what_its_budget_allows_of_compressible_rows() {
     }
     assert_eq!(unpublished(&app).await, 0);
     let c = app.db.client().await;
-    let stored: i64 = c
-        .query_one(
-            "SELECT max(octet_length(payload))::int8 FROM outbox WHERE org_id = $1::text::uuid",
-            &[&org],
-        )
-        .await
-        .unwrap()
-        .get(0);
+    let stored: i64 = qualifier_testkit::sql::one(
+        &c,
+        "SELECT max(octet_length(payload))::int8 FROM outbox WHERE org_id = $1::text::uuid",
+        &[&org],
+    )
+    .await;
     assert!(
         stored < 8_000,
         "the envelopes are stored compressed: {stored}"

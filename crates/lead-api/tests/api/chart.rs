@@ -148,11 +148,8 @@ async fn the_chart_is_what_the_outbox_holds_through_concurrent_outcomes_and_fold
     );
     fold_all(&store, &c).await;
     assert_eq!(charted(&store, org_id).await, after, "after the last fold");
-    let unfolded: i64 = c
-        .query_one("SELECT count(*) FROM delivery_hour_changes", &[])
-        .await
-        .unwrap()
-        .get(0);
+    let unfolded: i64 =
+        qualifier_testkit::sql::one(&c, "SELECT count(*) FROM delivery_hour_changes", &[]).await;
     assert_eq!(unfolded, 0, "a fold leaves no delta behind");
     assert_eq!(charted(&store, other_id).await, counted(&c, other_id).await);
     assert_eq!(
@@ -272,17 +269,15 @@ async fn dead_or_so(
         })
     };
     let (since, until) = (text(since), text(until));
-    let n: i64 = c
-        .query_one(
-            "SELECT count(*) FROM outbox
+    let n: i64 = qualifier_testkit::sql::one(
+        c,
+        "SELECT count(*) FROM outbox
              WHERE org_id = $1::text::uuid AND status = ANY($2) AND erased_at IS NULL
                AND ($3::text IS NULL OR created_at >= $3::text::timestamptz)
                AND ($4::text IS NULL OR created_at < $4::text::timestamptz)",
-            &[&org, &statuses, &since, &until],
-        )
-        .await
-        .unwrap()
-        .get(0);
+        &[&org, &statuses, &since, &until],
+    )
+    .await;
     n as usize
 }
 

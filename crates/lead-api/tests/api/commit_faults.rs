@@ -96,16 +96,14 @@ async fn world() -> World {
         .await;
     assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
     let pg = app.db.client().await;
-    let dead: String = pg
-        .query_one(
-            "UPDATE outbox SET status = 'dead', published_at = clock_timestamp(), attempts = 5
+    let dead: String = qualifier_testkit::sql::one(
+        &pg,
+        "UPDATE outbox SET status = 'dead', published_at = clock_timestamp(), attempts = 5
              WHERE seq = (SELECT min(seq) FROM outbox WHERE org_id = $1::text::uuid)
              RETURNING delivery_id::text",
-            &[&org],
-        )
-        .await
-        .unwrap()
-        .get(0);
+        &[&org],
+    )
+    .await;
     let cookie = sign_in(&app, &org).await;
     let (_, html) = get(&app, Some(&cookie), "/console").await;
     let csrf = csrf_of(&html);

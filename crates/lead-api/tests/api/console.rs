@@ -573,14 +573,12 @@ async fn a_failing_endpoint_shows_a_banner_whose_check_now_makes_a_probe_due() {
     let (status, _, loc) = post(&app, &cookie, "/console/webhook/check", &[("csrf", &csrf)]).await;
     assert_eq!(status, 303);
     assert_eq!(loc.as_deref(), Some("/console?done=checking"));
-    let due: bool = pg
-        .query_one(
-            "SELECT next_probe_at <= now() FROM endpoint_health WHERE org_id = $1::text::uuid",
-            &[&org],
-        )
-        .await
-        .unwrap()
-        .get(0);
+    let due: bool = qualifier_testkit::sql::one(
+        &pg,
+        "SELECT next_probe_at <= now() FROM endpoint_health WHERE org_id = $1::text::uuid",
+        &[&org],
+    )
+    .await;
     assert!(due, "the next probe is due now");
     // Saving while it fails keeps it failing: only a probe answered 2xx releases what waited.
     let save = || async {

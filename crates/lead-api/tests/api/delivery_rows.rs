@@ -61,26 +61,21 @@ async fn state_of(c: &tokio_postgres::Client, seq: i64) -> (String, i32) {
 }
 
 async fn differ(c: &tokio_postgres::Client) -> i64 {
-    c.query_one("SELECT qualifier_deliveries_differ()", &[])
-        .await
-        .unwrap()
-        .get(0)
+    qualifier_testkit::sql::one(c, "SELECT qualifier_deliveries_differ()", &[]).await
 }
 
 /// Waits until a session of the database waits for a lock while running `like`.
 async fn waits_for_a_lock(c: &tokio_postgres::Client, like: &str) {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        let n: i64 = c
-            .query_one(
-                "SELECT count(*) FROM pg_stat_activity
+        let n: i64 = qualifier_testkit::sql::one(
+            c,
+            "SELECT count(*) FROM pg_stat_activity
                  WHERE datname = current_database() AND wait_event_type = 'Lock'
                    AND query LIKE $1",
-                &[&like],
-            )
-            .await
-            .unwrap()
-            .get(0);
+            &[&like],
+        )
+        .await;
         if n > 0 {
             return;
         }
@@ -176,11 +171,7 @@ async fn each_state_of_the_outbox_is_one_state_of_the_delivery_row() {
     c.batch_execute(&format!("DELETE FROM outbox WHERE seq = {}", s[0]))
         .await
         .unwrap();
-    let left: i64 = c
-        .query_one("SELECT count(*) FROM deliveries", &[])
-        .await
-        .unwrap()
-        .get(0);
+    let left: i64 = qualifier_testkit::sql::one(&c, "SELECT count(*) FROM deliveries", &[]).await;
     assert_eq!(left, 8, "a deleted event's delivery row goes with it");
     assert_eq!(differ(&c).await, 0);
 }

@@ -320,15 +320,13 @@ async fn an_erased_event_is_never_replayed() {
             0i64,
         )
         .await;
-    let delivery: String = c
-        .query_one(
-            "UPDATE outbox SET status = 'dead', attempts = 5 WHERE lead_id = $1::text::uuid
+    let delivery: String = qualifier_testkit::sql::one(
+        &c,
+        "UPDATE outbox SET status = 'dead', attempts = 5 WHERE lead_id = $1::text::uuid
              RETURNING delivery_id::text",
-            &[&id],
-        )
-        .await
-        .unwrap()
-        .get(0);
+        &[&id],
+    )
+    .await;
     // Two replays: the second waits a second for its slot; the first is taken by the relay.
     let replay = format!("/internal/v1/orgs/{org}/deliveries/{delivery}/replay");
     let dead = format!("/internal/v1/orgs/{org}/deliveries/replay");
@@ -520,14 +518,13 @@ async fn an_inbound_message_racing_the_erasure_creates_the_contact_anew() {
 /// Whether every outbox row about `lead` has been handed to the broker.
 async fn all_published(app: &TestApp, lead: &str) -> bool {
     let c = app.db.client().await;
-    c.query_one(
+    qualifier_testkit::sql::one(
+        &c,
         "SELECT count(*) > 0 AND bool_and(published_at IS NOT NULL)
          FROM outbox WHERE lead_id = $1::text::uuid",
         &[&lead],
     )
     .await
-    .unwrap()
-    .get(0)
 }
 
 /// An erasure holds its lead's unpublished events until it commits; the relay, which every

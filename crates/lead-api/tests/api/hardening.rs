@@ -328,29 +328,26 @@ async fn a_body_that_never_finishes_gets_408_within_ten_seconds() {
 
 /// Sessions of this test's database waiting on a lock.
 async fn sessions_waiting_on_a_lock(c: &tokio_postgres::Client) -> i64 {
-    c.query_one(
+    qualifier_testkit::sql::one(
+        c,
         "SELECT count(*) FROM pg_stat_activity
          WHERE datname = current_database() AND wait_event_type = 'Lock'",
         &[],
     )
     .await
-    .unwrap()
-    .get(0)
 }
 
 /// Waits until the service listens for token notifications (its filter is then loaded).
 async fn wait_for_token_listener(c: &tokio_postgres::Client) {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        let n: i64 = c
-            .query_one(
-                "SELECT count(*) FROM pg_stat_activity
+        let n: i64 = qualifier_testkit::sql::one(
+            c,
+            "SELECT count(*) FROM pg_stat_activity
                  WHERE datname = current_database() AND query LIKE '%LISTEN qualifier_tokens%'",
-                &[],
-            )
-            .await
-            .unwrap()
-            .get(0);
+            &[],
+        )
+        .await;
         if n > 0 {
             tokio::time::sleep(Duration::from_millis(300)).await;
             return;
@@ -467,14 +464,12 @@ async fn the_eleventh_test_event_in_a_minute_and_the_hundred_and_first_token_are
     assert_eq!(status, 429);
     assert!(html.contains("At most 10 test events a minute"), "{html}");
     let pg = app.db.client().await;
-    let n: i64 = pg
-        .query_one(
-            "SELECT count(*) FROM outbox WHERE org_id = $1::text::uuid AND is_test",
-            &[&org],
-        )
-        .await
-        .unwrap()
-        .get(0);
+    let n: i64 = qualifier_testkit::sql::one(
+        &pg,
+        "SELECT count(*) FROM outbox WHERE org_id = $1::text::uuid AND is_test",
+        &[&org],
+    )
+    .await;
     assert_eq!(n, 10, "the refused ones wrote nothing");
 
     // Tokens: the org has one; 99 more fit, the next does not, a revocation makes room.
@@ -569,18 +564,16 @@ async fn strangers_hold_at_most_two_database_connections() {
             let mut most = 0i64;
             let mut samples = 0;
             while !stop.load(Ordering::Relaxed) {
-                let n: i64 = db
-                    .query_one(
-                        "SELECT count(*) FROM pg_stat_activity
+                let n: i64 = qualifier_testkit::sql::one(
+                    &db,
+                    "SELECT count(*) FROM pg_stat_activity
                          WHERE datname = current_database() AND pid <> pg_backend_pid()
                            AND state <> 'idle'
                            AND (query ILIKE '%console_sessions%' OR query ILIKE '%console_tickets%'
                                 OR query = 'SELECT 1')",
-                        &[],
-                    )
-                    .await
-                    .unwrap()
-                    .get(0);
+                    &[],
+                )
+                .await;
                 most = most.max(n);
                 samples += 1;
             }
@@ -642,17 +635,12 @@ async fn a_private_key_pasted_into_the_certificate_field_is_never_stored() {
         )
         .await;
     assert_eq!(r.status(), 200);
-    let kept: String = app
-        .db
-        .client()
-        .await
-        .query_one(
-            "SELECT client_cert_pem FROM webhooks WHERE org_id = $1::text::uuid",
-            &[&org],
-        )
-        .await
-        .unwrap()
-        .get(0);
+    let kept: String = qualifier_testkit::sql::one(
+        &app.db.client().await,
+        "SELECT client_cert_pem FROM webhooks WHERE org_id = $1::text::uuid",
+        &[&org],
+    )
+    .await;
     assert!(kept.starts_with("-----BEGIN CERTIFICATE-----"), "{kept}");
     assert!(!kept.contains("subject="), "{kept}");
     let out = std::process::Command::new("pg_dump")

@@ -24,15 +24,13 @@ pub use qualifier_testkit::http_client as client;
 pub async fn until_waiting_on_locks(c: &tokio_postgres::Client, n: i64) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     loop {
-        let waiting: i64 = c
-            .query_one(
-                "SELECT count(*) FROM pg_stat_activity
+        let waiting: i64 = qualifier_testkit::sql::one(
+            c,
+            "SELECT count(*) FROM pg_stat_activity
                  WHERE datname = current_database() AND wait_event_type = 'Lock'",
-                &[],
-            )
-            .await
-            .unwrap()
-            .get(0);
+            &[],
+        )
+        .await;
         if waiting >= n {
             return;
         }
@@ -382,7 +380,8 @@ pub fn store_over(pool: qualifier_store::DbPool) -> qualifier_store::Store {
 /// Rows of the outbox's partitions PostgreSQL has read so far, through indexes or scans, as the
 /// statistics collector has them (a backend reports its counters when it goes idle).
 pub async fn outbox_rows_read(c: &tokio_postgres::Client) -> i64 {
-    c.query_one(
+    qualifier_testkit::sql::one(
+        c,
         "SELECT (SELECT coalesce(sum(idx_tup_read), 0) FROM pg_stat_user_indexes
                  WHERE relname LIKE 'outbox\\_%')::int8
               + (SELECT coalesce(sum(seq_tup_read), 0) FROM pg_stat_user_tables
@@ -390,8 +389,6 @@ pub async fn outbox_rows_read(c: &tokio_postgres::Client) -> i64 {
         &[],
     )
     .await
-    .unwrap()
-    .get(0)
 }
 
 /// Autovacuum off on every partition the outbox has now, so that no ANALYZE lands during a test
@@ -424,11 +421,8 @@ pub async fn fold_all(store: &qualifier_store::Store, c: &tokio_postgres::Client
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     loop {
         store.fold_delivery_hours().await.unwrap();
-        let left: i64 = c
-            .query_one("SELECT count(*) FROM delivery_hour_changes", &[])
-            .await
-            .unwrap()
-            .get(0);
+        let left: i64 =
+            qualifier_testkit::sql::one(c, "SELECT count(*) FROM delivery_hour_changes", &[]).await;
         if left == 0 {
             return;
         }

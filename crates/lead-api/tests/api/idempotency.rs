@@ -24,13 +24,7 @@ async fn send(
 }
 
 async fn leads_in_db(app: &TestApp) -> i64 {
-    app.db
-        .client()
-        .await
-        .query_one("SELECT count(*) FROM leads", &[])
-        .await
-        .unwrap()
-        .get(0)
+    qualifier_testkit::sql::one(&app.db.client().await, "SELECT count(*) FROM leads", &[]).await
 }
 
 #[tokio::test(flavor = "multi_thread")]

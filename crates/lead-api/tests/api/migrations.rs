@@ -23,11 +23,9 @@ async fn a_migration_that_meets_a_writers_lock_gives_way_and_a_readers_does_not_
     ))
     .await
     .unwrap();
-    let pending: bool = c
-        .query_one("SELECT to_regclass('delivery_hour_cover') IS NULL", &[])
-        .await
-        .unwrap()
-        .get(0);
+    let pending: bool =
+        qualifier_testkit::sql::one(&c, "SELECT to_regclass('delivery_hour_cover') IS NULL", &[])
+            .await;
     assert!(pending, "migration 29 is undone");
 
     // A reader of the outbox in a long transaction (a console export, a report, or the
@@ -66,11 +64,8 @@ async fn a_migration_that_meets_a_writers_lock_gives_way_and_a_readers_does_not_
     );
     // Applied while the reader still held its transaction: readers never held it back.
     reader.batch_execute("COMMIT").await.unwrap();
-    let cover: i64 = c
-        .query_one("SELECT count(*) FROM delivery_hour_cover", &[])
-        .await
-        .unwrap()
-        .get(0);
+    let cover: i64 =
+        qualifier_testkit::sql::one(&c, "SELECT count(*) FROM delivery_hour_cover", &[]).await;
     assert_eq!(cover, 1, "the migration's work is there, once");
 }
 
@@ -263,11 +258,12 @@ async fn the_hourly_totals_are_counted_without_holding_writers_and_agree_with_th
     );
     // Run again (done, or a database counted by the earlier migration 25): nothing added.
     c.batch_execute(COUNT).await.unwrap();
-    let again: i64 = c
-        .query_one("SELECT sum(succeeded)::int8 FROM delivery_hour_deltas", &[])
-        .await
-        .unwrap()
-        .get(0);
+    let again: i64 = qualifier_testkit::sql::one(
+        &c,
+        "SELECT sum(succeeded)::int8 FROM delivery_hour_deltas",
+        &[],
+    )
+    .await;
     assert_eq!(again, 2);
 }
 
@@ -280,11 +276,9 @@ async fn a_partition_without_its_range_constraint_still_holds_only_its_days() {
     let db = TestDb::new().await;
     let c = db.client().await;
     // Far enough ahead that housekeeping has not made it: days 30000 and 30001.
-    let made: bool = c
-        .query_one("SELECT qualifier_outbox_partition(30000, 30001)", &[])
-        .await
-        .unwrap()
-        .get(0);
+    let made: bool =
+        qualifier_testkit::sql::one(&c, "SELECT qualifier_outbox_partition(30000, 30001)", &[])
+            .await;
     assert!(made);
     let checks: Vec<String> = c
         .query(
@@ -322,13 +316,11 @@ async fn a_partition_without_its_range_constraint_still_holds_only_its_days() {
         "{refused:?}"
     );
     c.batch_execute(&row("outbox", 30000)).await.unwrap();
-    let landed: String = c
-        .query_one(
-            "SELECT tableoid::regclass::text FROM outbox WHERE seq = (30000::int8 << 32) + 1",
-            &[],
-        )
-        .await
-        .unwrap()
-        .get(0);
+    let landed: String = qualifier_testkit::sql::one(
+        &c,
+        "SELECT tableoid::regclass::text FROM outbox WHERE seq = (30000::int8 << 32) + 1",
+        &[],
+    )
+    .await;
     assert_eq!(landed, "outbox_d30000_30001");
 }

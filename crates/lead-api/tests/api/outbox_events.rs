@@ -437,14 +437,12 @@ async fn concurrent_changes_of_one_lead_lose_nothing_and_emit_once_each() {
     let base = lead["profile"].as_object().map_or(0, |p| p.len());
     assert_eq!(sizes, (base + 1..=base + 16).collect::<Vec<_>>());
     let c = app.db.client().await;
-    let profile: String = c
-        .query_one(
-            "SELECT profile::text FROM leads WHERE id = $1::text::uuid",
-            &[&id],
-        )
-        .await
-        .unwrap()
-        .get(0);
+    let profile: String = qualifier_testkit::sql::one(
+        &c,
+        "SELECT profile::text FROM leads WHERE id = $1::text::uuid",
+        &[&id],
+    )
+    .await;
     let profile: Value = serde_json::from_str(&profile).unwrap();
     assert_eq!(profile.as_object().unwrap().len(), base + 16, "{profile}");
 

@@ -95,14 +95,12 @@ async fn an_outcome_reads_its_row_after_the_partition_grew_under_its_plan() {
         "a batch of 8 outcomes read {read} rows of a partition of {} (a scan of it reads them all)",
         GROWN + 1
     );
-    let done: i64 = c
-        .query_one(
-            "SELECT count(*) FROM outbox WHERE status = 'succeeded' AND attempts = 1",
-            &[],
-        )
-        .await
-        .unwrap()
-        .get(0);
+    let done: i64 = qualifier_testkit::sql::one(
+        &c,
+        "SELECT count(*) FROM outbox WHERE status = 'succeeded' AND attempts = 1",
+        &[],
+    )
+    .await;
     assert_eq!(done, 9, "every outcome was recorded");
 }
 
@@ -139,27 +137,24 @@ async fn a_relay_batch_reads_its_rows_after_the_partition_grew_under_its_plan() 
         "a batch of 8 new events read {read} rows of a partition of {} (a scan of it reads them all)",
         GROWN + 9
     );
-    let unsent: i64 = c
-        .query_one(
-            "SELECT count(*) FROM outbox WHERE published_at IS NULL",
-            &[],
-        )
-        .await
-        .unwrap()
-        .get(0);
+    let unsent: i64 = qualifier_testkit::sql::one(
+        &c,
+        "SELECT count(*) FROM outbox WHERE published_at IS NULL",
+        &[],
+    )
+    .await;
     assert_eq!(unsent, 0, "the batch was marked published");
 }
 
 /// Index pages of `leads` the server has touched so far (hits and reads).
 async fn lead_index_pages(c: &tokio_postgres::Client) -> i64 {
-    c.query_one(
+    qualifier_testkit::sql::one(
+        c,
         "SELECT coalesce(sum(idx_blks_hit + idx_blks_read), 0)::int8
          FROM pg_statio_user_indexes WHERE relname = 'leads'",
         &[],
     )
     .await
-    .unwrap()
-    .get(0)
 }
 
 /// `n` leads of `org`, written now, with the phones `+44770` and six digits counting from
@@ -258,14 +253,12 @@ async fn an_outcome_batch_skips_a_row_locked_by_an_erasure_and_writes_the_rest()
         let locked = rows[round % rows.len()];
         holder.batch_execute("BEGIN").await.unwrap();
         // As an erasure does (`Store::erase_lead`): the lead's erasure lock, then its rows.
-        let lead: String = holder
-            .query_one(
-                "SELECT lead_id::text FROM outbox WHERE delivery_id = $1::text::uuid",
-                &[&locked.0.to_string()],
-            )
-            .await
-            .unwrap()
-            .get(0);
+        let lead: String = qualifier_testkit::sql::one(
+            &holder,
+            "SELECT lead_id::text FROM outbox WHERE delivery_id = $1::text::uuid",
+            &[&locked.0.to_string()],
+        )
+        .await;
         holder
             .query_one(qualifier_store::erasure::ERASING, &[&lead])
             .await
@@ -306,15 +299,13 @@ async fn an_outcome_batch_skips_a_row_locked_by_an_erasure_and_writes_the_rest()
         );
         holder.batch_execute("COMMIT").await.unwrap();
         assert!(!alone.await.unwrap().unwrap(), "round {round}: not erased");
-        let done: i64 = c
-            .query_one(
-                "SELECT count(*) FROM outbox WHERE delivery_id = ANY($1::text[]::uuid[])
+        let done: i64 = qualifier_testkit::sql::one(
+            &c,
+            "SELECT count(*) FROM outbox WHERE delivery_id = ANY($1::text[]::uuid[])
                    AND status = 'succeeded' AND attempts = 1",
-                &[&rows.iter().map(|r| r.0.to_string()).collect::<Vec<_>>()],
-            )
-            .await
-            .unwrap()
-            .get(0);
+            &[&rows.iter().map(|r| r.0.to_string()).collect::<Vec<_>>()],
+        )
+        .await;
         assert_eq!(done, 8, "round {round}: every outcome recorded once");
     }
 }

@@ -240,17 +240,12 @@ async fn one_batch_takes_exactly_what_the_bucket_holds() {
     assert_eq!(got[3], Admission::Unauthorized);
     assert_eq!(got[5], Admission::Unauthorized);
     // The refusals consumed nothing: 0.2 units are left.
-    let level: f64 = app
-        .db
-        .client()
-        .await
-        .query_one(
-            "SELECT bucket_level FROM api_tokens WHERE token_hash = sha256($1::text::bytea)",
-            &[&token],
-        )
-        .await
-        .unwrap()
-        .get(0);
+    let level: f64 = qualifier_testkit::sql::one(
+        &app.db.client().await,
+        "SELECT bucket_level FROM api_tokens WHERE token_hash = sha256($1::text::bytea)",
+        &[&token],
+    )
+    .await;
     assert!((level - 0.2).abs() < 1e-9, "bucket left at {level}");
 }
 

@@ -352,16 +352,13 @@ async fn an_attempt_out_during_the_erasure_keeps_nothing_and_is_not_retried() {
 
 /// Whether the delivery of `lead`'s `lead.created` waits in its row for a later attempt.
 async fn scheduled(s: &Stack, lead: &str) -> bool {
-    s.db.client()
-        .await
-        .query_one(
-            "SELECT published_at IS NULL AND replay_at > clock_timestamp() AND attempts = 1
+    qualifier_testkit::sql::one(
+        &s.db.client().await,
+        "SELECT published_at IS NULL AND replay_at > clock_timestamp() AND attempts = 1
              FROM outbox WHERE lead_id = $1::text::uuid AND event_type = 'lead.created'",
-            &[&lead],
-        )
-        .await
-        .unwrap()
-        .get(0)
+        &[&lead],
+    )
+    .await
 }
 
 /// A retry waits in its delivery's row, where an erasure reaches it, never as a copy of the

@@ -554,14 +554,13 @@ async fn a_request_waiting_for_its_turn_is_not_sent_after_its_leads_erasure() {
     .await
     .unwrap();
     let turn_row = async || -> i64 {
-        pg.query_one(
+        qualifier_testkit::sql::one(
+            &pg,
             "SELECT (extract(epoch FROM next_at) * 1000)::int8 FROM endpoint_pacing
              WHERE org_id = $1::text::uuid",
             &[&s.org],
         )
         .await
-        .unwrap()
-        .get(0)
     };
     let before = turn_row().await;
     s.org_call(

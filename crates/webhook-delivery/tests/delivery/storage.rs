@@ -153,14 +153,12 @@ async fn attempt_log(s: &Stack, delivery: &str, at_least: usize) -> Value {
     let c = s.db.client().await;
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     loop {
-        let text: String = c
-            .query_one(
-                "SELECT attempt_log::text FROM outbox WHERE delivery_id = $1::text::uuid",
-                &[&delivery],
-            )
-            .await
-            .unwrap()
-            .get(0);
+        let text: String = qualifier_testkit::sql::one(
+            &c,
+            "SELECT attempt_log::text FROM outbox WHERE delivery_id = $1::text::uuid",
+            &[&delivery],
+        )
+        .await;
         let log: Value = serde_json::from_str(&text).unwrap();
         if log.as_array().map_or(0, Vec::len) >= at_least || std::time::Instant::now() > deadline {
             return log;
