@@ -13,6 +13,16 @@
 #            delivery's two moves can be heap-only updates. Lists by status would need
 #            another way to be read by index (a narrow table of what ended badly, for one):
 #            this shape prices the moves, not the lists.
+#   rows     the delivery rows of this checkout's `deliveries` (a copy of the table, one
+#            partition's worth) with the indexes it has: the primary key (event, endpoint), the
+#            delivery id, what is due for the relay, and the org's deliveries by state save
+#            the succeeded ones. The lists by org, lead and type walk the event's indexes and
+#            find each delivery by its key, so the delivery row needs none of them;
+#   rows-all the same with the event's three list indexes copied onto the delivery row too
+#            (org, lead, type): what lists read from the delivery rows alone would cost.
+#
+# The two `rows` shapes price the delivery's statements alone (insert, the relay's mark, the
+# outcome), not the event's insert, to choose the delivery row's indexes.
 #
 # Each event goes the hot path's way: its insert in a transaction of its own, the relay's claim
 # and mark in batches of 20, the outcome in batches of 20. Printed per delivered event: WAL
@@ -69,6 +79,15 @@ CREATE TABLE due (seq bigint NOT NULL, endpoint_id uuid NOT NULL, due_at timesta
                   PRIMARY KEY (seq, endpoint_id));
 CREATE SEQUENCE ev_seq;
 CREATE SEQUENCE ev_feed;
+-- This checkout's delivery rows, as a plain table with the indexes the migrations gave the
+-- partitioned one (LIKE copies them), and the same with the event's list indexes added.
+CREATE TABLE rows_chosen (LIKE deliveries INCLUDING ALL, event_type text NOT NULL)
+    WITH (fillfactor = 80);
+CREATE TABLE rows_all (LIKE deliveries INCLUDING ALL, event_type text NOT NULL)
+    WITH (fillfactor = 80);
+CREATE INDEX ON rows_all (org_id, seq DESC);
+CREATE INDEX ON rows_all (org_id, lead_id, seq DESC);
+CREATE INDEX ON rows_all (org_id, event_type, seq);
 SQL
 
 org=$(psql_db -Atc "SELECT gen_random_uuid()")
@@ -106,6 +125,29 @@ split_relay_and_outcome() {
         FROM o JOIN ev e ON e.seq = o.seq GROUP BY 1, 2;"
 }
 
+# The delivery rows' statements on table $1: the insert of one, then (by `rows_batch`) the
+# relay's mark of the 20 due ones and their outcome.
+rows_insert() {
+  echo "INSERT INTO $1 (seq, endpoint_id, delivery_id, org_id, lead_id, created_at, state, due_at,
+                        attempts, failed_attempts, attempt_log, replayed, updated_at, event_type)
+        VALUES (nextval('ev_seq'), '$org', gen_random_uuid(), '$org', gen_random_uuid(), now(),
+                'queued', clock_timestamp(), 0, 0, '[]', false, clock_timestamp(),
+                'lead.created');"
+}
+rows_batch() {
+  echo "BEGIN;
+        WITH c AS (SELECT seq, endpoint_id FROM $1 WHERE due_at IS NOT NULL
+                   ORDER BY due_at, seq LIMIT 20 FOR UPDATE SKIP LOCKED)
+        UPDATE $1 d SET state = 'out', due_at = NULL, updated_at = clock_timestamp()
+        FROM c WHERE d.seq = c.seq AND d.endpoint_id = c.endpoint_id;
+        COMMIT;
+        UPDATE $1 d SET state = 'succeeded', attempts = d.attempts + 1, last_status_code = 200,
+               attempt_log = d.attempt_log || jsonb_build_array($entry),
+               updated_at = clock_timestamp()
+        WHERE d.seq IN (SELECT seq FROM $1 ORDER BY seq DESC LIMIT 20)
+          AND d.endpoint_id = '$org';"
+}
+
 # One shape's events as a script: inserts one per transaction, then claims, marks and outcomes
 # in batches of 20, interleaved as the relay and the worker follow the writes.
 script() {
@@ -121,6 +163,8 @@ script() {
         split-hot)
           split_insert dh ",
              q AS (INSERT INTO due (seq, endpoint_id) SELECT seq, org_id FROM e RETURNING 1)" ;;
+        rows) rows_insert rows_chosen ;;
+        rows-all) rows_insert rows_all ;;
       esac
     done
     case $shape in
@@ -144,13 +188,15 @@ script() {
         split_relay_and_outcome dh "DELETE FROM due WHERE (seq, endpoint_id) IN (
                                         SELECT seq, endpoint_id FROM due ORDER BY seq LIMIT 20
                                         FOR UPDATE SKIP LOCKED) RETURNING seq, endpoint_id" ;;
+      rows) rows_batch rows_chosen ;;
+      rows-all) rows_batch rows_all ;;
     esac
   done
 }
 
 wal() { psql_db -Atc "SELECT wal_records || ' ' || wal_bytes FROM pg_stat_wal"; }
-printf '%-8s %14s %14s %14s %10s\n' shape "WAL records/ev" "WAL bytes/ev" "ms/ev" delivered
-for shape in outbox split split-hot; do
+printf '%-9s %14s %14s %14s %10s\n' shape "WAL records/ev" "WAL bytes/ev" "ms/ev" delivered
+for shape in outbox split split-hot rows rows-all; do
   script "$shape" >"/tmp/bench-shapes-$$.sql"
   psql_db -c "CHECKPOINT" >/dev/null
   read -r r0 b0 < <(wal)
@@ -162,9 +208,11 @@ for shape in outbox split split-hot; do
     outbox) delivered="SELECT count(*) FROM outbox WHERE status = 'succeeded'" ;;
     split) delivered="SELECT count(*) FROM dl WHERE state = 2" ;;
     split-hot) delivered="SELECT count(*) FROM dh WHERE state = 2" ;;
+    rows) delivered="SELECT count(*) FROM rows_chosen WHERE state = 'succeeded'" ;;
+    rows-all) delivered="SELECT count(*) FROM rows_all WHERE state = 'succeeded'" ;;
   esac
   done_n=$(psql_db -Atc "$delivered")
   awk -v s="$shape" -v r=$((r1 - r0)) -v b=$((b1 - b0)) -v t=$((t1 - t0)) -v n="$events" -v d="$done_n" \
-    'BEGIN { printf "%-8s %14.1f %14.0f %14.3f %10d\n", s, r / n, b / n, t / 1e6 / n, d }'
+    'BEGIN { printf "%-9s %14.1f %14.0f %14.3f %10d\n", s, r / n, b / n, t / 1e6 / n, d }'
 done
 rm -f "/tmp/bench-shapes-$$.sql"

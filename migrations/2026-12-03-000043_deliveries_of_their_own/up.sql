@@ -39,8 +39,13 @@
 -- rather than the outbox's expression, so the primary key is the parent's and `ON CONFLICT`
 -- can name it.
 --
--- Only the primary key for now: the indexes the relay, the worker and the lists will read by
--- come with the release that reads this table, each chosen by `scripts/bench-shapes.sh`.
+-- Its indexes are made here, on the empty table, so that the fill and the triggers keep them
+-- and the release that reads the table finds them whole; each chosen by
+-- `scripts/bench-shapes.sh` (docs/performance.md, "The delivery row's indexes"). Besides the
+-- key, only what is found by the delivery's own columns: its id, what is due for the relay,
+-- an org's deliveries by state, the succeeded ones aside (the most of them, found by walking
+-- the events), and what waits in its row. The lists by org, lead and type walk the event's
+-- indexes and find each delivery by its key, so the delivery row carries none of them.
 --
 -- Waits at most half a second for each lock (the triggers lock the outbox against writes
 -- while they are created); past it the migration rolls back whole and `qualifierctl migrate`
@@ -71,6 +76,21 @@ CREATE TABLE deliveries (
     updated_at       timestamptz NOT NULL,
     PRIMARY KEY (seq, endpoint_id)
 ) PARTITION BY RANGE (seq);
+
+-- squawk-ignore require-concurrent-index-creation
+CREATE INDEX deliveries_delivery_id ON deliveries (delivery_id);
+-- squawk-ignore require-concurrent-index-creation
+CREATE INDEX deliveries_due ON deliveries (due_at, seq) WHERE due_at IS NOT NULL;
+-- With what a count of the deliveries a replay would send reads (the time, the failures) in
+-- the index itself.
+-- squawk-ignore require-concurrent-index-creation
+CREATE INDEX deliveries_org_state ON deliveries (org_id, state, seq)
+    INCLUDE (created_at, failed_attempts) WHERE state <> 'succeeded';
+-- What waits in its row for an outage or for an earlier delivery, across orgs, by when it
+-- began to (the safety nets' sweeps); a delivery on the hot path is never in it.
+-- squawk-ignore require-concurrent-index-creation
+CREATE INDEX deliveries_waiting ON deliveries (updated_at)
+    WHERE state IN ('held', 'after_earlier');
 
 -- The delivery row of an outbox row: the one mapping from the outbox's columns to the state,
 -- used by the triggers, the fill and the check. A set of one row, called in `FROM`, so that
