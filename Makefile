@@ -53,7 +53,10 @@ soak:               ## the whole system at half its measured rate for SOAK_MINUT
 
 soak-short:         ## the same for 2 minutes, sampled every 10 s, on the dev build CI already made (CI)
 	$(DEV_BUILD)
-	$(BIN)/qualifier-soak --minutes 2 --sample-seconds 10 --warmup-minutes 0.5 --rate 150
+	# 100 events a second: the dev build on two cores delivers about 150 at most, and at that
+	# edge a 10 s sample's p99 swung between 45 and 220 ms with nothing growing, which the
+	# drift check cannot tell from growth. Below the edge it can.
+	$(BIN)/qualifier-soak --minutes 2 --sample-seconds 10 --warmup-minutes 0.5 --rate 100
 
 upgrade-check:      ## the previous version (CHANGELOG.md) upgraded to this one under traffic: 0 lost, 0 failed requests
 	scripts/upgrade-check.sh
