@@ -16,8 +16,8 @@ test: services      ## unit and integration tests against the local PostgreSQL a
 	# RabbitMQ, their receivers and their own clocks (docs/operations.md, "Continuous
 	# integration"). TEST_THREADS=N to choose.
 	RUST_TEST_THREADS=$(or $(TEST_THREADS),$(shell echo $$(( $$(nproc) * 2 )))) $(CARGO) test --workspace --all-targets
-	# Tests that count requests per second, each alone on the machine (they are `#[ignore]`d
-	# in the parallel run above).
+	# Tests that count requests per second or race a clock, each alone on the machine (they
+	# are `#[ignore]`d in the parallel run above).
 	$(CARGO) test --workspace --all-targets -- --ignored --test-threads=1
 	$(CARGO) test --workspace --doc
 	$(MAKE) receiver-kit

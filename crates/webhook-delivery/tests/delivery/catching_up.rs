@@ -62,6 +62,7 @@ async fn the_feed_holds_each_delivered_body_byte_for_byte_and_no_test_event() {
 /// nothing, the replay re-sends each under its own delivery id, no faster than the configured
 /// rate, and each ends succeeded.
 #[tokio::test(flavor = "multi_thread")]
+#[ignore = "counts requests per second: make test runs it alone, after the rest"]
 async fn a_bulk_replay_resends_every_dead_delivery_at_the_configured_pace() {
     const RATE: u32 = 10;
     const N: usize = 15;

@@ -302,6 +302,7 @@ async fn an_unreadable_signing_secret_fails_attempts_instead_of_spinning() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[ignore = "B must finish inside A's 3 s timeout: make test runs it alone, after the rest"]
 async fn org_b_keeps_flowing_while_org_a_hangs() {
     // 8 slots, at most 2 per org; A's endpoint hangs until the 3 s timeout.
     let s = Stack::start_with(|c| {

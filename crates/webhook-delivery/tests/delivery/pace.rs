@@ -221,6 +221,7 @@ fn latencies(reqs: &[Received], skip: &str) -> Vec<f64> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "compares the latency of two runs: make test runs it alone, after the rest"]
 async fn per_lead_order_holds_back_a_retried_lead_only() {
     let s = Stack::start().await;
     // The same run without ordering first, as the baseline of the other leads' latency.
