@@ -12,10 +12,9 @@ console-link:       ## a new one-time sign-in link to the dev org's console (bes
 
 test: services      ## unit and integration tests against the local PostgreSQL and RabbitMQ
 	scripts/ensure-test-deps.sh
-	# Two tests a core: the integration tests spend most of their time waiting on PostgreSQL,
-	# RabbitMQ, their receivers and their own clocks (docs/operations.md, "Continuous
-	# integration"). TEST_THREADS=N to choose.
-	RUST_TEST_THREADS=$(or $(TEST_THREADS),$(shell echo $$(( $$(nproc) * 2 )))) $(CARGO) test --workspace --all-targets
+	# One test a core unless TEST_THREADS says otherwise: two a core is faster, but its load
+	# still decides some tests (docs/operations.md, "Continuous integration").
+	RUST_TEST_THREADS=$(or $(TEST_THREADS),$(shell nproc)) $(CARGO) test --workspace --all-targets
 	# Tests that count requests per second or race a clock, each alone on the machine (they
 	# are `#[ignore]`d in the parallel run above).
 	$(CARGO) test --workspace --all-targets -- --ignored --test-threads=1

@@ -109,27 +109,9 @@ impl CommitFaults {
                    OR OLD.name IS DISTINCT FROM NEW.name)
              EXECUTE FUNCTION qualifier_test_commit_fault();",
         );
-        // A trigger on the outbox is made on each of its partitions, and the service's
-        // housekeeping may drop one (retention, at its first round) while the list is read,
-        // or lock the partitions in another order (a deadlock, which PostgreSQL ends by
-        // failing one side): the batch is one transaction, so it is tried again whole.
-        use tokio_postgres::error::SqlState;
-        let again = [
-            SqlState::UNDEFINED_TABLE,
-            SqlState::T_R_DEADLOCK_DETECTED,
-            SqlState::LOCK_NOT_AVAILABLE,
-        ];
-        let mut tries = 0;
-        loop {
-            match pg.batch_execute(&ddl).await {
-                Ok(()) => break,
-                Err(e) if tries < 5 && e.code().is_some_and(|c| again.contains(c)) => {
-                    tries += 1;
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                }
-                Err(e) => panic!("the fault's triggers: {e:?}"),
-            }
-        }
+        // A trigger on the outbox is made on each of its partitions, beside the service's
+        // housekeeping.
+        crate::sql::ddl_beside_housekeeping(&pg, &ddl).await;
         CommitFaults { pg }
     }
 

@@ -20,3 +20,30 @@ pub async fn try_one<T: FromSqlOwned>(
 ) -> Result<T, tokio_postgres::Error> {
     c.query_one(sql, params).await?.try_get(0)
 }
+
+/// Runs `ddl` (statements that make or change objects on the outbox's partitions, as one
+/// transaction), tried again whole when it meets the service's housekeeping: a partition
+/// dropped while the list of partitions was read (retention, at its first round), or the same
+/// partitions locked in another order (a deadlock, which PostgreSQL ends by failing one side).
+/// Panics on any other error, or after five tries.
+pub async fn ddl_beside_housekeeping(c: &Client, ddl: &str) {
+    use tokio_postgres::error::SqlState;
+    let again = [
+        SqlState::UNDEFINED_TABLE,
+        SqlState::T_R_DEADLOCK_DETECTED,
+        SqlState::LOCK_NOT_AVAILABLE,
+    ];
+    let mut tries = 0;
+    loop {
+        match c.batch_execute(&format!("BEGIN; {ddl}; COMMIT;")).await {
+            Ok(()) => return,
+            Err(e) if tries < 5 && e.code().is_some_and(|code| again.contains(code)) => {
+                // The failed transaction is aborted; end it before the next try.
+                let _ = c.batch_execute("ROLLBACK").await;
+                tries += 1;
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+            Err(e) => panic!("{ddl}: {e:?}"),
+        }
+    }
+}

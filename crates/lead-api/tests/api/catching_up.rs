@@ -466,15 +466,15 @@ async fn retention_ends_unfinished_deliveries_and_refuses_expired_replays() {
     let store = app.store();
     // The partition is dropped: a trigger of the test's notes what its unfinished rows became
     // before they went.
-    c.batch_execute(
+    qualifier_testkit::sql::ddl_beside_housekeeping(
+        &c,
         "CREATE TABLE ended_seen (status text, last_error text);
          CREATE FUNCTION note_ended() RETURNS trigger LANGUAGE plpgsql AS $$
          BEGIN INSERT INTO ended_seen VALUES (NEW.status, NEW.last_error); RETURN NULL; END $$;
          CREATE TRIGGER note_ended AFTER UPDATE ON outbox FOR EACH ROW
-             WHEN (NEW.last_error = 'Event expired') EXECUTE FUNCTION note_ended();",
+             WHEN (NEW.last_error = 'Event expired') EXECUTE FUNCTION note_ended()",
     )
-    .await
-    .unwrap();
+    .await;
     let dropped = store
         .expire_events(Duration::from_secs(30 * 86_400))
         .await
