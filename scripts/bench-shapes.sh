@@ -79,12 +79,12 @@ CREATE TABLE due (seq bigint NOT NULL, endpoint_id uuid NOT NULL, due_at timesta
                   PRIMARY KEY (seq, endpoint_id));
 CREATE SEQUENCE ev_seq;
 CREATE SEQUENCE ev_feed;
--- This checkout's delivery rows, as a plain table with the indexes the migrations gave the
--- partitioned one (LIKE copies them), and the same with the event's list indexes added.
-CREATE TABLE rows_chosen (LIKE deliveries INCLUDING ALL, event_type text NOT NULL)
-    WITH (fillfactor = 80);
-CREATE TABLE rows_all (LIKE deliveries INCLUDING ALL, event_type text NOT NULL)
-    WITH (fillfactor = 80);
+-- This checkout's delivery rows, as a plain table with the indexes and the storage the
+-- migrations gave the partitioned one (LIKE copies the indexes; the fillfactor is the
+-- default, as on its partitions), and the same with the event's list indexes added (and the
+-- event type they need).
+CREATE TABLE rows_chosen (LIKE deliveries INCLUDING ALL);
+CREATE TABLE rows_all (LIKE deliveries INCLUDING ALL, event_type text NOT NULL DEFAULT 'lead.created');
 CREATE INDEX ON rows_all (org_id, seq DESC);
 CREATE INDEX ON rows_all (org_id, lead_id, seq DESC);
 CREATE INDEX ON rows_all (org_id, event_type, seq);
@@ -129,10 +129,9 @@ split_relay_and_outcome() {
 # relay's mark of the 20 due ones and their outcome.
 rows_insert() {
   echo "INSERT INTO $1 (seq, endpoint_id, delivery_id, org_id, lead_id, created_at, state, due_at,
-                        attempts, failed_attempts, attempt_log, replayed, updated_at, event_type)
+                        attempts, failed_attempts, attempt_log, replayed, updated_at)
         VALUES (nextval('ev_seq'), '$org', gen_random_uuid(), '$org', gen_random_uuid(), now(),
-                'queued', clock_timestamp(), 0, 0, '[]', false, clock_timestamp(),
-                'lead.created');"
+                'queued', clock_timestamp(), 0, 0, '[]', false, clock_timestamp());"
 }
 rows_batch() {
   echo "BEGIN;
