@@ -12,6 +12,8 @@
 #
 # Usage: scripts/previous-release.sh [dev|release]   (default dev, the profile CI builds)
 # Also: scripts/previous-release.sh --describe        prints "VERSION COMMIT"
+# QUALIFIER_COMPARE_WITH=0.2.0 picks an older released version instead of the newest (a goal
+# stated against a release two back: `QUALIFIER_COMPARE_WITH=0.2.0 make perf-check`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CARGO=${CARGO:-cargo}
@@ -19,14 +21,16 @@ profile=${1:-dev}
 
 read -r version commit < <(python3 - <<'PY'
 import re, pathlib, tomllib
+import os
 current = tomllib.loads(pathlib.Path("Cargo.toml").read_text())["workspace"]["package"]["version"]
+wanted = os.environ.get("QUALIFIER_COMPARE_WITH") or None
 text = pathlib.Path("CHANGELOG.md").read_text(encoding="utf-8")
 for m in re.finditer(r"^## (\d+\.\d+\.\d+) - \d{4}-\d{2}-\d{2}\s*\n+Cut from commit `([0-9a-f]{7,40})`", text, re.M):
-    if m.group(1) != current:
+    if m.group(1) != current and (wanted is None or m.group(1) == wanted):
         print(m.group(1), m.group(2))
         break
 else:
-    raise SystemExit(f"CHANGELOG.md names no released version before {current} with its commit")
+    raise SystemExit(f"CHANGELOG.md names no released version {wanted or 'before ' + current} with its commit")
 PY
 )
 if [ "$profile" = --describe ]; then
