@@ -107,7 +107,7 @@ async fn each_state_of_the_outbox_is_one_state_of_the_delivery_row() {
         set(3, "published_at = now()"),
         set(
             4,
-            "published_at = now(), held_at = now(), resume_attempt = 2",
+            "published_at = now(), held_at = now(), resume_attempt = 2, status = 'failed'",
         ),
         set(5, "held_at = now(), waiting_for = 'earlier_delivery'"),
         set(
@@ -119,9 +119,9 @@ async fn each_state_of_the_outbox_is_one_state_of_the_delivery_row() {
     ] {
         c.batch_execute(&sql).await.unwrap();
     }
-    let rows: Vec<(String, bool, bool)> = c
+    let rows: Vec<(String, bool, bool, bool)> = c
         .query(
-            "SELECT d.state::text,
+            "SELECT d.state::text, d.retrying,
                     d.due_at IS NOT DISTINCT FROM coalesce(o.replay_at, o.created_at)
                         AND d.due_at IS NOT NULL,
                     d.turn_at IS NOT DISTINCT FROM o.paced_at
@@ -132,25 +132,29 @@ async fn each_state_of_the_outbox_is_one_state_of_the_delivery_row() {
         .await
         .unwrap()
         .iter()
-        .map(|r| (r.get(0), r.get(1), r.get(2)))
+        .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3)))
         .collect();
+    // The state, whether an attempt of the cycle failed (the API's `failed`), and whether it
+    // is due for the relay.
     let want = [
-        ("queued", true),
-        ("queued", true),
-        ("paced", true),
-        ("out", false),
-        ("held", false),
-        ("after_earlier", false),
-        ("succeeded", false),
-        ("dead", false),
-        ("skipped", false),
+        ("queued", false, true),
+        ("queued", true, true),
+        ("paced", false, true),
+        ("out", false, false),
+        ("held", true, false),
+        ("after_earlier", false, false),
+        ("succeeded", false, false),
+        ("dead", false, false),
+        ("skipped", false, false),
     ];
     assert_eq!(rows.len(), want.len());
-    for (i, ((state, due, turn), (want_state, want_due))) in rows.iter().zip(want).enumerate() {
+    for (i, ((state, retrying, due, turn), (want_state, want_retrying, want_due))) in
+        rows.iter().zip(want).enumerate()
+    {
         assert_eq!(
-            (state.as_str(), *due, *turn),
-            (want_state, want_due, true),
-            "event {i}: state, due when the outbox says, throttle turn"
+            (state.as_str(), *retrying, *due, *turn),
+            (want_state, want_retrying, want_due, true),
+            "event {i}: state, retrying, due when the outbox says, throttle turn"
         );
     }
     // The check sees a row that says something else, and the next write of its event mends it.
@@ -250,4 +254,47 @@ async fn the_history_fill_copies_every_event_and_a_newer_write_wins_in_either_or
     assert_eq!(state_of(&c, s[3]).await, ("succeeded".to_owned(), 1));
     assert_eq!(differ(&c).await, 0);
     assert_eq!(store.fill_deliveries(10).await.unwrap(), Fill::Done);
+}
+
+/// Migration 44 undone, as on a database of 0.3.0: the one pending.
+const DOWN_44: &str =
+    include_str!("../../../../migrations/2026-12-04-000044_a_retry_in_the_delivery_row/down.sql");
+
+/// A delivery retrying when 0.3.0's rows are upgraded (their state cannot tell a retry from a
+/// first attempt) is `retrying` once migration 44 ran, and the two shapes agree again.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_upgrade_marks_the_retries_stored_before_it() {
+    let db = TestDb::new().await;
+    let c = db.client().await;
+    c.batch_execute(&format!(
+        "BEGIN; {DOWN_44}
+         DELETE FROM __diesel_schema_migrations WHERE version = '20261204000044'; COMMIT;"
+    ))
+    .await
+    .unwrap();
+    let s = events(&c, 3).await;
+    c.batch_execute(&format!(
+        "UPDATE outbox SET published_at = now(), status = 'failed', failed_attempts = 1,
+                           attempts = 1
+         WHERE seq = {};
+         UPDATE outbox SET published_at = now(), status = 'dead', attempts = 5
+         WHERE seq = {}",
+        s[1], s[2]
+    ))
+    .await
+    .unwrap();
+    let applied = qualifier_store::run_migrations(&db.database()).await.unwrap();
+    assert_eq!(
+        applied.iter().map(|v| v.as_str()).collect::<Vec<_>>(),
+        ["20261204000044"]
+    );
+    let retrying: Vec<bool> = c
+        .query("SELECT retrying FROM deliveries ORDER BY seq", &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(retrying, [false, true, false]);
+    assert_eq!(differ(&c).await, 0);
 }
