@@ -16,6 +16,26 @@
 -- squawk-ignore-file require-statement-timeout, prefer-robust-stmts
 SET lock_timeout = '500ms';
 
+-- The release that reads the delivery rows finds one for every stored event: the history's
+-- fill that migration 43 began (housekeeping's batches, `deliveries_fill`) is finished here if
+-- it has not finished yet, in the same batches. After a release that ran long enough it is
+-- done, and this reads one row (docs/operations.md, "Deliveries in rows of their own", says how
+-- to see it before upgrading). Before the lock below, so writers go on meanwhile; a batch of
+-- another replica running now (0: busy) is waited for.
+DO $$
+DECLARE
+    n integer;
+BEGIN
+    LOOP
+        n := qualifier_deliveries_fill(10000);
+        EXIT WHEN n < 0;
+        IF n = 0 THEN
+            PERFORM pg_sleep(0.05);
+        END IF;
+    END LOOP;
+END
+$$;
+
 ALTER TABLE deliveries ADD COLUMN retrying boolean NOT NULL DEFAULT false;
 
 CREATE OR REPLACE FUNCTION qualifier_delivery_of(o outbox) RETURNS SETOF deliveries

@@ -261,9 +261,11 @@ const DOWN_44: &str =
     include_str!("../../../../migrations/2026-12-04-000044_a_retry_in_the_delivery_row/down.sql");
 
 /// A delivery retrying when 0.3.0's rows are upgraded (their state cannot tell a retry from a
-/// first attempt) is `retrying` once migration 44 ran, and the two shapes agree again.
+/// first attempt) is `retrying` once migration 44 ran, and the two shapes agree again; the
+/// history's fill, not finished when the upgrade came, is finished by it. Events 0 and 1 are
+/// history not filled yet, 2 and 3 have the rows 0.3.0's triggers wrote; 1 and 3 retry.
 #[tokio::test(flavor = "multi_thread")]
-async fn the_upgrade_marks_the_retries_stored_before_it() {
+async fn the_upgrade_finishes_the_fill_and_marks_the_retries_stored_before_it() {
     let db = TestDb::new().await;
     let c = db.client().await;
     c.batch_execute(&format!(
@@ -272,14 +274,14 @@ async fn the_upgrade_marks_the_retries_stored_before_it() {
     ))
     .await
     .unwrap();
-    let s = events(&c, 3).await;
+    let s = events(&c, 4).await;
     c.batch_execute(&format!(
         "UPDATE outbox SET published_at = now(), status = 'failed', failed_attempts = 1,
                            attempts = 1
-         WHERE seq = {};
-         UPDATE outbox SET published_at = now(), status = 'dead', attempts = 5
-         WHERE seq = {}",
-        s[1], s[2]
+         WHERE seq IN ({}, {});
+         DELETE FROM deliveries WHERE seq <= {};
+         UPDATE deliveries_fill SET next_seq = -1, until_seq = {}, done_at = NULL",
+        s[1], s[3], s[1], s[1]
     ))
     .await
     .unwrap();
@@ -295,6 +297,17 @@ async fn the_upgrade_marks_the_retries_stored_before_it() {
         .iter()
         .map(|r| r.get(0))
         .collect();
-    assert_eq!(retrying, [false, true, false]);
+    assert_eq!(
+        retrying,
+        [false, true, false, true],
+        "every event has its row, retries marked"
+    );
+    let done: bool = qualifier_testkit::sql::one(
+        &c,
+        "SELECT done_at IS NOT NULL FROM deliveries_fill",
+        &[],
+    )
+    .await;
+    assert!(done, "the fill is finished");
     assert_eq!(differ(&c).await, 0);
 }
