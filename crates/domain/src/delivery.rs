@@ -17,6 +17,50 @@ named_enum! {
     }
 }
 
+named_enum! {
+    /// Where a delivery is, as its row in `deliveries` keeps it (one enum where the event's row
+    /// kept seven columns; migrations/2026-12-03-000043_deliveries_of_their_own/up.sql maps
+    /// them): waiting for the relay (`queued`, or `paced` for a throttle turn), `out` with a
+    /// worker or in a broker queue, waiting in its row (`held` for its endpoint's outage,
+    /// `after_earlier` for an earlier delivery of its lead), or ended. Whether an attempt of its
+    /// cycle failed is the row's `retrying`, since a retry can be in any of the first five.
+    #[serde(rename_all = "snake_case")]
+    #[strum(serialize_all = "snake_case")]
+    pub enum DeliveryState {
+        Queued,
+        Paced,
+        Out,
+        Held,
+        AfterEarlier,
+        Succeeded,
+        Dead,
+        Skipped,
+    }
+}
+
+impl DeliveryState {
+    /// The status the API shows: an ended state is its own status; before that, `failed` once
+    /// an attempt of the cycle failed, `pending` until then.
+    pub fn status(self, retrying: bool) -> DeliveryStatus {
+        match self {
+            DeliveryState::Succeeded => DeliveryStatus::Succeeded,
+            DeliveryState::Dead => DeliveryStatus::Dead,
+            DeliveryState::Skipped => DeliveryStatus::Skipped,
+            _ if retrying => DeliveryStatus::Failed,
+            _ => DeliveryStatus::Pending,
+        }
+    }
+
+    /// What the deliveries list says a delivery waits for, when it waits in its row.
+    pub fn waiting_for(self) -> Option<crate::pace::WaitingFor> {
+        match self {
+            DeliveryState::Paced => Some(crate::pace::WaitingFor::Throttle),
+            DeliveryState::AfterEarlier => Some(crate::pace::WaitingFor::EarlierDelivery),
+            _ => None,
+        }
+    }
+}
+
 impl DeliveryStatus {
     /// No further attempt will be made unless someone replays it.
     pub fn is_final(self) -> bool {
@@ -334,6 +378,37 @@ pub fn cycles(log: &[AttemptEntry]) -> Vec<(u32, u32)> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_state_shows_its_status_and_what_it_waits_for() {
+        use super::DeliveryState as S;
+        use crate::pace::WaitingFor;
+        for s in [S::Queued, S::Paced, S::Out, S::Held, S::AfterEarlier] {
+            assert_eq!(s.status(false), DeliveryStatus::Pending, "{s}");
+            assert_eq!(s.status(true), DeliveryStatus::Failed, "{s}");
+        }
+        for (s, status) in [
+            (S::Succeeded, DeliveryStatus::Succeeded),
+            (S::Dead, DeliveryStatus::Dead),
+            (S::Skipped, DeliveryStatus::Skipped),
+        ] {
+            assert_eq!(s.status(true), status, "an ended state is its own status");
+            assert_eq!(s.status(false), status);
+            assert_eq!(s.waiting_for(), None);
+        }
+        assert_eq!(S::Paced.waiting_for(), Some(WaitingFor::Throttle));
+        assert_eq!(
+            S::AfterEarlier.waiting_for(),
+            Some(WaitingFor::EarlierDelivery)
+        );
+        assert_eq!(
+            S::Held.waiting_for(),
+            None,
+            "an outage's hold is not a wait the list names"
+        );
+        assert_eq!("after_earlier".parse::<S>().unwrap(), S::AfterEarlier);
+    }
+
     use super::*;
     use strum::VariantArray;
 

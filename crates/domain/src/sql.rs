@@ -38,6 +38,7 @@ text_column!(
     HandoffState,
     EventType,
     DeliveryStatus,
+    crate::delivery::DeliveryState,
     crate::health::EndpointState,
     crate::pace::DeliveryOrdering,
     crate::pace::WaitingFor

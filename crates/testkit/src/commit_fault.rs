@@ -154,12 +154,15 @@ impl CommitFaults {
     }
 
     /// What every faulted table holds, one digest per table; `api_tokens` without its
-    /// rate-limit bucket, which every public request moves.
+    /// rate-limit bucket, which every public request moves. A partition counts as its
+    /// partitioned table (the outbox, whose triggers are on its partitions): housekeeping may
+    /// drop an empty partition between two fingerprints, which changes nothing stored.
     pub async fn fingerprint(&self) -> BTreeMap<String, String> {
         let tables: Vec<String> = self
             .pg
             .query(
-                "SELECT DISTINCT c.relname FROM pg_trigger g JOIN pg_class c ON c.oid = g.tgrelid
+                "SELECT DISTINCT coalesce(pg_partition_root(c.oid), c.oid)::regclass::text
+                 FROM pg_trigger g JOIN pg_class c ON c.oid = g.tgrelid
                  WHERE g.tgname LIKE 'qualifier_test_commit_fault%' ORDER BY 1",
                 &[],
             )

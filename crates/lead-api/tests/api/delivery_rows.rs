@@ -285,7 +285,9 @@ async fn the_upgrade_finishes_the_fill_and_marks_the_retries_stored_before_it() 
     ))
     .await
     .unwrap();
-    let applied = qualifier_store::run_migrations(&db.database()).await.unwrap();
+    let applied = qualifier_store::run_migrations(&db.database())
+        .await
+        .unwrap();
     assert_eq!(
         applied.iter().map(|v| v.as_str()).collect::<Vec<_>>(),
         ["20261204000044"]
@@ -302,12 +304,9 @@ async fn the_upgrade_finishes_the_fill_and_marks_the_retries_stored_before_it() 
         [false, true, false, true],
         "every event has its row, retries marked"
     );
-    let done: bool = qualifier_testkit::sql::one(
-        &c,
-        "SELECT done_at IS NOT NULL FROM deliveries_fill",
-        &[],
-    )
-    .await;
+    let done: bool =
+        qualifier_testkit::sql::one(&c, "SELECT done_at IS NOT NULL FROM deliveries_fill", &[])
+            .await;
     assert!(done, "the fill is finished");
     assert_eq!(differ(&c).await, 0);
 }

@@ -7,9 +7,12 @@ use diesel_async::{AsyncConnection, RunQueryDsl};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::{Delivery, DeliveryDetail, DeliveryRow, SummaryRow};
+use super::{
+    DELIVERED_COLUMNS, Delivered, DeliveredDetail, Delivery, DeliveryDetail, EVENT_WITH_DELIVERY,
+    SummaryRow,
+};
 use crate::partitions::{SeqBound, UpToDay, until_day};
-use crate::planner::{in_index_order, index_only, same_plan_for_every_org};
+use crate::planner::{in_index_order, index_only};
 use crate::schema::outbox;
 use crate::{Store, StoreError};
 use qualifier_domain::delivery::AttemptEntry;
@@ -104,91 +107,86 @@ impl Store {
     /// most `limit`): one search field for whichever id an administrator has in hand.
     ///
     /// Three lookups, each through its own index in every partition (`delivery_id`, `event_id`,
-    /// `outbox_org_lead`), merged here. One statement with `delivery_id = $2 OR event_id = $2
-    /// OR lead_id = $2 … ORDER BY seq DESC LIMIT n` was planned over the partitioned outbox as
-    /// a walk of the org's rows newest first until a match, which for an id from a month ago
-    /// read every row of the org in between (179,338 rows for one answer, as a generic plan).
+    /// `outbox_org_lead`), merged here; each event's delivery found by its key. One statement
+    /// with `delivery_id = $2 OR event_id = $2 OR lead_id = $2 … ORDER BY seq DESC LIMIT n` was
+    /// planned over the partitioned outbox as a walk of the org's rows newest first until a
+    /// match, which for an id from a month ago read every row of the org in between (179,338
+    /// rows for one answer, as a generic plan).
     pub async fn find_deliveries(
         &self,
         org_id: Uuid,
         id: Uuid,
         limit: i64,
     ) -> Result<Vec<Delivery>, StoreError> {
+        use diesel::sql_types::{Int8, Uuid as SqlUuid};
         let mut conn = self.conn().await?;
-        // Each lookup is a probe of its index in every partition, whichever the org: the
-        // same plan for all, kept rather than made again three times per search.
-        let mut rows = conn
-            .transaction::<_, StoreError, _>(async move |conn| {
-                same_plan_for_every_org(conn).await?;
-                let mut rows: Vec<(i64, SummaryRow)> = outbox::table
-                    .filter(outbox::org_id.eq(org_id))
-                    .filter(outbox::delivery_id.eq(id))
-                    .select((outbox::seq, SummaryRow::as_select()))
-                    .load(conn)
-                    .await?;
-                rows.extend(
-                    outbox::table
-                        .filter(outbox::org_id.eq(org_id))
-                        .filter(outbox::event_id.eq(id))
-                        .select((outbox::seq, SummaryRow::as_select()))
-                        .load::<(i64, SummaryRow)>(conn)
-                        .await?,
-                );
-                rows.extend(
-                    outbox::table
-                        .filter(outbox::org_id.eq(org_id))
-                        .filter(outbox::lead_id.eq(id))
-                        .order(outbox::seq.desc())
-                        .limit(limit)
-                        .select((outbox::seq, SummaryRow::as_select()))
-                        .load::<(i64, SummaryRow)>(conn)
-                        .await?,
-                );
-                Ok(rows)
-            })
-            .await?;
+        let by = |condition: &str| {
+            format!(
+                "SELECT {DELIVERED_COLUMNS} FROM {EVENT_WITH_DELIVERY}
+                 WHERE o.org_id = $1 AND {condition} ORDER BY o.seq DESC LIMIT $3"
+            )
+        };
+        // Each lookup is a probe of its index in every partition, planned with its values on
+        // each call (a search is an administrator's, not a loop's).
+        let mut rows: Vec<Delivered> = Vec::new();
+        for condition in ["o.delivery_id = $2", "o.event_id = $2", "o.lead_id = $2"] {
+            rows.extend(
+                diesel::sql_query(by(condition))
+                    .bind::<SqlUuid, _>(org_id)
+                    .bind::<SqlUuid, _>(id)
+                    .bind::<Int8, _>(limit)
+                    .load::<Delivered>(&mut conn)
+                    .await?,
+            );
+        }
         // An id that is both (a UUID is random; only a test makes it so) is listed once.
-        rows.sort_by_key(|(seq, _)| std::cmp::Reverse(*seq));
-        rows.dedup_by_key(|(seq, _)| *seq);
+        rows.sort_by_key(|r| std::cmp::Reverse(r.seq));
+        rows.dedup_by_key(|r| r.seq);
         rows.truncate(usize::try_from(limit).unwrap_or(0));
-        Ok(rows.iter().map(|(_, r)| r.summary()).collect())
+        Ok(rows.iter().map(Delivered::summary).collect())
     }
 
+    /// One delivery with its attempt log, its state from its own row.
     pub async fn get_delivery(
         &self,
         org_id: Uuid,
         delivery_id: Uuid,
     ) -> Result<DeliveryDetail, StoreError> {
+        use diesel::sql_types::Uuid as SqlUuid;
         let mut conn = self.conn().await?;
-        let row: DeliveryRow = outbox::table
-            .filter(outbox::org_id.eq(org_id))
-            .filter(outbox::delivery_id.eq(delivery_id))
-            .select(DeliveryRow::as_select())
-            .first_row(&mut conn)
-            .await
-            .optional()?
-            .ok_or(StoreError::NotFound("Delivery not found"))?;
-        let id = row.summary.delivery_id.to_string();
+        let row: DeliveredDetail = diesel::sql_query(format!(
+            "SELECT {DELIVERED_COLUMNS}, d.attempt_log, o.is_test FROM {EVENT_WITH_DELIVERY}
+             WHERE o.org_id = $1 AND o.delivery_id = $2"
+        ))
+        .bind::<SqlUuid, _>(org_id)
+        .bind::<SqlUuid, _>(delivery_id)
+        .one(&mut conn)
+        .await
+        .optional()?
+        .ok_or(StoreError::NotFound("Delivery not found"))?;
+        let summary = row.delivered.summary();
+        let id = summary.id.to_string();
         // Each entry keeps only what differs per attempt; the headers it was sent with are
         // rebuilt from the delivery itself.
         let request = qualifier_domain::delivery::Request {
-            event_type: row.summary.event_type.as_str(),
+            event_type: summary.event_type.as_str(),
             delivery_id: &id,
             test: row.is_test,
             probe: false,
         };
+        // Entries are written through the same type; one that does not read back (hand-edited
+        // rows) is left out rather than failing the whole page.
+        let attempt_log = row
+            .attempt_log
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(AttemptEntry::from_stored)
+            .map(|e| e.for_display(&request))
+            .collect();
         Ok(DeliveryDetail {
-            delivery: row.summary(),
-            // Entries are written through the same type; one that does not read back (hand-edited
-            // rows) is left out rather than failing the whole page.
-            attempt_log: row
-                .attempt_log
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(AttemptEntry::from_stored)
-                .map(|e| e.for_display(&request))
-                .collect(),
+            delivery: summary,
+            attempt_log,
         })
     }
 

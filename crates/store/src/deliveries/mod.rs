@@ -6,7 +6,7 @@
 //! - `logs`: rewriting old attempt logs into the compact form;
 //! - `rows`: the deliveries in rows of their own, kept beside the outbox, and their history's fill.
 
-use diesel::{Queryable, Selectable};
+use diesel::{Queryable, QueryableByName, Selectable};
 use serde::Serialize;
 use serde_json::Value;
 use time::OffsetDateTime;
@@ -15,7 +15,7 @@ use uuid::Uuid;
 use crate::schema::outbox;
 use crate::secrets::OpenError;
 use crate::webhooks::WebhookForDelivery;
-use qualifier_domain::delivery::AttemptEntry;
+use qualifier_domain::delivery::{AttemptEntry, DeliveryState};
 use qualifier_domain::health::EndpointState;
 use qualifier_domain::pace::WaitingFor;
 use qualifier_domain::{DeliveryStatus, EventType};
@@ -32,16 +32,6 @@ pub use crate::partitions::{DeliveryRef, day_bounds};
 pub use lists::{DeliveryFilter, ReplayCount, replay_answer};
 pub use logs::CompactedBatch;
 pub use rows::Fill;
-
-/// A delivery with its attempt log: what one delivery's page shows.
-#[derive(Debug, Clone, Queryable, Selectable)]
-#[diesel(table_name = outbox)]
-struct DeliveryRow {
-    #[diesel(embed)]
-    summary: SummaryRow,
-    attempt_log: Value,
-    is_test: bool,
-}
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Delivery {
@@ -73,8 +63,9 @@ pub struct DeliveryDetail {
     pub attempt_log: Vec<AttemptEntry>,
 }
 
-/// A delivery as the lists show it: what [`DeliveryRow`] holds but its attempt log, which a
-/// list never shows and so never reads.
+/// A delivery as the lists show it, from the outbox's columns (the lists walk the event's
+/// indexes and read its delivery's state there, until they read it from the delivery's row as
+/// one delivery's page and the search do, [`Delivered`]).
 #[derive(Debug, Clone, Queryable, Selectable)]
 #[diesel(table_name = outbox)]
 struct SummaryRow {
@@ -122,10 +113,74 @@ impl SummaryRow {
     }
 }
 
-impl DeliveryRow {
+/// The columns of a delivery as the API shows it, from its event (`o`) and its own row (`d`,
+/// joined by [`EVENT_WITH_DELIVERY`]): what [`Delivered`] reads.
+const DELIVERED_COLUMNS: &str = "o.seq, o.delivery_id, o.event_id, o.event_type, \
+     d.state::text AS state, d.retrying, d.attempts, d.last_status_code, d.last_error, \
+     o.created_at, d.updated_at, o.erased_at";
+
+/// An event and its delivery's row: today one delivery per event, whose endpoint is the org's
+/// one, so the row is found by its key (`seq`, `endpoint_id`) from the event.
+const EVENT_WITH_DELIVERY: &str =
+    "outbox o JOIN deliveries d ON d.seq = o.seq AND d.endpoint_id = o.org_id";
+
+/// A delivery read from its own row and its event's ([`DELIVERED_COLUMNS`]): the state as the
+/// delivery row keeps it ([`DeliveryState`]), the rest as the event was written.
+#[derive(Debug, Clone, QueryableByName)]
+struct Delivered {
+    #[diesel(sql_type = diesel::sql_types::Int8)]
+    seq: i64,
+    #[diesel(sql_type = diesel::sql_types::Uuid)]
+    delivery_id: Uuid,
+    #[diesel(sql_type = diesel::sql_types::Uuid)]
+    event_id: Uuid,
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    event_type: EventType,
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    state: DeliveryState,
+    #[diesel(sql_type = diesel::sql_types::Bool)]
+    retrying: bool,
+    #[diesel(sql_type = diesel::sql_types::Int4)]
+    attempts: i32,
+    #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Int4>)]
+    last_status_code: Option<i32>,
+    #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Text>)]
+    last_error: Option<String>,
+    #[diesel(sql_type = diesel::sql_types::Timestamptz)]
+    created_at: OffsetDateTime,
+    #[diesel(sql_type = diesel::sql_types::Timestamptz)]
+    updated_at: OffsetDateTime,
+    #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Timestamptz>)]
+    erased_at: Option<OffsetDateTime>,
+}
+
+impl Delivered {
     fn summary(&self) -> Delivery {
-        self.summary.summary()
+        Delivery {
+            id: self.delivery_id,
+            event_id: self.event_id,
+            event_type: self.event_type,
+            status: self.state.status(self.retrying),
+            attempts: self.attempts,
+            last_status_code: self.last_status_code,
+            last_error: self.last_error.clone(),
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+            erased: self.erased_at.is_some(),
+            waiting_for: self.state.waiting_for(),
+        }
     }
+}
+
+/// [`Delivered`] with its attempt log and whether its event is a test: one delivery's page.
+#[derive(Debug, Clone, QueryableByName)]
+struct DeliveredDetail {
+    #[diesel(embed)]
+    delivered: Delivered,
+    #[diesel(sql_type = diesel::sql_types::Jsonb)]
+    attempt_log: Value,
+    #[diesel(sql_type = diesel::sql_types::Bool)]
+    is_test: bool,
 }
 /// The state an attempt starts from (see [`Store::delivery_contexts`]).
 #[derive(Clone)]
