@@ -15,6 +15,8 @@ pub mod netguard;
 pub mod pace;
 #[cfg(feature = "diesel")]
 mod sql;
+#[cfg(feature = "diesel")]
+pub use sql::DeliveryStateSql;
 pub mod timefmt;
 pub mod validate;
 

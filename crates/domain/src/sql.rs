@@ -43,3 +43,23 @@ text_column!(
     crate::pace::DeliveryOrdering,
     crate::pace::WaitingFor
 );
+
+/// The PostgreSQL enum `delivery_state` (migration 43): a delivery row's state.
+#[derive(diesel::query_builder::QueryId, diesel::sql_types::SqlType)]
+#[diesel(postgres_type(name = "delivery_state"))]
+pub struct DeliveryStateSql;
+
+// An enum's value travels as its label, in text and binary alike, so it reads and writes as
+// the name does.
+impl FromSql<DeliveryStateSql, Pg> for crate::delivery::DeliveryState {
+    fn from_sql(bytes: PgValue<'_>) -> deserialize::Result<Self> {
+        <Self as FromSql<Text, Pg>>::from_sql(bytes)
+    }
+}
+
+impl ToSql<DeliveryStateSql, Pg> for crate::delivery::DeliveryState {
+    fn to_sql<'b>(&'b self, out: &mut Output<'b, '_, Pg>) -> serialize::Result {
+        out.write_all(self.as_str().as_bytes())?;
+        Ok(IsNull::No)
+    }
+}

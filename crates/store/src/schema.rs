@@ -151,6 +151,33 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    use diesel::sql_types::*;
+    use qualifier_domain::DeliveryStateSql;
+
+    // Partitioned by ranges of `seq`, the outbox's days (migration 43).
+    deliveries (seq, endpoint_id) {
+        seq -> Int8,
+        endpoint_id -> Uuid,
+        delivery_id -> Uuid,
+        org_id -> Uuid,
+        lead_id -> Nullable<Uuid>,
+        created_at -> Timestamptz,
+        state -> DeliveryStateSql,
+        due_at -> Nullable<Timestamptz>,
+        turn_at -> Nullable<Timestamptz>,
+        resume_attempt -> Nullable<Int4>,
+        attempts -> Int4,
+        failed_attempts -> Int4,
+        last_status_code -> Nullable<Int4>,
+        last_error -> Nullable<Text>,
+        attempt_log -> Jsonb,
+        replayed -> Bool,
+        updated_at -> Timestamptz,
+        retrying -> Bool,
+    }
+}
+
 // An outbox row's org has at most one webhook (webhooks.org_id is its primary key).
 diesel::joinable!(outbox -> webhooks (org_id));
 diesel::joinable!(outbox -> endpoint_health (org_id));
@@ -162,6 +189,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     handoffs,
     webhooks,
     outbox,
+    deliveries,
     endpoint_health,
     secret_format,
     storage_format

@@ -1,16 +1,21 @@
-//! The worker's hot path, its read: what attempts start from, for a batch in one round trip.
+//! The worker's hot path, its read: what attempts start from, for a batch in one round trip,
+//! each delivery's state from its own row (`deliveries`) beside its event's org, lead and test
+//! mark.
 //! What they lead to is written by [`super::state`], the one home of a delivery's state.
 
-use diesel::{ExpressionMethods, NullableExpressionMethods, QueryDsl, SelectableHelper};
+use diesel::{
+    BoolExpressionMethods, ExpressionMethods, JoinOnDsl, NullableExpressionMethods, QueryDsl,
+    SelectableHelper,
+};
 use diesel_async::RunQueryDsl;
 use uuid::Uuid;
 
 use super::{DeliveryContext, EndpointGlance, LeadOrder};
 use crate::partitions::{DeliveryRef, day_bounds, in_days};
-use crate::schema::{endpoint_health, outbox, webhooks};
+use crate::schema::{deliveries, endpoint_health, outbox, webhooks};
 use crate::webhooks::WebhookRow;
 use crate::{Store, StoreError};
-use qualifier_domain::DeliveryStatus;
+use qualifier_domain::delivery::DeliveryState;
 use qualifier_domain::health::EndpointState;
 use qualifier_domain::pace::DeliveryOrdering;
 use time::OffsetDateTime;
@@ -30,19 +35,27 @@ impl Store {
         type Row = (
             (
                 Uuid,
-                DeliveryStatus,
+                DeliveryState,
+                bool,
                 i64,
                 Uuid,
                 Option<Uuid>,
                 bool,
-                Option<bool>,
+                bool,
             ),
             Option<OffsetDateTime>,
             Option<WebhookRow>,
             Option<EndpointState>,
             Option<i32>,
         );
+        // The event (its org, lead and test mark) and its delivery's row (the state), joined by
+        // the delivery's key.
         let rows: Vec<Row> = outbox::table
+            .inner_join(
+                deliveries::table.on(deliveries::seq
+                    .eq(outbox::seq)
+                    .and(deliveries::endpoint_id.eq(outbox::org_id))),
+            )
             .left_join(webhooks::table)
             .left_join(endpoint_health::table)
             .filter(outbox::delivery_id.eq_any(&delivery_ids))
@@ -50,14 +63,15 @@ impl Store {
             .select((
                 (
                     outbox::delivery_id,
-                    outbox::status,
+                    deliveries::state,
+                    deliveries::retrying,
                     outbox::seq,
                     outbox::org_id,
                     outbox::lead_id,
                     outbox::is_test,
-                    outbox::replayed,
+                    deliveries::replayed,
                 ),
-                outbox::paced_at,
+                deliveries::turn_at,
                 Option::<WebhookRow>::as_select(),
                 endpoint_health::state.nullable(),
                 endpoint_health::consecutive_failures.nullable(),
@@ -69,15 +83,15 @@ impl Store {
             .into_iter()
             .map(
                 |(
-                    (id, status, seq, org_id, lead, is_test, replayed),
+                    (id, state, retrying, seq, org_id, lead, is_test, replayed),
                     paced_at,
                     hook,
-                    state,
+                    health_state,
                     failures,
                 )| {
                     let webhook = hook.map(|r| self.open_for_delivery(r));
                     let health = EndpointGlance {
-                        state: state.unwrap_or(EndpointState::Healthy),
+                        state: health_state.unwrap_or(EndpointState::Healthy),
                         consecutive_failures: failures.unwrap_or(0).max(0) as u32,
                     };
                     // In its lead's order: the webhook orders per lead, and the delivery is
@@ -85,7 +99,7 @@ impl Store {
                     let per_lead = matches!(&webhook, Some(Ok(w))
                         if w.webhook.ordering == DeliveryOrdering::PerLead);
                     let order = lead
-                        .filter(|_| per_lead && !is_test && replayed != Some(true))
+                        .filter(|_| per_lead && !is_test && !replayed)
                         .map(|lead_id| LeadOrder {
                             org_id,
                             lead_id,
@@ -95,7 +109,7 @@ impl Store {
                     (
                         id,
                         DeliveryContext {
-                            status,
+                            status: state.status(retrying),
                             webhook,
                             health,
                             paced_at,
