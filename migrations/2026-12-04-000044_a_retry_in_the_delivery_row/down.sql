@@ -1,4 +1,4 @@
--- Migration 43's mapping and mirror, without `retrying`.
+-- Migration 43's mapping and mirror, without `retrying`, new events due at their creation.
 CREATE OR REPLACE FUNCTION qualifier_deliveries_mirror() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     INSERT INTO deliveries
@@ -32,3 +32,4 @@ LANGUAGE sql IMMUTABLE AS $$
            o.paced_at, o.resume_attempt, o.attempts, o.failed_attempts, o.last_status_code,
            o.last_error, o.attempt_log, coalesce(o.replayed, false), o.updated_at
 $$;
+UPDATE deliveries d SET due_at = d.created_at WHERE d.due_at = '-infinity';

@@ -1,10 +1,22 @@
--- A retry told from a first attempt in the delivery row. The API's status of a delivery that
+-- A retry told from a first attempt in the delivery row, and a new event due before anything
+-- the relay schedules.
+--
+-- A retry first. The API's status of a delivery that
 -- has not ended is `pending` until an attempt of its cycle fails and `failed` from then on
 -- (crates/domain/src/delivery.rs, `DeliveryStatus`); the row's state says where the delivery
 -- is (queued, out, held, ...), which either can be, so migration 43's row could not say which
 -- of the two it is, and the release that reads the rows instead of the outbox needs it.
 -- `retrying` is the outbox's `status = 'failed'`; the mapping, the triggers' update and the
 -- check take it from here on.
+--
+-- New events due at `-infinity`. Migration 43 made a new event due at its `created_at`, the
+-- start of the transaction that wrote it; but a lead's later event can be written by a
+-- transaction that began before its earlier one committed (it waits for the lead's row), so
+-- by that time it could come before the earlier one, and a relay that claims the due in
+-- order would give the lead's events feed positions out of order. At `-infinity` every new
+-- event sorts before what is scheduled, among themselves by `seq` (`deliveries_due` is
+-- `(due_at, seq)`), the order in which the relay publishes them today. The rows written with
+-- `created_at` are the ones waiting for the relay now, few, found through that index.
 --
 -- The column has a constant default, so adding it rewrites nothing. Its lock on `deliveries`
 -- waits for every transaction that wrote it (each outbox write does, through the triggers),
@@ -50,7 +62,7 @@ LANGUAGE sql IMMUTABLE AS $$
                 ELSE 'queued' END::delivery_state,
            CASE WHEN o.status IN ('succeeded', 'dead', 'skipped') OR o.held_at IS NOT NULL
                      OR o.published_at IS NOT NULL THEN NULL
-                ELSE coalesce(o.replay_at, o.created_at) END,
+                ELSE coalesce(o.replay_at, '-infinity') END,
            o.paced_at, o.resume_attempt, o.attempts, o.failed_attempts, o.last_status_code,
            o.last_error, o.attempt_log, coalesce(o.replayed, false), o.updated_at,
            o.status = 'failed'
@@ -76,3 +88,8 @@ UPDATE deliveries d SET retrying = true
 FROM outbox o
 WHERE d.state NOT IN ('succeeded', 'dead', 'skipped')
   AND o.seq = d.seq AND o.org_id = d.endpoint_id AND o.status = 'failed';
+
+UPDATE deliveries d SET due_at = '-infinity'
+FROM outbox o
+WHERE d.due_at IS NOT NULL AND d.due_at > '-infinity'
+  AND o.seq = d.seq AND o.org_id = d.endpoint_id AND o.replay_at IS NULL;

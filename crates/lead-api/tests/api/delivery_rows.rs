@@ -122,7 +122,7 @@ async fn each_state_of_the_outbox_is_one_state_of_the_delivery_row() {
     let rows: Vec<(String, bool, bool, bool)> = c
         .query(
             "SELECT d.state::text, d.retrying,
-                    d.due_at IS NOT DISTINCT FROM coalesce(o.replay_at, o.created_at)
+                    d.due_at IS NOT DISTINCT FROM coalesce(o.replay_at, '-infinity')
                         AND d.due_at IS NOT NULL,
                     d.turn_at IS NOT DISTINCT FROM o.paced_at
              FROM outbox o JOIN deliveries d ON d.seq = o.seq AND d.endpoint_id = o.org_id
@@ -263,7 +263,8 @@ const DOWN_44: &str =
 /// A delivery retrying when 0.3.0's rows are upgraded (their state cannot tell a retry from a
 /// first attempt) is `retrying` once migration 44 ran, and the two shapes agree again; the
 /// history's fill, not finished when the upgrade came, is finished by it. Events 0 and 1 are
-/// history not filled yet, 2 and 3 have the rows 0.3.0's triggers wrote; 1 and 3 retry.
+/// history not filled yet, 2 and 3 have the rows 0.3.0's triggers wrote; 1 and 3 retry, 0 and
+/// 2 wait for the relay (0.3.0 made them due at their creation).
 #[tokio::test(flavor = "multi_thread")]
 async fn the_upgrade_finishes_the_fill_and_marks_the_retries_stored_before_it() {
     let db = TestDb::new().await;
@@ -308,5 +309,17 @@ async fn the_upgrade_finishes_the_fill_and_marks_the_retries_stored_before_it() 
         qualifier_testkit::sql::one(&c, "SELECT done_at IS NOT NULL FROM deliveries_fill", &[])
             .await;
     assert!(done, "the fill is finished");
+    // Events 0 and 2 wait for the relay: due before anything scheduled, in `seq` order.
+    let due: Vec<String> = c
+        .query(
+            "SELECT due_at::text FROM deliveries WHERE due_at IS NOT NULL ORDER BY seq",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(due, ["-infinity", "-infinity"]);
     assert_eq!(differ(&c).await, 0);
 }
