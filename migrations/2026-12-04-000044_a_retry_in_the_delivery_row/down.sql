@@ -32,4 +32,5 @@ LANGUAGE sql IMMUTABLE AS $$
            o.paced_at, o.resume_attempt, o.attempts, o.failed_attempts, o.last_status_code,
            o.last_error, o.attempt_log, coalesce(o.replayed, false), o.updated_at
 $$;
-UPDATE deliveries d SET due_at = d.created_at WHERE d.due_at = '-infinity';
+UPDATE deliveries d SET due_at = CASE WHEN d.state IN ('queued', 'paced') THEN d.created_at END
+WHERE d.due_at = '-infinity';

@@ -1,5 +1,5 @@
--- A retry told from a first attempt in the delivery row, and a new event due before anything
--- the relay schedules.
+-- A retry told from a first attempt in the delivery row, and a delivery due for the relay
+-- exactly when the relay has yet to publish it, new events before anything scheduled.
 --
 -- A retry first. The API's status of a delivery that
 -- has not ended is `pending` until an attempt of its cycle fails and `failed` from then on
@@ -15,8 +15,14 @@
 -- by that time it could come before the earlier one, and a relay that claims the due in
 -- order would give the lead's events feed positions out of order. At `-infinity` every new
 -- event sorts before what is scheduled, among themselves by `seq` (`deliveries_due` is
--- `(due_at, seq)`), the order in which the relay publishes them today. The rows written with
--- `created_at` are the ones waiting for the relay now, few, found through that index.
+-- `(due_at, seq)`), the order in which the relay publishes them today.
+--
+-- And due whenever the relay has yet to publish it, whatever its state: an event erased before
+-- it was ever published is `skipped`, and is still published once, so that the feed gives it
+-- a position (the worker drops its message; crates/store/src/deliveries/state.rs, `erased_set`).
+-- Migration 43 left such a row without a due time, so a relay reading `deliveries_due` would
+-- never have published it. The rows to mend are the ones waiting for the relay now, few,
+-- found through the outbox's own index of them (`outbox_unpublished`).
 --
 -- The column has a constant default, so adding it rewrites nothing. Its lock on `deliveries`
 -- waits for every transaction that wrote it (each outbox write does, through the triggers),
@@ -60,8 +66,7 @@ LANGUAGE sql IMMUTABLE AS $$
                 WHEN o.published_at IS NOT NULL THEN 'out'
                 WHEN o.waiting_for = 'throttle' THEN 'paced'
                 ELSE 'queued' END::delivery_state,
-           CASE WHEN o.status IN ('succeeded', 'dead', 'skipped') OR o.held_at IS NOT NULL
-                     OR o.published_at IS NOT NULL THEN NULL
+           CASE WHEN o.published_at IS NOT NULL THEN NULL
                 ELSE coalesce(o.replay_at, '-infinity') END,
            o.paced_at, o.resume_attempt, o.attempts, o.failed_attempts, o.last_status_code,
            o.last_error, o.attempt_log, coalesce(o.replayed, false), o.updated_at,
@@ -91,5 +96,6 @@ WHERE d.state NOT IN ('succeeded', 'dead', 'skipped')
 
 UPDATE deliveries d SET due_at = '-infinity'
 FROM outbox o
-WHERE d.due_at IS NOT NULL AND d.due_at > '-infinity'
-  AND o.seq = d.seq AND o.org_id = d.endpoint_id AND o.replay_at IS NULL;
+WHERE o.published_at IS NULL AND o.replay_at IS NULL
+  AND d.seq = o.seq AND d.endpoint_id = o.org_id
+  AND d.due_at IS DISTINCT FROM '-infinity';

@@ -85,12 +85,12 @@ async fn waits_for_a_lock(c: &tokio_postgres::Client, like: &str) {
 }
 
 /// Each way a delivery's state is kept in the outbox's columns has its one state in the row,
-/// with the time the relay sends it when it waits for the relay.
+/// with the time the relay sends it whenever the relay has yet to publish it.
 #[tokio::test(flavor = "multi_thread")]
 async fn each_state_of_the_outbox_is_one_state_of_the_delivery_row() {
     let db = TestDb::new().await;
     let c = db.client().await;
-    let s = events(&c, 9).await;
+    let s = events(&c, 10).await;
     let set = |i: usize, assignments: &str| {
         format!("UPDATE outbox SET {assignments} WHERE seq = {}", s[i])
     };
@@ -109,13 +109,20 @@ async fn each_state_of_the_outbox_is_one_state_of_the_delivery_row() {
             4,
             "published_at = now(), held_at = now(), resume_attempt = 2, status = 'failed'",
         ),
-        set(5, "held_at = now(), waiting_for = 'earlier_delivery'"),
+        set(
+            5,
+            "published_at = now(), held_at = now(), waiting_for = 'earlier_delivery'",
+        ),
         set(
             6,
             "published_at = now(), status = 'succeeded', attempts = 1",
         ),
         set(7, "published_at = now(), status = 'dead', attempts = 5"),
         set(8, "status = 'skipped', last_error = 'erased'"),
+        set(
+            9,
+            "published_at = now(), status = 'skipped', last_error = 'erased'",
+        ),
     ] {
         c.batch_execute(&sql).await.unwrap();
     }
@@ -145,6 +152,8 @@ async fn each_state_of_the_outbox_is_one_state_of_the_delivery_row() {
         ("after_earlier", false, false),
         ("succeeded", false, false),
         ("dead", false, false),
+        // Erased before it was ever published: still published once, for its feed position.
+        ("skipped", false, true),
         ("skipped", false, false),
     ];
     assert_eq!(rows.len(), want.len());
@@ -176,7 +185,7 @@ async fn each_state_of_the_outbox_is_one_state_of_the_delivery_row() {
         .await
         .unwrap();
     let left: i64 = qualifier_testkit::sql::one(&c, "SELECT count(*) FROM deliveries", &[]).await;
-    assert_eq!(left, 8, "a deleted event's delivery row goes with it");
+    assert_eq!(left, 9, "a deleted event's delivery row goes with it");
     assert_eq!(differ(&c).await, 0);
 }
 
