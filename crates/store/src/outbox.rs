@@ -4,9 +4,7 @@
 
 use crate::answer::ReadToEnd;
 use diesel::sql_types::{Array, Int8};
-use diesel::{
-    ExpressionMethods, OptionalExtension, QueryDsl, Queryable, Selectable, SelectableHelper,
-};
+use diesel::{ExpressionMethods, OptionalExtension, QueryDsl, QueryableByName};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use qualifier_domain::{Envelope, EventType};
 use time::OffsetDateTime;
@@ -50,8 +48,9 @@ pub(crate) async fn insert(
     Ok(delivery_id)
 }
 
-/// An outbox row the relay must publish.
-#[derive(Debug, Clone, Queryable, Selectable)]
+/// An outbox row the relay must publish, with the attempt its delivery resumes at (read from
+/// the delivery's own row: [`CLAIM_NEW`]).
+#[derive(Debug, Clone, QueryableByName)]
 #[diesel(table_name = outbox)]
 pub struct Unpublished {
     pub seq: i64,
@@ -131,30 +130,18 @@ where
             .for_update()
             .first_row(conn)
             .await?;
-        let mut rows: Vec<Unpublished> = outbox::table
-            .filter(outbox::published_at.is_null())
-            .filter(outbox::replay_at.is_null())
-            .order(outbox::seq.asc())
-            .limit(limit)
-            .select(Unpublished::as_select())
-            .for_update()
-            .skip_locked()
-            .load(conn)
-            .await?;
-        let due: Vec<Unpublished> = outbox::table
-            .filter(outbox::published_at.is_null())
-            // `now` (the transaction's start, a moment ago) rather than a `clock_timestamp()`
-            // literal: diesel cannot cache a statement holding SQL text, so that one was
-            // parsed and planned on every relay round.
-            .filter(outbox::replay_at.le(diesel::dsl::now))
-            // Oldest first among rows due at the same instant (an endpoint's held deliveries).
-            .order((outbox::replay_at.asc(), outbox::seq.asc()))
-            .limit(limit)
-            .select(Unpublished::as_select())
-            .for_update()
-            .skip_locked()
-            .load(conn)
-            .await?;
+        // What is due, from the deliveries' own index (`deliveries_due`, `(due_at, seq)`): new
+        // events first, in `seq` order, up to a batch; then what is scheduled and due now, up
+        // to another, so a flood of new events never starves the retries. Fixed text, so each
+        // is prepared once per connection.
+        let mut rows: Vec<Unpublished> =
+            crate::prepared::prepared::<Int8, _>(CLAIM_NEW, CLAIM_TAIL, limit)
+                .load(conn)
+                .await?;
+        let due: Vec<Unpublished> =
+            crate::prepared::prepared::<Int8, _>(CLAIM_SCHEDULED, CLAIM_TAIL, limit)
+                .load(conn)
+                .await?;
         rows.extend(due);
         if rows.is_empty() {
             return Ok(0);
@@ -209,6 +196,33 @@ where
     })
     .await
 }
+
+/// The relay's claim of what is due, up to `LIMIT $1`, its event's row and its delivery's
+/// (joined by the delivery's key; `(seq >> 32)` beside `seq` so that each probe of the outbox
+/// reads only its day's partition). Each row locked, and one another transaction holds is
+/// skipped (`relay_batch` says why). `o.published_at IS NULL` is checked again on the locked
+/// row, so an event another relay published meanwhile is not published twice.
+macro_rules! claim_head {
+    ($due:literal) => {
+        concat!(
+            "SELECT o.seq, o.delivery_id, o.event_id, o.org_id, o.event_type, o.payload,
+                    o.created_at, o.traceparent, o.is_test, o.feed_pos, d.resume_attempt
+             FROM deliveries d
+             JOIN outbox o ON o.seq = d.seq AND (o.seq >> 32) = (d.seq >> 32)
+                          AND o.org_id = d.endpoint_id
+             WHERE ",
+            $due,
+            " AND o.published_at IS NULL
+             ORDER BY d.due_at, d.seq LIMIT "
+        )
+    };
+}
+/// New events: due at `-infinity`, so in `seq` order (migration 44).
+const CLAIM_NEW: &str = claim_head!("d.due_at = '-infinity'");
+/// Scheduled (a retry held for an outage, a replay, a throttle's turn) and due now. `now()`,
+/// the transaction's start a moment ago, keeps the text fixed.
+const CLAIM_SCHEDULED: &str = claim_head!("d.due_at > '-infinity' AND d.due_at <= now()");
+const CLAIM_TAIL: &str = " FOR UPDATE OF o, d SKIP LOCKED";
 
 /// A feed page ([`Store::events_feed`]): the parameters, then the page's rows with a running
 /// sum of their sizes, and those within the byte budget (the first always).

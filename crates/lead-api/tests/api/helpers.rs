@@ -380,13 +380,19 @@ pub fn store_over(pool: qualifier_store::DbPool) -> qualifier_store::Store {
 /// Rows of the outbox's partitions PostgreSQL has read so far, through indexes or scans, as the
 /// statistics collector has them (a backend reports its counters when it goes idle).
 pub async fn outbox_rows_read(c: &tokio_postgres::Client) -> i64 {
+    rows_read(c, "outbox").await
+}
+
+/// [`outbox_rows_read`] for the partitions of `table` (`outbox` or `deliveries`).
+pub async fn rows_read(c: &tokio_postgres::Client, table: &str) -> i64 {
+    let like = format!("{table}\\_%");
     qualifier_testkit::sql::one(
         c,
         "SELECT (SELECT coalesce(sum(idx_tup_read), 0) FROM pg_stat_user_indexes
-                 WHERE relname LIKE 'outbox\\_%')::int8
+                 WHERE relname LIKE $1)::int8
               + (SELECT coalesce(sum(seq_tup_read), 0) FROM pg_stat_user_tables
-                 WHERE relname LIKE 'outbox\\_%')::int8",
-        &[],
+                 WHERE relname LIKE $1)::int8",
+        &[&like],
     )
     .await
 }

@@ -11,7 +11,7 @@ use qualifier_store::partitions::DeliveryRef;
 use qualifier_testkit::TestDb;
 use uuid::Uuid;
 
-use crate::helpers::{outbox_autovacuum_off, outbox_rows_read, store_over};
+use crate::helpers::{outbox_autovacuum_off, outbox_rows_read, rows_read, store_over};
 
 /// Makes the pool's one session report its statistics now: a backend flushes them when it goes
 /// idle, at most once a second unless told to, and it is told to here before going idle.
@@ -129,12 +129,20 @@ async fn a_relay_batch_reads_its_rows_after_the_partition_grew_under_its_plan() 
     write(&c, 8, false).await;
     flush(&pool).await;
     let before = outbox_rows_read(&c).await;
+    let before_deliveries = rows_read(&c, "deliveries").await;
     assert_eq!(relay(&pool).await, 8, "the new events, and only them");
     flush(&pool).await;
     let read = outbox_rows_read(&c).await - before;
     assert!(
         read <= 8 * 6 + 10,
         "a batch of 8 new events read {read} rows of a partition of {} (a scan of it reads them all)",
+        GROWN + 9
+    );
+    // The claim walks what is due in the deliveries' own index.
+    let read = rows_read(&c, "deliveries").await - before_deliveries;
+    assert!(
+        read <= 8 * 6 + 10,
+        "a batch of 8 new events read {read} delivery rows of a partition of {}",
         GROWN + 9
     );
     let unsent: i64 = qualifier_testkit::sql::one(
