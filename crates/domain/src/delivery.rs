@@ -51,6 +51,19 @@ impl DeliveryState {
         }
     }
 
+    /// Every state, in the order of their declaration.
+    pub fn all() -> &'static [DeliveryState] {
+        <DeliveryState as strum::VariantArray>::VARIANTS
+    }
+
+    /// Ended: succeeded, dead or skipped.
+    pub fn is_final(self) -> bool {
+        matches!(
+            self,
+            DeliveryState::Succeeded | DeliveryState::Dead | DeliveryState::Skipped
+        )
+    }
+
     /// What the deliveries list says a delivery waits for, when it waits in its row.
     pub fn waiting_for(self) -> Option<crate::pace::WaitingFor> {
         match self {

@@ -87,6 +87,8 @@ pub(crate) fn in_days((lo, hi): (i64, i64)) -> InDays {
     InDays { lo, hi }
 }
 
+pub(crate) use boolean_filter;
+
 boolean_filter!(InDays);
 boolean_filter!(UpToDay);
 

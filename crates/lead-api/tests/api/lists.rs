@@ -9,7 +9,7 @@ use qualifier_store::deliveries::DeliveryFilter;
 use qualifier_testkit::TestDb;
 use uuid::Uuid;
 
-use crate::helpers::{outbox_autovacuum_off, outbox_rows_read, store_on};
+use crate::helpers::{outbox_autovacuum_off, outbox_rows_read, rows_read, store_on};
 
 /// `n` delivered events of `org`, created now, in the open partition.
 async fn write(c: &tokio_postgres::Client, org: Uuid, n: i32, status: &str) {
@@ -23,6 +23,20 @@ async fn write(c: &tokio_postgres::Client, org: Uuid, n: i32, status: &str) {
     )
     .await
     .unwrap();
+}
+
+/// `read()` once it gives the same answer twice, 1.2 s apart: once what sessions that ended
+/// read has been reported.
+async fn settled<T: PartialEq, F: std::future::Future<Output = T>>(read: impl Fn() -> F) -> T {
+    let mut last = read().await;
+    loop {
+        tokio::time::sleep(Duration::from_millis(1200)).await;
+        let now = read().await;
+        if now == last {
+            return now;
+        }
+        last = now;
+    }
 }
 
 /// What `read` made PostgreSQL read from the outbox: the counters before, then after the
@@ -102,5 +116,139 @@ async fn a_list_reads_its_page_when_the_statistics_predate_another_orgs_burst() 
     assert!(
         read <= 10 * 11 + 20,
         "the dead deliveries since an hour read {read} rows for 11"
+    );
+}
+
+/// Each way a delivery can be `pending`, `failed`, `dead` or `skipped`, four of each, and 600
+/// more in flight, among an org's history of succeeded deliveries before and after them: a list of some statuses, walked
+/// three at a time, gives exactly the whole list's deliveries of those statuses in the whole
+/// list's order (the walks of several states merged newest first, a page continuing where the
+/// last ended), and reads about its own rows, not the history.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_list_of_some_statuses_walks_their_states_in_the_whole_lists_order() {
+    let db = TestDb::new().await;
+    let c = db.client().await;
+    c.batch_execute("SELECT qualifier_outbox_roll(1)")
+        .await
+        .unwrap();
+    let org = Uuid::new_v4();
+    write(&c, org, 1500, "succeeded").await;
+    // What a delivery's columns are in each case, as the services leave them.
+    let kinds = [
+        "status = 'pending', published_at = NULL",
+        "status = 'pending'",
+        "status = 'failed'",
+        "status = 'failed', held_at = now(), resume_attempt = 3",
+        "status = 'pending', held_at = now(), waiting_for = 'earlier_delivery'",
+        "status = 'failed', published_at = NULL, waiting_for = 'throttle',
+         paced_at = now() + interval '1 hour', replay_at = now() + interval '1 hour'",
+        "status = 'dead', attempts = 5",
+        "status = 'skipped', last_error = 'Webhook disabled'",
+        "status = 'succeeded'",
+    ];
+    write(&c, org, 4 * kinds.len() as i32, "succeeded").await;
+    let seqs: Vec<i64> = c
+        .query(
+            "SELECT seq FROM outbox WHERE org_id = $1::text::uuid ORDER BY seq DESC LIMIT $2",
+            &[&org.to_string(), &(4 * kinds.len() as i64)],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    for (i, seq) in seqs.iter().enumerate() {
+        c.execute(
+            &format!(
+                "UPDATE outbox SET {} WHERE seq = $1",
+                kinds[i % kinds.len()]
+            ),
+            &[seq],
+        )
+        .await
+        .unwrap();
+    }
+    // In flight: a backlog of sent deliveries not answered yet, the most of the pending ones.
+    write(&c, org, 600, "pending").await;
+    write(&c, org, 500, "succeeded").await;
+    c.batch_execute("ANALYZE outbox; ANALYZE deliveries")
+        .await
+        .unwrap();
+
+    let store = store_on(&db);
+    let (all, _) = store
+        .list_deliveries(org, &DeliveryFilter::default(), None, 5000)
+        .await
+        .unwrap();
+    assert_eq!(all.len(), 2636);
+    use DeliveryStatus::{Dead, Failed, Pending, Skipped};
+    for statuses in [
+        vec![Pending],
+        vec![Failed],
+        vec![Pending, Failed],
+        vec![Dead],
+        vec![Dead, Skipped],
+        vec![Failed, Dead],
+    ] {
+        let want: Vec<Uuid> = all
+            .iter()
+            .filter(|d| statuses.contains(&d.status))
+            .map(|d| d.id)
+            .collect();
+        let f = DeliveryFilter {
+            statuses: statuses.clone(),
+            ..DeliveryFilter::default()
+        };
+        let mut got = Vec::new();
+        let mut before = None;
+        loop {
+            let (page, next) = store.list_deliveries(org, &f, before, 3).await.unwrap();
+            got.extend(page.iter().map(|d| d.id));
+            match next {
+                Some(n) => before = Some(n),
+                None => break,
+            }
+            assert!(got.len() <= want.len(), "{statuses:?}: the walk ends");
+        }
+        assert_eq!(got, want, "{statuses:?}");
+    }
+    let counted = |status| all.iter().filter(|d| d.status == status).count();
+    assert_eq!(
+        [
+            counted(Pending),
+            counted(Failed),
+            counted(Dead),
+            counted(Skipped)
+        ],
+        [612, 12, 4, 4],
+        "each case shows the status the API has always shown for it"
+    );
+
+    // A page of the pending ones reads its own rows of each state, not the 2,000 succeeded nor
+    // the 600 in flight beyond its page.
+    // Counted between the ends of the sessions that read (a session reports what it read when
+    // it ends, and may hold it up to ten seconds while it stays open).
+    drop(store);
+    let read = || async {
+        (
+            rows_read(&c, "outbox").await,
+            rows_read(&c, "deliveries").await,
+        )
+    };
+    let before = settled(read).await;
+    let pending = DeliveryFilter {
+        statuses: vec![Pending],
+        ..DeliveryFilter::default()
+    };
+    let store = store_on(&db);
+    let (page, _) = store.list_deliveries(org, &pending, None, 5).await.unwrap();
+    assert_eq!(page.len(), 5);
+    drop(store);
+    let after = settled(read).await;
+    let (events, deliveries) = (after.0 - before.0, after.1 - before.1);
+    println!("a page of 5 pending read {events} events and {deliveries} delivery rows");
+    assert!(
+        events <= 50 && deliveries <= 50,
+        "a page of 5 pending read {events} events and {deliveries} delivery rows"
     );
 }

@@ -2,20 +2,21 @@
 
 use crate::answer::ReadToEnd;
 use diesel::sql_types::Array;
-use diesel::{ExpressionMethods, OptionalExtension, QueryDsl, SelectableHelper};
+use diesel::{BoolExpressionMethods, ExpressionMethods, JoinOnDsl, OptionalExtension, QueryDsl};
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::{
-    DELIVERED_COLUMNS, Delivered, DeliveredDetail, Delivery, DeliveryDetail, EVENT_WITH_DELIVERY,
-    SummaryRow,
+    DELIVERED_COLUMNS, DELIVERED_SELECTION, Delivered, DeliveredDetail, Delivery, DeliveryDetail,
+    EVENT_WITH_DELIVERY,
 };
 use crate::partitions::{SeqBound, UpToDay, until_day};
 use crate::planner::{in_index_order, index_only};
-use crate::schema::outbox;
+use crate::schema::{deliveries, outbox};
 use crate::{Store, StoreError};
 use qualifier_domain::delivery::AttemptEntry;
+use qualifier_domain::delivery::DeliveryState;
 use qualifier_domain::{DeliveryStatus, EventType};
 
 /// The lists, the console's search and replays.
@@ -46,41 +47,72 @@ impl Store {
         before_seq: Option<i64>,
         limit: i64,
     ) -> Result<(Vec<(i64, Delivery)>, Option<i64>), StoreError> {
+        // A page is one walk of one index in sequence order, newest first, that stops at the
+        // page's end or at a lower bound (docs/performance.md, "History at scale"):
+        // - the events' own (`outbox_org_seq`, `outbox_org_lead` with a lead, `outbox_org_type`
+        //   with one type), each event's delivery found by its key, when the filter asks for no
+        //   status, for `succeeded` (most deliveries are), or for a lead (its rows are the
+        //   fewest whatever else the filter asks);
+        // - otherwise the deliveries' own by state (`deliveries_org_state`), each delivery's
+        //   event found by its key: the states asked for are few among the org's deliveries.
+        let mut rows = if f.walks_states() {
+            self.page_by_state(org_id, f, before_seq, limit).await?
+        } else {
+            self.page_by_event(org_id, f, before_seq, limit).await?
+        };
+        let more = rows.len() as i64 > limit;
+        rows.truncate(usize::try_from(limit).unwrap_or(0));
+        let next = if more {
+            rows.last().map(|r| r.seq)
+        } else {
+            None
+        };
+        Ok((rows.iter().map(|r| (r.seq, r.summary())).collect(), next))
+    }
+
+    /// A page walked along the events' indexes, `limit + 1` rows.
+    async fn page_by_event(
+        &self,
+        org_id: Uuid,
+        f: &DeliveryFilter,
+        before_seq: Option<i64>,
+        limit: i64,
+    ) -> Result<Vec<Delivered>, StoreError> {
         let mut conn = self.conn().await?;
-        // A page is one walk of the one index that gives the org's rows of the filter in
-        // sequence order, newest first, and stops at the page's end or at a lower bound
-        // (docs/performance.md, "History at scale"): `outbox_org_lead` with a lead,
-        // `outbox_org_status` or `outbox_org_type` with one status or one type, `outbox_org_seq`
-        // otherwise. Two things make it so whatever the statistics say:
+        // Two things make it walk the index whatever the statistics say:
         // - The org is `= ANY($1)` with a one-element array, not `=`. An equality makes the
         //   org a constant, which PostgreSQL drops from the order, so a partition's primary
         //   key (`seq`) would give the order too, and on statistics that overrate an org's
         //   share of the open partition the planner walked it newest first through other
         //   orgs' rows (4,596 rows read for a page of 51 in the bench's plan check). `= ANY`
         //   of one element selects what the equality does, but keeps the org in the order,
-        //   which only the org's indexes give. And it is still an equality to the index scan, so a bound on
-        //   `seq` after it (a `since`, a page's `before_seq`) starts and ends the scan. A
-        //   range on the org (`>= org AND <= org`) keeps it in the order too, but would not
-        //   end the scan at a `since`: a page not filled would read the org's older entries
-        //   of every partition.
-        // - The order names the index: the org descending walks `outbox_org_status` or
-        //   `outbox_org_type` backwards (the status or type an equality, so a constant), which
-        //   `outbox_org_seq` (org ascending, then `seq` descending) cannot give; the org
-        //   ascending leaves `outbox_org_seq`, and with a lead `outbox_org_lead`, the lead's
-        //   rows being the fewest whatever else the filter asks.
-        let one_status_or_type =
-            f.lead_id.is_none() && (f.statuses.len() == 1 || f.event_types.len() == 1);
-        // Then one index gives the order, so the plan is the same for every org and every
-        // value, and the session keeps it ([`in_index_order`]). Except with one status and one
-        // type: both `outbox_org_status` and `outbox_org_type` give that order, and which
-        // reads fewer rows depends on the values, which only a custom plan sees.
-        let keep_plan = !(f.lead_id.is_none() && f.statuses.len() == 1 && f.event_types.len() == 1);
-        let q = f.bounded(
+        //   which only the org's indexes give. And it is still an equality to the index scan,
+        //   so a bound on `seq` after it (a `since`, a page's `before_seq`) starts and ends the
+        //   scan. A range on the org (`>= org AND <= org`) keeps it in the order too, but
+        //   would not end the scan at a `since`: a page not filled would read the org's older
+        //   entries of every partition.
+        // - The order names the index: the org descending walks `outbox_org_type` backwards
+        //   (the type an equality, so a constant), which `outbox_org_seq` (org ascending, then
+        //   `seq` descending) cannot give; the org ascending leaves `outbox_org_seq`, and with
+        //   a lead `outbox_org_lead`.
+        let one_type = f.lead_id.is_none() && f.event_types.len() == 1;
+        let q = events_narrowed!(
+            f,
             outbox::table
+                .inner_join(
+                    deliveries::table.on(deliveries::seq
+                        .eq(outbox::seq)
+                        .and(deliveries::endpoint_id.eq(outbox::org_id))),
+                )
                 .filter(outbox::org_id.eq_any(vec![org_id]))
-                .into_boxed(),
+                .into_boxed()
         );
-        let mut q = if one_status_or_type {
+        let q = if f.statuses.is_empty() {
+            q
+        } else {
+            q.filter(StatusIs::new(&f.statuses))
+        };
+        let mut q = if one_type {
             q.order((outbox::org_id.desc(), outbox::seq.desc()))
         } else {
             q.order((outbox::org_id.asc(), outbox::seq.desc()))
@@ -88,19 +120,77 @@ impl Store {
         if let Some(b) = before_seq {
             q = q.filter(outbox::seq.lt(b));
         }
-        let q = q
-            .limit(limit + 1)
-            .select((outbox::seq, SummaryRow::as_select()));
-        let mut rows: Vec<(i64, SummaryRow)> = conn
-            .transaction::<_, StoreError, _>(async move |conn| {
-                in_index_order(conn, keep_plan).await?;
-                Ok(q.load(conn).await?)
-            })
-            .await?;
-        let more = rows.len() as i64 > limit;
-        rows.truncate(limit as usize);
-        let next = if more { rows.last().map(|r| r.0) } else { None };
-        Ok((rows.iter().map(|r| (r.0, r.1.summary())).collect(), next))
+        let q = q.limit(limit + 1).select(DELIVERED_SELECTION);
+        // One index gives the order, so the plan is the same for every org and every value,
+        // and the session keeps it ([`in_index_order`]).
+        conn.transaction::<_, StoreError, _>(async move |conn| {
+            in_index_order(conn, true).await?;
+            Ok(q.load::<Delivered>(conn).await?)
+        })
+        .await
+    }
+
+    /// A page walked along the deliveries' index by state, `limit + 1` rows: one walk per
+    /// state asked for, newest first, merged (`MergeAppend`), so a page reads about its own
+    /// rows of each, whatever the org's history holds. Each walk is ordered and limited in its
+    /// own branch: a branch without them is planned on its own, unordered, and the union was
+    /// then read whole and sorted. Each delivery's event is found from it (a lateral subquery
+    /// kept apart by `OFFSET 0`): on statistics where a state is common, the planner walked the
+    /// org's events newest first instead, through every newer one of another state. Planned
+    /// with the call's values: the branches are the states asked for.
+    async fn page_by_state(
+        &self,
+        org_id: Uuid,
+        f: &DeliveryFilter,
+        before_seq: Option<i64>,
+        limit: i64,
+    ) -> Result<Vec<Delivered>, StoreError> {
+        use diesel::sql_types::{Array, Int8, Nullable, Text, Timestamptz, Uuid as SqlUuid};
+        // $1 org, $2 limit, $3 before, $4 types (empty: any), $5 since, $6 until.
+        let mut branches = Vec::new();
+        for (state, retrying) in f.states() {
+            let retrying = match retrying {
+                Some(r) => format!(" AND d.retrying = {r}"),
+                None => String::new(),
+            };
+            branches.push(format!(
+                "(SELECT {DELIVERED_COLUMNS}
+                 FROM deliveries d
+                 CROSS JOIN LATERAL (
+                     SELECT * FROM outbox o
+                     WHERE o.seq = d.seq AND (o.seq >> 32) = (d.seq >> 32)
+                       AND o.org_id = d.endpoint_id
+                     OFFSET 0) o
+                 WHERE d.org_id = $1 AND d.state = '{state}'{retrying} AND d.seq < $3
+                   AND (cardinality($4::text[]) = 0 OR o.event_type = ANY($4::text[]))
+                   AND ($5::timestamptz IS NULL
+                        OR (o.created_at >= $5 AND d.seq >= {since}))
+                   AND ($6::timestamptz IS NULL
+                        OR (o.created_at < $6 AND d.seq < {until}))
+                 ORDER BY d.seq DESC LIMIT $2)",
+                state = state.as_str(),
+                since = seq_at("$5", "-"),
+                until = seq_at("$6", "+"),
+            ));
+        }
+        let sql = format!(
+            "SELECT * FROM ({}) page ORDER BY seq DESC LIMIT $2",
+            branches.join(" UNION ALL ")
+        );
+        let types: Vec<&str> = f.event_types.iter().map(|t| t.as_str()).collect();
+        let q = diesel::sql_query(sql)
+            .bind::<SqlUuid, _>(org_id)
+            .bind::<Int8, _>(limit + 1)
+            .bind::<Int8, _>(before_seq.unwrap_or(i64::MAX))
+            .bind::<Array<Text>, _>(types)
+            .bind::<Nullable<Timestamptz>, _>(f.since)
+            .bind::<Nullable<Timestamptz>, _>(f.until);
+        let mut conn = self.conn().await?;
+        conn.transaction::<_, StoreError, _>(async move |conn| {
+            in_index_order(conn, false).await?;
+            Ok(q.load::<Delivered>(conn).await?)
+        })
+        .await
     }
 
     /// The org's deliveries whose delivery id, event id or lead id is `id`, newest first (at
@@ -382,31 +472,69 @@ impl DeliveryFilter {
     /// `q` narrowed to the rows that match every filter but the org's.
     fn bounded(
         &self,
-        mut q: outbox::BoxedQuery<'static, diesel::pg::Pg>,
+        q: outbox::BoxedQuery<'static, diesel::pg::Pg>,
     ) -> outbox::BoxedQuery<'static, diesel::pg::Pg> {
         // `= ANY` over the index's second column would give the rows out of sequence order
         // (PostgreSQL then sorts all of them before a page's LIMIT); one status is `=`.
-        match self.statuses.as_slice() {
-            [] => {}
-            [one] => q = q.filter(outbox::status.eq(*one)),
-            many => q = q.filter(outbox::status.eq_any(many.to_vec())),
-        }
-        match self.event_types.as_slice() {
+        let q = match self.statuses.as_slice() {
+            [] => q,
+            [one] => q.filter(outbox::status.eq(*one)),
+            many => q.filter(outbox::status.eq_any(many.to_vec())),
+        };
+        events_narrowed!(self, q)
+    }
+
+    /// A list asked for states that are few among an org's deliveries (no `succeeded`) and for
+    /// no lead: its page walks the deliveries' index by state ([`Store::list_deliveries_at`]).
+    fn walks_states(&self) -> bool {
+        !self.statuses.is_empty()
+            && !self.statuses.contains(&DeliveryStatus::Succeeded)
+            && self.lead_id.is_none()
+    }
+
+    /// The delivery states the statuses asked for are, each with the `retrying` it must have
+    /// (`None`: either): an ended status is its state; `pending` and `failed` are every state
+    /// before the end, not retrying or retrying ([`DeliveryState::status`]).
+    fn states(&self) -> Vec<(DeliveryState, Option<bool>)> {
+        let pending = self.statuses.contains(&DeliveryStatus::Pending);
+        let failed = self.statuses.contains(&DeliveryStatus::Failed);
+        let mut states: Vec<(DeliveryState, Option<bool>)> = DeliveryState::all()
+            .iter()
+            .filter(|s| !s.is_final() && (pending || failed))
+            .map(|s| (*s, (pending != failed).then_some(failed)))
+            .collect();
+        states.extend(
+            DeliveryState::all()
+                .iter()
+                .filter(|s| s.is_final() && self.statuses.contains(&s.status(false)))
+                .map(|s| (*s, None)),
+        );
+        states
+    }
+}
+
+/// The filters of a [`DeliveryFilter`] on its events (types, lead, time bounds) applied to `q`,
+/// any boxed query that reads `outbox`: the events' own, or joined to their deliveries.
+macro_rules! events_narrowed {
+    ($f:expr, $q:expr) => {{
+        let f: &DeliveryFilter = $f;
+        let mut q = $q;
+        match f.event_types.as_slice() {
             [] => {}
             [one] => q = q.filter(outbox::event_type.eq(*one)),
             many => q = q.filter(outbox::event_type.eq_any(many.to_vec())),
         }
-        if let Some(l) = self.lead_id {
+        if let Some(l) = f.lead_id {
             q = q.filter(outbox::lead_id.eq(l));
         }
         // Each time bound as a range of sequence numbers, with the exact condition beside it
         // (`SeqBound`).
-        if let Some(t) = self.since {
+        if let Some(t) = f.since {
             q = q
                 .filter(SeqBound { at: t, since: true })
                 .filter(outbox::created_at.ge(t));
         }
-        if let Some(t) = self.until {
+        if let Some(t) = f.until {
             q = q
                 .filter(SeqBound {
                     at: t,
@@ -416,7 +544,67 @@ impl DeliveryFilter {
                 .filter(UpToDay { day: until_day(t) });
         }
         q
+    }};
+}
+use events_narrowed;
+
+/// Deliveries whose status is one of these, on their own rows (`deliveries`): an ended state
+/// asked for, or before the end with the `retrying` a `pending` or `failed` asks for. Fixed
+/// text, so a page with it is prepared once per connection.
+#[derive(Debug, Clone, diesel::query_builder::QueryId)]
+struct StatusIs {
+    ended: Vec<String>,
+    retrying: Vec<bool>,
+}
+
+impl StatusIs {
+    fn new(statuses: &[DeliveryStatus]) -> StatusIs {
+        StatusIs {
+            ended: statuses
+                .iter()
+                .filter(|s| s.is_final())
+                .map(|s| s.as_str().to_owned())
+                .collect(),
+            retrying: [
+                (DeliveryStatus::Pending, false),
+                (DeliveryStatus::Failed, true),
+            ]
+            .iter()
+            .filter(|(s, _)| statuses.contains(s))
+            .map(|(_, r)| *r)
+            .collect(),
+        }
     }
+}
+
+crate::partitions::boolean_filter!(StatusIs);
+
+impl diesel::query_builder::QueryFragment<diesel::pg::Pg> for StatusIs {
+    fn walk_ast<'b>(
+        &'b self,
+        mut out: diesel::query_builder::AstPass<'_, 'b, diesel::pg::Pg>,
+    ) -> diesel::QueryResult<()> {
+        use diesel::sql_types::{Array, Bool, Text};
+        out.push_sql("(deliveries.state::text = ANY(");
+        out.push_bind_param::<Array<Text>, _>(&self.ended)?;
+        out.push_sql(
+            ") OR (deliveries.state NOT IN ('succeeded', 'dead', 'skipped') \
+             AND deliveries.retrying = ANY(",
+        );
+        out.push_bind_param::<Array<Bool>, _>(&self.retrying)?;
+        out.push_sql(")))");
+        Ok(())
+    }
+}
+
+/// The first `seq` at or after `param` (a timestamp parameter, `$n`) give or take five
+/// minutes (`sign` `-` for a lower bound, `+` for an upper one): [`SeqBound`]'s text, for a
+/// statement written whole.
+fn seq_at(param: &str, sign: &str) -> String {
+    format!(
+        "coalesce((SELECT f.seq FROM outbox f WHERE f.created_at >= {param} {sign} interval '5 minutes' \
+         ORDER BY f.created_at LIMIT 1), 9223372036854775807)"
+    )
 }
 
 /// Takes `seqs.len()` consecutive replay slots of the org (`replay_pacing`, whose row lock also

@@ -6,13 +6,13 @@
 //! - `logs`: rewriting old attempt logs into the compact form;
 //! - `rows`: the deliveries in rows of their own, kept beside the outbox, and their history's fill.
 
-use diesel::{Queryable, QueryableByName, Selectable};
+use diesel::{Queryable, QueryableByName};
 use serde::Serialize;
 use serde_json::Value;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use crate::schema::outbox;
+use crate::schema::{deliveries, outbox};
 use crate::secrets::OpenError;
 use crate::webhooks::WebhookForDelivery;
 use qualifier_domain::delivery::{AttemptEntry, DeliveryState};
@@ -63,56 +63,6 @@ pub struct DeliveryDetail {
     pub attempt_log: Vec<AttemptEntry>,
 }
 
-/// A delivery as the lists show it, from the outbox's columns (the lists walk the event's
-/// indexes and read its delivery's state there, until they read it from the delivery's row as
-/// one delivery's page and the search do, [`Delivered`]).
-#[derive(Debug, Clone, Queryable, Selectable)]
-#[diesel(table_name = outbox)]
-struct SummaryRow {
-    delivery_id: Uuid,
-    event_id: Uuid,
-    event_type: EventType,
-    status: DeliveryStatus,
-    attempts: i32,
-    last_status_code: Option<i32>,
-    last_error: Option<String>,
-    created_at: OffsetDateTime,
-    updated_at: OffsetDateTime,
-    erased_at: Option<OffsetDateTime>,
-    waiting_for: Option<WaitingFor>,
-    published_at: Option<OffsetDateTime>,
-    held_at: Option<OffsetDateTime>,
-}
-
-impl SummaryRow {
-    /// The wait its `waiting_for` names is still on: the relay has yet to send it back (the
-    /// throttle), or it is still held (an earlier delivery).
-    fn waiting(&self) -> bool {
-        !self.status.is_final()
-            && match self.waiting_for {
-                Some(WaitingFor::Throttle) => self.published_at.is_none(),
-                Some(WaitingFor::EarlierDelivery) => self.held_at.is_some(),
-                None => false,
-            }
-    }
-
-    fn summary(&self) -> Delivery {
-        Delivery {
-            id: self.delivery_id,
-            event_id: self.event_id,
-            event_type: self.event_type,
-            status: self.status,
-            attempts: self.attempts,
-            last_status_code: self.last_status_code,
-            last_error: self.last_error.clone(),
-            created_at: self.created_at,
-            updated_at: self.updated_at,
-            erased: self.erased_at.is_some(),
-            waiting_for: self.waiting().then_some(self.waiting_for).flatten(),
-        }
-    }
-}
-
 /// The columns of a delivery as the API shows it, from its event (`o`) and its own row (`d`,
 /// joined by [`EVENT_WITH_DELIVERY`]): what [`Delivered`] reads.
 const DELIVERED_COLUMNS: &str = "o.seq, o.delivery_id, o.event_id, o.event_type, \
@@ -124,9 +74,39 @@ const DELIVERED_COLUMNS: &str = "o.seq, o.delivery_id, o.event_id, o.event_type,
 const EVENT_WITH_DELIVERY: &str =
     "outbox o JOIN deliveries d ON d.seq = o.seq AND d.endpoint_id = o.org_id";
 
-/// A delivery read from its own row and its event's ([`DELIVERED_COLUMNS`]): the state as the
-/// delivery row keeps it ([`DeliveryState`]), the rest as the event was written.
-#[derive(Debug, Clone, QueryableByName)]
+/// [`DELIVERED_COLUMNS`] for a query diesel builds, over `outbox` joined to `deliveries`.
+const DELIVERED_SELECTION: (
+    outbox::seq,
+    outbox::delivery_id,
+    outbox::event_id,
+    outbox::event_type,
+    deliveries::state,
+    deliveries::retrying,
+    deliveries::attempts,
+    deliveries::last_status_code,
+    deliveries::last_error,
+    outbox::created_at,
+    deliveries::updated_at,
+    outbox::erased_at,
+) = (
+    outbox::seq,
+    outbox::delivery_id,
+    outbox::event_id,
+    outbox::event_type,
+    deliveries::state,
+    deliveries::retrying,
+    deliveries::attempts,
+    deliveries::last_status_code,
+    deliveries::last_error,
+    outbox::created_at,
+    deliveries::updated_at,
+    outbox::erased_at,
+);
+
+/// A delivery read from its own row and its event's ([`DELIVERED_COLUMNS`], in this order):
+/// the state as the delivery row keeps it ([`DeliveryState`]), the rest as the event was
+/// written.
+#[derive(Debug, Clone, Queryable, QueryableByName)]
 struct Delivered {
     #[diesel(sql_type = diesel::sql_types::Int8)]
     seq: i64,
