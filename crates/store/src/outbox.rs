@@ -199,9 +199,12 @@ where
 
 /// The relay's claim of what is due, up to `LIMIT $1`, its event's row and its delivery's
 /// (joined by the delivery's key; `(seq >> 32)` beside `seq` so that each probe of the outbox
-/// reads only its day's partition). Each row locked, and one another transaction holds is
-/// skipped (`relay_batch` says why). `o.published_at IS NULL` is checked again on the locked
-/// row, so an event another relay published meanwhile is not published twice.
+/// reads only its day's partition). The event's row is locked, and one another transaction
+/// holds is skipped (`relay_batch` says why); every writer of a delivery writes its event's
+/// row first, so that lock holds them off. The due condition is also written on the event's
+/// row, which PostgreSQL checks again on the row's latest version once it is locked: a
+/// delivery published, or moved later by a throttle's retiming, after the claim's snapshot
+/// is left for its time.
 macro_rules! claim_head {
     ($due:literal) => {
         concat!(
@@ -218,11 +221,12 @@ macro_rules! claim_head {
     };
 }
 /// New events: due at `-infinity`, so in `seq` order (migration 44).
-const CLAIM_NEW: &str = claim_head!("d.due_at = '-infinity'");
+const CLAIM_NEW: &str = claim_head!("d.due_at = '-infinity' AND o.replay_at IS NULL");
 /// Scheduled (a retry held for an outage, a replay, a throttle's turn) and due now. `now()`,
 /// the transaction's start a moment ago, keeps the text fixed.
-const CLAIM_SCHEDULED: &str = claim_head!("d.due_at > '-infinity' AND d.due_at <= now()");
-const CLAIM_TAIL: &str = " FOR UPDATE OF o, d SKIP LOCKED";
+const CLAIM_SCHEDULED: &str =
+    claim_head!("d.due_at > '-infinity' AND d.due_at <= now() AND o.replay_at <= now()");
+const CLAIM_TAIL: &str = " FOR UPDATE OF o SKIP LOCKED";
 
 /// A feed page ([`Store::events_feed`]): the parameters, then the page's rows with a running
 /// sum of their sizes, and those within the byte budget (the first always).

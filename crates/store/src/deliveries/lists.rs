@@ -455,9 +455,11 @@ pub struct DeliveryFilter {
 
 impl DeliveryFilter {
     /// The org's outbox rows that match (an empty list of statuses or types matches any), for
-    /// bulk replay and its dry run. The deliveries list applies the same filters through
-    /// [`Self::bounded`], with the org as `= ANY` ([`Store::list_deliveries_at`] says why),
-    /// so the two can never disagree on a filter.
+    /// bulk replay and its dry run, by the status the outbox row keeps. The deliveries list
+    /// applies the same filters on the events ([`events_narrowed`]) and asks the statuses of
+    /// each delivery's own row ([`StatusIs`], [`Self::states`]); the two rows say the same
+    /// (`qualifier_deliveries_differ`, which every test's database is checked with) until the
+    /// replay's selection reads the delivery rows too.
     ///
     /// Each filter reaches its rows through an index (docs/performance.md, "History at
     /// scale"): one status is an equality, so `outbox_org_status` gives the org's rows of that
