@@ -47,3 +47,18 @@ pub async fn ddl_beside_housekeeping(c: &Client, ddl: &str) {
         }
     }
 }
+
+/// The database as one of an earlier version: each migration of `undone` (its version, as
+/// diesel records it, and its `down.sql`), newest first, undone and forgotten, in one
+/// transaction, so that the next `run_migrations` applies them again.
+pub async fn undo_migrations(c: &Client, undone: &[(&str, &str)]) {
+    let downs: String = undone.iter().map(|(_, down)| *down).collect();
+    let versions: Vec<String> = undone.iter().map(|(v, _)| format!("'{v}'")).collect();
+    c.batch_execute(&format!(
+        "BEGIN; {downs}
+         DELETE FROM __diesel_schema_migrations WHERE version IN ({}); COMMIT;",
+        versions.join(", ")
+    ))
+    .await
+    .expect("the migrations undone");
+}

@@ -278,12 +278,7 @@ const DOWN_44: &str =
 async fn the_upgrade_finishes_the_fill_and_marks_the_retries_stored_before_it() {
     let db = TestDb::new().await;
     let c = db.client().await;
-    c.batch_execute(&format!(
-        "BEGIN; {DOWN_44}
-         DELETE FROM __diesel_schema_migrations WHERE version = '20261204000044'; COMMIT;"
-    ))
-    .await
-    .unwrap();
+    qualifier_testkit::sql::undo_migrations(&c, &[("20261204000044", DOWN_44)]).await;
     let s = events(&c, 4).await;
     c.batch_execute(&format!(
         "UPDATE outbox SET published_at = now(), status = 'failed', failed_attempts = 1,

@@ -16,13 +16,11 @@ const DOWN_41: &str =
 async fn a_migration_that_meets_a_writers_lock_gives_way_and_a_readers_does_not_stop_it() {
     let db = TestDb::new().await;
     let c = db.client().await;
-    c.batch_execute(&format!(
-        "BEGIN; {DOWN_41} {DOWN_29}
-         DELETE FROM __diesel_schema_migrations
-         WHERE version IN ('20261126000029', '20261129000041'); COMMIT;"
-    ))
-    .await
-    .unwrap();
+    qualifier_testkit::sql::undo_migrations(
+        &c,
+        &[("20261129000041", DOWN_41), ("20261126000029", DOWN_29)],
+    )
+    .await;
     let pending: bool =
         qualifier_testkit::sql::one(&c, "SELECT to_regclass('delivery_hour_cover') IS NULL", &[])
             .await;

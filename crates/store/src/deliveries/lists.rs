@@ -2,14 +2,16 @@
 
 use crate::answer::ReadToEnd;
 use diesel::sql_types::Array;
-use diesel::{BoolExpressionMethods, ExpressionMethods, JoinOnDsl, OptionalExtension, QueryDsl};
+use diesel::{
+    BoolExpressionMethods, ExpressionMethods, JoinOnDsl, OptionalExtension, QueryDsl,
+    SelectableHelper,
+};
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::{
-    DELIVERED_COLUMNS, DELIVERED_SELECTION, Delivered, DeliveredDetail, Delivery, DeliveryDetail,
-    EVENT_WITH_DELIVERY,
+    DELIVERED_COLUMNS, Delivered, DeliveredDetail, Delivery, DeliveryDetail, EVENT_WITH_DELIVERY,
 };
 use crate::partitions::{SeqBound, UpToDay, until_day};
 use crate::planner::{in_index_order, index_only};
@@ -120,7 +122,7 @@ impl Store {
         if let Some(b) = before_seq {
             q = q.filter(outbox::seq.lt(b));
         }
-        let q = q.limit(limit + 1).select(DELIVERED_SELECTION);
+        let q = q.limit(limit + 1).select(Delivered::as_select());
         // One index gives the order, so the plan is the same for every org and every value,
         // and the session keeps it ([`in_index_order`]).
         conn.transaction::<_, StoreError, _>(async move |conn| {

@@ -6,7 +6,7 @@
 //! - `logs`: rewriting old attempt logs into the compact form;
 //! - `rows`: the deliveries in rows of their own, kept beside the outbox, and their history's fill.
 
-use diesel::{Queryable, QueryableByName};
+use diesel::{Queryable, QueryableByName, Selectable};
 use serde::Serialize;
 use serde_json::Value;
 use time::OffsetDateTime;
@@ -74,39 +74,12 @@ const DELIVERED_COLUMNS: &str = "o.seq, o.delivery_id, o.event_id, o.event_type,
 const EVENT_WITH_DELIVERY: &str =
     "outbox o JOIN deliveries d ON d.seq = o.seq AND d.endpoint_id = o.org_id";
 
-/// [`DELIVERED_COLUMNS`] for a query diesel builds, over `outbox` joined to `deliveries`.
-const DELIVERED_SELECTION: (
-    outbox::seq,
-    outbox::delivery_id,
-    outbox::event_id,
-    outbox::event_type,
-    deliveries::state,
-    deliveries::retrying,
-    deliveries::attempts,
-    deliveries::last_status_code,
-    deliveries::last_error,
-    outbox::created_at,
-    deliveries::updated_at,
-    outbox::erased_at,
-) = (
-    outbox::seq,
-    outbox::delivery_id,
-    outbox::event_id,
-    outbox::event_type,
-    deliveries::state,
-    deliveries::retrying,
-    deliveries::attempts,
-    deliveries::last_status_code,
-    deliveries::last_error,
-    outbox::created_at,
-    deliveries::updated_at,
-    outbox::erased_at,
-);
-
-/// A delivery read from its own row and its event's ([`DELIVERED_COLUMNS`], in this order):
-/// the state as the delivery row keeps it ([`DeliveryState`]), the rest as the event was
-/// written.
-#[derive(Debug, Clone, Queryable, QueryableByName)]
+/// A delivery read from its own row and its event's: the state as the delivery row keeps it
+/// ([`DeliveryState`]), the rest as the event was written. Read by name from
+/// [`DELIVERED_COLUMNS`] in a statement written whole, or selected (`as_select`) from `outbox`
+/// joined to `deliveries` in one diesel builds.
+#[derive(Debug, Clone, Queryable, QueryableByName, Selectable)]
+#[diesel(table_name = outbox)]
 struct Delivered {
     #[diesel(sql_type = diesel::sql_types::Int8)]
     seq: i64,
@@ -117,18 +90,24 @@ struct Delivered {
     #[diesel(sql_type = diesel::sql_types::Text)]
     event_type: EventType,
     #[diesel(sql_type = diesel::sql_types::Text)]
+    #[diesel(select_expression = deliveries::state)]
     state: DeliveryState,
     #[diesel(sql_type = diesel::sql_types::Bool)]
+    #[diesel(select_expression = deliveries::retrying)]
     retrying: bool,
     #[diesel(sql_type = diesel::sql_types::Int4)]
+    #[diesel(select_expression = deliveries::attempts)]
     attempts: i32,
     #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Int4>)]
+    #[diesel(select_expression = deliveries::last_status_code)]
     last_status_code: Option<i32>,
     #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Text>)]
+    #[diesel(select_expression = deliveries::last_error)]
     last_error: Option<String>,
     #[diesel(sql_type = diesel::sql_types::Timestamptz)]
     created_at: OffsetDateTime,
     #[diesel(sql_type = diesel::sql_types::Timestamptz)]
+    #[diesel(select_expression = deliveries::updated_at)]
     updated_at: OffsetDateTime,
     #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Timestamptz>)]
     erased_at: Option<OffsetDateTime>,
