@@ -1,15 +1,12 @@
 //! A dry run's count: from the hourly totals where they vouch for the range, from the rows
-//! (through `outbox_org_status` alone) for the rest.
+//! (each delivery's own, mostly through `deliveries_org_state` alone) for the rest.
 
 use crate::answer::ReadToEnd;
-use diesel::ExpressionMethods;
-use diesel::QueryDsl;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::DeliveryFilter;
 use crate::StoreError;
-use crate::schema::outbox;
 use qualifier_domain::DeliveryStatus;
 
 impl DeliveryFilter {
@@ -92,20 +89,23 @@ impl DeliveryFilter {
         Ok(n)
     }
 
-    /// The same count through `outbox_org_status` alone: an index entry per delivery counted.
+    /// The same count row by row ([`DeliveryFilter::selection`]): an index entry per delivery
+    /// counted, mostly.
     async fn count_rows(
         &self,
         conn: &mut diesel_async::AsyncPgConnection,
         org_id: Uuid,
     ) -> Result<usize, StoreError> {
-        let n: i64 = self
-            .matching(org_id)
-            .filter(outbox::erased_at.is_null())
-            .count()
-            .one(conn)
-            .await?;
-        Ok(usize::try_from(n).unwrap_or(0))
+        let (sql, binds) = self.selection("count(*) AS n");
+        let n: Counted = binds.bound(sql, org_id).one(conn).await?;
+        Ok(usize::try_from(n.n).unwrap_or(0))
     }
+}
+
+#[derive(diesel::QueryableByName)]
+struct Counted {
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    n: i64,
 }
 
 #[derive(diesel::QueryableByName)]

@@ -373,8 +373,8 @@ impl Store {
             if f.statuses.is_empty() {
                 return Ok(ReplayCount::default());
             }
-            // Erased events are never sent again: not counted, not scheduled.
-            let matching = || f.matching(org_id).filter(outbox::erased_at.is_null());
+            // Erased events are never sent again: not counted, not scheduled
+            // ([`DeliveryFilter::selection`]).
             // A dry run is counted from the hourly totals where they vouch for the range, and
             // where the rows are for the rest, reading none of them out.
             if dry_run {
@@ -394,16 +394,16 @@ impl Store {
                     expired: expired.min(matched),
                 });
             }
-            let rows: Vec<(i64, OffsetDateTime)> = matching()
-                .order(outbox::seq.asc())
-                .select((outbox::seq, outbox::created_at))
+            let (sql, binds) = f.selection("d.seq, d.created_at");
+            let rows: Vec<Chosen> = binds
+                .bound(format!("{sql} ORDER BY d.seq"), org_id)
                 .load(conn)
                 .await?;
             let matched = rows.len();
             let seqs: Vec<i64> = rows
                 .into_iter()
-                .filter(|(_, created)| oldest_kept.is_none_or(|line| *created >= line))
-                .map(|(seq, _)| seq)
+                .filter(|r| oldest_kept.is_none_or(|line| r.created_at >= line))
+                .map(|r| r.seq)
                 .collect();
             let count = ReplayCount {
                 matched,
@@ -466,36 +466,76 @@ pub struct DeliveryFilter {
 }
 
 impl DeliveryFilter {
-    /// The org's outbox rows that match (an empty list of statuses or types matches any), for
-    /// bulk replay and its dry run, by the status the outbox row keeps. The deliveries list
-    /// applies the same filters on the events ([`events_narrowed`]) and asks the statuses of
-    /// each delivery's own row ([`StatusIs`], [`Self::states`]); the two rows say the same
-    /// (`qualifier_deliveries_differ`, which every test's database is checked with) until the
-    /// replay's selection reads the delivery rows too.
+    /// The org's deliveries that match and whose event was not erased (an empty list of types
+    /// matches any; a replay always asks for statuses), for a bulk replay and its dry run:
+    /// each delivery's state read from its own row, as the lists read it. `what` is the
+    /// statement's select list over the delivery `d` (its `seq` and `created_at`, or a count).
     ///
     /// Each filter reaches its rows through an index (docs/performance.md, "History at
-    /// scale"): one status is an equality, so `outbox_org_status` gives the org's rows of that
-    /// status in sequence order, newest first, and a count reads that index alone; a time
-    /// bound becomes a range of sequence numbers, found through `outbox_created_at`, so
-    /// neither a list that ends a month ago nor a count over a day walks the rest of the
-    /// org's history.
-    pub(super) fn matching(&self, org_id: Uuid) -> outbox::BoxedQuery<'static, diesel::pg::Pg> {
-        self.bounded(outbox::table.filter(outbox::org_id.eq(org_id)).into_boxed())
-    }
-
-    /// `q` narrowed to the rows that match every filter but the org's.
-    fn bounded(
-        &self,
-        q: outbox::BoxedQuery<'static, diesel::pg::Pg>,
-    ) -> outbox::BoxedQuery<'static, diesel::pg::Pg> {
-        // `= ANY` over the index's second column would give the rows out of sequence order
-        // (PostgreSQL then sorts all of them before a page's LIMIT); one status is `=`.
-        let q = match self.statuses.as_slice() {
-            [] => q,
-            [one] => q.filter(outbox::status.eq(*one)),
-            many => q.filter(outbox::status.eq_any(many.to_vec())),
+    /// scale"), the same two walks as a page of the list:
+    /// - statuses that are few among an org's deliveries and no lead
+    ///   ([`Self::walks_states`]): the deliveries' own index by state,
+    ///   `deliveries_org_state`, one range per state, counted from the index alone but for
+    ///   what only the event knows: its type when one is asked for, and its erasure for a
+    ///   `skipped` delivery (an erased event's delivery is always `skipped` or `succeeded`:
+    ///   its erasure ends it so, and `outbox_stays_erased` keeps it so);
+    /// - otherwise the events' indexes (`outbox_org_lead` with a lead, `outbox_org_type`
+    ///   with types, `outbox_org_seq`), each event's delivery found by its key.
+    ///
+    /// A time bound is a range of sequence numbers beside the exact condition, so neither a
+    /// replay that ends a month ago nor a count over a day walks the rest of the org's history.
+    pub(super) fn selection(&self, what: &str) -> (String, SelectionBinds) {
+        let binds = SelectionBinds {
+            states: self
+                .states()
+                .iter()
+                .map(|(s, _)| s.as_str().to_owned())
+                .collect(),
+            retrying: StatusIs::new(&self.statuses).retrying,
+            since: self.since,
+            until: self.until,
+            types: self
+                .event_types
+                .iter()
+                .map(|t| t.as_str().to_owned())
+                .collect(),
+            lead: self.lead_id,
         };
-        events_narrowed!(self, q)
+        // $1 org, $2 states, $3 the `retrying` of the states before the end, $4 since,
+        // $5 until, $6 types (empty: any), $7 lead (NULL: any).
+        let of_state = "d.state = ANY($2::text[]::delivery_state[])
+               AND (d.state IN ('succeeded', 'dead', 'skipped') OR d.retrying = ANY($3::bool[]))";
+        let sql = if self.walks_states() {
+            format!(
+                "SELECT {what} FROM deliveries d
+                 WHERE d.org_id = $1 AND {of_state}
+                   AND ($4::timestamptz IS NULL OR (d.created_at >= $4 AND d.seq >= {since}))
+                   AND ($5::timestamptz IS NULL OR (d.created_at < $5 AND d.seq < {until}))
+                   AND $7::uuid IS NULL
+                   AND ((d.state <> 'skipped' AND cardinality($6::text[]) = 0)
+                        OR EXISTS (SELECT 1 FROM outbox o
+                                   WHERE o.seq = d.seq AND (o.seq >> 32) = (d.seq >> 32)
+                                     AND o.org_id = d.endpoint_id AND o.erased_at IS NULL
+                                     AND (cardinality($6::text[]) = 0
+                                          OR o.event_type = ANY($6::text[]))))",
+                since = seq_at("$4", "-"),
+                until = seq_at("$5", "+"),
+            )
+        } else {
+            format!(
+                "SELECT {what} FROM {EVENT_WITH_DELIVERY}
+                 WHERE o.org_id = $1 AND o.erased_at IS NULL AND {of_state}
+                   AND ($4::timestamptz IS NULL OR (o.created_at >= $4 AND o.seq >= {since}))
+                   AND ($5::timestamptz IS NULL
+                        OR (o.created_at < $5 AND o.seq < {until}
+                            AND (o.seq >> 32) <= floor(extract(epoch FROM $5) / 86400)::int8 + 1))
+                   AND ($7::uuid IS NULL OR o.lead_id = $7)
+                   AND (cardinality($6::text[]) = 0 OR o.event_type = ANY($6::text[]))",
+                since = seq_at("$4", "-"),
+                until = seq_at("$5", "+"),
+            )
+        };
+        (sql, binds)
     }
 
     /// A list asked for states that are few among an org's deliveries (no `succeeded`) and for
@@ -657,4 +697,47 @@ async fn schedule_replays(
     .await?;
     crate::deliveries::state::wake_relay(conn).await?;
     Ok(updated)
+}
+
+/// The values of a [`DeliveryFilter::selection`]'s parameters after the org's.
+pub(super) struct SelectionBinds {
+    states: Vec<String>,
+    retrying: Vec<bool>,
+    since: Option<OffsetDateTime>,
+    until: Option<OffsetDateTime>,
+    types: Vec<String>,
+    lead: Option<Uuid>,
+}
+
+impl SelectionBinds {
+    /// `sql`, a [`DeliveryFilter::selection`], with its parameters bound.
+    pub(super) fn bound(
+        self,
+        sql: String,
+        org_id: Uuid,
+    ) -> diesel::query_builder::BoxedSqlQuery<
+        'static,
+        diesel::pg::Pg,
+        diesel::query_builder::SqlQuery,
+    > {
+        use diesel::sql_types::{Bool, Nullable, Text, Timestamptz, Uuid as SqlUuid};
+        diesel::sql_query(sql)
+            .into_boxed()
+            .bind::<SqlUuid, _>(org_id)
+            .bind::<Array<Text>, _>(self.states)
+            .bind::<Array<Bool>, _>(self.retrying)
+            .bind::<Nullable<Timestamptz>, _>(self.since)
+            .bind::<Nullable<Timestamptz>, _>(self.until)
+            .bind::<Array<Text>, _>(self.types)
+            .bind::<Nullable<SqlUuid>, _>(self.lead)
+    }
+}
+
+/// A delivery a bulk replay selected.
+#[derive(diesel::QueryableByName)]
+struct Chosen {
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    seq: i64,
+    #[diesel(sql_type = diesel::sql_types::Timestamptz)]
+    created_at: OffsetDateTime,
 }
