@@ -166,9 +166,12 @@ async fn each_state_of_the_outbox_is_one_state_of_the_delivery_row() {
             "event {i}: state, retrying, due when the outbox says, throttle turn"
         );
     }
-    // The check sees a row that says something else, and the next write of its event mends it.
+    // The check sees a row that says something else (written while the outbox does not
+    // follow the delivery rows), and the next write of its event mends it.
     c.batch_execute(&format!(
-        "UPDATE deliveries SET state = 'dead' WHERE seq = {}",
+        "UPDATE deliveries_mirror SET to_outbox = false;
+         UPDATE deliveries SET state = 'dead' WHERE seq = {};
+         UPDATE deliveries_mirror SET to_outbox = true",
         s[3]
     ))
     .await
@@ -187,6 +190,76 @@ async fn each_state_of_the_outbox_is_one_state_of_the_delivery_row() {
     let left: i64 = qualifier_testkit::sql::one(&c, "SELECT count(*) FROM deliveries", &[]).await;
     assert_eq!(left, 9, "a deleted event's delivery row goes with it");
     assert_eq!(differ(&c).await, 0);
+}
+
+/// Each state written on a delivery's own row is written back to its event's row, so that the
+/// outbox's columns say it too (what the release before this one reads), and the rows agree:
+/// from queued through every wait to each end, and back to the relay.
+#[tokio::test(flavor = "multi_thread")]
+async fn each_state_written_on_the_delivery_row_is_the_outboxs_too() {
+    let db = TestDb::new().await;
+    let c = db.client().await;
+    let s = events(&c, 1).await;
+    let moves = [
+        ("out", "state = 'out', due_at = NULL"),
+        (
+            "held",
+            "state = 'held', resume_attempt = 2, retrying = true, failed_attempts = 1",
+        ),
+        (
+            "queued",
+            "state = 'queued', due_at = now() + interval '1 minute', resume_attempt = 2",
+        ),
+        (
+            "paced",
+            "state = 'paced', turn_at = now() + interval '10 minutes',
+             due_at = now() + interval '9 minutes'",
+        ),
+        ("out", "state = 'out', due_at = NULL"),
+        ("after_earlier", "state = 'after_earlier'"),
+        ("queued", "state = 'queued', due_at = now(), turn_at = NULL"),
+        ("out", "state = 'out', due_at = NULL"),
+        (
+            "dead",
+            "state = 'dead', retrying = false, attempts = 5, last_error = 'HTTP 500'",
+        ),
+        (
+            "queued",
+            "state = 'queued', due_at = now(), replayed = true, attempts = 0",
+        ),
+        ("out", "state = 'out', due_at = NULL"),
+        (
+            "succeeded",
+            "state = 'succeeded', attempts = 1, last_status_code = 200",
+        ),
+    ];
+    for (state, assignments) in moves {
+        c.batch_execute(&format!(
+            "UPDATE deliveries SET {assignments}, updated_at = clock_timestamp()
+             WHERE seq = {}",
+            s[0]
+        ))
+        .await
+        .unwrap();
+        assert_eq!(state_of(&c, s[0]).await.0, state);
+        assert_eq!(
+            differ(&c).await,
+            0,
+            "the outbox follows the move to {state}"
+        );
+    }
+    let r = c
+        .query_one(
+            "SELECT status, published_at IS NOT NULL, held_at IS NULL, replayed, attempts
+             FROM outbox WHERE seq = $1",
+            &[&s[0]],
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.get::<_, String>(0), "succeeded");
+    assert!(r.get::<_, bool>(1) && r.get::<_, bool>(2));
+    assert_eq!(r.get::<_, Option<bool>>(3), Some(true));
+    assert_eq!(r.get::<_, i32>(4), 1);
 }
 
 /// The history's fill copies every event stored before the triggers, in batches, and leaves
@@ -265,9 +338,27 @@ async fn the_history_fill_copies_every_event_and_a_newer_write_wins_in_either_or
     assert_eq!(store.fill_deliveries(10).await.unwrap(), Fill::Done);
 }
 
-/// Migration 44 undone, as on a database of 0.3.0: the one pending.
-const DOWN_44: &str =
-    include_str!("../../../../migrations/2026-12-04-000044_a_retry_in_the_delivery_row/down.sql");
+/// The migrations after 0.3.0 undone, newest first, as on a database of 0.3.0.
+const SINCE_0_3_0: [(&str, &str); 3] = [
+    (
+        "20261204000046",
+        include_str!(
+            "../../../../migrations/2026-12-04-000046_the_outbox_follows_the_delivery_rows/down.sql"
+        ),
+    ),
+    (
+        "20261204000045",
+        include_str!(
+            "../../../../migrations/2026-12-04-000045_the_lead_order_from_the_delivery_rows/down.sql"
+        ),
+    ),
+    (
+        "20261204000044",
+        include_str!(
+            "../../../../migrations/2026-12-04-000044_a_retry_in_the_delivery_row/down.sql"
+        ),
+    ),
+];
 
 /// A delivery retrying when 0.3.0's rows are upgraded (their state cannot tell a retry from a
 /// first attempt) is `retrying` once migration 44 ran, and the two shapes agree again; the
@@ -278,7 +369,7 @@ const DOWN_44: &str =
 async fn the_upgrade_finishes_the_fill_and_marks_the_retries_stored_before_it() {
     let db = TestDb::new().await;
     let c = db.client().await;
-    qualifier_testkit::sql::undo_migrations(&c, &[("20261204000044", DOWN_44)]).await;
+    qualifier_testkit::sql::undo_migrations(&c, &SINCE_0_3_0).await;
     let s = events(&c, 4).await;
     c.batch_execute(&format!(
         "UPDATE outbox SET published_at = now(), status = 'failed', failed_attempts = 1,
@@ -294,8 +385,8 @@ async fn the_upgrade_finishes_the_fill_and_marks_the_retries_stored_before_it() 
         .await
         .unwrap();
     assert_eq!(
-        applied.iter().map(|v| v.as_str()).collect::<Vec<_>>(),
-        ["20261204000044"]
+        applied.iter().rev().map(|v| v.as_str()).collect::<Vec<_>>(),
+        SINCE_0_3_0.map(|(v, _)| v)
     );
     let retrying: Vec<bool> = c
         .query("SELECT retrying FROM deliveries ORDER BY seq", &[])

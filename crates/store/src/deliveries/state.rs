@@ -1,35 +1,37 @@
 //! The one home of a delivery's state: every statement that moves a delivery from one state
 //! to another is here, one function per move, over the conditions and the requeue written once.
 //!
-//! A delivery's state, as its row keeps it today:
+//! A delivery's state is its own row's (`deliveries`, `DeliveryState` in
+//! crates/domain/src/delivery.rs): queued for the relay (due at `due_at`), paced (waiting in
+//! its row for a throttle turn, `turn_at`), out (with a worker or in a broker queue), held
+//! while its endpoint fails, waiting for an earlier delivery of its lead (`after_earlier`),
+//! and its three ends, succeeded, dead and skipped; every wait resumes at `resume_attempt`,
+//! and `retrying` says an attempt of its cycle failed. Its event's outbox row keeps the same
+//! state in seven columns, for the release before this one (`published_at`, `held_at`,
+//! `waiting_for`, `paced_at`, `replay_at`, `status`, `resume_attempt`), and the two are kept
+//! one by triggers both ways: a move written on the delivery row is written back to the
+//! outbox (migration 46), one written on the outbox into the delivery row (migration 43).
 //!
-//! | state | columns |
-//! |---|---|
-//! | queued for the relay | `published_at` NULL, due at `replay_at` (NULL: at once) |
-//! | out (with the worker or in a broker queue) | `published_at` set |
-//! | held while its endpoint fails | `held_at` set, `waiting_for` NULL |
-//! | waiting for an earlier delivery of its lead | `held_at` set, `waiting_for = 'earlier_delivery'` |
-//! | waiting in its row for a throttle turn | `waiting_for = 'throttle'`, `paced_at` the turn |
-//! | ended | `status` succeeded, dead or skipped |
+//! The moves on the delivery rows (the condition `open!`, the requeue [`requeue_row`]):
 //!
-//! Every wait resumes at `resume_attempt`. The moves:
-//!
-//! - [`Store::record_attempts`] / [`Store::record_attempt`]: an attempt's outcome;
-//! - [`Store::schedule_attempt`]: the next attempt due at an instant, from the row ([`requeue`]);
+//! - [`Store::schedule_attempt`]: the next attempt due at an instant;
 //! - [`Store::hold_delivery`], [`release_held`], [`Store::release_stray_held`]: an outage's hold
 //!   and its end;
 //! - [`Store::wait_for_earlier`], [`Store::release_next_of_lead`],
-//!   [`Store::release_stray_order_waits`]: the lead's order, over one condition
-//!   ([`earlier_pending`], the SQL function `qualifier_earlier_pending`);
+//!   [`Store::release_stray_order_waits`]: the lead's order, over one condition (the SQL
+//!   function `qualifier_earlier_pending`; the first two are SQL functions too,
+//!   `qualifier_wait_for_earlier` and `qualifier_release_next`, migration 46);
 //! - [`Store::mark_skipped`], [`skip_held`]: ended without a request.
 //!
-//! And the `SET` lists of the moves made inside statements that do more than move the
-//! delivery, each used by that one statement: out ([`published_set`], the relay's mark in
-//! `crate::outbox`), waiting for a throttle turn and a new turn ([`wait_for_turn_set`],
-//! [`new_turn`], over [`WAITING_FOR_TURN`]: `crate::pacing`), a replay ([`replay`]:
-//! `super::lists`) and ended by an erasure ([`erased_set`]: `crate::erasure`). The event's
-//! insert (`crate::leads::write`) creates a delivery queued with the columns' defaults; the
-//! compaction of old logs (`super::logs`) rewrites the attempt log, not the state.
+//! The moves still written on the outbox's columns (the condition [`still_open`], the requeue
+//! [`requeue`]), the next to go over: [`Store::record_attempts`] / [`Store::record_attempt`]
+//! (an attempt's outcome), and the `SET` lists of the moves made inside statements that do
+//! more than move the delivery, each used by that one statement: out ([`published_set`], the
+//! relay's mark in `crate::outbox`), waiting for a throttle turn and a new turn
+//! ([`wait_for_turn_set`], [`new_turn`], over [`WAITING_FOR_TURN`]: `crate::pacing`), a replay
+//! ([`replay`]: `super::lists`) and ended by an erasure ([`erased_set`]: `crate::erasure`). The
+//! event's insert (`crate::leads::write`) creates a delivery queued with the columns'
+//! defaults; the compaction of old logs (`super::logs`) rewrites the attempt log, not the state.
 
 use diesel::sql_types::{Array, BigInt, Bool, Double, Int4, Uuid as SqlUuid};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
@@ -51,6 +53,37 @@ macro_rules! still_open {
     };
 }
 pub(crate) use still_open;
+
+/// A delivery that has not ended, on its own row `d`: the condition every move of a live
+/// delivery written on the delivery rows is guarded by. An erased event's delivery has always
+/// ended: its erasure ends it `skipped` (or leaves it `succeeded`), and `outbox_stays_erased`
+/// keeps it so.
+macro_rules! open {
+    () => {
+        "d.state NOT IN ('succeeded', 'dead', 'skipped')"
+    };
+}
+
+/// The delivery row `d` of delivery `$1` whose event is of a day from `$lo` to `$hi` (its
+/// `seq` range: the rows' partition key, so only those days' partitions are read).
+macro_rules! delivery_in_days {
+    ($lo:literal, $hi:literal) => {
+        concat!(
+            "d.delivery_id = $1 AND d.seq >= (",
+            $lo,
+            "::int8 << 32) AND d.seq < ((",
+            $hi,
+            "::int8 + 1) << 32)"
+        )
+    };
+}
+
+/// "Send it back to the relay" on the delivery row: queued, due at `at` (an SQL expression),
+/// every wait left (an outage's hold, the lead's order, a throttle turn, whose time has passed
+/// or changed). The relay publishes it once it is due.
+pub(crate) fn requeue_row(at: &str) -> String {
+    format!("state = 'queued', due_at = {at}, turn_at = NULL, updated_at = clock_timestamp()")
+}
 
 /// "Send it back to the relay": every wait cleared (an outage's hold, the lead's order, a
 /// throttle turn, whose time has passed or changed), unpublished, so the relay publishes the
@@ -314,10 +347,12 @@ impl Store {
         // Only a delivery still open: one that ended meanwhile (delivered by a copy of its
         // message on another replica, dead) keeps the end it had.
         diesel::sql_query(concat!(
-            "UPDATE outbox o SET status = 'skipped', last_error = $2,
+            "UPDATE deliveries d SET state = 'skipped', retrying = false, last_error = $2,
                     updated_at = clock_timestamp()
-             WHERE o.delivery_id = $1 AND (o.seq >> 32) BETWEEN $3 AND $4 AND ",
-            still_open!()
+             WHERE ",
+            delivery_in_days!("$3", "$4"),
+            " AND ",
+            open!()
         ))
         .bind::<SqlUuid, _>(delivery.id)
         .bind::<diesel::sql_types::Text, _>(reason)
@@ -346,11 +381,11 @@ impl Store {
         let mut conn = self.conn().await?;
         conn.transaction::<bool, StoreError, _>(async move |conn| {
             let n = diesel::sql_query(format!(
-                "UPDATE outbox o SET {}, resume_attempt = $3
-                 WHERE o.delivery_id = $1 AND (o.seq >> 32) BETWEEN $4 AND $5
-                   AND {} AND o.held_at IS NULL",
-                requeue("$2"),
-                still_open!()
+                "UPDATE deliveries d SET {}, resume_attempt = $3
+                 WHERE {} AND {} AND d.state NOT IN ('held', 'after_earlier')",
+                requeue_row("$2"),
+                delivery_in_days!("$4", "$5"),
+                open!()
             ))
             .bind::<diesel::sql_types::Uuid, _>(delivery.id)
             .bind::<Timestamptz, _>(at)
@@ -380,14 +415,19 @@ impl Store {
     ) -> Result<bool, StoreError> {
         let (lo, hi) = crate::partitions::day_bounds([delivery.seq]);
         let mut conn = self.conn().await?;
+        // One waiting for an earlier delivery of its lead keeps waiting for it (a second copy
+        // of its message); the release that ends that wait finds the outage and holds it.
         let n = diesel::sql_query(concat!(
-            "UPDATE outbox o SET held_at = clock_timestamp(), resume_attempt = $2,
-                    updated_at = clock_timestamp()
-             WHERE o.delivery_id = $1 AND (o.seq >> 32) BETWEEN $3 AND $4 AND ",
-            still_open!(),
+            "UPDATE deliveries d
+             SET state = CASE WHEN d.state = 'after_earlier' THEN d.state ELSE 'held' END,
+                 resume_attempt = $2, updated_at = clock_timestamp()
+             WHERE ",
+            delivery_in_days!("$3", "$4"),
+            " AND ",
+            open!(),
             "
                AND EXISTS (SELECT 1 FROM endpoint_health h
-                           WHERE h.org_id = o.org_id AND h.state = 'failing' FOR SHARE)"
+                           WHERE h.org_id = d.org_id AND h.state = 'failing' FOR SHARE)"
         ))
         .bind::<SqlUuid, _>(delivery.id)
         .bind::<Int4, _>(i32::try_from(resume_attempt).unwrap_or(i32::MAX))
@@ -405,14 +445,14 @@ impl Store {
         older_than: std::time::Duration,
     ) -> Result<usize, StoreError> {
         let mut conn = self.conn().await?;
+        // Through `deliveries_waiting`, by when the hold began (its row's last write).
         let n = diesel::sql_query(format!(
-            "UPDATE outbox o SET {}
-             WHERE o.held_at IS NOT NULL
-               AND o.waiting_for IS DISTINCT FROM 'earlier_delivery'
-               AND o.held_at < clock_timestamp() - make_interval(secs => $1 / 1000.0)
+            "UPDATE deliveries d SET {}
+             WHERE d.state = 'held'
+               AND d.updated_at < clock_timestamp() - make_interval(secs => $1 / 1000.0)
                AND NOT EXISTS (SELECT 1 FROM endpoint_health h
-                               WHERE h.org_id = o.org_id AND h.state = 'failing')",
-            requeue("clock_timestamp()")
+                               WHERE h.org_id = d.org_id AND h.state = 'failing')",
+            requeue_row("clock_timestamp()")
         ))
         .bind::<BigInt, _>(older_than.as_millis() as i64)
         .execute(&mut conn)
@@ -474,14 +514,13 @@ impl Store {
     ) -> Result<usize, StoreError> {
         let mut conn = self.conn().await?;
         let n = diesel::sql_query(format!(
-            "UPDATE outbox o SET {}
-             WHERE o.held_at IS NOT NULL AND o.waiting_for = 'earlier_delivery'
-               AND o.held_at < clock_timestamp() - make_interval(secs => $1)
+            "UPDATE deliveries d SET {}
+             WHERE d.state = 'after_earlier'
+               AND d.updated_at < clock_timestamp() - make_interval(secs => $1)
                AND (NOT EXISTS (SELECT 1 FROM webhooks w
-                                WHERE w.org_id = o.org_id AND w.ordering = 'per_lead')
-                    OR NOT {})",
-            requeue("clock_timestamp()"),
-            earlier_pending!()
+                                WHERE w.org_id = d.org_id AND w.ordering = 'per_lead')
+                    OR NOT qualifier_earlier_pending(d.org_id, d.lead_id, d.seq))",
+            requeue_row("clock_timestamp()")
         ))
         .bind::<Double, _>(older_than.as_secs_f64())
         .execute(&mut conn)
@@ -500,11 +539,10 @@ pub(crate) async fn release_held(
     conn: &mut AsyncPgConnection,
     org_id: Uuid,
 ) -> Result<(), StoreError> {
+    // Through `deliveries_org_state`: the org's held ones.
     let n = diesel::sql_query(format!(
-        "UPDATE outbox o SET {}
-         WHERE o.org_id = $1 AND o.held_at IS NOT NULL
-           AND o.waiting_for IS DISTINCT FROM 'earlier_delivery'",
-        requeue("clock_timestamp()")
+        "UPDATE deliveries d SET {} WHERE d.org_id = $1 AND d.state = 'held'",
+        requeue_row("clock_timestamp()")
     ))
     .bind::<SqlUuid, _>(org_id)
     .execute(conn)
@@ -523,10 +561,9 @@ pub(crate) async fn skip_held(
     reason: &str,
 ) -> Result<(), StoreError> {
     diesel::sql_query(
-        "UPDATE outbox o SET status = 'skipped', last_error = $2,
-                held_at = NULL, waiting_for = NULL, resume_attempt = NULL,
-                updated_at = clock_timestamp()
-         WHERE o.org_id = $1 AND o.held_at IS NOT NULL",
+        "UPDATE deliveries d SET state = 'skipped', retrying = false, last_error = $2,
+                resume_attempt = NULL, updated_at = clock_timestamp()
+         WHERE d.org_id = $1 AND d.state IN ('held', 'after_earlier')",
     )
     .bind::<SqlUuid, _>(org_id)
     .bind::<diesel::sql_types::Text, _>(reason)
