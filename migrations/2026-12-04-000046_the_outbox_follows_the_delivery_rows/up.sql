@@ -52,10 +52,12 @@ BEGIN
 END
 $$;
 
--- Each moved delivery's state written into its event's row. The columns that no state
--- decides keep what they held: the publication time of a delivery that is out, held or
--- ended, the wait's start of one still held, the wait's kind (`waiting_for`) of one that is
--- out (the throttle's, kept after its turn, as the relay's mark keeps it).
+-- Each moved delivery's state written into its event's row. Published exactly when not due
+-- for the relay (the mapping's `due_at` is NULL exactly when `published_at` is set), due at
+-- `replay_at` but for a new event's `-infinity` (NULL there). The columns that no state
+-- decides keep what they held: the publication time, the wait's start of one still held, the
+-- wait's kind (`waiting_for`) of one that is out (the throttle's, kept after its turn, as
+-- the relay's mark keeps it).
 CREATE FUNCTION qualifier_outbox_follows() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF pg_trigger_depth() > 1 OR NOT (SELECT m.to_outbox FROM deliveries_mirror m) THEN
@@ -64,17 +66,15 @@ BEGIN
     UPDATE outbox o SET
         status = CASE WHEN d.state IN ('succeeded', 'dead', 'skipped') THEN d.state::text
                       WHEN d.retrying THEN 'failed' ELSE 'pending' END,
-        published_at = CASE WHEN d.state IN ('queued', 'paced') THEN NULL
-                            WHEN d.state = 'out' THEN coalesce(o.published_at, d.updated_at)
-                            ELSE o.published_at END,
+        published_at = CASE WHEN d.due_at IS NOT NULL THEN NULL
+                            ELSE coalesce(o.published_at, d.updated_at) END,
         held_at = CASE WHEN d.state IN ('held', 'after_earlier')
                        THEN coalesce(o.held_at, d.updated_at) END,
         waiting_for = CASE WHEN d.state = 'after_earlier' THEN 'earlier_delivery'
                            WHEN d.state = 'paced' THEN 'throttle'
                            WHEN d.state = 'out' THEN o.waiting_for END,
         paced_at = d.turn_at,
-        replay_at = CASE WHEN d.state IN ('queued', 'paced')
-                         THEN nullif(d.due_at, '-infinity') END,
+        replay_at = nullif(d.due_at, '-infinity'),
         resume_attempt = d.resume_attempt, attempts = d.attempts,
         failed_attempts = d.failed_attempts, last_status_code = d.last_status_code,
         last_error = d.last_error, attempt_log = d.attempt_log, replayed = d.replayed,
@@ -130,7 +130,7 @@ BEGIN
     IF s IS NULL THEN
         RETURN false;
     END IF;
-    -- Back to the relay, as every requeue (crates/store/src/deliveries/state.rs, `requeue_row`).
+    -- Back to the relay, as every requeue (crates/store/src/deliveries/state.rs, `requeue`).
     UPDATE deliveries d SET state = 'queued', due_at = clock_timestamp(), turn_at = NULL,
            updated_at = clock_timestamp()
     WHERE d.seq = s AND d.org_id = p_org AND d.state IN ('held', 'after_earlier')

@@ -68,6 +68,27 @@ impl Store {
             let mut events = 0;
             let mut after = i64::MIN;
             loop {
+                // The chunk's delivery rows first, then its events' rows: every move written on
+                // a delivery row locks it before its event's (migration 46 writes the event's
+                // after it), so an erasure that locked the event first could wait for a move
+                // that waits for it.
+                diesel::sql_query(
+                    "SELECT d.seq
+                     FROM outbox o
+                     JOIN deliveries d ON d.seq = o.seq AND (d.seq >> 32) = (o.seq >> 32)
+                                      AND d.endpoint_id = o.org_id
+                     WHERE o.org_id = $1 AND o.lead_id = $2 AND o.erased_at IS NULL
+                       AND o.seq > $3
+                     ORDER BY o.seq
+                     LIMIT $4
+                     FOR UPDATE OF d",
+                )
+                .bind::<SqlUuid, _>(org_id)
+                .bind::<SqlUuid, _>(lead_id)
+                .bind::<Int8, _>(after)
+                .bind::<Int8, _>(ERASE_CHUNK)
+                .execute(conn)
+                .await?;
                 let chunk: Vec<EventOfLead> = diesel::sql_query(
                     "SELECT seq, event_id, event_type, payload
                      FROM outbox

@@ -199,12 +199,17 @@ where
 
 /// The relay's claim of what is due, up to `LIMIT $1`, its event's row and its delivery's
 /// (joined by the delivery's key; `(seq >> 32)` beside `seq` so that each probe of the outbox
-/// reads only its day's partition). The event's row is locked, and one another transaction
-/// holds is skipped (`relay_batch` says why); every writer of a delivery writes its event's
-/// row first, so that lock holds them off. The due condition is also written on the event's
-/// row, which PostgreSQL checks again on the row's latest version once it is locked: a
-/// delivery published, or moved later by a throttle's retiming, after the claim's snapshot
-/// is left for its time.
+/// reads only its day's partition). Both rows are locked, and a pair another transaction holds
+/// either of is skipped (`relay_batch` says why): while the two shapes are kept one, a move is
+/// written on the delivery row and then on the event's (migration 46), or on the event's and
+/// then on the delivery row (migration 43), so each lock holds off one kind of writer, and the
+/// mark below finds both rows already its own. Locking the event's alone, a worker that got
+/// the message before the relay's commit and moved the delivery (a wait for the lead's order)
+/// held the delivery row and waited for the event's, which the relay's mark held while it
+/// waited for the delivery row: a deadlock, one of the two rolled back. The due condition is
+/// also written on the event's row, which PostgreSQL checks again on the row's latest version
+/// once it is locked: a delivery published, or moved later by a throttle's retiming, after the
+/// claim's snapshot is left for its time.
 macro_rules! claim_head {
     ($due:literal) => {
         concat!(
@@ -226,7 +231,7 @@ const CLAIM_NEW: &str = claim_head!("d.due_at = '-infinity' AND o.replay_at IS N
 /// the transaction's start a moment ago, keeps the text fixed.
 const CLAIM_SCHEDULED: &str =
     claim_head!("d.due_at > '-infinity' AND d.due_at <= now() AND o.replay_at <= now()");
-const CLAIM_TAIL: &str = " FOR UPDATE OF o SKIP LOCKED";
+const CLAIM_TAIL: &str = " FOR UPDATE OF o, d SKIP LOCKED";
 
 /// A feed page ([`Store::events_feed`]): the parameters, then the page's rows with a running
 /// sum of their sizes, and those within the byte budget (the first always).

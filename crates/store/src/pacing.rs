@@ -90,22 +90,23 @@ impl Store {
              -- Whether the turn is too far off to wait for here, decided once: the park below
              -- and the answer must agree (two readings of the clock could straddle the line,
              -- and a message acked with its row neither parked nor sent would be lost).
-             d AS MATERIALIZED (
+             decided AS MATERIALIZED (
                  SELECT at, at > clock_timestamp() + make_interval(secs => $3) AS far,
                         (EXTRACT(EPOCH FROM at - clock_timestamp()) * 1000)::float8 AS wait_ms
                  FROM turn),
              parked AS (
-                 UPDATE outbox o SET ",
-                crate::deliveries::state::wait_for_turn_set!("d.at", "$4", "$5"),
+                 UPDATE deliveries d SET ",
+                crate::deliveries::state::wait_for_turn_set!("t.at", "$4", "$5"),
                 "
-                 FROM d
-                 WHERE d.far
-                   AND o.delivery_id = $6 AND (o.seq >> 32) BETWEEN $7 AND $8 AND ",
-                crate::deliveries::state::still_open!(),
+                 FROM decided t
+                 WHERE t.far AND ",
+                crate::deliveries::state::delivery_in_days!("$6", "$7", "$8"),
+                " AND ",
+                crate::deliveries::state::open!(),
                 "
-                   AND o.held_at IS NULL
-                 RETURNING o.seq)
-             SELECT d.wait_ms, d.far, (SELECT count(*) FROM parked) AS parked FROM d"
+                   AND d.state NOT IN ('held', 'after_earlier')
+                 RETURNING d.seq)
+             SELECT t.wait_ms, t.far, (SELECT count(*) FROM parked) AS parked FROM decided t"
             ),
             org_id,
         )
@@ -229,7 +230,7 @@ impl Store {
     pub async fn retime(&self, org_id: Uuid, rate: Option<MaxPerSecond>) -> Result<(), StoreError> {
         let mut conn = self.conn().await?;
         let waiting: Vec<WaitingRow> = diesel::sql_query(format!(
-            "SELECT o.seq FROM outbox o WHERE {WAITING} ORDER BY o.paced_at, o.seq"
+            "SELECT d.seq FROM deliveries d WHERE {WAITING} ORDER BY d.turn_at, d.seq"
         ))
         .bind::<SqlUuid, _>(org_id)
         .load(&mut conn)
@@ -238,9 +239,9 @@ impl Store {
         let Some(rate) = rate else {
             for (k, chunk) in seqs.chunks(RETIME_CHUNK).enumerate() {
                 diesel::sql_query(format!(
-                    "UPDATE outbox o SET {}
+                    "UPDATE deliveries d SET {}
                      FROM unnest($2::int8[]) WITH ORDINALITY AS x(seq, i)
-                     WHERE o.seq = x.seq AND {WAITING}",
+                     WHERE d.seq = x.seq AND {WAITING}",
                     crate::deliveries::state::requeue(
                         "clock_timestamp() + make_interval(secs => ($3 + x.i - 1) / $4)"
                     )
@@ -276,18 +277,22 @@ impl Store {
         };
         for (k, chunk) in chunks.into_iter().enumerate() {
             let head = if k == 0 {
-                "(SELECT min(paced_at) FROM r),"
+                "(SELECT min(turn_at) FROM r),"
             } else {
                 ""
             };
             // The step's rows are locked before the turn row: a step held up by a row (an
-            // erasure, an outcome) holds no lock that turn-takers wait for.
+            // erasure, an outcome) holds no lock that turn-takers wait for. Both shapes' rows,
+            // the event's too: the delivery rows' trigger writes it at the end of the step
+            // (migration 46), after the turn row is locked.
             let turn = crate::deliveries::state::new_turn("t.at", "$3");
             let sql = format!(
                 "WITH w AS (SELECT x.seq, x.i FROM unnest($4::int8[]) WITH ORDINALITY AS x(seq, i)),
                       r AS MATERIALIZED (
-                          SELECT o.seq, o.paced_at, w.i FROM w JOIN outbox o ON o.seq = w.seq
-                          WHERE {WAITING} FOR UPDATE OF o),
+                          SELECT d.seq, d.turn_at, w.i FROM w JOIN deliveries d ON d.seq = w.seq
+                          JOIN outbox o ON o.seq = d.seq AND (o.seq >> 32) = (d.seq >> 32)
+                                       AND o.org_id = d.endpoint_id
+                          WHERE {WAITING} FOR UPDATE OF d, o),
                       locked AS MATERIALIZED (
                           SELECT next_at FROM endpoint_pacing
                           WHERE org_id = $1 AND (SELECT count(*) FROM r) >= 0 FOR UPDATE),
@@ -300,8 +305,8 @@ impl Store {
                                                  anchor.at + make_interval(secs => $2 * (r.i - 1))) AS at
                           FROM r, anchor),
                       moved AS (
-                          UPDATE outbox o SET {turn}
-                          FROM t WHERE o.seq = t.seq
+                          UPDATE deliveries d SET {turn}
+                          FROM t WHERE d.seq = t.seq AND d.org_id = $1
                           RETURNING 1)
                  INSERT INTO endpoint_pacing AS p (org_id, next_at)
                  SELECT $1, GREATEST(clock_timestamp() + make_interval(secs => $2 * (n.moved + 1)),

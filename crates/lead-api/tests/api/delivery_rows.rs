@@ -418,3 +418,51 @@ async fn the_upgrade_finishes_the_fill_and_marks_the_retries_stored_before_it() 
     assert_eq!(due, ["-infinity", "-infinity"]);
     assert_eq!(differ(&c).await, 0);
 }
+
+/// A worker can get a message before the relay that sent it has committed, and move the
+/// delivery (a skip here, as a wait for the lead's order or a hold are moves too). The move
+/// waits for the relay's commit and then applies, whichever shape each writes: the relay
+/// locks the delivery's row with its event's, so neither waits for the other while holding a
+/// row the other needs (a deadlock rolls one of them back). The relay's transaction is held
+/// open, mid-publish, until the move is seen waiting.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_move_on_a_delivery_being_published_waits_for_the_relay() {
+    let db = TestDb::new().await;
+    let c = db.client().await;
+    let s = events(&c, 1).await;
+    let id: String =
+        qualifier_testkit::sql::one(&c, "SELECT delivery_id::text FROM outbox", &[]).await;
+    let id: uuid::Uuid = id.parse().unwrap();
+    let store = store_on(&db);
+    let relay_pool = qualifier_store::connect(&db.database(), 1).unwrap();
+    let mut relay_conn = relay_pool.get().await.unwrap();
+    let seq = s[0];
+    let (go_tx, go_rx) = tokio::sync::oneshot::channel::<()>();
+    let skip = tokio::spawn({
+        let store = store.clone();
+        async move {
+            go_rx.await.unwrap();
+            let delivery = qualifier_store::deliveries::DeliveryRef { id, seq: Some(seq) };
+            store.mark_skipped(delivery, "webhook disabled").await
+        }
+    });
+    let watcher = db.client().await;
+    let published = qualifier_store::outbox::relay_batch(&mut relay_conn, 10, |rows| async move {
+        assert_eq!(rows.len(), 1);
+        // The message is out; the worker moves the delivery before the relay commits.
+        go_tx.send(()).unwrap();
+        waits_for_a_lock(&watcher, "UPDATE deliveries%").await;
+        Ok::<(), std::io::Error>(())
+    })
+    .await;
+    assert_eq!(published.unwrap(), 1, "the relay committed its batch");
+    skip.await.unwrap().unwrap();
+    assert_eq!(
+        state_of(&c, seq).await.0,
+        "skipped",
+        "the move came after the mark"
+    );
+    let status: String = qualifier_testkit::sql::one(&c, "SELECT status FROM outbox", &[]).await;
+    assert_eq!(status, "skipped");
+    assert_eq!(differ(&c).await, 0);
+}

@@ -322,13 +322,28 @@ impl Store {
         let mut conn = self.conn().await?;
         let oldest_kept = self.oldest_kept();
         conn.transaction::<(), StoreError, _>(async move |conn| {
-            type Row = (i64, DeliveryStatus, Option<OffsetDateTime>, OffsetDateTime);
-            let (seq, current, erased, created): Row = outbox::table
+            // The event's and the delivery's rows locked: the delivery's state and the event's
+            // erasure are what the replay checks, and a move meanwhile (an outcome, an
+            // erasure) waits for the replay or comes before it.
+            type Row = (
+                i64,
+                DeliveryState,
+                bool,
+                Option<OffsetDateTime>,
+                OffsetDateTime,
+            );
+            let (seq, state, retrying, erased, created): Row = outbox::table
+                .inner_join(
+                    deliveries::table.on(deliveries::seq
+                        .eq(outbox::seq)
+                        .and(deliveries::endpoint_id.eq(outbox::org_id))),
+                )
                 .filter(outbox::org_id.eq(org_id))
                 .filter(outbox::delivery_id.eq(delivery_id))
                 .select((
                     outbox::seq,
-                    outbox::status,
+                    deliveries::state,
+                    deliveries::retrying,
                     outbox::erased_at,
                     outbox::created_at,
                 ))
@@ -337,6 +352,7 @@ impl Store {
                 .await
                 .optional()?
                 .ok_or(StoreError::NotFound("Delivery not found"))?;
+            let current = state.status(retrying);
             if erased.is_some() {
                 return Err(StoreError::Conflict("Event erased".into()));
             }
@@ -348,7 +364,8 @@ impl Store {
             if !current.replayable() {
                 return Err(StoreError::Conflict("Delivery is still in progress".into()));
             }
-            schedule_replays(conn, org_id, &[seq], &[current], rate_per_second).await?;
+            let only = vec![state.as_str().to_owned()];
+            schedule_replays(conn, org_id, &[seq], &only, &[retrying], rate_per_second).await?;
             Ok(())
         })
         .await
@@ -410,7 +427,13 @@ impl Store {
                 expired: matched - seqs.len(),
             };
             if !seqs.is_empty() {
-                schedule_replays(conn, org_id, &seqs, &f.statuses, rate_per_second).await?;
+                let states: Vec<String> = f
+                    .states()
+                    .iter()
+                    .map(|(s, _)| s.as_str().to_owned())
+                    .collect();
+                let retrying = StatusIs::new(&f.statuses).retrying;
+                schedule_replays(conn, org_id, &seqs, &states, &retrying, rate_per_second).await?;
             }
             Ok(count)
         })
@@ -662,18 +685,19 @@ fn seq_at(param: &str, sign: &str) -> String {
 }
 
 /// Takes `seqs.len()` consecutive replay slots of the org (`replay_pacing`, whose row lock also
-/// orders concurrent replays of one org) and puts each row back to the relay, due at its slot.
-/// A row whose status left `statuses` since it was read (a retry finished it meanwhile) is
-/// left alone: PostgreSQL re-checks the condition on the row's latest version. Returns how many
-/// rows were put back.
+/// orders concurrent replays of one org) and puts each delivery back to the relay, due at its
+/// slot. A delivery whose state left `states` (with the `retrying` asked of one before the end)
+/// since it was read (a retry finished it meanwhile) is left alone: PostgreSQL re-checks the
+/// condition on the row's latest version. Returns how many were put back.
 async fn schedule_replays(
     conn: &mut diesel_async::AsyncPgConnection,
     org_id: Uuid,
     seqs: &[i64],
-    statuses: &[DeliveryStatus],
+    states: &[String],
+    retrying: &[bool],
     rate_per_second: u32,
 ) -> Result<usize, StoreError> {
-    use diesel::sql_types::{Double, Int8, Text};
+    use diesel::sql_types::{Bool, Double, Int8, Text};
     let spacing = 1.0 / f64::from(rate_per_second.max(1));
     let n = seqs.len() as f64;
     let updated = diesel::sql_query(format!(
@@ -683,16 +707,19 @@ async fn schedule_replays(
              ON CONFLICT (org_id) DO UPDATE
                  SET next_at = GREATEST(p.next_at, clock_timestamp()) + make_interval(secs => $3 * $4)
              RETURNING next_at - make_interval(secs => $3 * $4) AS first)
-         UPDATE outbox o SET {}
+         UPDATE deliveries d SET {}
          FROM slot, unnest($2::int8[]) WITH ORDINALITY AS v(seq, i)
-         WHERE o.seq = v.seq AND o.org_id = $1 AND o.status = ANY($5::text[])",
+         WHERE d.seq = v.seq AND d.org_id = $1
+           AND d.state = ANY($5::text[]::delivery_state[])
+           AND (d.state IN ('succeeded', 'dead', 'skipped') OR d.retrying = ANY($6::bool[]))",
         super::state::replay("slot.first + make_interval(secs => $3 * (v.i - 1))")
     ))
     .bind::<diesel::sql_types::Uuid, _>(org_id)
     .bind::<Array<Int8>, _>(seqs)
     .bind::<Double, _>(spacing)
     .bind::<Double, _>(n)
-    .bind::<Array<Text>, _>(statuses)
+    .bind::<Array<Text>, _>(states)
+    .bind::<Array<Bool>, _>(retrying)
     .execute(conn)
     .await?;
     crate::deliveries::state::wake_relay(conn).await?;

@@ -12,7 +12,7 @@
 //! one by triggers both ways: a move written on the delivery row is written back to the
 //! outbox (migration 46), one written on the outbox into the delivery row (migration 43).
 //!
-//! The moves on the delivery rows (the condition `open!`, the requeue [`requeue_row`]):
+//! The moves on the delivery rows (the condition `open!`, the requeue [`requeue`]):
 //!
 //! - [`Store::schedule_attempt`]: the next attempt due at an instant;
 //! - [`Store::hold_delivery`], [`release_held`], [`Store::release_stray_held`]: an outage's hold
@@ -21,17 +21,18 @@
 //!   [`Store::release_stray_order_waits`]: the lead's order, over one condition (the SQL
 //!   function `qualifier_earlier_pending`; the first two are SQL functions too,
 //!   `qualifier_wait_for_earlier` and `qualifier_release_next`, migration 46);
-//! - [`Store::mark_skipped`], [`skip_held`]: ended without a request.
+//! - [`Store::mark_skipped`], [`skip_held`]: ended without a request;
+//! - the `SET` lists of the moves made inside statements that do more than move the
+//!   delivery, each used by that one statement: waiting for a throttle turn and a new turn
+//!   ([`wait_for_turn_set`], [`new_turn`], over [`WAITING_FOR_TURN`]: `crate::pacing`) and a
+//!   replay ([`replay`]: `super::lists`).
 //!
-//! The moves still written on the outbox's columns (the condition [`still_open`], the requeue
-//! [`requeue`]), the next to go over: [`Store::record_attempts`] / [`Store::record_attempt`]
-//! (an attempt's outcome), and the `SET` lists of the moves made inside statements that do
-//! more than move the delivery, each used by that one statement: out ([`published_set`], the
-//! relay's mark in `crate::outbox`), waiting for a throttle turn and a new turn
-//! ([`wait_for_turn_set`], [`new_turn`], over [`WAITING_FOR_TURN`]: `crate::pacing`), a replay
-//! ([`replay`]: `super::lists`) and ended by an erasure ([`erased_set`]: `crate::erasure`). The
-//! event's insert (`crate::leads::write`) creates a delivery queued with the columns'
-//! defaults; the compaction of old logs (`super::logs`) rewrites the attempt log, not the state.
+//! The moves still written on the outbox's columns, the next to go over:
+//! [`Store::record_attempts`] / [`Store::record_attempt`] (an attempt's outcome), out
+//! ([`published_set`], the relay's mark in `crate::outbox`) and ended by an erasure
+//! ([`erased_set`]: `crate::erasure`). The event's insert (`crate::leads::write`) creates a
+//! delivery queued with the columns' defaults; the compaction of old logs (`super::logs`)
+//! rewrites the attempt log, not the state.
 
 use diesel::sql_types::{Array, BigInt, Bool, Double, Int4, Uuid as SqlUuid};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
@@ -45,15 +46,6 @@ use crate::partitions::{DeliveryRef, day_bounds};
 use crate::{Store, StoreError};
 use qualifier_domain::DeliveryStatus;
 
-/// A delivery that has not ended and whose lead was not erased: the condition every move of a
-/// live delivery is guarded by (on the row `o`).
-macro_rules! still_open {
-    () => {
-        "o.status IN ('pending', 'failed') AND o.erased_at IS NULL"
-    };
-}
-pub(crate) use still_open;
-
 /// A delivery that has not ended, on its own row `d`: the condition every move of a live
 /// delivery written on the delivery rows is guarded by. An erased event's delivery has always
 /// ended: its erasure ends it `skipped` (or leaves it `succeeded`), and `outbox_stays_erased`
@@ -63,13 +55,16 @@ macro_rules! open {
         "d.state NOT IN ('succeeded', 'dead', 'skipped')"
     };
 }
+pub(crate) use open;
 
-/// The delivery row `d` of delivery `$1` whose event is of a day from `$lo` to `$hi` (its
+/// The delivery row `d` of delivery `$id` whose event is of a day from `$lo` to `$hi` (its
 /// `seq` range: the rows' partition key, so only those days' partitions are read).
 macro_rules! delivery_in_days {
-    ($lo:literal, $hi:literal) => {
+    ($id:literal, $lo:literal, $hi:literal) => {
         concat!(
-            "d.delivery_id = $1 AND d.seq >= (",
+            "d.delivery_id = ",
+            $id,
+            " AND d.seq >= (",
             $lo,
             "::int8 << 32) AND d.seq < ((",
             $hi,
@@ -77,28 +72,13 @@ macro_rules! delivery_in_days {
         )
     };
 }
+pub(crate) use delivery_in_days;
 
 /// "Send it back to the relay" on the delivery row: queued, due at `at` (an SQL expression),
 /// every wait left (an outage's hold, the lead's order, a throttle turn, whose time has passed
 /// or changed). The relay publishes it once it is due.
-pub(crate) fn requeue_row(at: &str) -> String {
-    format!("state = 'queued', due_at = {at}, turn_at = NULL, updated_at = clock_timestamp()")
-}
-
-/// "Send it back to the relay": every wait cleared (an outage's hold, the lead's order, a
-/// throttle turn, whose time has passed or changed), unpublished, so the relay publishes the
-/// row again once its `replay_at` is due. The `SET` list without `replay_at`, which each caller
-/// gives ([`requeue`]).
-macro_rules! requeue_set {
-    () => {
-        "published_at = NULL, held_at = NULL, waiting_for = NULL, paced_at = NULL,
-         updated_at = clock_timestamp()"
-    };
-}
-
-/// The `SET` list that sends a delivery back to the relay, due at `at` (an SQL expression).
 pub(crate) fn requeue(at: &str) -> String {
-    format!("{}, replay_at = {at}", requeue_set!())
+    format!("state = 'queued', due_at = {at}, turn_at = NULL, updated_at = clock_timestamp()")
 }
 
 /// Out: published by the relay (`crate::outbox`, `relay_batch`), its events-feed position `$pos`
@@ -112,17 +92,18 @@ pub(crate) use published_set;
 
 /// Waiting in its row for a throttle turn too far off to wait for in a worker: the turn at
 /// `$at`, sent by the relay `$ahead` seconds before it, resuming at attempt `$resume` (SQL
-/// expressions, in the statement's fixed text: `crate::pacing`, `take_turn`).
+/// expressions, in the statement's fixed text: `crate::pacing`, `take_turn`), on the delivery
+/// row.
 macro_rules! wait_for_turn_set {
     ($at:literal, $ahead:literal, $resume:literal) => {
         concat!(
-            "published_at = NULL, paced_at = ",
+            "state = 'paced', turn_at = ",
             $at,
-            ", replay_at = ",
+            ", due_at = ",
             $at,
             " - make_interval(secs => ",
             $ahead,
-            "), waiting_for = 'throttle', resume_attempt = ",
+            "), resume_attempt = ",
             $resume,
             ", updated_at = clock_timestamp()"
         )
@@ -130,26 +111,27 @@ macro_rules! wait_for_turn_set {
 }
 pub(crate) use wait_for_turn_set;
 
-/// The deliveries of `$1` (an org) waiting in their rows for a throttle turn: only rows the
-/// relay has yet to send. What a change of the throttle moves (`crate::pacing`, `retime`).
-pub(crate) const WAITING_FOR_TURN: &str = "o.org_id = $1 AND o.published_at IS NULL
-     AND o.replay_at IS NOT NULL AND o.waiting_for = 'throttle' AND o.paced_at IS NOT NULL
-     AND o.status IN ('pending', 'failed')";
+/// The deliveries of `$1` (an org) waiting in their rows for a throttle turn, on the delivery
+/// rows `d` (through `deliveries_org_state`). What a change of the throttle moves
+/// (`crate::pacing`, `retime`).
+pub(crate) const WAITING_FOR_TURN: &str =
+    "d.org_id = $1 AND d.state = 'paced' AND d.turn_at IS NOT NULL";
 
 /// A new turn at `at` for a delivery waiting in its row, sent `ahead` seconds before it (SQL
-/// expressions): the `SET` list of a throttle's retiming.
+/// expressions): the `SET` list of a throttle's retiming, on the delivery row.
 pub(crate) fn new_turn(at: &str, ahead: &str) -> String {
     format!(
-        "paced_at = {at}, replay_at = {at} - make_interval(secs => {ahead}),
+        "turn_at = {at}, due_at = {at} - make_interval(secs => {ahead}),
          updated_at = clock_timestamp()"
     )
 }
 
-/// A replay: pending again from the first attempt (`resume_attempt` cleared), outside its
-/// lead's order (`replayed`), sent back to the relay due at `at` (`super::lists`).
+/// A replay: pending again from the first attempt (`resume_attempt` cleared, not retrying),
+/// outside its lead's order (`replayed`), sent back to the relay due at `at` (`super::lists`),
+/// on the delivery row.
 pub(crate) fn replay(at: &str) -> String {
     format!(
-        "status = 'pending', resume_attempt = NULL, replayed = true, {}",
+        "retrying = false, resume_attempt = NULL, replayed = true, {}",
         requeue(at)
     )
 }
@@ -241,8 +223,15 @@ const RECORD_SKIPPING_LOCKED: &str = record_tail!(
                AND (o.lead_id IS NULL
                     OR pg_try_advisory_xact_lock_shared(hashtextextended(o.lead_id::text, 20)))"
 );
-/// One outcome alone, waiting for its row as any write does.
-const RECORD_WAITING: &str = record_tail!("");
+/// One outcome alone: it waits for its lead's erasure to end (the erasure lock, shared) before
+/// it locks any row, so it never holds the event's row while an erasure, which locks the
+/// delivery's row first, waits for it; then for its row as any write does.
+const RECORD_WAITING: &str = record_tail!(
+    "
+               AND (o.lead_id IS NULL
+                    OR pg_advisory_xact_lock_shared(hashtextextended(o.lead_id::text, 20))
+                       IS NOT NULL)"
+);
 
 /// A row [`Store::record_attempts`] wrote.
 #[derive(diesel::QueryableByName)]
@@ -350,7 +339,7 @@ impl Store {
             "UPDATE deliveries d SET state = 'skipped', retrying = false, last_error = $2,
                     updated_at = clock_timestamp()
              WHERE ",
-            delivery_in_days!("$3", "$4"),
+            delivery_in_days!("$1", "$3", "$4"),
             " AND ",
             open!()
         ))
@@ -383,8 +372,8 @@ impl Store {
             let n = diesel::sql_query(format!(
                 "UPDATE deliveries d SET {}, resume_attempt = $3
                  WHERE {} AND {} AND d.state NOT IN ('held', 'after_earlier')",
-                requeue_row("$2"),
-                delivery_in_days!("$4", "$5"),
+                requeue("$2"),
+                delivery_in_days!("$1", "$4", "$5"),
                 open!()
             ))
             .bind::<diesel::sql_types::Uuid, _>(delivery.id)
@@ -422,7 +411,7 @@ impl Store {
              SET state = CASE WHEN d.state = 'after_earlier' THEN d.state ELSE 'held' END,
                  resume_attempt = $2, updated_at = clock_timestamp()
              WHERE ",
-            delivery_in_days!("$3", "$4"),
+            delivery_in_days!("$1", "$3", "$4"),
             " AND ",
             open!(),
             "
@@ -452,7 +441,7 @@ impl Store {
                AND d.updated_at < clock_timestamp() - make_interval(secs => $1 / 1000.0)
                AND NOT EXISTS (SELECT 1 FROM endpoint_health h
                                WHERE h.org_id = d.org_id AND h.state = 'failing')",
-            requeue_row("clock_timestamp()")
+            requeue("clock_timestamp()")
         ))
         .bind::<BigInt, _>(older_than.as_millis() as i64)
         .execute(&mut conn)
@@ -520,7 +509,7 @@ impl Store {
                AND (NOT EXISTS (SELECT 1 FROM webhooks w
                                 WHERE w.org_id = d.org_id AND w.ordering = 'per_lead')
                     OR NOT qualifier_earlier_pending(d.org_id, d.lead_id, d.seq))",
-            requeue_row("clock_timestamp()")
+            requeue("clock_timestamp()")
         ))
         .bind::<Double, _>(older_than.as_secs_f64())
         .execute(&mut conn)
@@ -542,7 +531,7 @@ pub(crate) async fn release_held(
     // Through `deliveries_org_state`: the org's held ones.
     let n = diesel::sql_query(format!(
         "UPDATE deliveries d SET {} WHERE d.org_id = $1 AND d.state = 'held'",
-        requeue_row("clock_timestamp()")
+        requeue("clock_timestamp()")
     ))
     .bind::<SqlUuid, _>(org_id)
     .execute(conn)
