@@ -30,8 +30,8 @@ pub mod webhooks;
 pub use error::{BoxError, StoreError, cause_chain};
 pub use pgconn::{Database, SslMode, StartError, UrlError};
 pub use pool::{
-    DbPool, MigrationError, PoolError, connect, connect_generic_plans, connect_relaxed,
-    connect_with_timeout, run_migrations,
+    DbPool, MIGRATIONS_DIGEST, MigrationError, PoolError, connect, connect_generic_plans,
+    connect_relaxed, connect_with_timeout, run_migrations,
 };
 pub use secrets::SecretKey;
 

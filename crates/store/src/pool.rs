@@ -27,6 +27,10 @@ pub enum MigrationError {
 
 pub const MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations");
 
+/// A digest of the migration files [`MIGRATIONS`] was built from (build.rs): what a database
+/// migrated by this build is named after where one is kept for reuse (the tests' template).
+pub const MIGRATIONS_DIGEST: &str = env!("STORE_MIGRATIONS_DIGEST");
+
 /// A pool whose waits are bounded, so a request meets a prompt 503 when PostgreSQL is down instead
 /// of hanging until the client gives up.
 pub fn connect(database: &Database, max_size: usize) -> Result<DbPool, PoolError> {
