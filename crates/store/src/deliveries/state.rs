@@ -21,14 +21,14 @@
 //!   [`Store::release_stray_order_waits`]: the lead's order, over one condition (the SQL
 //!   function `qualifier_earlier_pending`; the first two are SQL functions too,
 //!   `qualifier_wait_for_earlier` and `qualifier_release_next`, migration 46);
+//! - [`Store::record_attempts`] / [`Store::record_attempt`]: an attempt's outcome;
 //! - [`Store::mark_skipped`], [`skip_held`]: ended without a request;
 //! - the `SET` lists of the moves made inside statements that do more than move the
 //!   delivery, each used by that one statement: waiting for a throttle turn and a new turn
 //!   ([`wait_for_turn_set`], [`new_turn`], over [`WAITING_FOR_TURN`]: `crate::pacing`) and a
 //!   replay ([`replay`]: `super::lists`).
 //!
-//! The moves still written on the outbox's columns, the next to go over:
-//! [`Store::record_attempts`] / [`Store::record_attempt`] (an attempt's outcome), out
+//! The moves still written on the outbox's columns, the next to go over: out
 //! ([`published_set`], the relay's mark in `crate::outbox`) and ended by an erasure
 //! ([`erased_set`]: `crate::erasure`). The event's insert (`crate::leads::write`) creates a
 //! delivery queued with the columns' defaults; the compaction of old logs (`super::logs`)
@@ -192,22 +192,49 @@ pub enum Outcome {
     Locked,
 }
 
-/// The outcome statement after its parameters: each outcome applied to its row, found through
-/// `outbox_delivery_id`, with `$guard` as one more condition on the row.
+/// The outcome statement after its parameters: each outcome applied to its delivery's row,
+/// found from its event's (`outbox_delivery_id` within the batch's days, the way the worker's
+/// read finds it, then the delivery's key), with `$guard` as one more condition on the row.
+/// Found by its own `deliveries_delivery_id` with the days as a range of `seq`, a generic
+/// plan made while the day's partition was small walked the partition's primary key through
+/// that range instead, and the guard took a lock for every row it passed (the plan test:
+/// out of shared memory at 20,000). Whether the event was erased is read from its row (`e`): the guards
+/// keep an erasure of the lead from running meanwhile, so the statement's snapshot says. An
+/// erased event's delivery stays as its erasure left it, as `outbox_stays_erased` keeps the
+/// event's row (migration 32): ended `skipped` unless this attempt succeeded, the entry without
+/// the receiver's answer, the request's headers and the signatures.
 macro_rules! record_tail {
     ($guard:literal) => {
         concat!(
-            ")) UPDATE outbox o SET status = v.status, attempts = o.attempts + 1,
-                    failed_attempts = o.failed_attempts + (v.err IS NOT NULL)::int,
-                    last_status_code = v.code, last_error = v.err,
-                    attempt_log = o.attempt_log || jsonb_build_array(v.entry),
+            ")), v AS (
+                 SELECT * FROM p, unnest(p.ids, p.statuses, p.codes, p.errs, p.entries)
+                      AS v(id, status, code, err, entry))
+             UPDATE deliveries d SET
+                    state = CASE WHEN e.erased_at IS NOT NULL
+                                 THEN CASE WHEN v.status IN ('succeeded', 'skipped')
+                                           THEN v.status ELSE 'skipped' END
+                                 WHEN v.status IN ('succeeded', 'dead', 'skipped') THEN v.status
+                                 WHEN d.state IN ('succeeded', 'dead', 'skipped') THEN 'out'
+                                 ELSE d.state::text END::delivery_state,
+                    retrying = e.erased_at IS NULL AND v.status = 'failed',
+                    attempts = d.attempts + 1,
+                    failed_attempts = d.failed_attempts + (v.err IS NOT NULL)::int,
+                    last_status_code = v.code,
+                    last_error = CASE WHEN e.erased_at IS NOT NULL
+                                           AND v.status NOT IN ('succeeded', 'skipped')
+                                      THEN 'erased' ELSE v.err END,
+                    attempt_log = d.attempt_log || jsonb_build_array(
+                        CASE WHEN e.erased_at IS NULL THEN v.entry
+                             ELSE v.entry - 'response_body' - 'request_headers' - 'signatures'
+                                  - 'b' - 'g' END),
+                    resume_attempt = CASE WHEN e.erased_at IS NULL THEN d.resume_attempt END,
                     updated_at = clock_timestamp()
-             FROM p, unnest(p.ids, p.statuses, p.codes, p.errs, p.entries)
-                  AS v(id, status, code, err, entry)
-             WHERE o.delivery_id = v.id AND (o.seq >> 32) BETWEEN $6 AND $7",
+             FROM v, outbox e
+             WHERE e.delivery_id = v.id AND (e.seq >> 32) BETWEEN $6 AND $7
+               AND d.seq = e.seq AND d.endpoint_id = e.org_id",
             $guard,
             "
-             RETURNING o.delivery_id, o.erased_at IS NOT NULL AS erased"
+             RETURNING d.delivery_id, e.erased_at IS NOT NULL AS erased"
         )
     };
 }
@@ -220,16 +247,15 @@ macro_rules! record_tail {
 /// on the path every event takes).
 const RECORD_SKIPPING_LOCKED: &str = record_tail!(
     "
-               AND (o.lead_id IS NULL
-                    OR pg_try_advisory_xact_lock_shared(hashtextextended(o.lead_id::text, 20)))"
+               AND (d.lead_id IS NULL
+                    OR pg_try_advisory_xact_lock_shared(hashtextextended(d.lead_id::text, 20)))"
 );
 /// One outcome alone: it waits for its lead's erasure to end (the erasure lock, shared) before
-/// it locks any row, so it never holds the event's row while an erasure, which locks the
-/// delivery's row first, waits for it; then for its row as any write does.
+/// it locks any row, then for its row as any write does.
 const RECORD_WAITING: &str = record_tail!(
     "
-               AND (o.lead_id IS NULL
-                    OR pg_advisory_xact_lock_shared(hashtextextended(o.lead_id::text, 20))
+               AND (d.lead_id IS NULL
+                    OR pg_advisory_xact_lock_shared(hashtextextended(d.lead_id::text, 20))
                        IS NOT NULL)"
 );
 
@@ -253,10 +279,10 @@ impl Store {
     /// "A 2xx is a commit"), and neither does the flusher that runs it.
     ///
     /// A written outcome says whether its delivery's lead was erased by the time it was written
-    /// (the same statement reads it, under the row's lock): an attempt in flight when the
-    /// erasure committed must not be retried, since its message still carries the event as it
-    /// was (`outbox_stays_erased`, migration 32, has already ended the row skipped and stripped
-    /// the receiver's answer from the entry).
+    /// (the same statement reads it; no erasure of the lead runs meanwhile): an attempt in
+    /// flight when the erasure committed must not be retried, since its message still carries
+    /// the event as it was (the statement has left the delivery skipped and stripped the
+    /// receiver's answer from the entry).
     pub async fn record_attempts(
         &self,
         writes: &[AttemptWrite],
