@@ -322,9 +322,10 @@ impl Store {
         let mut conn = self.conn().await?;
         let oldest_kept = self.oldest_kept();
         conn.transaction::<(), StoreError, _>(async move |conn| {
-            // The event's and the delivery's rows locked: the delivery's state and the event's
-            // erasure are what the replay checks, and a move meanwhile (an outcome, an
-            // erasure) waits for the replay or comes before it.
+            // The delivery's and the event's rows locked, the delivery's first as every
+            // writer locks them (docs/decisions.md, "Events and deliveries apart"): the
+            // delivery's state and the event's erasure are what the replay checks, and a move
+            // meanwhile (an outcome, an erasure) waits for the replay or comes before it.
             type Row = (
                 i64,
                 DeliveryState,
@@ -332,11 +333,11 @@ impl Store {
                 Option<OffsetDateTime>,
                 OffsetDateTime,
             );
-            let (seq, state, retrying, erased, created): Row = outbox::table
+            let (seq, state, retrying, erased, created): Row = deliveries::table
                 .inner_join(
-                    deliveries::table.on(deliveries::seq
-                        .eq(outbox::seq)
-                        .and(deliveries::endpoint_id.eq(outbox::org_id))),
+                    outbox::table.on(outbox::seq
+                        .eq(deliveries::seq)
+                        .and(outbox::org_id.eq(deliveries::endpoint_id))),
                 )
                 .filter(outbox::org_id.eq(org_id))
                 .filter(outbox::delivery_id.eq(delivery_id))
