@@ -357,3 +357,73 @@ async fn a_skip_leaves_a_delivery_that_ended_meanwhile_as_it_ended() {
         ("skipped".to_owned(), Some("webhook disabled".to_owned()))
     );
 }
+
+/// An outcome written alone while its lead's erasure runs: its statement's snapshot is taken
+/// before the erasure commits, and it waits for the erasure's lock. The erasure is seen all the
+/// same, in the delivery's row as it is once the outcome has it: the delivery stays skipped for
+/// `erased`, the attempt's entry keeps nothing of the answer, the worker is told, and the
+/// event's row says the same (the database's check when it is dropped).
+#[tokio::test(flavor = "multi_thread")]
+async fn an_outcome_that_waited_for_an_erasure_keeps_the_delivery_erased() {
+    let (db, c) = database().await;
+    let pool = qualifier_store::connect_generic_plans(&db.database(), 2).unwrap();
+    let store = store_over(pool);
+    let rows = write(&c, 1, true).await;
+    let (id, seq) = rows[0];
+    let holder = db.client().await;
+    holder.batch_execute("BEGIN").await.unwrap();
+    let lead: String = qualifier_testkit::sql::one(
+        &holder,
+        "SELECT lead_id::text FROM outbox WHERE delivery_id = $1::text::uuid",
+        &[&id.to_string()],
+    )
+    .await;
+    // As an erasure does: its lock, then the event reduced and its open delivery ended.
+    holder
+        .query_one(qualifier_store::erasure::ERASING, &[&lead])
+        .await
+        .unwrap();
+    tokio_postgres::Client::execute(
+        &holder,
+        "UPDATE outbox SET erased_at = now(), status = 'skipped', last_error = 'erased',
+                updated_at = clock_timestamp()
+         WHERE delivery_id = $1::text::uuid",
+        &[&id.to_string()],
+    )
+    .await
+    .unwrap();
+    let failed = {
+        let mut w = outcome(id, seq);
+        w.status = DeliveryStatus::Failed;
+        w.entry.status_code = Some(500);
+        w.entry.error = Some("HTTP 500".into());
+        w.entry.response_body = Some("the receiver's answer".into());
+        w
+    };
+    let alone = {
+        let store = store.clone();
+        tokio::spawn(async move { store.record_attempt(&failed).await })
+    };
+    crate::helpers::until_waiting_on_locks(&c, 1).await;
+    holder.batch_execute("COMMIT").await.unwrap();
+    assert!(
+        alone.await.unwrap().unwrap(),
+        "the worker is told the lead was erased"
+    );
+    let r = c
+        .query_one(
+            "SELECT d.state::text, d.last_error, d.retrying, d.attempt_log::text
+             FROM deliveries d WHERE d.delivery_id = $1::text::uuid",
+            &[&id.to_string()],
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.get::<_, String>(0), "skipped");
+    assert_eq!(r.get::<_, Option<String>>(1).as_deref(), Some("erased"));
+    assert!(!r.get::<_, bool>(2));
+    let log: String = r.get(3);
+    assert!(
+        !log.contains("the receiver's answer") && log.contains("\"attempt\""),
+        "{log}"
+    );
+}

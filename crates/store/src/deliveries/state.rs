@@ -192,14 +192,25 @@ pub enum Outcome {
     Locked,
 }
 
+/// Whether the delivery `d`'s event was erased, in the outcome statement: as the event's row
+/// (`e`) says in the statement's snapshot, or as the delivery's row says once locked (an
+/// erasure ends an open delivery `skipped` for `erased`). The erasure lock the guards take is
+/// taken after the snapshot, so an erasure that committed in between is seen only in the
+/// delivery's row, which PostgreSQL reads again at its latest once it waited for it.
+macro_rules! erased_now {
+    () => {
+        "(e.erased_at IS NOT NULL
+          OR (d.state = 'skipped' AND d.last_error IS NOT DISTINCT FROM 'erased'))"
+    };
+}
+
 /// The outcome statement after its parameters: each outcome applied to its delivery's row,
 /// found from its event's (`outbox_delivery_id` within the batch's days, the way the worker's
 /// read finds it, then the delivery's key), with `$guard` as one more condition on the row.
 /// Found by its own `deliveries_delivery_id` with the days as a range of `seq`, a generic
 /// plan made while the day's partition was small walked the partition's primary key through
 /// that range instead, and the guard took a lock for every row it passed (the plan test:
-/// out of shared memory at 20,000). Whether the event was erased is read from its row (`e`): the guards
-/// keep an erasure of the lead from running meanwhile, so the statement's snapshot says. An
+/// out of shared memory at 20,000). Whether the event was erased: `erased_now!`. An
 /// erased event's delivery stays as its erasure left it, as `outbox_stays_erased` keeps the
 /// event's row (migration 32): ended `skipped` unless this attempt succeeded, the entry without
 /// the receiver's answer, the request's headers and the signatures.
@@ -210,31 +221,43 @@ macro_rules! record_tail {
                  SELECT * FROM p, unnest(p.ids, p.statuses, p.codes, p.errs, p.entries)
                       AS v(id, status, code, err, entry))
              UPDATE deliveries d SET
-                    state = CASE WHEN e.erased_at IS NOT NULL
+                    state = CASE WHEN ",
+            erased_now!(),
+            "
                                  THEN CASE WHEN v.status IN ('succeeded', 'skipped')
                                            THEN v.status ELSE 'skipped' END
                                  WHEN v.status IN ('succeeded', 'dead', 'skipped') THEN v.status
                                  WHEN d.state IN ('succeeded', 'dead', 'skipped') THEN 'out'
                                  ELSE d.state::text END::delivery_state,
-                    retrying = e.erased_at IS NULL AND v.status = 'failed',
+                    retrying = NOT ",
+            erased_now!(),
+            " AND v.status = 'failed',
                     attempts = d.attempts + 1,
                     failed_attempts = d.failed_attempts + (v.err IS NOT NULL)::int,
                     last_status_code = v.code,
-                    last_error = CASE WHEN e.erased_at IS NOT NULL
-                                           AND v.status NOT IN ('succeeded', 'skipped')
+                    last_error = CASE WHEN ",
+            erased_now!(),
+            " AND v.status NOT IN ('succeeded', 'skipped')
                                       THEN 'erased' ELSE v.err END,
                     attempt_log = d.attempt_log || jsonb_build_array(
-                        CASE WHEN e.erased_at IS NULL THEN v.entry
-                             ELSE v.entry - 'response_body' - 'request_headers' - 'signatures'
-                                  - 'b' - 'g' END),
-                    resume_attempt = CASE WHEN e.erased_at IS NULL THEN d.resume_attempt END,
+                        CASE WHEN ",
+            erased_now!(),
+            "
+                             THEN v.entry - 'response_body' - 'request_headers' - 'signatures'
+                                  - 'b' - 'g'
+                             ELSE v.entry END),
+                    resume_attempt = CASE WHEN ",
+            erased_now!(),
+            " THEN NULL ELSE d.resume_attempt END,
                     updated_at = clock_timestamp()
              FROM v, outbox e
              WHERE e.delivery_id = v.id AND (e.seq >> 32) BETWEEN $6 AND $7
                AND d.seq = e.seq AND d.endpoint_id = e.org_id",
             $guard,
             "
-             RETURNING d.delivery_id, e.erased_at IS NOT NULL AS erased"
+             RETURNING d.delivery_id,
+                       e.erased_at IS NOT NULL
+                       OR d.last_error IS NOT DISTINCT FROM 'erased' AS erased"
         )
     };
 }
