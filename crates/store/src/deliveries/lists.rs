@@ -428,12 +428,7 @@ impl Store {
                 expired: matched - seqs.len(),
             };
             if !seqs.is_empty() {
-                let states: Vec<String> = f
-                    .states()
-                    .iter()
-                    .map(|(s, _)| s.as_str().to_owned())
-                    .collect();
-                let retrying = StatusIs::new(&f.statuses).retrying;
+                let (states, retrying) = f.states_asked();
                 schedule_replays(conn, org_id, &seqs, &states, &retrying, rate_per_second).await?;
             }
             Ok(count)
@@ -509,13 +504,10 @@ impl DeliveryFilter {
     /// A time bound is a range of sequence numbers beside the exact condition, so neither a
     /// replay that ends a month ago nor a count over a day walks the rest of the org's history.
     pub(super) fn selection(&self, what: &str) -> (String, SelectionBinds) {
+        let (states, retrying) = self.states_asked();
         let binds = SelectionBinds {
-            states: self
-                .states()
-                .iter()
-                .map(|(s, _)| s.as_str().to_owned())
-                .collect(),
-            retrying: StatusIs::new(&self.statuses).retrying,
+            states,
+            retrying,
             since: self.since,
             until: self.until,
             types: self
@@ -527,8 +519,7 @@ impl DeliveryFilter {
         };
         // $1 org, $2 states, $3 the `retrying` of the states before the end, $4 since,
         // $5 until, $6 types (empty: any), $7 lead (NULL: any).
-        let of_state = "d.state = ANY($2::text[]::delivery_state[])
-               AND (d.state IN ('succeeded', 'dead', 'skipped') OR d.retrying = ANY($3::bool[]))";
+        let of_state = state_asked("$2", "$3");
         let sql = if self.walks_states() {
             format!(
                 "SELECT {what} FROM deliveries d
@@ -568,6 +559,17 @@ impl DeliveryFilter {
         !self.statuses.is_empty()
             && !self.statuses.contains(&DeliveryStatus::Succeeded)
             && self.lead_id.is_none()
+    }
+
+    /// The states the statuses asked for ([`Self::states`]) and the `retrying` asked of those
+    /// before the end, as the parameters of [`state_asked`].
+    fn states_asked(&self) -> (Vec<String>, Vec<bool>) {
+        let states = self
+            .states()
+            .iter()
+            .map(|(s, _)| s.as_str().to_owned())
+            .collect();
+        (states, StatusIs::new(&self.statuses).retrying)
     }
 
     /// The delivery states the statuses asked for are, each with the `retrying` it must have
@@ -675,6 +677,16 @@ impl diesel::query_builder::QueryFragment<diesel::pg::Pg> for StatusIs {
     }
 }
 
+/// The delivery row `d` is in one of the states `states` (a `text[]` parameter), with one of
+/// the `retrying` values `retrying` (a `bool[]` parameter) if it has not ended: the condition of
+/// [`DeliveryFilter::states_asked`], for a statement written whole.
+fn state_asked(states: &str, retrying: &str) -> String {
+    format!(
+        "d.state = ANY({states}::text[]::delivery_state[])
+         AND (d.state IN ('succeeded', 'dead', 'skipped') OR d.retrying = ANY({retrying}::bool[]))"
+    )
+}
+
 /// The first `seq` at or after `param` (a timestamp parameter, `$n`) give or take five
 /// minutes (`sign` `-` for a lower bound, `+` for an upper one): [`SeqBound`]'s text, for a
 /// statement written whole.
@@ -710,10 +722,9 @@ async fn schedule_replays(
              RETURNING next_at - make_interval(secs => $3 * $4) AS first)
          UPDATE deliveries d SET {}
          FROM slot, unnest($2::int8[]) WITH ORDINALITY AS v(seq, i)
-         WHERE d.seq = v.seq AND d.org_id = $1
-           AND d.state = ANY($5::text[]::delivery_state[])
-           AND (d.state IN ('succeeded', 'dead', 'skipped') OR d.retrying = ANY($6::bool[]))",
-        super::state::replay("slot.first + make_interval(secs => $3 * (v.i - 1))")
+         WHERE d.seq = v.seq AND d.org_id = $1 AND {}",
+        super::state::replay("slot.first + make_interval(secs => $3 * (v.i - 1))"),
+        state_asked("$5", "$6")
     ))
     .bind::<diesel::sql_types::Uuid, _>(org_id)
     .bind::<Array<Int8>, _>(seqs)
