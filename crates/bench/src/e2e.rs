@@ -159,7 +159,7 @@ pub(crate) async fn drain(
     while Instant::now() < deadline {
         let n: i64 = qualifier_testkit::sql::try_one(
             &pg,
-            "SELECT count(*) FROM outbox WHERE published_at IS NULL",
+            "SELECT count(*) FROM deliveries WHERE due_at IS NOT NULL",
             &[],
         )
         .await?;

@@ -47,7 +47,7 @@ pub(crate) async fn outage(sink: &Sink, events: u64, watch_secs: u64) -> anyhow:
     let total = offset + events;
     // Every one of them waits in its row, off the broker.
     let deadline = Instant::now() + patience(events);
-    while (count("SELECT count(*) FROM outbox WHERE held_at IS NOT NULL").await? as u64) < total {
+    while (count("SELECT count(*) FROM deliveries WHERE state = 'held'").await? as u64) < total {
         anyhow::ensure!(Instant::now() < deadline, "not every event was held");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
@@ -61,7 +61,7 @@ pub(crate) async fn outage(sink: &Sink, events: u64, watch_secs: u64) -> anyhow:
     let deadline = back + patience(total) + Duration::from_secs(10);
     let mut first = None;
     loop {
-        let done = count("SELECT count(*) FROM outbox WHERE status = 'succeeded'").await? as u64;
+        let done = count("SELECT count(*) FROM deliveries WHERE state = 'succeeded'").await? as u64;
         if done > 0 && first.is_none() {
             first = Some(back.elapsed());
         }
@@ -76,7 +76,7 @@ pub(crate) async fn outage(sink: &Sink, events: u64, watch_secs: u64) -> anyhow:
     }
     let took = back.elapsed();
     let first = first.unwrap_or(took);
-    let dead = count("SELECT count(*) FROM outbox WHERE status = 'dead'").await?;
+    let dead = count("SELECT count(*) FROM deliveries WHERE state = 'dead'").await?;
     worker.stop();
     api.stop();
     let publishes = match (before, after) {

@@ -139,6 +139,10 @@ struct Figures {
     readiness_failures: Vec<String>,
 }
 
+/// The API's status of a delivery row (`DeliveryState` in crates/domain/src/delivery.rs).
+const API_STATUS: &str = "CASE WHEN state IN ('succeeded', 'dead', 'skipped') THEN state::text
+                               WHEN retrying THEN 'failed' ELSE 'pending' END";
+
 #[tokio::main]
 async fn main() {
     qualifier_testkit::exit_on_error("chaos", run().await);
@@ -385,7 +389,10 @@ async fn run() -> anyhow::Result<()> {
     let mut replay_rounds = 0;
     let (committed, delivered_ids) = loop {
         let rows = pg
-            .query("SELECT delivery_id::text, status FROM outbox", &[])
+            .query(
+                &format!("SELECT delivery_id::text, {API_STATUS} FROM deliveries"),
+                &[],
+            )
             .await?;
         let dead = rows
             .iter()
@@ -426,7 +433,10 @@ async fn run() -> anyhow::Result<()> {
     let leads: i64 =
         qualifier_testkit::sql::try_one(&pg, "SELECT count(*) FROM leads", &[]).await?;
     let statuses: HashMap<String, i64> = pg
-        .query("SELECT status, count(*) FROM outbox GROUP BY status", &[])
+        .query(
+            &format!("SELECT {API_STATUS}, count(*) FROM deliveries GROUP BY 1"),
+            &[],
+        )
         .await?
         .iter()
         .map(|r| (r.get(0), r.get(1)))
@@ -526,17 +536,17 @@ async fn run() -> anyhow::Result<()> {
         let ids: Vec<String> = lost.iter().map(|s| s.to_string()).collect();
         let rows = pg
             .query(
-                "SELECT o.lead_id::text, o.seq, o.delivery_id::text, o.status, o.attempts,
-                        o.published_at IS NOT NULL, o.held_at IS NOT NULL, o.waiting_for,
-                        o.replay_at::text, o.paced_at::text, o.resume_attempt, o.last_error
-                 FROM outbox o
-                 WHERE o.lead_id IN (SELECT lead_id FROM outbox WHERE delivery_id::text = ANY($1))
-                 ORDER BY o.lead_id, o.seq",
+                "SELECT d.lead_id::text, d.seq, d.delivery_id::text, d.state::text, d.attempts,
+                        d.retrying, d.erased, d.last_status_code::text,
+                        d.due_at::text, d.turn_at::text, d.resume_attempt, d.last_error
+                 FROM deliveries d
+                 WHERE d.lead_id IN (SELECT lead_id FROM deliveries WHERE delivery_id::text = ANY($1))
+                 ORDER BY d.lead_id, d.seq",
                 &[&ids],
             )
             .await?;
         println!(
-            "lead  seq  delivery  status  attempts  published  held  waiting_for  replay_at  paced_at  resume  last_error"
+            "lead  seq  delivery  state  attempts  retrying  erased  last_code  due_at  turn_at  resume  last_error"
         );
         for r in rows {
             println!(

@@ -179,6 +179,27 @@ impl Env {
         Service::new("webhook-delivery", cmd)
     }
 
+    /// `qualifierctl retire-outbox` of `bin`, where it has it (migration 48): how long it
+    /// took, or None for a version without it.
+    fn retire_outbox(&self, bin: &Path) -> anyhow::Result<Option<Duration>> {
+        let started = Instant::now();
+        let out = Command::new(bin.join("qualifierctl"))
+            .arg("retire-outbox")
+            .env("DATABASE_URL", &self.db_url)
+            .env("QUALIFIER_SECRET_KEY", &self.key)
+            .output()?;
+        if !out.status.success() && String::from_utf8_lossy(&out.stderr).contains("unrecognized") {
+            return Ok(None);
+        }
+        anyhow::ensure!(
+            out.status.success(),
+            "{}: retire-outbox failed: {}",
+            bin.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Ok(Some(started.elapsed()))
+    }
+
     /// `qualifierctl migrate` of `bin`: how long it took.
     fn migrate(&self, bin: &Path) -> anyhow::Result<Duration> {
         let started = Instant::now();
@@ -212,7 +233,11 @@ const COMPRESSED_ENVELOPE: &str = "get_byte(payload, 0) = 1";
 /// An outbox row with an attempt entry in the compact form (`n`, the attempt's number, in
 /// place of `attempt`; `AttemptEntry::stored` in `crates/domain/src/delivery.rs`).
 const COMPACT_ENTRY: &str =
-    "EXISTS (SELECT 1 FROM jsonb_array_elements(attempt_log) e WHERE e ? 'n')";
+    "EXISTS (SELECT 1 FROM jsonb_array_elements(d.attempt_log) e WHERE e ? 'n')";
+/// An event's row beside its delivery's, where the attempts are (the outbox's own columns stop
+/// following them once the outbox retires).
+const EVENTS_AND_DELIVERIES: &str =
+    "outbox o JOIN deliveries d ON d.seq = o.seq AND d.endpoint_id = o.org_id";
 
 fn ms(d: Duration) -> f64 {
     (d.as_secs_f64() * 1000.0).round()
@@ -479,6 +504,8 @@ async fn run() -> anyhow::Result<()> {
     // stored plain. The replacements run with the default, `auto`, which must keep a database
     // the previous version created plain.
     let api_ports = [(pub_a, int_a), (pub_b, int_b)];
+    let mut delivery_rows = None;
+    let mut retired = None;
     for storage in ["auto", "compressed"] {
         for (n, (api, (public_port, internal_port))) in apis.iter_mut().zip(api_ports).enumerate() {
             public_rotation
@@ -530,11 +557,23 @@ async fn run() -> anyhow::Result<()> {
             }
             tokio::time::sleep(settle).await;
         }
+        if storage == "auto" {
+            // Every replica on this version: the two shapes must agree now, over everything
+            // both versions wrote; then the outbox retires under traffic, the operator's step
+            // of docs/operations.md, "Deliveries in rows of their own".
+            delivery_rows = delivery_rows_agree(&db).await?;
+            retired = env.retire_outbox(&o.new_bin)?;
+            if let Some(took) = retired {
+                mark("the outbox retired from the deliveries' state", Some(took));
+                tokio::time::sleep(settle).await;
+            }
+        }
         if storage == "auto" && !compact_database {
             let compact: i64 = qualifier_testkit::sql::try_one(
                 &db.client().await,
                 &format!(
-                    "SELECT count(*) FROM outbox WHERE {COMPRESSED_ENVELOPE} OR {COMPACT_ENTRY}"
+                    "SELECT count(*) FROM {EVENTS_AND_DELIVERIES}
+                     WHERE {COMPRESSED_ENVELOPE} OR {COMPACT_ENTRY}"
                 ),
                 &[],
             )
@@ -607,15 +646,14 @@ async fn run() -> anyhow::Result<()> {
                 "SELECT count(*) FILTER (WHERE {COMPRESSED_ENVELOPE}), count(*),
                         count(*) FILTER (WHERE {COMPACT_ENTRY}),
                         count(*) FILTER (WHERE EXISTS (
-                            SELECT 1 FROM jsonb_array_elements(attempt_log) e WHERE e ? 'attempt'))
-                 FROM outbox"
+                            SELECT 1 FROM jsonb_array_elements(d.attempt_log) e WHERE e ? 'attempt'))
+                 FROM {EVENTS_AND_DELIVERIES}"
             ),
             &[],
         )
         .await?;
     let (compressed, stored): (i64, i64) = (forms.get(0), forms.get(1));
     let (attempts_compact, attempts_full): (i64, i64) = (forms.get(2), forms.get(3));
-    let delivery_rows = delivery_rows_agree(&db).await?;
     let q = requests.lock().unwrap();
     // Requests in flight at any moment of the migrations.
     let slowest_during_migration = q
@@ -652,6 +690,7 @@ async fn run() -> anyhow::Result<()> {
         "longest_gap_between_deliveries_ms": ms(longest_gap),
         "delivery_rows_filled_after_s": delivery_rows.map(|(s, _)| s),
         "delivery_rows_differing": delivery_rows.map(|(_, n)| n),
+        "outbox_retired_in_ms": retired.map(ms),
         "timeline": timeline,
     });
     println!("{}", serde_json::to_string_pretty(&figures)?);

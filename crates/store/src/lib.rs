@@ -31,7 +31,7 @@ pub use error::{BoxError, StoreError, cause_chain};
 pub use pgconn::{Database, SslMode, StartError, UrlError};
 pub use pool::{
     DbPool, MIGRATIONS_DIGEST, MigrationError, PoolError, connect, connect_generic_plans,
-    connect_relaxed, connect_with_timeout, run_migrations,
+    connect_relaxed, connect_with_timeout, run_migrations, run_migrations_keeping_outbox,
 };
 pub use secrets::SecretKey;
 

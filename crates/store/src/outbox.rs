@@ -68,6 +68,10 @@ pub struct Unpublished {
     /// The attempt a delivery held during its endpoint's outage resumes at (`None`: attempt 1,
     /// a new event or a replay).
     pub resume_attempt: Option<i32>,
+    /// Whether the outbox still follows the delivery rows (`deliveries_mirror.to_outbox`), as
+    /// the claim read it under the relays' turn: the mark is written in the shape it says.
+    #[diesel(sql_type = diesel::sql_types::Bool)]
+    pub following: bool,
 }
 
 impl Unpublished {
@@ -152,6 +156,7 @@ where
             r.payload = crate::payload::unpack_owned(std::mem::take(&mut r.payload))?;
         }
         let seqs: Vec<i64> = rows.iter().map(|r| r.seq).collect();
+        let rows_following = rows.iter().any(|r| r.following);
         // New events in outbox order (`rows` starts with them, by seq), test events excepted.
         let mut next = head;
         let positions: Vec<Option<i64>> = rows
@@ -170,32 +175,57 @@ where
             .map_err(|e| StoreError::Publish(Box::new(e)))?;
         // Prepared (fixed text, `crate::prepared`), like the claim above: at a low event rate
         // the relay runs a batch per event or two, and planning it every time was a visible
-        // share of PostgreSQL's CPU per event (docs/performance.md).
+        // share of PostgreSQL's CPU per event (docs/performance.md). The batch's days bound
+        // both statements to their partitions (`partitions::day_bounds`).
+        let following = rows_following;
+        let (lo, hi) = (
+            seqs.iter().copied().min().unwrap_or(0),
+            seqs.iter().copied().max().unwrap_or(0),
+        );
         crate::prepared::prepared::<Array<Int8>, _>(
             "WITH p(seqs, positions, head) AS (VALUES (",
-            concat!(
-                ")), marked AS (
-                 UPDATE outbox o SET ",
-                crate::deliveries::state::published_set!("v.pos"),
-                "
-                 FROM p, unnest(p.seqs, p.positions) AS v(seq, pos)
-                 WHERE o.seq = v.seq AND (o.seq >> 32) BETWEEN $4 AND $5)
-             UPDATE feed_head SET pos = p.head FROM p WHERE pos <> p.head"
-            ),
+            if following { MARK_FOLLOWING } else { MARK },
             &seqs,
         )
         .bind::<Array<Nullable<Int8>>, _>(&positions)
         .bind::<Int8, _>(next)
-        // The batch's days: the statement reads only their partitions
-        // (`partitions::day_bounds`).
-        .bind::<Int8, _>(seqs.iter().copied().min().unwrap_or(0) >> 32)
-        .bind::<Int8, _>(seqs.iter().copied().max().unwrap_or(0) >> 32)
+        .bind::<Int8, _>(lo)
+        .bind::<Int8, _>(hi)
         .execute(conn)
         .await?;
         Ok(seqs.len())
     })
     .await
 }
+
+/// The relay's mark of a published batch (`relay_batch`, after its parameters): each delivery
+/// `out` (an ended one, an erased event published for its feed position, stays ended), and
+/// each new event's feed position written on its event's row, the one write of that row after
+/// its insert. The delivery row's `turn_at` stays: a throttle's turn is read by the worker.
+const MARK: &str = ")), out AS (
+         UPDATE deliveries d SET
+                state = CASE WHEN d.state IN ('succeeded', 'dead', 'skipped') THEN d.state
+                             ELSE 'out' END,
+                due_at = NULL
+         FROM p, unnest(p.seqs) AS v(seq)
+         WHERE d.seq = v.seq AND d.seq BETWEEN $4 AND $5),
+     fed AS (
+         UPDATE outbox o SET feed_pos = v.pos
+         FROM p, unnest(p.seqs, p.positions) AS v(seq, pos)
+         WHERE v.pos IS NOT NULL AND o.feed_pos IS NULL
+           AND o.seq = v.seq AND (o.seq >> 32) BETWEEN $4 >> 32 AND $5 >> 32)
+     UPDATE feed_head SET pos = p.head FROM p WHERE pos <> p.head";
+/// The mark while the outbox follows the delivery rows: written on the event's row, as the
+/// release before this one writes it, and mirrored into the delivery row (migration 43).
+const MARK_FOLLOWING: &str = concat!(
+    ")), marked AS (
+     UPDATE outbox o SET ",
+    crate::deliveries::state::published_set!("v.pos"),
+    "
+     FROM p, unnest(p.seqs, p.positions) AS v(seq, pos)
+     WHERE o.seq = v.seq AND (o.seq >> 32) BETWEEN $4 >> 32 AND $5 >> 32)
+     UPDATE feed_head SET pos = p.head FROM p WHERE pos <> p.head"
+);
 
 /// The relay's claim of what is due, up to `LIMIT $1`, its event's row and its delivery's
 /// (joined by the delivery's key; `(seq >> 32)` beside `seq` so that each probe of the outbox
@@ -207,30 +237,31 @@ where
 /// the message before the relay's commit and moved the delivery (a wait for the lead's order)
 /// held the delivery row and waited for the event's, which the relay's mark held while it
 /// waited for the delivery row: a deadlock, one of the two rolled back. The due condition is
-/// also written on the event's row, which PostgreSQL checks again on the row's latest version
-/// once it is locked: a delivery published, or moved later by a throttle's retiming, after the
+/// the delivery row's alone: every move of either release reaches that row in its own
+/// statement, and PostgreSQL checks the condition again on the row's latest version once it
+/// is locked, so a delivery published, or moved later by a throttle's retiming, after the
 /// claim's snapshot is left for its time.
 macro_rules! claim_head {
     ($due:literal) => {
         concat!(
             "SELECT o.seq, o.delivery_id, o.event_id, o.org_id, o.event_type, o.payload,
-                    o.created_at, o.traceparent, o.is_test, o.feed_pos, d.resume_attempt
+                    o.created_at, o.traceparent, o.is_test, o.feed_pos, d.resume_attempt,
+                    (SELECT m.to_outbox FROM deliveries_mirror m) AS following
              FROM deliveries d
              JOIN outbox o ON o.seq = d.seq AND (o.seq >> 32) = (d.seq >> 32)
                           AND o.org_id = d.endpoint_id
              WHERE ",
             $due,
-            " AND o.published_at IS NULL
+            "
              ORDER BY d.due_at, d.seq LIMIT "
         )
     };
 }
 /// New events: due at `-infinity`, so in `seq` order (migration 44).
-const CLAIM_NEW: &str = claim_head!("d.due_at = '-infinity' AND o.replay_at IS NULL");
+const CLAIM_NEW: &str = claim_head!("d.due_at = '-infinity'");
 /// Scheduled (a retry held for an outage, a replay, a throttle's turn) and due now. `now()`,
 /// the transaction's start a moment ago, keeps the text fixed.
-const CLAIM_SCHEDULED: &str =
-    claim_head!("d.due_at > '-infinity' AND d.due_at <= now() AND o.replay_at <= now()");
+const CLAIM_SCHEDULED: &str = claim_head!("d.due_at > '-infinity' AND d.due_at <= now()");
 const CLAIM_TAIL: &str = " FOR UPDATE OF o, d SKIP LOCKED";
 
 /// A feed page ([`Store::events_feed`]): the parameters, then the page's rows with a running
@@ -355,9 +386,10 @@ impl Store {
         })
     }
 
-    /// How long until the next scheduled replay is due (`outbox_replay_due`), if any is waiting:
-    /// the relay sleeps exactly that long, so paced replays leave at their slots rather than in
-    /// one-second bursts.
+    /// How long until the next scheduled delivery is due (a replay, a retry held for an
+    /// outage, a throttle's turn: the first after `-infinity` in `deliveries_due`), if any is
+    /// waiting: the relay sleeps exactly that long, so paced replays leave at their slots
+    /// rather than in one-second bursts.
     pub async fn next_replay_due(&self) -> Result<Option<std::time::Duration>, StoreError> {
         let mut conn = self.conn().await?;
         #[derive(diesel::QueryableByName)]
@@ -366,14 +398,14 @@ impl Store {
             wait: f64,
         }
         // Prepared (the floor is its one parameter): the relay asks this every round. No row
-        // when no replay is waiting: `GREATEST` ignores a NULL argument, so `GREATEST(0,
+        // when nothing is scheduled: `GREATEST` ignores a NULL argument, so `GREATEST(0,
         // min(...))` over no rows was 0, "due now", and the relay polled every 5 ms with
         // nothing to do (about 200 rounds a second per replica; CHANGELOG.md, 0.1.0).
         let w: Option<Wait> = crate::prepared::prepared::<diesel::sql_types::Double, _>(
             "SELECT GREATEST(",
             ", d.wait)::float8 AS wait
-               FROM (SELECT EXTRACT(EPOCH FROM min(replay_at) - clock_timestamp())::float8 AS wait
-                       FROM outbox WHERE published_at IS NULL AND replay_at IS NOT NULL) d
+               FROM (SELECT EXTRACT(EPOCH FROM min(due_at) - clock_timestamp())::float8 AS wait
+                       FROM deliveries WHERE due_at > '-infinity') d
               WHERE d.wait IS NOT NULL",
             0.0f64,
         )
@@ -441,21 +473,18 @@ pub struct Backlog {
 }
 
 impl Store {
-    /// Reads the backlog through the two partial indexes of unpublished rows (new events, and
-    /// scheduled replays and retries; both small by design). One condition per index: a bare
-    /// `published_at IS NULL` matches neither index's predicate, and was a sequential scan of
-    /// the whole table every two seconds, growing with the history kept.
+    /// Reads the backlog through the deliveries' `deliveries_due` index: what is due now, new
+    /// events (due at `-infinity`) waiting since their creation, the rest since their due
+    /// time. The index holds only what waits for the relay, so the read follows the backlog,
+    /// not the history kept.
     pub async fn outbox_backlog(&self) -> Result<Backlog, StoreError> {
         let mut conn = self.conn().await?;
         let b = diesel::sql_query(
-            "SELECT coalesce(sum(n), 0)::int8 AS count,
-                    COALESCE(EXTRACT(EPOCH FROM clock_timestamp() - min(oldest)), 0)::float8
-                        AS oldest_age_seconds
-             FROM (SELECT count(*) AS n, min(created_at) AS oldest FROM outbox
-                   WHERE published_at IS NULL AND replay_at IS NULL
-                   UNION ALL
-                   SELECT count(*), min(replay_at) FROM outbox
-                   WHERE published_at IS NULL AND replay_at <= clock_timestamp()) parts",
+            "SELECT count(*)::int8 AS count,
+                    COALESCE(EXTRACT(EPOCH FROM clock_timestamp()
+                        - min(CASE WHEN due_at = '-infinity' THEN created_at ELSE due_at END)),
+                        0)::float8 AS oldest_age_seconds
+             FROM deliveries WHERE due_at <= clock_timestamp()",
         )
         .one(&mut conn)
         .await?;

@@ -175,6 +175,7 @@ diesel::table! {
         replayed -> Bool,
         updated_at -> Timestamptz,
         retrying -> Bool,
+        erased -> Bool,
     }
 }
 

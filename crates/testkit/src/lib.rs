@@ -66,8 +66,16 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
 /// Creates the migrated template once per migration set, under an advisory lock so parallel
 /// test processes never race; built under a temporary name and renamed, so a crash half way
 /// never leaves a half-migrated template behind.
-async fn ensure_template(admin: &tokio_postgres::Client) -> String {
-    let tpl = template_name();
+/// `following`: the outbox still follows the delivery rows, as in a database upgraded from the
+/// release before this one until its operator retires the outbox
+/// (migrations/2026-12-04-000048_the_outbox_retires/up.sql); otherwise retired, as in a new
+/// installation.
+async fn ensure_template(admin: &tokio_postgres::Client, following: bool) -> String {
+    let tpl = if following {
+        format!("{}_following", template_name())
+    } else {
+        template_name()
+    };
     admin
         .execute("SELECT pg_advisory_lock(727274)", &[])
         .await
@@ -83,11 +91,13 @@ async fn ensure_template(admin: &tokio_postgres::Client) -> String {
             .batch_execute(&format!("CREATE DATABASE {tmp}"))
             .await
             .expect("create template db");
-        qualifier_store::run_migrations(
-            &qualifier_store::Database::from_url(&url_for(&tmp), "qualifier test")
-                .expect("test URL"),
-        )
-        .await
+        let database = qualifier_store::Database::from_url(&url_for(&tmp), "qualifier test")
+            .expect("test URL");
+        if following {
+            qualifier_store::run_migrations_keeping_outbox(&database).await
+        } else {
+            qualifier_store::run_migrations(&database).await
+        }
         .expect("migrate template");
         admin
             .batch_execute(&format!("ALTER DATABASE {tmp} RENAME TO {tpl}"))
@@ -121,9 +131,21 @@ pub struct TestDb {
 }
 
 impl TestDb {
+    /// A database of a new installation: the outbox retired from the deliveries' state.
     pub async fn new() -> TestDb {
+        Self::from_template(false).await
+    }
+
+    /// A database in an upgrade's window: the outbox still follows the delivery rows, so that
+    /// a test can write a delivery's state in the outbox's columns as the release before this
+    /// one does, and read either shape.
+    pub async fn following_outbox() -> TestDb {
+        Self::from_template(true).await
+    }
+
+    async fn from_template(following: bool) -> TestDb {
         let admin = admin().await;
-        let tpl = ensure_template(&admin).await;
+        let tpl = ensure_template(&admin, following).await;
         let name = format!("qualifier_test_{}", uuid::Uuid::new_v4().simple());
         admin
             .batch_execute(&format!("CREATE DATABASE {name} TEMPLATE {tpl}"))

@@ -42,7 +42,7 @@ async fn old_attempt_logs_are_rewritten_compact_in_resumable_batches_and_show_th
     for d in &deliveries {
         let log = json!([whole_entry(1, d), whole_entry(2, d)]).to_string();
         c.execute(
-            "UPDATE outbox SET attempt_log = $1::text::jsonb WHERE delivery_id = $2::text::uuid",
+            "UPDATE deliveries SET attempt_log = $1::text::jsonb WHERE delivery_id = $2::text::uuid",
             &[&log, d],
         )
         .await
@@ -65,7 +65,7 @@ async fn old_attempt_logs_are_rewritten_compact_in_resumable_batches_and_show_th
     let before = shown(deliveries[0].clone()).await;
     assert_eq!(before.as_array().unwrap().len(), 2, "{before}");
     // As text: PostgreSQL may compress a row's large log in place, the compact one it need not.
-    let bytes = "SELECT sum(octet_length(attempt_log::text))::int8 FROM outbox";
+    let bytes = "SELECT sum(octet_length(attempt_log::text))::int8 FROM deliveries";
     let size_before: i64 = qualifier_testkit::sql::one(&c, bytes, &[]).await;
 
     // Two rows a batch: the second batch starts after the first one's last sequence.
@@ -84,7 +84,7 @@ async fn old_attempt_logs_are_rewritten_compact_in_resumable_batches_and_show_th
     assert_eq!(done.through_seq, None, "nothing after the last row");
 
     for row in c
-        .query("SELECT attempt_log::text FROM outbox", &[])
+        .query("SELECT attempt_log::text FROM deliveries", &[])
         .await
         .unwrap()
     {

@@ -14,8 +14,19 @@ use uuid::Uuid;
 use crate::helpers::TestApp;
 
 async fn app() -> TestApp {
+    app_on(qualifier_testkit::TestDb::new().await).await
+}
+
+/// [`app`] on a database whose outbox follows the delivery rows: for the tests that move
+/// events into the past (`age_events`) or write deliveries' states in the outbox's columns, as
+/// the release before this one does.
+async fn app_following() -> TestApp {
+    app_on(qualifier_testkit::TestDb::following_outbox().await).await
+}
+
+async fn app_on(db: qualifier_testkit::TestDb) -> TestApp {
     // The readers page as fast as they can: the rate limit is not what these tests are about.
-    TestApp::spawn_with(|c| {
+    TestApp::spawn_on(db, |c| {
         c.rate_limit_per_minute = 10_000_000;
         c.db_pool_size = 8;
     })
@@ -63,7 +74,7 @@ async fn unpublished(app: &TestApp) -> i64 {
     let c = app.db.client().await;
     qualifier_testkit::sql::one(
         &c,
-        "SELECT count(*) FROM outbox WHERE published_at IS NULL",
+        "SELECT count(*) FROM deliveries WHERE due_at IS NOT NULL",
         &[],
     )
     .await
@@ -347,7 +358,7 @@ async fn the_feed_holds_every_event_of_the_org_as_stored_and_only_its_own() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_cursor_older_than_retention_is_410_and_a_fresh_start_reads_what_is_kept() {
-    let app = app().await;
+    let app = app_following().await;
     let (org, token) = app.org().await;
     for i in 0..4 {
         app.inbound_lead(&org, &format!("+4477009001{i:02}")).await;
@@ -423,7 +434,7 @@ async fn age_events(c: &tokio_postgres::Client, days: i64, set: &str, filter: &s
 /// endpoint with replays could keep every org's events indefinitely.
 #[tokio::test(flavor = "multi_thread")]
 async fn retention_ends_unfinished_deliveries_and_refuses_expired_replays() {
-    let app = app().await;
+    let app = app_following().await;
     let (org, token) = app.org().await;
     for i in 0..3 {
         app.inbound_lead(&org, &format!("+4477009003{i:02}")).await;
@@ -505,7 +516,7 @@ async fn retention_ends_unfinished_deliveries_and_refuses_expired_replays() {
 /// and every event in it reads as before, through those indexes.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_closed_partition_is_compacted_once_and_reads_as_before() {
-    let app = app().await;
+    let app = app_following().await;
     let (org, token) = app.org().await;
     for i in 0..3 {
         app.inbound_lead(&org, &format!("+4477009004{i:02}")).await;
@@ -1116,7 +1127,12 @@ async fn commits_during(app: &TestApp, window: Duration) -> i64 {
 /// against the database every 5 ms (CHANGELOG.md, 0.1.0).
 #[tokio::test(flavor = "multi_thread")]
 async fn an_idle_relay_leaves_the_database_alone_and_wakes_for_a_scheduled_replay() {
-    let app = app().await;
+    // The replay is scheduled, and its publication read, in the outbox's columns.
+    let app = TestApp::spawn_on(qualifier_testkit::TestDb::following_outbox().await, |c| {
+        c.rate_limit_per_minute = 10_000_000;
+        c.db_pool_size = 8;
+    })
+    .await;
     let (org, _) = app.org().await;
     app.inbound_lead(&org, "+447700900901").await;
     wait_relayed(&app, Duration::from_secs(10)).await;
@@ -1281,7 +1297,7 @@ async fn a_page_reads_what_its_budget_allows_of_compressible_rows() {
 /// before anything is sent.
 #[tokio::test(flavor = "multi_thread")]
 async fn bulk_replay_counts_expired_events_and_replays_only_the_kept_ones() {
-    let app = app().await;
+    let app = app_following().await;
     let (org, _) = app.org().await;
     for i in 0..3 {
         app.inbound_lead(&org, &format!("+4477009004{i:02}")).await;

@@ -98,8 +98,8 @@ async fn world() -> World {
     let pg = app.db.client().await;
     let dead: String = qualifier_testkit::sql::one(
         &pg,
-        "UPDATE outbox SET status = 'dead', published_at = clock_timestamp(), attempts = 5
-             WHERE seq = (SELECT min(seq) FROM outbox WHERE org_id = $1::text::uuid)
+        "UPDATE deliveries SET state = 'dead', due_at = NULL, attempts = 5
+             WHERE seq = (SELECT min(seq) FROM deliveries WHERE org_id = $1::text::uuid)
              RETURNING delivery_id::text",
         &[&org],
     )

@@ -639,7 +639,11 @@ async fn replay_is_offered_exactly_where_the_replay_call_accepts() {
     assert_eq!(ids.len(), statuses.len());
     for (id, status) in ids.iter().zip(statuses) {
         pg.execute(
-            "UPDATE outbox SET status = $2 WHERE delivery_id = $1::text::uuid",
+            "UPDATE deliveries SET
+                 state = (CASE WHEN $2::text IN ('succeeded', 'dead', 'skipped') THEN $2::text
+                               ELSE 'out' END)::delivery_state,
+                 retrying = $2::text = 'failed', due_at = NULL
+             WHERE delivery_id = $1::text::uuid",
             &[id, &status],
         )
         .await

@@ -88,7 +88,7 @@ async fn waits_for_a_lock(c: &tokio_postgres::Client, like: &str) {
 /// with the time the relay sends it whenever the relay has yet to publish it.
 #[tokio::test(flavor = "multi_thread")]
 async fn each_state_of_the_outbox_is_one_state_of_the_delivery_row() {
-    let db = TestDb::new().await;
+    let db = TestDb::following_outbox().await;
     let c = db.client().await;
     let s = events(&c, 10).await;
     let set = |i: usize, assignments: &str| {
@@ -197,7 +197,7 @@ async fn each_state_of_the_outbox_is_one_state_of_the_delivery_row() {
 /// from queued through every wait to each end, and back to the relay.
 #[tokio::test(flavor = "multi_thread")]
 async fn each_state_written_on_the_delivery_row_is_the_outboxs_too() {
-    let db = TestDb::new().await;
+    let db = TestDb::following_outbox().await;
     let c = db.client().await;
     let s = events(&c, 1).await;
     let moves = [
@@ -268,7 +268,7 @@ async fn each_state_written_on_the_delivery_row_is_the_outboxs_too() {
 /// wins. Both orders forced with a transaction the test holds open.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_history_fill_copies_every_event_and_a_newer_write_wins_in_either_order() {
-    let db = TestDb::new().await;
+    let db = TestDb::following_outbox().await;
     let c = db.client().await;
     let s = events(&c, 5).await;
     let store = store_on(&db);
@@ -339,7 +339,17 @@ async fn the_history_fill_copies_every_event_and_a_newer_write_wins_in_either_or
 }
 
 /// The migrations after 0.3.0 undone, newest first, as on a database of 0.3.0.
-const SINCE_0_3_0: [(&str, &str); 3] = [
+const SINCE_0_3_0: [(&str, &str); 5] = [
+    (
+        "20261204000048",
+        include_str!("../../../../migrations/2026-12-04-000048_the_outbox_retires/down.sql"),
+    ),
+    (
+        "20261204000047",
+        include_str!(
+            "../../../../migrations/2026-12-04-000047_deliveries_count_their_hours/down.sql"
+        ),
+    ),
     (
         "20261204000046",
         include_str!(
@@ -367,7 +377,7 @@ const SINCE_0_3_0: [(&str, &str); 3] = [
 /// 2 wait for the relay (0.3.0 made them due at their creation).
 #[tokio::test(flavor = "multi_thread")]
 async fn the_upgrade_finishes_the_fill_and_marks_the_retries_stored_before_it() {
-    let db = TestDb::new().await;
+    let db = TestDb::following_outbox().await;
     let c = db.client().await;
     qualifier_testkit::sql::undo_migrations(&c, &SINCE_0_3_0).await;
     let s = events(&c, 4).await;
@@ -427,7 +437,7 @@ async fn the_upgrade_finishes_the_fill_and_marks_the_retries_stored_before_it() 
 /// open, mid-publish, until the move is seen waiting.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_move_on_a_delivery_being_published_waits_for_the_relay() {
-    let db = TestDb::new().await;
+    let db = TestDb::following_outbox().await;
     let c = db.client().await;
     let s = events(&c, 1).await;
     let id: String =

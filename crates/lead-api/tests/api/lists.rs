@@ -62,7 +62,7 @@ async fn reads_of<F: std::future::Future<Output = ()>>(c: &tokio_postgres::Clien
 /// walking the partition newest first would read through the burst.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_list_reads_its_page_when_the_statistics_predate_another_orgs_burst() {
-    let db = TestDb::new().await;
+    let db = TestDb::following_outbox().await;
     let c = db.client().await;
     c.batch_execute("SELECT qualifier_outbox_roll(6)")
         .await
@@ -126,7 +126,7 @@ async fn a_list_reads_its_page_when_the_statistics_predate_another_orgs_burst() 
 /// last ended), and reads about its own rows, not the history.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_list_of_some_statuses_walks_their_states_in_the_whole_lists_order() {
-    let db = TestDb::new().await;
+    let db = TestDb::following_outbox().await;
     let c = db.client().await;
     c.batch_execute("SELECT qualifier_outbox_roll(1)")
         .await

@@ -97,7 +97,7 @@ async fn an_outcome_reads_its_row_after_the_partition_grew_under_its_plan() {
     );
     let done: i64 = qualifier_testkit::sql::one(
         &c,
-        "SELECT count(*) FROM outbox WHERE status = 'succeeded' AND attempts = 1",
+        "SELECT count(*) FROM deliveries WHERE state = 'succeeded' AND attempts = 1",
         &[],
     )
     .await;
@@ -147,7 +147,7 @@ async fn a_relay_batch_reads_its_rows_after_the_partition_grew_under_its_plan() 
     );
     let unsent: i64 = qualifier_testkit::sql::one(
         &c,
-        "SELECT count(*) FROM outbox WHERE published_at IS NULL",
+        "SELECT count(*) FROM deliveries WHERE due_at IS NOT NULL",
         &[],
     )
     .await;
@@ -309,8 +309,8 @@ async fn an_outcome_batch_skips_a_row_locked_by_an_erasure_and_writes_the_rest()
         assert!(!alone.await.unwrap().unwrap(), "round {round}: not erased");
         let done: i64 = qualifier_testkit::sql::one(
             &c,
-            "SELECT count(*) FROM outbox WHERE delivery_id = ANY($1::text[]::uuid[])
-                   AND status = 'succeeded' AND attempts = 1",
+            "SELECT count(*) FROM deliveries WHERE delivery_id = ANY($1::text[]::uuid[])
+                   AND state = 'succeeded' AND attempts = 1",
             &[&rows.iter().map(|r| r.0.to_string()).collect::<Vec<_>>()],
         )
         .await;
@@ -343,7 +343,7 @@ async fn a_skip_leaves_a_delivery_that_ended_meanwhile_as_it_ended() {
         let c = &c;
         async move {
             c.query_one(
-                "SELECT status, last_error FROM outbox WHERE delivery_id = $1::text::uuid",
+                "SELECT state::text, last_error FROM deliveries WHERE delivery_id = $1::text::uuid",
                 &[&id.to_string()],
             )
             .await
@@ -383,15 +383,16 @@ async fn an_outcome_that_waited_for_an_erasure_keeps_the_delivery_erased() {
         .query_one(qualifier_store::erasure::ERASING, &[&lead])
         .await
         .unwrap();
-    tokio_postgres::Client::execute(
-        &holder,
-        "UPDATE outbox SET erased_at = now(), status = 'skipped', last_error = 'erased',
+    for write in [
+        "UPDATE deliveries SET state = 'skipped', last_error = 'erased', erased = true,
                 updated_at = clock_timestamp()
          WHERE delivery_id = $1::text::uuid",
-        &[&id.to_string()],
-    )
-    .await
-    .unwrap();
+        "UPDATE outbox SET erased_at = now() WHERE delivery_id = $1::text::uuid",
+    ] {
+        tokio_postgres::Client::execute(&holder, write, &[&id.to_string()])
+            .await
+            .unwrap();
+    }
     let failed = {
         let mut w = outcome(id, seq);
         w.status = DeliveryStatus::Failed;

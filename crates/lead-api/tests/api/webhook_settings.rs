@@ -373,8 +373,8 @@ mod retime {
     async fn times(app: &TestApp, seqs: &[i64]) -> Vec<(Option<f64>, f64)> {
         app.db
             .pairs(
-                "SELECT extract(epoch FROM paced_at)::float8, extract(epoch FROM replay_at)::float8
-                 FROM outbox WHERE seq = ANY($1) ORDER BY seq",
+                "SELECT extract(epoch FROM turn_at)::float8, extract(epoch FROM due_at)::float8
+                 FROM deliveries WHERE seq = ANY($1) ORDER BY seq",
                 &[&seqs],
             )
             .await

@@ -7,7 +7,7 @@ use diesel_async::{AsyncConnection, RunQueryDsl};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::schema::outbox;
+use crate::schema::deliveries;
 use crate::{Store, StoreError};
 use qualifier_domain::delivery::AttemptEntry;
 
@@ -39,11 +39,13 @@ impl Store {
         let compact = self.compress_payloads;
         let mut conn = self.conn().await?;
         conn.transaction::<CompactedBatch, StoreError, _>(async move |conn| {
-            let rows: Vec<(i64, Value)> = outbox::table
-                .filter(outbox::seq.gt(after))
-                .order(outbox::seq.asc())
+            // The delivery rows, where the attempts are written (and, while the outbox follows
+            // them, written back to the event's row by migration 46's trigger).
+            let rows: Vec<(i64, Value)> = deliveries::table
+                .filter(deliveries::seq.gt(after))
+                .order(deliveries::seq.asc())
                 .limit(batch)
-                .select((outbox::seq, outbox::attempt_log))
+                .select((deliveries::seq, deliveries::attempt_log))
                 .for_update()
                 .load(conn)
                 .await?;
@@ -55,8 +57,8 @@ impl Store {
                 .unzip();
             if !seqs.is_empty() {
                 diesel::sql_query(
-                    "UPDATE outbox o SET attempt_log = v.log
-                     FROM unnest($1::int8[], $2::jsonb[]) AS v(seq, log) WHERE o.seq = v.seq",
+                    "UPDATE deliveries d SET attempt_log = v.log
+                     FROM unnest($1::int8[], $2::jsonb[]) AS v(seq, log) WHERE d.seq = v.seq",
                 )
                 .bind::<Array<Int8>, _>(&seqs)
                 .bind::<Array<Jsonb>, _>(&logs)

@@ -193,14 +193,14 @@ pub enum Outcome {
 }
 
 /// Whether the delivery `d`'s event was erased, in the outcome statement: as the event's row
-/// (`e`) says in the statement's snapshot, or as the delivery's row says once locked (an
-/// erasure ends an open delivery `skipped` for `erased`). The erasure lock the guards take is
-/// taken after the snapshot, so an erasure that committed in between is seen only in the
-/// delivery's row, which PostgreSQL reads again at its latest once it waited for it.
+/// (`e`) says in the statement's snapshot, or as the delivery's row says once locked (its
+/// `erased` mark, migration 47, which every erasure sets, whatever the delivery's state was).
+/// The erasure lock the guards take is taken after the snapshot, so an erasure that committed
+/// in between is seen only in the delivery's row, which PostgreSQL reads again at its latest
+/// once it waited for it.
 macro_rules! erased_now {
     () => {
-        "(e.erased_at IS NOT NULL
-          OR (d.state = 'skipped' AND d.last_error IS NOT DISTINCT FROM 'erased'))"
+        "(e.erased_at IS NOT NULL OR d.erased)"
     };
 }
 
@@ -608,4 +608,44 @@ pub(crate) async fn skip_held(
     .execute(conn)
     .await?;
     Ok(())
+}
+
+impl crate::Store {
+    /// Retires the outbox from the deliveries' state
+    /// (migrations/2026-12-04-000048_the_outbox_retires/up.sql): true if this call did it,
+    /// false if it was done already. Its drops take the outbox's lock, waiting at most half a
+    /// second each time behind the running services, then trying again, for about two
+    /// minutes.
+    pub async fn retire_outbox(&self) -> Result<bool, crate::StoreError> {
+        use diesel_async::AsyncConnection;
+        #[derive(diesel::QueryableByName)]
+        struct Retired {
+            #[diesel(sql_type = diesel::sql_types::Bool)]
+            retired: bool,
+        }
+        let mut tries = 1u64;
+        loop {
+            let mut conn = self.conn().await?;
+            let done = conn
+                .transaction::<bool, diesel::result::Error, _>(async |conn| {
+                    diesel::sql_query("SET LOCAL lock_timeout = '500ms'")
+                        .execute(conn)
+                        .await?;
+                    let r: Retired =
+                        diesel::sql_query("SELECT qualifier_outbox_retire() AS retired")
+                            .one(conn)
+                            .await?;
+                    Ok(r.retired)
+                })
+                .await;
+            match done {
+                Ok(retired) => return Ok(retired),
+                Err(e) if tries < 240 && crate::pool::gave_way(&e) => {
+                    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+                    tries += 1;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
 }

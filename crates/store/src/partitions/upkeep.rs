@@ -78,7 +78,7 @@ impl Store {
                 }
             }
             if part.attached && !part.detaching {
-                end_expired(&mut conn, &table).await?;
+                end_expired(&mut conn, name).await?;
                 diesel::sql_query(format!(
                     "UPDATE feed_head SET expired_through = m.top
                      FROM (SELECT max(x.top) AS top FROM orgs g CROSS JOIN LATERAL
@@ -243,21 +243,40 @@ async fn drop_stray_delivery_partitions(conn: &mut AsyncPgConnection) -> Result<
 }
 
 /// Ends every unfinished delivery of `table` (an outbox partition past retention): `dead`
-/// with `Event expired`, nothing held, nothing left for the relay to publish. Its rows are found
-/// through the partition's `(org_id, status, …)` index, org by org, so the cost follows the
-/// unfinished deliveries, not the partition's size. Returns how many it ended.
-async fn end_expired(conn: &mut AsyncPgConnection, table: &str) -> Result<usize, StoreError> {
-    Ok(diesel::sql_query(format!(
-        "UPDATE {table} o
+/// with `Event expired`, nothing held, nothing left for the relay to publish. Written on the
+/// delivery partition of the same days, found through its `deliveries_org_state` index org by
+/// org, so the cost follows the unfinished deliveries, not the partition's size; and, while the
+/// outbox follows the delivery rows (migration 46), on the event's rows too, through the
+/// partition's `(org_id, status, …)` index: a statement on a partition named directly runs
+/// neither table's triggers. Returns how many it ended.
+async fn end_expired(
+    conn: &mut AsyncPgConnection,
+    name: PartitionName,
+) -> Result<usize, StoreError> {
+    let ended = diesel::sql_query(format!(
+        "UPDATE {} d
+         SET state = 'dead', last_error = 'Event expired', due_at = NULL, resume_attempt = NULL,
+             retrying = false, updated_at = clock_timestamp()
+         FROM orgs g
+         WHERE d.org_id = g.id AND d.state NOT IN ('succeeded', 'dead', 'skipped')",
+        name.delivery_table()
+    ))
+    .execute(conn)
+    .await?;
+    diesel::sql_query(format!(
+        "UPDATE {} o
          SET status = 'dead', last_error = 'Event expired', held_at = NULL,
              resume_attempt = NULL, replay_at = NULL,
              published_at = coalesce(o.published_at, clock_timestamp()),
              updated_at = clock_timestamp()
          FROM orgs g
-         WHERE o.org_id = g.id AND o.status IN ('pending', 'failed')"
+         WHERE o.org_id = g.id AND o.status IN ('pending', 'failed')
+           AND (SELECT m.to_outbox FROM deliveries_mirror m)",
+        name.table()
     ))
     .execute(conn)
-    .await?)
+    .await?;
+    Ok(ended)
 }
 
 #[derive(diesel::QueryableByName)]

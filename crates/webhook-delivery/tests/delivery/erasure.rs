@@ -315,8 +315,9 @@ async fn an_attempt_out_during_the_erasure_keeps_nothing_and_is_not_retried() {
         s.db.wait_for_value(
             "no outcome recorded",
             WAIT,
-            "SELECT attempts FROM outbox WHERE lead_id = $1::text::uuid
-               AND event_type = 'lead.created'",
+            "SELECT d.attempts FROM outbox o
+               JOIN deliveries d ON d.seq = o.seq AND d.endpoint_id = o.org_id
+             WHERE o.lead_id = $1::text::uuid AND o.event_type = 'lead.created'",
             &[&id],
             1i32,
         )
@@ -324,8 +325,9 @@ async fn an_attempt_out_during_the_erasure_keeps_nothing_and_is_not_retried() {
         s.stop_delivery().await;
         let row = c
             .query_one(
-                "SELECT status, attempt_log::text FROM outbox
-                 WHERE lead_id = $1::text::uuid AND event_type = 'lead.created'",
+                "SELECT d.state::text, d.attempt_log::text FROM outbox o
+                   JOIN deliveries d ON d.seq = o.seq AND d.endpoint_id = o.org_id
+                 WHERE o.lead_id = $1::text::uuid AND o.event_type = 'lead.created'",
                 &[&id],
             )
             .await
@@ -354,8 +356,9 @@ async fn an_attempt_out_during_the_erasure_keeps_nothing_and_is_not_retried() {
 async fn scheduled(s: &Stack, lead: &str) -> bool {
     qualifier_testkit::sql::one(
         &s.db.client().await,
-        "SELECT published_at IS NULL AND replay_at > clock_timestamp() AND attempts = 1
-             FROM outbox WHERE lead_id = $1::text::uuid AND event_type = 'lead.created'",
+        "SELECT coalesce(d.due_at > clock_timestamp(), false) AND d.attempts = 1
+             FROM outbox o JOIN deliveries d ON d.seq = o.seq AND d.endpoint_id = o.org_id
+             WHERE o.lead_id = $1::text::uuid AND o.event_type = 'lead.created'",
         &[&lead],
     )
     .await
@@ -404,8 +407,8 @@ async fn a_waiting_retry_is_kept_only_in_its_row() {
     // Every waiting delivery of the org due now: only the kept lead's is left to send.
     let c = s.db.client().await;
     c.batch_execute(&format!(
-        "UPDATE outbox SET replay_at = clock_timestamp()
-         WHERE org_id = '{}' AND published_at IS NULL AND replay_at IS NOT NULL;
+        "UPDATE deliveries SET due_at = clock_timestamp()
+         WHERE org_id = '{}' AND due_at > '-infinity';
          SELECT pg_notify('qualifier_outbox', '')",
         s.org
     ))

@@ -521,8 +521,8 @@ async fn a_wait_begun_while_the_earlier_delivery_ends_is_never_left_behind() {
         async move {
             let r = pg
                 .query_one(
-                    "SELECT held_at IS NOT NULL, published_at IS NULL AND replay_at IS NOT NULL
-                     FROM outbox WHERE delivery_id = $1::text::uuid",
+                    "SELECT state IN ('held', 'after_earlier'), due_at IS NOT NULL
+                     FROM deliveries WHERE delivery_id = $1::text::uuid",
                     &[&d.to_string()],
                 )
                 .await
@@ -553,7 +553,7 @@ async fn a_wait_begun_while_the_earlier_delivery_ends_is_never_left_behind() {
     .await;
     // Meanwhile the earlier delivery ends, then the lock goes.
     pg.execute(
-        "UPDATE outbox SET status = 'succeeded' WHERE delivery_id = $1::text::uuid",
+        "UPDATE deliveries SET state = 'succeeded' WHERE delivery_id = $1::text::uuid",
         &[&d1],
     )
     .await
@@ -568,7 +568,7 @@ async fn a_wait_begun_while_the_earlier_delivery_ends_is_never_left_behind() {
     // The earlier delivery pending again: the wait begins, a second copy of the message finds
     // it waiting, nothing is released while the earlier one is pending, and its end releases it.
     pg.execute(
-        "UPDATE outbox SET status = 'pending' WHERE delivery_id = $1::text::uuid",
+        "UPDATE deliveries SET state = 'out' WHERE delivery_id = $1::text::uuid",
         &[&d1],
     )
     .await
@@ -581,7 +581,7 @@ async fn a_wait_begun_while_the_earlier_delivery_ends_is_never_left_behind() {
     assert!(!store.release_next_of_lead(org_id, lead_id).await.unwrap());
     assert_eq!(held(d2.id).await, (true, false));
     pg.execute(
-        "UPDATE outbox SET status = 'succeeded' WHERE delivery_id = $1::text::uuid",
+        "UPDATE deliveries SET state = 'succeeded' WHERE delivery_id = $1::text::uuid",
         &[&d1],
     )
     .await

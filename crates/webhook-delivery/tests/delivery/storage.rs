@@ -155,7 +155,7 @@ async fn attempt_log(s: &Stack, delivery: &str, at_least: usize) -> Value {
     loop {
         let text: String = qualifier_testkit::sql::one(
             &c,
-            "SELECT attempt_log::text FROM outbox WHERE delivery_id = $1::text::uuid",
+            "SELECT attempt_log::text FROM deliveries WHERE delivery_id = $1::text::uuid",
             &[&delivery],
         )
         .await;
