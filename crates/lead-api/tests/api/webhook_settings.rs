@@ -369,8 +369,9 @@ mod retime {
         .as_u16()
     }
 
-    /// (seconds of `paced_at` past the epoch, seconds of `replay_at`), in sequence order.
-    async fn times(app: &TestApp, seqs: &[i64]) -> Vec<(Option<f64>, f64)> {
+    /// (seconds of the throttle's turn past the epoch, seconds of when it is due), in sequence
+    /// order; a row the relay published is no longer due.
+    async fn times(app: &TestApp, seqs: &[i64]) -> Vec<(Option<f64>, Option<f64>)> {
         app.db
             .pairs(
                 "SELECT extract(epoch FROM turn_at)::float8, extract(epoch FROM due_at)::float8
@@ -440,13 +441,22 @@ mod retime {
         let (org, _) = app.org().await;
         assert_eq!(put_rate(&app, &org, Some(1)).await, 200);
         let seqs = waiting(&app, &org, 300).await;
+        // The relays' turn held, so that none publishes (and so takes off its due time) a row
+        // read below.
+        let relays = app.db.client().await;
+        relays
+            .batch_execute("BEGIN; SELECT 1 FROM feed_head FOR UPDATE")
+            .await
+            .unwrap();
         assert_eq!(put_rate(&app, &org, None).await, 200);
         let t = times(&app, &seqs).await;
+        relays.batch_execute("ROLLBACK").await.unwrap();
         assert!(t.iter().all(|(paced, _)| paced.is_none()));
-        let first = t[0].1;
-        let last = t[t.len() - 1].1;
+        let due: Vec<f64> = t.iter().map(|(_, due)| due.expect("still due")).collect();
+        let first = due[0];
+        let last = due[due.len() - 1];
         // At 100 a second: three seconds from the first to the last, in their turns' order.
         assert!(last - first >= 2.98, "{}", last - first);
-        assert!(t.windows(2).all(|p| p[1].1 >= p[0].1));
+        assert!(due.windows(2).all(|p| p[1] >= p[0]));
     }
 }
