@@ -189,8 +189,8 @@ async fn reduce_events(
         .collect::<Result<Vec<Vec<u8>>, StoreError>>()?;
     // The deliveries' rows first, as every writer of a delivery's state (they are locked
     // already): each open delivery ended `skipped` for `erased`, its answers stripped, its
-    // row marked `erased`. Due for the relay only if its event never had a feed position and
-    // is no test event: the relay then publishes the reduced event for the feed, and the
+    // row marked `erased`. Due for the relay only if its event never had a feed position (in
+    // its row or in `event_feed`) and is no test event: the relay then publishes the reduced event for the feed, and the
     // worker finds the delivery ended. The same states the outbox's mirror writes from the
     // event's row below while the outbox follows the delivery rows (migration 43), which
     // then writes them once more.
@@ -202,6 +202,7 @@ async fn reduce_events(
                                ELSE 'erased' END,
              retrying = false,
              due_at = CASE WHEN o.feed_pos IS NULL AND NOT o.is_test
+                                AND NOT EXISTS (SELECT 1 FROM event_feed f WHERE f.seq = o.seq)
                            THEN '-infinity'::timestamptz END,
              turn_at = NULL, resume_attempt = NULL,
              attempt_log = coalesce(

@@ -63,7 +63,8 @@ pub struct Unpublished {
     pub created_at: OffsetDateTime,
     pub traceparent: Option<String>,
     pub is_test: bool,
-    /// Its place in the events feed: `None` for an event published for the first time.
+    /// Its place in the events feed (the outbox's `feed_pos`, or `event_feed`'s since migration
+    /// 49): `None` for an event published for the first time.
     pub feed_pos: Option<i64>,
     /// The attempt a delivery held during its endpoint's outage resumes at (`None`: attempt 1,
     /// a new event or a replay).
@@ -157,12 +158,17 @@ where
         }
         let seqs: Vec<i64> = rows.iter().map(|r| r.seq).collect();
         let rows_following = rows.iter().any(|r| r.following);
-        // New events in outbox order (`rows` starts with them, by seq), test events excepted.
+        // What the feed's row of each holds beside its position, from the claim: the mark
+        // reads no event row again.
+        let orgs: Vec<Uuid> = rows.iter().map(|r| r.org_id).collect();
+        let types: Vec<&'static str> = rows.iter().map(|r| r.event_type.as_str()).collect();
+        // The positions given now: to the new events, in outbox order (`rows` starts with
+        // them, by seq), test events excepted; an event that has one keeps it.
         let mut next = head;
         let positions: Vec<Option<i64>> = rows
             .iter()
             .map(|r| match r.feed_pos {
-                Some(p) => Some(p),
+                Some(_) => None,
                 None if r.is_test => None,
                 None => {
                     next += 1;
@@ -191,6 +197,8 @@ where
         .bind::<Int8, _>(next)
         .bind::<Int8, _>(lo)
         .bind::<Int8, _>(hi)
+        .bind::<Array<diesel::sql_types::Uuid>, _>(&orgs)
+        .bind::<Array<diesel::sql_types::Text>, _>(&types)
         .execute(conn)
         .await?;
         Ok(seqs.len())
@@ -200,8 +208,9 @@ where
 
 /// The relay's mark of a published batch (`relay_batch`, after its parameters): each delivery
 /// `out` (an ended one, an erased event published for its feed position, stays ended), and
-/// each new event's feed position written on its event's row, the one write of that row after
-/// its insert. The delivery row's `turn_at` stays: a throttle's turn is read by the worker.
+/// each position given now appended to the feed (`event_feed`, migration 49): the event's row
+/// is not written again. The delivery row's `turn_at` stays: a throttle's turn is read by the
+/// worker. A position already there (which the claim would have read) is left as it is.
 const MARK: &str = ")), out AS (
          UPDATE deliveries d SET
                 state = CASE WHEN d.state IN ('succeeded', 'dead', 'skipped') THEN d.state
@@ -210,17 +219,19 @@ const MARK: &str = ")), out AS (
          FROM p, unnest(p.seqs) AS v(seq)
          WHERE d.seq = v.seq AND d.seq BETWEEN $4 AND $5),
      fed AS (
-         UPDATE outbox o SET feed_pos = v.pos
-         FROM p, unnest(p.seqs, p.positions) AS v(seq, pos)
-         WHERE v.pos IS NOT NULL AND o.feed_pos IS NULL
-           AND o.seq = v.seq AND (o.seq >> 32) BETWEEN $4 >> 32 AND $5 >> 32)
+         INSERT INTO event_feed (seq, org_id, pos, event_type)
+         SELECT v.seq, v.org_id, v.pos, v.event_type
+         FROM unnest($1::int8[], $2::int8[], $6::uuid[], $7::text[])
+              AS v(seq, pos, org_id, event_type)
+         WHERE v.pos IS NOT NULL
+         ON CONFLICT (seq) DO NOTHING)
      UPDATE feed_head SET pos = p.head FROM p WHERE pos <> p.head";
 /// The mark while the outbox follows the delivery rows: written on the event's row, as the
 /// release before this one writes it, and mirrored into the delivery row (migration 43).
 const MARK_FOLLOWING: &str = concat!(
     ")), marked AS (
      UPDATE outbox o SET ",
-    crate::deliveries::state::published_set!("v.pos"),
+    crate::deliveries::state::published_set!("coalesce(v.pos, o.feed_pos)"),
     "
      FROM p, unnest(p.seqs, p.positions) AS v(seq, pos)
      WHERE o.seq = v.seq AND (o.seq >> 32) BETWEEN $4 >> 32 AND $5 >> 32)
@@ -245,7 +256,10 @@ macro_rules! claim_head {
     ($due:literal) => {
         concat!(
             "SELECT o.seq, o.delivery_id, o.event_id, o.org_id, o.event_type, o.payload,
-                    o.created_at, o.traceparent, o.is_test, o.feed_pos, d.resume_attempt,
+                    o.created_at, o.traceparent, o.is_test,
+                    coalesce(o.feed_pos, (SELECT f.pos FROM event_feed f WHERE f.seq = o.seq))
+                        AS feed_pos,
+                    d.resume_attempt,
                     (SELECT m.to_outbox FROM deliveries_mirror m) AS following
              FROM deliveries d
              JOIN outbox o ON o.seq = d.seq AND (o.seq >> 32) = (d.seq >> 32)
@@ -267,28 +281,41 @@ const CLAIM_TAIL: &str = " FOR UPDATE OF o, d SKIP LOCKED";
 /// A feed page ([`Store::events_feed`]): the parameters, then the page's rows with a running
 /// sum of their sizes, and those within the byte budget (the first always).
 const FEED_HEAD: &str = "SELECT w.feed_pos, w.payload FROM (VALUES (";
-/// The rest of a feed page's statement, `$filter` added to its rows' condition.
+/// The rest of a feed page's statement, `$outbox` and `$feed` added to the conditions of the
+/// two places positions are kept: the outbox's `feed_pos` (every position given before the
+/// outbox retired, migration 48) and `event_feed` (those given after, migration 49). Each is
+/// walked through its own index in position order up to a page, and the two merged: a
+/// position is in one of them only.
 macro_rules! feed_tail {
-    ($filter:literal) => {
+    ($outbox:literal, $feed:literal) => {
         concat!(
             ")) AS p(org_id, after, lim, budget, ty)
      CROSS JOIN LATERAL (
          SELECT x.feed_pos, x.payload,
                 sum(envelope_bytes(x.payload) + 1) OVER (ORDER BY x.feed_pos) AS upto,
                 row_number() OVER (ORDER BY x.feed_pos) AS n
-         FROM (SELECT o.feed_pos, o.payload FROM outbox o
-               WHERE o.org_id = p.org_id AND o.feed_pos > p.after",
-            $filter,
+         FROM (SELECT y.feed_pos, y.payload
+               FROM ((SELECT o.feed_pos, o.payload FROM outbox o
+                      WHERE o.org_id = p.org_id AND o.feed_pos > p.after",
+            $outbox,
             "
-               ORDER BY o.feed_pos LIMIT p.lim) x) w
+                      ORDER BY o.feed_pos LIMIT p.lim)
+                     UNION ALL
+                     (SELECT f.pos, o.payload FROM event_feed f
+                      JOIN outbox o ON o.seq = f.seq AND (o.seq >> 32) = (f.seq >> 32)
+                      WHERE f.org_id = p.org_id AND f.pos > p.after",
+            $feed,
+            "
+                      ORDER BY f.pos LIMIT p.lim)) y
+               ORDER BY y.feed_pos LIMIT p.lim) x) w
      WHERE w.n = 1 OR w.upto <= p.budget
      ORDER BY w.feed_pos"
         )
     };
 }
-const FEED_TAIL: &str = feed_tail!("");
+const FEED_TAIL: &str = feed_tail!("", "");
 /// [`FEED_TAIL`] for one event type.
-const FEED_TYPE_TAIL: &str = feed_tail!(" AND o.event_type = p.ty");
+const FEED_TYPE_TAIL: &str = feed_tail!(" AND o.event_type = p.ty", " AND f.event_type = p.ty");
 
 /// One page of the events feed: the envelopes exactly as delivered, and the position of the last.
 #[derive(Debug, Clone)]
@@ -319,7 +346,8 @@ impl From<diesel::result::Error> for FeedError {
 
 impl Store {
     /// The org's events after position `after` (from the oldest kept when `None`), in feed
-    /// order (the `outbox_feed` index, or `outbox_feed_type` with a type), at most `limit`.
+    /// order (the `outbox_feed` and `event_feed_org` indexes, or their `_type` pairs with a type),
+    /// at most `limit`.
     /// `budget`: the most payload bytes (plus one separator each) the page may hold; the rows
     /// past it are not read out at all (the first is always sent, so a walk moves on).
     pub async fn events_feed(
@@ -351,8 +379,9 @@ impl Store {
                 if after.is_some_and(|a| a < expired_through) {
                     return Err(FeedError::Expired);
                 }
-                // The page's rows through the index (`outbox_feed`, or `outbox_feed_type`
-                // with a type), then only those within the byte budget read out: a payload's
+                // The page's rows through the indexes (`outbox_feed` and `event_feed_org`, or
+                // the `_type` ones with a type), then only those within the byte budget read
+                // out: a payload's
                 // size comes from its stored length, so the ones past the budget are never
                 // fetched whole. Fixed text, so each form is prepared once per connection.
                 Ok(

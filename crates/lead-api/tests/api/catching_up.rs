@@ -358,7 +358,7 @@ async fn the_feed_holds_every_event_of_the_org_as_stored_and_only_its_own() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_cursor_older_than_retention_is_410_and_a_fresh_start_reads_what_is_kept() {
-    let app = app_following().await;
+    let app = app().await;
     let (org, token) = app.org().await;
     for i in 0..4 {
         app.inbound_lead(&org, &format!("+4477009001{i:02}")).await;
@@ -387,12 +387,15 @@ async fn a_cursor_older_than_retention_is_410_and_a_fresh_start_reads_what_is_ke
     let old: i64 = qualifier_testkit::sql::one(
         &c,
         "SELECT count(*) FROM pg_class
-             WHERE relname ~ ('^(outbox|deliveries)_d'
+             WHERE relname ~ ('^(outbox|deliveries|event_feed)_d'
                               || (floor(extract(epoch FROM now()) / 86400)::int - 40) || '_')",
         &[],
     )
     .await;
-    assert_eq!(old, 0, "dropped whole, not emptied, with its delivery rows");
+    assert_eq!(
+        old, 0,
+        "dropped whole, not emptied, with its delivery rows and feed positions"
+    );
     let (status, v) = get(
         &app,
         &token,
@@ -410,17 +413,25 @@ async fn a_cursor_older_than_retention_is_410_and_a_fresh_start_reads_what_is_ke
 /// their order. Not their own low 32 bits: two events drawn on either side of midnight (the
 /// test database's sequence was set on the day its template was made, and the app's
 /// housekeeping moves it to today's numbers when it starts) can have the same ones. Their
-/// delivery rows move with them: the outbox's triggers write the moved events' rows, and the
-/// rows left under the old numbers go. `set` adds assignments, each ending in a comma.
+/// delivery rows and feed positions move with them (and, where the outbox still follows the
+/// delivery rows, its mirror writes the moved events' delivery rows again). `set` adds
+/// assignments of the outbox's columns, each ending in a comma: they reach the delivery rows
+/// only through that mirror.
 async fn age_events(c: &tokio_postgres::Client, days: i64, set: &str, filter: &str) {
     c.batch_execute(&format!(
         "SELECT qualifier_outbox_partition(floor(extract(epoch FROM now()) / 86400)::int - {days},
                                           floor(extract(epoch FROM now()) / 86400)::int - {days} + 1);
-         UPDATE outbox SET created_at = now() - interval '{days} days', {set}
-                seq = ((floor(extract(epoch FROM now()) / 86400)::int8 - {days}) << 32) + r.n
-         FROM (SELECT seq AS old, row_number() OVER (ORDER BY seq) AS n FROM outbox
-               WHERE {filter}) r
-         WHERE outbox.seq = r.old;
+         CREATE TEMP TABLE aged AS
+         SELECT seq AS old,
+                ((floor(extract(epoch FROM now()) / 86400)::int8 - {days}) << 32)
+                    + row_number() OVER (ORDER BY seq) AS new
+         FROM outbox WHERE {filter};
+         UPDATE deliveries SET created_at = now() - interval '{days} days', seq = r.new
+         FROM aged r WHERE deliveries.seq = r.old;
+         UPDATE event_feed SET seq = r.new FROM aged r WHERE event_feed.seq = r.old;
+         UPDATE outbox SET created_at = now() - interval '{days} days', {set} seq = r.new
+         FROM aged r WHERE outbox.seq = r.old;
+         DROP TABLE aged;
          DELETE FROM deliveries d WHERE NOT EXISTS (SELECT 1 FROM outbox o WHERE o.seq = d.seq)"
     ))
     .await
@@ -932,7 +943,7 @@ async fn cursors_say_nothing_of_other_orgs_and_old_ones_still_work() {
         .client()
         .await
         .query(
-            "SELECT feed_pos FROM outbox WHERE org_id = $1::text::uuid ORDER BY feed_pos",
+            "SELECT pos FROM event_feed WHERE org_id = $1::text::uuid ORDER BY pos",
             &[&org_a],
         )
         .await

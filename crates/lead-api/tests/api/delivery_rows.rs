@@ -339,7 +339,13 @@ async fn the_history_fill_copies_every_event_and_a_newer_write_wins_in_either_or
 }
 
 /// The migrations after 0.3.0 undone, newest first, as on a database of 0.3.0.
-const SINCE_0_3_0: [(&str, &str); 5] = [
+const SINCE_0_3_0: [(&str, &str); 6] = [
+    (
+        "20261204000049",
+        include_str!(
+            "../../../../migrations/2026-12-04-000049_the_feed_in_a_table_of_its_own/down.sql"
+        ),
+    ),
     (
         "20261204000048",
         include_str!("../../../../migrations/2026-12-04-000048_the_outbox_retires/down.sql"),

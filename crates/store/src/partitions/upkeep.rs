@@ -79,12 +79,20 @@ impl Store {
             }
             if part.attached && !part.detaching {
                 end_expired(&mut conn, name).await?;
+                // The partition's highest position, in the outbox's rows or in the feed's
+                // partition of the same days (migration 49), org by org through their
+                // indexes.
                 diesel::sql_query(format!(
                     "UPDATE feed_head SET expired_through = m.top
-                     FROM (SELECT max(x.top) AS top FROM orgs g CROSS JOIN LATERAL
+                     FROM (SELECT max(greatest(x.top, y.top)) AS top FROM orgs g
+                           CROSS JOIN LATERAL
                                (SELECT max(o.feed_pos) AS top FROM {table} o
-                                WHERE o.org_id = g.id AND o.feed_pos IS NOT NULL) x) m
-                     WHERE m.top > feed_head.expired_through"
+                                WHERE o.org_id = g.id AND o.feed_pos IS NOT NULL) x
+                           CROSS JOIN LATERAL
+                               (SELECT max(f.pos) AS top FROM {feed} f
+                                WHERE f.org_id = g.id) y) m
+                     WHERE m.top > feed_head.expired_through",
+                    feed = name.feed_table()
                 ))
                 .execute(&mut conn)
                 .await?;
@@ -205,39 +213,45 @@ async fn detach(
     Ok(detached?)
 }
 
-/// Drops each partition of `deliveries` whose outbox partition (the same days) is gone: a
-/// delivery row goes with its event. After retention dropped the outbox's, or after the
-/// release before this one did (it knows nothing of `deliveries`), or after a round cut short
-/// between the two.
+/// Drops each partition of `deliveries` and of `event_feed` whose outbox partition (the same
+/// days) is gone: a delivery row and a feed position go with their event. After retention
+/// dropped the outbox's, or after the release before this one did (it knows nothing of these
+/// tables), or after a round cut short between the two.
 async fn drop_stray_delivery_partitions(conn: &mut AsyncPgConnection) -> Result<(), StoreError> {
-    let strays: Vec<Partition> = diesel::sql_query(
-        "SELECT c.relname::text AS name, i.inhrelid IS NOT NULL AS attached,
-                coalesce(i.inhdetachpending, false) AS detaching, false AS compacted,
-                0::int8 AS seq_now
-         FROM pg_class c
-         JOIN pg_namespace n ON n.oid = c.relnamespace AND n.nspname = current_schema()
-         LEFT JOIN pg_inherits i ON i.inhrelid = c.oid
-         WHERE c.relkind = 'r' AND c.relname ~ '^deliveries_(legacy|d[0-9]{1,7}_[0-9]{1,7})$'
-           AND NOT EXISTS (SELECT 1 FROM pg_class t
-                           WHERE t.relnamespace = c.relnamespace
-                             AND t.relname = 'outbox_' || substring(c.relname FROM 12))",
-    )
-    .load(conn)
-    .await?;
-    for stray in strays {
-        // Only names this module gives; anything else is not touched.
-        let Some(name) = stray
-            .name
-            .strip_prefix("deliveries_")
-            .and_then(|days| PartitionName::parse(&format!("outbox_{days}")))
-        else {
-            continue;
-        };
-        let table = name.delivery_table();
-        if stray.attached {
-            detach(conn, "deliveries", &table, stray.detaching).await?;
+    for parent in ["deliveries", "event_feed"] {
+        let strays: Vec<Partition> = diesel::sql_query(format!(
+            "SELECT c.relname::text AS name, i.inhrelid IS NOT NULL AS attached,
+                    coalesce(i.inhdetachpending, false) AS detaching, false AS compacted,
+                    0::int8 AS seq_now
+             FROM pg_class c
+             JOIN pg_namespace n ON n.oid = c.relnamespace AND n.nspname = current_schema()
+             LEFT JOIN pg_inherits i ON i.inhrelid = c.oid
+             WHERE c.relkind = 'r' AND c.relname ~ '^{parent}_(legacy|d[0-9]{{1,7}}_[0-9]{{1,7}})$'
+               AND NOT EXISTS (SELECT 1 FROM pg_class t
+                               WHERE t.relnamespace = c.relnamespace
+                                 AND t.relname = 'outbox_' || substring(c.relname FROM {from}))",
+            from = parent.len() + 2
+        ))
+        .load(conn)
+        .await?;
+        for stray in strays {
+            // Only names this module gives; anything else is not touched.
+            let Some(name) = stray
+                .name
+                .strip_prefix(&format!("{parent}_"))
+                .and_then(|days| PartitionName::parse(&format!("outbox_{days}")))
+            else {
+                continue;
+            };
+            let table = match parent {
+                "deliveries" => name.delivery_table(),
+                _ => name.feed_table(),
+            };
+            if stray.attached {
+                detach(conn, parent, &table, stray.detaching).await?;
+            }
+            conn.batch_execute(&format!("DROP TABLE {table}")).await?;
         }
-        conn.batch_execute(&format!("DROP TABLE {table}")).await?;
     }
     Ok(())
 }
@@ -334,7 +348,15 @@ impl PartitionName {
         }
     }
 
-    /// The lowest sequence number it can hold.
+    /// The partition of `event_feed` that holds the same days
+    /// (migrations/2026-12-04-000049_the_feed_in_a_table_of_its_own/up.sql).
+    pub fn feed_table(self) -> String {
+        match self {
+            Self::Legacy => "event_feed_legacy".to_owned(),
+            Self::Days { first, last } => format!("event_feed_d{first}_{last}"),
+        }
+    }
+
     /// The partition of `deliveries` that holds the same days
     /// (migrations/2026-12-03-000043_deliveries_of_their_own/up.sql).
     pub fn delivery_table(self) -> String {
