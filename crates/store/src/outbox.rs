@@ -157,7 +157,7 @@ where
             r.payload = crate::payload::unpack_owned(std::mem::take(&mut r.payload))?;
         }
         let seqs: Vec<i64> = rows.iter().map(|r| r.seq).collect();
-        let rows_following = rows.iter().any(|r| r.following);
+        let following = rows.iter().any(|r| r.following);
         // What the feed's row of each holds beside its position, from the claim: the mark
         // reads no event row again.
         let orgs: Vec<Uuid> = rows.iter().map(|r| r.org_id).collect();
@@ -183,7 +183,6 @@ where
         // the relay runs a batch per event or two, and planning it every time was a visible
         // share of PostgreSQL's CPU per event (docs/performance.md). The batch's days bound
         // both statements to their partitions (`partitions::day_bounds`).
-        let following = rows_following;
         let (lo, hi) = (
             seqs.iter().copied().min().unwrap_or(0),
             seqs.iter().copied().max().unwrap_or(0),
