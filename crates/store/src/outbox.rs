@@ -250,7 +250,10 @@ const MARK_FOLLOWING: &str = concat!(
 /// the delivery row's alone: every move of either release reaches that row in its own
 /// statement, and PostgreSQL checks the condition again on the row's latest version once it
 /// is locked, so a delivery published, or moved later by a throttle's retiming, after the
-/// claim's snapshot is left for its time.
+/// claim's snapshot is left for its time. Once the outbox retires nothing but an erasure
+/// writes the event's row, and its lock still matters: a claim that waited for an erasure's
+/// delivery row reads the event's row again at its latest only if it locks it too, and so
+/// publishes the reduced envelope, not the one in its snapshot.
 macro_rules! claim_head {
     ($due:literal) => {
         concat!(
