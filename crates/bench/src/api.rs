@@ -23,6 +23,7 @@ pub(crate) async fn api_phase(o: &Opts, sink: &Sink) -> anyhow::Result<Value> {
         topology_prefix: env.topo.prefix.clone(),
         retry_delays_ms: services::RETRY_DELAYS.to_vec(),
         event_retention_days: 30,
+        max_endpoints_per_org: 10,
         replay_rate_per_second: 50,
         console_base_url: None,
         max_page_bytes: lead_api::page::DEFAULT_MAX_PAGE_BYTES,

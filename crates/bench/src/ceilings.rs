@@ -149,6 +149,7 @@ pub async fn lapin_rates(n: u64, batch: usize, prefetch: u16) -> anyhow::Result<
                 not_before_ms: None,
                 test: false,
                 seq: None,
+                endpoint_id: None,
             })
             .collect();
         let msgs: Vec<Outgoing<'_>> = metas

@@ -32,6 +32,9 @@ pub mod headers {
     /// The delivery's outbox row (its `seq`): the worker reads and writes that row in its own
     /// partition only. Absent on messages of earlier versions.
     pub const SEQ: &str = "x-qualifier-seq";
+    /// The endpoint the delivery goes to. Absent on messages of earlier versions, whose one
+    /// endpoint per org is keyed by the org's id.
+    pub const ENDPOINT_ID: &str = "x-qualifier-endpoint-id";
 }
 
 /// What a delivery message says about itself, in its headers. The relay creates it, and the
@@ -56,9 +59,18 @@ pub struct DeliveryMeta {
     /// Its outbox row's sequence number, which names the row's partition (`None` from an
     /// earlier version, or for a probe, which has no row).
     pub seq: Option<i64>,
+    /// The endpoint it goes to (`None` from an earlier version: the org's id, see
+    /// [`DeliveryMeta::endpoint_id`]).
+    pub endpoint_id: Option<uuid::Uuid>,
 }
 
 impl DeliveryMeta {
+    /// The endpoint the delivery goes to: an earlier version's message names none, and its
+    /// org's one webhook is the endpoint keyed by the org's id.
+    pub fn endpoint_id(&self) -> uuid::Uuid {
+        self.endpoint_id.unwrap_or(self.org_id)
+    }
+
     pub fn headers(&self) -> Vec<(&'static str, String)> {
         let mut h = vec![
             (headers::DELIVERY_ID, self.delivery_id.to_string()),
@@ -79,6 +91,10 @@ impl DeliveryMeta {
             ),
             (headers::TEST, self.test.then(|| "true".to_owned())),
             (headers::SEQ, self.seq.map(|s| s.to_string())),
+            (
+                headers::ENDPOINT_ID,
+                self.endpoint_id.map(|e| e.to_string()),
+            ),
         ];
         h.extend(optional.into_iter().filter_map(|(k, v)| Some((k, v?))));
         h
@@ -102,6 +118,7 @@ impl DeliveryMeta {
             not_before_ms: number(headers::NOT_BEFORE),
             test: header_str(props, headers::TEST).is_some_and(|v| v == "true"),
             seq: number(headers::SEQ),
+            endpoint_id: header_str(props, headers::ENDPOINT_ID).and_then(|v| v.parse().ok()),
         })
     }
 }
@@ -689,6 +706,7 @@ mod meta_tests {
             not_before_ms: Some(1_763_720_009_000),
             test: true,
             seq: Some(89_262_305_312_769),
+            endpoint_id: Some(uuid::Uuid::new_v4()),
         };
         let props = |m: &DeliveryMeta| {
             Publisher::properties(&Outgoing {
@@ -705,7 +723,13 @@ mod meta_tests {
             meta.traceparent,
             meta.not_before_ms,
             meta.seq,
-        ) = (None, None, None, None);
+            meta.endpoint_id,
+        ) = (None, None, None, None, None);
+        assert_eq!(
+            meta.endpoint_id(),
+            meta.org_id,
+            "an earlier version's message"
+        );
         assert_eq!(DeliveryMeta::from_properties(&props(&meta)).unwrap(), meta);
         let mut bare = props(&meta);
         bare = bare.with_headers(FieldTable::default());

@@ -281,6 +281,7 @@ fn open_store(cfg: &ApiConfig) -> anyhow::Result<Store> {
     Ok(Store::new(pool, cfg.secret_key.clone())
         .with_app_base_url(cfg.app_base_url.clone())
         .with_limiter_pool(limiter)
+        .with_max_endpoints(cfg.max_endpoints_per_org)
         .with_event_retention(std::time::Duration::from_secs(
             u64::from(cfg.event_retention_days) * 86_400,
         )))

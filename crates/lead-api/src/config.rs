@@ -17,6 +17,7 @@ const INTERNAL_ADDR: &str = "127.0.0.1:8081";
 const RATE_LIMIT: &str = "120";
 const DB_POOL_SIZE: usize = 16;
 const EVENT_RETENTION_DAYS: &str = "30";
+const MAX_ENDPOINTS_PER_ORG: &str = "10";
 const MAX_PAGE_BYTES: &str = "1048576";
 const STATEMENT_TIMEOUT_MS: &str = "5000";
 const PLAN_CACHE_MODE: &str = "generic";
@@ -60,6 +61,9 @@ pub struct ApiArgs {
     /// Finished events (and their delivery records) are kept this many days
     #[arg(long, env = "QUALIFIER_EVENT_RETENTION_DAYS", default_value = EVENT_RETENTION_DAYS, hide_env_values = true)]
     pub event_retention_days: String,
+    /// The most endpoints one org may have (contract section 21)
+    #[arg(long, env = "QUALIFIER_MAX_ENDPOINTS_PER_ORG", default_value = MAX_ENDPOINTS_PER_ORG, hide_env_values = true)]
+    pub max_endpoints_per_org: String,
     #[command(flatten)]
     pub replay_rate: ReplayRateArgs,
     /// The most JSON one page of a list holds, in bytes (a page ends early at a whole item)
@@ -119,6 +123,9 @@ pub struct ApiConfig {
     /// `QUALIFIER_EVENT_RETENTION_DAYS`: events (and their delivery records) are kept at least
     /// this long, then removed by housekeeping.
     pub event_retention_days: u32,
+    /// `QUALIFIER_MAX_ENDPOINTS_PER_ORG`: the most endpoints one org may have (422 `Endpoint
+    /// limit reached` beyond).
+    pub max_endpoints_per_org: usize,
     /// `QUALIFIER_REPLAY_RATE_PER_SECOND`: replays of one org are sent at most this fast.
     pub replay_rate_per_second: u32,
     /// `QUALIFIER_CONSOLE_BASE_URL`: where console sign-in links point; by default the public
@@ -193,6 +200,10 @@ impl ApiConfig {
                 "QUALIFIER_EVENT_RETENTION_DAYS",
                 value(&a.event_retention_days, EVENT_RETENTION_DAYS),
             )?,
+            max_endpoints_per_org: positive_u32(
+                "QUALIFIER_MAX_ENDPOINTS_PER_ORG",
+                value(&a.max_endpoints_per_org, MAX_ENDPOINTS_PER_ORG),
+            )? as usize,
             replay_rate_per_second: a.replay_rate.rate()?,
             max_page_bytes: positive(
                 "QUALIFIER_MAX_PAGE_BYTES",
@@ -338,6 +349,7 @@ mod tests {
         assert_eq!(c.topology_prefix, "qualifier");
         assert_eq!(c.db_pool_size, 16);
         assert_eq!(c.event_retention_days, 30);
+        assert_eq!(c.max_endpoints_per_org, 10);
         assert_eq!(c.replay_rate_per_second, 50);
         assert_eq!(c.console_base_url, None);
         assert_eq!(c.max_page_bytes, 1 << 20);

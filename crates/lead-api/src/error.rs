@@ -80,6 +80,7 @@ impl From<StoreError> for ApiError {
                 location: None,
             },
             StoreError::Invalid(f) => f.into(),
+            StoreError::LimitReached(m) => ApiError::Unprocessable(m.to_owned()),
             StoreError::Changed { revision } => ApiError::PreconditionFailed {
                 etag: qualifier_domain::lead::entity_tag(revision),
             },

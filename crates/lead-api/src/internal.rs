@@ -13,6 +13,7 @@ use crate::inputs::{
     handoff_reason, org_name, parse_inbound, parse_internal_patch, test_event_type,
 };
 use crate::state::{AppState, path_id};
+use qualifier_store::webhooks::EndpointRef;
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
     let r = |path: &str| web::resource(path).default_service(web::to(method_not_allowed));
@@ -41,13 +42,44 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
                 .route(web::get().to(get_webhook)),
         )
         .service(
-            r("/internal/v1/orgs/{org}/webhook/rotate-secret").route(web::post().to(rotate_secret)),
+            r("/internal/v1/orgs/{org}/webhook/rotate-secret")
+                .route(web::post().to(rotate_secret::<Primary>)),
         )
-        .service(r("/internal/v1/orgs/{org}/webhook/test").route(web::post().to(send_test_event)))
+        .service(
+            r("/internal/v1/orgs/{org}/webhook/test")
+                .route(web::post().to(send_test_event::<Primary>)),
+        )
         .service(
             r("/internal/v1/orgs/{org}/webhook/client-certificate")
-                .route(web::put().to(put_client_certificate))
-                .route(web::delete().to(delete_client_certificate)),
+                .route(web::put().to(put_client_certificate::<Primary>))
+                .route(web::delete().to(delete_client_certificate::<Primary>)),
+        )
+        .service(
+            r("/internal/v1/orgs/{org}/endpoints")
+                .route(web::post().to(create_endpoint))
+                .route(web::get().to(list_endpoints)),
+        )
+        .service(
+            r("/internal/v1/orgs/{org}/endpoints/{id}")
+                .route(web::get().to(get_endpoint))
+                .route(web::put().to(put_endpoint))
+                .route(web::delete().to(delete_endpoint)),
+        )
+        .service(
+            r("/internal/v1/orgs/{org}/endpoints/{id}/rotate-secret")
+                .route(web::post().to(rotate_secret::<ById>)),
+        )
+        .service(
+            r("/internal/v1/orgs/{org}/endpoints/{id}/test")
+                .route(web::post().to(send_test_event::<ById>)),
+        )
+        .service(
+            r("/internal/v1/orgs/{org}/endpoints/{id}/client-certificate")
+                .route(web::put().to(put_client_certificate::<ById>))
+                .route(web::delete().to(delete_client_certificate::<ById>)),
+        )
+        .service(
+            r("/internal/v1/orgs/{org}/endpoints/{id}/probe").route(web::post().to(probe_endpoint)),
         )
         .service(
             r("/internal/v1/orgs/{org}/leads/{id}/handoffs").route(web::post().to(create_handoff)),
@@ -72,6 +104,30 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
 }
 
 const ORG_NOT_FOUND: &str = "Org not found";
+const ENDPOINT_NOT_FOUND: &str = "Endpoint not found";
+
+/// The endpoint a route acts on, from its path: the org's primary (`/orgs/{org}/webhook…`, the
+/// routes of contract v1.0-v1.4) or one of its endpoints (`/orgs/{org}/endpoints/{id}…`).
+/// The handlers both route to are written once over it.
+trait EndpointPath: actix_web::FromRequest + 'static {
+    fn at(&self) -> Result<EndpointRef, ApiError>;
+}
+
+type Primary = web::Path<String>;
+type ById = web::Path<(String, String)>;
+
+impl EndpointPath for Primary {
+    fn at(&self) -> Result<EndpointRef, ApiError> {
+        Ok(EndpointRef::primary(path_id(self, ORG_NOT_FOUND)?))
+    }
+}
+
+impl EndpointPath for ById {
+    fn at(&self) -> Result<EndpointRef, ApiError> {
+        let (org_id, id) = org_and(self, ENDPOINT_NOT_FOUND)?;
+        Ok(EndpointRef::id(org_id, id))
+    }
+}
 
 /// `/orgs/{org}/<thing>/{id}`: the org, then the thing; each not-a-UUID is its own 404.
 fn org_and(path: &(String, String), not_found: &'static str) -> Result<(Uuid, Uuid), ApiError> {
@@ -177,40 +233,39 @@ async fn get_webhook(
 
 /// Gives the endpoint a client certificate (docs/api.md, "Client certificates"): 200 with what
 /// is shown of it, never the key.
-async fn put_client_certificate(
+async fn put_client_certificate<P: EndpointPath>(
     _: InternalAuth,
     Object(obj): JsonObject,
-    path: web::Path<String>,
+    path: P,
     st: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let org_id = path_id(&path, ORG_NOT_FOUND)?;
+    let at = path.at()?;
     let input = crate::inputs::ClientCertificateInput::from_json(&obj)?;
     let webhook = st
         .store
-        .set_client_certificate(org_id, &input.certificate, &input.private_key, &input.info)
+        .set_client_certificate(at, &input.certificate, &input.private_key, &input.info)
         .await?;
     Ok(HttpResponse::Ok().json(json!({ "client_certificate": webhook.client_certificate })))
 }
 
-async fn delete_client_certificate(
+async fn delete_client_certificate<P: EndpointPath>(
     _: InternalAuth,
-    path: web::Path<String>,
+    path: P,
     st: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let org_id = path_id(&path, ORG_NOT_FOUND)?;
-    st.store.remove_client_certificate(org_id).await?;
+    st.store.remove_client_certificate(path.at()?).await?;
     Ok(HttpResponse::NoContent().finish())
 }
 
-async fn rotate_secret(
+async fn rotate_secret<P: EndpointPath>(
     _: InternalAuth,
     Object(obj): OptionalObject,
-    path: web::Path<String>,
+    path: P,
     st: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let GraceWindow(grace) = GraceWindow::from_json(&obj)?;
-    let org_id = path_id(&path, ORG_NOT_FOUND)?;
-    let (secret, previous_expires) = st.store.rotate_webhook_secret(org_id, grace).await?;
+    let at = path.at()?;
+    let (secret, previous_expires) = st.store.rotate_webhook_secret(at, grace).await?;
     Ok(HttpResponse::Ok().json(json!({
         "signing_secret": secret,
         "standard_webhooks_secret": qualifier_signing::standard::secret(&secret),
@@ -219,17 +274,120 @@ async fn rotate_secret(
 }
 
 /// Sends a signed example event through the normal pipeline (docs/api.md, "Test events").
-async fn send_test_event(
+async fn send_test_event<P: EndpointPath>(
     _: InternalAuth,
     Object(obj): OptionalObject,
-    path: web::Path<String>,
+    path: P,
     st: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let event_type = test_event_type(&obj)?;
-    let org_id = path_id(&path, ORG_NOT_FOUND)?;
-    let delivery_id = st.store.send_test_event(org_id, event_type).await?;
-    let delivery = st.store.get_delivery(org_id, delivery_id).await?.delivery;
+    let at = path.at()?;
+    let delivery_id = st.store.send_test_event(at, event_type).await?;
+    let delivery = st
+        .store
+        .get_delivery(at.org_id, delivery_id)
+        .await?
+        .delivery;
     Ok(HttpResponse::Accepted().json(json!({ "delivery": delivery })))
+}
+
+/// A new endpoint: 201 with its secrets, shown this once (contract section 21).
+async fn create_endpoint(
+    _: InternalAuth,
+    Object(obj): JsonObject,
+    path: web::Path<String>,
+    st: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let settings = WebhookSettings::from_json(&obj, &st.egress).await?;
+    let org_id = path_id(&path, ORG_NOT_FOUND)?;
+    let (endpoint, secret) = st
+        .store
+        .create_endpoint(org_id, settings.into_endpoint())
+        .await?;
+    let health = st
+        .store
+        .endpoint_health(EndpointRef::id(org_id, endpoint.id))
+        .await?;
+    let endpoint = qualifier_store::webhooks::WebhookStatus {
+        webhook: endpoint,
+        health,
+    };
+    Ok(HttpResponse::Created().json(json!({
+        "endpoint": endpoint,
+        "standard_webhooks_secret": qualifier_signing::standard::secret(&secret),
+        "signing_secret": secret,
+    })))
+}
+
+/// The org's endpoints, oldest first, with their health; never a secret.
+async fn list_endpoints(
+    _: InternalAuth,
+    path: web::Path<String>,
+    st: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let org_id = path_id(&path, ORG_NOT_FOUND)?;
+    let endpoints = st.store.list_endpoints(org_id).await?;
+    Ok(HttpResponse::Ok().json(json!({ "endpoints": endpoints })))
+}
+
+async fn get_endpoint(
+    _: InternalAuth,
+    path: ById,
+    st: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let at = path.at()?;
+    let endpoint = st
+        .store
+        .webhook_status(at)
+        .await?
+        .ok_or(ApiError::NotFound(ENDPOINT_NOT_FOUND))?;
+    Ok(HttpResponse::Ok().json(json!({ "endpoint": endpoint })))
+}
+
+/// Replaces an endpoint's settings (the fields of its creation); its secret stays.
+async fn put_endpoint(
+    _: InternalAuth,
+    Object(obj): JsonObject,
+    path: ById,
+    st: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let at = path.at()?;
+    let settings = WebhookSettings::from_json(&obj, &st.egress).await?;
+    let endpoint = st
+        .store
+        .update_endpoint(at, settings.into_endpoint())
+        .await?;
+    let health = st.store.endpoint_health(at).await?;
+    let endpoint = qualifier_store::webhooks::WebhookStatus {
+        webhook: endpoint,
+        health,
+    };
+    Ok(HttpResponse::Ok().json(json!({ "endpoint": endpoint })))
+}
+
+/// Deletes an endpoint: its pending deliveries end `skipped` (`Endpoint deleted`).
+async fn delete_endpoint(
+    _: InternalAuth,
+    path: ById,
+    st: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    st.store.delete_endpoint(path.at()?).await?;
+    Ok(HttpResponse::NoContent().finish())
+}
+
+/// "Check now": a failing endpoint's next probe is due at once. 202 `{"probing": bool}`:
+/// false when the endpoint is not failing (there is nothing to probe).
+async fn probe_endpoint(
+    _: InternalAuth,
+    path: ById,
+    st: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let at = path.at()?;
+    if st.store.endpoint_key(at).await?.is_none() {
+        return Err(ApiError::NotFound(ENDPOINT_NOT_FOUND));
+    }
+    let probing = st.store.probe_now(at).await?;
+    Ok(HttpResponse::Accepted().json(json!({ "probing": probing })))
 }
 
 async fn inbound(

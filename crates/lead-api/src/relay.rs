@@ -57,6 +57,7 @@ fn to_message<'a>(topology_exchange: &'a str, row: &'a Unpublished) -> Outgoing<
         not_before_ms: None,
         test: row.is_test,
         seq: Some(row.seq),
+        endpoint_id: Some(row.endpoint_id),
     };
     Outgoing {
         exchange: topology_exchange,

@@ -155,7 +155,8 @@ impl AppState {
         Ok((token, secret))
     }
 
-    /// Creates or replaces the org's webhook; the signing secret comes back when it was created.
+    /// Creates or replaces the org's webhook (its primary endpoint); the signing secret comes
+    /// back when it was created.
     pub async fn put_webhook(
         &self,
         org_id: Uuid,
@@ -171,7 +172,22 @@ impl AppState {
             )
             .await
     }
+}
 
+impl crate::inputs::WebhookSettings {
+    /// What the store saves an endpoint with.
+    pub fn into_endpoint(self) -> qualifier_store::webhooks::EndpointSettings {
+        qualifier_store::webhooks::EndpointSettings {
+            url: self.url.as_str().to_owned(),
+            event_types: self.event_types,
+            enabled: self.enabled,
+            pace: self.pace,
+            description: self.description,
+        }
+    }
+}
+
+impl AppState {
     /// Bulk replay at the configured pace; how many matched, and how many of those were past
     /// retention and left as they were.
     pub async fn replay_matching(

@@ -15,6 +15,7 @@ use qualifier_domain::pace::{
 use qualifier_domain::{DeliveryStatus, EventType};
 use qualifier_egress::EgressPolicy;
 use qualifier_store::deliveries::DeliveryFilter;
+use qualifier_store::webhooks::{EndpointRef, EndpointSettings};
 use qualifier_store::{SecretKey, Store};
 use serde_json::json;
 use strum::VariantArray;
@@ -56,35 +57,28 @@ enum Command {
         #[arg(long)]
         name: Option<String>,
     },
-    /// Create or update the org's webhook endpoint (QUALIFIER_WEBHOOK_ALLOW_CIDRS applies).
+    /// Create or update the org's primary endpoint, its webhook, or with --endpoint another one
+    /// (QUALIFIER_WEBHOOK_ALLOW_CIDRS applies).
     SetWebhook {
         #[arg(long)]
         org: Uuid,
-        #[arg(long)]
-        url: String,
-        /// Comma-separated event types; all of them when omitted.
-        #[arg(long, value_delimiter = ',')]
-        events: Vec<EventType>,
-        #[arg(long)]
-        disabled: bool,
-        /// A throttle: the endpoint receives at most this many requests in any second (1 to
-        /// 1000), deliveries, replays, test events and probes together, across every
-        /// webhook-delivery replica; those waiting spend no attempt. No throttle when omitted.
-        #[arg(long, value_parser = parse_max_per_second)]
-        max_per_second: Option<MaxPerSecond>,
-        /// `none` (the default: each delivery as soon as it can go) or `per_lead` (one lead's
-        /// deliveries one at a time, in event order; leads never wait for each other; replays
-        /// and test events outside the order).
-        #[arg(long, default_value = "none", value_parser = parse_ordering)]
-        ordering: DeliveryOrdering,
         #[command(flatten)]
-        allow_cidrs: AllowCidrsArgs,
+        endpoint: EndpointArg,
+        #[command(flatten)]
+        settings: EndpointSettingsArgs,
+    },
+    /// The org's endpoints (contract section 21): list, create, update, delete.
+    Endpoints {
+        #[command(subcommand)]
+        action: EndpointsCommand,
     },
     /// Give the org's endpoint a client certificate (mutual TLS), replacing any other; every
     /// request to it presents the certificate from then on. The key is sealed and never shown.
     SetClientCertificate {
         #[arg(long)]
         org: Uuid,
+        #[command(flatten)]
+        endpoint: EndpointArg,
         /// PEM file: the certificate, its chain after it.
         #[arg(long, required_unless_present = "remove")]
         certificate: Option<std::path::PathBuf>,
@@ -100,6 +94,8 @@ enum Command {
     RotateSecret {
         #[arg(long)]
         org: Uuid,
+        #[command(flatten)]
+        endpoint: EndpointArg,
         #[arg(long, default_value_t = 86_400, value_parser = clap::value_parser!(u64).range(0..=604_800))]
         grace_seconds: u64,
     },
@@ -107,6 +103,8 @@ enum Command {
     DeadLetters {
         #[arg(long)]
         org: Uuid,
+        #[command(flatten)]
+        endpoint: EndpointArg,
         #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(i64).range(1..=500))]
         limit: i64,
     },
@@ -115,6 +113,9 @@ enum Command {
     Replay {
         #[arg(long)]
         org: Uuid,
+        /// With --all-dead: that endpoint's dead deliveries (default: the primary's).
+        #[command(flatten)]
+        endpoint: EndpointArg,
         #[arg(
             long,
             required_unless_present = "all_dead",
@@ -176,12 +177,16 @@ enum Command {
     Health {
         #[arg(long)]
         org: Uuid,
+        #[command(flatten)]
+        endpoint: EndpointArg,
     },
     /// Probe a failing endpoint now (the console's "Check now"): a webhook-delivery replica
     /// sends the probe within a second or so.
     Probe {
         #[arg(long)]
         org: Uuid,
+        #[command(flatten)]
+        endpoint: EndpointArg,
     },
     /// Delete a throwaway environment's exchanges and queues (messages are lost). Retry queue
     /// names carry their wait, so the environment's QUALIFIER_RETRY_DELAYS_MS applies.
@@ -192,6 +197,112 @@ enum Command {
         broker: BrokerArgs,
         #[command(flatten)]
         retry_delays: RetryDelaysArgs,
+    },
+}
+
+/// `--endpoint ID`: the command acts on that endpoint of the org; the org's primary (its
+/// webhook, the oldest endpoint) when omitted.
+#[derive(clap::Args, Clone, Copy)]
+struct EndpointArg {
+    /// The endpoint's id (`qualifierctl endpoints list`); the org's primary when omitted.
+    #[arg(long = "endpoint")]
+    id: Option<Uuid>,
+}
+
+impl EndpointArg {
+    fn of(&self, org: Uuid) -> EndpointRef {
+        EndpointRef {
+            org_id: org,
+            id: self.id,
+        }
+    }
+}
+
+/// An endpoint's settings, as `set-webhook` and `endpoints create|update` take them.
+#[derive(clap::Args)]
+struct EndpointSettingsArgs {
+    #[arg(long)]
+    url: String,
+    /// Comma-separated event types; all of them when omitted.
+    #[arg(long, value_delimiter = ',')]
+    events: Vec<EventType>,
+    #[arg(long)]
+    disabled: bool,
+    /// A throttle: the endpoint receives at most this many requests in any second (1 to
+    /// 1000), deliveries, replays, test events and probes together, across every
+    /// webhook-delivery replica; those waiting spend no attempt. No throttle when omitted.
+    #[arg(long, value_parser = parse_max_per_second)]
+    max_per_second: Option<MaxPerSecond>,
+    /// `none` (the default: each delivery as soon as it can go) or `per_lead` (one lead's
+    /// deliveries one at a time, in event order; leads never wait for each other; replays
+    /// and test events outside the order).
+    #[arg(long, default_value = "none", value_parser = parse_ordering)]
+    ordering: DeliveryOrdering,
+    /// A note for the org's administrators (at most 255 characters); the saved one when
+    /// omitted.
+    #[arg(long)]
+    description: Option<String>,
+    #[command(flatten)]
+    allow_cidrs: AllowCidrsArgs,
+}
+
+impl EndpointSettingsArgs {
+    /// The settings, the url checked against the egress policy now (as the API checks it).
+    async fn checked(&self) -> anyhow::Result<EndpointSettings> {
+        let url = WebhookUrl::parse(&self.url)?;
+        let policy = EgressPolicy::new(self.allow_cidrs.cidrs()?);
+        policy.resolve(&url).await?;
+        if let Some(d) = &self.description
+            && (d.chars().count() > 255 || d.chars().any(char::is_control))
+        {
+            anyhow::bail!("--description: at most 255 characters, no control characters");
+        }
+        Ok(EndpointSettings {
+            url: url.as_str().to_owned(),
+            event_types: if self.events.is_empty() {
+                EventType::VARIANTS.to_vec()
+            } else {
+                self.events.clone()
+            },
+            enabled: !self.disabled,
+            pace: Pace {
+                max_per_second: self.max_per_second,
+                ordering: self.ordering,
+            },
+            description: self.description.clone(),
+        })
+    }
+}
+
+#[derive(Subcommand)]
+enum EndpointsCommand {
+    /// The org's endpoints, oldest (the primary) first, with their health.
+    List {
+        #[arg(long)]
+        org: Uuid,
+    },
+    /// One more endpoint (its signing secret is shown once).
+    Create {
+        #[arg(long)]
+        org: Uuid,
+        #[command(flatten)]
+        settings: EndpointSettingsArgs,
+    },
+    /// Replace an endpoint's settings; its secret stays.
+    Update {
+        #[arg(long)]
+        org: Uuid,
+        #[arg(long)]
+        endpoint: Uuid,
+        #[command(flatten)]
+        settings: EndpointSettingsArgs,
+    },
+    /// Delete an endpoint: its pending deliveries end `skipped` (`Endpoint deleted`).
+    Delete {
+        #[arg(long)]
+        org: Uuid,
+        #[arg(long)]
+        endpoint: Uuid,
     },
 }
 
@@ -279,41 +390,64 @@ async fn run(cli: Cli) -> Result<serde_json::Value> {
         }
         Command::SetWebhook {
             org,
-            url,
-            events,
-            disabled,
-            max_per_second,
-            ordering,
-            allow_cidrs,
+            endpoint,
+            settings,
         } => {
             cli.require_secret_key()?;
-            let url = WebhookUrl::parse(url)?;
-            let events = if events.is_empty() {
-                EventType::VARIANTS.to_vec()
-            } else {
-                events.clone()
+            let settings = settings.checked().await?;
+            let store = cli.store().await?;
+            let (webhook, secret) = match endpoint.id {
+                Some(_) => (
+                    store.update_endpoint(endpoint.of(*org), settings).await?,
+                    None,
+                ),
+                None => {
+                    store
+                        .put_webhook(
+                            *org,
+                            settings.url,
+                            settings.event_types,
+                            settings.enabled,
+                            settings.pace,
+                        )
+                        .await?
+                }
             };
-            let policy = EgressPolicy::new(allow_cidrs.cidrs()?);
-            policy.resolve(&url).await?;
-            let (webhook, secret) = cli
-                .store()
-                .await?
-                .put_webhook(
-                    *org,
-                    url.as_str().to_owned(),
-                    events,
-                    !disabled,
-                    Pace {
-                        max_per_second: *max_per_second,
-                        ordering: *ordering,
-                    },
-                )
-                .await?;
             let standard = secret.as_deref().map(qualifier_signing::standard::secret);
             json!({ "webhook": webhook, "signing_secret": secret, "standard_webhooks_secret": standard })
         }
+        Command::Endpoints { action } => match action {
+            EndpointsCommand::List { org } => {
+                json!({ "endpoints": cli.store().await?.list_endpoints(*org).await? })
+            }
+            EndpointsCommand::Create { org, settings } => {
+                cli.require_secret_key()?;
+                let settings = settings.checked().await?;
+                let (endpoint, secret) = cli.store().await?.create_endpoint(*org, settings).await?;
+                json!({ "endpoint": endpoint,
+                        "standard_webhooks_secret": qualifier_signing::standard::secret(&secret),
+                        "signing_secret": secret })
+            }
+            EndpointsCommand::Update {
+                org,
+                endpoint,
+                settings,
+            } => {
+                let settings = settings.checked().await?;
+                let at = EndpointRef::id(*org, *endpoint);
+                json!({ "endpoint": cli.store().await?.update_endpoint(at, settings).await? })
+            }
+            EndpointsCommand::Delete { org, endpoint } => {
+                cli.store()
+                    .await?
+                    .delete_endpoint(EndpointRef::id(*org, *endpoint))
+                    .await?;
+                json!({ "deleted": endpoint })
+            }
+        },
         Command::SetClientCertificate {
             org,
+            endpoint,
             certificate,
             private_key,
             remove,
@@ -333,20 +467,29 @@ async fn run(cli: Cli) -> Result<serde_json::Value> {
                         time::OffsetDateTime::now_utc(),
                     )?;
                     store
-                        .set_client_certificate(*org, &checked.certificate_pem, &key, &checked.info)
+                        .set_client_certificate(
+                            endpoint.of(*org),
+                            &checked.certificate_pem,
+                            &key,
+                            &checked.info,
+                        )
                         .await?
                 }
-                _ => store.remove_client_certificate(*org).await?,
+                _ => store.remove_client_certificate(endpoint.of(*org)).await?,
             };
             json!({ "client_certificate": webhook.client_certificate })
         }
-        Command::RotateSecret { org, grace_seconds } => {
+        Command::RotateSecret {
+            org,
+            endpoint,
+            grace_seconds,
+        } => {
             cli.require_secret_key()?;
             let grace = std::time::Duration::from_secs(*grace_seconds);
             let (secret, expires) = cli
                 .store()
                 .await?
-                .rotate_webhook_secret(*org, grace)
+                .rotate_webhook_secret(endpoint.of(*org), grace)
                 .await?;
             json!({
                 "signing_secret": secret,
@@ -354,8 +497,13 @@ async fn run(cli: Cli) -> Result<serde_json::Value> {
                 "previous_secret_expires_at": expires.map(qualifier_domain::timefmt::format),
             })
         }
-        Command::DeadLetters { org, limit } => {
+        Command::DeadLetters {
+            org,
+            endpoint,
+            limit,
+        } => {
             let only_dead = DeliveryFilter {
+                endpoint_id: endpoint.id,
                 statuses: vec![DeliveryStatus::Dead],
                 ..Default::default()
             };
@@ -380,6 +528,7 @@ async fn run(cli: Cli) -> Result<serde_json::Value> {
         }
         Command::Replay {
             org,
+            endpoint,
             delivery: None,
             since,
             until,
@@ -388,6 +537,7 @@ async fn run(cli: Cli) -> Result<serde_json::Value> {
             ..
         } => {
             let f = DeliveryFilter {
+                endpoint_id: endpoint.id,
                 statuses: vec![DeliveryStatus::Dead],
                 since: *since,
                 until: *until,
@@ -432,11 +582,11 @@ async fn run(cli: Cli) -> Result<serde_json::Value> {
             let key = SecretKey::generate_base64();
             json!({ "operator_webhook_secret": format!("whsec_{key}") })
         }
-        Command::Health { org } => {
-            json!({ "health": cli.store().await?.endpoint_health(*org).await? })
+        Command::Health { org, endpoint } => {
+            json!({ "health": cli.store().await?.endpoint_health(endpoint.of(*org)).await? })
         }
-        Command::Probe { org } => {
-            let due = cli.store().await?.probe_now(*org).await?;
+        Command::Probe { org, endpoint } => {
+            let due = cli.store().await?.probe_now(endpoint.of(*org)).await?;
             json!({ "probe_requested": due, "note": if due { "a probe is due now" } else { "the endpoint is not failing" } })
         }
         Command::DeleteTopology {

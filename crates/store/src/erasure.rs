@@ -68,19 +68,19 @@ impl Store {
             let mut events = 0;
             let mut after = i64::MIN;
             loop {
-                // The chunk's delivery rows first, then its events' rows: every move written on
-                // a delivery row locks it before its event's (migration 46 writes the event's
-                // after it), so an erasure that locked the event first could wait for a move
-                // that waits for it.
+                // The chunk's delivery rows first (every endpoint's), then its events' rows:
+                // every move written on a delivery row locks it before its event's (migration
+                // 46 writes the event's after it), so an erasure that locked the event first
+                // could wait for a move that waits for it.
                 diesel::sql_query(
                     "SELECT d.seq
-                     FROM outbox o
-                     JOIN deliveries d ON d.seq = o.seq AND (d.seq >> 32) = (o.seq >> 32)
-                                      AND d.endpoint_id = o.org_id
-                     WHERE o.org_id = $1 AND o.lead_id = $2 AND o.erased_at IS NULL
-                       AND o.seq > $3
-                     ORDER BY o.seq
-                     LIMIT $4
+                     FROM (SELECT o.seq FROM outbox o
+                           WHERE o.org_id = $1 AND o.lead_id = $2 AND o.erased_at IS NULL
+                             AND o.seq > $3
+                           ORDER BY o.seq
+                           LIMIT $4) o
+                     JOIN deliveries d ON d.seq = o.seq
+                     ORDER BY d.seq, d.endpoint_id
                      FOR UPDATE OF d",
                 )
                 .bind::<SqlUuid, _>(org_id)
@@ -214,7 +214,7 @@ async fn reduce_events(
              updated_at = clock_timestamp()
          FROM outbox o
          WHERE o.seq = ANY($1) AND (o.seq >> 32) BETWEEN $2 AND $3
-           AND d.seq = o.seq AND d.endpoint_id = o.org_id",
+           AND d.seq = o.seq",
     )
     .bind::<Array<Int8>, _>(&seqs)
     .bind::<Int8, _>(seqs.iter().copied().min().unwrap_or(0) >> 32)

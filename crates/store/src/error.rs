@@ -29,6 +29,9 @@ pub enum StoreError {
     /// A field was invalid against the stored state (for example a merged profile too large).
     #[error("{0}")]
     Invalid(FieldError),
+    /// A limit of what an org may hold is reached (422, the message the API gives).
+    #[error("{0}")]
+    LimitReached(&'static str),
     /// The database could not be reached: 503 with Retry-After.
     #[error("database unavailable")]
     Unavailable(#[source] BoxError),

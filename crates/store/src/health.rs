@@ -18,6 +18,7 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use crate::schema::endpoint_health;
+use crate::webhooks::{EndpointKey, EndpointRef};
 use crate::{Store, StoreError};
 
 #[derive(Debug, Clone, Queryable, Selectable)]
@@ -66,9 +67,11 @@ pub struct OpsEvent {
 }
 
 #[derive(diesel::QueryableByName)]
-struct OrgId {
+struct Claimed {
     #[diesel(sql_type = SqlUuid)]
     org_id: Uuid,
+    #[diesel(sql_type = SqlUuid)]
+    endpoint_id: Uuid,
 }
 
 #[derive(diesel::QueryableByName)]
@@ -79,12 +82,30 @@ struct StateCount {
     n: i64,
 }
 
+/// The key of `at`: its id as named (the health row is then read within its org), or the org's
+/// primary's; `None` when the org has no endpoint.
+async fn key_of(
+    conn: &mut AsyncPgConnection,
+    at: EndpointRef,
+) -> Result<Option<EndpointKey>, StoreError> {
+    let id = match at.id {
+        Some(id) => Some(id),
+        None => crate::webhooks::resolve(conn, at).await?,
+    };
+    Ok(id.map(|endpoint_id| EndpointKey {
+        org_id: at.org_id,
+        endpoint_id,
+    }))
+}
+
 async fn read(
     conn: &mut AsyncPgConnection,
-    org_id: Uuid,
+    at: EndpointKey,
     lock: bool,
 ) -> Result<EndpointHealth, StoreError> {
-    let q = endpoint_health::table.filter(endpoint_health::org_id.eq(org_id));
+    let q = endpoint_health::table
+        .filter(endpoint_health::endpoint_id.eq(at.endpoint_id))
+        .filter(endpoint_health::org_id.eq(at.org_id));
     let row: Option<HealthRow> = if lock {
         q.select(<HealthRow as diesel::SelectableHelper<diesel::pg::Pg>>::as_select())
             .for_update()
@@ -100,13 +121,13 @@ async fn read(
     Ok(row.map(EndpointHealth::from).unwrap_or_default())
 }
 
-/// Writes `h` as the org's health (the probe lease ends with it).
+/// Writes `h` as the endpoint's health (the probe lease ends with it).
 async fn write(
     conn: &mut AsyncPgConnection,
-    org_id: Uuid,
+    at: EndpointKey,
     h: &EndpointHealth,
 ) -> Result<(), StoreError> {
-    diesel::update(endpoint_health::table.filter(endpoint_health::org_id.eq(org_id)))
+    diesel::update(endpoint_health::table.filter(endpoint_health::endpoint_id.eq(at.endpoint_id)))
         .set((
             endpoint_health::state.eq(h.state),
             endpoint_health::failing_since.eq(h.failing_since),
@@ -127,16 +148,17 @@ async fn write(
     Ok(())
 }
 
-/// Queues the operational event of `change` for the org, with the webhook as it is now.
+/// Queues the operational event of `change` for the endpoint's org, naming the endpoint (its
+/// id and url), with its settings as they are now.
 async fn queue_ops_event(
     conn: &mut AsyncPgConnection,
-    org_id: Uuid,
+    at: EndpointKey,
     change: HealthChange,
     h: &EndpointHealth,
 ) -> Result<(), StoreError> {
     use crate::schema::webhooks;
     let hook: Option<(String, bool)> = webhooks::table
-        .filter(webhooks::org_id.eq(org_id))
+        .filter(webhooks::id.eq(at.endpoint_id))
         .select((webhooks::url, webhooks::enabled))
         .first_row(conn)
         .await
@@ -146,9 +168,13 @@ async fn queue_ops_event(
     };
     queue_notice(
         conn,
-        org_id,
+        at.org_id,
         change.event_type(),
-        serde_json::json!({ "webhook": { "url": url, "enabled": enabled, "health": h } }),
+        serde_json::json!({
+            "endpoint_id": at.endpoint_id,
+            "url": url,
+            "webhook": { "url": url, "enabled": enabled, "health": h },
+        }),
     )
     .await
 }
@@ -183,20 +209,27 @@ pub(crate) async fn queue_notice(
 }
 
 impl Store {
-    /// The org endpoint's health (healthy, with nothing to report, when it never failed).
-    pub async fn endpoint_health(&self, org_id: Uuid) -> Result<EndpointHealth, StoreError> {
+    /// The endpoint's health (healthy, with nothing to report, when it never failed, or when
+    /// the org has no such endpoint).
+    pub async fn endpoint_health(
+        &self,
+        at: impl Into<EndpointRef>,
+    ) -> Result<EndpointHealth, StoreError> {
         let mut conn = self.conn().await?;
-        read(&mut conn, org_id, false).await
+        let Some(at) = key_of(&mut conn, at.into()).await? else {
+            return Ok(EndpointHealth::default());
+        };
+        read(&mut conn, at, false).await
     }
 
-    /// Runs a health rule atomically across replicas: locks the org's row (creating it),
+    /// Runs a health rule atomically across replicas: locks the endpoint's row (creating it),
     /// asks `decide` for the plan given the current health (`None`: nothing changes, nothing is
     /// written), writes the new health, and carries out the plan in the same transaction: held
     /// deliveries released or skipped, the webhook disabled, and the change's operational event
     /// queued when `notify_operator`. What a change does is the plan's to say, not this one's.
     pub async fn change_health<F>(
         &self,
-        org_id: Uuid,
+        at: EndpointKey,
         notify_operator: bool,
         decide: F,
     ) -> Result<(EndpointHealth, Option<HealthChange>), StoreError>
@@ -206,16 +239,18 @@ impl Store {
         let mut conn = self.conn().await?;
         conn.transaction::<_, StoreError, _>(async move |conn| {
             diesel::sql_query(
-                "INSERT INTO endpoint_health (org_id) SELECT $1 WHERE EXISTS (SELECT 1 FROM orgs WHERE id = $1) ON CONFLICT DO NOTHING",
+                "INSERT INTO endpoint_health (org_id, endpoint_id) SELECT $1, $2
+                 WHERE EXISTS (SELECT 1 FROM orgs WHERE id = $1) ON CONFLICT DO NOTHING",
             )
-            .bind::<SqlUuid, _>(org_id)
+            .bind::<SqlUuid, _>(at.org_id)
+            .bind::<SqlUuid, _>(at.endpoint_id)
             .execute(conn)
             .await?;
-            let now = read(conn, org_id, true).await?;
+            let now = read(conn, at, true).await?;
             let Some(plan) = decide(&now) else {
                 return Ok((now, None));
             };
-            apply(conn, org_id, &plan, notify_operator).await?;
+            apply(conn, at, &plan, notify_operator).await?;
             Ok((plan.health, plan.change))
         })
         .await
@@ -223,33 +258,47 @@ impl Store {
 
     /// Claims up to `limit` failing endpoints whose probe is due and that no replica is
     /// probing, for `lease_ms` (after which another replica may try, if this one died).
-    pub async fn claim_probes(&self, lease_ms: i64, limit: i64) -> Result<Vec<Uuid>, StoreError> {
+    pub async fn claim_probes(
+        &self,
+        lease_ms: i64,
+        limit: i64,
+    ) -> Result<Vec<EndpointKey>, StoreError> {
         let mut conn = self.conn().await?;
-        let rows: Vec<OrgId> = diesel::sql_query(
+        let rows: Vec<Claimed> = diesel::sql_query(
             "UPDATE endpoint_health h
              SET probe_lease_until = clock_timestamp() + make_interval(secs => $1 / 1000.0)
-             WHERE h.org_id IN (
-                 SELECT org_id FROM endpoint_health
+             WHERE h.endpoint_id IN (
+                 SELECT endpoint_id FROM endpoint_health
                  WHERE state = 'failing' AND next_probe_at <= clock_timestamp()
                    AND (probe_lease_until IS NULL OR probe_lease_until < clock_timestamp())
                  ORDER BY next_probe_at LIMIT $2
                  FOR UPDATE SKIP LOCKED)
-             RETURNING h.org_id",
+             RETURNING h.org_id, h.endpoint_id",
         )
         .bind::<BigInt, _>(lease_ms)
         .bind::<BigInt, _>(limit)
         .load(&mut conn)
         .await?;
-        Ok(rows.into_iter().map(|r| r.org_id).collect())
+        Ok(rows
+            .into_iter()
+            .map(|r| EndpointKey {
+                org_id: r.org_id,
+                endpoint_id: r.endpoint_id,
+            })
+            .collect())
     }
 
     /// `Check now`: the next probe of a failing endpoint is due at once. False when the
     /// endpoint is not failing.
-    pub async fn probe_now(&self, org_id: Uuid) -> Result<bool, StoreError> {
+    pub async fn probe_now(&self, at: impl Into<EndpointRef>) -> Result<bool, StoreError> {
         let mut conn = self.conn().await?;
+        let Some(at) = key_of(&mut conn, at.into()).await? else {
+            return Ok(false);
+        };
         let n = diesel::update(
             endpoint_health::table
-                .filter(endpoint_health::org_id.eq(org_id))
+                .filter(endpoint_health::org_id.eq(at.org_id))
+                .filter(endpoint_health::endpoint_id.eq(at.endpoint_id))
                 .filter(endpoint_health::state.eq(EndpointState::Failing)),
         )
         .set(endpoint_health::next_probe_at.eq(OffsetDateTime::now_utc()))
@@ -264,7 +313,7 @@ impl Store {
         let mut conn = self.conn().await?;
         let rows: Vec<StateCount> = diesel::sql_query(
             "SELECT COALESCE(h.state, 'healthy') AS state, count(*) AS n
-             FROM webhooks w LEFT JOIN endpoint_health h ON h.org_id = w.org_id
+             FROM webhooks w LEFT JOIN endpoint_health h ON h.endpoint_id = w.id
              GROUP BY 1",
         )
         .load(&mut conn)
@@ -342,29 +391,29 @@ impl Store {
 /// skipped, and the change's operational event queued when `notify_operator`.
 pub(crate) async fn apply(
     conn: &mut AsyncPgConnection,
-    org_id: Uuid,
+    at: EndpointKey,
     plan: &HealthPlan,
     notify_operator: bool,
 ) -> Result<(), StoreError> {
-    write(conn, org_id, &plan.health).await?;
+    write(conn, at, &plan.health).await?;
     if plan.disable_webhook {
         diesel::sql_query(
             "UPDATE webhooks SET enabled = false, updated_at = clock_timestamp()
-             WHERE org_id = $1",
+             WHERE id = $1",
         )
-        .bind::<SqlUuid, _>(org_id)
+        .bind::<SqlUuid, _>(at.endpoint_id)
         .execute(&mut *conn)
         .await?;
     }
     match plan.held {
         HeldDeliveries::Keep => {}
-        HeldDeliveries::Release => crate::deliveries::state::release_held(conn, org_id).await?,
+        HeldDeliveries::Release => crate::deliveries::state::release_held(conn, at).await?,
         HeldDeliveries::Skip => {
-            crate::deliveries::state::skip_held(conn, org_id, "webhook disabled").await?;
+            crate::deliveries::state::skip_held(conn, at, "webhook disabled").await?;
         }
     }
     if let (Some(c), true) = (plan.change, notify_operator) {
-        queue_ops_event(conn, org_id, c, &plan.health).await?;
+        queue_ops_event(conn, at, c, &plan.health).await?;
     }
     Ok(())
 }
@@ -375,14 +424,14 @@ pub(crate) async fn apply(
 /// webhook is configured (`lead-api` does not know); unsent ones leave with retention.
 pub(crate) async fn on_save(
     conn: &mut AsyncPgConnection,
-    org_id: Uuid,
+    at: EndpointKey,
     enabled: bool,
 ) -> Result<(), StoreError> {
     // No row is a healthy endpoint with nothing to forget, which no save changes: only an
     // existing row is locked and planned for.
-    let now = read(conn, org_id, true).await?;
+    let now = read(conn, at, true).await?;
     match qualifier_domain::health::on_save(&now, enabled, OffsetDateTime::now_utc()) {
-        Some(plan) => apply(conn, org_id, &plan, true).await,
+        Some(plan) => apply(conn, at, &plan, true).await,
         None => Ok(()),
     }
 }

@@ -69,7 +69,12 @@ pub struct Store {
     /// How long events are kept (`QUALIFIER_EVENT_RETENTION_DAYS`, lead-api): a delivery whose
     /// event is older cannot be replayed. `None`: no such limit (tools and tests).
     pub event_retention: Option<std::time::Duration>,
+    /// The most endpoints one org may have (`QUALIFIER_MAX_ENDPOINTS_PER_ORG`, lead-api).
+    pub max_endpoints: usize,
 }
+
+/// [`Store::max_endpoints`] unless set (contract section 21).
+pub const DEFAULT_MAX_ENDPOINTS_PER_ORG: usize = 10;
 
 impl Store {
     pub fn new(pool: DbPool, secret_key: SecretKey) -> Self {
@@ -80,7 +85,14 @@ impl Store {
             secret_key,
             compress_payloads: false,
             event_retention: None,
+            max_endpoints: DEFAULT_MAX_ENDPOINTS_PER_ORG,
         }
+    }
+
+    /// At most `n` endpoints per org (at least one: the `webhook` routes' own).
+    pub fn with_max_endpoints(mut self, n: usize) -> Self {
+        self.max_endpoints = n.max(1);
+        self
     }
 
     /// Refuses replays of deliveries whose event is older than `keep` (409 `Event expired`):

@@ -45,3 +45,24 @@ pub(crate) fn org_missing(e: diesel::result::Error) -> StoreError {
         other => other.into(),
     }
 }
+
+/// Locks the org's row for the caller's transaction (`FOR NO KEY UPDATE`: the rows that
+/// reference the org, leads and events, are still written beside it): what is decided about
+/// the org's endpoints (how many, which is the oldest) holds until the commit. `Org not found`
+/// without it.
+pub(crate) async fn lock_org(
+    conn: &mut diesel_async::AsyncPgConnection,
+    org_id: Uuid,
+) -> Result<(), StoreError> {
+    use crate::answer::ReadToEnd;
+    use diesel::{ExpressionMethods, OptionalExtension, QueryDsl};
+    crate::schema::orgs::table
+        .filter(crate::schema::orgs::id.eq(org_id))
+        .select(crate::schema::orgs::id)
+        .for_no_key_update()
+        .first_row::<Uuid>(conn)
+        .await
+        .optional()?
+        .map(|_| ())
+        .ok_or(StoreError::NotFound("Org not found"))
+}

@@ -54,7 +54,12 @@ pub(crate) async fn insert(
 #[diesel(table_name = outbox)]
 pub struct Unpublished {
     pub seq: i64,
+    /// The delivery's own id (`X-Qualifier-Delivery`): one per event and endpoint.
+    #[diesel(sql_type = diesel::sql_types::Uuid)]
     pub delivery_id: Uuid,
+    /// The endpoint it goes to.
+    #[diesel(sql_type = diesel::sql_types::Uuid)]
+    pub endpoint_id: Uuid,
     pub event_id: Uuid,
     pub org_id: Uuid,
     pub event_type: EventType,
@@ -157,20 +162,26 @@ where
             r.payload = crate::payload::unpack_owned(std::mem::take(&mut r.payload))?;
         }
         let seqs: Vec<i64> = rows.iter().map(|r| r.seq).collect();
+        let endpoints: Vec<Uuid> = rows.iter().map(|r| r.endpoint_id).collect();
         let following = rows.iter().any(|r| r.following);
         // What the feed's row of each holds beside its position, from the claim: the mark
         // reads no event row again.
         let orgs: Vec<Uuid> = rows.iter().map(|r| r.org_id).collect();
         let types: Vec<&'static str> = rows.iter().map(|r| r.event_type.as_str()).collect();
         // The positions given now: to the new events, in outbox order (`rows` starts with
-        // them, by seq), test events excepted; an event that has one keeps it.
+        // them, by seq), test events excepted; an event that has one keeps it. One per event,
+        // given at its first delivery in the batch: the others of an event sent to several
+        // endpoints are beside it (same `seq`).
         let mut next = head;
+        let mut given: Option<i64> = None;
         let positions: Vec<Option<i64>> = rows
             .iter()
             .map(|r| match r.feed_pos {
                 Some(_) => None,
                 None if r.is_test => None,
+                None if given == Some(r.seq) => None,
                 None => {
+                    given = Some(r.seq);
                     next += 1;
                     Some(next)
                 }
@@ -198,6 +209,7 @@ where
         .bind::<Int8, _>(hi)
         .bind::<Array<diesel::sql_types::Uuid>, _>(&orgs)
         .bind::<Array<diesel::sql_types::Text>, _>(&types)
+        .bind::<Array<diesel::sql_types::Uuid>, _>(&endpoints)
         .execute(conn)
         .await?;
         Ok(seqs.len())
@@ -215,8 +227,8 @@ const MARK: &str = ")), out AS (
                 state = CASE WHEN d.state IN ('succeeded', 'dead', 'skipped') THEN d.state
                              ELSE 'out' END,
                 due_at = NULL
-         FROM p, unnest(p.seqs) AS v(seq)
-         WHERE d.seq = v.seq AND d.seq BETWEEN $4 AND $5),
+         FROM unnest($1::int8[], $8::uuid[]) AS v(seq, endpoint_id)
+         WHERE d.seq = v.seq AND d.endpoint_id = v.endpoint_id AND d.seq BETWEEN $4 AND $5),
      fed AS (
          INSERT INTO event_feed (seq, org_id, pos, event_type)
          SELECT v.seq, v.org_id, v.pos, v.event_type
@@ -257,7 +269,8 @@ const MARK_FOLLOWING: &str = concat!(
 macro_rules! claim_head {
     ($due:literal) => {
         concat!(
-            "SELECT o.seq, o.delivery_id, o.event_id, o.org_id, o.event_type, o.payload,
+            "SELECT o.seq, d.delivery_id, d.endpoint_id, o.event_id, o.org_id, o.event_type,
+                    o.payload,
                     o.created_at, o.traceparent, o.is_test,
                     coalesce(o.feed_pos, (SELECT f.pos FROM event_feed f WHERE f.seq = o.seq))
                         AS feed_pos,
@@ -265,11 +278,10 @@ macro_rules! claim_head {
                     (SELECT m.to_outbox FROM deliveries_mirror m) AS following
              FROM deliveries d
              JOIN outbox o ON o.seq = d.seq AND (o.seq >> 32) = (d.seq >> 32)
-                          AND o.org_id = d.endpoint_id
              WHERE ",
             $due,
             "
-             ORDER BY d.due_at, d.seq LIMIT "
+             ORDER BY d.due_at, d.seq, d.endpoint_id LIMIT "
         )
     };
 }

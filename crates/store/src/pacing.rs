@@ -25,6 +25,7 @@ use std::time::Duration;
 use uuid::Uuid;
 
 use crate::partitions::{DeliveryRef, day_bounds};
+use crate::webhooks::EndpointKey;
 use crate::{Store, StoreError};
 
 /// What taking a turn came to.
@@ -68,7 +69,7 @@ impl Store {
     /// statement, so the turn is never taken without being held).
     pub async fn take_turn(
         &self,
-        org_id: Uuid,
+        at: EndpointKey,
         rate: MaxPerSecond,
         delivery: DeliveryRef,
         attempt: u32,
@@ -81,9 +82,9 @@ impl Store {
             "WITH params(org) AS (VALUES (",
             concat!(
                 ")), turn AS (
-                 INSERT INTO endpoint_pacing AS p (org_id, next_at)
-                 VALUES ($1, clock_timestamp() + make_interval(secs => $2))
-                 ON CONFLICT (org_id) DO UPDATE
+                 INSERT INTO endpoint_pacing AS p (org_id, endpoint_id, next_at)
+                 VALUES ($1, $9, clock_timestamp() + make_interval(secs => $2))
+                 ON CONFLICT (endpoint_id) DO UPDATE
                      SET next_at = GREATEST(p.next_at, clock_timestamp())
                                    + make_interval(secs => $2)
                  RETURNING next_at - make_interval(secs => $2) AS at),
@@ -108,7 +109,7 @@ impl Store {
                  RETURNING d.seq)
              SELECT t.wait_ms, t.far, (SELECT count(*) FROM parked) AS parked FROM decided t"
             ),
-            org_id,
+            at.org_id,
         )
         .bind::<Double, _>(secs(rate.spacing()))
         .bind::<Double, _>(secs(wait_here))
@@ -117,6 +118,7 @@ impl Store {
         .bind::<SqlUuid, _>(delivery.id)
         .bind::<BigInt, _>(lo)
         .bind::<BigInt, _>(hi)
+        .bind::<SqlUuid, _>(at.endpoint_id)
         .one(&mut conn)
         .await?;
         if !taken.far {
@@ -136,7 +138,7 @@ impl Store {
     /// it.
     pub async fn take_probe_turn(
         &self,
-        org_id: Uuid,
+        at: EndpointKey,
         rate: MaxPerSecond,
     ) -> Result<Duration, StoreError> {
         #[derive(diesel::QueryableByName)]
@@ -146,25 +148,26 @@ impl Store {
         }
         let mut conn = self.conn().await?;
         let w: Wait = diesel::sql_query(
-            "INSERT INTO endpoint_pacing AS p (org_id, next_at)
-             VALUES ($1, clock_timestamp() + make_interval(secs => $2))
-             ON CONFLICT (org_id) DO UPDATE
+            "INSERT INTO endpoint_pacing AS p (org_id, endpoint_id, next_at)
+             VALUES ($1, $3, clock_timestamp() + make_interval(secs => $2))
+             ON CONFLICT (endpoint_id) DO UPDATE
                  SET next_at = GREATEST(p.next_at, clock_timestamp()) + make_interval(secs => $2)
              RETURNING (EXTRACT(EPOCH FROM next_at - make_interval(secs => $2)
                                 - clock_timestamp()) * 1000)::float8 AS wait_ms",
         )
-        .bind::<SqlUuid, _>(org_id)
+        .bind::<SqlUuid, _>(at.org_id)
         .bind::<Double, _>(secs(rate.spacing()))
+        .bind::<SqlUuid, _>(at.endpoint_id)
         .one(&mut conn)
         .await?;
         Ok(Duration::from_secs_f64(w.wait_ms.max(0.0) / 1000.0))
     }
 
-    /// For each delivery (its row's org, lead and sequence number), whether an earlier
-    /// delivery of its lead is not over yet, in one round trip.
+    /// For each delivery (its id, its row's org, endpoint, lead and sequence number), whether
+    /// an earlier delivery of its lead to the same endpoint is not over yet, in one round trip.
     pub async fn earlier_pending(
         &self,
-        rows: &[(Uuid, Uuid, Uuid, i64)],
+        rows: &[(Uuid, Uuid, Uuid, Uuid, i64)],
     ) -> Result<Vec<bool>, StoreError> {
         use diesel::sql_types::Array;
         if rows.is_empty() {
@@ -172,8 +175,9 @@ impl Store {
         }
         let ids: Vec<Uuid> = rows.iter().map(|r| r.0).collect();
         let orgs: Vec<Uuid> = rows.iter().map(|r| r.1).collect();
-        let leads: Vec<Uuid> = rows.iter().map(|r| r.2).collect();
-        let seqs: Vec<i64> = rows.iter().map(|r| r.3).collect();
+        let endpoints: Vec<Uuid> = rows.iter().map(|r| r.2).collect();
+        let leads: Vec<Uuid> = rows.iter().map(|r| r.3).collect();
+        let seqs: Vec<i64> = rows.iter().map(|r| r.4).collect();
         let mut conn = self.conn().await?;
         let found: Vec<Blocked> = crate::prepared::prepared::<Array<SqlUuid>, _>(
             "WITH params(ids) AS (VALUES (",
@@ -181,14 +185,15 @@ impl Store {
                 ")) SELECT o.id, ",
                 crate::deliveries::state::earlier_pending!(),
                 " AS blocked
-                 FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::int8[])
-                      AS o(id, org_id, lead_id, seq)"
+                 FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::int8[], $5::uuid[])
+                      AS o(id, org_id, lead_id, seq, endpoint_id)"
             ),
             &ids,
         )
         .bind::<Array<SqlUuid>, _>(&orgs)
         .bind::<Array<SqlUuid>, _>(&leads)
         .bind::<Array<BigInt>, _>(&seqs)
+        .bind::<Array<SqlUuid>, _>(&endpoints)
         .load(&mut conn)
         .await?;
         Ok(crate::answers_in_order(
@@ -198,7 +203,8 @@ impl Store {
     }
 }
 
-/// The deliveries of `$1` (an org) waiting in their rows for a turn of its throttle.
+/// The deliveries to endpoint `$5` (of org `$1`) waiting in their rows for a turn of its
+/// throttle.
 const WAITING: &str = crate::deliveries::state::WAITING_FOR_TURN;
 
 /// How many waiting rows one step of [`Store::retime`] moves, in a transaction of its own.
@@ -227,12 +233,19 @@ impl Store {
     /// it waits) wait for one short step, never for the whole backlog. A delivery whose row kept
     /// its old turn (a step that failed, a process stopped between steps) is still throttled:
     /// the worker takes a new turn for a turn that is not near (`decide::pacing`).
-    pub async fn retime(&self, org_id: Uuid, rate: Option<MaxPerSecond>) -> Result<(), StoreError> {
+    pub async fn retime(
+        &self,
+        at: EndpointKey,
+        rate: Option<MaxPerSecond>,
+    ) -> Result<(), StoreError> {
+        let org_id = at.org_id;
         let mut conn = self.conn().await?;
         let waiting: Vec<WaitingRow> = diesel::sql_query(format!(
-            "SELECT d.seq FROM deliveries d WHERE {WAITING} ORDER BY d.turn_at, d.seq"
+            "SELECT d.seq FROM deliveries d WHERE {} ORDER BY d.turn_at, d.seq",
+            WAITING.replace("$5", "$2")
         ))
         .bind::<SqlUuid, _>(org_id)
+        .bind::<SqlUuid, _>(at.endpoint_id)
         .load(&mut conn)
         .await?;
         let seqs: Vec<i64> = waiting.into_iter().map(|w| w.seq).collect();
@@ -250,11 +263,12 @@ impl Store {
                 .bind::<diesel::sql_types::Array<BigInt>, _>(chunk)
                 .bind::<Double, _>((k * RETIME_CHUNK) as f64)
                 .bind::<Double, _>(RELEASE_PER_SECOND)
+                .bind::<SqlUuid, _>(at.endpoint_id)
                 .execute(&mut conn)
                 .await?;
             }
-            diesel::sql_query("DELETE FROM endpoint_pacing WHERE org_id = $1")
-                .bind::<SqlUuid, _>(org_id)
+            diesel::sql_query("DELETE FROM endpoint_pacing WHERE endpoint_id = $1")
+                .bind::<SqlUuid, _>(at.endpoint_id)
                 .execute(&mut conn)
                 .await?;
             if !seqs.is_empty() {
@@ -291,11 +305,10 @@ impl Store {
                       r AS MATERIALIZED (
                           SELECT d.seq, d.turn_at, w.i FROM w JOIN deliveries d ON d.seq = w.seq
                           JOIN outbox o ON o.seq = d.seq AND (o.seq >> 32) = (d.seq >> 32)
-                                       AND o.org_id = d.endpoint_id
                           WHERE {WAITING} FOR UPDATE OF d, o),
                       locked AS MATERIALIZED (
                           SELECT next_at FROM endpoint_pacing
-                          WHERE org_id = $1 AND (SELECT count(*) FROM r) >= 0 FOR UPDATE),
+                          WHERE endpoint_id = $5 AND (SELECT count(*) FROM r) >= 0 FOR UPDATE),
                       anchor AS (
                           SELECT coalesce({head}
                                           (SELECT next_at FROM locked),
@@ -306,19 +319,20 @@ impl Store {
                           FROM r, anchor),
                       moved AS (
                           UPDATE deliveries d SET {turn}
-                          FROM t WHERE d.seq = t.seq AND d.org_id = $1
+                          FROM t WHERE d.seq = t.seq AND d.endpoint_id = $5
                           RETURNING 1)
-                 INSERT INTO endpoint_pacing AS p (org_id, next_at)
-                 SELECT $1, GREATEST(clock_timestamp() + make_interval(secs => $2 * (n.moved + 1)),
+                 INSERT INTO endpoint_pacing AS p (org_id, endpoint_id, next_at)
+                 SELECT $1, $5, GREATEST(clock_timestamp() + make_interval(secs => $2 * (n.moved + 1)),
                                      anchor.at + make_interval(secs => $2 * n.moved))
                  FROM anchor, (SELECT count(*) AS moved FROM moved) AS n
-                 ON CONFLICT (org_id) DO UPDATE SET next_at = EXCLUDED.next_at"
+                 ON CONFLICT (endpoint_id) DO UPDATE SET next_at = EXCLUDED.next_at"
             );
             diesel::sql_query(sql)
                 .bind::<SqlUuid, _>(org_id)
                 .bind::<Double, _>(secs(rate.spacing()))
                 .bind::<Double, _>(secs(SENT_AHEAD))
                 .bind::<diesel::sql_types::Array<BigInt>, _>(chunk)
+                .bind::<SqlUuid, _>(at.endpoint_id)
                 .execute(&mut conn)
                 .await?;
         }

@@ -57,8 +57,10 @@ diesel::table! {
 }
 
 diesel::table! {
-    webhooks (org_id) {
+    webhooks (id) {
+        id -> Uuid,
         org_id -> Uuid,
+        description -> Text,
         url -> Text,
         event_types -> Array<Text>,
         enabled -> Bool,
@@ -110,7 +112,8 @@ diesel::table! {
 }
 
 diesel::table! {
-    endpoint_health (org_id) {
+    endpoint_health (endpoint_id) {
+        endpoint_id -> Uuid,
         org_id -> Uuid,
         state -> Text,
         failing_since -> Nullable<Timestamptz>,
@@ -180,8 +183,6 @@ diesel::table! {
 }
 
 // An outbox row's org has at most one webhook (webhooks.org_id is its primary key).
-diesel::joinable!(outbox -> webhooks (org_id));
-diesel::joinable!(outbox -> endpoint_health (org_id));
 
 diesel::allow_tables_to_appear_in_same_query!(
     orgs,

@@ -1,4 +1,8 @@
-//! Webhook settings: one endpoint per org, its event selection, and its sealed signing secret.
+//! An org's endpoints (up to [`crate::Store::max_endpoints`]): each one's url, event selection,
+//! sealed signing secret, client certificate and pace; the one home of the endpoints' table
+//! (`webhooks`, migrations/2026-12-05-000050_several_endpoints/up.sql). The org's *primary*
+//! endpoint, its oldest, is what the `webhook` routes of the API and the console's first
+//! settings act on ([`EndpointRef::primary`]).
 
 use crate::answer::ReadToEnd;
 use diesel::{
@@ -21,7 +25,9 @@ use qualifier_domain::pace::{DeliveryOrdering, MaxPerSecond, Pace};
 #[derive(Debug, Clone, Queryable, Selectable)]
 #[diesel(table_name = webhooks)]
 pub(crate) struct WebhookRow {
-    org_id: Uuid,
+    pub(crate) id: Uuid,
+    pub(crate) org_id: Uuid,
+    description: String,
     url: String,
     event_types: Vec<EventType>,
     enabled: bool,
@@ -48,9 +54,61 @@ pub(crate) struct WebhookRow {
 const UNBOUND_ALLOWED: &str =
     "COALESCE((SELECT unbound_allowed FROM secret_format WHERE id), false)";
 
+/// Which of an org's endpoints a call acts on: its primary (`id` `None`: the oldest, what the
+/// `webhook` routes act on), or the one of that id, found only among the org's own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EndpointRef {
+    pub org_id: Uuid,
+    pub id: Option<Uuid>,
+}
+
+impl EndpointRef {
+    pub fn primary(org_id: Uuid) -> Self {
+        EndpointRef { org_id, id: None }
+    }
+
+    pub fn id(org_id: Uuid, id: Uuid) -> Self {
+        EndpointRef {
+            org_id,
+            id: Some(id),
+        }
+    }
+
+    /// The answer when there is no such endpoint, in the words of the route that asked.
+    pub fn missing(&self) -> StoreError {
+        match self.id {
+            None => StoreError::NotFound("Webhook not configured"),
+            Some(_) => StoreError::NotFound("Endpoint not found"),
+        }
+    }
+}
+
+/// An org's id names its primary endpoint.
+impl From<Uuid> for EndpointRef {
+    fn from(org_id: Uuid) -> Self {
+        EndpointRef::primary(org_id)
+    }
+}
+
+/// One endpoint, found: its org and its own id (the key of its health, its throttle and its
+/// deliveries).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct EndpointKey {
+    pub org_id: Uuid,
+    pub endpoint_id: Uuid,
+}
+
+impl From<EndpointKey> for EndpointRef {
+    fn from(k: EndpointKey) -> Self {
+        EndpointRef::id(k.org_id, k.endpoint_id)
+    }
+}
+
 /// The settings as the settings screen sees them: never the secret.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Webhook {
+    pub id: Uuid,
+    pub description: String,
     pub url: String,
     pub event_types: Vec<EventType>,
     pub enabled: bool,
@@ -131,9 +189,82 @@ impl std::fmt::Debug for WebhookForDelivery {
     }
 }
 
+/// What an endpoint is saved with (`PUT /webhook`, `POST`/`PUT …/endpoints`).
+#[derive(Debug, Clone)]
+pub struct EndpointSettings {
+    pub url: String,
+    pub event_types: Vec<EventType>,
+    pub enabled: bool,
+    pub pace: Pace,
+    /// `None` keeps the saved one (empty for a new endpoint).
+    pub description: Option<String>,
+}
+
+/// The id of `at`: the org's endpoint of that id, or its oldest (`None`: there is none).
+pub(crate) async fn resolve(
+    conn: &mut diesel_async::AsyncPgConnection,
+    at: EndpointRef,
+) -> Result<Option<Uuid>, diesel::result::Error> {
+    let q = webhooks::table
+        .filter(webhooks::org_id.eq(at.org_id))
+        .select(webhooks::id);
+    match at.id {
+        Some(id) => q
+            .filter(webhooks::id.eq(id))
+            .first_row(conn)
+            .await
+            .optional(),
+        None => q
+            .order((webhooks::created_at, webhooks::id))
+            .first_row(conn)
+            .await
+            .optional(),
+    }
+}
+
+/// The row of `at`, locked for the caller's transaction.
+async fn locked_row(
+    conn: &mut diesel_async::AsyncPgConnection,
+    at: EndpointRef,
+) -> Result<Option<WebhookRow>, diesel::result::Error> {
+    let Some(id) = resolve(conn, at).await? else {
+        return Ok(None);
+    };
+    webhooks::table
+        .filter(webhooks::id.eq(id))
+        .select(WebhookRow::as_select())
+        .for_update()
+        .first_row(conn)
+        .await
+        .optional()
+}
+
+/// A second endpoint's insert before the outbox retired finds the org's key still unique in
+/// the table (migration 50): the release before this one may still run, and knows one webhook
+/// per org.
+fn one_per_org_until_retired(e: diesel::result::Error) -> StoreError {
+    use diesel::result::{DatabaseErrorKind, Error};
+    match e {
+        Error::DatabaseError(DatabaseErrorKind::UniqueViolation, _) => StoreError::Conflict(
+            "Several endpoints per org wait for the upgrade's last step (qualifierctl retire-outbox)"
+                .into(),
+        ),
+        other => crate::orgs::org_missing(other),
+    }
+}
+
 impl WebhookRow {
+    pub(crate) fn key(&self) -> EndpointKey {
+        EndpointKey {
+            org_id: self.org_id,
+            endpoint_id: self.id,
+        }
+    }
+
     fn public(&self) -> Webhook {
         Webhook {
+            id: self.id,
+            description: self.description.clone(),
             url: self.url.clone(),
             event_types: self.event_types.clone(),
             enabled: self.enabled,
@@ -158,8 +289,9 @@ impl WebhookRow {
 }
 
 impl Store {
-    /// Creates or replaces the org's webhook. The secret is generated on creation only and
-    /// returned then (`Some`); an update keeps the existing secret.
+    /// Creates or replaces the org's primary endpoint (the `webhook` routes). The secret is
+    /// generated on creation only and returned then (`Some`); an update keeps the existing
+    /// secret and description.
     pub async fn put_webhook(
         &self,
         org_id: Uuid,
@@ -168,52 +300,134 @@ impl Store {
         enabled: bool,
         pace: Pace,
     ) -> Result<(Webhook, Option<String>), StoreError> {
+        let settings = EndpointSettings {
+            url,
+            event_types,
+            enabled,
+            pace,
+            description: None,
+        };
+        self.save_endpoint(EndpointRef::primary(org_id), settings, true)
+            .await
+    }
+
+    /// Creates one more endpoint for the org (`POST …/endpoints`), beyond which the org would
+    /// have more than [`Store::max_endpoints`]: 422 `Endpoint limit reached`. Returns it with
+    /// its signing secret, shown this once.
+    pub async fn create_endpoint(
+        &self,
+        org_id: Uuid,
+        settings: EndpointSettings,
+    ) -> Result<(Webhook, String), StoreError> {
+        let (hook, secret) = self
+            .save_endpoint(EndpointRef::primary(org_id), settings, false)
+            .await?;
+        // A create always makes a new row, and a new row always has a secret.
+        Ok((hook, secret.unwrap_or_default()))
+    }
+
+    /// Replaces an endpoint's settings (`PUT …/endpoints/{id}`); its secret stays.
+    pub async fn update_endpoint(
+        &self,
+        at: EndpointRef,
+        settings: EndpointSettings,
+    ) -> Result<Webhook, StoreError> {
+        if at.id.is_none() {
+            return Err(at.missing());
+        }
+        Ok(self.save_endpoint(at, settings, false).await?.0)
+    }
+
+    /// The write behind the three above: `at.id` set updates that endpoint; the primary
+    /// (`at.id` `None`) with `upsert` updates it, or creates it when the org has none; without
+    /// `upsert`, always a new endpoint. The org's row is locked first, so that the count
+    /// against the limit, and which endpoint is the primary, hold until the commit.
+    async fn save_endpoint(
+        &self,
+        at: EndpointRef,
+        settings: EndpointSettings,
+        upsert: bool,
+    ) -> Result<(Webhook, Option<String>), StoreError> {
         let key = self.secret_key.clone();
+        let limit = self.max_endpoints;
+        let org_id = at.org_id;
         let mut conn = self.conn().await?;
-        let rate_now = pace.max_per_second;
+        let rate_now = settings.pace.max_per_second;
         let (webhook, secret, rate_changed) = conn
             .transaction::<(Webhook, Option<String>, bool), StoreError, _>(async move |conn| {
                 let now = now_millis();
-                let existing = webhooks::table
-                    .filter(webhooks::org_id.eq(org_id))
-                    .select(WebhookRow::as_select())
-                    .for_update()
-                    .first_row(conn)
-                    .await
-                    .optional()?;
-                // What saving does to a failing or disabled endpoint (docs/delivery.md, "Endpoint
-                // health"): the rule is `qualifier_domain::health::on_save`.
-                crate::health::on_save(conn, org_id, enabled).await?;
-                let rate = pace.max_per_second.map(|r| i64::from(r.get()));
-                if let Some(mut row) = existing {
-                    let before = row.public().pace();
-                    diesel::update(webhooks::table.filter(webhooks::org_id.eq(org_id)))
-                        .set((
-                            webhooks::url.eq(&url),
-                            webhooks::event_types.eq(&event_types),
-                            webhooks::enabled.eq(enabled),
-                            webhooks::max_per_second.eq(rate),
-                            webhooks::ordering.eq(pace.ordering),
-                            webhooks::updated_at.eq(now),
-                        ))
-                        .execute(conn)
-                        .await?;
-                    let rate_changed = before.max_per_second != pace.max_per_second;
-                    row.url = url;
-                    row.event_types = event_types;
-                    row.enabled = enabled;
-                    row.max_per_second = rate;
-                    row.ordering = Some(pace.ordering);
-                    row.updated_at = now;
-                    return Ok((row.public(), None, rate_changed));
-                }
-                let secret = new_webhook_secret();
-                let row = WebhookRow {
-                    org_id,
+                crate::orgs::lock_org(conn, org_id).await?;
+                let existing = if at.id.is_some() || upsert {
+                    Some(locked_row(conn, at).await?)
+                } else {
+                    None
+                };
+                let EndpointSettings {
                     url,
                     event_types,
                     enabled,
-                    secret_sealed: key.seal(&secret, org_id),
+                    pace,
+                    description,
+                } = settings;
+                let rate = pace.max_per_second.map(|r| i64::from(r.get()));
+                match existing {
+                    Some(Some(mut row)) => {
+                        // What saving does to a failing or disabled endpoint (docs/delivery.md,
+                        // "Endpoint health"): the rule is `qualifier_domain::health::on_save`.
+                        crate::health::on_save(conn, row.key(), enabled).await?;
+                        let before = row.public().pace();
+                        let description = description.unwrap_or(row.description.clone());
+                        diesel::update(webhooks::table.filter(webhooks::id.eq(row.id)))
+                            .set((
+                                webhooks::url.eq(&url),
+                                webhooks::event_types.eq(&event_types),
+                                webhooks::enabled.eq(enabled),
+                                webhooks::max_per_second.eq(rate),
+                                webhooks::ordering.eq(pace.ordering),
+                                webhooks::description.eq(&description),
+                                webhooks::updated_at.eq(now),
+                            ))
+                            .execute(conn)
+                            .await?;
+                        let rate_changed = before.max_per_second != pace.max_per_second;
+                        row.url = url;
+                        row.event_types = event_types;
+                        row.enabled = enabled;
+                        row.max_per_second = rate;
+                        row.ordering = Some(pace.ordering);
+                        row.description = description;
+                        row.updated_at = now;
+                        return Ok((row.public(), None, rate_changed));
+                    }
+                    Some(None) if at.id.is_some() => return Err(at.missing()),
+                    _ => {}
+                }
+                let held: Vec<Uuid> = webhooks::table
+                    .filter(webhooks::org_id.eq(org_id))
+                    .select(webhooks::id)
+                    .load(conn)
+                    .await?;
+                if held.len() >= limit {
+                    return Err(StoreError::LimitReached("Endpoint limit reached"));
+                }
+                // An org's id names the endpoint while no endpoint has it (the rule of
+                // `qualifier_endpoint_named`, migration 50): the deliveries recorded while the
+                // org had none are keyed by it.
+                let id = if held.contains(&org_id) {
+                    Uuid::new_v4()
+                } else {
+                    org_id
+                };
+                let secret = new_webhook_secret();
+                let row = WebhookRow {
+                    id,
+                    org_id,
+                    description: description.unwrap_or_default(),
+                    url,
+                    event_types,
+                    enabled,
+                    // Sealed to the endpoint: a blob copied to another endpoint never opens.
+                    secret_sealed: key.seal(&secret, id),
                     created_at: now,
                     updated_at: now,
                     previous_secret_sealed: None,
@@ -227,11 +441,11 @@ impl Store {
                     ordering: Some(pace.ordering),
                     unbound_allowed: Some(false),
                 };
-                // A concurrent first PUT for the same org loses on the primary key and is retried by
-                // the caller as an update; the secret of the winner is the one that holds.
                 diesel::insert_into(webhooks::table)
                     .values((
+                        webhooks::id.eq(row.id),
                         webhooks::org_id.eq(row.org_id),
+                        webhooks::description.eq(&row.description),
                         webhooks::url.eq(&row.url),
                         webhooks::event_types.eq(&row.event_types),
                         webhooks::enabled.eq(row.enabled),
@@ -243,7 +457,7 @@ impl Store {
                     ))
                     .execute(conn)
                     .await
-                    .map_err(crate::orgs::org_missing)?;
+                    .map_err(one_per_org_until_retired)?;
                 Ok((row.public(), Some(secret), false))
             })
             .await?;
@@ -251,42 +465,116 @@ impl Store {
         // What already waits for the throttle follows the new rate at once, once the save has
         // committed, a step at a time (`Store::retime`). The save stands if this fails: what
         // waits keeps its turns, each still throttled.
-        if rate_changed && let Err(e) = self.retime(org_id, rate_now).await {
-            tracing::warn!(%org_id, error = %crate::cause_chain(&e), "re-timing the deliveries waiting for the throttle failed");
+        if rate_changed {
+            let at = EndpointKey {
+                org_id,
+                endpoint_id: webhook.id,
+            };
+            if let Err(e) = self.retime(at, rate_now).await {
+                tracing::warn!(%org_id, endpoint_id = %webhook.id, error = %crate::cause_chain(&e), "re-timing the deliveries waiting for the throttle failed");
+            }
         }
         Ok((webhook, secret))
     }
 
-    async fn webhook_row(&self, org_id: Uuid) -> Result<Option<WebhookRow>, StoreError> {
+    /// Deletes an endpoint (`DELETE …/endpoints/{id}`): its deliveries not yet over end
+    /// `skipped` (`Endpoint deleted`) with no request made, its health and throttle go with it;
+    /// the deliveries' history stays until retention. The next oldest endpoint, if any,
+    /// becomes the org's primary.
+    pub async fn delete_endpoint(&self, at: EndpointRef) -> Result<(), StoreError> {
         let mut conn = self.conn().await?;
-        Ok(webhooks::table
+        conn.transaction::<(), StoreError, _>(async move |conn| {
+            crate::orgs::lock_org(conn, at.org_id).await?;
+            let row: WebhookRow = locked_row(conn, at).await?.ok_or(at.missing())?;
+            let key = row.key();
+            crate::deliveries::state::skip_endpoint(conn, key, "Endpoint deleted").await?;
+            diesel::sql_query("DELETE FROM endpoint_health WHERE endpoint_id = $1")
+                .bind::<diesel::sql_types::Uuid, _>(key.endpoint_id)
+                .execute(conn)
+                .await?;
+            diesel::sql_query("DELETE FROM endpoint_pacing WHERE endpoint_id = $1")
+                .bind::<diesel::sql_types::Uuid, _>(key.endpoint_id)
+                .execute(conn)
+                .await?;
+            diesel::delete(webhooks::table.filter(webhooks::id.eq(key.endpoint_id)))
+                .execute(conn)
+                .await?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// The org's endpoints, oldest first (the primary is the first), with their health.
+    pub async fn list_endpoints(&self, org_id: Uuid) -> Result<Vec<WebhookStatus>, StoreError> {
+        let mut conn = self.conn().await?;
+        let rows: Vec<WebhookRow> = webhooks::table
             .filter(webhooks::org_id.eq(org_id))
+            .order((webhooks::created_at, webhooks::id))
+            .select(WebhookRow::as_select())
+            .load(&mut conn)
+            .await?;
+        drop(conn);
+        let mut out = Vec::with_capacity(rows.len());
+        for r in rows {
+            let health = self.endpoint_health(r.key()).await?;
+            out.push(WebhookStatus {
+                webhook: r.public(),
+                health,
+            });
+        }
+        Ok(out)
+    }
+
+    async fn webhook_row(&self, at: EndpointRef) -> Result<Option<WebhookRow>, StoreError> {
+        let mut conn = self.conn().await?;
+        let Some(id) = resolve(&mut conn, at).await? else {
+            return Ok(None);
+        };
+        Ok(webhooks::table
+            .filter(webhooks::id.eq(id))
             .select(WebhookRow::as_select())
             .first_row(&mut conn)
             .await
             .optional()?)
     }
 
-    pub async fn get_webhook(&self, org_id: Uuid) -> Result<Option<Webhook>, StoreError> {
-        Ok(self.webhook_row(org_id).await?.map(|r| r.public()))
+    /// The endpoint's key: its org and its own id (`None`: no such endpoint).
+    pub async fn endpoint_key(
+        &self,
+        at: impl Into<EndpointRef>,
+    ) -> Result<Option<EndpointKey>, StoreError> {
+        Ok(self.webhook_row(at.into()).await?.map(|r| r.key()))
     }
 
-    /// The webhook with its endpoint's health.
-    pub async fn webhook_status(&self, org_id: Uuid) -> Result<Option<WebhookStatus>, StoreError> {
-        let Some(webhook) = self.get_webhook(org_id).await? else {
+    pub async fn get_webhook(
+        &self,
+        at: impl Into<EndpointRef>,
+    ) -> Result<Option<Webhook>, StoreError> {
+        Ok(self.webhook_row(at.into()).await?.map(|r| r.public()))
+    }
+
+    /// The endpoint with its health.
+    pub async fn webhook_status(
+        &self,
+        at: impl Into<EndpointRef>,
+    ) -> Result<Option<WebhookStatus>, StoreError> {
+        let Some(row) = self.webhook_row(at.into()).await? else {
             return Ok(None);
         };
-        let health = self.endpoint_health(org_id).await?;
-        Ok(Some(WebhookStatus { webhook, health }))
+        let health = self.endpoint_health(row.key()).await?;
+        Ok(Some(WebhookStatus {
+            webhook: row.public(),
+            health,
+        }))
     }
 
-    /// The settings with the opened secret, for a probe (`None` without a webhook).
+    /// The settings with the opened secret, for a probe (`None` without such an endpoint).
     pub async fn webhook_for_delivery(
         &self,
-        org_id: Uuid,
+        at: impl Into<EndpointRef>,
     ) -> Result<Option<Result<WebhookForDelivery, OpenError>>, StoreError> {
         Ok(self
-            .webhook_row(org_id)
+            .webhook_row(at.into())
             .await?
             .map(|r| self.open_for_delivery(r)))
     }
@@ -295,9 +583,9 @@ impl Store {
     pub(crate) fn open_for_delivery(&self, r: WebhookRow) -> Result<WebhookForDelivery, OpenError> {
         let open = |sealed: &[u8]| {
             if r.unbound_allowed == Some(true) {
-                self.secret_key.open(sealed, r.org_id)
+                self.secret_key.open(sealed, r.id)
             } else {
-                self.secret_key.open_bound(sealed, r.org_id)
+                self.secret_key.open_bound(sealed, r.id)
             }
         };
         let signing_secret = open(&r.secret_sealed)?;
@@ -337,15 +625,17 @@ impl Store {
     /// Returns the new secret and when the previous one stops being used.
     pub async fn rotate_webhook_secret(
         &self,
-        org_id: Uuid,
+        at: impl Into<EndpointRef>,
         grace: std::time::Duration,
     ) -> Result<(String, Option<OffsetDateTime>), StoreError> {
+        let at = at.into();
+        let mut conn = self.conn().await?;
+        let id = resolve(&mut conn, at).await?.ok_or(at.missing())?;
         let secret = new_webhook_secret();
-        let sealed = self.secret_key.seal(&secret, org_id);
+        let sealed = self.secret_key.seal(&secret, id);
         let now = now_millis();
         let expires = (!grace.is_zero()).then(|| now + grace);
-        let mut conn = self.conn().await?;
-        let row = webhooks::table.filter(webhooks::org_id.eq(org_id));
+        let row = webhooks::table.filter(webhooks::id.eq(id));
         let n = match expires {
             // `secret_sealed` on the right is the column's old value: the secret being retired.
             Some(until) => {
@@ -372,7 +662,7 @@ impl Store {
             }
         };
         if n == 0 {
-            Err(StoreError::NotFound("Webhook not configured"))
+            Err(at.missing())
         } else {
             Ok((secret, expires))
         }
@@ -384,14 +674,16 @@ impl Store {
     /// attempt reads the webhook as it is then). A new certificate gets its own expiry notice.
     pub async fn set_client_certificate(
         &self,
-        org_id: Uuid,
+        at: impl Into<EndpointRef>,
         certificate: &str,
         private_key: &str,
         info: &ClientCertInfo,
     ) -> Result<Webhook, StoreError> {
-        let sealed = self.secret_key.seal(private_key, org_id);
+        let at = at.into();
         let mut conn = self.conn().await?;
-        let n = diesel::update(webhooks::table.filter(webhooks::org_id.eq(org_id)))
+        let id = resolve(&mut conn, at).await?.ok_or(at.missing())?;
+        let sealed = self.secret_key.seal(private_key, id);
+        let n = diesel::update(webhooks::table.filter(webhooks::id.eq(id)))
             .set((
                 webhooks::client_cert_pem.eq(certificate),
                 webhooks::client_key_sealed.eq(sealed),
@@ -404,22 +696,33 @@ impl Store {
             .execute(&mut conn)
             .await?;
         drop(conn);
-        self.webhook_after_update(org_id, n).await
+        self.webhook_after_update(EndpointRef::id(at.org_id, id), n, at)
+            .await
     }
 
-    /// The webhook as an update of `n` rows left it: not found when there was none to update.
-    async fn webhook_after_update(&self, org_id: Uuid, n: usize) -> Result<Webhook, StoreError> {
-        let missing = StoreError::NotFound("Webhook not configured");
+    /// The endpoint as an update of `n` rows left it: not found (in the words of `asked`) when
+    /// there was none to update.
+    async fn webhook_after_update(
+        &self,
+        at: EndpointRef,
+        n: usize,
+        asked: EndpointRef,
+    ) -> Result<Webhook, StoreError> {
         if n == 0 {
-            return Err(missing);
+            return Err(asked.missing());
         }
-        self.get_webhook(org_id).await?.ok_or(missing)
+        self.get_webhook(at).await?.ok_or(asked.missing())
     }
 
     /// Removes the endpoint's client certificate; the next request goes without one.
-    pub async fn remove_client_certificate(&self, org_id: Uuid) -> Result<Webhook, StoreError> {
+    pub async fn remove_client_certificate(
+        &self,
+        at: impl Into<EndpointRef>,
+    ) -> Result<Webhook, StoreError> {
+        let at = at.into();
         let mut conn = self.conn().await?;
-        let n = diesel::update(webhooks::table.filter(webhooks::org_id.eq(org_id)))
+        let id = resolve(&mut conn, at).await?.ok_or(at.missing())?;
+        let n = diesel::update(webhooks::table.filter(webhooks::id.eq(id)))
             .set((
                 webhooks::client_cert_pem.eq(None::<String>),
                 webhooks::client_key_sealed.eq(None::<Vec<u8>>),
@@ -432,7 +735,8 @@ impl Store {
             .execute(&mut conn)
             .await?;
         drop(conn);
-        self.webhook_after_update(org_id, n).await
+        self.webhook_after_update(EndpointRef::id(at.org_id, id), n, at)
+            .await
     }
 
     /// Client certificates within [`qualifier_domain::client_cert::EXPIRY_WARNING`] of expiring
@@ -442,6 +746,8 @@ impl Store {
     pub async fn warn_expiring_certificates(&self, notify: bool) -> Result<usize, StoreError> {
         #[derive(diesel::QueryableByName)]
         struct Expiring {
+            #[diesel(sql_type = diesel::sql_types::Uuid)]
+            id: Uuid,
             #[diesel(sql_type = diesel::sql_types::Uuid)]
             org_id: Uuid,
             #[diesel(sql_type = diesel::sql_types::Text)]
@@ -462,7 +768,7 @@ impl Store {
                 "UPDATE webhooks SET client_cert_warned_at = now()
                  WHERE client_cert_not_after IS NOT NULL AND client_cert_warned_at IS NULL
                    AND client_cert_not_after <= now() + make_interval(secs => $1)
-                 RETURNING org_id, url, enabled, client_cert_subject AS subject,
+                 RETURNING id, org_id, url, enabled, client_cert_subject AS subject,
                            client_cert_issuer AS issuer, client_cert_not_after AS not_after",
             )
             .bind::<diesel::sql_types::Double, _>(warn_within as f64)
@@ -476,6 +782,8 @@ impl Store {
                         not_after: e.not_after,
                     };
                     let data = serde_json::json!({
+                        "endpoint_id": e.id,
+                        "url": e.url,
                         "webhook": { "url": e.url, "enabled": e.enabled, "client_certificate": info },
                     });
                     crate::health::queue_notice(conn, e.org_id, "endpoint.certificate_expiring", data)
@@ -523,7 +831,7 @@ impl Store {
         }
         let rows: Vec<(Uuid, Vec<u8>, Option<Vec<u8>>)> = webhooks::table
             .select((
-                webhooks::org_id,
+                webhooks::id,
                 webhooks::secret_sealed,
                 webhooks::previous_secret_sealed,
             ))
@@ -532,31 +840,31 @@ impl Store {
         let key = &self.secret_key;
         let mut resealed = 0;
         let mut left = 0;
-        for (org_id, sealed, previous) in rows {
-            if key.is_legacy(&sealed, org_id) {
-                match key.open(&sealed, org_id) {
+        for (id, sealed, previous) in rows {
+            if key.is_legacy(&sealed, id) {
+                match key.open(&sealed, id) {
                     Ok(secret) => {
                         resealed += diesel::update(
                             webhooks::table
-                                .filter(webhooks::org_id.eq(org_id))
+                                .filter(webhooks::id.eq(id))
                                 .filter(webhooks::secret_sealed.eq(&sealed)),
                         )
-                        .set(webhooks::secret_sealed.eq(key.seal(&secret, org_id)))
+                        .set(webhooks::secret_sealed.eq(key.seal(&secret, id)))
                         .execute(&mut conn)
                         .await?;
                     }
                     Err(_) => left += 1,
                 }
             }
-            if let Some(prev) = previous.filter(|p| key.is_legacy(p, org_id)) {
-                match key.open(&prev, org_id) {
+            if let Some(prev) = previous.filter(|p| key.is_legacy(p, id)) {
+                match key.open(&prev, id) {
                     Ok(secret) => {
                         resealed += diesel::update(
                             webhooks::table
-                                .filter(webhooks::org_id.eq(org_id))
+                                .filter(webhooks::id.eq(id))
                                 .filter(webhooks::previous_secret_sealed.eq(&prev)),
                         )
-                        .set(webhooks::previous_secret_sealed.eq(key.seal(&secret, org_id)))
+                        .set(webhooks::previous_secret_sealed.eq(key.seal(&secret, id)))
                         .execute(&mut conn)
                         .await?;
                     }
@@ -578,22 +886,18 @@ impl Store {
     /// Returns the delivery's id.
     pub async fn send_test_event(
         &self,
-        org_id: Uuid,
+        at: impl Into<EndpointRef>,
         event_type: Option<EventType>,
     ) -> Result<Uuid, StoreError> {
+        let at = at.into();
+        let org_id = at.org_id;
         let compress = self.compress_payloads;
         let base = self.app_base_url.clone();
         let mut conn = self.conn().await?;
         conn.transaction::<Uuid, StoreError, _>(async move |conn| {
             // The webhook's row lock makes the quota's count and the insert one step.
-            let (enabled, subscribed): (bool, Vec<EventType>) = webhooks::table
-                .filter(webhooks::org_id.eq(org_id))
-                .select((webhooks::enabled, webhooks::event_types))
-                .for_update()
-                .first_row(conn)
-                .await
-                .optional()?
-                .ok_or(StoreError::NotFound("Webhook not configured"))?;
+            let row = locked_row(conn, at).await?.ok_or(at.missing())?;
+            let (enabled, subscribed) = (row.enabled, row.event_types.clone());
             if !enabled {
                 return Err(StoreError::Conflict("Webhook is disabled".into()));
             }
@@ -629,7 +933,18 @@ impl Store {
                 .or_else(|| <[EventType]>::first(&subscribed).copied())
                 .unwrap_or(EventType::LeadCreated);
             let env = qualifier_domain::event::example(event_type, org_id, now_millis(), &base);
-            Ok(crate::outbox::insert(conn, &env, true, compress).await?)
+            let delivery_id = crate::outbox::insert(conn, &env, true, compress).await?;
+            // The event's insert gave a test event one delivery, to the primary endpoint
+            // (`qualifier_endpoints_of`, migration 50): it goes to the endpoint asked for.
+            diesel::sql_query(
+                "UPDATE deliveries SET endpoint_id = $1
+                 WHERE delivery_id = $2 AND endpoint_id <> $1",
+            )
+            .bind::<diesel::sql_types::Uuid, _>(row.id)
+            .bind::<diesel::sql_types::Uuid, _>(delivery_id)
+            .execute(conn)
+            .await?;
+            Ok(delivery_id)
         })
         .await
     }

@@ -166,7 +166,9 @@ impl OrgGate {
         now_ms: i64,
         waiter: bool,
     ) -> Admission<Permit> {
-        let org = meta.org_id;
+        // Each endpoint has its share (an org's endpoints are receivers apart; its one
+        // webhook of earlier versions is keyed by the org's id).
+        let org = meta.endpoint_id();
         let now = Instant::now();
         let mut guard = self.lock();
         let st = &mut *guard;
@@ -237,7 +239,7 @@ impl OrgGate {
         limit: Duration,
         now_ms: impl Fn() -> i64,
     ) -> Result<Permit, ParkPlan> {
-        let org = meta.org_id;
+        let org = meta.endpoint_id();
         let started = tokio::time::Instant::now();
         let mut deadline = started + limit;
         let own = {

@@ -15,6 +15,7 @@ use qualifier_bus::DeliveryMeta;
 use qualifier_domain::EventType;
 use qualifier_domain::timefmt::now_millis;
 use qualifier_store::Store;
+use qualifier_store::webhooks::{EndpointKey, EndpointRef};
 use qualifier_telemetry::metrics::{self as m, metrics};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
@@ -99,14 +100,19 @@ impl HealthWork {
         };
         // Each claimed endpoint is probed at once, in parallel: a hanging one must not delay
         // the others.
-        let probes = due.into_iter().map(|org| self.probe(org));
+        let probes = due.into_iter().map(|at| self.probe(at));
         futures_util::future::join_all(probes).await;
     }
 
     /// One probe: a signed test event with `X-Qualifier-Probe: true`, in no delivery log.
-    async fn probe(&self, org_id: Uuid) {
+    async fn probe(&self, at: EndpointKey) {
         let rules = self.rules;
-        let Ok(webhook) = self.store.webhook_for_delivery(org_id).await else {
+        let org_id = at.org_id;
+        let Ok(webhook) = self
+            .store
+            .webhook_for_delivery(EndpointRef::id(org_id, at.endpoint_id))
+            .await
+        else {
             return;
         };
         let hook = match decide::probe_target(webhook.as_ref(), now_millis(), &rules) {
@@ -114,7 +120,7 @@ impl HealthWork {
             ProbeTarget::NotNow(step) => {
                 let _ = self
                     .store
-                    .change_health(org_id, false, move |h| step.apply(h))
+                    .change_health(at, false, move |h| step.apply(h))
                     .await;
                 return;
             }
@@ -137,13 +143,14 @@ impl HealthWork {
                 not_before_ms: None,
                 test: true,
                 seq: None,
+                endpoint_id: Some(at.endpoint_id),
             },
             body: env.to_bytes(),
             probe: true,
         };
         // A probe is a request like any other to a throttled endpoint: it takes a turn.
         if let Some(rate) = hook.webhook.max_per_second {
-            match self.store.take_probe_turn(org_id, rate).await {
+            match self.store.take_probe_turn(at, rate).await {
                 // Bounded by the probe's lease: the endpoint fails, so few turns are taken.
                 Ok(wait) => tokio::time::sleep(wait.min(Duration::from_secs(5))).await,
                 Err(e) => {
@@ -160,7 +167,7 @@ impl HealthWork {
         let step = plan.health;
         match self
             .store
-            .change_health(org_id, notify, move |h| step.apply(h))
+            .change_health(at, notify, move |h| step.apply(h))
             .await
         {
             Ok((h, Some(c))) => {

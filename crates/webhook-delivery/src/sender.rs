@@ -90,6 +90,14 @@ impl DeliveryJob {
             seq: self.meta.seq,
         }
     }
+
+    /// The endpoint it goes to: its health, throttle and lead order are that endpoint's.
+    pub fn endpoint(&self) -> qualifier_store::webhooks::EndpointKey {
+        qualifier_store::webhooks::EndpointKey {
+            org_id: self.meta.org_id,
+            endpoint_id: self.meta.endpoint_id(),
+        }
+    }
 }
 
 #[derive(Clone)]
@@ -318,7 +326,7 @@ impl Sender {
             probe: job.probe,
         };
         headers = request.headers(started_at, signature, standard);
-        let client = match self.transport(job.meta.org_id, hook.client_identity.as_ref()) {
+        let client = match self.transport(job.meta.endpoint_id(), hook.client_identity.as_ref()) {
             Ok(Transport::Direct(c)) => c,
             Ok(Transport::Tunnel(tls)) => {
                 return self

@@ -161,8 +161,10 @@ impl Worker {
         let sent = match &prepared.go {
             Go::Send(hook) => {
                 let sent = self.sender.send(job, hook).await;
-                self.gate
-                    .observe(job.meta.org_id, Duration::from_millis(sent.duration_ms));
+                self.gate.observe(
+                    job.meta.endpoint_id(),
+                    Duration::from_millis(sent.duration_ms),
+                );
                 sent
             }
             Go::FailWithoutRequest(why) => Sent::without_request(now_millis(), why.clone()),
@@ -174,7 +176,7 @@ impl Worker {
     async fn park(&self, publisher: &Publisher, d: Delivery, job: &DeliveryJob, plan: ParkPlan) {
         metrics::counter!(m::PARKED, "reason" => plan.reason).increment(1);
         if let Some(wait) = plan.org_waits {
-            self.gate.waiting(job.meta.org_id, wait);
+            self.gate.waiting(job.meta.endpoint_id(), wait);
         }
         if let Some(at) = plan.in_row_until(unix_ms()) {
             let parked = self
@@ -206,7 +208,7 @@ impl Worker {
             }
         };
         let span = tracing::info_span!("delivery.attempt", delivery_id = %job.meta.delivery_id,
-            event_id = %job.meta.event_id, org_id = %job.meta.org_id, attempt = job.meta.attempt,
+            event_id = %job.meta.event_id, org_id = %job.meta.org_id, endpoint_id = %job.meta.endpoint_id(), attempt = job.meta.attempt,
             trace_id = tracing::field::Empty);
         // The attempt joins the trace of the request that caused the event.
         qualifier_telemetry::set_remote_parent(&span, job.meta.traceparent.as_deref());

@@ -3,6 +3,7 @@
 from .accept_handoff_body import AcceptHandoffBody
 from .accept_handoff_response_200 import AcceptHandoffResponse200
 from .create_console_session_response_201 import CreateConsoleSessionResponse201
+from .create_endpoint_response_201 import CreateEndpointResponse201
 from .create_handoff_body import CreateHandoffBody
 from .create_handoff_response_201 import CreateHandoffResponse201
 from .create_org_body import CreateOrgBody
@@ -42,6 +43,7 @@ from .event_type import EventType
 from .external_ref import ExternalRef
 from .external_ref_input import ExternalRefInput
 from .get_delivery_response_200 import GetDeliveryResponse200
+from .get_endpoint_response_200 import GetEndpointResponse200
 from .get_webhook_response_200 import GetWebhookResponse200
 from .handoff import Handoff
 from .handoff_state import HandoffState
@@ -54,13 +56,16 @@ from .lead_changes import LeadChanges
 from .lead_changes_profile import LeadChangesProfile
 from .lead_response import LeadResponse
 from .list_deliveries_response_200 import ListDeliveriesResponse200
+from .list_endpoints_response_200 import ListEndpointsResponse200
 from .list_events_response_200 import ListEventsResponse200
 from .list_leads_response_200 import ListLeadsResponse200
 from .new_lead import NewLead
 from .ordering import Ordering
 from .org import Org
+from .probe_endpoint_response_202 import ProbeEndpointResponse202
 from .profile import Profile
 from .public_patch import PublicPatch
+from .put_endpoint_response_200 import PutEndpointResponse200
 from .put_webhook_response_200 import PutWebhookResponse200
 from .readyz_response_200 import ReadyzResponse200
 from .release_handoff_response_200 import ReleaseHandoffResponse200
@@ -69,6 +74,8 @@ from .replay_deliveries_body_status_item import ReplayDeliveriesBodyStatusItem
 from .replay_deliveries_response_202 import ReplayDeliveriesResponse202
 from .replay_deliveries_response_202_not_replayed import ReplayDeliveriesResponse202NotReplayed
 from .replay_delivery_response_202 import ReplayDeliveryResponse202
+from .rotate_endpoint_secret_body import RotateEndpointSecretBody
+from .rotate_endpoint_secret_response_200 import RotateEndpointSecretResponse200
 from .rotate_secret_body import RotateSecretBody
 from .rotate_secret_response_200 import RotateSecretResponse200
 from .send_test_event_body import SendTestEventBody
@@ -83,6 +90,7 @@ __all__ = (
     "AcceptHandoffBody",
     "AcceptHandoffResponse200",
     "CreateConsoleSessionResponse201",
+    "CreateEndpointResponse201",
     "CreateHandoffBody",
     "CreateHandoffResponse201",
     "CreateOrgBody",
@@ -122,6 +130,7 @@ __all__ = (
     "ExternalRef",
     "ExternalRefInput",
     "GetDeliveryResponse200",
+    "GetEndpointResponse200",
     "GetWebhookResponse200",
     "Handoff",
     "HandoffState",
@@ -134,13 +143,16 @@ __all__ = (
     "LeadChangesProfile",
     "LeadResponse",
     "ListDeliveriesResponse200",
+    "ListEndpointsResponse200",
     "ListEventsResponse200",
     "ListLeadsResponse200",
     "NewLead",
     "Ordering",
     "Org",
+    "ProbeEndpointResponse202",
     "Profile",
     "PublicPatch",
+    "PutEndpointResponse200",
     "PutWebhookResponse200",
     "ReadyzResponse200",
     "ReleaseHandoffResponse200",
@@ -149,6 +161,8 @@ __all__ = (
     "ReplayDeliveriesResponse202",
     "ReplayDeliveriesResponse202NotReplayed",
     "ReplayDeliveryResponse202",
+    "RotateEndpointSecretBody",
+    "RotateEndpointSecretResponse200",
     "RotateSecretBody",
     "RotateSecretResponse200",
     "SendTestEventBody",

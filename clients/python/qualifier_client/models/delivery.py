@@ -19,7 +19,8 @@ T = TypeVar("T", bound="Delivery")
 class Delivery:
     """
     Attributes:
-        id (UUID): The `X-Qualifier-Delivery` header value.
+        id (UUID): The `X-Qualifier-Delivery` header value: one per event and endpoint.
+        endpoint_id (UUID): The endpoint it goes to.
         event_id (UUID):
         event_type (EventType):
         status (DeliveryStatus):
@@ -36,6 +37,7 @@ class Delivery:
     """
 
     id: UUID
+    endpoint_id: UUID
     event_id: UUID
     event_type: EventType
     status: DeliveryStatus
@@ -50,6 +52,8 @@ class Delivery:
 
     def to_dict(self) -> dict[str, Any]:
         id = str(self.id)
+
+        endpoint_id = str(self.endpoint_id)
 
         event_id = str(self.event_id)
 
@@ -80,6 +84,7 @@ class Delivery:
         field_dict.update(
             {
                 "id": id,
+                "endpoint_id": endpoint_id,
                 "event_id": event_id,
                 "event_type": event_type,
                 "status": status,
@@ -101,6 +106,8 @@ class Delivery:
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
         d = dict(src_dict)
         id = UUID(d.pop("id"))
+
+        endpoint_id = UUID(d.pop("endpoint_id"))
 
         event_id = UUID(d.pop("event_id"))
 
@@ -139,6 +146,7 @@ class Delivery:
 
         delivery = cls(
             id=id,
+            endpoint_id=endpoint_id,
             event_id=event_id,
             event_type=event_type,
             status=status,

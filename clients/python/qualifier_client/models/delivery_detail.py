@@ -23,7 +23,8 @@ T = TypeVar("T", bound="DeliveryDetail")
 class DeliveryDetail:
     """
     Attributes:
-        id (UUID): The `X-Qualifier-Delivery` header value.
+        id (UUID): The `X-Qualifier-Delivery` header value: one per event and endpoint.
+        endpoint_id (UUID): The endpoint it goes to.
         event_id (UUID):
         event_type (EventType):
         status (DeliveryStatus):
@@ -41,6 +42,7 @@ class DeliveryDetail:
     """
 
     id: UUID
+    endpoint_id: UUID
     event_id: UUID
     event_type: EventType
     status: DeliveryStatus
@@ -56,6 +58,8 @@ class DeliveryDetail:
 
     def to_dict(self) -> dict[str, Any]:
         id = str(self.id)
+
+        endpoint_id = str(self.endpoint_id)
 
         event_id = str(self.event_id)
 
@@ -91,6 +95,7 @@ class DeliveryDetail:
         field_dict.update(
             {
                 "id": id,
+                "endpoint_id": endpoint_id,
                 "event_id": event_id,
                 "event_type": event_type,
                 "status": status,
@@ -115,6 +120,8 @@ class DeliveryDetail:
 
         d = dict(src_dict)
         id = UUID(d.pop("id"))
+
+        endpoint_id = UUID(d.pop("endpoint_id"))
 
         event_id = UUID(d.pop("event_id"))
 
@@ -160,6 +167,7 @@ class DeliveryDetail:
 
         delivery_detail = cls(
             id=id,
+            endpoint_id=endpoint_id,
             event_id=event_id,
             event_type=event_type,
             status=status,

@@ -17,7 +17,8 @@ T = TypeVar("T", bound="GetWebhookResponse200")
 class GetWebhookResponse200:
     """
     Attributes:
-        webhook (Webhook):
+        webhook (Webhook): An endpoint (the `webhook` routes show the org's primary one, its oldest). Its signing secret
+            is never shown again after its creation or rotation.
     """
 
     webhook: Webhook

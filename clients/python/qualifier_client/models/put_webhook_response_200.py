@@ -19,7 +19,8 @@ T = TypeVar("T", bound="PutWebhookResponse200")
 class PutWebhookResponse200:
     """
     Attributes:
-        webhook (Webhook):
+        webhook (Webhook): An endpoint (the `webhook` routes show the org's primary one, its oldest). Its signing secret
+            is never shown again after its creation or rotation.
         signing_secret (str | Unset):
         standard_webhooks_secret (str | Unset): The same key in the form Standard Webhooks libraries take: `whsec_` and
             the standard base64 of the UTF-8 bytes of `signing_secret`.

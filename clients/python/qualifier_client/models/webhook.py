@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, TypeVar, cast
+from uuid import UUID
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
@@ -20,34 +21,40 @@ T = TypeVar("T", bound="Webhook")
 
 @_attrs_define
 class Webhook:
-    """
-    Attributes:
-        url (str):
-        event_types (list[EventType]):
-        enabled (bool):
-        created_at (str): UTC, millisecond precision.
-        updated_at (str): UTC, millisecond precision.
-        max_per_second (int | None): A throttle (docs/delivery.md, "Throttle and order"): the endpoint receives at most
-            this many requests in any one-second window, plus one, across every webhook-delivery replica (deliveries,
-            replays, test events and probes together). Waiting for it spends no attempt, is not a failure and does not count
-            towards the endpoint's health; deliveries wait in the order their events occurred, and a new value applies to
-            those already waiting within a second. `null` (the default): no throttle. Anything else: 422 naming
-            `max_per_second`.
-        ordering (Ordering): `none` (the default): each delivery goes as soon as it can, so a retried event may arrive
-            after a later one of its lead. `per_lead`: one lead's deliveries go one at a time in the order the events
-            occurred; a delivery waits (without spending an attempt) while an earlier delivery of its lead is pending,
-            retrying or held, and goes once that one succeeded, went dead or was skipped. Leads never wait for each other.
-            Replays and test events are sent outside the order. Anything else: 422 naming `ordering`.
-        client_certificate (None | Unset | WebhookClientCertificateType1): The client certificate presented to the
-            endpoint (mutual TLS), never its key; `null` when none is set.
-        health (EndpointHealth | Unset): The endpoint's health (docs/delivery.md, "Endpoint health"). `failing`:
-            deliveries wait without using attempts while probes (test events marked `X-Qualifier-Probe: true`) run at
-            growing intervals; the first 2xx makes it `healthy` and everything that waited is sent, oldest first.
-            `disabled`: failing for `QUALIFIER_ENDPOINT_DISABLE_AFTER_S` or answered `410 Gone`; `enabled` is false until a
-            PUT with `enabled: true`. `last_success_at` is the success that last ended a run of failures (a clean endpoint's
-            successes are not written, to keep the hot path free).
+    """An endpoint (the `webhook` routes show the org's primary one, its oldest). Its signing secret is never shown again
+    after its creation or rotation.
+
+        Attributes:
+            id (UUID):
+            description (str):
+            url (str):
+            event_types (list[EventType]):
+            enabled (bool):
+            created_at (str): UTC, millisecond precision.
+            updated_at (str): UTC, millisecond precision.
+            max_per_second (int | None): A throttle (docs/delivery.md, "Throttle and order"): the endpoint receives at most
+                this many requests in any one-second window, plus one, across every webhook-delivery replica (deliveries,
+                replays, test events and probes together). Waiting for it spends no attempt, is not a failure and does not count
+                towards the endpoint's health; deliveries wait in the order their events occurred, and a new value applies to
+                those already waiting within a second. `null` (the default): no throttle. Anything else: 422 naming
+                `max_per_second`.
+            ordering (Ordering): `none` (the default): each delivery goes as soon as it can, so a retried event may arrive
+                after a later one of its lead. `per_lead`: one lead's deliveries go one at a time in the order the events
+                occurred; a delivery waits (without spending an attempt) while an earlier delivery of its lead is pending,
+                retrying or held, and goes once that one succeeded, went dead or was skipped. Leads never wait for each other.
+                Replays and test events are sent outside the order. Anything else: 422 naming `ordering`.
+            client_certificate (None | Unset | WebhookClientCertificateType1): The client certificate presented to the
+                endpoint (mutual TLS), never its key; `null` when none is set.
+            health (EndpointHealth | Unset): The endpoint's health (docs/delivery.md, "Endpoint health"). `failing`:
+                deliveries wait without using attempts while probes (test events marked `X-Qualifier-Probe: true`) run at
+                growing intervals; the first 2xx makes it `healthy` and everything that waited is sent, oldest first.
+                `disabled`: failing for `QUALIFIER_ENDPOINT_DISABLE_AFTER_S` or answered `410 Gone`; `enabled` is false until a
+                PUT with `enabled: true`. `last_success_at` is the success that last ended a run of failures (a clean endpoint's
+                successes are not written, to keep the hot path free).
     """
 
+    id: UUID
+    description: str
     url: str
     event_types: list[EventType]
     enabled: bool
@@ -61,6 +68,10 @@ class Webhook:
 
     def to_dict(self) -> dict[str, Any]:
         from ..models.webhook_client_certificate_type_1 import WebhookClientCertificateType1  # noqa: PLC0415
+
+        id = str(self.id)
+
+        description = self.description
 
         url = self.url
 
@@ -96,6 +107,8 @@ class Webhook:
         field_dict.update(self.additional_properties)
         field_dict.update(
             {
+                "id": id,
+                "description": description,
                 "url": url,
                 "event_types": event_types,
                 "enabled": enabled,
@@ -118,6 +131,10 @@ class Webhook:
         from ..models.webhook_client_certificate_type_1 import WebhookClientCertificateType1  # noqa: PLC0415
 
         d = dict(src_dict)
+        id = UUID(d.pop("id"))
+
+        description = d.pop("description")
+
         url = d.pop("url")
 
         event_types = []
@@ -167,6 +184,8 @@ class Webhook:
             health = EndpointHealth.from_dict(_health)
 
         webhook = cls(
+            id=id,
+            description=description,
             url=url,
             event_types=event_types,
             enabled=enabled,

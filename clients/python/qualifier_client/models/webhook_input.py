@@ -31,6 +31,8 @@ class WebhookInput:
             occurred; a delivery waits (without spending an attempt) while an earlier delivery of its lead is pending,
             retrying or held, and goes once that one succeeded, went dead or was skipped. Leads never wait for each other.
             Replays and test events are sent outside the order. Anything else: 422 naming `ordering`.
+        description (str | Unset): An endpoint's note for its administrators (no control characters); absent keeps the
+            saved one.
     """
 
     url: str
@@ -38,6 +40,7 @@ class WebhookInput:
     enabled: bool
     max_per_second: int | None | Unset = UNSET
     ordering: Ordering | Unset = UNSET
+    description: str | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -60,6 +63,8 @@ class WebhookInput:
         if not isinstance(self.ordering, Unset):
             ordering = self.ordering.value
 
+        description = self.description
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -73,6 +78,8 @@ class WebhookInput:
             field_dict["max_per_second"] = max_per_second
         if ordering is not UNSET:
             field_dict["ordering"] = ordering
+        if description is not UNSET:
+            field_dict["description"] = description
 
         return field_dict
 
@@ -106,12 +113,15 @@ class WebhookInput:
         else:
             ordering = Ordering(_ordering)
 
+        description = d.pop("description", UNSET)
+
         webhook_input = cls(
             url=url,
             event_types=event_types,
             enabled=enabled,
             max_per_second=max_per_second,
             ordering=ordering,
+            description=description,
         )
 
         webhook_input.additional_properties = d

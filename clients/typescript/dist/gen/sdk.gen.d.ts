@@ -1,5 +1,5 @@
 import type { Client, ClientMeta, Options as Options2, RequestResult, TDataShape } from './client';
-import type { AcceptHandoffData, AcceptHandoffErrors, AcceptHandoffResponses, CreateConsoleSessionData, CreateConsoleSessionErrors, CreateConsoleSessionResponses, CreateHandoffData, CreateHandoffErrors, CreateHandoffResponses, CreateLeadData, CreateLeadErrors, CreateLeadResponses, CreateOrgData, CreateOrgErrors, CreateOrgResponses, CreateTokenData, CreateTokenErrors, CreateTokenResponses, EraseLeadData, EraseLeadErrors, EraseLeadResponses, GetDeliveryData, GetDeliveryErrors, GetDeliveryResponses, GetLeadData, GetLeadErrors, GetLeadResponses, GetWebhookData, GetWebhookErrors, GetWebhookResponses, HealthzData, HealthzResponses, InboundContactData, InboundContactErrors, InboundContactResponses, InternalEraseLeadData, InternalEraseLeadErrors, InternalEraseLeadResponses, InternalPatchLeadData, InternalPatchLeadErrors, InternalPatchLeadResponses, ListDeliveriesData, ListDeliveriesErrors, ListDeliveriesResponses, ListEventsData, ListEventsErrors, ListEventsResponses, ListLeadsData, ListLeadsErrors, ListLeadsResponses, PatchLeadData, PatchLeadErrors, PatchLeadResponses, PutWebhookData, PutWebhookErrors, PutWebhookResponses, ReadyzData, ReadyzErrors, ReadyzResponses, ReleaseHandoffData, ReleaseHandoffErrors, ReleaseHandoffResponses, ReplayDeliveriesData, ReplayDeliveriesErrors, ReplayDeliveriesResponses, ReplayDeliveryData, ReplayDeliveryErrors, ReplayDeliveryResponses, RevokeTokenData, RevokeTokenErrors, RevokeTokenResponses, RotateSecretData, RotateSecretErrors, RotateSecretResponses, SendTestEventData, SendTestEventErrors, SendTestEventResponses } from './types.gen';
+import type { AcceptHandoffData, AcceptHandoffErrors, AcceptHandoffResponses, CreateConsoleSessionData, CreateConsoleSessionErrors, CreateConsoleSessionResponses, CreateEndpointData, CreateEndpointErrors, CreateEndpointResponses, CreateHandoffData, CreateHandoffErrors, CreateHandoffResponses, CreateLeadData, CreateLeadErrors, CreateLeadResponses, CreateOrgData, CreateOrgErrors, CreateOrgResponses, CreateTokenData, CreateTokenErrors, CreateTokenResponses, DeleteEndpointData, DeleteEndpointErrors, DeleteEndpointResponses, EraseLeadData, EraseLeadErrors, EraseLeadResponses, GetDeliveryData, GetDeliveryErrors, GetDeliveryResponses, GetEndpointData, GetEndpointErrors, GetEndpointResponses, GetLeadData, GetLeadErrors, GetLeadResponses, GetWebhookData, GetWebhookErrors, GetWebhookResponses, HealthzData, HealthzResponses, InboundContactData, InboundContactErrors, InboundContactResponses, InternalEraseLeadData, InternalEraseLeadErrors, InternalEraseLeadResponses, InternalPatchLeadData, InternalPatchLeadErrors, InternalPatchLeadResponses, ListDeliveriesData, ListDeliveriesErrors, ListDeliveriesResponses, ListEndpointsData, ListEndpointsErrors, ListEndpointsResponses, ListEventsData, ListEventsErrors, ListEventsResponses, ListLeadsData, ListLeadsErrors, ListLeadsResponses, PatchLeadData, PatchLeadErrors, PatchLeadResponses, ProbeEndpointData, ProbeEndpointErrors, ProbeEndpointResponses, PutEndpointData, PutEndpointErrors, PutEndpointResponses, PutWebhookData, PutWebhookErrors, PutWebhookResponses, ReadyzData, ReadyzErrors, ReadyzResponses, ReleaseHandoffData, ReleaseHandoffErrors, ReleaseHandoffResponses, ReplayDeliveriesData, ReplayDeliveriesErrors, ReplayDeliveriesResponses, ReplayDeliveryData, ReplayDeliveryErrors, ReplayDeliveryResponses, RevokeTokenData, RevokeTokenErrors, RevokeTokenResponses, RotateEndpointSecretData, RotateEndpointSecretErrors, RotateEndpointSecretResponses, RotateSecretData, RotateSecretErrors, RotateSecretResponses, SendTestEventData, SendTestEventErrors, SendTestEventResponses } from './types.gen';
 export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends boolean = boolean, TResponse = unknown> = Options2<TData, ThrowOnError, TResponse> & {
     /**
      * You can provide a client instance returned by `createClient()` instead of
@@ -99,6 +99,33 @@ export declare const rotateSecret: <ThrowOnError extends boolean = false>(option
  * Same headers, signatures, retries and delivery log as any delivery, plus `X-Qualifier-Test: true`. The example lead's id is the nil UUID; handoff examples carry an example `handoff`. Sent even to a type the webhook is not subscribed to. At most 10 a minute per org, API and console together (429 `Rate limit exceeded` with `Retry-After`). While the endpoint is failing, a test event is sent at once and its answer counts as a probe (a 2xx makes the endpoint healthy).
  */
 export declare const sendTestEvent: <ThrowOnError extends boolean = false>(options: Options<SendTestEventData, ThrowOnError>) => RequestResult<SendTestEventResponses, SendTestEventErrors, ThrowOnError>;
+/**
+ * The org's endpoints, oldest (the primary) first, with their health; never a secret.
+ */
+export declare const listEndpoints: <ThrowOnError extends boolean = false>(options: Options<ListEndpointsData, ThrowOnError>) => RequestResult<ListEndpointsResponses, ListEndpointsErrors, ThrowOnError>;
+/**
+ * One more endpoint for the org; its signing secret is returned this once.
+ *
+ * Each event goes to every enabled endpoint subscribed to its type, signed with that endpoint's secret, under a delivery id of its own, with its own retries, health, throttle and order. At most `QUALIFIER_MAX_ENDPOINTS_PER_ORG` (10) per org: beyond it, 422 `Endpoint limit reached`.
+ */
+export declare const createEndpoint: <ThrowOnError extends boolean = false>(options: Options<CreateEndpointData, ThrowOnError>) => RequestResult<CreateEndpointResponses, CreateEndpointErrors, ThrowOnError>;
+/**
+ * Delete the endpoint; its pending deliveries end `skipped` (`Endpoint deleted`) with no request made.
+ */
+export declare const deleteEndpoint: <ThrowOnError extends boolean = false>(options: Options<DeleteEndpointData, ThrowOnError>) => RequestResult<DeleteEndpointResponses, DeleteEndpointErrors, ThrowOnError>;
+export declare const getEndpoint: <ThrowOnError extends boolean = false>(options: Options<GetEndpointData, ThrowOnError>) => RequestResult<GetEndpointResponses, GetEndpointErrors, ThrowOnError>;
+/**
+ * Replace the endpoint's settings (the fields of its creation); its secret stays.
+ */
+export declare const putEndpoint: <ThrowOnError extends boolean = false>(options: Options<PutEndpointData, ThrowOnError>) => RequestResult<PutEndpointResponses, PutEndpointErrors, ThrowOnError>;
+/**
+ * A new signing secret for this endpoint, as `…/webhook/rotate-secret` does for the primary.
+ */
+export declare const rotateEndpointSecret: <ThrowOnError extends boolean = false>(options: Options<RotateEndpointSecretData, ThrowOnError>) => RequestResult<RotateEndpointSecretResponses, RotateEndpointSecretErrors, ThrowOnError>;
+/**
+ * "Check now": a failing endpoint's next probe is due at once.
+ */
+export declare const probeEndpoint: <ThrowOnError extends boolean = false>(options: Options<ProbeEndpointData, ThrowOnError>) => RequestResult<ProbeEndpointResponses, ProbeEndpointErrors, ThrowOnError>;
 /**
  * A contact arrived on a channel; creates the lead (201) or updates the known one (200).
  */

@@ -291,6 +291,10 @@ export type WebhookInput = {
     enabled: boolean;
     max_per_second?: MaxPerSecond;
     ordering?: Ordering;
+    /**
+     * An endpoint's note for its administrators (no control characters); absent keeps the saved one.
+     */
+    description?: string;
 };
 /**
  * A throttle (docs/delivery.md, "Throttle and order"): the endpoint receives at most this many requests in any one-second window, plus one, across every webhook-delivery replica (deliveries, replays, test events and probes together). Waiting for it spends no attempt, is not a failure and does not count towards the endpoint's health; deliveries wait in the order their events occurred, and a new value applies to those already waiting within a second. `null` (the default): no throttle. Anything else: 422 naming `max_per_second`.
@@ -300,7 +304,12 @@ export type MaxPerSecond = number | null;
  * `none` (the default): each delivery goes as soon as it can, so a retried event may arrive after a later one of its lead. `per_lead`: one lead's deliveries go one at a time in the order the events occurred; a delivery waits (without spending an attempt) while an earlier delivery of its lead is pending, retrying or held, and goes once that one succeeded, went dead or was skipped. Leads never wait for each other. Replays and test events are sent outside the order. Anything else: 422 naming `ordering`.
  */
 export type Ordering = 'none' | 'per_lead';
+/**
+ * An endpoint (the `webhook` routes show the org's primary one, its oldest). Its signing secret is never shown again after its creation or rotation.
+ */
 export type Webhook = {
+    id: string;
+    description: string;
     url: string;
     event_types: Array<EventType>;
     enabled: boolean;
@@ -349,9 +358,13 @@ export type Handoff = {
 export type DeliveryStatus = 'pending' | 'succeeded' | 'failed' | 'dead' | 'skipped';
 export type Delivery = {
     /**
-     * The `X-Qualifier-Delivery` header value.
+     * The `X-Qualifier-Delivery` header value: one per event and endpoint.
      */
     id: string;
+    /**
+     * The endpoint it goes to.
+     */
+    endpoint_id: string;
     event_id: string;
     event_type: EventType;
     status: DeliveryStatus;
@@ -435,6 +448,10 @@ export type IdempotencyKey = string;
  * An org id; anything that is not an existing org's UUID is `Org not found`.
  */
 export type Org2 = string;
+/**
+ * An endpoint id of the org; anything else (another org's endpoint included) is `Endpoint not found`.
+ */
+export type EndpointId = string;
 export type ListLeadsData = {
     body?: never;
     path?: never;
@@ -1153,6 +1170,367 @@ export type SendTestEventResponses = {
     };
 };
 export type SendTestEventResponse = SendTestEventResponses[keyof SendTestEventResponses];
+export type ListEndpointsData = {
+    body?: never;
+    path: {
+        /**
+         * An org id; anything that is not an existing org's UUID is `Org not found`.
+         */
+        org: string;
+    };
+    query?: never;
+    url: '/internal/v1/orgs/{org}/endpoints';
+};
+export type ListEndpointsErrors = {
+    /**
+     * `Unauthorized`: the internal token is missing or wrong.
+     */
+    401: Error;
+    /**
+     * `Lead not found`, `Org not found`, `Token not found`, `Handoff not found`, `Delivery not found`, `Webhook not configured` or `Not found`.
+     */
+    404: Error;
+    /**
+     * `Internal server error` (the cause is logged with the request id, never returned).
+     */
+    500: Error;
+    /**
+     * `Service unavailable`: PostgreSQL (or, for `/readyz`, RabbitMQ) cannot be reached.
+     */
+    503: Error;
+};
+export type ListEndpointsError = ListEndpointsErrors[keyof ListEndpointsErrors];
+export type ListEndpointsResponses = {
+    /**
+     * The endpoints.
+     */
+    200: {
+        endpoints: Array<Webhook>;
+    };
+};
+export type ListEndpointsResponse = ListEndpointsResponses[keyof ListEndpointsResponses];
+export type CreateEndpointData = {
+    body: WebhookInput;
+    path: {
+        /**
+         * An org id; anything that is not an existing org's UUID is `Org not found`.
+         */
+        org: string;
+    };
+    query?: never;
+    url: '/internal/v1/orgs/{org}/endpoints';
+};
+export type CreateEndpointErrors = {
+    /**
+     * `Invalid JSON body`
+     */
+    400: Error;
+    /**
+     * `Unauthorized`: the internal token is missing or wrong.
+     */
+    401: Error;
+    /**
+     * `Lead not found`, `Org not found`, `Token not found`, `Handoff not found`, `Delivery not found`, `Webhook not configured` or `Not found`.
+     */
+    404: Error;
+    /**
+     * `Request timeout`: the body had not fully arrived 10 s after the request's head. The connection is closed.
+     */
+    408: Error;
+    /**
+     * A state conflict, e.g. `Handoff already open` or `Delivery is still in progress`.
+     */
+    409: Error;
+    /**
+     * `Request body too large` (over 64 KiB).
+     */
+    413: Error;
+    /**
+     * `Content-Type must be application/json`
+     */
+    415: Error;
+    /**
+     * A one-line message naming the invalid field (docs/api.md lists the messages).
+     */
+    422: Error;
+    /**
+     * `Internal server error` (the cause is logged with the request id, never returned).
+     */
+    500: Error;
+    /**
+     * `Service unavailable`: PostgreSQL (or, for `/readyz`, RabbitMQ) cannot be reached.
+     */
+    503: Error;
+};
+export type CreateEndpointError = CreateEndpointErrors[keyof CreateEndpointErrors];
+export type CreateEndpointResponses = {
+    /**
+     * Created.
+     */
+    201: {
+        endpoint: Webhook;
+        signing_secret: SigningSecret;
+        standard_webhooks_secret: StandardWebhooksSecret;
+    };
+};
+export type CreateEndpointResponse = CreateEndpointResponses[keyof CreateEndpointResponses];
+export type DeleteEndpointData = {
+    body?: never;
+    path: {
+        /**
+         * An org id; anything that is not an existing org's UUID is `Org not found`.
+         */
+        org: string;
+        /**
+         * An endpoint id of the org; anything else (another org's endpoint included) is `Endpoint not found`.
+         */
+        endpointId: string;
+    };
+    query?: never;
+    url: '/internal/v1/orgs/{org}/endpoints/{endpointId}';
+};
+export type DeleteEndpointErrors = {
+    /**
+     * `Unauthorized`: the internal token is missing or wrong.
+     */
+    401: Error;
+    /**
+     * `Lead not found`, `Org not found`, `Token not found`, `Handoff not found`, `Delivery not found`, `Webhook not configured` or `Not found`.
+     */
+    404: Error;
+    /**
+     * `Internal server error` (the cause is logged with the request id, never returned).
+     */
+    500: Error;
+    /**
+     * `Service unavailable`: PostgreSQL (or, for `/readyz`, RabbitMQ) cannot be reached.
+     */
+    503: Error;
+};
+export type DeleteEndpointError = DeleteEndpointErrors[keyof DeleteEndpointErrors];
+export type DeleteEndpointResponses = {
+    /**
+     * Deleted; its deliveries' history stays until retention.
+     */
+    204: void;
+};
+export type DeleteEndpointResponse = DeleteEndpointResponses[keyof DeleteEndpointResponses];
+export type GetEndpointData = {
+    body?: never;
+    path: {
+        /**
+         * An org id; anything that is not an existing org's UUID is `Org not found`.
+         */
+        org: string;
+        /**
+         * An endpoint id of the org; anything else (another org's endpoint included) is `Endpoint not found`.
+         */
+        endpointId: string;
+    };
+    query?: never;
+    url: '/internal/v1/orgs/{org}/endpoints/{endpointId}';
+};
+export type GetEndpointErrors = {
+    /**
+     * `Unauthorized`: the internal token is missing or wrong.
+     */
+    401: Error;
+    /**
+     * `Lead not found`, `Org not found`, `Token not found`, `Handoff not found`, `Delivery not found`, `Webhook not configured` or `Not found`.
+     */
+    404: Error;
+    /**
+     * `Internal server error` (the cause is logged with the request id, never returned).
+     */
+    500: Error;
+    /**
+     * `Service unavailable`: PostgreSQL (or, for `/readyz`, RabbitMQ) cannot be reached.
+     */
+    503: Error;
+};
+export type GetEndpointError = GetEndpointErrors[keyof GetEndpointErrors];
+export type GetEndpointResponses = {
+    /**
+     * The endpoint, without its secret.
+     */
+    200: {
+        endpoint: Webhook;
+    };
+};
+export type GetEndpointResponse = GetEndpointResponses[keyof GetEndpointResponses];
+export type PutEndpointData = {
+    body: WebhookInput;
+    path: {
+        /**
+         * An org id; anything that is not an existing org's UUID is `Org not found`.
+         */
+        org: string;
+        /**
+         * An endpoint id of the org; anything else (another org's endpoint included) is `Endpoint not found`.
+         */
+        endpointId: string;
+    };
+    query?: never;
+    url: '/internal/v1/orgs/{org}/endpoints/{endpointId}';
+};
+export type PutEndpointErrors = {
+    /**
+     * `Invalid JSON body`
+     */
+    400: Error;
+    /**
+     * `Unauthorized`: the internal token is missing or wrong.
+     */
+    401: Error;
+    /**
+     * `Lead not found`, `Org not found`, `Token not found`, `Handoff not found`, `Delivery not found`, `Webhook not configured` or `Not found`.
+     */
+    404: Error;
+    /**
+     * `Request timeout`: the body had not fully arrived 10 s after the request's head. The connection is closed.
+     */
+    408: Error;
+    /**
+     * `Request body too large` (over 64 KiB).
+     */
+    413: Error;
+    /**
+     * `Content-Type must be application/json`
+     */
+    415: Error;
+    /**
+     * A one-line message naming the invalid field (docs/api.md lists the messages).
+     */
+    422: Error;
+    /**
+     * `Internal server error` (the cause is logged with the request id, never returned).
+     */
+    500: Error;
+    /**
+     * `Service unavailable`: PostgreSQL (or, for `/readyz`, RabbitMQ) cannot be reached.
+     */
+    503: Error;
+};
+export type PutEndpointError = PutEndpointErrors[keyof PutEndpointErrors];
+export type PutEndpointResponses = {
+    /**
+     * Saved.
+     */
+    200: {
+        endpoint: Webhook;
+    };
+};
+export type PutEndpointResponse = PutEndpointResponses[keyof PutEndpointResponses];
+export type RotateEndpointSecretData = {
+    body?: {
+        grace_seconds?: number;
+    };
+    path: {
+        /**
+         * An org id; anything that is not an existing org's UUID is `Org not found`.
+         */
+        org: string;
+        /**
+         * An endpoint id of the org; anything else (another org's endpoint included) is `Endpoint not found`.
+         */
+        endpointId: string;
+    };
+    query?: never;
+    url: '/internal/v1/orgs/{org}/endpoints/{endpointId}/rotate-secret';
+};
+export type RotateEndpointSecretErrors = {
+    /**
+     * `Invalid JSON body`
+     */
+    400: Error;
+    /**
+     * `Unauthorized`: the internal token is missing or wrong.
+     */
+    401: Error;
+    /**
+     * `Lead not found`, `Org not found`, `Token not found`, `Handoff not found`, `Delivery not found`, `Webhook not configured` or `Not found`.
+     */
+    404: Error;
+    /**
+     * `Request timeout`: the body had not fully arrived 10 s after the request's head. The connection is closed.
+     */
+    408: Error;
+    /**
+     * `Request body too large` (over 64 KiB).
+     */
+    413: Error;
+    /**
+     * `Content-Type must be application/json`
+     */
+    415: Error;
+    /**
+     * A one-line message naming the invalid field (docs/api.md lists the messages).
+     */
+    422: Error;
+    /**
+     * `Internal server error` (the cause is logged with the request id, never returned).
+     */
+    500: Error;
+    /**
+     * `Service unavailable`: PostgreSQL (or, for `/readyz`, RabbitMQ) cannot be reached.
+     */
+    503: Error;
+};
+export type RotateEndpointSecretError = RotateEndpointSecretErrors[keyof RotateEndpointSecretErrors];
+export type RotateEndpointSecretResponses = {
+    /**
+     * The new secret (shown once).
+     */
+    200: {
+        signing_secret: SigningSecret;
+        standard_webhooks_secret: StandardWebhooksSecret;
+        previous_secret_expires_at: Timestamp | null;
+    };
+};
+export type RotateEndpointSecretResponse = RotateEndpointSecretResponses[keyof RotateEndpointSecretResponses];
+export type ProbeEndpointData = {
+    body?: never;
+    path: {
+        /**
+         * An org id; anything that is not an existing org's UUID is `Org not found`.
+         */
+        org: string;
+        /**
+         * An endpoint id of the org; anything else (another org's endpoint included) is `Endpoint not found`.
+         */
+        endpointId: string;
+    };
+    query?: never;
+    url: '/internal/v1/orgs/{org}/endpoints/{endpointId}/probe';
+};
+export type ProbeEndpointErrors = {
+    /**
+     * `Unauthorized`: the internal token is missing or wrong.
+     */
+    401: Error;
+    /**
+     * `Lead not found`, `Org not found`, `Token not found`, `Handoff not found`, `Delivery not found`, `Webhook not configured` or `Not found`.
+     */
+    404: Error;
+    /**
+     * `Internal server error` (the cause is logged with the request id, never returned).
+     */
+    500: Error;
+    /**
+     * `Service unavailable`: PostgreSQL (or, for `/readyz`, RabbitMQ) cannot be reached.
+     */
+    503: Error;
+};
+export type ProbeEndpointError = ProbeEndpointErrors[keyof ProbeEndpointErrors];
+export type ProbeEndpointResponses = {
+    /**
+     * `probing` is false when the endpoint is not failing (nothing to probe).
+     */
+    202: {
+        probing: boolean;
+    };
+};
+export type ProbeEndpointResponse = ProbeEndpointResponses[keyof ProbeEndpointResponses];
 export type InboundContactData = {
     body: InboundContact;
     path: {
@@ -1504,6 +1882,10 @@ export type ListDeliveriesData = {
         status?: DeliveryStatus;
         event_type?: EventType;
         lead_id?: string;
+        /**
+         * Whose deliveries; absent, the org's primary (oldest) endpoint's.
+         */
+        endpoint_id?: string;
         /**
          * Created at or after (inclusive).
          */

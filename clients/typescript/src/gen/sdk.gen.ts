@@ -2,7 +2,7 @@
 
 import type { Client, ClientMeta, Options as Options2, RequestResult, TDataShape } from './client';
 import { client } from './client.gen';
-import type { AcceptHandoffData, AcceptHandoffErrors, AcceptHandoffResponses, CreateConsoleSessionData, CreateConsoleSessionErrors, CreateConsoleSessionResponses, CreateHandoffData, CreateHandoffErrors, CreateHandoffResponses, CreateLeadData, CreateLeadErrors, CreateLeadResponses, CreateOrgData, CreateOrgErrors, CreateOrgResponses, CreateTokenData, CreateTokenErrors, CreateTokenResponses, EraseLeadData, EraseLeadErrors, EraseLeadResponses, GetDeliveryData, GetDeliveryErrors, GetDeliveryResponses, GetLeadData, GetLeadErrors, GetLeadResponses, GetWebhookData, GetWebhookErrors, GetWebhookResponses, HealthzData, HealthzResponses, InboundContactData, InboundContactErrors, InboundContactResponses, InternalEraseLeadData, InternalEraseLeadErrors, InternalEraseLeadResponses, InternalPatchLeadData, InternalPatchLeadErrors, InternalPatchLeadResponses, ListDeliveriesData, ListDeliveriesErrors, ListDeliveriesResponses, ListEventsData, ListEventsErrors, ListEventsResponses, ListLeadsData, ListLeadsErrors, ListLeadsResponses, PatchLeadData, PatchLeadErrors, PatchLeadResponses, PutWebhookData, PutWebhookErrors, PutWebhookResponses, ReadyzData, ReadyzErrors, ReadyzResponses, ReleaseHandoffData, ReleaseHandoffErrors, ReleaseHandoffResponses, ReplayDeliveriesData, ReplayDeliveriesErrors, ReplayDeliveriesResponses, ReplayDeliveryData, ReplayDeliveryErrors, ReplayDeliveryResponses, RevokeTokenData, RevokeTokenErrors, RevokeTokenResponses, RotateSecretData, RotateSecretErrors, RotateSecretResponses, SendTestEventData, SendTestEventErrors, SendTestEventResponses } from './types.gen';
+import type { AcceptHandoffData, AcceptHandoffErrors, AcceptHandoffResponses, CreateConsoleSessionData, CreateConsoleSessionErrors, CreateConsoleSessionResponses, CreateEndpointData, CreateEndpointErrors, CreateEndpointResponses, CreateHandoffData, CreateHandoffErrors, CreateHandoffResponses, CreateLeadData, CreateLeadErrors, CreateLeadResponses, CreateOrgData, CreateOrgErrors, CreateOrgResponses, CreateTokenData, CreateTokenErrors, CreateTokenResponses, DeleteEndpointData, DeleteEndpointErrors, DeleteEndpointResponses, EraseLeadData, EraseLeadErrors, EraseLeadResponses, GetDeliveryData, GetDeliveryErrors, GetDeliveryResponses, GetEndpointData, GetEndpointErrors, GetEndpointResponses, GetLeadData, GetLeadErrors, GetLeadResponses, GetWebhookData, GetWebhookErrors, GetWebhookResponses, HealthzData, HealthzResponses, InboundContactData, InboundContactErrors, InboundContactResponses, InternalEraseLeadData, InternalEraseLeadErrors, InternalEraseLeadResponses, InternalPatchLeadData, InternalPatchLeadErrors, InternalPatchLeadResponses, ListDeliveriesData, ListDeliveriesErrors, ListDeliveriesResponses, ListEndpointsData, ListEndpointsErrors, ListEndpointsResponses, ListEventsData, ListEventsErrors, ListEventsResponses, ListLeadsData, ListLeadsErrors, ListLeadsResponses, PatchLeadData, PatchLeadErrors, PatchLeadResponses, ProbeEndpointData, ProbeEndpointErrors, ProbeEndpointResponses, PutEndpointData, PutEndpointErrors, PutEndpointResponses, PutWebhookData, PutWebhookErrors, PutWebhookResponses, ReadyzData, ReadyzErrors, ReadyzResponses, ReleaseHandoffData, ReleaseHandoffErrors, ReleaseHandoffResponses, ReplayDeliveriesData, ReplayDeliveriesErrors, ReplayDeliveriesResponses, ReplayDeliveryData, ReplayDeliveryErrors, ReplayDeliveryResponses, RevokeTokenData, RevokeTokenErrors, RevokeTokenResponses, RotateEndpointSecretData, RotateEndpointSecretErrors, RotateEndpointSecretResponses, RotateSecretData, RotateSecretErrors, RotateSecretResponses, SendTestEventData, SendTestEventErrors, SendTestEventResponses } from './types.gen';
 
 export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends boolean = boolean, TResponse = unknown> = Options2<TData, ThrowOnError, TResponse> & {
     /**
@@ -247,6 +247,108 @@ export const sendTestEvent = <ThrowOnError extends boolean = false>(options: Opt
         'Content-Type': 'application/json',
         ...options.headers
     }
+});
+
+/**
+ * The org's endpoints, oldest (the primary) first, with their health; never a secret.
+ */
+export const listEndpoints = <ThrowOnError extends boolean = false>(options: Options<ListEndpointsData, ThrowOnError>): RequestResult<ListEndpointsResponses, ListEndpointsErrors, ThrowOnError> => (options.client ?? client).get<ListEndpointsResponses, ListEndpointsErrors, ThrowOnError>({
+    security: [{
+            key: 'internalToken',
+            scheme: 'bearer',
+            type: 'http'
+        }],
+    url: '/internal/v1/orgs/{org}/endpoints',
+    ...options
+});
+
+/**
+ * One more endpoint for the org; its signing secret is returned this once.
+ *
+ * Each event goes to every enabled endpoint subscribed to its type, signed with that endpoint's secret, under a delivery id of its own, with its own retries, health, throttle and order. At most `QUALIFIER_MAX_ENDPOINTS_PER_ORG` (10) per org: beyond it, 422 `Endpoint limit reached`.
+ */
+export const createEndpoint = <ThrowOnError extends boolean = false>(options: Options<CreateEndpointData, ThrowOnError>): RequestResult<CreateEndpointResponses, CreateEndpointErrors, ThrowOnError> => (options.client ?? client).post<CreateEndpointResponses, CreateEndpointErrors, ThrowOnError>({
+    security: [{
+            key: 'internalToken',
+            scheme: 'bearer',
+            type: 'http'
+        }],
+    url: '/internal/v1/orgs/{org}/endpoints',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
+ * Delete the endpoint; its pending deliveries end `skipped` (`Endpoint deleted`) with no request made.
+ */
+export const deleteEndpoint = <ThrowOnError extends boolean = false>(options: Options<DeleteEndpointData, ThrowOnError>): RequestResult<DeleteEndpointResponses, DeleteEndpointErrors, ThrowOnError> => (options.client ?? client).delete<DeleteEndpointResponses, DeleteEndpointErrors, ThrowOnError>({
+    security: [{
+            key: 'internalToken',
+            scheme: 'bearer',
+            type: 'http'
+        }],
+    url: '/internal/v1/orgs/{org}/endpoints/{endpointId}',
+    ...options
+});
+
+export const getEndpoint = <ThrowOnError extends boolean = false>(options: Options<GetEndpointData, ThrowOnError>): RequestResult<GetEndpointResponses, GetEndpointErrors, ThrowOnError> => (options.client ?? client).get<GetEndpointResponses, GetEndpointErrors, ThrowOnError>({
+    security: [{
+            key: 'internalToken',
+            scheme: 'bearer',
+            type: 'http'
+        }],
+    url: '/internal/v1/orgs/{org}/endpoints/{endpointId}',
+    ...options
+});
+
+/**
+ * Replace the endpoint's settings (the fields of its creation); its secret stays.
+ */
+export const putEndpoint = <ThrowOnError extends boolean = false>(options: Options<PutEndpointData, ThrowOnError>): RequestResult<PutEndpointResponses, PutEndpointErrors, ThrowOnError> => (options.client ?? client).put<PutEndpointResponses, PutEndpointErrors, ThrowOnError>({
+    security: [{
+            key: 'internalToken',
+            scheme: 'bearer',
+            type: 'http'
+        }],
+    url: '/internal/v1/orgs/{org}/endpoints/{endpointId}',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
+ * A new signing secret for this endpoint, as `…/webhook/rotate-secret` does for the primary.
+ */
+export const rotateEndpointSecret = <ThrowOnError extends boolean = false>(options: Options<RotateEndpointSecretData, ThrowOnError>): RequestResult<RotateEndpointSecretResponses, RotateEndpointSecretErrors, ThrowOnError> => (options.client ?? client).post<RotateEndpointSecretResponses, RotateEndpointSecretErrors, ThrowOnError>({
+    security: [{
+            key: 'internalToken',
+            scheme: 'bearer',
+            type: 'http'
+        }],
+    url: '/internal/v1/orgs/{org}/endpoints/{endpointId}/rotate-secret',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
+ * "Check now": a failing endpoint's next probe is due at once.
+ */
+export const probeEndpoint = <ThrowOnError extends boolean = false>(options: Options<ProbeEndpointData, ThrowOnError>): RequestResult<ProbeEndpointResponses, ProbeEndpointErrors, ThrowOnError> => (options.client ?? client).post<ProbeEndpointResponses, ProbeEndpointErrors, ThrowOnError>({
+    security: [{
+            key: 'internalToken',
+            scheme: 'bearer',
+            type: 'http'
+        }],
+    url: '/internal/v1/orgs/{org}/endpoints/{endpointId}/probe',
+    ...options
 });
 
 /**

@@ -320,6 +320,10 @@ export type WebhookInput = {
     enabled: boolean;
     max_per_second?: MaxPerSecond;
     ordering?: Ordering;
+    /**
+     * An endpoint's note for its administrators (no control characters); absent keeps the saved one.
+     */
+    description?: string;
 };
 
 /**
@@ -332,7 +336,12 @@ export type MaxPerSecond = number | null;
  */
 export type Ordering = 'none' | 'per_lead';
 
+/**
+ * An endpoint (the `webhook` routes show the org's primary one, its oldest). Its signing secret is never shown again after its creation or rotation.
+ */
 export type Webhook = {
+    id: string;
+    description: string;
     url: string;
     event_types: Array<EventType>;
     enabled: boolean;
@@ -387,9 +396,13 @@ export type DeliveryStatus = 'pending' | 'succeeded' | 'failed' | 'dead' | 'skip
 
 export type Delivery = {
     /**
-     * The `X-Qualifier-Delivery` header value.
+     * The `X-Qualifier-Delivery` header value: one per event and endpoint.
      */
     id: string;
+    /**
+     * The endpoint it goes to.
+     */
+    endpoint_id: string;
     event_id: string;
     event_type: EventType;
     status: DeliveryStatus;
@@ -486,6 +499,11 @@ export type IdempotencyKey = string;
  * An org id; anything that is not an existing org's UUID is `Org not found`.
  */
 export type Org2 = string;
+
+/**
+ * An endpoint id of the org; anything else (another org's endpoint included) is `Endpoint not found`.
+ */
+export type EndpointId = string;
 
 export type ListLeadsData = {
     body?: never;
@@ -1270,6 +1288,402 @@ export type SendTestEventResponses = {
 
 export type SendTestEventResponse = SendTestEventResponses[keyof SendTestEventResponses];
 
+export type ListEndpointsData = {
+    body?: never;
+    path: {
+        /**
+         * An org id; anything that is not an existing org's UUID is `Org not found`.
+         */
+        org: string;
+    };
+    query?: never;
+    url: '/internal/v1/orgs/{org}/endpoints';
+};
+
+export type ListEndpointsErrors = {
+    /**
+     * `Unauthorized`: the internal token is missing or wrong.
+     */
+    401: Error;
+    /**
+     * `Lead not found`, `Org not found`, `Token not found`, `Handoff not found`, `Delivery not found`, `Webhook not configured` or `Not found`.
+     */
+    404: Error;
+    /**
+     * `Internal server error` (the cause is logged with the request id, never returned).
+     */
+    500: Error;
+    /**
+     * `Service unavailable`: PostgreSQL (or, for `/readyz`, RabbitMQ) cannot be reached.
+     */
+    503: Error;
+};
+
+export type ListEndpointsError = ListEndpointsErrors[keyof ListEndpointsErrors];
+
+export type ListEndpointsResponses = {
+    /**
+     * The endpoints.
+     */
+    200: {
+        endpoints: Array<Webhook>;
+    };
+};
+
+export type ListEndpointsResponse = ListEndpointsResponses[keyof ListEndpointsResponses];
+
+export type CreateEndpointData = {
+    body: WebhookInput;
+    path: {
+        /**
+         * An org id; anything that is not an existing org's UUID is `Org not found`.
+         */
+        org: string;
+    };
+    query?: never;
+    url: '/internal/v1/orgs/{org}/endpoints';
+};
+
+export type CreateEndpointErrors = {
+    /**
+     * `Invalid JSON body`
+     */
+    400: Error;
+    /**
+     * `Unauthorized`: the internal token is missing or wrong.
+     */
+    401: Error;
+    /**
+     * `Lead not found`, `Org not found`, `Token not found`, `Handoff not found`, `Delivery not found`, `Webhook not configured` or `Not found`.
+     */
+    404: Error;
+    /**
+     * `Request timeout`: the body had not fully arrived 10 s after the request's head. The connection is closed.
+     */
+    408: Error;
+    /**
+     * A state conflict, e.g. `Handoff already open` or `Delivery is still in progress`.
+     */
+    409: Error;
+    /**
+     * `Request body too large` (over 64 KiB).
+     */
+    413: Error;
+    /**
+     * `Content-Type must be application/json`
+     */
+    415: Error;
+    /**
+     * A one-line message naming the invalid field (docs/api.md lists the messages).
+     */
+    422: Error;
+    /**
+     * `Internal server error` (the cause is logged with the request id, never returned).
+     */
+    500: Error;
+    /**
+     * `Service unavailable`: PostgreSQL (or, for `/readyz`, RabbitMQ) cannot be reached.
+     */
+    503: Error;
+};
+
+export type CreateEndpointError = CreateEndpointErrors[keyof CreateEndpointErrors];
+
+export type CreateEndpointResponses = {
+    /**
+     * Created.
+     */
+    201: {
+        endpoint: Webhook;
+        signing_secret: SigningSecret;
+        standard_webhooks_secret: StandardWebhooksSecret;
+    };
+};
+
+export type CreateEndpointResponse = CreateEndpointResponses[keyof CreateEndpointResponses];
+
+export type DeleteEndpointData = {
+    body?: never;
+    path: {
+        /**
+         * An org id; anything that is not an existing org's UUID is `Org not found`.
+         */
+        org: string;
+        /**
+         * An endpoint id of the org; anything else (another org's endpoint included) is `Endpoint not found`.
+         */
+        endpointId: string;
+    };
+    query?: never;
+    url: '/internal/v1/orgs/{org}/endpoints/{endpointId}';
+};
+
+export type DeleteEndpointErrors = {
+    /**
+     * `Unauthorized`: the internal token is missing or wrong.
+     */
+    401: Error;
+    /**
+     * `Lead not found`, `Org not found`, `Token not found`, `Handoff not found`, `Delivery not found`, `Webhook not configured` or `Not found`.
+     */
+    404: Error;
+    /**
+     * `Internal server error` (the cause is logged with the request id, never returned).
+     */
+    500: Error;
+    /**
+     * `Service unavailable`: PostgreSQL (or, for `/readyz`, RabbitMQ) cannot be reached.
+     */
+    503: Error;
+};
+
+export type DeleteEndpointError = DeleteEndpointErrors[keyof DeleteEndpointErrors];
+
+export type DeleteEndpointResponses = {
+    /**
+     * Deleted; its deliveries' history stays until retention.
+     */
+    204: void;
+};
+
+export type DeleteEndpointResponse = DeleteEndpointResponses[keyof DeleteEndpointResponses];
+
+export type GetEndpointData = {
+    body?: never;
+    path: {
+        /**
+         * An org id; anything that is not an existing org's UUID is `Org not found`.
+         */
+        org: string;
+        /**
+         * An endpoint id of the org; anything else (another org's endpoint included) is `Endpoint not found`.
+         */
+        endpointId: string;
+    };
+    query?: never;
+    url: '/internal/v1/orgs/{org}/endpoints/{endpointId}';
+};
+
+export type GetEndpointErrors = {
+    /**
+     * `Unauthorized`: the internal token is missing or wrong.
+     */
+    401: Error;
+    /**
+     * `Lead not found`, `Org not found`, `Token not found`, `Handoff not found`, `Delivery not found`, `Webhook not configured` or `Not found`.
+     */
+    404: Error;
+    /**
+     * `Internal server error` (the cause is logged with the request id, never returned).
+     */
+    500: Error;
+    /**
+     * `Service unavailable`: PostgreSQL (or, for `/readyz`, RabbitMQ) cannot be reached.
+     */
+    503: Error;
+};
+
+export type GetEndpointError = GetEndpointErrors[keyof GetEndpointErrors];
+
+export type GetEndpointResponses = {
+    /**
+     * The endpoint, without its secret.
+     */
+    200: {
+        endpoint: Webhook;
+    };
+};
+
+export type GetEndpointResponse = GetEndpointResponses[keyof GetEndpointResponses];
+
+export type PutEndpointData = {
+    body: WebhookInput;
+    path: {
+        /**
+         * An org id; anything that is not an existing org's UUID is `Org not found`.
+         */
+        org: string;
+        /**
+         * An endpoint id of the org; anything else (another org's endpoint included) is `Endpoint not found`.
+         */
+        endpointId: string;
+    };
+    query?: never;
+    url: '/internal/v1/orgs/{org}/endpoints/{endpointId}';
+};
+
+export type PutEndpointErrors = {
+    /**
+     * `Invalid JSON body`
+     */
+    400: Error;
+    /**
+     * `Unauthorized`: the internal token is missing or wrong.
+     */
+    401: Error;
+    /**
+     * `Lead not found`, `Org not found`, `Token not found`, `Handoff not found`, `Delivery not found`, `Webhook not configured` or `Not found`.
+     */
+    404: Error;
+    /**
+     * `Request timeout`: the body had not fully arrived 10 s after the request's head. The connection is closed.
+     */
+    408: Error;
+    /**
+     * `Request body too large` (over 64 KiB).
+     */
+    413: Error;
+    /**
+     * `Content-Type must be application/json`
+     */
+    415: Error;
+    /**
+     * A one-line message naming the invalid field (docs/api.md lists the messages).
+     */
+    422: Error;
+    /**
+     * `Internal server error` (the cause is logged with the request id, never returned).
+     */
+    500: Error;
+    /**
+     * `Service unavailable`: PostgreSQL (or, for `/readyz`, RabbitMQ) cannot be reached.
+     */
+    503: Error;
+};
+
+export type PutEndpointError = PutEndpointErrors[keyof PutEndpointErrors];
+
+export type PutEndpointResponses = {
+    /**
+     * Saved.
+     */
+    200: {
+        endpoint: Webhook;
+    };
+};
+
+export type PutEndpointResponse = PutEndpointResponses[keyof PutEndpointResponses];
+
+export type RotateEndpointSecretData = {
+    body?: {
+        grace_seconds?: number;
+    };
+    path: {
+        /**
+         * An org id; anything that is not an existing org's UUID is `Org not found`.
+         */
+        org: string;
+        /**
+         * An endpoint id of the org; anything else (another org's endpoint included) is `Endpoint not found`.
+         */
+        endpointId: string;
+    };
+    query?: never;
+    url: '/internal/v1/orgs/{org}/endpoints/{endpointId}/rotate-secret';
+};
+
+export type RotateEndpointSecretErrors = {
+    /**
+     * `Invalid JSON body`
+     */
+    400: Error;
+    /**
+     * `Unauthorized`: the internal token is missing or wrong.
+     */
+    401: Error;
+    /**
+     * `Lead not found`, `Org not found`, `Token not found`, `Handoff not found`, `Delivery not found`, `Webhook not configured` or `Not found`.
+     */
+    404: Error;
+    /**
+     * `Request timeout`: the body had not fully arrived 10 s after the request's head. The connection is closed.
+     */
+    408: Error;
+    /**
+     * `Request body too large` (over 64 KiB).
+     */
+    413: Error;
+    /**
+     * `Content-Type must be application/json`
+     */
+    415: Error;
+    /**
+     * A one-line message naming the invalid field (docs/api.md lists the messages).
+     */
+    422: Error;
+    /**
+     * `Internal server error` (the cause is logged with the request id, never returned).
+     */
+    500: Error;
+    /**
+     * `Service unavailable`: PostgreSQL (or, for `/readyz`, RabbitMQ) cannot be reached.
+     */
+    503: Error;
+};
+
+export type RotateEndpointSecretError = RotateEndpointSecretErrors[keyof RotateEndpointSecretErrors];
+
+export type RotateEndpointSecretResponses = {
+    /**
+     * The new secret (shown once).
+     */
+    200: {
+        signing_secret: SigningSecret;
+        standard_webhooks_secret: StandardWebhooksSecret;
+        previous_secret_expires_at: Timestamp | null;
+    };
+};
+
+export type RotateEndpointSecretResponse = RotateEndpointSecretResponses[keyof RotateEndpointSecretResponses];
+
+export type ProbeEndpointData = {
+    body?: never;
+    path: {
+        /**
+         * An org id; anything that is not an existing org's UUID is `Org not found`.
+         */
+        org: string;
+        /**
+         * An endpoint id of the org; anything else (another org's endpoint included) is `Endpoint not found`.
+         */
+        endpointId: string;
+    };
+    query?: never;
+    url: '/internal/v1/orgs/{org}/endpoints/{endpointId}/probe';
+};
+
+export type ProbeEndpointErrors = {
+    /**
+     * `Unauthorized`: the internal token is missing or wrong.
+     */
+    401: Error;
+    /**
+     * `Lead not found`, `Org not found`, `Token not found`, `Handoff not found`, `Delivery not found`, `Webhook not configured` or `Not found`.
+     */
+    404: Error;
+    /**
+     * `Internal server error` (the cause is logged with the request id, never returned).
+     */
+    500: Error;
+    /**
+     * `Service unavailable`: PostgreSQL (or, for `/readyz`, RabbitMQ) cannot be reached.
+     */
+    503: Error;
+};
+
+export type ProbeEndpointError = ProbeEndpointErrors[keyof ProbeEndpointErrors];
+
+export type ProbeEndpointResponses = {
+    /**
+     * `probing` is false when the endpoint is not failing (nothing to probe).
+     */
+    202: {
+        probing: boolean;
+    };
+};
+
+export type ProbeEndpointResponse = ProbeEndpointResponses[keyof ProbeEndpointResponses];
+
 export type InboundContactData = {
     body: InboundContact;
     path: {
@@ -1651,6 +2065,10 @@ export type ListDeliveriesData = {
         status?: DeliveryStatus;
         event_type?: EventType;
         lead_id?: string;
+        /**
+         * Whose deliveries; absent, the org's primary (oldest) endpoint's.
+         */
+        endpoint_id?: string;
         /**
          * Created at or after (inclusive).
          */

@@ -91,6 +91,23 @@ pub struct WebhookSettings {
     pub enabled: bool,
     /// The throttle and the ordering (absent: no throttle, `none`).
     pub pace: Pace,
+    /// An endpoint's `description` (0-255 characters); `None`: absent, the saved one stays.
+    pub description: Option<String>,
+}
+
+/// `description`'s refusal.
+pub const DESCRIPTION_MESSAGE: &str =
+    "description must be a string of at most 255 characters, without control characters";
+
+/// `description`: absent, or a string of at most 255 characters and no control characters.
+fn description_of(v: Option<&Value>) -> Result<Option<String>, ApiError> {
+    match v {
+        None => Ok(None),
+        Some(Value::String(s)) if s.chars().count() <= 255 && !s.chars().any(char::is_control) => {
+            Ok(Some(s.clone()))
+        }
+        Some(_) => Err(unprocessable(DESCRIPTION_MESSAGE)),
+    }
 }
 
 /// `max_per_second`: absent or `null` (no throttle), or an integer from 1 to 1000.
@@ -181,11 +198,13 @@ impl WebhookSettings {
             max_per_second: max_per_second_of(body::get(obj, "max_per_second"))?,
             ordering: ordering_of(body::get(obj, "ordering"))?,
         };
+        let description = description_of(body::get(obj, "description"))?;
         Ok(WebhookSettings {
             url: reachable(url, egress).await?,
             event_types,
             enabled,
             pace,
+            description,
         })
     }
 
@@ -209,6 +228,7 @@ impl WebhookSettings {
                     max_per_second,
                     ordering,
                 },
+                description: None,
             }),
             (url, types, rate, ordering) => Err(WebhookFieldErrors {
                 url: url.err().map(|e| e.to_string()),
@@ -333,6 +353,7 @@ struct DeliveryParams {
     limit: Option<String>,
     event_type: Option<String>,
     lead_id: Option<String>,
+    endpoint_id: Option<String>,
     since: Option<String>,
     until: Option<String>,
     cursor: Option<String>,
@@ -345,6 +366,11 @@ const PAGE_SIZE: i64 = 50;
 
 fn lead_id(raw: &str) -> Result<Uuid, ApiError> {
     Uuid::parse_str(raw).map_err(|_| unprocessable("lead_id must be a UUID"))
+}
+
+/// `endpoint_id`: whose deliveries (absent: the org's primary endpoint's).
+fn endpoint_id(raw: &str) -> Result<Uuid, ApiError> {
+    Uuid::parse_str(raw).map_err(|_| unprocessable("endpoint_id must be a UUID"))
 }
 
 /// The console's one search field (`q`): a delivery id (what the receiver saw as `webhook-id`
@@ -398,6 +424,10 @@ impl DeliveryQuery {
             f.event_types = vec![event_type_in("event_type", &t)?];
         }
         f.lead_id = given(q.lead_id).as_deref().map(lead_id).transpose()?;
+        f.endpoint_id = given(q.endpoint_id)
+            .as_deref()
+            .map(endpoint_id)
+            .transpose()?;
         f.since = timestamp("since", q.since.as_deref())?;
         f.until = timestamp("until", q.until.as_deref())?;
         // A cursor that cannot be a cursor at all is refused here, with the other parameters;
@@ -451,7 +481,8 @@ impl ReplayFilter {
     }
 
     /// The bulk replay body: `status` (default `["dead"]`; `dead`, `failed` or `skipped`),
-    /// `since`, `until`, `event_types`, `lead_id`, `dry_run`. Every field is optional.
+    /// `since`, `until`, `event_types`, `lead_id`, `endpoint_id` (default: the primary
+    /// endpoint's), `dry_run`. Every field is optional.
     pub fn from_json(obj: &Map<String, Value>) -> Result<ReplayFilter, ApiError> {
         let mut f = Self::all_dead(false).filter;
         if let Some(list) = body::get(obj, "status") {
@@ -482,6 +513,9 @@ impl ReplayFilter {
                 .collect::<Result<_, _>>()?;
         }
         f.lead_id = body::string(obj, "lead_id")?.map(lead_id).transpose()?;
+        f.endpoint_id = body::string(obj, "endpoint_id")?
+            .map(endpoint_id)
+            .transpose()?;
         for (name, slot) in [("since", &mut f.since), ("until", &mut f.until)] {
             *slot = timestamp(name, body::string(obj, name)?)?;
         }

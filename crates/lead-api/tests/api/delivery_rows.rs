@@ -339,7 +339,11 @@ async fn the_history_fill_copies_every_event_and_a_newer_write_wins_in_either_or
 }
 
 /// The migrations after 0.3.0 undone, newest first, as on a database of 0.3.0.
-const SINCE_0_3_0: [(&str, &str); 6] = [
+const SINCE_0_3_0: [(&str, &str); 7] = [
+    (
+        "20261205000050",
+        include_str!("../../../../migrations/2026-12-05-000050_several_endpoints/down.sql"),
+    ),
     (
         "20261204000049",
         include_str!(

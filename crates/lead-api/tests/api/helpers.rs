@@ -58,6 +58,7 @@ pub fn config(db: &TestDb, topo: &TestTopology) -> ApiConfig {
         db_pool_size: 4,
         http_workers: 1,
         event_retention_days: 30,
+        max_endpoints_per_org: 10,
         replay_rate_per_second: 50,
         console_base_url: None,
         max_page_bytes: lead_api::page::DEFAULT_MAX_PAGE_BYTES,

@@ -409,7 +409,13 @@ mod retime {
                 app.until_waiting_on_locks(1).await;
                 let turn = tokio::time::timeout(
                     Duration::from_secs(10),
-                    store.take_probe_turn(org_id, MaxPerSecond::new(u64::from(rate)).unwrap()),
+                    store.take_probe_turn(
+                        qualifier_store::webhooks::EndpointKey {
+                            org_id,
+                            endpoint_id: org_id,
+                        },
+                        MaxPerSecond::new(u64::from(rate)).unwrap(),
+                    ),
                 )
                 .await
                 .unwrap_or_else(|_| panic!("round {round}: the turn waited for the re-timing"));

@@ -3,17 +3,14 @@
 //! mark.
 //! What they lead to is written by [`super::state`], the one home of a delivery's state.
 
-use diesel::{
-    BoolExpressionMethods, ExpressionMethods, JoinOnDsl, NullableExpressionMethods, QueryDsl,
-    SelectableHelper,
-};
+use diesel::{ExpressionMethods, JoinOnDsl, NullableExpressionMethods, QueryDsl, SelectableHelper};
 use diesel_async::RunQueryDsl;
 use uuid::Uuid;
 
 use super::{DeliveryContext, EndpointGlance, LeadOrder};
 use crate::partitions::{DeliveryRef, day_bounds, in_days};
 use crate::schema::{deliveries, endpoint_health, outbox, webhooks};
-use crate::webhooks::WebhookRow;
+use crate::webhooks::{EndpointKey, WebhookRow};
 use crate::{Store, StoreError};
 use qualifier_domain::delivery::DeliveryState;
 use qualifier_domain::health::EndpointState;
@@ -23,7 +20,7 @@ use time::OffsetDateTime;
 impl Store {
     /// What attempts need to know, for many deliveries in one round trip, in the order asked
     /// (the worker batches the reads of attempts starting at the same time): each delivery's
-    /// current status (to drop duplicates of finished work) and its org's webhook as it is now,
+    /// current status (to drop duplicates of finished work) and its endpoint as it is now,
     /// secret opened. `None` for a delivery that does not exist.
     pub async fn delivery_contexts(
         &self,
@@ -32,12 +29,31 @@ impl Store {
         let delivery_ids: Vec<Uuid> = deliveries.iter().map(|d| d.id).collect();
         let days = day_bounds(deliveries.iter().map(|d| d.seq));
         let mut conn = self.conn().await?;
+        // Each delivery by its key's first column (its event's `seq`, which the message
+        // carries) and its own id. A message of a release that did not carry the `seq` names
+        // an event's one delivery by the event's delivery id: its `seq` is read from the event.
+        let mut seqs: Vec<i64> = deliveries.iter().filter_map(|d| d.seq).collect();
+        if seqs.len() < deliveries.len() {
+            let unknown: Vec<Uuid> = deliveries
+                .iter()
+                .filter(|d| d.seq.is_none())
+                .map(|d| d.id)
+                .collect();
+            let found: Vec<i64> = outbox::table
+                .filter(outbox::delivery_id.eq_any(&unknown))
+                .filter(in_days(days))
+                .select(outbox::seq)
+                .load(&mut conn)
+                .await?;
+            seqs.extend(found);
+        }
         type Row = (
             (
                 Uuid,
                 DeliveryState,
                 bool,
                 i64,
+                Uuid,
                 Uuid,
                 Option<Uuid>,
                 bool,
@@ -48,25 +64,25 @@ impl Store {
             Option<EndpointState>,
             Option<i32>,
         );
-        // The event (its org, lead and test mark) and its delivery's row (the state), joined by
-        // the delivery's key.
-        let rows: Vec<Row> = outbox::table
-            .inner_join(
-                deliveries::table.on(deliveries::seq
-                    .eq(outbox::seq)
-                    .and(deliveries::endpoint_id.eq(outbox::org_id))),
+        // The delivery's row (the state), its event's (its org, lead and test mark), its
+        // endpoint's settings and health.
+        let rows: Vec<Row> = deliveries::table
+            .inner_join(outbox::table.on(outbox::seq.eq(deliveries::seq)))
+            .left_join(webhooks::table.on(webhooks::id.eq(deliveries::endpoint_id)))
+            .left_join(
+                endpoint_health::table.on(endpoint_health::endpoint_id.eq(deliveries::endpoint_id)),
             )
-            .left_join(webhooks::table)
-            .left_join(endpoint_health::table)
-            .filter(outbox::delivery_id.eq_any(&delivery_ids))
+            .filter(deliveries::seq.eq_any(&seqs))
+            .filter(deliveries::delivery_id.eq_any(&delivery_ids))
             .filter(in_days(days))
             .select((
                 (
-                    outbox::delivery_id,
+                    deliveries::delivery_id,
                     deliveries::state,
                     deliveries::retrying,
                     outbox::seq,
                     outbox::org_id,
+                    deliveries::endpoint_id,
                     outbox::lead_id,
                     outbox::is_test,
                     deliveries::replayed,
@@ -83,7 +99,7 @@ impl Store {
             .into_iter()
             .map(
                 |(
-                    (id, state, retrying, seq, org_id, lead, is_test, replayed),
+                    (id, state, retrying, seq, org_id, endpoint_id, lead, is_test, replayed),
                     paced_at,
                     hook,
                     health_state,
@@ -102,6 +118,7 @@ impl Store {
                         .filter(|_| per_lead && !is_test && !replayed)
                         .map(|lead_id| LeadOrder {
                             org_id,
+                            endpoint_id,
                             lead_id,
                             seq,
                             earlier_pending: false,
@@ -110,6 +127,10 @@ impl Store {
                         id,
                         DeliveryContext {
                             status: state.status(retrying),
+                            endpoint: EndpointKey {
+                                org_id,
+                                endpoint_id,
+                            },
                             webhook,
                             health,
                             paced_at,
@@ -121,12 +142,12 @@ impl Store {
             .collect();
         // Only deliveries in a lead's order ask whether an earlier one is pending: one more
         // round trip for them, none for anyone else.
-        let ordered: Vec<(Uuid, Uuid, Uuid, i64)> = by_id
+        let ordered: Vec<(Uuid, Uuid, Uuid, Uuid, i64)> = by_id
             .iter()
             .filter(|(_, c)| !c.status.is_final())
             .filter_map(|(id, c)| {
                 let o = c.order.as_ref()?;
-                Some((*id, o.org_id, o.lead_id, o.seq))
+                Some((*id, o.org_id, o.endpoint_id, o.lead_id, o.seq))
             })
             .collect();
         if !ordered.is_empty() {

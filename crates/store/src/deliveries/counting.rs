@@ -33,7 +33,16 @@ impl DeliveryFilter {
                     DeliveryStatus::Dead | DeliveryStatus::Failed | DeliveryStatus::Skipped
                 )
             });
-        if !by_hours {
+        // The hourly totals are the org's, every endpoint's together: they answer for one
+        // endpoint only while the org has no other.
+        let alone: i64 =
+            diesel::sql_query("SELECT count(*) AS n FROM webhooks WHERE org_id = $1 AND id <> $2")
+                .bind::<diesel::sql_types::Uuid, _>(org_id)
+                .bind::<diesel::sql_types::Uuid, _>(self.endpoint_id.unwrap_or(org_id))
+                .one::<Counted>(conn)
+                .await
+                .map(|c| c.n)?;
+        if !by_hours || alone > 0 {
             return self.count_rows(conn, org_id).await;
         }
         // The cover and the whole hours' sum in one statement: the hours from the later of

@@ -16,6 +16,7 @@ use super::{
 use crate::partitions::{SeqBound, UpToDay, until_day};
 use crate::planner::{in_index_order, index_only};
 use crate::schema::{deliveries, outbox};
+use crate::webhooks::EndpointKey;
 use crate::{Store, StoreError};
 use qualifier_domain::delivery::AttemptEntry;
 use qualifier_domain::delivery::DeliveryState;
@@ -98,13 +99,14 @@ impl Store {
         //   `seq` descending) cannot give; the org ascending leaves `outbox_org_seq`, and with
         //   a lead `outbox_org_lead`.
         let one_type = f.lead_id.is_none() && f.event_types.len() == 1;
+        let endpoint = listed_endpoint(&mut conn, org_id, f).await?;
         let q = events_narrowed!(
             f,
             outbox::table
                 .inner_join(
                     deliveries::table.on(deliveries::seq
                         .eq(outbox::seq)
-                        .and(deliveries::endpoint_id.eq(outbox::org_id))),
+                        .and(deliveries::endpoint_id.eq(endpoint))),
                 )
                 .filter(outbox::org_id.eq_any(vec![org_id]))
                 .into_boxed()
@@ -161,9 +163,9 @@ impl Store {
                  CROSS JOIN LATERAL (
                      SELECT * FROM outbox o
                      WHERE o.seq = d.seq AND (o.seq >> 32) = (d.seq >> 32)
-                       AND o.org_id = d.endpoint_id
                      OFFSET 0) o
                  WHERE d.org_id = $1 AND d.state = '{state}'{retrying} AND d.seq < $3
+                   AND d.endpoint_id = $7
                    AND (cardinality($4::text[]) = 0 OR o.event_type = ANY($4::text[]))
                    AND ($5::timestamptz IS NULL
                         OR (o.created_at >= $5 AND d.seq >= {since}))
@@ -180,14 +182,16 @@ impl Store {
             branches.join(" UNION ALL ")
         );
         let types: Vec<&str> = f.event_types.iter().map(|t| t.as_str()).collect();
+        let mut conn = self.conn().await?;
+        let endpoint = listed_endpoint(&mut conn, org_id, f).await?;
         let q = diesel::sql_query(sql)
             .bind::<SqlUuid, _>(org_id)
             .bind::<Int8, _>(limit + 1)
             .bind::<Int8, _>(before_seq.unwrap_or(i64::MAX))
             .bind::<Array<Text>, _>(types)
             .bind::<Nullable<Timestamptz>, _>(f.since)
-            .bind::<Nullable<Timestamptz>, _>(f.until);
-        let mut conn = self.conn().await?;
+            .bind::<Nullable<Timestamptz>, _>(f.until)
+            .bind::<SqlUuid, _>(endpoint);
         conn.transaction::<_, StoreError, _>(async move |conn| {
             in_index_order(conn, false).await?;
             Ok(q.load::<Delivered>(conn).await?)
@@ -218,7 +222,7 @@ impl Store {
         // events newest first until a match (the bench's plan check: 119,957 rows read for
         // one answer); a lead's are the newest of `outbox_org_lead`, in its order.
         let mut rows: Vec<Delivered> = Vec::new();
-        for id_column in ["o.delivery_id", "o.event_id"] {
+        for id_column in ["d.delivery_id", "o.event_id"] {
             rows.extend(
                 diesel::sql_query(format!(
                     "SELECT {DELIVERED_COLUMNS} FROM {EVENT_WITH_DELIVERY}
@@ -242,8 +246,8 @@ impl Store {
             .await?,
         );
         // An id that is both (a UUID is random; only a test makes it so) is listed once.
-        rows.sort_by_key(|r| std::cmp::Reverse(r.seq));
-        rows.dedup_by_key(|r| r.seq);
+        rows.sort_by_key(|r| (std::cmp::Reverse(r.seq), r.endpoint_id));
+        rows.dedup_by_key(|r| (r.seq, r.endpoint_id));
         rows.truncate(usize::try_from(limit).unwrap_or(0));
         Ok(rows.iter().map(Delivered::summary).collect())
     }
@@ -258,7 +262,7 @@ impl Store {
         let mut conn = self.conn().await?;
         let row: DeliveredDetail = diesel::sql_query(format!(
             "SELECT {DELIVERED_COLUMNS}, d.attempt_log, o.is_test FROM {EVENT_WITH_DELIVERY}
-             WHERE o.org_id = $1 AND o.delivery_id = $2"
+             WHERE o.org_id = $1 AND d.delivery_id = $2"
         ))
         .bind::<SqlUuid, _>(org_id)
         .bind::<SqlUuid, _>(delivery_id)
@@ -300,8 +304,9 @@ impl Store {
     ) -> Result<Vec<u8>, StoreError> {
         let mut conn = self.conn().await?;
         let stored = outbox::table
+            .inner_join(deliveries::table.on(deliveries::seq.eq(outbox::seq)))
             .filter(outbox::org_id.eq(org_id))
-            .filter(outbox::delivery_id.eq(delivery_id))
+            .filter(deliveries::delivery_id.eq(delivery_id))
             .select(outbox::payload)
             .first_row(&mut conn)
             .await
@@ -328,21 +333,19 @@ impl Store {
             // meanwhile (an outcome, an erasure) waits for the replay or comes before it.
             type Row = (
                 i64,
+                Uuid,
                 DeliveryState,
                 bool,
                 Option<OffsetDateTime>,
                 OffsetDateTime,
             );
-            let (seq, state, retrying, erased, created): Row = deliveries::table
-                .inner_join(
-                    outbox::table.on(outbox::seq
-                        .eq(deliveries::seq)
-                        .and(outbox::org_id.eq(deliveries::endpoint_id))),
-                )
+            let (seq, endpoint, state, retrying, erased, created): Row = deliveries::table
+                .inner_join(outbox::table.on(outbox::seq.eq(deliveries::seq)))
                 .filter(outbox::org_id.eq(org_id))
-                .filter(outbox::delivery_id.eq(delivery_id))
+                .filter(deliveries::delivery_id.eq(delivery_id))
                 .select((
                     outbox::seq,
+                    deliveries::endpoint_id,
                     deliveries::state,
                     deliveries::retrying,
                     outbox::erased_at,
@@ -366,7 +369,11 @@ impl Store {
                 return Err(StoreError::Conflict("Delivery is still in progress".into()));
             }
             let only = vec![state.as_str().to_owned()];
-            schedule_replays(conn, org_id, &[seq], &only, &[retrying], rate_per_second).await?;
+            let at = EndpointKey {
+                org_id,
+                endpoint_id: endpoint,
+            };
+            schedule_replays(conn, at, &[seq], &only, &[retrying], rate_per_second).await?;
             Ok(())
         })
         .await
@@ -395,6 +402,9 @@ impl Store {
             // ([`DeliveryFilter::selection`]).
             // A dry run is counted from the hourly totals where they vouch for the range, and
             // where the rows are for the rest, reading none of them out.
+            let endpoint = listed_endpoint(conn, org_id, &f).await?;
+            let mut f = f;
+            f.endpoint_id = Some(endpoint);
             if dry_run {
                 index_only(conn).await?;
                 let matched = f.count(conn, org_id).await?;
@@ -429,7 +439,11 @@ impl Store {
             };
             if !seqs.is_empty() {
                 let (states, retrying) = f.states_asked();
-                schedule_replays(conn, org_id, &seqs, &states, &retrying, rate_per_second).await?;
+                let at = EndpointKey {
+                    org_id,
+                    endpoint_id: endpoint,
+                };
+                schedule_replays(conn, at, &seqs, &states, &retrying, rate_per_second).await?;
             }
             Ok(count)
         })
@@ -477,6 +491,9 @@ impl ReplayCount {
 /// Which deliveries a list or a bulk replay is about; empty lists mean "any".
 #[derive(Debug, Clone, Default)]
 pub struct DeliveryFilter {
+    /// The endpoint whose deliveries (`None`: the org's primary's, as before several
+    /// endpoints; a list is one endpoint's, so that its pages are one row per event).
+    pub endpoint_id: Option<Uuid>,
     pub statuses: Vec<DeliveryStatus>,
     pub event_types: Vec<EventType>,
     pub lead_id: Option<Uuid>,
@@ -516,21 +533,23 @@ impl DeliveryFilter {
                 .map(|t| t.as_str().to_owned())
                 .collect(),
             lead: self.lead_id,
+            endpoint: self.endpoint_id,
         };
         // $1 org, $2 states, $3 the `retrying` of the states before the end, $4 since,
-        // $5 until, $6 types (empty: any), $7 lead (NULL: any).
+        // $5 until, $6 types (empty: any), $7 lead (NULL: any), $8 the endpoint (resolved by
+        // the caller: `listed_endpoint`).
         let of_state = state_asked("$2", "$3");
         let sql = if self.walks_states() {
             format!(
                 "SELECT {what} FROM deliveries d
-                 WHERE d.org_id = $1 AND {of_state}
+                 WHERE d.org_id = $1 AND {of_state} AND d.endpoint_id = $8
                    AND ($4::timestamptz IS NULL OR (d.created_at >= $4 AND d.seq >= {since}))
                    AND ($5::timestamptz IS NULL OR (d.created_at < $5 AND d.seq < {until}))
                    AND $7::uuid IS NULL
                    AND ((d.state <> 'skipped' AND cardinality($6::text[]) = 0)
                         OR EXISTS (SELECT 1 FROM outbox o
                                    WHERE o.seq = d.seq AND (o.seq >> 32) = (d.seq >> 32)
-                                     AND o.org_id = d.endpoint_id AND o.erased_at IS NULL
+                                     AND o.erased_at IS NULL
                                      AND (cardinality($6::text[]) = 0
                                           OR o.event_type = ANY($6::text[]))))",
                 since = seq_at("$4", "-"),
@@ -540,6 +559,7 @@ impl DeliveryFilter {
             format!(
                 "SELECT {what} FROM {EVENT_WITH_DELIVERY}
                  WHERE o.org_id = $1 AND o.erased_at IS NULL AND {of_state}
+                   AND d.endpoint_id = $8
                    AND ($4::timestamptz IS NULL OR (o.created_at >= $4 AND o.seq >= {since}))
                    AND ($5::timestamptz IS NULL
                         OR (o.created_at < $5 AND o.seq < {until}
@@ -697,6 +717,22 @@ fn seq_at(param: &str, sign: &str) -> String {
     )
 }
 
+/// The endpoint whose deliveries a list, a count or a replay of `f` is about: the one it
+/// names, else the org's primary, else the org's id (the key of the deliveries recorded while
+/// it had no endpoint).
+async fn listed_endpoint(
+    conn: &mut diesel_async::AsyncPgConnection,
+    org_id: Uuid,
+    f: &DeliveryFilter,
+) -> Result<Uuid, StoreError> {
+    if let Some(id) = f.endpoint_id {
+        return Ok(id);
+    }
+    let primary =
+        crate::webhooks::resolve(conn, crate::webhooks::EndpointRef::primary(org_id)).await?;
+    Ok(primary.unwrap_or(org_id))
+}
+
 /// Takes `seqs.len()` consecutive replay slots of the org (`replay_pacing`, whose row lock also
 /// orders concurrent replays of one org) and puts each delivery back to the relay, due at its
 /// slot. A delivery whose state left `states` (with the `retrying` asked of one before the end)
@@ -704,7 +740,7 @@ fn seq_at(param: &str, sign: &str) -> String {
 /// condition on the row's latest version. Returns how many were put back.
 async fn schedule_replays(
     conn: &mut diesel_async::AsyncPgConnection,
-    org_id: Uuid,
+    at: EndpointKey,
     seqs: &[i64],
     states: &[String],
     retrying: &[bool],
@@ -722,16 +758,17 @@ async fn schedule_replays(
              RETURNING next_at - make_interval(secs => $3 * $4) AS first)
          UPDATE deliveries d SET {}
          FROM slot, unnest($2::int8[]) WITH ORDINALITY AS v(seq, i)
-         WHERE d.seq = v.seq AND d.org_id = $1 AND {}",
+         WHERE d.seq = v.seq AND d.org_id = $1 AND d.endpoint_id = $7 AND {}",
         super::state::replay("slot.first + make_interval(secs => $3 * (v.i - 1))"),
         state_asked("$5", "$6")
     ))
-    .bind::<diesel::sql_types::Uuid, _>(org_id)
+    .bind::<diesel::sql_types::Uuid, _>(at.org_id)
     .bind::<Array<Int8>, _>(seqs)
     .bind::<Double, _>(spacing)
     .bind::<Double, _>(n)
     .bind::<Array<Text>, _>(states)
     .bind::<Array<Bool>, _>(retrying)
+    .bind::<diesel::sql_types::Uuid, _>(at.endpoint_id)
     .execute(conn)
     .await?;
     crate::deliveries::state::wake_relay(conn).await?;
@@ -746,6 +783,7 @@ pub(super) struct SelectionBinds {
     until: Option<OffsetDateTime>,
     types: Vec<String>,
     lead: Option<Uuid>,
+    endpoint: Option<Uuid>,
 }
 
 impl SelectionBinds {
@@ -769,6 +807,7 @@ impl SelectionBinds {
             .bind::<Nullable<Timestamptz>, _>(self.until)
             .bind::<Array<Text>, _>(self.types)
             .bind::<Nullable<SqlUuid>, _>(self.lead)
+            .bind::<SqlUuid, _>(self.endpoint.unwrap_or(org_id))
     }
 }
 

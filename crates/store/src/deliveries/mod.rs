@@ -36,6 +36,8 @@ pub use rows::Fill;
 #[derive(Debug, Clone, Serialize)]
 pub struct Delivery {
     pub id: Uuid,
+    /// The endpoint it goes to.
+    pub endpoint_id: Uuid,
     pub event_id: Uuid,
     pub event_type: EventType,
     pub status: DeliveryStatus,
@@ -65,14 +67,13 @@ pub struct DeliveryDetail {
 
 /// The columns of a delivery as the API shows it, from its event (`o`) and its own row (`d`,
 /// joined by [`EVENT_WITH_DELIVERY`]): what [`Delivered`] reads.
-const DELIVERED_COLUMNS: &str = "o.seq, o.delivery_id, o.event_id, o.event_type, \
+const DELIVERED_COLUMNS: &str = "o.seq, d.delivery_id, d.endpoint_id, o.event_id, o.event_type, \
      d.state::text AS state, d.retrying, d.attempts, d.last_status_code, d.last_error, \
      o.created_at, d.updated_at, o.erased_at";
 
-/// An event and its delivery's row: today one delivery per event, whose endpoint is the org's
-/// one, so the row is found by its key (`seq`, `endpoint_id`) from the event.
-const EVENT_WITH_DELIVERY: &str =
-    "outbox o JOIN deliveries d ON d.seq = o.seq AND d.endpoint_id = o.org_id";
+/// An event and its deliveries' rows (one per endpoint it went to), found by their key's first
+/// column from the event.
+const EVENT_WITH_DELIVERY: &str = "outbox o JOIN deliveries d ON d.seq = o.seq";
 
 /// A delivery read from its own row and its event's: the state as the delivery row keeps it
 /// ([`DeliveryState`]), the rest as the event was written. Read by name from
@@ -84,7 +85,11 @@ struct Delivered {
     #[diesel(sql_type = diesel::sql_types::Int8)]
     seq: i64,
     #[diesel(sql_type = diesel::sql_types::Uuid)]
+    #[diesel(select_expression = deliveries::delivery_id)]
     delivery_id: Uuid,
+    #[diesel(sql_type = diesel::sql_types::Uuid)]
+    #[diesel(select_expression = deliveries::endpoint_id)]
+    endpoint_id: Uuid,
     #[diesel(sql_type = diesel::sql_types::Uuid)]
     event_id: Uuid,
     #[diesel(sql_type = diesel::sql_types::Text)]
@@ -117,6 +122,7 @@ impl Delivered {
     fn summary(&self) -> Delivery {
         Delivery {
             id: self.delivery_id,
+            endpoint_id: self.endpoint_id,
             event_id: self.event_id,
             event_type: self.event_type,
             status: self.state.status(self.retrying),
@@ -145,6 +151,8 @@ struct DeliveredDetail {
 #[derive(Clone)]
 pub struct DeliveryContext {
     pub status: DeliveryStatus,
+    /// The endpoint it goes to (its health, throttle and order are that endpoint's).
+    pub endpoint: crate::webhooks::EndpointKey,
     /// `Some(Err(_))` when the webhook exists but its sealed secret cannot be opened (the
     /// `QUALIFIER_SECRET_KEY` changed): the attempt fails like any other and can be replayed
     /// after the secret is rotated, instead of requeueing forever.
@@ -162,6 +170,8 @@ pub struct DeliveryContext {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LeadOrder {
     pub org_id: Uuid,
+    /// A lead's order is kept per endpoint.
+    pub endpoint_id: Uuid,
     pub lead_id: Uuid,
     pub seq: i64,
     /// An earlier delivery of the lead is pending or retrying (as of the read).

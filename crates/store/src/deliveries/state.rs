@@ -43,6 +43,7 @@ use uuid::Uuid;
 use super::AttemptWrite;
 use crate::answer::ReadToEnd;
 use crate::partitions::{DeliveryRef, day_bounds};
+use crate::webhooks::EndpointKey;
 use crate::{Store, StoreError};
 use qualifier_domain::DeliveryStatus;
 
@@ -111,11 +112,11 @@ macro_rules! wait_for_turn_set {
 }
 pub(crate) use wait_for_turn_set;
 
-/// The deliveries of `$1` (an org) waiting in their rows for a throttle turn, on the delivery
-/// rows `d` (through `deliveries_org_state`). What a change of the throttle moves
+/// The deliveries to endpoint `$5` of org `$1` waiting in their rows for a throttle turn, on
+/// the delivery rows `d` (through `deliveries_org_state`). What a change of the throttle moves
 /// (`crate::pacing`, `retime`).
 pub(crate) const WAITING_FOR_TURN: &str =
-    "d.org_id = $1 AND d.state = 'paced' AND d.turn_at IS NOT NULL";
+    "d.org_id = $1 AND d.state = 'paced' AND d.turn_at IS NOT NULL AND d.endpoint_id = $5";
 
 /// A new turn at `at` for a delivery waiting in its row, sent `ahead` seconds before it (SQL
 /// expressions): the `SET` list of a throttle's retiming, on the delivery row.
@@ -161,7 +162,7 @@ pub(crate) use erased_set;
 /// lead's order call too.
 macro_rules! earlier_pending {
     () => {
-        "qualifier_earlier_pending(o.org_id, o.lead_id, o.seq)"
+        "qualifier_earlier_pending(o.org_id, o.endpoint_id, o.lead_id, o.seq)"
     };
 }
 pub(crate) use earlier_pending;
@@ -205,12 +206,12 @@ macro_rules! erased_now {
 }
 
 /// The outcome statement after its parameters: each outcome applied to its delivery's row,
-/// found from its event's (`outbox_delivery_id` within the batch's days, the way the worker's
-/// read finds it, then the delivery's key), with `$guard` as one more condition on the row.
-/// Found by its own `deliveries_delivery_id` with the days as a range of `seq`, a generic
+/// found by its key's first column (the event's `seq`, which the message carries) and its own
+/// id, with `$guard` as one more condition on the row; its event's row by the same `seq`.
+/// Found by its `deliveries_delivery_id` with the days only as a range of `seq`, a generic
 /// plan made while the day's partition was small walked the partition's primary key through
 /// that range instead, and the guard took a lock for every row it passed (the plan test:
-/// out of shared memory at 20,000). Whether the event was erased: `erased_now!`. An
+/// out of shared memory at 20,000); an equality on `seq` leaves no such plan. Whether the event was erased: `erased_now!`. An
 /// erased event's delivery stays as its erasure left it, as `outbox_stays_erased` keeps the
 /// event's row (migration 32): ended `skipped` unless this attempt succeeded, the entry without
 /// the receiver's answer, the request's headers and the signatures.
@@ -218,8 +219,9 @@ macro_rules! record_tail {
     ($guard:literal) => {
         concat!(
             ")), v AS (
-                 SELECT * FROM p, unnest(p.ids, p.statuses, p.codes, p.errs, p.entries)
-                      AS v(id, status, code, err, entry))
+                 SELECT * FROM p, unnest(p.ids, p.statuses, p.codes, p.errs, p.entries,
+                                         $8::int8[])
+                      AS v(id, status, code, err, entry, seq))
              UPDATE deliveries d SET
                     state = CASE WHEN ",
             erased_now!(),
@@ -251,8 +253,11 @@ macro_rules! record_tail {
             " THEN NULL ELSE d.resume_attempt END,
                     updated_at = clock_timestamp()
              FROM v, outbox e
-             WHERE e.delivery_id = v.id AND (e.seq >> 32) BETWEEN $6 AND $7
-               AND d.seq = e.seq AND d.endpoint_id = e.org_id",
+             WHERE d.seq = coalesce(v.seq, (SELECT o.seq FROM outbox o
+                                             WHERE o.delivery_id = v.id
+                                               AND (o.seq >> 32) BETWEEN $6 AND $7))
+               AND d.delivery_id = v.id
+               AND e.seq = d.seq AND (e.seq >> 32) BETWEEN $6 AND $7",
             $guard,
             "
              RETURNING d.delivery_id,
@@ -343,6 +348,10 @@ impl Store {
         use diesel::sql_types::{Jsonb, Nullable, Text};
         let ids: Vec<Uuid> = writes.iter().map(|w| w.delivery.id).collect();
         let (lo, hi) = day_bounds(writes.iter().map(|w| w.delivery.seq));
+        // The delivery's row by its key's first column and its own id: one probe of the
+        // primary key each, whichever endpoint it goes to (a message of a release that did not
+        // carry the event's `seq` finds it from the event's delivery id).
+        let seqs: Vec<Option<i64>> = writes.iter().map(|w| w.delivery.seq).collect();
         let statuses: Vec<DeliveryStatus> = writes.iter().map(|w| w.status).collect();
         let codes: Vec<Option<i32>> = writes
             .iter()
@@ -369,6 +378,7 @@ impl Store {
             .bind::<Array<Jsonb>, _>(&entries)
             .bind::<diesel::sql_types::BigInt, _>(lo)
             .bind::<diesel::sql_types::BigInt, _>(hi)
+            .bind::<Array<Nullable<diesel::sql_types::BigInt>>, _>(&seqs)
             .load::<Recorded>(&mut conn)
             .await?,
         )
@@ -465,7 +475,8 @@ impl Store {
             open!(),
             "
                AND EXISTS (SELECT 1 FROM endpoint_health h
-                           WHERE h.org_id = d.org_id AND h.state = 'failing' FOR SHARE)"
+                           WHERE h.endpoint_id = d.endpoint_id AND h.state = 'failing'
+                           FOR SHARE)"
         ))
         .bind::<SqlUuid, _>(delivery.id)
         .bind::<Int4, _>(i32::try_from(resume_attempt).unwrap_or(i32::MAX))
@@ -489,7 +500,7 @@ impl Store {
              WHERE d.state = 'held'
                AND d.updated_at < clock_timestamp() - make_interval(secs => $1 / 1000.0)
                AND NOT EXISTS (SELECT 1 FROM endpoint_health h
-                               WHERE h.org_id = d.org_id AND h.state = 'failing')",
+                               WHERE h.endpoint_id = d.endpoint_id AND h.state = 'failing')",
             requeue("clock_timestamp()")
         ))
         .bind::<BigInt, _>(older_than.as_millis() as i64)
@@ -528,15 +539,16 @@ impl Store {
     /// if nothing earlier than it is still pending. True when one was released.
     pub async fn release_next_of_lead(
         &self,
-        org_id: Uuid,
+        at: EndpointKey,
         lead_id: Uuid,
     ) -> Result<bool, StoreError> {
         let mut conn = self.conn().await?;
         let r: Answer = crate::prepared::prepared::<SqlUuid, _>(
             "SELECT qualifier_release_next(",
             ") AS yes",
-            org_id,
+            at.org_id,
         )
+        .bind::<SqlUuid, _>(at.endpoint_id)
         .bind::<SqlUuid, _>(lead_id)
         .one(&mut conn)
         .await?;
@@ -556,8 +568,8 @@ impl Store {
              WHERE d.state = 'after_earlier'
                AND d.updated_at < clock_timestamp() - make_interval(secs => $1)
                AND (NOT EXISTS (SELECT 1 FROM webhooks w
-                                WHERE w.org_id = d.org_id AND w.ordering = 'per_lead')
-                    OR NOT qualifier_earlier_pending(d.org_id, d.lead_id, d.seq))",
+                                WHERE w.id = d.endpoint_id AND w.ordering = 'per_lead')
+                    OR NOT qualifier_earlier_pending(d.org_id, d.endpoint_id, d.lead_id, d.seq))",
             requeue("clock_timestamp()")
         ))
         .bind::<Double, _>(older_than.as_secs_f64())
@@ -570,19 +582,21 @@ impl Store {
     }
 }
 
-/// Every delivery of the org held for the outage goes back to the relay, oldest first (the relay
-/// orders due rows by `replay_at`, then `seq`), and the relay is woken. One waiting for an
-/// earlier delivery of its lead stays: that delivery's end releases it (`crate::pacing`).
+/// Every delivery to the endpoint held for its outage goes back to the relay, oldest first
+/// (the relay orders due rows by `due_at`, then `seq`), and the relay is woken. One waiting for
+/// an earlier delivery of its lead stays: that delivery's end releases it (`crate::pacing`).
 pub(crate) async fn release_held(
     conn: &mut AsyncPgConnection,
-    org_id: Uuid,
+    at: EndpointKey,
 ) -> Result<(), StoreError> {
-    // Through `deliveries_org_state`: the org's held ones.
+    // Through `deliveries_org_state`: the org's held ones, then the endpoint's among them.
     let n = diesel::sql_query(format!(
-        "UPDATE deliveries d SET {} WHERE d.org_id = $1 AND d.state = 'held'",
+        "UPDATE deliveries d SET {}
+         WHERE d.org_id = $1 AND d.state = 'held' AND d.endpoint_id = $2",
         requeue("clock_timestamp()")
     ))
-    .bind::<SqlUuid, _>(org_id)
+    .bind::<SqlUuid, _>(at.org_id)
+    .bind::<SqlUuid, _>(at.endpoint_id)
     .execute(conn)
     .await?;
     if n > 0 {
@@ -591,19 +605,49 @@ pub(crate) async fn release_held(
     Ok(())
 }
 
-/// Every delivery of the org held in its row (for an outage or for its lead's order) ends
-/// `skipped` with `reason`, in the caller's transaction: its webhook was disabled.
+/// Every delivery to the endpoint held in its row (for an outage or for its lead's order) ends
+/// `skipped` with `reason`, in the caller's transaction: the endpoint was disabled.
 pub(crate) async fn skip_held(
     conn: &mut AsyncPgConnection,
-    org_id: Uuid,
+    at: EndpointKey,
     reason: &str,
 ) -> Result<(), StoreError> {
-    diesel::sql_query(
-        "UPDATE deliveries d SET state = 'skipped', retrying = false, last_error = $2,
-                resume_attempt = NULL, updated_at = clock_timestamp()
-         WHERE d.org_id = $1 AND d.state IN ('held', 'after_earlier')",
+    skip_of_endpoint(conn, at, "'held', 'after_earlier'", reason).await
+}
+
+/// Every delivery to the endpoint not over yet ends `skipped` with `reason`, no request made,
+/// in the caller's transaction: the endpoint was deleted. One a worker holds is dropped by it
+/// (its row has ended: `decide::attempt`, `Before::Drop`).
+pub(crate) async fn skip_endpoint(
+    conn: &mut AsyncPgConnection,
+    at: EndpointKey,
+    reason: &str,
+) -> Result<(), StoreError> {
+    skip_of_endpoint(
+        conn,
+        at,
+        "'queued', 'paced', 'out', 'held', 'after_earlier'",
+        reason,
     )
-    .bind::<SqlUuid, _>(org_id)
+    .await
+}
+
+/// The endpoint's deliveries in `states` (an SQL list, from the two above) end `skipped`.
+async fn skip_of_endpoint(
+    conn: &mut AsyncPgConnection,
+    at: EndpointKey,
+    states: &str,
+    reason: &str,
+) -> Result<(), StoreError> {
+    // Through `deliveries_org_state`: the org's in those states, then the endpoint's.
+    diesel::sql_query(format!(
+        "UPDATE deliveries d SET state = 'skipped', retrying = false, last_error = $3,
+                resume_attempt = NULL, due_at = NULL, turn_at = NULL,
+                updated_at = clock_timestamp()
+         WHERE d.org_id = $1 AND d.state IN ({states}) AND d.endpoint_id = $2"
+    ))
+    .bind::<SqlUuid, _>(at.org_id)
+    .bind::<SqlUuid, _>(at.endpoint_id)
     .bind::<diesel::sql_types::Text, _>(reason)
     .execute(conn)
     .await?;

@@ -385,6 +385,7 @@ mod tests {
         );
         let order = |earlier_pending| qualifier_store::deliveries::LeadOrder {
             org_id: m.org_id,
+            endpoint_id: m.endpoint_id(),
             lead_id: uuid::Uuid::new_v4(),
             seq: 7,
             earlier_pending,

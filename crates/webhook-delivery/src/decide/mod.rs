@@ -145,12 +145,15 @@ pub(crate) mod fixtures {
             not_before_ms: None,
             test: false,
             seq: None,
+            endpoint_id: None,
         }
     }
 
     pub fn hook(enabled: bool, types: &[EventType]) -> WebhookForDelivery {
         WebhookForDelivery {
             webhook: Webhook {
+                id: Uuid::nil(),
+                description: String::new(),
                 url: "https://hooks.example.com/q".into(),
                 event_types: types.to_vec(),
                 enabled,
@@ -172,6 +175,10 @@ pub(crate) mod fixtures {
     ) -> DeliveryContext {
         DeliveryContext {
             status,
+            endpoint: qualifier_store::webhooks::EndpointKey {
+                org_id: Uuid::nil(),
+                endpoint_id: Uuid::nil(),
+            },
             webhook,
             health: Default::default(),
             paced_at: None,

@@ -162,7 +162,7 @@ impl Worker {
                     let turn = self
                         .store
                         .take_turn(
-                            job.meta.org_id,
+                            job.endpoint(),
                             rate,
                             job.delivery(),
                             job.meta.attempt,

@@ -109,7 +109,7 @@ impl Worker {
                 org_back_off,
             } => {
                 if let Some(wait) = org_back_off {
-                    self.gate.back_off(job.meta.org_id, wait);
+                    self.gate.back_off(job.meta.endpoint_id(), wait);
                 }
                 // The retry waits in the delivery's row, not as a copy of the body in a retry
                 // queue (`Store::schedule_attempt`); the relay sends it again when it is due.
@@ -175,7 +175,13 @@ impl Worker {
         };
         if let Err(e) = self
             .store
-            .release_next_of_lead(order.org_id, order.lead_id)
+            .release_next_of_lead(
+                qualifier_store::webhooks::EndpointKey {
+                    org_id: order.org_id,
+                    endpoint_id: order.endpoint_id,
+                },
+                order.lead_id,
+            )
             .await
         {
             tracing::warn!(lead_id = %order.lead_id, error = %qualifier_store::cause_chain(&e), "next delivery of the lead not released; the safety net will");
@@ -210,19 +216,17 @@ impl Worker {
         let step = input.step();
         match self
             .store
-            .change_health(job.meta.org_id, self.notify_operator, move |h| {
-                step.apply(h)
-            })
+            .change_health(job.endpoint(), self.notify_operator, move |h| step.apply(h))
             .await
         {
             Ok((h, change)) => {
                 if let Some(c) = change {
-                    tracing::warn!(org_id = %job.meta.org_id, change = c.event_type(), error = ?h.last_error, "endpoint health changed");
+                    tracing::warn!(org_id = %job.meta.org_id, endpoint_id = %job.meta.endpoint_id(), change = c.event_type(), error = ?h.last_error, "endpoint health changed");
                 }
                 Some(h.state)
             }
             Err(e) => {
-                tracing::warn!(org_id = %job.meta.org_id, error = %qualifier_store::cause_chain(&e), "endpoint health not updated");
+                tracing::warn!(org_id = %job.meta.org_id, endpoint_id = %job.meta.endpoint_id(), error = %qualifier_store::cause_chain(&e), "endpoint health not updated");
                 None
             }
         }

@@ -7,6 +7,7 @@ mod console_browser;
 mod crash;
 mod delivery;
 mod egress;
+mod endpoints;
 mod erasure;
 mod hardening;
 mod health;

@@ -578,7 +578,11 @@ async fn a_wait_begun_while_the_earlier_delivery_ends_is_never_left_behind() {
     assert!(store.wait_for_earlier(d2, lead_id, 1).await.unwrap());
     let listed = s.delivery_in(&org, &d2.id.to_string()).await;
     assert_eq!(listed["waiting_for"], "earlier_delivery", "{listed}");
-    assert!(!store.release_next_of_lead(org_id, lead_id).await.unwrap());
+    let primary = qualifier_store::webhooks::EndpointKey {
+        org_id,
+        endpoint_id: org_id,
+    };
+    assert!(!store.release_next_of_lead(primary, lead_id).await.unwrap());
     assert_eq!(held(d2.id).await, (true, false));
     pg.execute(
         "UPDATE deliveries SET state = 'succeeded' WHERE delivery_id = $1::text::uuid",
@@ -586,7 +590,7 @@ async fn a_wait_begun_while_the_earlier_delivery_ends_is_never_left_behind() {
     )
     .await
     .unwrap();
-    assert!(store.release_next_of_lead(org_id, lead_id).await.unwrap());
+    assert!(store.release_next_of_lead(primary, lead_id).await.unwrap());
     assert_eq!(
         held(d2.id).await,
         (false, true),

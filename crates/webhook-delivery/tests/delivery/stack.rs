@@ -43,6 +43,7 @@ pub fn api_config(db: &TestDb, topo: &TestTopology, key: &SecretKey) -> ApiConfi
         topology_prefix: topo.prefix.clone(),
         retry_delays_ms: topo.retry_delays_ms.clone(),
         event_retention_days: 30,
+        max_endpoints_per_org: 10,
         replay_rate_per_second: 50,
         console_base_url: None,
         max_page_bytes: lead_api::page::DEFAULT_MAX_PAGE_BYTES,

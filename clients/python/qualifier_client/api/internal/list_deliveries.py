@@ -20,6 +20,7 @@ def _get_kwargs(
     status: DeliveryStatus | Unset = UNSET,
     event_type: EventType | Unset = UNSET,
     lead_id: UUID | Unset = UNSET,
+    endpoint_id: UUID | Unset = UNSET,
     since: str | Unset = UNSET,
     until: str | Unset = UNSET,
     cursor: str | Unset = UNSET,
@@ -43,6 +44,11 @@ def _get_kwargs(
     if not isinstance(lead_id, Unset):
         json_lead_id = str(lead_id)
     params["lead_id"] = json_lead_id
+
+    json_endpoint_id: str | Unset = UNSET
+    if not isinstance(endpoint_id, Unset):
+        json_endpoint_id = str(endpoint_id)
+    params["endpoint_id"] = json_endpoint_id
 
     params["since"] = since
 
@@ -122,6 +128,7 @@ def sync_detailed(
     status: DeliveryStatus | Unset = UNSET,
     event_type: EventType | Unset = UNSET,
     lead_id: UUID | Unset = UNSET,
+    endpoint_id: UUID | Unset = UNSET,
     since: str | Unset = UNSET,
     until: str | Unset = UNSET,
     cursor: str | Unset = UNSET,
@@ -134,6 +141,7 @@ def sync_detailed(
         status (DeliveryStatus | Unset):
         event_type (EventType | Unset):
         lead_id (UUID | Unset):
+        endpoint_id (UUID | Unset):
         since (str | Unset):
         until (str | Unset):
         cursor (str | Unset):
@@ -152,6 +160,7 @@ def sync_detailed(
         status=status,
         event_type=event_type,
         lead_id=lead_id,
+        endpoint_id=endpoint_id,
         since=since,
         until=until,
         cursor=cursor,
@@ -172,6 +181,7 @@ def sync(
     status: DeliveryStatus | Unset = UNSET,
     event_type: EventType | Unset = UNSET,
     lead_id: UUID | Unset = UNSET,
+    endpoint_id: UUID | Unset = UNSET,
     since: str | Unset = UNSET,
     until: str | Unset = UNSET,
     cursor: str | Unset = UNSET,
@@ -184,6 +194,7 @@ def sync(
         status (DeliveryStatus | Unset):
         event_type (EventType | Unset):
         lead_id (UUID | Unset):
+        endpoint_id (UUID | Unset):
         since (str | Unset):
         until (str | Unset):
         cursor (str | Unset):
@@ -203,6 +214,7 @@ def sync(
         status=status,
         event_type=event_type,
         lead_id=lead_id,
+        endpoint_id=endpoint_id,
         since=since,
         until=until,
         cursor=cursor,
@@ -217,6 +229,7 @@ async def asyncio_detailed(
     status: DeliveryStatus | Unset = UNSET,
     event_type: EventType | Unset = UNSET,
     lead_id: UUID | Unset = UNSET,
+    endpoint_id: UUID | Unset = UNSET,
     since: str | Unset = UNSET,
     until: str | Unset = UNSET,
     cursor: str | Unset = UNSET,
@@ -229,6 +242,7 @@ async def asyncio_detailed(
         status (DeliveryStatus | Unset):
         event_type (EventType | Unset):
         lead_id (UUID | Unset):
+        endpoint_id (UUID | Unset):
         since (str | Unset):
         until (str | Unset):
         cursor (str | Unset):
@@ -247,6 +261,7 @@ async def asyncio_detailed(
         status=status,
         event_type=event_type,
         lead_id=lead_id,
+        endpoint_id=endpoint_id,
         since=since,
         until=until,
         cursor=cursor,
@@ -265,6 +280,7 @@ async def asyncio(
     status: DeliveryStatus | Unset = UNSET,
     event_type: EventType | Unset = UNSET,
     lead_id: UUID | Unset = UNSET,
+    endpoint_id: UUID | Unset = UNSET,
     since: str | Unset = UNSET,
     until: str | Unset = UNSET,
     cursor: str | Unset = UNSET,
@@ -277,6 +293,7 @@ async def asyncio(
         status (DeliveryStatus | Unset):
         event_type (EventType | Unset):
         lead_id (UUID | Unset):
+        endpoint_id (UUID | Unset):
         since (str | Unset):
         until (str | Unset):
         cursor (str | Unset):
@@ -297,6 +314,7 @@ async def asyncio(
             status=status,
             event_type=event_type,
             lead_id=lead_id,
+            endpoint_id=endpoint_id,
             since=since,
             until=until,
             cursor=cursor,
