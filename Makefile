@@ -38,10 +38,11 @@ BIN := $(or $(CARGO_TARGET_DIR),target)/debug
 DEV_BUILD := $(CARGO) build --workspace --all-targets
 
 # Four events per lead through a throttle with per-lead order: also fails if a lead's events are
-# accepted out of order (docs/delivery.md, "Throttle and order").
-CHAOS_PACE := --events-per-lead 4 --max-per-second 200 --ordering per_lead
+# accepted out of order (docs/delivery.md, "Throttle and order"). Three endpoints, the last
+# failing for the first third of the run: every delivery to each must arrive.
+CHAOS_PACE := --events-per-lead 4 --max-per-second 200 --ordering per_lead --endpoints 3
 
-chaos:              ## 5,000 events under kill -9, broker and database restarts, receiver faults, throttled and ordered per lead
+chaos:              ## 5,000 events to 3 endpoints under kill -9, broker and database restarts, receiver faults, throttled and ordered per lead
 	$(DEV_BUILD)
 	$(BIN)/qualifier-chaos --events 5000 --faults 16 $(CHAOS_PACE)
 

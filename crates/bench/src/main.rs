@@ -33,6 +33,7 @@ mod api;
 mod ceilings;
 mod cpu;
 mod e2e;
+mod endpoints;
 mod erasure;
 mod feed;
 mod history;
@@ -82,10 +83,11 @@ struct Opts {
     #[arg(long)]
     json: Option<PathBuf>,
     /// Run one phase alone, for profiling it (`perf record -a` while it runs).
-    #[arg(long, value_parser = ["e2e", "drain", "api", "feed", "lone", "outage", "noisy", "erasure", "history"])]
+    #[arg(long, value_parser = ["e2e", "drain", "api", "feed", "lone", "outage", "noisy", "endpoints", "erasure", "history"])]
     only: Option<String>,
     /// With `--only e2e`: cause events at this many per second instead of as fast as the API
-    /// takes them (commit-to-receipt latency at a chosen load).
+    /// takes them (commit-to-receipt latency at a chosen load); with `--only endpoints`, the
+    /// pace of its isolation runs (default 200).
     #[arg(long)]
     pace: Option<f64>,
     /// With `--only e2e`: the org's webhook `ordering` (`per_lead`: a lead's deliveries one at
@@ -326,11 +328,12 @@ async fn run() -> anyhow::Result<()> {
             }
             "outage" => outage(&sink, n, o.outage_secs()).await?,
             "noisy" => noisy(&sink, (n / 4).max(1000), if o.short() { 300 } else { 1000 }).await?,
+            "endpoints" => endpoints::phase(&sink, n, o.pace.unwrap_or(200.0)).await?,
             "erasure" => erasure::phase(&sink, o.erasure_others(), o.heavy_erasures()).await?,
             "history" => history::phase(&sink, o.history()).await?,
             other => {
                 anyhow::bail!(
-                    "--only takes e2e, drain, api, feed, lone, outage, noisy, erasure or history, not {other}"
+                    "--only takes e2e, drain, api, feed, lone, outage, noisy, endpoints, erasure or history, not {other}"
                 )
             }
         };

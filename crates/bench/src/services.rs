@@ -212,7 +212,12 @@ impl Env {
         Ok(p)
     }
 
-    async fn internal_call(&self, method: reqwest::Method, path: &str, body: Value) -> Value {
+    pub(crate) async fn internal_call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Value,
+    ) -> Value {
         let r = self
             .http
             .request(method, format!("{}/internal/v1{path}", self.internal))
@@ -272,6 +277,33 @@ impl Env {
             .await;
         anyhow::ensure!(hook.get("webhook").is_some(), "put webhook: {hook}");
         Ok(())
+    }
+
+    /// Every committed delivery to one endpoint (the delivery rows are the truth): its id, its
+    /// event's commit time (Unix µs) and org.
+    pub async fn committed_to(&self, endpoint: &str) -> anyhow::Result<Vec<(u128, i64, String)>> {
+        let pg = self.db.client().await;
+        let rows = pg
+            .query(
+                "SELECT d.delivery_id::text, (extract(epoch FROM o.created_at) * 1000000)::int8,
+                        o.org_id::text
+                 FROM deliveries d JOIN outbox o ON o.seq = d.seq
+                 WHERE d.endpoint_id = $1::text::uuid",
+                &[&endpoint],
+            )
+            .await?;
+        Ok(rows
+            .iter()
+            .map(|r| {
+                (
+                    uuid::Uuid::parse_str(r.get::<_, &str>(0))
+                        .map(|u| u.as_u128())
+                        .unwrap_or(0),
+                    r.get::<_, i64>(1),
+                    r.get::<_, String>(2),
+                )
+            })
+            .collect())
     }
 
     /// Every committed event (the outbox is the truth): delivery id and commit time (Unix µs).

@@ -64,6 +64,12 @@ struct Opts {
     /// accepted out of order (replays of dead-lettered deliveries aside: they go outside it).
     #[arg(long, default_value = "none")]
     ordering: String,
+    /// Endpoints of the org, each on a receiver of its own and subscribed to every event: the
+    /// first is its webhook (behind the dropping hop, with the receiver faults); the last of
+    /// two or more answers 500 for the run's first third, then recovers. Every delivery to
+    /// every endpoint must arrive.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=10))]
+    endpoints: u64,
 }
 
 fn bin_dir(opts: &Opts) -> PathBuf {
@@ -232,6 +238,35 @@ async fn run() -> anyhow::Result<()> {
         anyhow::ensure!(r.status().is_success(), "pace not set: {}", r.text().await?);
     }
     let per_lead = opts.events_per_lead.max(1);
+    // The other endpoints (`--endpoints`): (id, receiver), each verifying with its own secret.
+    let mut others: Vec<(String, Receiver)> = Vec::new();
+    for _ in 1..opts.endpoints {
+        let r = Receiver::start().await;
+        let created = http
+            .post(format!("{base}/orgs/{org}/endpoints"))
+            .bearer_auth(INTERNAL_TOKEN)
+            .json(
+                &json!({"url": r.url, "event_types": ["lead.created", "lead.updated"],
+                          "description": "chaos"}),
+            )
+            .send()
+            .await?
+            .json::<Value>()
+            .await?;
+        let secret = created["signing_secret"].as_str();
+        r.set_secrets(vec![
+            anyhow::Context::context(secret, "endpoint not created")?.to_owned(),
+        ]);
+        let id = anyhow::Context::context(created["endpoint"]["id"].as_str(), "endpoint id")?;
+        others.push((id.to_owned(), r));
+    }
+    // The last of them fails for the run's first third (its deliveries retry, then wait in
+    // their rows while it is failing), then recovers.
+    if opts.endpoints > 1
+        && let Some((_, r)) = others.last()
+    {
+        r.set_behaviour(Behaviour::Status(500));
+    }
 
     // The producer: a new lead (one lead.created), then its renames (lead.updated each), every
     // request sent again until it succeeds: a known phone creates nothing twice and a rename to
@@ -319,6 +354,11 @@ async fn run() -> anyhow::Result<()> {
         "receiver_drop",
     ];
     for n in 0..fault_count {
+        if n == fault_count / 3
+            && let Some((_, r)) = others.last()
+        {
+            r.set_behaviour(Behaviour::Ok);
+        }
         // Every kind at least once, then at random.
         let kind = if (n as usize) < kinds.len() {
             kinds[n as usize]
@@ -400,20 +440,24 @@ async fn run() -> anyhow::Result<()> {
             .count();
         if dead > 0 && replay_rounds < 3 {
             replay_rounds += 1;
-            let r = http
-                .post(format!("{base}/orgs/{org}/deliveries/replay"))
-                .bearer_auth(INTERNAL_TOKEN)
-                .json(&json!({"status": "dead"}))
-                .send()
-                .await?
-                .json::<Value>()
-                .await?;
-            replayed_dead += r["replayed"].as_u64().unwrap_or(0);
+            // Each endpoint's dead ones (a bulk replay is one endpoint's; the webhook's first).
+            let ids = std::iter::once(org.clone()).chain(others.iter().map(|(id, _)| id.clone()));
+            for id in ids {
+                let r = http
+                    .post(format!("{base}/orgs/{org}/deliveries/replay"))
+                    .bearer_auth(INTERNAL_TOKEN)
+                    .json(&json!({"status": "dead", "endpoint_id": id}))
+                    .send()
+                    .await?
+                    .json::<Value>()
+                    .await?;
+                replayed_dead += r["replayed"].as_u64().unwrap_or(0);
+            }
         }
         let committed: HashSet<String> = rows.iter().map(|r| r.get::<_, String>(0)).collect();
-        let received: HashSet<String> = receiver
-            .received()
-            .iter()
+        let received: HashSet<String> = std::iter::once(&receiver)
+            .chain(others.iter().map(|(_, r)| r))
+            .flat_map(|r| r.received())
             .filter(|r| r.verified_with.is_some() && r.accepted && !is_probe(r))
             .map(|r| r.header("x-qualifier-delivery").to_owned())
             .collect();
@@ -424,12 +468,20 @@ async fn run() -> anyhow::Result<()> {
     };
     // Probes of the endpoint while a receiver fault made it failing are not deliveries (they
     // carry X-Qualifier-Probe and an id of their own); a receiver ignores them, so does the count.
-    let probes = receiver.received().iter().filter(|r| is_probe(r)).count();
+    let every = || {
+        std::iter::once(&receiver)
+            .chain(others.iter().map(|(_, r)| r))
+            .flat_map(|r| r.received())
+    };
+    let probes = every().filter(|r| is_probe(r)).count();
+    // The webhook's receipts, in arrival order (the per-lead order is each endpoint's: the
+    // webhook's is the one checked), and every endpoint's.
     let received: Vec<_> = receiver
         .received()
         .into_iter()
         .filter(|r| !is_probe(r))
         .collect();
+    let received_everywhere: Vec<_> = every().filter(|r| !is_probe(r)).collect();
     let leads: i64 =
         qualifier_testkit::sql::try_one(&pg, "SELECT count(*) FROM leads", &[]).await?;
     let statuses: HashMap<String, i64> = pg
@@ -443,12 +495,12 @@ async fn run() -> anyhow::Result<()> {
         .collect();
     let lost: Vec<&String> = committed.difference(&delivered_ids).collect();
     let foreign = delivered_ids.difference(&committed).count();
-    let unsigned = received
+    let unsigned = received_everywhere
         .iter()
         .filter(|r| r.verified_with.is_none())
         .count();
     let mut per_id: HashMap<&str, u64> = HashMap::new();
-    for r in received
+    for r in received_everywhere
         .iter()
         .filter(|r| r.verified_with.is_some() && r.accepted)
     {
@@ -504,8 +556,9 @@ async fn run() -> anyhow::Result<()> {
         "events_delivered": delivered_ids.intersection(&committed).count(),
         "events_lost": lost.len(),
         "duplicate_receipts": duplicates,
-        "receipts_total": received.len(),
-        "receipts_refused_by_fault": received.iter().filter(|r| !r.accepted).count(),
+        "endpoints": opts.endpoints,
+        "receipts_total": received_everywhere.len(),
+        "receipts_refused_by_fault": received_everywhere.iter().filter(|r| !r.accepted).count(),
         "receipts_unsigned_or_invalid": unsigned,
         "foreign_delivery_ids": foreign,
         "delivery_statuses": statuses,

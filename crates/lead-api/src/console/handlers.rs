@@ -188,9 +188,11 @@ pub(super) async fn webhook_view(
                 ..Default::default()
             })
     });
+    let endpoints = st.store.list_endpoints(s.org_id).await?;
     Ok(ok(pages::webhook_page(
         &s.who(),
         saved.as_ref(),
+        endpoints.get(1..).unwrap_or_default(),
         &form,
         notice,
         secret,
@@ -454,6 +456,11 @@ pub(super) async fn deliveries_get(
             .first()
             .map_or("", |t| t.as_str())
             .to_owned(),
+        endpoint_id: q
+            .filter
+            .endpoint_id
+            .map(|e| e.to_string())
+            .unwrap_or_default(),
     };
     let search = DeliverySearch::parse(req.query_string());
     let (rows, next, error) = match &search {

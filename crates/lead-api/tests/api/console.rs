@@ -1008,3 +1008,87 @@ async fn a_used_link_says_how_to_get_a_new_one() {
         assert!(html.contains(said), "{said:?} not in {html}");
     }
 }
+
+/// The webhook page lists the org's other endpoints with their state and a link to their
+/// deliveries; the Deliveries page filtered by one shows that endpoint's only, and keeps the
+/// filter on its next page. Another org's endpoint shows nothing of it.
+#[tokio::test(flavor = "multi_thread")]
+async fn other_endpoints_are_listed_with_their_deliveries_one_endpoint_at_a_time() {
+    let app = app().await;
+    let (org, _) = app.org().await;
+    let (other, _) = app.org().await;
+    let hook = json!({"url": "https://127.0.0.1:9443/hooks", "event_types": ["lead.created"]});
+    app.internal_json(
+        200,
+        Method::PUT,
+        &format!("/internal/v1/orgs/{org}/webhook"),
+        Some(hook.clone()),
+    )
+    .await;
+    let mut second = hook.clone();
+    second["description"] = json!("Data warehouse");
+    second["event_types"] = json!(["lead.created", "lead.updated"]);
+    let created = app
+        .internal_json(
+            201,
+            Method::POST,
+            &format!("/internal/v1/orgs/{org}/endpoints"),
+            Some(second),
+        )
+        .await;
+    let id = created["endpoint"]["id"].as_str().unwrap().to_owned();
+    let theirs = app
+        .internal_json(
+            201,
+            Method::POST,
+            &format!("/internal/v1/orgs/{other}/endpoints"),
+            Some(hook.clone()),
+        )
+        .await["endpoint"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for n in 0..3 {
+        app.inbound_lead(&org, &format!("+44770090061{n}")).await;
+    }
+    let cookie = sign_in(&app, &org).await;
+    let (status, html) = get(&app, Some(&cookie), "/console").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(html.contains("Other endpoints"), "{html}");
+    assert!(html.contains("Data warehouse"));
+    assert!(html.contains("lead.created, lead.updated"));
+    assert!(html.contains(&format!("/console/deliveries?endpoint_id={id}")));
+    assert!(
+        !html.contains(&theirs),
+        "another org's endpoint is not shown"
+    );
+
+    let (_, list) = get(
+        &app,
+        Some(&cookie),
+        &format!("/console/deliveries?endpoint_id={id}&limit=2"),
+    )
+    .await;
+    let ids: Vec<String> = app
+        .db
+        .client()
+        .await
+        .query(
+            "SELECT delivery_id::text FROM deliveries WHERE endpoint_id = $1::text::uuid",
+            &[&id],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(ids.len(), 3);
+    let shown = ids.iter().filter(|d| list.contains(d.as_str())).count();
+    assert_eq!(shown, 2, "a page of two of that endpoint's deliveries");
+    assert!(
+        list.contains(&format!("endpoint_id={id}&amp;cursor=")),
+        "the next page keeps the endpoint: {list}"
+    );
+    let (_, primary) = get(&app, Some(&cookie), "/console/deliveries").await;
+    assert!(ids.iter().all(|d| !primary.contains(d.as_str())));
+}

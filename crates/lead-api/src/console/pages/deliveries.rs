@@ -17,6 +17,8 @@ use crate::inputs::DeliverySearch;
 pub struct DeliveryFilterForm {
     pub status: String,
     pub event_type: String,
+    /// Whose deliveries (empty: the org's first endpoint's, its webhook).
+    pub endpoint_id: String,
 }
 
 /// What the Deliveries page shows.
@@ -154,6 +156,9 @@ fn next_href(filter: &DeliveryFilterForm, next: Option<&str>) -> Option<String> 
         if !filter.event_type.is_empty() {
             q.append_pair("event_type", &filter.event_type);
         }
+        if !filter.endpoint_id.is_empty() {
+            q.append_pair("endpoint_id", &filter.endpoint_id);
+        }
         q.append_pair("cursor", c);
         format!("/console/deliveries?{}", q.finish())
     })
@@ -234,6 +239,10 @@ fn filter_form(filter: &DeliveryFilterForm, filter_error: Option<&str>) -> Marku
                         option value=(t.as_str()) selected[filter.event_type == t.as_str()] { (t.as_str()) }
                     }
                 }
+            }
+            @if !filter.endpoint_id.is_empty() {
+                input type="hidden" name="endpoint_id" value=(filter.endpoint_id);
+                p.meta { "Endpoint " code { (filter.endpoint_id) } " (" a href="/console/deliveries" { "the webhook's instead" } ")" }
             }
             button type="submit" { "Filter" }
             @if let Some(e) = filter_error { p.error role="alert" { (e) } }

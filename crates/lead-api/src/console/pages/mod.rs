@@ -195,6 +195,7 @@ fn health_banner(csrf: &str, h: &EndpointHealth) -> Markup {
 pub fn webhook_page(
     who: &Who,
     saved: Option<&WebhookStatus>,
+    others: &[WebhookStatus],
     form: &WebhookForm,
     notice: Option<&str>,
     secret: Option<(&str, &str)>,
@@ -280,8 +281,43 @@ pub fn webhook_page(
                 p.meta { "Last saved " (ts(w.webhook.updated_at)) }
             }
         }
+        (other_endpoints(others))
     };
     layout("Webhook", Nav::Webhook, who, content)
+}
+
+/// The org's endpoints besides this page's (its primary, the oldest): each with its health
+/// and a link to its deliveries. They are created and changed through the internal API or
+/// `qualifierctl endpoints` (docs/api.md, "Endpoints").
+fn other_endpoints(others: &[WebhookStatus]) -> Markup {
+    html! {
+        @if !others.is_empty() {
+            section aria-labelledby="endpoints-h" {
+                h2 id="endpoints-h" { "Other endpoints" }
+                p { "Each gets the events it is subscribed to, signed with its own secret, with its own retries, health and pace. The webhook above is your first endpoint." }
+                table {
+                    thead { tr { th { "Endpoint" } th { "URL" } th { "Event types" } th { "State" } th { "Deliveries" } } }
+                    tbody {
+                        @for e in others {
+                            tr data-endpoint=(e.webhook.id) {
+                                td {
+                                    @if e.webhook.description.is_empty() { code { (e.webhook.id) } }
+                                    @else { (e.webhook.description) br; code.meta { (e.webhook.id) } }
+                                }
+                                td { (e.webhook.url) }
+                                td { (e.webhook.event_types.iter().map(|t| t.as_str()).collect::<Vec<_>>().join(", ")) }
+                                td {
+                                    @if !e.webhook.enabled { "disabled" }
+                                    @else { (e.health.state.as_str()) }
+                                }
+                                td { a href=(format!("/console/deliveries?endpoint_id={}", e.webhook.id)) { "Deliveries" } }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// The endpoint's client certificate: what is shown of it (never the key), a warning in its
