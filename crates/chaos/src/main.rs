@@ -473,7 +473,7 @@ async fn run() -> anyhow::Result<()> {
             .chain(others.iter().map(|(_, r)| r))
             .flat_map(|r| r.received())
     };
-    let probes = every().filter(|r| is_probe(r)).count();
+    let probes = every().filter(is_probe).count();
     // The webhook's receipts, in arrival order (the per-lead order is each endpoint's: the
     // webhook's is the one checked), and every endpoint's.
     let received: Vec<_> = receiver
