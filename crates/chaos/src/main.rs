@@ -619,7 +619,7 @@ async fn run() -> anyhow::Result<()> {
             );
         }
     }
-    if leads as u64 * per_lead != committed.len() as u64 {
+    if leads as u64 * per_lead * opts.endpoints != committed.len() as u64 {
         // Which leads hold another number of events than the producer caused, with their events
         // in order and the lead's name now: whether a rename's event is missing (a success
         // answered without its event) or one was applied twice (a stale attempt landing late).
@@ -724,8 +724,8 @@ async fn run() -> anyhow::Result<()> {
         lost.iter().take(5).collect::<Vec<_>>()
     );
     anyhow::ensure!(
-        leads as u64 * per_lead == committed.len() as u64,
-        "every lead has exactly its {per_lead} events"
+        leads as u64 * per_lead * opts.endpoints == committed.len() as u64,
+        "every lead has exactly its {per_lead} events, a delivery of each to every endpoint"
     );
     anyhow::ensure!(
         out_of_order.is_empty(),
