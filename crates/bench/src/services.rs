@@ -292,18 +292,7 @@ impl Env {
                 &[&endpoint],
             )
             .await?;
-        Ok(rows
-            .iter()
-            .map(|r| {
-                (
-                    uuid::Uuid::parse_str(r.get::<_, &str>(0))
-                        .map(|u| u.as_u128())
-                        .unwrap_or(0),
-                    r.get::<_, i64>(1),
-                    r.get::<_, String>(2),
-                )
-            })
-            .collect())
+        Ok(rows.iter().map(committed_row).collect())
     }
 
     /// Every committed event (the outbox is the truth): delivery id and commit time (Unix µs).
@@ -316,19 +305,20 @@ impl Env {
                 &[],
             )
             .await?;
-        Ok(rows
-            .iter()
-            .map(|r| {
-                (
-                    uuid::Uuid::parse_str(r.get::<_, &str>(0))
-                        .map(|u| u.as_u128())
-                        .unwrap_or(0),
-                    r.get::<_, i64>(1),
-                    r.get::<_, String>(2),
-                )
-            })
-            .collect())
+        Ok(rows.iter().map(committed_row).collect())
     }
+}
+
+/// A committed delivery as [`Env::committed`] and [`Env::committed_to`] read it: (delivery id,
+/// commit time in Unix µs, org).
+fn committed_row(r: &tokio_postgres::Row) -> (u128, i64, String) {
+    (
+        uuid::Uuid::parse_str(r.get::<_, &str>(0))
+            .map(|u| u.as_u128())
+            .unwrap_or(0),
+        r.get::<_, i64>(1),
+        r.get::<_, String>(2),
+    )
 }
 
 pub struct Org {

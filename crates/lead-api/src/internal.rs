@@ -15,8 +15,24 @@ use crate::inputs::{
 use crate::state::{AppState, path_id};
 use qualifier_store::webhooks::EndpointRef;
 
+/// A resource whose methods not routed answer 405.
+fn r(path: &str) -> actix_web::Resource {
+    web::resource(path).default_service(web::to(method_not_allowed))
+}
+
+/// What an endpoint is given below `base` (the primary's `…/webhook`, or `…/endpoints/{id}`),
+/// one set of handlers for both ([`EndpointPath`]).
+fn endpoint_actions<P: EndpointPath>(cfg: &mut web::ServiceConfig, base: &str) {
+    cfg.service(r(&format!("{base}/rotate-secret")).route(web::post().to(rotate_secret::<P>)))
+        .service(r(&format!("{base}/test")).route(web::post().to(send_test_event::<P>)))
+        .service(
+            r(&format!("{base}/client-certificate"))
+                .route(web::put().to(put_client_certificate::<P>))
+                .route(web::delete().to(delete_client_certificate::<P>)),
+        );
+}
+
 pub fn routes(cfg: &mut web::ServiceConfig) {
-    let r = |path: &str| web::resource(path).default_service(web::to(method_not_allowed));
     // A request is matched against the resources in this order, each pattern with a `{…}`
     // segment by a regular expression, so the routes every lead change takes come first: an
     // inbound contact tried nine patterns before its own, a visible share of `lead-api`'s CPU
@@ -41,19 +57,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
                 .route(web::put().to(put_webhook))
                 .route(web::get().to(get_webhook)),
         )
-        .service(
-            r("/internal/v1/orgs/{org}/webhook/rotate-secret")
-                .route(web::post().to(rotate_secret::<Primary>)),
-        )
-        .service(
-            r("/internal/v1/orgs/{org}/webhook/test")
-                .route(web::post().to(send_test_event::<Primary>)),
-        )
-        .service(
-            r("/internal/v1/orgs/{org}/webhook/client-certificate")
-                .route(web::put().to(put_client_certificate::<Primary>))
-                .route(web::delete().to(delete_client_certificate::<Primary>)),
-        )
+        .configure(|c| endpoint_actions::<Primary>(c, "/internal/v1/orgs/{org}/webhook"))
         .service(
             r("/internal/v1/orgs/{org}/endpoints")
                 .route(web::post().to(create_endpoint))
@@ -65,19 +69,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
                 .route(web::put().to(put_endpoint))
                 .route(web::delete().to(delete_endpoint)),
         )
-        .service(
-            r("/internal/v1/orgs/{org}/endpoints/{id}/rotate-secret")
-                .route(web::post().to(rotate_secret::<ById>)),
-        )
-        .service(
-            r("/internal/v1/orgs/{org}/endpoints/{id}/test")
-                .route(web::post().to(send_test_event::<ById>)),
-        )
-        .service(
-            r("/internal/v1/orgs/{org}/endpoints/{id}/client-certificate")
-                .route(web::put().to(put_client_certificate::<ById>))
-                .route(web::delete().to(delete_client_certificate::<ById>)),
-        )
+        .configure(|c| endpoint_actions::<ById>(c, "/internal/v1/orgs/{org}/endpoints/{id}"))
         .service(
             r("/internal/v1/orgs/{org}/endpoints/{id}/probe").route(web::post().to(probe_endpoint)),
         )
