@@ -1,4 +1,4 @@
-//! Several endpoints per organisation (contract section 21): what an event costs sent to three
+//! Several endpoints per organisation (docs/api.md, "Endpoints"): what an event costs sent to three
 //! endpoints against one, in the same sitting (the event's write, its commit and its relay are
 //! shared; each delivery is a request, an outcome and a message of its own), and whether one
 //! endpoint that fails or is throttled changes the others' commit-to-receipt latency.

@@ -61,7 +61,7 @@ pub struct ApiArgs {
     /// Finished events (and their delivery records) are kept this many days
     #[arg(long, env = "QUALIFIER_EVENT_RETENTION_DAYS", default_value = EVENT_RETENTION_DAYS, hide_env_values = true)]
     pub event_retention_days: String,
-    /// The most endpoints one org may have (contract section 21)
+    /// The most endpoints one org may have (docs/api.md, "Endpoints")
     #[arg(long, env = "QUALIFIER_MAX_ENDPOINTS_PER_ORG", default_value = MAX_ENDPOINTS_PER_ORG, hide_env_values = true)]
     pub max_endpoints_per_org: String,
     #[command(flatten)]

@@ -283,7 +283,7 @@ async fn send_test_event<P: EndpointPath>(
     Ok(HttpResponse::Accepted().json(json!({ "delivery": delivery })))
 }
 
-/// A new endpoint: 201 with its secrets, shown this once (contract section 21).
+/// A new endpoint: 201 with its secrets, shown this once (docs/api.md, "Endpoints").
 async fn create_endpoint(
     _: InternalAuth,
     Object(obj): JsonObject,

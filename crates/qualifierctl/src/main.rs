@@ -67,7 +67,7 @@ enum Command {
         #[command(flatten)]
         settings: EndpointSettingsArgs,
     },
-    /// The org's endpoints (contract section 21): list, create, update, delete.
+    /// The org's endpoints (docs/api.md, "Endpoints"): list, create, update, delete.
     Endpoints {
         #[command(subcommand)]
         action: EndpointsCommand,

@@ -73,7 +73,7 @@ pub struct Store {
     pub max_endpoints: usize,
 }
 
-/// [`Store::max_endpoints`] unless set (contract section 21).
+/// [`Store::max_endpoints`] unless set (docs/api.md, "Endpoints").
 pub const DEFAULT_MAX_ENDPOINTS_PER_ORG: usize = 10;
 
 impl Store {

@@ -1,4 +1,4 @@
-//! Several endpoints per organisation (contract section 21): each event goes to every endpoint
+//! Several endpoints per organisation (docs/api.md, "Endpoints"): each event goes to every endpoint
 //! subscribed to its type, signed with that endpoint's own secret and under its own delivery
 //! id; the `webhook` routes act on the primary (oldest) endpoint; endpoints are found only in
 //! their own org; a deleted endpoint gets nothing more.
