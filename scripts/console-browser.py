@@ -7,6 +7,8 @@ screenshot of each page into the given directory.
 
   console-browser.py setup  <sign-in url> <endpoint url> <screenshot dir>
   console-browser.py replay <sign-in url> <screenshot dir>
+  console-browser.py endpoints_add <sign-in url> <endpoint url> <screenshot dir>
+  console-browser.py endpoints_delete <sign-in url> <endpoint page url> <screenshot dir>
   console-browser.py debug  <sign-in url> <delivery id> <screenshot dir>
                             <allowed port> <frame sign-in url> <refused port> <frame sign-in url>
   console-browser.py cross_site <org A sign-in url> <org B sign-in url> <port> <screenshot dir>
@@ -22,7 +24,7 @@ import time
 from playwright.sync_api import expect, sync_playwright
 
 EVENT_TYPES = ["lead.created", "lead.updated", "lead.stage_changed", "lead.qualified",
-               "handoff.created", "handoff.accepted", "handoff.released"]
+               "handoff.created", "handoff.accepted", "handoff.released", "lead.erased"]
 
 
 def browser(p):
@@ -270,9 +272,89 @@ def cross_site(login_a, login_b, port, shots):
     return out
 
 
+def endpoints_add(login, endpoint, shots):
+    """Adds a second endpoint, sends it a test event, edits its types and rotates its secret."""
+    out = {}
+    with sync_playwright() as p:
+        b = browser(p)
+        page = b.new_context(viewport={"width": 1100, "height": 900}).new_page()
+        sign_in(page, login)
+        page.get_by_role("link", name="Add endpoint").click()
+        expect(page.get_by_role("heading", name="Add endpoint")).to_be_visible()
+        page.get_by_label("Endpoint URL").fill(endpoint)
+        page.get_by_label("Description").fill("Data warehouse")
+        for t in EVENT_TYPES:
+            box = page.get_by_label(t, exact=True)
+            if t == "lead.stage_changed":
+                box.check()
+            else:
+                box.uncheck()
+        page.get_by_role("button", name="Add endpoint").click()
+        expect(page.get_by_role("heading", name="Endpoint: Data warehouse")).to_be_visible()
+        secret = page.locator("[data-secret]")
+        expect(secret).to_be_visible()
+        out["first_secret"] = secret.inner_text().strip()
+        shot(page, shots, "endpoint-added")
+
+        page.get_by_role("button", name="Send test event").click()
+        expect(page.get_by_role("heading", name="Delivery")).to_be_visible()
+        out["test_delivery"] = page.url.rsplit("/", 1)[-1]
+        wait_for_text(page, "succeeded")
+
+        # Back through the first endpoint's page, which lists this one.
+        page.get_by_role("link", name="Webhook", exact=True).click()
+        row = page.locator("tr[data-endpoint]")
+        out["listed"] = row.count()
+        out["listed_id"] = row.first.get_attribute("data-endpoint")
+        shot(page, shots, "endpoints")
+        page.get_by_role("link", name="Data warehouse").click()
+        expect(page.get_by_label("Description")).to_have_value("Data warehouse")
+        # The added page answered its POST; this is the endpoint's own address.
+        out["endpoint_page"] = page.url
+        page.get_by_label("lead.created", exact=True).check()
+        page.get_by_role("button", name="Save").click()
+        expect(page.get_by_role("status")).to_contain_text("Saved")
+
+        page.get_by_label("Grace window").select_option("0")
+        page.get_by_role("button", name="Rotate secret").click()
+        rotated = page.locator("[data-secret]")
+        expect(rotated).to_be_visible()
+        out["rotated_secret"] = rotated.inner_text().strip()
+        b.close()
+    return out
+
+
+def endpoints_delete(login, endpoint_page, shots):
+    """The endpoint's deliveries (the list filtered to it), then `Delete endpoint`."""
+    out = {}
+    with sync_playwright() as p:
+        b = browser(p)
+        page = b.new_context(viewport={"width": 1100, "height": 900}).new_page()
+        sign_in(page, login)
+        page.goto(endpoint_page)
+        page.get_by_role("link", name="This endpoint's deliveries").click()
+        expect(page.get_by_role("heading", name="Deliveries", exact=True)).to_be_visible()
+        out["filtered_url"] = page.url
+        out["delivery_ids"] = [a.get_attribute("href").rsplit("/", 1)[-1]
+                               for a in page.locator("tbody tr a").all()]
+        shot(page, shots, "endpoint-deliveries")
+        page.goto(endpoint_page)
+        page.get_by_role("button", name="Delete endpoint").click()
+        expect(page.get_by_role("status")).to_contain_text("Endpoint deleted")
+        out["listed_after"] = page.locator("tr[data-endpoint]").count()
+        # Its page is gone.
+        out["page_after"] = page.goto(endpoint_page).status
+        b.close()
+    return out
+
+
 def main():
     if len(sys.argv) == 5 and sys.argv[1] == "setup":
         out = setup(sys.argv[2], sys.argv[3], sys.argv[4])
+    elif len(sys.argv) == 5 and sys.argv[1] == "endpoints_add":
+        out = endpoints_add(*sys.argv[2:])
+    elif len(sys.argv) == 5 and sys.argv[1] == "endpoints_delete":
+        out = endpoints_delete(*sys.argv[2:])
     elif len(sys.argv) == 4 and sys.argv[1] == "replay":
         out = replay(sys.argv[2], sys.argv[3])
     elif len(sys.argv) == 9 and sys.argv[1] == "debug":

@@ -182,6 +182,23 @@ async fn run() -> anyhow::Result<()> {
             .env("RUST_LOG", "error")
             .stdout(Stdio::null());
     };
+    // `QUALIFIER_CHAOS_LOGS=DIR` keeps each service's log (at `RUST_LOG`, default info) in
+    // DIR/<service>.log, appended across its restarts: what a lost delivery is chased with.
+    let logs = std::env::var_os("QUALIFIER_CHAOS_LOGS").map(PathBuf::from);
+    let keep_log = |cmd: &mut Command, name: &str| {
+        let Some(dir) = &logs else { return };
+        std::fs::create_dir_all(dir).expect("QUALIFIER_CHAOS_LOGS");
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.join(format!("{name}.log")))
+            .expect("QUALIFIER_CHAOS_LOGS");
+        cmd.env(
+            "RUST_LOG",
+            std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into()),
+        )
+        .stdout(file);
+    };
     let mut api_cmd = Command::new(bins.join("lead-api"));
     common(&mut api_cmd);
     api_cmd
@@ -201,6 +218,8 @@ async fn run() -> anyhow::Result<()> {
         .env("QUALIFIER_ENDPOINT_PROBE_MIN_MS", "250")
         .env("QUALIFIER_ENDPOINT_PROBE_MAX_MS", "1000")
         .env("QUALIFIER_WEBHOOK_CA_FILE", &receiver.ca_file);
+    keep_log(&mut api_cmd, "lead-api");
+    keep_log(&mut delivery_cmd, "webhook-delivery");
     let mut api = Service::new("lead-api", api_cmd);
     let mut delivery = Service::new("webhook-delivery", delivery_cmd);
     let _restore = Restore;

@@ -4,14 +4,12 @@
 use actix_web::cookie::Cookie;
 use actix_web::http::{StatusCode, header};
 use actix_web::{HttpRequest, HttpResponse, web};
-use qualifier_domain::EventType;
-use strum::VariantArray;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::credentials::Kind;
 use super::errors::{ConsoleError, Result};
-use super::extract::{COOKIE, ConsoleSession, CsrfForm, Posted, cookie_for, session_cookie};
+use super::extract::{COOKIE, ConsoleSession, CsrfForm, Place, Posted, cookie_for, session_cookie};
 use super::pages::{self, DeliveryFilterForm, WebhookForm};
 use super::{CSS, JS, catalogue, ok, see_other};
 use crate::inputs::{
@@ -168,34 +166,42 @@ pub(super) async fn logout(
     ))
 }
 
-// --- Webhook -------------------------------------------------------------------------------
+// --- Webhook and endpoints ---------------------------------------------------------------
 
+/// An endpoint's settings page ([`Place`]): the org's first at `/console`, with the others
+/// listed below it; any other at `/console/endpoints/{id}`.
 pub(super) async fn webhook_view(
     st: &AppState,
     s: &ConsoleSession,
+    place: Place,
     form: Option<WebhookForm>,
     notice: Option<&str>,
     secret: Option<(&str, &str)>,
 ) -> Result<HttpResponse> {
-    let saved = st.store.webhook_status(s.org_id).await?;
+    let saved = st.store.webhook_status(place.at(s.org_id)).await?;
+    if place.id.is_some() && saved.is_none() {
+        return Err(ConsoleError::NotFound(Place::ENDPOINT_NOT_FOUND));
+    }
     let form = form.unwrap_or_else(|| {
         saved
             .as_ref()
             .map(|w| WebhookForm::of(&w.webhook))
-            .unwrap_or(WebhookForm {
-                enabled: true,
-                event_types: EventType::VARIANTS.to_vec(),
-                ..Default::default()
-            })
+            .unwrap_or_else(WebhookForm::blank)
     });
-    let endpoints = st.store.list_endpoints(s.org_id).await?;
+    let others = match place.id {
+        None => st.store.list_endpoints(s.org_id).await?,
+        Some(_) => Vec::new(),
+    };
     Ok(ok(pages::webhook_page(
         &s.who(),
-        saved.as_ref(),
-        endpoints.get(1..).unwrap_or_default(),
-        &form,
-        notice,
-        secret,
+        &pages::EndpointView {
+            place: Some(place),
+            saved: saved.as_ref(),
+            others: others.get(1..).unwrap_or_default(),
+            form: &form,
+            notice,
+            secret,
+        },
     )))
 }
 
@@ -214,70 +220,177 @@ fn notice_text(q: &str) -> Option<&'static str> {
         "replayed-all" => {
             Some("Dead deliveries queued again, paced so your endpoint is not flooded.")
         }
+        "endpoint-deleted" => Some(
+            "Endpoint deleted. Its pending deliveries ended skipped (Endpoint deleted); it gets nothing more.",
+        ),
         _ => None,
     }
 }
 
 pub(super) async fn webhook_get(
     s: ConsoleSession,
+    place: Place,
     req: HttpRequest,
     st: web::Data<AppState>,
 ) -> Result<HttpResponse> {
-    webhook_view(&st, &s, None, notice_text(req.query_string()), None).await
+    webhook_view(&st, &s, place, None, notice_text(req.query_string()), None).await
 }
 
-pub(super) async fn webhook_save(f: CsrfForm, st: web::Data<AppState>) -> Result<Posted> {
+/// The settings form's fields, parsed as the API parses its body; refused, the form again as
+/// sent, each problem beside its field. `description` is read on the pages that show it.
+async fn settings_of(
+    f: &CsrfForm,
+    st: &AppState,
+    description: bool,
+) -> std::result::Result<WebhookSettings, WebhookForm> {
     let url = f.form.get("url").unwrap_or("").trim();
     let types = f.form.all("event_types");
     let enabled = f.form.get("enabled").is_some();
     let rate = f.form.get("max_per_second");
     let ordering = f.form.get("ordering");
+    let text = description.then(|| f.form.get("description").unwrap_or(""));
     let pace = (rate, ordering);
-    let settings = match WebhookSettings::from_form(url, &types, enabled, pace, &st.egress).await {
+    WebhookSettings::from_form(url, &types, enabled, pace, text, &st.egress)
+        .await
+        .map_err(|errors| WebhookForm {
+            url: url.to_owned(),
+            event_types: types.iter().filter_map(|t| t.parse().ok()).collect(),
+            enabled,
+            description: text.unwrap_or("").to_owned(),
+            url_error: errors.url,
+            types_error: errors.event_types,
+            description_error: errors.description,
+            max_per_second: rate.unwrap_or("").trim().to_owned(),
+            ordering: ordering.unwrap_or("none").to_owned(),
+            rate_error: errors.max_per_second,
+            ordering_error: errors.ordering,
+            ..Default::default()
+        })
+}
+
+/// A page answered 422: what was sent could not be saved.
+fn refused(mut r: HttpResponse) -> HttpResponse {
+    *r.status_mut() = StatusCode::UNPROCESSABLE_ENTITY;
+    r
+}
+
+pub(super) async fn webhook_save(
+    f: CsrfForm,
+    place: Place,
+    st: web::Data<AppState>,
+) -> Result<Posted> {
+    let settings = match settings_of(&f, &st, place.id.is_some()).await {
         Ok(s) => s,
-        Err(errors) => {
-            // The form again, as sent, each problem beside its field.
-            let shown = WebhookForm {
-                url: url.to_owned(),
-                event_types: types.iter().filter_map(|t| t.parse().ok()).collect(),
-                enabled,
-                url_error: errors.url,
-                types_error: errors.event_types,
-                max_per_second: rate.unwrap_or("").trim().to_owned(),
-                ordering: ordering.unwrap_or("none").to_owned(),
-                rate_error: errors.max_per_second,
-                ordering_error: errors.ordering,
-                ..Default::default()
-            };
-            let mut r = webhook_view(&st, &f.session, Some(shown), None, None).await?;
-            *r.status_mut() = StatusCode::UNPROCESSABLE_ENTITY;
-            return Ok(f.answer(r));
+        Err(shown) => {
+            let r = webhook_view(&st, &f.session, place, Some(shown), None, None).await?;
+            return Ok(f.answer(refused(r)));
         }
     };
-    let (_, secret) = st.put_webhook(f.session.org_id, settings).await?;
+    let secret = match place.id {
+        None => st.put_webhook(f.session.org_id, settings).await?.1,
+        Some(_) => {
+            let at = place.at(f.session.org_id);
+            st.store
+                .update_endpoint(at, settings.into_endpoint())
+                .await?;
+            None
+        }
+    };
     let r = match secret {
         // Created: the signing secret exists from now on and is shown this once.
         Some(secret) => {
             webhook_view(
                 &st,
                 &f.session,
+                place,
                 None,
                 Some("Saved. Your endpoint now receives the selected events."),
                 Some(("Signing secret", &secret)),
             )
             .await?
         }
-        None => see_other("/console?done=saved"),
+        None => see_other(&format!("{}?done=saved", place.page())),
     };
     Ok(f.answer(r))
 }
 
-pub(super) async fn webhook_rotate(f: CsrfForm, st: web::Data<AppState>) -> Result<Posted> {
+/// `Add endpoint`: the settings form, empty.
+pub(super) async fn endpoint_new(s: ConsoleSession) -> Result<HttpResponse> {
+    Ok(new_endpoint_page(&s, &WebhookForm::blank()))
+}
+
+fn new_endpoint_page(s: &ConsoleSession, form: &WebhookForm) -> HttpResponse {
+    ok(pages::webhook_page(
+        &s.who(),
+        &pages::EndpointView {
+            place: None,
+            saved: None,
+            others: &[],
+            form,
+            notice: None,
+            secret: None,
+        },
+    ))
+}
+
+/// A new endpoint of the org; its page then shows its signing secret, once.
+pub(super) async fn endpoint_create(f: CsrfForm, st: web::Data<AppState>) -> Result<Posted> {
+    let settings = match settings_of(&f, &st, true).await {
+        Ok(s) => s,
+        Err(shown) => return Ok(f.answer(refused(new_endpoint_page(&f.session, &shown)))),
+    };
+    let created = st
+        .store
+        .create_endpoint(f.session.org_id, settings.clone().into_endpoint())
+        .await;
+    let (endpoint, secret) = match created {
+        Ok(c) => c,
+        Err(qualifier_store::StoreError::LimitReached(m)) => {
+            let shown = WebhookForm {
+                form_error: Some(format!(
+                    "{m}: an organisation has at most {} endpoints. Delete one to add another.",
+                    st.store.max_endpoints
+                )),
+                ..WebhookForm::of_settings(&settings)
+            };
+            return Ok(f.answer(refused(new_endpoint_page(&f.session, &shown))));
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let r = webhook_view(
+        &st,
+        &f.session,
+        Place {
+            id: Some(endpoint.id),
+        },
+        None,
+        Some("Endpoint added. It receives the selected events from now on."),
+        Some(("Signing secret", &secret)),
+    )
+    .await?;
+    Ok(f.answer(r))
+}
+
+/// `Delete endpoint`: its pending deliveries end skipped in the same transaction.
+pub(super) async fn endpoint_delete(
+    f: CsrfForm,
+    place: Place,
+    st: web::Data<AppState>,
+) -> Result<Posted> {
+    st.store.delete_endpoint(place.at(f.session.org_id)).await?;
+    Ok(f.answer(see_other("/console?done=endpoint-deleted")))
+}
+
+pub(super) async fn webhook_rotate(
+    f: CsrfForm,
+    place: Place,
+    st: web::Data<AppState>,
+) -> Result<Posted> {
     let GraceWindow(grace) = GraceWindow::from_form(f.form.get("grace_seconds"))
         .map_err(|e| ConsoleError::BadRequest(e.to_string()))?;
     let (secret, previous) = st
         .store
-        .rotate_webhook_secret(f.session.org_id, grace)
+        .rotate_webhook_secret(place.at(f.session.org_id), grace)
         .await?;
     let notice = match previous {
         Some(t) => format!(
@@ -289,6 +402,7 @@ pub(super) async fn webhook_rotate(f: CsrfForm, st: web::Data<AppState>) -> Resu
     let r = webhook_view(
         &st,
         &f.session,
+        place,
         None,
         Some(&notice),
         Some(("New signing secret", &secret)),
@@ -297,22 +411,23 @@ pub(super) async fn webhook_rotate(f: CsrfForm, st: web::Data<AppState>) -> Resu
     Ok(f.answer(r))
 }
 
-pub(super) async fn webhook_certificate(f: CsrfForm, st: web::Data<AppState>) -> Result<Posted> {
+pub(super) async fn webhook_certificate(
+    f: CsrfForm,
+    place: Place,
+    st: web::Data<AppState>,
+) -> Result<Posted> {
+    let at = place.at(f.session.org_id);
     let cert = f.form.get("certificate").unwrap_or("");
     let key = f.form.get("private_key").unwrap_or("");
     match crate::inputs::ClientCertificateInput::from_form(cert, key) {
         Ok(input) => {
             st.store
-                .set_client_certificate(
-                    f.session.org_id,
-                    &input.certificate,
-                    &input.private_key,
-                    &input.info,
-                )
+                .set_client_certificate(at, &input.certificate, &input.private_key, &input.info)
                 .await?;
             let r = webhook_view(
                 &st,
                 &f.session,
+                place,
                 None,
                 Some("Client certificate saved. Every request from now on presents it."),
                 None,
@@ -321,26 +436,29 @@ pub(super) async fn webhook_certificate(f: CsrfForm, st: web::Data<AppState>) ->
             Ok(f.answer(r))
         }
         Err(e) => {
-            let saved = st.store.get_webhook(f.session.org_id).await?;
+            let saved = st.store.get_webhook(at).await?;
             let shown = WebhookForm {
                 cert_error: Some(e.to_string()),
                 ..saved.as_ref().map(WebhookForm::of).unwrap_or_default()
             };
-            let mut r = webhook_view(&st, &f.session, Some(shown), None, None).await?;
-            *r.status_mut() = StatusCode::UNPROCESSABLE_ENTITY;
-            Ok(f.answer(r))
+            let r = webhook_view(&st, &f.session, place, Some(shown), None, None).await?;
+            Ok(f.answer(refused(r)))
         }
     }
 }
 
 pub(super) async fn webhook_certificate_remove(
     f: CsrfForm,
+    place: Place,
     st: web::Data<AppState>,
 ) -> Result<Posted> {
-    st.store.remove_client_certificate(f.session.org_id).await?;
+    st.store
+        .remove_client_certificate(place.at(f.session.org_id))
+        .await?;
     let r = webhook_view(
         &st,
         &f.session,
+        place,
         None,
         Some("Client certificate removed. Requests present none from now on."),
         None,
@@ -349,9 +467,31 @@ pub(super) async fn webhook_certificate_remove(
     Ok(f.answer(r))
 }
 
-pub(super) async fn webhook_test(f: CsrfForm, st: web::Data<AppState>) -> Result<Posted> {
-    let id = st.store.send_test_event(f.session.org_id, None).await?;
+pub(super) async fn webhook_test(
+    f: CsrfForm,
+    place: Place,
+    st: web::Data<AppState>,
+) -> Result<Posted> {
+    let at = place.at(f.session.org_id);
+    let id = st.store.send_test_event(at, None).await?;
     Ok(f.answer(see_other(&format!("/console/deliveries/{id}"))))
+}
+
+/// `Check now`: the failing endpoint's next probe is due at once (a replica sends it within a
+/// second or so); the page then shows the outcome.
+pub(super) async fn webhook_check(
+    f: CsrfForm,
+    place: Place,
+    st: web::Data<AppState>,
+) -> Result<Posted> {
+    let at = place.at(f.session.org_id);
+    // Nothing to probe is no error for the org's first endpoint (the page says so), but an id
+    // that names no endpoint of the org is not found, as everywhere else.
+    if place.id.is_some() && st.store.endpoint_key(at).await?.is_none() {
+        return Err(ConsoleError::NotFound(Place::ENDPOINT_NOT_FOUND));
+    }
+    st.store.probe_now(at).await?;
+    Ok(f.answer(see_other(&format!("{}?done=checking", place.page()))))
 }
 
 // --- Event catalogue -----------------------------------------------------------------------
@@ -376,13 +516,6 @@ pub(super) async fn events_test(f: CsrfForm, st: web::Data<AppState>) -> Result<
     let t = crate::inputs::console_test_event_type(f.form.get("event_type"))?;
     let id = st.store.send_test_event(f.session.org_id, Some(t)).await?;
     Ok(f.answer(see_other(&format!("/console/deliveries/{id}"))))
-}
-
-/// `Check now`: the failing endpoint's next probe is due at once (a replica sends it within a
-/// second or so); the page then shows the outcome.
-pub(super) async fn webhook_check(f: CsrfForm, st: web::Data<AppState>) -> Result<Posted> {
-    st.store.probe_now(f.session.org_id).await?;
-    Ok(f.answer(see_other("/console?done=checking")))
 }
 
 // --- Tokens --------------------------------------------------------------------------------

@@ -109,6 +109,24 @@ pub fn routes(cfg: &mut web::ServiceConfig, frame_ancestors: &[String]) {
                 post(webhook_certificate_remove),
             )
             .route("/webhook/check", post(webhook_check))
+            // Every other endpoint of the org: the same page and forms, by id ([`extract::Place`]),
+            // and `new` before `{endpoint}`, which would match it.
+            .route("/endpoints/new", web::get().to(endpoint_new))
+            .route("/endpoints", post(endpoint_create))
+            .route("/endpoints/{endpoint}", web::get().to(webhook_get))
+            .route("/endpoints/{endpoint}", post(webhook_save))
+            .route("/endpoints/{endpoint}/rotate", post(webhook_rotate))
+            .route("/endpoints/{endpoint}/test", post(webhook_test))
+            .route(
+                "/endpoints/{endpoint}/client-certificate",
+                post(webhook_certificate),
+            )
+            .route(
+                "/endpoints/{endpoint}/client-certificate/remove",
+                post(webhook_certificate_remove),
+            )
+            .route("/endpoints/{endpoint}/check", post(webhook_check))
+            .route("/endpoints/{endpoint}/delete", post(endpoint_delete))
             .route("/tokens", web::get().to(tokens_get))
             .route("/tokens", post(tokens_create))
             .route("/tokens/{id}/revoke", post(tokens_revoke))

@@ -180,6 +180,7 @@ pub struct WebhookFieldErrors {
     pub event_types: Option<String>,
     pub max_per_second: Option<String>,
     pub ordering: Option<String>,
+    pub description: Option<String>,
 }
 
 impl WebhookSettings {
@@ -208,33 +209,40 @@ impl WebhookSettings {
         })
     }
 
-    /// A form's fields (the url trimmed, every checked type, the box): every problem at once.
+    /// A form's fields (the url trimmed, every checked type, the box, the description where
+    /// the page has one): every problem at once.
     pub async fn from_form(
         url: &str,
         event_types: &[&str],
         enabled: bool,
         pace: (Option<&str>, Option<&str>),
+        description: Option<&str>,
         egress: &EgressPolicy,
     ) -> Result<WebhookSettings, WebhookFieldErrors> {
         let url = public_endpoint(url, egress).await;
         let types = subscription(event_types.iter().map(|t| Some(*t)));
         let (rate, ordering) = pace_from_form(pace.0, pace.1);
-        match (url, types, rate, ordering) {
-            (Ok(url), Ok(event_types), Ok(max_per_second), Ok(ordering)) => Ok(WebhookSettings {
-                url,
-                event_types,
-                enabled,
-                pace: Pace {
-                    max_per_second,
-                    ordering,
-                },
-                description: None,
-            }),
-            (url, types, rate, ordering) => Err(WebhookFieldErrors {
+        let text = description.map(|d| Value::String(d.trim().to_owned()));
+        let description = description_of(text.as_ref()).map_err(|_| DESCRIPTION_MESSAGE);
+        match (url, types, rate, ordering, description) {
+            (Ok(url), Ok(event_types), Ok(max_per_second), Ok(ordering), Ok(description)) => {
+                Ok(WebhookSettings {
+                    url,
+                    event_types,
+                    enabled,
+                    pace: Pace {
+                        max_per_second,
+                        ordering,
+                    },
+                    description,
+                })
+            }
+            (url, types, rate, ordering, description) => Err(WebhookFieldErrors {
                 url: url.err().map(|e| e.to_string()),
                 event_types: types.err().map(|e| e.to_string()),
                 max_per_second: rate.err().map(str::to_owned),
                 ordering: ordering.err().map(str::to_owned),
+                description: description.err().map(str::to_owned),
             }),
         }
     }

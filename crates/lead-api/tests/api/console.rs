@@ -1092,3 +1092,103 @@ async fn other_endpoints_are_listed_with_their_deliveries_one_endpoint_at_a_time
     let (_, primary) = get(&app, Some(&cookie), "/console/deliveries").await;
     assert!(ids.iter().all(|d| !primary.contains(d.as_str())));
 }
+
+/// Another org's endpoint id on any endpoint page or form of the console: `Endpoint not found`,
+/// and that endpoint unchanged; the form that adds an endpoint shows the limit and a refused
+/// description beside its field, saving nothing.
+#[tokio::test(flavor = "multi_thread")]
+async fn endpoint_pages_find_only_the_orgs_own_endpoints_and_refuse_on_the_form() {
+    let app = app().await;
+    let (org, _) = app.org().await;
+    let (other, _) = app.org().await;
+    let hook = json!({"url": "https://127.0.0.1:9443/hooks", "event_types": ["lead.created"]});
+    let endpoints = |o: &str| format!("/internal/v1/orgs/{o}/endpoints");
+    let theirs = app
+        .internal_json(201, Method::POST, &endpoints(&other), Some(hook.clone()))
+        .await["endpoint"]
+        .clone();
+    let theirs_id = theirs["id"].as_str().unwrap().to_owned();
+
+    let cookie = sign_in(&app, &org).await;
+    let (_, html) = get(&app, Some(&cookie), "/console").await;
+    let csrf = csrf_of(&html);
+    for path in [
+        format!("/console/endpoints/{theirs_id}"),
+        "/console/endpoints/not-an-id".to_owned(),
+    ] {
+        let (status, html) = get(&app, Some(&cookie), &path).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{path}");
+        assert!(html.contains("Endpoint not found"), "{html}");
+    }
+    let form = [
+        ("csrf", csrf.as_str()),
+        ("url", "https://127.0.0.1:9443/mine"),
+        ("event_types", "lead.qualified"),
+        ("enabled", "true"),
+        ("description", "taken over"),
+        ("grace_seconds", "0"),
+    ];
+    for action in [
+        "",
+        "/rotate",
+        "/test",
+        "/check",
+        "/client-certificate/remove",
+        "/delete",
+    ] {
+        let path = format!("/console/endpoints/{theirs_id}{action}");
+        let (status, _, _) = post(&app, &cookie, &path, &form).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{path}");
+    }
+    let after = app
+        .internal_json(
+            200,
+            Method::GET,
+            &format!("/internal/v1/orgs/{other}/endpoints/{theirs_id}"),
+            None,
+        )
+        .await["endpoint"]
+        .clone();
+    assert_eq!(after["url"], theirs["url"]);
+    assert_eq!(after["event_types"], theirs["event_types"]);
+    assert_eq!(after["updated_at"], theirs["updated_at"]);
+    let their_deliveries = app
+        .internal_json(
+            200,
+            Method::GET,
+            &format!("/internal/v1/orgs/{other}/deliveries"),
+            None,
+        )
+        .await;
+    assert_eq!(
+        their_deliveries["deliveries"],
+        json!([]),
+        "no test event was sent"
+    );
+
+    // A description with a control character: the form again, its message beside the field.
+    let mut bad = form.to_vec();
+    bad.retain(|(k, _)| *k != "description");
+    bad.push(("description", "ware\u{7}house"));
+    let (status, html, _) = post(&app, &cookie, "/console/endpoints", &bad).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(html.contains("id=\"description-error\""), "{html}");
+    // Up to the limit through the API, then the form says why it cannot add one more.
+    for n in 0..10 {
+        let mut e = hook.clone();
+        e["url"] = json!(format!("https://127.0.0.1:9443/hooks/{n}"));
+        app.internal_json(201, Method::POST, &endpoints(&org), Some(e))
+            .await;
+    }
+    let (status, html, _) = post(&app, &cookie, "/console/endpoints", &form).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(html.contains("Endpoint limit reached"), "{html}");
+    assert!(
+        html.contains("value=\"https://127.0.0.1:9443/mine\""),
+        "shown as sent"
+    );
+    let listed = app
+        .internal_json(200, Method::GET, &endpoints(&org), None)
+        .await;
+    assert_eq!(listed["endpoints"].as_array().unwrap().len(), 10);
+}

@@ -316,3 +316,107 @@ async fn a_sign_in_link_from_another_site_asks_before_switching_organisation() {
     );
     assert_eq!(page["after_click"], "Beta", "the click switched: {page}");
 }
+
+/// An administrator adds a second endpoint (a data warehouse) in the browser, subscribed to one
+/// type, reads its secret once, sends it a test event, widens its types, rotates its secret
+/// with no grace, follows its deliveries, then deletes it. Each step is checked where a user
+/// would: at the warehouse's receiver (what arrives, signed with which secret) and through the
+/// API; the first endpoint is not touched by any of it.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_administrator_adds_edits_rotates_and_deletes_an_endpoint_in_the_browser() {
+    let s = Stack::start().await;
+    let warehouse = qualifier_testkit::receiver::Receiver::start().await;
+    let shots = shots_dir().to_string_lossy().into_owned();
+    let primary_before = s.webhook().await;
+
+    let page = browser(vec![
+        "endpoints_add".into(),
+        s.console_link().await,
+        warehouse.url.clone(),
+        shots.clone(),
+    ])
+    .await;
+    let endpoints = s.org_call(Method::GET, "endpoints", None).await["endpoints"].clone();
+    assert_eq!(endpoints.as_array().unwrap().len(), 2, "{endpoints}");
+    let added = &endpoints[1];
+    let id = added["id"].as_str().unwrap();
+    assert_eq!(page["listed"], 1, "the first page lists it: {page}");
+    assert_eq!(page["listed_id"], id);
+    assert_eq!(added["url"], warehouse.url.as_str());
+    assert_eq!(added["description"], "Data warehouse");
+    // The types as edited on its page; the first endpoint's settings as they were.
+    assert_eq!(
+        added["event_types"],
+        json!(["lead.created", "lead.stage_changed"])
+    );
+    assert_eq!(endpoints[0]["url"], primary_before["url"]);
+    assert_eq!(endpoints[0]["event_types"], primary_before["event_types"]);
+
+    // The test event reached the warehouse, signed with the secret the page showed first.
+    let first = page["first_secret"].as_str().unwrap();
+    let rotated = page["rotated_secret"].as_str().unwrap();
+    assert!(first.starts_with("qlf_whsec_") && first != rotated && first != s.secret);
+    let test = warehouse.wait_for(1, WAIT).await.remove(0);
+    assert_eq!(
+        test.header("webhook-id"),
+        page["test_delivery"].as_str().unwrap()
+    );
+    assert_eq!(test.header("x-qualifier-test"), "true");
+    assert!(qualifier_signing::verify(
+        first,
+        &test.body,
+        test.header("x-qualifier-signature")
+    ));
+
+    // A new lead: the warehouse gets `lead.created` (added on its page), signed with the
+    // rotated secret only (no grace window), under a delivery id of its own.
+    warehouse.set_secrets(vec![rotated.to_owned()]);
+    let crm_before = s.receiver.received().len();
+    s.inbound("+447700900901").await;
+    let got = warehouse.wait_for(2, WAIT).await;
+    let created = &got[1];
+    assert_eq!(created.header("x-qualifier-event"), "lead.created");
+    assert_eq!(created.verified_with, Some(0), "{:?}", created.headers);
+    assert!(!qualifier_signing::verify(
+        first,
+        &created.body,
+        created.header("x-qualifier-signature")
+    ));
+    let crm = s.receiver.wait_for(crm_before + 1, WAIT).await;
+    assert_ne!(
+        crm[crm_before].header("webhook-id"),
+        created.header("webhook-id")
+    );
+    s.wait_status(created.header("webhook-id"), "succeeded", WAIT)
+        .await;
+
+    // Its deliveries page lists its own two and not the first endpoint's.
+    let page = browser(vec![
+        "endpoints_delete".into(),
+        s.console_link().await,
+        page["endpoint_page"].as_str().unwrap().to_owned(),
+        shots,
+    ])
+    .await;
+    let mut shown: Vec<&str> = page["delivery_ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    shown.sort();
+    let mut want = vec![test.header("webhook-id"), created.header("webhook-id")];
+    want.sort();
+    assert_eq!(shown, want, "{page}");
+    assert_eq!(page["listed_after"], 0, "{page}");
+    assert_eq!(page["page_after"], 404, "{page}");
+
+    // Deleted: the API no longer has it, and the next event goes to the first endpoint only.
+    let endpoints = s.org_call(Method::GET, "endpoints", None).await["endpoints"].clone();
+    assert_eq!(endpoints.as_array().unwrap().len(), 1, "{endpoints}");
+    let crm_before = s.receiver.received().len();
+    s.inbound("+447700900902").await;
+    s.receiver.wait_for(crm_before + 1, WAIT).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(warehouse.received().len(), 2, "nothing after the delete");
+}

@@ -9,6 +9,8 @@ use qualifier_store::webhooks::{Webhook, WebhookStatus};
 use strum::VariantArray;
 use time::OffsetDateTime;
 
+use super::extract::Place;
+
 mod deliveries;
 pub use deliveries::*;
 
@@ -128,8 +130,11 @@ pub struct WebhookForm {
     pub url: String,
     pub event_types: Vec<EventType>,
     pub enabled: bool,
+    /// An endpoint's description (shown on the pages of endpoints other than the first).
+    pub description: String,
     pub url_error: Option<String>,
     pub types_error: Option<String>,
+    pub description_error: Option<String>,
     /// The throttle as typed (empty: none) and the ordering's name.
     pub max_per_second: String,
     pub ordering: String,
@@ -146,6 +151,7 @@ impl WebhookForm {
             url: w.url.clone(),
             event_types: w.event_types.clone(),
             enabled: w.enabled,
+            description: w.description.clone(),
             max_per_second: w
                 .max_per_second
                 .map(|r| r.get().to_string())
@@ -154,11 +160,37 @@ impl WebhookForm {
             ..Default::default()
         }
     }
+
+    /// A new endpoint's form: enabled, every event type.
+    pub fn blank() -> Self {
+        WebhookForm {
+            enabled: true,
+            event_types: EventType::VARIANTS.to_vec(),
+            ..Default::default()
+        }
+    }
+
+    /// Settings that were valid but not saved (the endpoint limit), shown as sent.
+    pub fn of_settings(s: &crate::inputs::WebhookSettings) -> Self {
+        WebhookForm {
+            url: s.url.as_str().to_owned(),
+            event_types: s.event_types.clone(),
+            enabled: s.enabled,
+            description: s.description.clone().unwrap_or_default(),
+            max_per_second: s
+                .pace
+                .max_per_second
+                .map(|r| r.get().to_string())
+                .unwrap_or_default(),
+            ordering: s.pace.ordering.as_str().to_owned(),
+            ..Default::default()
+        }
+    }
 }
 
 /// The banner of a failing or disabled endpoint (docs/delivery.md, "Endpoint health"): since when, the last
 /// error, the next probe, and `Check now` while it fails.
-fn health_banner(csrf: &str, h: &EndpointHealth) -> Markup {
+fn health_banner(csrf: &str, actions: &str, h: &EndpointHealth) -> Markup {
     let opt = |t: Option<OffsetDateTime>| t.map(ts).unwrap_or_else(|| "—".to_owned());
     html! {
         @match h.state {
@@ -172,7 +204,7 @@ fn health_banner(csrf: &str, h: &EndpointHealth) -> Markup {
                         dt { "Last error" } dd { (h.last_error.as_deref().unwrap_or("—")) }
                         dt { "Next check" } dd { (opt(h.next_probe_at)) }
                     }
-                    form method="post" action="/console/webhook/check" {
+                    form method="post" action=(format!("{actions}/check")) {
                         input type="hidden" name="csrf" value=(csrf);
                         button type="submit" { "Check now" }
                     }
@@ -192,22 +224,47 @@ fn health_banner(csrf: &str, h: &EndpointHealth) -> Markup {
     }
 }
 
-pub fn webhook_page(
-    who: &Who,
-    saved: Option<&WebhookStatus>,
-    others: &[WebhookStatus],
-    form: &WebhookForm,
-    notice: Option<&str>,
-    secret: Option<(&str, &str)>,
-) -> Markup {
+/// What an endpoint's settings page shows.
+pub struct EndpointView<'a> {
+    /// The saved endpoint the page is about; `None`: the form that adds one.
+    pub place: Option<Place>,
+    pub saved: Option<&'a WebhookStatus>,
+    /// On the first endpoint's page: the org's other endpoints.
+    pub others: &'a [WebhookStatus],
+    pub form: &'a WebhookForm,
+    pub notice: Option<&'a str>,
+    pub secret: Option<(&'a str, &'a str)>,
+}
+
+/// An endpoint's settings (docs/console.md). The org's first endpoint is the page the console
+/// always had, `Webhook`, with the others listed below it; each other endpoint has a page of its
+/// own with the same forms, its description, its deliveries and `Delete endpoint`.
+pub fn webhook_page(who: &Who, v: &EndpointView) -> Markup {
+    let form = v.form;
+    let first = matches!(v.place, Some(Place { id: None }));
+    let (save_to, actions) = match &v.place {
+        Some(p) => (p.actions(), p.actions()),
+        None => ("/console/endpoints".to_owned(), String::new()),
+    };
+    let title = match (&v.place, v.saved) {
+        (None, _) => "Add endpoint".to_owned(),
+        (Some(Place { id: None }), _) => "Webhook".to_owned(),
+        (Some(_), Some(w)) if !w.webhook.description.is_empty() => {
+            format!("Endpoint: {}", w.webhook.description)
+        }
+        (Some(_), _) => "Endpoint".to_owned(),
+    };
     let content = html! {
-        @if let Some(n) = notice { p.notice role="status" { (n) } }
-        @if let Some(w) = saved { (health_banner(who.csrf, &w.health)) }
-        @if let Some((label, s)) = secret {
+        @if let Some(n) = v.notice { p.notice role="status" { (n) } }
+        @if let Some(w) = v.saved { (health_banner(who.csrf, &actions, &w.health)) }
+        @if let Some((label, s)) = v.secret {
             (secret_once(label, s, "Shown once: copy it into your receiver's configuration now. It verifies the webhook-signature header (Standard Webhooks) and X-Qualifier-Signature."))
         }
         @if let Some(e) = &form.form_error { p.error role="alert" { (e) } }
-        form method="post" action="/console/webhook" novalidate {
+        @if !first {
+            p { a href="/console" { "All endpoints" } }
+        }
+        form method="post" action=(save_to) novalidate {
             input type="hidden" name="csrf" value=(who.csrf);
             div.field {
                 label for="url" { "Endpoint URL" }
@@ -215,6 +272,16 @@ pub fn webhook_page(
                     aria-describedby=[form.url_error.as_ref().map(|_| "url-error")]
                     aria-invalid=[form.url_error.as_ref().map(|_| "true")];
                 @if let Some(e) = &form.url_error { p.error id="url-error" { (e) } }
+            }
+            @if !first {
+                div.field {
+                    label for="description" { "Description" }
+                    input type="text" id="description" name="description" maxlength="255" value=(form.description)
+                        placeholder="Data warehouse"
+                        aria-describedby=[form.description_error.as_ref().map(|_| "description-error")]
+                        aria-invalid=[form.description_error.as_ref().map(|_| "true")];
+                    @if let Some(e) = &form.description_error { p.error id="description-error" { (e) } }
+                }
             }
             fieldset aria-describedby=[form.types_error.as_ref().map(|_| "types-error")] {
                 legend { "Event types" }
@@ -250,13 +317,13 @@ pub fn webhook_page(
                 p.hint id="ordering-help" { "Per lead: a delivery waits while an earlier delivery of the same lead is pending or retrying, so your CRM applies each lead's changes in sequence. Other leads never wait for it. Replays and test events are sent outside the order." }
                 @if let Some(e) = &form.ordering_error { p.error id="ordering-error" { (e) } }
             }
-            button type="submit" { "Save" }
+            button type="submit" { @if v.place.is_none() { "Add endpoint" } @else { "Save" } }
         }
-        @if let Some(w) = saved {
+        @if let Some(w) = v.saved {
             section aria-labelledby="secret-h" {
                 h2 id="secret-h" { "Signing secret" }
                 p { "Rotating makes a new secret at once. During the grace window deliveries carry a signature with the previous secret too, so receivers keep verifying while you deploy the new one." }
-                form method="post" action="/console/webhook/rotate" {
+                form method="post" action=(format!("{actions}/rotate")) {
                     input type="hidden" name="csrf" value=(who.csrf);
                     div.field {
                         label for="grace" { "Grace window" }
@@ -270,39 +337,54 @@ pub fn webhook_page(
                     button type="submit" { "Rotate secret" }
                 }
             }
-            (client_certificate_section(who.csrf, w.webhook.client_certificate.as_ref(), form.cert_error.as_deref()))
+            (client_certificate_section(who.csrf, &actions, w.webhook.client_certificate.as_ref(), form.cert_error.as_deref()))
             section aria-labelledby="test-h" {
                 h2 id="test-h" { "Test" }
                 p { "Sends an example event, signed like any other, marked X-Qualifier-Test: true." }
-                form method="post" action="/console/webhook/test" {
+                form method="post" action=(format!("{actions}/test")) {
                     input type="hidden" name="csrf" value=(who.csrf);
                     button type="submit" { "Send test event" }
                 }
                 p.meta { "Last saved " (ts(w.webhook.updated_at)) }
             }
+            @if !first {
+                section aria-labelledby="deliveries-h" {
+                    h2 id="deliveries-h" { "Deliveries" }
+                    p { a href=(format!("/console/deliveries?endpoint_id={}", w.webhook.id)) { "This endpoint's deliveries" } }
+                }
+                section aria-labelledby="delete-h" {
+                    h2 id="delete-h" { "Delete endpoint" }
+                    p { "Its deliveries still waiting end skipped (Endpoint deleted) and it gets nothing more. The org's other endpoints are not affected." }
+                    form method="post" action=(format!("{actions}/delete")) {
+                        input type="hidden" name="csrf" value=(who.csrf);
+                        button.danger type="submit" { "Delete endpoint" }
+                    }
+                }
+            }
         }
-        (other_endpoints(others))
+        @if first && v.saved.is_some() { (other_endpoints(v.others)) }
     };
-    layout("Webhook", Nav::Webhook, who, content)
+    layout(&title, Nav::Webhook, who, content)
 }
 
-/// The org's endpoints besides this page's (its primary, the oldest): each with its health
-/// and a link to its deliveries. They are created and changed through the internal API or
-/// `qualifierctl endpoints` (docs/api.md, "Endpoints").
+/// The org's endpoints besides the first (this page's): each with its health, a link to its
+/// settings and one to its deliveries, and `Add endpoint`.
 fn other_endpoints(others: &[WebhookStatus]) -> Markup {
     html! {
-        @if !others.is_empty() {
-            section aria-labelledby="endpoints-h" {
-                h2 id="endpoints-h" { "Other endpoints" }
-                p { "Each gets the events it is subscribed to, signed with its own secret, with its own retries, health and pace. The webhook above is your first endpoint." }
+        section aria-labelledby="endpoints-h" {
+            h2 id="endpoints-h" { "Other endpoints" }
+            p { "Each gets the events it is subscribed to, signed with its own secret, with its own retries, health and pace. The webhook above is your first endpoint." }
+            @if !others.is_empty() {
                 table {
                     thead { tr { th { "Endpoint" } th { "URL" } th { "Event types" } th { "State" } th { "Deliveries" } } }
                     tbody {
                         @for e in others {
                             tr data-endpoint=(e.webhook.id) {
                                 td {
-                                    @if e.webhook.description.is_empty() { code { (e.webhook.id) } }
-                                    @else { (e.webhook.description) br; code.meta { (e.webhook.id) } }
+                                    a href=(format!("/console/endpoints/{}", e.webhook.id)) {
+                                        @if e.webhook.description.is_empty() { code { (e.webhook.id) } }
+                                        @else { (e.webhook.description) }
+                                    }
                                 }
                                 td { (e.webhook.url) }
                                 td { (e.webhook.event_types.iter().map(|t| t.as_str()).collect::<Vec<_>>().join(", ")) }
@@ -310,12 +392,13 @@ fn other_endpoints(others: &[WebhookStatus]) -> Markup {
                                     @if !e.webhook.enabled { "disabled" }
                                     @else { (e.health.state.as_str()) }
                                 }
-                                td { a href=(format!("/console/deliveries?endpoint_id={}", e.webhook.id)) { "Deliveries" } }
+                                td { a href=(format!("/console/deliveries?endpoint_id={}", e.webhook.id)) aria-label=(format!("Deliveries to {}", e.webhook.url)) { "Deliveries" } }
                             }
                         }
                     }
                 }
             }
+            p { a href="/console/endpoints/new" { "Add endpoint" } }
         }
     }
 }
@@ -324,6 +407,7 @@ fn other_endpoints(others: &[WebhookStatus]) -> Markup {
 /// last fourteen days, and the forms to replace or remove it.
 fn client_certificate_section(
     csrf: &str,
+    actions: &str,
     cert: Option<&qualifier_domain::client_cert::ClientCertInfo>,
     error: Option<&str>,
 ) -> Markup {
@@ -341,7 +425,7 @@ fn client_certificate_section(
                     dt { "Issuer" } dd { (c.issuer) }
                     dt { "Expires" } dd { (ts(c.not_after)) }
                 }
-                form method="post" action="/console/webhook/client-certificate/remove" {
+                form method="post" action=(format!("{actions}/client-certificate/remove")) {
                     input type="hidden" name="csrf" value=(csrf);
                     button type="submit" { "Remove client certificate" }
                 }
@@ -349,7 +433,7 @@ fn client_certificate_section(
                 p { "None: requests present no client certificate." }
             }
             @if let Some(e) = error { p.error id="cert-error" role="alert" { (e) } }
-            form method="post" action="/console/webhook/client-certificate" {
+            form method="post" action=(format!("{actions}/client-certificate")) {
                 input type="hidden" name="csrf" value=(csrf);
                 div.field {
                     label for="certificate" { "Certificate (PEM, the chain may follow it)" }
