@@ -79,7 +79,15 @@ impl Relay {
             let n = relay_batch(&mut conn, BATCH, |rows| async move {
                 let msgs: Vec<Outgoing<'_>> =
                     rows.iter().map(|r| to_message(exchange, r)).collect();
-                publisher.publish_all(&msgs).await
+                let published = publisher.publish_all(&msgs).await;
+                if published.is_ok() && tracing::enabled!(tracing::Level::DEBUG) {
+                    let ids: Vec<String> = rows
+                        .iter()
+                        .map(|r| format!("{}#{}", r.delivery_id, r.start_attempt()))
+                        .collect();
+                    tracing::debug!(deliveries = ?ids, "published, not yet marked");
+                }
+                published
             })
             .await?;
             total += n;

@@ -218,13 +218,17 @@ where
 }
 
 /// The relay's mark of a published batch (`relay_batch`, after its parameters): each delivery
-/// `out` (an ended one, an erased event published for its feed position, stays ended), and
+/// `out` (an ended one, an erased event published for its feed position, stays ended; one
+/// that waits in its row keeps waiting: the claim does not take a waiting row, whose `due_at`
+/// its wait cleared, but a wait must never be undone by a mark, which would leave the row
+/// `out` with its message already taken and acked — migration 51), and
 /// each position given now appended to the feed (`event_feed`, migration 49): the event's row
 /// is not written again. The delivery row's `turn_at` stays: a throttle's turn is read by the
 /// worker. A position already there (which the claim would have read) is left as it is.
 const MARK: &str = ")), out AS (
          UPDATE deliveries d SET
-                state = CASE WHEN d.state IN ('succeeded', 'dead', 'skipped') THEN d.state
+                state = CASE WHEN d.state IN ('succeeded', 'dead', 'skipped', 'held',
+                                              'after_earlier') THEN d.state
                              ELSE 'out' END,
                 due_at = NULL
          FROM unnest($1::int8[], $8::uuid[]) AS v(seq, endpoint_id)

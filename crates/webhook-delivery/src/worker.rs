@@ -175,6 +175,7 @@ impl Worker {
     /// Parks `job` as the plan says (it waits without using an attempt) and acks the original.
     async fn park(&self, publisher: &Publisher, d: Delivery, job: &DeliveryJob, plan: ParkPlan) {
         metrics::counter!(m::PARKED, "reason" => plan.reason).increment(1);
+        tracing::debug!(delivery_id = %job.meta.delivery_id, reason = plan.reason, "parked by the gate");
         if let Some(wait) = plan.org_waits {
             self.gate.waiting(job.meta.endpoint_id(), wait);
         }
@@ -215,6 +216,9 @@ impl Worker {
         if let Some(t) = qualifier_telemetry::trace_id(&span) {
             span.record("trace_id", t);
         }
+        // Each message's arrival and every way it ends without a request are logged at debug:
+        // what a delivery left `out` is traced with (the chaos run keeps these logs).
+        tracing::debug!(parent: &span, redelivered = d.redelivered, "message received");
         let permit = match self.gate.admit(&job.meta, unix_ms()) {
             Admission::Start(permit) => permit,
             Admission::Park(plan) => return self.park(&publisher, d, &job, plan).await,

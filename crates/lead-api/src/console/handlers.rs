@@ -268,6 +268,18 @@ async fn settings_of(
         })
 }
 
+/// The endpoint's page after an action: its notice, and a secret to show once.
+async fn shown(
+    f: CsrfForm,
+    st: &AppState,
+    place: Place,
+    notice: &str,
+    secret: Option<(&str, &str)>,
+) -> Result<Posted> {
+    let r = webhook_view(st, &f.session, place, None, Some(notice), secret).await?;
+    Ok(f.answer(r))
+}
+
 /// A page answered 422: what was sent could not be saved.
 fn refused(mut r: HttpResponse) -> HttpResponse {
     *r.status_mut() = StatusCode::UNPROCESSABLE_ENTITY;
@@ -296,22 +308,14 @@ pub(super) async fn webhook_save(
             None
         }
     };
-    let r = match secret {
+    match secret {
         // Created: the signing secret exists from now on and is shown this once.
         Some(secret) => {
-            webhook_view(
-                &st,
-                &f.session,
-                place,
-                None,
-                Some("Saved. Your endpoint now receives the selected events."),
-                Some(("Signing secret", &secret)),
-            )
-            .await?
+            let notice = "Saved. Your endpoint now receives the selected events.";
+            shown(f, &st, place, notice, Some(("Signing secret", &secret))).await
         }
-        None => see_other(&format!("{}?done=saved", place.page())),
-    };
-    Ok(f.answer(r))
+        None => Ok(f.answer(see_other(&format!("{}?done=saved", place.page())))),
+    }
 }
 
 /// `Add endpoint`: the settings form, empty.
@@ -357,18 +361,11 @@ pub(super) async fn endpoint_create(f: CsrfForm, st: web::Data<AppState>) -> Res
         }
         Err(e) => return Err(e.into()),
     };
-    let r = webhook_view(
-        &st,
-        &f.session,
-        Place {
-            id: Some(endpoint.id),
-        },
-        None,
-        Some("Endpoint added. It receives the selected events from now on."),
-        Some(("Signing secret", &secret)),
-    )
-    .await?;
-    Ok(f.answer(r))
+    let place = Place {
+        id: Some(endpoint.id),
+    };
+    let notice = "Endpoint added. It receives the selected events from now on.";
+    shown(f, &st, place, notice, Some(("Signing secret", &secret))).await
 }
 
 /// `Delete endpoint`: its pending deliveries end skipped in the same transaction.
@@ -399,16 +396,14 @@ pub(super) async fn webhook_rotate(
         ),
         None => "Rotated. The previous secret no longer signs anything.".to_owned(),
     };
-    let r = webhook_view(
+    shown(
+        f,
         &st,
-        &f.session,
         place,
-        None,
-        Some(&notice),
+        &notice,
         Some(("New signing secret", &secret)),
     )
-    .await?;
-    Ok(f.answer(r))
+    .await
 }
 
 pub(super) async fn webhook_certificate(
@@ -424,16 +419,8 @@ pub(super) async fn webhook_certificate(
             st.store
                 .set_client_certificate(at, &input.certificate, &input.private_key, &input.info)
                 .await?;
-            let r = webhook_view(
-                &st,
-                &f.session,
-                place,
-                None,
-                Some("Client certificate saved. Every request from now on presents it."),
-                None,
-            )
-            .await?;
-            Ok(f.answer(r))
+            let notice = "Client certificate saved. Every request from now on presents it.";
+            shown(f, &st, place, notice, None).await
         }
         Err(e) => {
             let saved = st.store.get_webhook(at).await?;
@@ -455,16 +442,8 @@ pub(super) async fn webhook_certificate_remove(
     st.store
         .remove_client_certificate(place.at(f.session.org_id))
         .await?;
-    let r = webhook_view(
-        &st,
-        &f.session,
-        place,
-        None,
-        Some("Client certificate removed. Requests present none from now on."),
-        None,
-    )
-    .await?;
-    Ok(f.answer(r))
+    let notice = "Client certificate removed. Requests present none from now on.";
+    shown(f, &st, place, notice, None).await
 }
 
 pub(super) async fn webhook_test(

@@ -100,32 +100,13 @@ pub fn routes(cfg: &mut web::ServiceConfig, frame_ancestors: &[String]) {
             .route("/login", web::get().to(login))
             .route("/login", post(login_switch))
             .route("/logout", post(logout))
-            .route("/webhook", post(webhook_save))
-            .route("/webhook/rotate", post(webhook_rotate))
-            .route("/webhook/test", post(webhook_test))
-            .route("/webhook/client-certificate", post(webhook_certificate))
-            .route(
-                "/webhook/client-certificate/remove",
-                post(webhook_certificate_remove),
-            )
-            .route("/webhook/check", post(webhook_check))
+            .configure(|c| endpoint_forms(c, "/webhook"))
             // Every other endpoint of the org: the same page and forms, by id ([`extract::Place`]),
             // and `new` before `{endpoint}`, which would match it.
             .route("/endpoints/new", web::get().to(endpoint_new))
             .route("/endpoints", post(endpoint_create))
             .route("/endpoints/{endpoint}", web::get().to(webhook_get))
-            .route("/endpoints/{endpoint}", post(webhook_save))
-            .route("/endpoints/{endpoint}/rotate", post(webhook_rotate))
-            .route("/endpoints/{endpoint}/test", post(webhook_test))
-            .route(
-                "/endpoints/{endpoint}/client-certificate",
-                post(webhook_certificate),
-            )
-            .route(
-                "/endpoints/{endpoint}/client-certificate/remove",
-                post(webhook_certificate_remove),
-            )
-            .route("/endpoints/{endpoint}/check", post(webhook_check))
+            .configure(|c| endpoint_forms(c, "/endpoints/{endpoint}"))
             .route("/endpoints/{endpoint}/delete", post(endpoint_delete))
             .route("/tokens", web::get().to(tokens_get))
             .route("/tokens", post(tokens_create))
@@ -146,6 +127,21 @@ pub fn routes(cfg: &mut web::ServiceConfig, frame_ancestors: &[String]) {
                 )
             })),
     );
+}
+
+/// The forms of an endpoint's page, posted below `base`: the org's first endpoint's at
+/// `/webhook`, any other's at `/endpoints/{endpoint}` ([`extract::Place`] tells them apart).
+fn endpoint_forms(cfg: &mut web::ServiceConfig, base: &str) {
+    let at = |rest: &str| format!("{base}{rest}");
+    cfg.route(base, post(webhook_save))
+        .route(&at("/rotate"), post(webhook_rotate))
+        .route(&at("/test"), post(webhook_test))
+        .route(&at("/client-certificate"), post(webhook_certificate))
+        .route(
+            &at("/client-certificate/remove"),
+            post(webhook_certificate_remove),
+        )
+        .route(&at("/check"), post(webhook_check));
 }
 
 fn page(status: StatusCode, m: Markup) -> HttpResponse {

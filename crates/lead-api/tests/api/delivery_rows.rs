@@ -339,7 +339,11 @@ async fn the_history_fill_copies_every_event_and_a_newer_write_wins_in_either_or
 }
 
 /// The migrations after 0.3.0 undone, newest first, as on a database of 0.3.0.
-const SINCE_0_3_0: [(&str, &str); 7] = [
+const SINCE_0_3_0: [(&str, &str); 8] = [
+    (
+        "20261205000051",
+        include_str!("../../../../migrations/2026-12-05-000051_waits_are_not_due/down.sql"),
+    ),
     (
         "20261205000050",
         include_str!("../../../../migrations/2026-12-05-000050_several_endpoints/down.sql"),
@@ -485,4 +489,104 @@ async fn a_move_on_a_delivery_being_published_waits_for_the_relay() {
     let status: String = qualifier_testkit::sql::one(&c, "SELECT status FROM outbox", &[]).await;
     assert_eq!(status, "skipped");
     assert_eq!(differ(&c).await, 0);
+}
+
+/// A relay publishes a lead's two new events and dies before its mark commits: both messages
+/// are out, both rows still due. A worker takes the second message and begins its wait for the
+/// first delivery. The next relay must publish the first only: the waiting row is not due (its
+/// wait cleared `due_at`), and no mark turns a wait into `out`. Before that, the waiting row was
+/// published again and marked `out` while the copy of its message found the wait begun and was
+/// acked: the row stayed `out`, with no message and no release to come (a chaos run lost
+/// deliveries so). The first delivery's end then releases the second, which is published.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_wait_begun_on_a_message_whose_relay_died_is_not_published_again() {
+    use qualifier_store::partitions::DeliveryRef;
+    let db = TestDb::new().await;
+    let c = db.client().await;
+    c.batch_execute("SELECT qualifier_outbox_roll(1)")
+        .await
+        .unwrap();
+    let lead = uuid::Uuid::new_v4();
+    let rows = c
+        .query(
+            &format!(
+                "INSERT INTO outbox (event_id, org_id, event_type, payload, delivery_id, lead_id)
+                 SELECT gen_random_uuid(), '{ORG}', 'lead.created', '\\x7b7d'::bytea,
+                        gen_random_uuid(), $1::text::uuid
+                 FROM generate_series(1, 2)
+                 RETURNING seq, delivery_id::text"
+            ),
+            &[&lead.to_string()],
+        )
+        .await
+        .unwrap();
+    let mut pairs: Vec<(i64, String)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+    pairs.sort();
+    let (first, second) = (pairs[0].clone(), pairs[1].clone());
+    let store = store_on(&db);
+    let relay_pool = qualifier_store::connect(&db.database(), 1).unwrap();
+    let mut relay = relay_pool.get().await.unwrap();
+
+    // The first relay: both published, then it dies before the mark (its error rolls back).
+    let died = qualifier_store::outbox::relay_batch(&mut relay, 10, |rows| async move {
+        assert_eq!(rows.len(), 2);
+        Err::<(), _>(std::io::Error::other("killed before the mark"))
+    })
+    .await;
+    assert!(died.is_err());
+    // The worker's copy of the second message: the first delivery is pending, the wait begins.
+    let second_ref = DeliveryRef {
+        id: second.1.parse().unwrap(),
+        seq: Some(second.0),
+    };
+    assert!(store.wait_for_earlier(second_ref, lead, 1).await.unwrap());
+    assert_eq!(state_of(&c, second.0).await.0, "after_earlier");
+
+    // The next relay publishes the first delivery only; the second keeps waiting.
+    let want = first.1.clone();
+    let published = qualifier_store::outbox::relay_batch(&mut relay, 10, |rows| async move {
+        let ids: Vec<String> = rows.iter().map(|r| r.delivery_id.to_string()).collect();
+        assert_eq!(ids, [want], "the waiting delivery is not due");
+        Ok::<(), std::io::Error>(())
+    })
+    .await
+    .unwrap();
+    assert_eq!(published, 1);
+    assert_eq!(state_of(&c, first.0).await.0, "out");
+    assert_eq!(
+        state_of(&c, second.0).await.0,
+        "after_earlier",
+        "a mark never undoes a wait"
+    );
+    // A second copy of the second message finds the wait begun, as before.
+    assert!(store.wait_for_earlier(second_ref, lead, 1).await.unwrap());
+
+    // The first ends; its release sends the second to the relay, which publishes it.
+    c.execute(
+        "UPDATE deliveries SET state = 'succeeded', due_at = NULL WHERE seq = $1",
+        &[&first.0],
+    )
+    .await
+    .unwrap();
+    let endpoint: String = qualifier_testkit::sql::one(
+        &c,
+        "SELECT endpoint_id::text FROM deliveries WHERE seq = $1",
+        &[&second.0],
+    )
+    .await;
+    let primary = qualifier_store::webhooks::EndpointKey {
+        org_id: ORG.parse().unwrap(),
+        endpoint_id: endpoint.parse().unwrap(),
+    };
+    assert!(store.release_next_of_lead(primary, lead).await.unwrap());
+    let want = second.1.clone();
+    let again = qualifier_store::outbox::relay_batch(&mut relay, 10, |rows| async move {
+        let ids: Vec<String> = rows.iter().map(|r| r.delivery_id.to_string()).collect();
+        assert_eq!(ids, [want]);
+        Ok::<(), std::io::Error>(())
+    })
+    .await
+    .unwrap();
+    assert_eq!(again, 1);
+    assert_eq!(state_of(&c, second.0).await.0, "out");
 }

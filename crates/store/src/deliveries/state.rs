@@ -468,7 +468,7 @@ impl Store {
         let n = diesel::sql_query(concat!(
             "UPDATE deliveries d
              SET state = CASE WHEN d.state = 'after_earlier' THEN d.state ELSE 'held' END,
-                 resume_attempt = $2, updated_at = clock_timestamp()
+                 resume_attempt = $2, due_at = NULL, updated_at = clock_timestamp()
              WHERE ",
             delivery_in_days!("$1", "$3", "$4"),
             " AND ",

@@ -61,6 +61,7 @@ impl Worker {
                 .map_err(NotDurable::Context)?;
             let go = match decide::before_attempt(&job.meta, ctx.as_ref()) {
                 Before::Drop => {
+                    tracing::debug!("delivery already ended; message dropped");
                     // A crash may have come between its end and its release of the next one.
                     self.release_next(ctx.as_ref().and_then(|c| c.order)).await;
                     return Ok(None);
@@ -70,6 +71,7 @@ impl Worker {
                     return Ok(None);
                 }
                 Before::Hold => {
+                    tracing::debug!("held while its endpoint fails");
                     metrics::counter!(m::DELIVERIES, "outcome" => "held").increment(1);
                     self.hold(job, job.meta.attempt).await?;
                     return Ok(None);
@@ -81,6 +83,7 @@ impl Worker {
                         .await
                     {
                         Ok(true) => {
+                            tracing::debug!("waits in its row for an earlier delivery");
                             metrics::counter!(m::PARKED, "reason" => "earlier_delivery")
                                 .increment(1);
                             return Ok(None);
@@ -111,7 +114,10 @@ impl Worker {
                     if !turn_taken {
                         let paced_at = ctx.as_ref().and_then(|c| c.paced_at);
                         match self.await_turn(job, hook, paced_at).await? {
-                            Paced::Done => return Ok(None),
+                            Paced::Done => {
+                                tracing::debug!("waits in its row for its turn, or ended");
+                                return Ok(None);
+                            }
                             Paced::Now => {}
                             // Whatever happened while it waited (the lead erased, the delivery
                             // ended, the webhook changed) is read again before the request:
