@@ -26,6 +26,7 @@ async fn run(
     endpoints: &[(Answer, Value)],
     measured: usize,
     pace: Option<f64>,
+    failing_span_ms: u64,
 ) -> anyhow::Result<Run> {
     use reqwest::Method;
     sink.clear();
@@ -36,11 +37,13 @@ async fn run(
     // attempts from taking the slots the others need. Endpoint health in the bench's time
     // scale, as the outage phase has it: its retries wait 1 to 8 s instead of 30 s to 32 min,
     // so a failing endpoint is found failing after a second, not a minute, and its deliveries
-    // wait in their rows from then on, as they would in production after its minute.
+    // wait in their rows from then on, as they would in production after its minute
+    // (`--failing-span-ms 60000`: the deployed minute, longer than a run, so the failing
+    // endpoint is tried and retried throughout).
     let settings = DeliverySettings {
         org_concurrency: default_delivery().concurrency / 4,
         env: vec![
-            ("QUALIFIER_ENDPOINT_FAILING_SPAN_MS", "1000".into()),
+            ("QUALIFIER_ENDPOINT_FAILING_SPAN_MS", failing_span_ms.to_string()),
             ("QUALIFIER_ENDPOINT_PROBE_MIN_MS", "1000".into()),
             ("QUALIFIER_ENDPOINT_PROBE_MAX_MS", "2000".into()),
         ],
@@ -109,26 +112,27 @@ fn healthy_latency(r: &Run) -> (f64, f64, u64) {
 /// The phase: cost (one endpoint, then three, each as fast as it goes), then isolation (two
 /// healthy endpoints at a steady `pace`, with a third absent, answering 500, then throttled to
 /// one request a second).
-pub(crate) async fn phase(sink: &Sink, events: u64, pace: f64) -> anyhow::Result<Value> {
+pub(crate) async fn phase(
+    sink: &Sink,
+    events: u64,
+    pace: f64,
+    failing_span_ms: u64,
+) -> anyhow::Result<Value> {
     let healthy = || (Answer::Ok, json!({}));
-    let one = run(sink, events, &[healthy()], 1, None).await?;
-    let three = run(sink, events, &[healthy(), healthy(), healthy()], 3, None).await?;
+    let run = |endpoints: Vec<(Answer, Value)>, measured, pace| async move {
+        run(sink, events, &endpoints, measured, pace, failing_span_ms).await
+    };
+    let one = run(vec![healthy()], 1, None).await?;
+    let three = run(vec![healthy(), healthy(), healthy()], 3, None).await?;
     let cost_ratio = cpu_per_request(&three) / cpu_per_request(&one);
     cpu::print("one endpoint", &one.cpu);
     cpu::print("three endpoints (per delivered request)", &three.cpu);
 
-    let absent = run(sink, events, &[healthy(), healthy()], 2, Some(pace)).await?;
+    let absent = run(vec![healthy(), healthy()], 2, Some(pace)).await?;
     let failing = (Answer::Fail(500), json!({}));
-    let failing = run(
-        sink,
-        events,
-        &[healthy(), healthy(), failing],
-        2,
-        Some(pace),
-    )
-    .await?;
+    let failing = run(vec![healthy(), healthy(), failing], 2, Some(pace)).await?;
     let slow = (Answer::Ok, json!({"max_per_second": 1}));
-    let throttled = run(sink, events, &[healthy(), healthy(), slow], 2, Some(pace)).await?;
+    let throttled = run(vec![healthy(), healthy(), slow], 2, Some(pace)).await?;
     let (a50, a99, a_lost) = healthy_latency(&absent);
     let beside = |r: &Run| {
         let (p50, p99, lost) = healthy_latency(r);
@@ -147,6 +151,7 @@ pub(crate) async fn phase(sink: &Sink, events: u64, pace: f64) -> anyhow::Result
         },
         "isolation": {
             "pace_per_s": pace,
+            "failing_span_ms": failing_span_ms,
             "third_absent": {"p50_ms": r3(a50), "p99_ms": r3(a99), "lost": a_lost},
             "third_failing_500": beside(&failing),
             "third_throttled_1_per_s": beside(&throttled),

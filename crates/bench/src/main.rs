@@ -90,6 +90,11 @@ struct Opts {
     /// pace of its isolation runs (default 200).
     #[arg(long)]
     pace: Option<f64>,
+    /// With `--only endpoints`: `QUALIFIER_ENDPOINT_FAILING_SPAN_MS` of its runs (default
+    /// 1000, the bench's time scale; 60000, the deployed default, measures a failing endpoint
+    /// before it is found failing, for the whole run).
+    #[arg(long, requires = "only")]
+    failing_span_ms: Option<u64>,
     /// With `--only e2e`: the org's webhook `ordering` (`per_lead`: a lead's deliveries one at
     /// a time, docs/delivery.md "Throttle and order").
     #[arg(long, value_parser = ["none", "per_lead"], requires = "only")]
@@ -328,7 +333,10 @@ async fn run() -> anyhow::Result<()> {
             }
             "outage" => outage(&sink, n, o.outage_secs()).await?,
             "noisy" => noisy(&sink, (n / 4).max(1000), if o.short() { 300 } else { 1000 }).await?,
-            "endpoints" => endpoints::phase(&sink, n, o.pace.unwrap_or(200.0)).await?,
+            "endpoints" => {
+                let span = o.failing_span_ms.unwrap_or(1000);
+                endpoints::phase(&sink, n, o.pace.unwrap_or(200.0), span).await?
+            }
             "erasure" => erasure::phase(&sink, o.erasure_others(), o.heavy_erasures()).await?,
             "history" => history::phase(&sink, o.history()).await?,
             other => {

@@ -114,10 +114,16 @@ pub async fn start(cfg: DeliveryConfig) -> anyhow::Result<RunningDelivery> {
         cfg.egress_proxy.clone(),
     )?;
     let status = Arc::new(WorkerStatus::default());
-    let (contexts, outcomes) = Worker::batchers(&store);
+    let notify_operator = cfg.operator_webhook.is_some();
+    let worker::Batchers {
+        contexts,
+        outcomes,
+        health_writes,
+    } = Worker::batchers(&store, notify_operator);
     let worker = Arc::new(Worker {
         contexts,
         outcomes,
+        health_writes,
         store: store.clone(),
         sender,
         topology: Topology::new(cfg.topology_prefix.clone(), cfg.retry_delays_ms.clone()),
@@ -128,7 +134,7 @@ pub async fn start(cfg: DeliveryConfig) -> anyhow::Result<RunningDelivery> {
         drain_timeout: cfg.shutdown_grace,
         attempt_timeout: timeout,
         health: cfg.health,
-        notify_operator: cfg.operator_webhook.is_some(),
+        notify_operator,
     });
     let shutdown = CancellationToken::new();
     let operator = match &cfg.operator_webhook {

@@ -23,6 +23,7 @@ use std::time::Duration;
 use qualifier_bus::lapin::message::Delivery;
 use qualifier_bus::lapin::options::{BasicAckOptions, BasicNackOptions};
 use qualifier_bus::{BusError, DeliveryMeta, MetaError, Publisher, Topology};
+use qualifier_domain::health::EndpointState;
 use qualifier_domain::timefmt::now_millis;
 use qualifier_store::deliveries::{AttemptWrite, DeliveryContext, DeliveryRef, Outcome};
 use qualifier_store::{Store, StoreError};
@@ -88,6 +89,10 @@ pub struct Worker {
     /// Each answers whether the delivery's lead was erased, or hands the write back when its
     /// lead is being erased ([`Store::record_attempts`]).
     pub outcomes: Batcher<AttemptWrite, Recorded>,
+    /// What attempts' answers do to their endpoints' health: the steps of one endpoint that
+    /// ended meanwhile weighed in one write ([`decide::fold_steps`]); each answers the state
+    /// the endpoint is in after it (`None`: not written).
+    pub health_writes: Batcher<HealthWrite, Option<EndpointState>>,
     /// The endpoint-health settings (docs/delivery.md, "Endpoint health").
     pub health: decide::HealthRules,
     /// Whether state changes queue an operational event (an operator webhook is configured).
@@ -95,13 +100,8 @@ pub struct Worker {
 }
 
 impl Worker {
-    /// The two batchers over `store` (inside a Tokio runtime).
-    pub fn batchers(
-        store: &Store,
-    ) -> (
-        Batcher<DeliveryRef, Option<DeliveryContext>>,
-        Batcher<AttemptWrite, Recorded>,
-    ) {
+    /// The three batchers over `store` (inside a Tokio runtime).
+    pub fn batchers(store: &Store, notify_operator: bool) -> Batchers {
         // Two flushers each: one batch in flight while the next one gathers.
         let s = store.clone();
         let contexts = Batcher::spawn(128, 2, move |ids: Vec<DeliveryRef>| {
@@ -125,8 +125,31 @@ impl Worker {
                 )
             }
         });
-        (contexts, outcomes)
+        let s = store.clone();
+        let health_writes = Batcher::spawn(128, 2, move |writes: Vec<HealthWrite>| {
+            let s = s.clone();
+            async move {
+                Ok::<_, std::convert::Infallible>(
+                    settle::weigh_health(&s, notify_operator, writes).await,
+                )
+            }
+        });
+        Batchers {
+            contexts,
+            outcomes,
+            health_writes,
+        }
     }
+}
+
+/// One attempt's step for its endpoint's health.
+pub type HealthWrite = (qualifier_store::webhooks::EndpointKey, decide::HealthStep);
+
+/// The worker's batchers ([`Worker::batchers`]).
+pub struct Batchers {
+    pub contexts: Batcher<DeliveryRef, Option<DeliveryContext>>,
+    pub outcomes: Batcher<AttemptWrite, Recorded>,
+    pub health_writes: Batcher<HealthWrite, Option<EndpointState>>,
 }
 
 fn parse_job(d: &Delivery) -> Result<DeliveryJob, MetaError> {

@@ -87,6 +87,32 @@ impl HealthInput {
     }
 }
 
+/// Several steps of one endpoint, in the order its attempts ended, as one plan to write under
+/// its row lock: each applied to the health the one before it left, exactly as one write each
+/// would, stopping after the first that changes the endpoint's state (a write carries at most
+/// one change, with its operational event and what it does to held deliveries). How many steps
+/// the plan took; the rest go in the next write. `None` when they change nothing.
+///
+/// Why: an endpoint that fails takes one write of its health per failed attempt, and while it
+/// is not yet found failing its attempts fail as fast as they start. One row lock taken per
+/// failure queued every such write behind the others, each holding a connection meanwhile, and
+/// the other endpoints' reads and outcomes waited for connections (docs/performance.md,
+/// "Several endpoints").
+pub fn fold_steps(h: &EndpointHealth, steps: &[HealthStep]) -> (Option<HealthPlan>, usize) {
+    let mut plan: Option<HealthPlan> = None;
+    for (i, step) in steps.iter().enumerate() {
+        let now = plan.as_ref().map_or(h, |p| &p.health);
+        if let Some(next) = step.apply(now) {
+            let changes = next.change.is_some();
+            plan = Some(next);
+            if changes {
+                return (plan, i + 1);
+            }
+        }
+    }
+    (plan, steps.len())
+}
+
 /// How often each replica looks for due probes and operator notices: often enough for the
 /// shortest probe wait, never more than once a second (one indexed query on a partial index,
 /// usually empty).
@@ -212,6 +238,79 @@ mod tests {
 
     fn at(secs: i64) -> OffsetDateTime {
         OffsetDateTime::from_unix_timestamp(1_800_000_000 + secs).unwrap()
+    }
+
+    fn seen(o: Observed, secs: i64) -> HealthStep {
+        HealthInput {
+            seen: o,
+            source: Source::Attempt,
+            now: at(secs),
+            rules: RULES,
+        }
+        .step()
+    }
+
+    fn down(secs: i64) -> HealthStep {
+        seen(
+            Observed::Down {
+                error: "HTTP 500".into(),
+                gone: false,
+            },
+            secs,
+        )
+    }
+
+    /// One write per step, as the worker wrote them before it folded them.
+    fn one_by_one(h: &EndpointHealth, steps: &[HealthStep]) -> (EndpointHealth, Vec<HealthChange>) {
+        let mut h = h.clone();
+        let mut changes = Vec::new();
+        for s in steps {
+            if let Some(p) = s.apply(&h) {
+                changes.extend(p.change);
+                h = p.health;
+            }
+        }
+        (h, changes)
+    }
+
+    #[test]
+    fn folded_steps_leave_what_one_write_each_leaves_one_change_a_write() {
+        let clean = EndpointHealth::default();
+        // Failures over more than the span: the fourth finds it failing (the third is 60 s
+        // after the first), the rest fold into the next write.
+        let steps = [down(0), down(30), down(61), down(62), down(63)];
+        let (plan, used) = fold_steps(&clean, &steps);
+        let plan = plan.unwrap();
+        assert_eq!(used, 3, "the write stops at the change");
+        assert_eq!(plan.change, Some(HealthChange::Failing));
+        assert_eq!(plan.health.state, EndpointState::Failing);
+        let (rest, used_rest) = fold_steps(&plan.health, &steps[used..]);
+        assert_eq!(used_rest, 2);
+        let folded = rest.map_or(plan.health.clone(), |p| p.health);
+        let (expected, changes) = one_by_one(&clean, &steps);
+        assert_eq!(folded, expected);
+        assert_eq!(
+            changes,
+            [HealthChange::Failing],
+            "one change, as one by one"
+        );
+
+        // Failures within the span fold into one write that only counts them.
+        let (plan, used) = fold_steps(&clean, &[down(0), down(1), down(2)]);
+        let plan = plan.unwrap();
+        assert_eq!((used, plan.change), (3, None));
+        assert_eq!(plan.health.consecutive_failures, 3);
+        assert_eq!(plan.health.state, EndpointState::Healthy);
+        assert_eq!(plan.held, HeldDeliveries::Keep);
+
+        // A clean endpoint's successes change nothing and write nothing.
+        assert_eq!(
+            fold_steps(&clean, &[seen(Observed::Up, 0), seen(Observed::Up, 1)]).0,
+            None
+        );
+        // A success after failures resets the count within the same write.
+        let (plan, _) = fold_steps(&clean, &[down(0), down(1), seen(Observed::Up, 2)]);
+        assert_eq!(plan.unwrap().health.consecutive_failures, 0);
     }
 
     #[test]

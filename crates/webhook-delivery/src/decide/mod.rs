@@ -39,8 +39,8 @@ pub use attempt::{
 pub(crate) use health::observed;
 pub use health::{
     HealthInput, HealthRules, HealthStep, NOTICES_PER_ROUND, NoticeOutcome, Observed, ProbePlan,
-    ProbeTarget, STRAY_HOLD_AFTER, Source, after_notice, after_probe, health_after, notice_lease,
-    on_save, plan_for, probe_skipped, probe_target, probe_tick, touches_health,
+    ProbeTarget, STRAY_HOLD_AFTER, Source, after_notice, after_probe, fold_steps, health_after,
+    notice_lease, on_save, plan_for, probe_skipped, probe_target, probe_tick, touches_health,
 };
 pub use pace::{Pacing, pacing, turn_wait_here, woke_in_time};
 

@@ -213,23 +213,11 @@ impl Worker {
         job: &DeliveryJob,
         input: decide::HealthInput,
     ) -> Option<EndpointState> {
-        let step = input.step();
-        match self
-            .store
-            .change_health(job.endpoint(), self.notify_operator, move |h| step.apply(h))
+        self.health_writes
+            .call((job.endpoint(), input.step()))
             .await
-        {
-            Ok((h, change)) => {
-                if let Some(c) = change {
-                    tracing::warn!(org_id = %job.meta.org_id, endpoint_id = %job.meta.endpoint_id(), change = c.event_type(), error = ?h.last_error, "endpoint health changed");
-                }
-                Some(h.state)
-            }
-            Err(e) => {
-                tracing::warn!(org_id = %job.meta.org_id, endpoint_id = %job.meta.endpoint_id(), error = %qualifier_store::cause_chain(&e), "endpoint health not updated");
-                None
-            }
-        }
+            .ok()
+            .flatten()
     }
 
     /// Attempt `attempt` of `job`'s delivery at `at_ms` (Unix milliseconds), from its row. A
@@ -252,4 +240,59 @@ impl Worker {
         }
         Ok(())
     }
+}
+
+/// The health writes of a batch ([`Worker::batchers`]): each endpoint's steps in the order they
+/// came, as few writes under its row lock as [`decide::fold_steps`] allows (one, unless its
+/// state changes on the way). Each step answers the state its write left; a write that failed
+/// answers `None` for its steps and those after them (the attempt goes on as if health were
+/// unknown, as it always did when its write failed).
+pub(super) async fn weigh_health(
+    store: &qualifier_store::Store,
+    notify_operator: bool,
+    writes: Vec<super::HealthWrite>,
+) -> Vec<Option<EndpointState>> {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let mut out = vec![None; writes.len()];
+    let mut endpoints: Vec<(qualifier_store::webhooks::EndpointKey, Vec<usize>)> = Vec::new();
+    for (i, (key, _)) in writes.iter().enumerate() {
+        match endpoints.iter_mut().find(|(k, _)| k == key) {
+            Some((_, steps)) => steps.push(i),
+            None => endpoints.push((*key, vec![i])),
+        }
+    }
+    for (key, indices) in endpoints {
+        let mut rest = &indices[..];
+        while !rest.is_empty() {
+            let steps: Vec<decide::HealthStep> =
+                rest.iter().map(|&i| writes[i].1.clone()).collect();
+            let used = Arc::new(AtomicUsize::new(steps.len()));
+            let took = used.clone();
+            let written = store
+                .change_health(key, notify_operator, move |h| {
+                    let (plan, n) = decide::fold_steps(h, &steps);
+                    took.store(n, Ordering::Relaxed);
+                    plan
+                })
+                .await;
+            match written {
+                Ok((h, change)) => {
+                    if let Some(c) = change {
+                        tracing::warn!(org_id = %key.org_id, endpoint_id = %key.endpoint_id, change = c.event_type(), error = ?h.last_error, "endpoint health changed");
+                    }
+                    let n = used.load(Ordering::Relaxed).clamp(1, rest.len());
+                    for &i in &rest[..n] {
+                        out[i] = Some(h.state);
+                    }
+                    rest = &rest[n..];
+                }
+                Err(e) => {
+                    tracing::warn!(org_id = %key.org_id, endpoint_id = %key.endpoint_id, error = %qualifier_store::cause_chain(&e), "endpoint health not updated");
+                    break;
+                }
+            }
+        }
+    }
+    out
 }
