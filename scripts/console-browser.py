@@ -14,6 +14,7 @@ screenshot of each page into the given directory.
   console-browser.py cross_site <org A sign-in url> <org B sign-in url> <port> <screenshot dir>
 """
 
+import contextlib
 import http.server
 import json
 import shutil
@@ -43,6 +44,19 @@ def sign_in(page, url):
     page.goto(url)
     expect(page).to_have_url(url.split("/console/")[0] + "/console")
     expect(page.get_by_role("heading", name="Webhook")).to_be_visible()
+
+
+@contextlib.contextmanager
+def signed_in(login):
+    """A page of a new browser, signed in with `login`; the browser closes after."""
+    with sync_playwright() as p:
+        b = browser(p)
+        try:
+            page = b.new_context(viewport={"width": 1100, "height": 900}).new_page()
+            sign_in(page, login)
+            yield page
+        finally:
+            b.close()
 
 
 def wait_for_text(page, text, seconds=30):
@@ -275,10 +289,7 @@ def cross_site(login_a, login_b, port, shots):
 def endpoints_add(login, endpoint, shots):
     """Adds a second endpoint, sends it a test event, edits its types and rotates its secret."""
     out = {}
-    with sync_playwright() as p:
-        b = browser(p)
-        page = b.new_context(viewport={"width": 1100, "height": 900}).new_page()
-        sign_in(page, login)
+    with signed_in(login) as page:
         page.get_by_role("link", name="Add endpoint").click()
         expect(page.get_by_role("heading", name="Add endpoint")).to_be_visible()
         page.get_by_label("Endpoint URL").fill(endpoint)
@@ -320,17 +331,13 @@ def endpoints_add(login, endpoint, shots):
         rotated = page.locator("[data-secret]")
         expect(rotated).to_be_visible()
         out["rotated_secret"] = rotated.inner_text().strip()
-        b.close()
     return out
 
 
 def endpoints_delete(login, endpoint_page, shots):
     """The endpoint's deliveries (the list filtered to it), then `Delete endpoint`."""
     out = {}
-    with sync_playwright() as p:
-        b = browser(p)
-        page = b.new_context(viewport={"width": 1100, "height": 900}).new_page()
-        sign_in(page, login)
+    with signed_in(login) as page:
         page.goto(endpoint_page)
         page.get_by_role("link", name="This endpoint's deliveries").click()
         expect(page.get_by_role("heading", name="Deliveries", exact=True)).to_be_visible()
@@ -344,7 +351,6 @@ def endpoints_delete(login, endpoint_page, shots):
         out["listed_after"] = page.locator("tr[data-endpoint]").count()
         # Its page is gone.
         out["page_after"] = page.goto(endpoint_page).status
-        b.close()
     return out
 
 
