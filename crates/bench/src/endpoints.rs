@@ -43,7 +43,10 @@ async fn run(
     let settings = DeliverySettings {
         org_concurrency: default_delivery().concurrency / 4,
         env: vec![
-            ("QUALIFIER_ENDPOINT_FAILING_SPAN_MS", failing_span_ms.to_string()),
+            (
+                "QUALIFIER_ENDPOINT_FAILING_SPAN_MS",
+                failing_span_ms.to_string(),
+            ),
             ("QUALIFIER_ENDPOINT_PROBE_MIN_MS", "1000".into()),
             ("QUALIFIER_ENDPOINT_PROBE_MAX_MS", "2000".into()),
         ],
