@@ -8,6 +8,12 @@
 -- and marked it `out`, while the copy of that message found the wait already begun and was
 -- acked: the row stayed `out` with no message and no release to come (a chaos run with three
 -- endpoints, per-lead order and a killed lead-api lost deliveries this way).
+--
+-- Waits at most half a second for each lock; past it the migration rolls back whole and
+-- `qualifierctl migrate` tries it again (crates/store/src/pool.rs, `gave_way`). The update
+-- below touches only the rows that wait, through their own index.
+SET lock_timeout = '500ms';
+SET statement_timeout = '60s';
 
 CREATE OR REPLACE FUNCTION qualifier_wait_for_earlier(
     p_delivery uuid, p_lo bigint, p_hi bigint, p_attempt integer, p_lead uuid
