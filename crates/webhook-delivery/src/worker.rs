@@ -25,7 +25,7 @@ use qualifier_bus::lapin::options::{BasicAckOptions, BasicNackOptions};
 use qualifier_bus::{BusError, DeliveryMeta, MetaError, Publisher, Topology};
 use qualifier_domain::health::EndpointState;
 use qualifier_domain::timefmt::now_millis;
-use qualifier_store::deliveries::{AttemptWrite, DeliveryContext, DeliveryRef, Outcome};
+use qualifier_store::deliveries::{AttemptWrite, DeliveryContext, DeliveryRef, Outcome, Written};
 use qualifier_store::{Store, StoreError};
 use qualifier_telemetry::metrics::{self as m, metrics};
 use tokio_util::sync::CancellationToken;
@@ -118,7 +118,7 @@ impl Worker {
                         .into_iter()
                         .zip(writes)
                         .map(|(o, w)| match o {
-                            Outcome::Written { erased } => Recorded::Written { erased },
+                            Outcome::Written(written) => Recorded::Written(written),
                             Outcome::Locked => Recorded::Skipped(w),
                         })
                         .collect(),
@@ -163,8 +163,8 @@ fn parse_job(d: &Delivery) -> Result<DeliveryJob, MetaError> {
 /// An attempt's outcome after the batch: durable, or handed back (its lead is being erased) to
 /// be written alone, so the batch needs no copy of each write.
 pub enum Recorded {
-    /// Durable; whether the delivery's lead was erased by then.
-    Written { erased: bool },
+    /// Durable.
+    Written(Written),
     /// Not written: the batch skipped it.
     Skipped(AttemptWrite),
 }

@@ -6,7 +6,7 @@
 
 use diesel_async::RunQueryDsl;
 use qualifier_domain::delivery::{AttemptEntry, DeliveryStatus};
-use qualifier_store::deliveries::AttemptWrite;
+use qualifier_store::deliveries::{AttemptWrite, Written};
 use qualifier_store::partitions::DeliveryRef;
 use qualifier_testkit::TestDb;
 use uuid::Uuid;
@@ -67,6 +67,7 @@ fn outcome(id: Uuid, seq: i64) -> AttemptWrite {
             signatures: Vec::new(),
         },
         status: DeliveryStatus::Succeeded,
+        next: None,
     }
 }
 
@@ -290,7 +291,10 @@ async fn an_outcome_batch_skips_a_row_locked_by_an_erasure_and_writes_the_rest()
             let want = if id == locked.0 {
                 Outcome::Locked
             } else {
-                Outcome::Written { erased: false }
+                Outcome::Written(Written {
+                    erased: false,
+                    scheduled: false,
+                })
             };
             assert_eq!(*answer, want, "round {round}");
         }
@@ -306,7 +310,10 @@ async fn an_outcome_batch_skips_a_row_locked_by_an_erasure_and_writes_the_rest()
             "round {round}: written through the lock"
         );
         holder.batch_execute("COMMIT").await.unwrap();
-        assert!(!alone.await.unwrap().unwrap(), "round {round}: not erased");
+        assert!(
+            !alone.await.unwrap().unwrap().erased,
+            "round {round}: not erased"
+        );
         let done: i64 = qualifier_testkit::sql::one(
             &c,
             "SELECT count(*) FROM deliveries WHERE delivery_id = ANY($1::text[]::uuid[])
@@ -408,7 +415,7 @@ async fn an_outcome_that_waited_for_an_erasure_keeps_the_delivery_erased() {
     crate::helpers::until_waiting_on_locks(&c, 1).await;
     holder.batch_execute("COMMIT").await.unwrap();
     assert!(
-        alone.await.unwrap().unwrap(),
+        alone.await.unwrap().unwrap().erased,
         "the worker is told the lead was erased"
     );
     let r = c

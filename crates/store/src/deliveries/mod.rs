@@ -22,7 +22,7 @@ use qualifier_domain::{DeliveryStatus, EventType};
 
 mod attempts;
 pub mod state;
-pub use state::Outcome;
+pub use state::{Outcome, Written};
 mod counting;
 mod lists;
 mod logs;
@@ -194,11 +194,21 @@ impl Default for EndpointGlance {
         }
     }
 }
-/// One attempt's outcome to record with [`Store::record_attempts`]: its log entry and the
-/// status it leads to.
+/// One attempt's outcome to record with [`Store::record_attempts`]: its log entry, the
+/// status it leads to and, for a failed attempt that will be retried, its next attempt, written
+/// in the same statement (one write settles a failed attempt).
 #[derive(Debug, Clone)]
 pub struct AttemptWrite {
     pub delivery: DeliveryRef,
     pub entry: AttemptEntry,
     pub status: DeliveryStatus,
+    pub next: Option<NextAttempt>,
+}
+
+/// A delivery's next attempt, due at an instant: it waits in its row for the relay, as
+/// [`Store::schedule_attempt`] schedules one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NextAttempt {
+    pub attempt: u32,
+    pub at: time::OffsetDateTime,
 }

@@ -176,6 +176,10 @@ pub(crate) async fn wake_relay(conn: &mut AsyncPgConnection) -> Result<(), diese
         .map(|_| ())
 }
 
+/// How often the relay looks for due rows when nothing wakes it (`lead-api/src/relay.rs`,
+/// `POLL`).
+const RELAY_POLL: time::Duration = time::Duration::seconds(1);
+
 /// A function's yes or no (`qualifier_wait_for_earlier`, `qualifier_release_next`).
 #[derive(diesel::QueryableByName)]
 struct Answer {
@@ -183,11 +187,19 @@ struct Answer {
     yes: bool,
 }
 
+/// A durable outcome: whether the delivery's lead was erased by then, and whether its next
+/// attempt ([`AttemptWrite::next`]) was scheduled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Written {
+    pub erased: bool,
+    pub scheduled: bool,
+}
+
 /// What became of one outcome of a [`Store::record_attempts`] batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
-    /// Durable; whether the delivery's lead was erased by then.
-    Written { erased: bool },
+    /// Durable.
+    Written(Written),
     /// Its lead is being erased: not written; write it alone with [`Store::record_attempt`],
     /// which waits for the erasure.
     Locked,
@@ -202,6 +214,22 @@ pub enum Outcome {
 macro_rules! erased_now {
     () => {
         "(e.erased_at IS NOT NULL OR d.erased)"
+    };
+}
+
+/// The outcome's next attempt is scheduled in the same write (`v.due`, `v.resume`): a failed
+/// attempt that will be retried goes back to the relay due at its retry's instant, as
+/// [`Store::schedule_attempt`] would, unless its lead was erased (it has ended), the attempt
+/// ended it, or it waits for an outage or an earlier delivery of its lead (that wait resumes
+/// it). Conditions on the row as it was before the statement.
+macro_rules! scheduled {
+    () => {
+        concat!(
+            "(v.due IS NOT NULL AND NOT ",
+            erased_now!(),
+            " AND v.status NOT IN ('succeeded', 'dead', 'skipped')
+              AND d.state NOT IN ('held', 'after_earlier'))"
+        )
     };
 }
 
@@ -220,8 +248,8 @@ macro_rules! record_tail {
         concat!(
             ")), v AS (
                  SELECT * FROM p, unnest(p.ids, p.statuses, p.codes, p.errs, p.entries,
-                                         $8::int8[])
-                      AS v(id, status, code, err, entry, seq))
+                                         $8::int8[], $9::timestamptz[], $10::int4[])
+                      AS v(id, status, code, err, entry, seq, due, resume))
              UPDATE deliveries d SET
                     state = CASE WHEN ",
             erased_now!(),
@@ -229,8 +257,17 @@ macro_rules! record_tail {
                                  THEN CASE WHEN v.status IN ('succeeded', 'skipped')
                                            THEN v.status ELSE 'skipped' END
                                  WHEN v.status IN ('succeeded', 'dead', 'skipped') THEN v.status
+                                 WHEN ",
+            scheduled!(),
+            " THEN 'queued'
                                  WHEN d.state IN ('succeeded', 'dead', 'skipped') THEN 'out'
                                  ELSE d.state::text END::delivery_state,
+                    due_at = CASE WHEN ",
+            scheduled!(),
+            " THEN v.due ELSE d.due_at END,
+                    turn_at = CASE WHEN ",
+            scheduled!(),
+            " THEN NULL ELSE d.turn_at END,
                     retrying = NOT ",
             erased_now!(),
             " AND v.status = 'failed',
@@ -250,7 +287,9 @@ macro_rules! record_tail {
                              ELSE v.entry END),
                     resume_attempt = CASE WHEN ",
             erased_now!(),
-            " THEN NULL ELSE d.resume_attempt END,
+            " THEN NULL WHEN ",
+            scheduled!(),
+            " THEN v.resume ELSE d.resume_attempt END,
                     updated_at = clock_timestamp()
              FROM v, outbox e
              WHERE d.seq = coalesce(v.seq, (SELECT o.seq FROM outbox o
@@ -262,7 +301,8 @@ macro_rules! record_tail {
             "
              RETURNING d.delivery_id,
                        e.erased_at IS NOT NULL
-                       OR d.last_error IS NOT DISTINCT FROM 'erased' AS erased"
+                       OR d.last_error IS NOT DISTINCT FROM 'erased' AS erased,
+                       v.due IS NOT NULL AND d.state = 'queued' AS scheduled"
         )
     };
 }
@@ -294,6 +334,8 @@ struct Recorded {
     delivery_id: Uuid,
     #[diesel(sql_type = diesel::sql_types::Bool)]
     erased: bool,
+    #[diesel(sql_type = diesel::sql_types::Bool)]
+    scheduled: bool,
 }
 
 impl Store {
@@ -317,27 +359,30 @@ impl Store {
     ) -> Result<Vec<Outcome>, StoreError> {
         let ids: Vec<Uuid> = writes.iter().map(|w| w.delivery.id).collect();
         let written = self.write_outcomes(writes, RECORD_SKIPPING_LOCKED).await?;
-        let found: std::collections::HashMap<Uuid, bool> = written
+        let found: std::collections::HashMap<Uuid, (bool, bool)> = written
             .into_iter()
-            .map(|r| (r.delivery_id, r.erased))
+            .map(|r| (r.delivery_id, (r.erased, r.scheduled)))
             .collect();
         Ok(ids
             .iter()
             .map(|id| match found.get(id) {
-                Some(&erased) => Outcome::Written { erased },
+                Some(&(erased, scheduled)) => Outcome::Written(Written { erased, scheduled }),
                 None => Outcome::Locked,
             })
             .collect())
     }
 
     /// One outcome [`Store::record_attempts`] found locked, written alone: it waits for the
-    /// lock like any write. Whether the delivery's lead was erased; false, as for a written
-    /// one, when its row is gone (its partition expired).
-    pub async fn record_attempt(&self, write: &AttemptWrite) -> Result<bool, StoreError> {
+    /// lock like any write. Neither erased nor scheduled when its row is gone (its partition
+    /// expired).
+    pub async fn record_attempt(&self, write: &AttemptWrite) -> Result<Written, StoreError> {
         let written = self
             .write_outcomes(std::slice::from_ref(write), RECORD_WAITING)
             .await?;
-        Ok(written.iter().any(|r| r.erased))
+        Ok(Written {
+            erased: written.iter().any(|r| r.erased),
+            scheduled: written.iter().any(|r| r.scheduled),
+        })
     }
 
     async fn write_outcomes(
@@ -362,26 +407,41 @@ impl Store {
             .iter()
             .map(|w| w.entry.stored(self.compress_payloads))
             .collect();
+        let dues: Vec<Option<time::OffsetDateTime>> =
+            writes.iter().map(|w| w.next.map(|n| n.at)).collect();
+        let resumes: Vec<Option<i32>> = writes
+            .iter()
+            .map(|w| w.next.map(|n| i32::try_from(n.attempt).unwrap_or(i32::MAX)))
+            .collect();
+        // The relay sleeps until the earliest instant it knows of, a poll at most: a retry
+        // due before its next poll wakes it (sent at the commit), one due later is found by
+        // that poll without a round of its own per failed attempt.
+        let wake_before = qualifier_domain::timefmt::now_millis() + RELAY_POLL;
+        let wake = dues.iter().flatten().any(|at| *at < wake_before);
         let mut conn = self.conn().await?;
         // Prepared (fixed text, `crate::prepared`): as `sql_query` this was planned on every
         // call, about 0.1 ms each, which at a low event rate (a batch per event) was a tenth
         // of PostgreSQL's CPU per event (docs/performance.md).
-        Ok(
-            crate::prepared::prepared::<Array<diesel::sql_types::Uuid>, _>(
-                "WITH p(ids, statuses, codes, errs, entries) AS (VALUES (",
-                tail,
-                &ids,
-            )
-            .bind::<Array<Text>, _>(&statuses)
-            .bind::<Array<Nullable<diesel::sql_types::Int4>>, _>(&codes)
-            .bind::<Array<Nullable<Text>>, _>(&errors)
-            .bind::<Array<Jsonb>, _>(&entries)
-            .bind::<diesel::sql_types::BigInt, _>(lo)
-            .bind::<diesel::sql_types::BigInt, _>(hi)
-            .bind::<Array<Nullable<diesel::sql_types::BigInt>>, _>(&seqs)
-            .load::<Recorded>(&mut conn)
-            .await?,
+        let written = crate::prepared::prepared::<Array<diesel::sql_types::Uuid>, _>(
+            "WITH p(ids, statuses, codes, errs, entries) AS (VALUES (",
+            tail,
+            &ids,
         )
+        .bind::<Array<Text>, _>(&statuses)
+        .bind::<Array<Nullable<diesel::sql_types::Int4>>, _>(&codes)
+        .bind::<Array<Nullable<Text>>, _>(&errors)
+        .bind::<Array<Jsonb>, _>(&entries)
+        .bind::<diesel::sql_types::BigInt, _>(lo)
+        .bind::<diesel::sql_types::BigInt, _>(hi)
+        .bind::<Array<Nullable<diesel::sql_types::BigInt>>, _>(&seqs)
+        .bind::<Array<Nullable<diesel::sql_types::Timestamptz>>, _>(&dues)
+        .bind::<Array<Nullable<Int4>>, _>(&resumes)
+        .load::<Recorded>(&mut conn)
+        .await?;
+        if wake && written.iter().any(|r| r.scheduled) {
+            wake_relay(&mut conn).await?;
+        }
+        Ok(written)
     }
 
     /// Ends a delivery without a request (webhook missing, disabled or not subscribed).

@@ -8,13 +8,19 @@ use qualifier_domain::delivery::AttemptEntry;
 use qualifier_domain::health::EndpointState;
 use qualifier_domain::timefmt::now_millis;
 use qualifier_store::StoreError;
-use qualifier_store::deliveries::{AttemptWrite, LeadOrder};
+use qualifier_store::deliveries::{AttemptWrite, LeadOrder, NextAttempt};
 use qualifier_telemetry::metrics::{self as m, metrics};
 
 use super::prepare::Prepared;
 use super::{NotDurable, Recorded, Worker, unix_ms};
 use crate::decide::{self, After, HealthUpdate, Sent};
 use crate::sender::DeliveryJob;
+
+/// `at_ms` (Unix milliseconds) as an instant; now if it is out of range.
+fn at_instant(at_ms: i64) -> time::OffsetDateTime {
+    time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(at_ms) * 1_000_000)
+        .unwrap_or_else(|_| now_millis())
+}
 
 /// `job` as a message again (a park or a dead letter), with all of its headers.
 pub(super) fn job_message<'a>(
@@ -89,7 +95,24 @@ impl Worker {
             }
         }
         let ends = matches!(step, After::Succeeded | After::Dead);
-        let erased = self.record(job, record, step.status()).await?;
+        // A retry waits in the delivery's row, not as a copy of the body in a retry queue: its
+        // next attempt is scheduled by the outcome's own write, and the relay sends it again
+        // when it is due.
+        let next = match &step {
+            After::Retry {
+                queue,
+                not_before_ms,
+                ..
+            } => {
+                let delay = self.topology.retry_delays_ms[*queue];
+                Some(NextAttempt {
+                    attempt: job.meta.attempt + 1,
+                    at: at_instant(decide::due_at(*not_before_ms, unix_ms(), delay)),
+                })
+            }
+            _ => None,
+        };
+        let (erased, scheduled) = self.record(job, record, step.status(), next).await?;
         if ends {
             self.release_next(prepared.order).await;
         }
@@ -103,21 +126,14 @@ impl Worker {
         match step {
             After::Succeeded => Ok(()),
             After::Hold { resume_attempt } => self.hold(job, resume_attempt).await,
-            After::Retry {
-                queue,
-                not_before_ms,
-                org_back_off,
-            } => {
+            After::Retry { org_back_off, .. } => {
                 if let Some(wait) = org_back_off {
                     self.gate.back_off(job.meta.endpoint_id(), wait);
                 }
-                // The retry waits in the delivery's row, not as a copy of the body in a retry
-                // queue (`Store::schedule_attempt`); the relay sends it again when it is due.
-                let delay = self.topology.retry_delays_ms[queue];
-                let at = decide::due_at(not_before_ms, unix_ms(), delay);
-                self.schedule(job, job.meta.attempt + 1, at)
-                    .await
-                    .map_err(NotDurable::Schedule)
+                if !scheduled {
+                    tracing::info!(delivery_id = %id, "delivery ended or waits while its attempt was out; nothing scheduled");
+                }
+                Ok(())
             }
             // The dead letter says which delivery died (its headers), not what it carried: the
             // body stays in the database only, where retention and erasure reach it (a queue
@@ -137,34 +153,38 @@ impl Worker {
         }
     }
 
-    /// Records one attempt's outcome (durable when this returns Ok); true when the delivery's
-    /// lead was erased meanwhile.
+    /// Records one attempt's outcome and schedules its `next` attempt (durable when this
+    /// returns Ok): whether the delivery's lead was erased meanwhile, and whether `next` was
+    /// scheduled.
     async fn record(
         &self,
         job: &DeliveryJob,
         entry: AttemptEntry,
         status: DeliveryStatus,
-    ) -> Result<bool, NotDurable> {
+        next: Option<NextAttempt>,
+    ) -> Result<(bool, bool), NotDurable> {
         let write = AttemptWrite {
             delivery: job.delivery(),
             entry,
             status,
+            next,
         };
-        match self
+        let written = match self
             .outcomes
             .call(write)
             .await
             .map_err(NotDurable::Record)?
         {
-            Recorded::Written { erased } => Ok(erased),
+            Recorded::Written(written) => written,
             // Its lead is being erased: this one waits for the erasure alone, on its own
             // connection, while the batches go on for the rest.
             Recorded::Skipped(write) => self
                 .store
                 .record_attempt(&write)
                 .await
-                .map_err(NotDurable::RecordAlone),
-        }
+                .map_err(NotDurable::RecordAlone)?,
+        };
+        Ok((written.erased, written.scheduled))
     }
 
     /// A delivery in its lead's order is over: the lead's next waiting delivery may go. A
@@ -229,11 +249,9 @@ impl Worker {
         attempt: u32,
         at_ms: i64,
     ) -> Result<(), StoreError> {
-        let at = time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(at_ms) * 1_000_000)
-            .unwrap_or_else(|_| now_millis());
         let scheduled = self
             .store
-            .schedule_attempt(job.delivery(), attempt, at)
+            .schedule_attempt(job.delivery(), attempt, at_instant(at_ms))
             .await?;
         if !scheduled {
             tracing::info!(delivery_id = %job.meta.delivery_id, "delivery ended while its attempt was out; nothing scheduled");
