@@ -9,30 +9,22 @@ pub(crate) async fn api_phase(o: &Opts, sink: &Sink) -> anyhow::Result<Value> {
     let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
     let pool_size = 16;
     let cfg = lead_api::ApiConfig {
-        database: env.db.database(),
-        brokers: qualifier_testkit::brokers(),
-        http_addr: "127.0.0.1:0".parse()?,
-        internal_addr: "127.0.0.1:0".parse()?,
-        internal_token: INTERNAL_TOKEN.into(),
-        secret_key: env.key(),
         app_base_url: "https://app.qualifier.local".into(),
         rate_limit_per_minute: 100_000_000,
         allow_cidrs: vec!["127.0.0.0/8".parse()?],
         db_pool_size: pool_size,
         http_workers: workers,
-        topology_prefix: env.topo.prefix.clone(),
-        retry_delays_ms: services::RETRY_DELAYS.to_vec(),
-        event_retention_days: 30,
-        max_endpoints_per_org: 10,
-        replay_rate_per_second: 50,
-        console_base_url: None,
-        max_page_bytes: lead_api::page::DEFAULT_MAX_PAGE_BYTES,
-        statement_timeout: std::time::Duration::from_secs(5),
-        plan_cache_mode: Some("force_custom_plan"),
         compress_payloads: None,
-        shutdown_grace: Duration::from_secs(30),
-        console_frame_ancestors: Vec::new(),
+        ..lead_api::ApiConfig::local(
+            env.db.database(),
+            qualifier_testkit::brokers(),
+            env.key(),
+            env.topo.prefix.clone(),
+            services::RETRY_DELAYS.to_vec(),
+            INTERNAL_TOKEN.into(),
+        )
     };
+
     let api = lead_api::start(cfg).await?;
     env.internal = format!("http://{}", api.internal_addr);
     env.public = format!("http://{}", api.public_addr);

@@ -22,9 +22,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use qualifier_store::SecretKey;
-use qualifier_testkit::procs::{Service, wait_ready_state};
+use qualifier_testkit::procs::{Service, service_env, wait_ready_state};
 use qualifier_testkit::receiver::{Behaviour, Receiver};
-use qualifier_testkit::{TestDb, TestTopology, amqp_url, free_ports};
+use qualifier_testkit::{TestDb, TestTopology, free_ports};
 use rand::Rng;
 use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
@@ -170,17 +170,7 @@ async fn run() -> anyhow::Result<()> {
     let [public, internal, health] = free_ports::<3>();
 
     let common = |cmd: &mut Command| {
-        cmd.env("DATABASE_URL", &db.url)
-            .env("AMQP_URL", amqp_url())
-            .env("QUALIFIER_SECRET_KEY", &key)
-            .env("QUALIFIER_TOPOLOGY_PREFIX", &topo.prefix)
-            .env(
-                "QUALIFIER_RETRY_DELAYS_MS",
-                RETRY_DELAYS.map(|d| d.to_string()).join(","),
-            )
-            .env("QUALIFIER_WEBHOOK_ALLOW_CIDRS", "127.0.0.0/8")
-            .env("RUST_LOG", "error")
-            .stdout(Stdio::null());
+        service_env(cmd, &db.url, &key, &topo.prefix, &RETRY_DELAYS).stdout(Stdio::null());
     };
     // `QUALIFIER_CHAOS_LOGS=DIR` keeps each service's log (at `RUST_LOG`, default info) in
     // DIR/<service>.log, appended across its restarts: what a lost delivery is chased with.
@@ -227,10 +217,7 @@ async fn run() -> anyhow::Result<()> {
     delivery.start();
 
     let http = qualifier_testkit::http_client();
-    let ready_urls = vec![
-        format!("http://127.0.0.1:{internal}/readyz"),
-        format!("http://127.0.0.1:{health}/readyz"),
-    ];
+    let ready_urls = qualifier_testkit::procs::readiness(internal, health);
     let org = qualifier_testkit::procs::ready_org(
         &http,
         &ready_urls,
@@ -587,13 +574,7 @@ async fn run() -> anyhow::Result<()> {
         "readiness_failures": fig.readiness_failures,
     });
     println!("{}", serde_json::to_string_pretty(&figures)?);
-    let out = PathBuf::from(std::env::var("CARGO_TARGET_DIR").unwrap_or_else(|_| "target".into()))
-        .join("chaos");
-    std::fs::create_dir_all(&out)?;
-    std::fs::write(
-        out.join("latest.json"),
-        serde_json::to_vec_pretty(&figures)?,
-    )?;
+    qualifier_testkit::procs::write_figures("chaos", &figures)?;
 
     println!(
         "chaos: sent {} / committed {} / delivered {} / lost {} / duplicates {}",

@@ -26,9 +26,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use qualifier_store::SecretKey;
-use qualifier_testkit::procs::Service;
+use qualifier_testkit::procs::{Service, service_env};
 use qualifier_testkit::receiver::Receiver;
-use qualifier_testkit::{TestDb, TestTopology, amqp_url, free_ports};
+use qualifier_testkit::{TestDb, TestTopology, free_ports};
 use serde_json::{Value, json};
 
 const INTERNAL_TOKEN: &str = "soak-internal-token-0123456789";
@@ -242,22 +242,9 @@ async fn run() -> anyhow::Result<()> {
     receiver.count_only();
     let key = SecretKey::generate_base64();
     let [public, internal, health] = free_ports::<3>();
+    // Errors only, and shown: a failed request's cause is in the service's log.
     let common = |cmd: &mut Command| {
-        cmd.env("DATABASE_URL", &db.url)
-            .env("AMQP_URL", amqp_url())
-            .env("QUALIFIER_SECRET_KEY", &key)
-            .env("QUALIFIER_TOPOLOGY_PREFIX", &topo.prefix)
-            .env(
-                "QUALIFIER_RETRY_DELAYS_MS",
-                topo.retry_delays_ms
-                    .iter()
-                    .map(u64::to_string)
-                    .collect::<Vec<_>>()
-                    .join(","),
-            )
-            .env("QUALIFIER_WEBHOOK_ALLOW_CIDRS", "127.0.0.0/8")
-            // Errors only, and shown: a failed request's cause is in the service's log.
-            .env("RUST_LOG", "error");
+        service_env(cmd, &db.url, &key, &topo.prefix, &topo.retry_delays_ms);
     };
     let mut api_cmd = Command::new(bins.join("lead-api"));
     common(&mut api_cmd);
@@ -277,10 +264,7 @@ async fn run() -> anyhow::Result<()> {
     let mut delivery = Service::new("webhook-delivery", delivery_cmd);
     api.start();
     delivery.start();
-    let urls = vec![
-        format!("http://127.0.0.1:{internal}/readyz"),
-        format!("http://127.0.0.1:{health}/readyz"),
-    ];
+    let urls = qualifier_testkit::procs::readiness(internal, health);
     let org = qualifier_testkit::procs::ready_org(
         &http,
         &urls,
@@ -485,10 +469,7 @@ async fn run() -> anyhow::Result<()> {
         "samples": samples,
         "problems": problems,
     });
-    let out = PathBuf::from(std::env::var("CARGO_TARGET_DIR").unwrap_or_else(|_| "target".into()))
-        .join("soak");
-    std::fs::create_dir_all(&out)?;
-    std::fs::write(out.join("latest.json"), serde_json::to_vec_pretty(&report)?)?;
+    let out = qualifier_testkit::procs::write_figures("soak", &report)?;
     let t: Vec<f64> = samples
         .iter()
         .map(|s| s["minute"].as_f64().unwrap_or(0.0))

@@ -23,9 +23,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use qualifier_store::SecretKey;
-use qualifier_testkit::procs::{Service, wait_ready_state};
+use qualifier_testkit::procs::{Service, service_env, wait_ready_state};
 use qualifier_testkit::receiver::Receiver;
-use qualifier_testkit::{TestDb, TestTopology, amqp_url, free_ports};
+use qualifier_testkit::{TestDb, TestTopology, free_ports};
 use serde_json::{Value, json};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -143,16 +143,7 @@ struct Env {
 
 impl Env {
     fn common(&self, cmd: &mut Command) {
-        cmd.env("DATABASE_URL", &self.db_url)
-            .env("AMQP_URL", amqp_url())
-            .env("QUALIFIER_SECRET_KEY", &self.key)
-            .env("QUALIFIER_TOPOLOGY_PREFIX", &self.prefix)
-            .env(
-                "QUALIFIER_RETRY_DELAYS_MS",
-                RETRY_DELAYS.map(|d| d.to_string()).join(","),
-            )
-            .env("QUALIFIER_WEBHOOK_ALLOW_CIDRS", "127.0.0.0/8")
-            .env("RUST_LOG", "error")
+        service_env(cmd, &self.db_url, &self.key, &self.prefix, &RETRY_DELAYS)
             .stdout(Stdio::null());
     }
 
@@ -694,13 +685,7 @@ async fn run() -> anyhow::Result<()> {
         "timeline": timeline,
     });
     println!("{}", serde_json::to_string_pretty(&figures)?);
-    let out = PathBuf::from(std::env::var("CARGO_TARGET_DIR").unwrap_or_else(|_| "target".into()))
-        .join("upgrade-check");
-    std::fs::create_dir_all(&out)?;
-    std::fs::write(
-        out.join("latest.json"),
-        serde_json::to_vec_pretty(&figures)?,
-    )?;
+    qualifier_testkit::procs::write_figures("upgrade-check", &figures)?;
     for s in apis.iter_mut().chain(deliveries.iter_mut()) {
         s.kill9();
     }

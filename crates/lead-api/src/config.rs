@@ -151,6 +151,47 @@ pub struct ApiConfig {
 }
 
 impl ApiConfig {
+    /// One process on this machine: both listeners on loopback ports the system picks, one
+    /// HTTP worker and a small pool, the documented defaults otherwise (the rate limit, the
+    /// retention, the endpoint limit), custom plans (each statement planned for its values,
+    /// as the plan tests expect) and envelopes stored uncompressed. What the integration tests
+    /// and the bench start from, changing the fields they are about.
+    pub fn local(
+        database: qualifier_store::Database,
+        brokers: qualifier_bus::Brokers,
+        secret_key: SecretKey,
+        topology_prefix: String,
+        retry_delays_ms: Vec<u64>,
+        internal_token: String,
+    ) -> ApiConfig {
+        let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
+        ApiConfig {
+            database,
+            brokers,
+            http_addr: loopback,
+            internal_addr: loopback,
+            internal_token,
+            secret_key,
+            app_base_url: "https://app.qualifier.test".into(),
+            rate_limit_per_minute: 120,
+            allow_cidrs: Vec::new(),
+            db_pool_size: 4,
+            http_workers: 1,
+            topology_prefix,
+            retry_delays_ms,
+            event_retention_days: 30,
+            max_endpoints_per_org: 10,
+            replay_rate_per_second: 50,
+            console_base_url: None,
+            max_page_bytes: crate::page::DEFAULT_MAX_PAGE_BYTES,
+            statement_timeout: std::time::Duration::from_secs(5),
+            plan_cache_mode: Some("force_custom_plan"),
+            compress_payloads: Some(false),
+            shutdown_grace: std::time::Duration::from_secs(30),
+            console_frame_ancestors: Vec::new(),
+        }
+    }
+
     /// Validates what clap read; the first problem found names its variable.
     pub fn from_args(a: &ApiArgs) -> Result<ApiConfig, EnvError> {
         let secret_key = SecretKey::from_base64(&a.secret_key.required()?)

@@ -14,6 +14,25 @@ pub fn own_dir() -> PathBuf {
         .to_path_buf()
 }
 
+/// What every service process of a run shares: its database, the broker, the secret key, the
+/// topology prefix and retry waits, receivers on loopback allowed, errors only in its log.
+pub fn service_env<'c>(
+    cmd: &'c mut Command,
+    database_url: &str,
+    secret_key: &str,
+    topology_prefix: &str,
+    retry_delays_ms: &[u64],
+) -> &'c mut Command {
+    let delays: Vec<String> = retry_delays_ms.iter().map(u64::to_string).collect();
+    cmd.env("DATABASE_URL", database_url)
+        .env("AMQP_URL", crate::amqp_url())
+        .env("QUALIFIER_SECRET_KEY", secret_key)
+        .env("QUALIFIER_TOPOLOGY_PREFIX", topology_prefix)
+        .env("QUALIFIER_RETRY_DELAYS_MS", delays.join(","))
+        .env("QUALIFIER_WEBHOOK_ALLOW_CIDRS", "127.0.0.0/8")
+        .env("RUST_LOG", "error")
+}
+
 /// A service process; killed with SIGKILL when dropped.
 pub struct Service {
     pub name: &'static str,
@@ -139,6 +158,25 @@ pub async fn org_with_webhook(
         .unwrap_or_default()
         .to_owned();
     Ok((org, secret))
+}
+
+/// The `/readyz` of a `lead-api` (its internal port) and a `webhook-delivery` (its health
+/// port) on this machine.
+pub fn readiness(internal_port: u16, health_port: u16) -> Vec<String> {
+    vec![
+        format!("http://127.0.0.1:{internal_port}/readyz"),
+        format!("http://127.0.0.1:{health_port}/readyz"),
+    ]
+}
+
+/// Writes a run's figures to `target/<run>/latest.json` (under `CARGO_TARGET_DIR` when set)
+/// and answers that folder, where the run's other outputs go too.
+pub fn write_figures(run: &str, figures: &serde_json::Value) -> std::io::Result<PathBuf> {
+    let out = PathBuf::from(std::env::var("CARGO_TARGET_DIR").unwrap_or_else(|_| "target".into()))
+        .join(run);
+    std::fs::create_dir_all(&out)?;
+    std::fs::write(out.join("latest.json"), serde_json::to_vec_pretty(figures)?)?;
+    Ok(out)
 }
 
 /// The tail of starting a whole stack (chaos, soak, topology): once `/readyz` answers 200 on

@@ -43,31 +43,14 @@ pub async fn until_waiting_on_locks(c: &tokio_postgres::Client, n: i64) {
 }
 
 pub fn config(db: &TestDb, topo: &TestTopology) -> ApiConfig {
-    ApiConfig {
-        database: db.database(),
-        brokers: qualifier_testkit::brokers(),
-        topology_prefix: topo.prefix.clone(),
-        retry_delays_ms: topo.retry_delays_ms.clone(),
-        http_addr: "127.0.0.1:0".parse().unwrap(),
-        internal_addr: "127.0.0.1:0".parse().unwrap(),
-        internal_token: INTERNAL_TOKEN.into(),
-        secret_key: SecretKey::from_base64(&SecretKey::generate_base64()).unwrap(),
-        app_base_url: "https://app.qualifier.test".into(),
-        rate_limit_per_minute: 120,
-        allow_cidrs: vec![],
-        db_pool_size: 4,
-        http_workers: 1,
-        event_retention_days: 30,
-        max_endpoints_per_org: 10,
-        replay_rate_per_second: 50,
-        console_base_url: None,
-        max_page_bytes: lead_api::page::DEFAULT_MAX_PAGE_BYTES,
-        statement_timeout: std::time::Duration::from_secs(5),
-        plan_cache_mode: Some("force_custom_plan"),
-        compress_payloads: Some(false),
-        shutdown_grace: std::time::Duration::from_secs(30),
-        console_frame_ancestors: Vec::new(),
-    }
+    ApiConfig::local(
+        db.database(),
+        qualifier_testkit::brokers(),
+        SecretKey::from_base64(&SecretKey::generate_base64()).unwrap(),
+        topo.prefix.clone(),
+        topo.retry_delays_ms.clone(),
+        INTERNAL_TOKEN.into(),
+    )
 }
 
 impl TestApp {
