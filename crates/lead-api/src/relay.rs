@@ -25,6 +25,13 @@ use tokio_util::sync::CancellationToken;
 const BATCH: i64 = 500;
 const POLL: Duration = Duration::from_secs(1);
 const BACKLOG_SAMPLE: Duration = Duration::from_secs(2);
+/// The shortest sleep before a scheduled row (a retry, a replay, a throttle's turn): the rows
+/// due within it go in one round. A failing endpoint's retries are due at instants of their
+/// own, a few hundred a second at a steady pace; a round for each (its transaction, its
+/// publish, its commit) was what they cost everyone else's events. A retry or a replay goes
+/// at most this much after its instant; a turn is sent `SENT_AHEAD` (100 ms) before it, so
+/// it is still sent ahead.
+const DUE_TOGETHER: Duration = Duration::from_millis(25);
 
 #[derive(Default)]
 pub struct RelayStatus {
@@ -142,9 +149,10 @@ impl qualifier_bus::Session for Relay {
                         metrics::counter!(m::OUTBOX_PUBLISHED).increment(n as u64);
                         tracing::debug!(published = n, "outbox relayed");
                     }
-                    // Paced replays are due at their own instants: wake for the next one.
+                    // Scheduled rows are due at their own instants: wake for the next one,
+                    // and for those due soon after it in the same round.
                     let due = self.store.next_replay_due().await.ok().flatten();
-                    let nap = due.map_or(POLL, |d| d.clamp(Duration::from_millis(5), POLL));
+                    let nap = due.map_or(POLL, |d| d.clamp(DUE_TOGETHER, POLL));
                     tokio::select! {
                         _ = self.wake.notified() => {}
                         _ = tokio::time::sleep(nap) => {}

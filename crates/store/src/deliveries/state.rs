@@ -14,14 +14,16 @@
 //!
 //! The moves on the delivery rows (the condition `open!`, the requeue [`requeue`]):
 //!
-//! - [`Store::schedule_attempt`]: the next attempt due at an instant;
+//! - [`Store::schedule_attempt`]: the next attempt due at an instant (a retry's is scheduled by
+//!   its failed attempt's outcome, below, in the same statement);
 //! - [`Store::hold_delivery`], [`release_held`], [`Store::release_stray_held`]: an outage's hold
 //!   and its end;
 //! - [`Store::wait_for_earlier`], [`Store::release_next_of_lead`],
 //!   [`Store::release_stray_order_waits`]: the lead's order, over one condition (the SQL
 //!   function `qualifier_earlier_pending`; the first two are SQL functions too,
 //!   `qualifier_wait_for_earlier` and `qualifier_release_next`, migration 46);
-//! - [`Store::record_attempts`] / [`Store::record_attempt`]: an attempt's outcome;
+//! - [`Store::record_attempts`] / [`Store::record_attempt`]: an attempt's outcome, and a
+//!   retry's requeue (under [`Store::schedule_attempt`]'s conditions);
 //! - [`Store::mark_skipped`], [`skip_held`]: ended without a request;
 //! - the `SET` lists of the moves made inside statements that do more than move the
 //!   delivery, each used by that one statement: waiting for a throttle turn and a new turn
