@@ -9,6 +9,18 @@ use anyhow::Context;
 /// The event types every endpoint of a run subscribes to: what [`produce`] causes.
 const TYPES: [&str; 3] = ["lead.created", "lead.updated", "lead.stage_changed"];
 
+/// The deployed default of `QUALIFIER_RETRY_DELAYS_MS` (docs/operations.md).
+const DEPLOYED_RETRIES: &str = "30000,120000,480000,1920000";
+
+/// The time scale of a failing endpoint: how long it fails before it is found failing
+/// (`QUALIFIER_ENDPOINT_FAILING_SPAN_MS`), and whether the worker retries as deployed or on the
+/// bench's scale.
+#[derive(Clone, Copy)]
+pub(crate) struct Scale {
+    pub failing_span_ms: u64,
+    pub deployed_retries: bool,
+}
+
 /// One run's figures: each measured endpoint's tally, and the machine's CPU over the run per
 /// delivered request.
 struct Run {
@@ -26,7 +38,7 @@ async fn run(
     endpoints: &[(Answer, Value)],
     measured: usize,
     pace: Option<f64>,
-    failing_span_ms: u64,
+    scale: Scale,
 ) -> anyhow::Result<Run> {
     use reqwest::Method;
     sink.clear();
@@ -40,16 +52,21 @@ async fn run(
     // wait in their rows from then on, as they would in production after its minute
     // (`--failing-span-ms 60000`: the deployed minute, longer than a run, so the failing
     // endpoint is tried and retried throughout).
+    let mut env_vars = vec![
+        (
+            "QUALIFIER_ENDPOINT_FAILING_SPAN_MS",
+            scale.failing_span_ms.to_string(),
+        ),
+        ("QUALIFIER_ENDPOINT_PROBE_MIN_MS", "1000".into()),
+        ("QUALIFIER_ENDPOINT_PROBE_MAX_MS", "2000".into()),
+    ];
+    if scale.deployed_retries {
+        // After the bench's own (`Env::common`): the later value is the one the process reads.
+        env_vars.push(("QUALIFIER_RETRY_DELAYS_MS", DEPLOYED_RETRIES.into()));
+    }
     let settings = DeliverySettings {
         org_concurrency: default_delivery().concurrency / 4,
-        env: vec![
-            (
-                "QUALIFIER_ENDPOINT_FAILING_SPAN_MS",
-                failing_span_ms.to_string(),
-            ),
-            ("QUALIFIER_ENDPOINT_PROBE_MIN_MS", "1000".into()),
-            ("QUALIFIER_ENDPOINT_PROBE_MAX_MS", "2000".into()),
-        ],
+        env: env_vars,
         ..default_delivery()
     };
     let worker = env.start_delivery(&settings).await?;
@@ -119,11 +136,11 @@ pub(crate) async fn phase(
     sink: &Sink,
     events: u64,
     pace: f64,
-    failing_span_ms: u64,
+    scale: Scale,
 ) -> anyhow::Result<Value> {
     let healthy = || (Answer::Ok, json!({}));
     let run = |endpoints: Vec<(Answer, Value)>, measured, pace| async move {
-        run(sink, events, &endpoints, measured, pace, failing_span_ms).await
+        run(sink, events, &endpoints, measured, pace, scale).await
     };
     let one = run(vec![healthy()], 1, None).await?;
     let three = run(vec![healthy(), healthy(), healthy()], 3, None).await?;
@@ -154,7 +171,8 @@ pub(crate) async fn phase(
         },
         "isolation": {
             "pace_per_s": pace,
-            "failing_span_ms": failing_span_ms,
+            "failing_span_ms": scale.failing_span_ms,
+            "deployed_retries": scale.deployed_retries,
             "third_absent": {"p50_ms": r3(a50), "p99_ms": r3(a99), "lost": a_lost},
             "third_failing_500": beside(&failing),
             "third_throttled_1_per_s": beside(&throttled),

@@ -14,16 +14,25 @@ use crate::sink::{Answer, Sink};
 /// Events in the org the read phase pages through.
 pub const FEED_EVENTS: i64 = 100_000;
 
-/// Gives `org` `n` published events at the head of the feed, as the relay would have left them
-/// (written in one statement: the figure is about reading, and the pipeline that writes them is
-/// measured by the end-to-end phase). The payload is a real `lead.created` envelope's size.
-pub(crate) async fn fill(env: &Env, org: &str, n: i64) -> anyhow::Result<()> {
-    let mut c = env.db.client().await;
+/// A transaction holding the feed's head, as the relay's does, and the head's position: what
+/// events written as published are numbered from.
+pub(crate) async fn holding_feed_head(
+    c: &mut tokio_postgres::Client,
+) -> anyhow::Result<(tokio_postgres::Transaction<'_>, i64)> {
     let tx = c.transaction().await?;
     let head: i64 = tx
         .query_one("SELECT pos FROM feed_head FOR UPDATE", &[])
         .await?
         .get(0);
+    Ok((tx, head))
+}
+
+/// Gives `org` `n` published events at the head of the feed, as the relay would have left them
+/// (written in one statement: the figure is about reading, and the pipeline that writes them is
+/// measured by the end-to-end phase). The payload is a real `lead.created` envelope's size.
+pub(crate) async fn fill(env: &Env, org: &str, n: i64) -> anyhow::Result<()> {
+    let mut c = env.db.client().await;
+    let (tx, head) = holding_feed_head(&mut c).await?;
     tx.execute(
         "WITH s AS MATERIALIZED (
              SELECT g, gen_random_uuid() AS e, gen_random_uuid() AS l

@@ -95,6 +95,12 @@ struct Opts {
     /// before it is found failing, for the whole run).
     #[arg(long, requires = "only")]
     failing_span_ms: Option<u64>,
+    /// With `--only endpoints`: the worker retries as deployed (30 s, 2, 8 and 32 min) instead
+    /// of on the bench's scale (1, 2, 4 and 8 s, every delivery's five attempts within a run).
+    /// With `--failing-span-ms 60000`, a failing endpoint as production meets one in its first
+    /// minute.
+    #[arg(long, requires = "only")]
+    deployed_retries: bool,
     /// With `--only e2e`: the org's webhook `ordering` (`per_lead`: a lead's deliveries one at
     /// a time, docs/delivery.md "Throttle and order").
     #[arg(long, value_parser = ["none", "per_lead"], requires = "only")]
@@ -334,8 +340,11 @@ async fn run() -> anyhow::Result<()> {
             "outage" => outage(&sink, n, o.outage_secs()).await?,
             "noisy" => noisy(&sink, (n / 4).max(1000), if o.short() { 300 } else { 1000 }).await?,
             "endpoints" => {
-                let span = o.failing_span_ms.unwrap_or(1000);
-                endpoints::phase(&sink, n, o.pace.unwrap_or(200.0), span).await?
+                let scale = endpoints::Scale {
+                    failing_span_ms: o.failing_span_ms.unwrap_or(1000),
+                    deployed_retries: o.deployed_retries,
+                };
+                endpoints::phase(&sink, n, o.pace.unwrap_or(200.0), scale).await?
             }
             "erasure" => erasure::phase(&sink, o.erasure_others(), o.heavy_erasures()).await?,
             "history" => history::phase(&sink, o.history()).await?,

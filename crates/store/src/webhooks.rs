@@ -840,36 +840,30 @@ impl Store {
         let key = &self.secret_key;
         let mut resealed = 0;
         let mut left = 0;
+        // One column's blob re-sealed bound, if it is still the one read.
+        macro_rules! reseal {
+            ($column:expr, $id:expr, $blob:expr) => {
+                match key.open($blob, $id) {
+                    Ok(secret) => {
+                        resealed += diesel::update(
+                            webhooks::table
+                                .filter(webhooks::id.eq($id))
+                                .filter($column.eq($blob)),
+                        )
+                        .set($column.eq(key.seal(&secret, $id)))
+                        .execute(&mut conn)
+                        .await?;
+                    }
+                    Err(_) => left += 1,
+                }
+            };
+        }
         for (id, sealed, previous) in rows {
             if key.is_legacy(&sealed, id) {
-                match key.open(&sealed, id) {
-                    Ok(secret) => {
-                        resealed += diesel::update(
-                            webhooks::table
-                                .filter(webhooks::id.eq(id))
-                                .filter(webhooks::secret_sealed.eq(&sealed)),
-                        )
-                        .set(webhooks::secret_sealed.eq(key.seal(&secret, id)))
-                        .execute(&mut conn)
-                        .await?;
-                    }
-                    Err(_) => left += 1,
-                }
+                reseal!(webhooks::secret_sealed, id, &sealed);
             }
             if let Some(prev) = previous.filter(|p| key.is_legacy(p, id)) {
-                match key.open(&prev, id) {
-                    Ok(secret) => {
-                        resealed += diesel::update(
-                            webhooks::table
-                                .filter(webhooks::id.eq(id))
-                                .filter(webhooks::previous_secret_sealed.eq(&prev)),
-                        )
-                        .set(webhooks::previous_secret_sealed.eq(key.seal(&secret, id)))
-                        .execute(&mut conn)
-                        .await?;
-                    }
-                    Err(_) => left += 1,
-                }
+                reseal!(webhooks::previous_secret_sealed, id, &prev);
             }
         }
         if left == 0 {

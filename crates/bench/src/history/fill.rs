@@ -88,11 +88,7 @@ pub(super) async fn write_events(
     days: i64,
     progress: bool,
 ) -> anyhow::Result<()> {
-    let tx = c.transaction().await?;
-    let head: i64 = tx
-        .query_one("SELECT pos FROM feed_head FOR UPDATE", &[])
-        .await?
-        .get(0);
+    let (tx, head) = crate::feed::holding_feed_head(c).await?;
     // The days' partitions, as housekeeping would have created them as the days came: spans
     // of `partition_days` from the first day, up to the oldest partition there is.
     tx.execute(
