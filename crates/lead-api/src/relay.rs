@@ -23,7 +23,8 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 const BATCH: i64 = 500;
-const POLL: Duration = Duration::from_secs(1);
+/// The longest sleep between rounds; the outcome statement leaves a row due later unwoken.
+const POLL: Duration = qualifier_store::deliveries::state::RELAY_POLL;
 const BACKLOG_SAMPLE: Duration = Duration::from_secs(2);
 /// The shortest sleep before a scheduled row (a retry, a replay, a throttle's turn): the rows
 /// due within it go in one round. A failing endpoint's retries are due at instants of their

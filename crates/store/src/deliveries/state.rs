@@ -178,9 +178,9 @@ pub(crate) async fn wake_relay(conn: &mut AsyncPgConnection) -> Result<(), diese
         .map(|_| ())
 }
 
-/// How often the relay looks for due rows when nothing wakes it (`lead-api/src/relay.rs`,
-/// `POLL`).
-const RELAY_POLL: time::Duration = time::Duration::seconds(1);
+/// How often the relay looks for due rows when nothing wakes it (crates/lead-api/src/relay.rs
+/// sleeps at most this long): a row due later needs no `NOTIFY`.
+pub const RELAY_POLL: Duration = Duration::from_secs(1);
 
 /// A function's yes or no (`qualifier_wait_for_earlier`, `qualifier_release_next`).
 #[derive(diesel::QueryableByName)]
