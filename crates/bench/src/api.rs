@@ -32,15 +32,12 @@ pub(crate) async fn api_phase(o: &Opts, sink: &Sink) -> anyhow::Result<Value> {
     let org = env.org(&url, 16).await?;
     let leads = 1000u64;
     produce(&env, &org, leads, 0, 16, None, false).await;
-    let ids: Vec<String> = env
-        .db
-        .client()
-        .await
-        .query("SELECT id::text FROM leads", &[])
-        .await?
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
+    let ids: Vec<String> = qualifier_testkit::sql::try_column(
+        &env.db.client().await,
+        "SELECT id::text FROM leads",
+        &[],
+    )
+    .await?;
     let ids = Arc::new(ids);
     let tokens = Arc::new(org.tokens.clone());
     let concurrency = 32;

@@ -130,8 +130,9 @@ fn healthy_latency(r: &Run) -> (f64, f64, u64) {
 }
 
 /// The phase: cost (one endpoint, then three, each as fast as it goes), then isolation (two
-/// healthy endpoints at a steady `pace`, with a third absent, answering 500, then throttled to
-/// one request a second).
+/// healthy endpoints at a steady `pace`, with a third absent, healthy, answering 500, then
+/// throttled to one request a second). The healthy third tells what a third endpoint's load
+/// costs the others by itself, apart from what its failing or its throttle adds.
 pub(crate) async fn phase(
     sink: &Sink,
     events: u64,
@@ -149,15 +150,26 @@ pub(crate) async fn phase(
     cpu::print("three endpoints (per delivered request)", &three.cpu);
 
     let absent = run(vec![healthy(), healthy()], 2, Some(pace)).await?;
+    let third = run(vec![healthy(), healthy(), healthy()], 2, Some(pace)).await?;
     let failing = (Answer::Fail(500), json!({}));
     let failing = run(vec![healthy(), healthy(), failing], 2, Some(pace)).await?;
     let slow = (Answer::Ok, json!({"max_per_second": 1}));
     let throttled = run(vec![healthy(), healthy(), slow], 2, Some(pace)).await?;
+    // Per request the two measured endpoints received: what a third adds to each of theirs.
+    for (title, r) in [
+        ("beside no third endpoint", &absent),
+        ("beside a healthy third", &third),
+        ("beside a third answering 500", &failing),
+        ("beside a third throttled to 1/s", &throttled),
+    ] {
+        cpu::print(title, &r.cpu);
+    }
     let (a50, a99, a_lost) = healthy_latency(&absent);
     let beside = |r: &Run| {
         let (p50, p99, lost) = healthy_latency(r);
         json!({"p50_ms": r3(p50), "p99_ms": r3(p99), "lost": lost,
-               "p50_ratio": r3(p50 / a50), "p99_ratio": r3(p99 / a99)})
+               "p50_ratio": r3(p50 / a50), "p99_ratio": r3(p99 / a99),
+               "cpu_ms_per_delivered_request": r3(cpu_per_request(r)), "cpu": r.cpu})
     };
     let v = json!({
         "events": events,
@@ -173,7 +185,10 @@ pub(crate) async fn phase(
             "pace_per_s": pace,
             "failing_span_ms": scale.failing_span_ms,
             "deployed_retries": scale.deployed_retries,
-            "third_absent": {"p50_ms": r3(a50), "p99_ms": r3(a99), "lost": a_lost},
+            "third_absent": {"p50_ms": r3(a50), "p99_ms": r3(a99), "lost": a_lost,
+                             "cpu_ms_per_delivered_request": r3(cpu_per_request(&absent)),
+                             "cpu": absent.cpu},
+            "third_healthy": beside(&third),
             "third_failing_500": beside(&failing),
             "third_throttled_1_per_s": beside(&throttled),
         },
@@ -184,7 +199,9 @@ pub(crate) async fn phase(
             .unwrap_or(f64::NAN)
     };
     println!(
-        "endpoints: CPU per delivered request with three {cost_ratio:.3} of one's; the others' p50/p99 beside a failing one {:.2}x/{:.2}x, beside a throttled one {:.2}x/{:.2}x",
+        "endpoints: CPU per delivered request with three {cost_ratio:.3} of one's; the others' p50/p99 beside a healthy third {:.2}x/{:.2}x, beside a failing one {:.2}x/{:.2}x, beside a throttled one {:.2}x/{:.2}x",
+        ratio("third_healthy", "p50"),
+        ratio("third_healthy", "p99"),
         ratio("third_failing_500", "p50"),
         ratio("third_failing_500", "p99"),
         ratio("third_throttled_1_per_s", "p50"),

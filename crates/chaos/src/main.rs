@@ -517,15 +517,12 @@ async fn run() -> anyhow::Result<()> {
     let duplicates: u64 = per_id.values().map(|n| n.saturating_sub(1)).sum();
     // Per lead, the first acceptance of each delivery in arrival order must come in revision
     // order. Replays (of deliveries that went dead) are outside the order by design.
-    let replayed: HashSet<String> = pg
-        .query(
-            "SELECT delivery_id::text FROM outbox WHERE replayed IS TRUE",
-            &[],
-        )
-        .await?
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
+    let replayed: HashSet<String> = qualifier_testkit::sql::try_column(
+        &pg,
+        "SELECT delivery_id::text FROM outbox WHERE replayed IS TRUE",
+        &[],
+    )
+    .await?;
     let mut out_of_order = Vec::new();
     if opts.ordering == "per_lead" {
         let mut seen_ids: HashSet<&str> = HashSet::new();

@@ -593,15 +593,12 @@ async fn run() -> anyhow::Result<()> {
     let pg = db.client().await;
     let deadline = Instant::now() + Duration::from_secs(120);
     let committed: HashSet<String> = loop {
-        let committed: HashSet<String> = pg
-            .query(
-                "SELECT delivery_id::text FROM outbox WHERE org_id = $1::text::uuid",
-                &[&org],
-            )
-            .await?
-            .iter()
-            .map(|r| r.get(0))
-            .collect();
+        let committed: HashSet<String> = qualifier_testkit::sql::try_column(
+            &pg,
+            "SELECT delivery_id::text FROM outbox WHERE org_id = $1::text::uuid",
+            &[&org],
+        )
+        .await?;
         let received: HashSet<String> = receiver
             .received()
             .iter()

@@ -129,15 +129,20 @@ pub struct HealthRules {
     pub disable_after: Duration,
 }
 
+impl HealthRules {
+    /// The deployed defaults (docs/delivery.md, "Endpoint health").
+    pub const DEPLOYED: HealthRules = HealthRules {
+        failing_after: 3,
+        failing_span: Duration::from_millis(60_000),
+        probe_min: Duration::from_millis(5_000),
+        probe_max: Duration::from_millis(900_000),
+        disable_after: Duration::from_secs(432_000),
+    };
+}
+
 impl Default for HealthRules {
     fn default() -> Self {
-        HealthRules {
-            failing_after: 3,
-            failing_span: Duration::from_millis(60_000),
-            probe_min: Duration::from_millis(5_000),
-            probe_max: Duration::from_millis(900_000),
-            disable_after: Duration::from_secs(432_000),
-        }
+        HealthRules::DEPLOYED
     }
 }
 
@@ -374,13 +379,7 @@ mod tests {
         OffsetDateTime::from_unix_timestamp(1_800_000_000 + secs).unwrap()
     }
 
-    const RULES: HealthRules = HealthRules {
-        failing_after: 3,
-        failing_span: Duration::from_secs(60),
-        probe_min: Duration::from_secs(5),
-        probe_max: Duration::from_secs(900),
-        disable_after: Duration::from_secs(432_000),
-    };
+    const RULES: HealthRules = HealthRules::DEPLOYED;
 
     fn down(e: &str) -> Observed {
         Observed::Down {

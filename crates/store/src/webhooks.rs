@@ -679,17 +679,27 @@ impl Store {
         private_key: &str,
         info: &ClientCertInfo,
     ) -> Result<Webhook, StoreError> {
-        let at = at.into();
+        self.write_client_certificate(at.into(), Some((certificate, private_key, info)))
+            .await
+    }
+
+    /// The one write of an endpoint's client certificate: `Some` gives it one (the key sealed
+    /// for this endpoint), `None` removes it; either way the expiry notice starts over.
+    async fn write_client_certificate(
+        &self,
+        at: EndpointRef,
+        cert: Option<(&str, &str, &ClientCertInfo)>,
+    ) -> Result<Webhook, StoreError> {
         let mut conn = self.conn().await?;
         let id = resolve(&mut conn, at).await?.ok_or(at.missing())?;
-        let sealed = self.secret_key.seal(private_key, id);
+        let sealed = cert.map(|(_, key, _)| self.secret_key.seal(key, id));
         let n = diesel::update(webhooks::table.filter(webhooks::id.eq(id)))
             .set((
-                webhooks::client_cert_pem.eq(certificate),
+                webhooks::client_cert_pem.eq(cert.map(|(pem, _, _)| pem)),
                 webhooks::client_key_sealed.eq(sealed),
-                webhooks::client_cert_subject.eq(&info.subject),
-                webhooks::client_cert_issuer.eq(&info.issuer),
-                webhooks::client_cert_not_after.eq(info.not_after),
+                webhooks::client_cert_subject.eq(cert.map(|(_, _, i)| &i.subject)),
+                webhooks::client_cert_issuer.eq(cert.map(|(_, _, i)| &i.issuer)),
+                webhooks::client_cert_not_after.eq(cert.map(|(_, _, i)| i.not_after)),
                 webhooks::client_cert_warned_at.eq(None::<OffsetDateTime>),
                 webhooks::updated_at.eq(now_millis()),
             ))
@@ -719,24 +729,7 @@ impl Store {
         &self,
         at: impl Into<EndpointRef>,
     ) -> Result<Webhook, StoreError> {
-        let at = at.into();
-        let mut conn = self.conn().await?;
-        let id = resolve(&mut conn, at).await?.ok_or(at.missing())?;
-        let n = diesel::update(webhooks::table.filter(webhooks::id.eq(id)))
-            .set((
-                webhooks::client_cert_pem.eq(None::<String>),
-                webhooks::client_key_sealed.eq(None::<Vec<u8>>),
-                webhooks::client_cert_subject.eq(None::<String>),
-                webhooks::client_cert_issuer.eq(None::<String>),
-                webhooks::client_cert_not_after.eq(None::<OffsetDateTime>),
-                webhooks::client_cert_warned_at.eq(None::<OffsetDateTime>),
-                webhooks::updated_at.eq(now_millis()),
-            ))
-            .execute(&mut conn)
-            .await?;
-        drop(conn);
-        self.webhook_after_update(EndpointRef::id(at.org_id, id), n, at)
-            .await
+        self.write_client_certificate(at.into(), None).await
     }
 
     /// Client certificates within [`qualifier_domain::client_cert::EXPIRY_WARNING`] of expiring

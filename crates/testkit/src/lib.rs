@@ -384,6 +384,39 @@ pub fn http_client() -> reqwest::Client {
         .expect("client")
 }
 
+/// A request to one of the services' APIs as tests send them: `token` as its bearer, `body` (if
+/// any) as JSON. The caller adds what else it needs (headers) and sends it.
+pub fn authorized(
+    http: &reqwest::Client,
+    method: reqwest::Method,
+    url: String,
+    token: &str,
+    body: Option<serde_json::Value>,
+) -> reqwest::RequestBuilder {
+    let rb = http.request(method, url).bearer_auth(token);
+    match body {
+        Some(b) => rb.json(&b),
+        None => rb,
+    }
+}
+
+/// The status the request `rb` is answered with (a request sent from a task of its own, to be
+/// answered while the test holds something).
+pub async fn status_of(rb: reqwest::RequestBuilder) -> u16 {
+    rb.send()
+        .await
+        .expect("the request is answered")
+        .status()
+        .as_u16()
+}
+
+/// The text of the answer to `rb`, which must be 200 (a page, a metrics listing).
+pub async fn text_200(rb: reqwest::RequestBuilder) -> String {
+    let r = rb.send().await.expect("the request is answered");
+    assert_eq!(r.status(), 200, "{:?}", r.url().to_string());
+    r.text().await.expect("the answer's text")
+}
+
 /// Service logs in test output, at `RUST_LOG` (default `warn`), plus the in-memory capture of
 /// logs and spans ([`telemetry`]); once per test binary.
 pub fn init_test_logging() {

@@ -21,6 +21,32 @@ pub async fn try_one<T: FromSqlOwned>(
     c.query_one(sql, params).await?.try_get(0)
 }
 
+/// The first column of every row `sql` returns, in its order, gathered as the caller wants it
+/// (a `Vec`, a set); panics when it fails, as a test should.
+pub async fn column<T: FromSqlOwned, C: FromIterator<T>>(
+    c: &Client,
+    sql: &str,
+    params: &[&(dyn ToSql + Sync)],
+) -> C {
+    match try_column(c, sql, params).await {
+        Ok(v) => v,
+        Err(e) => panic!("{sql}: {e}"),
+    }
+}
+
+/// The first column of every row `sql` returns, or the error, for a caller that reports it.
+pub async fn try_column<T: FromSqlOwned, C: FromIterator<T>>(
+    c: &Client,
+    sql: &str,
+    params: &[&(dyn ToSql + Sync)],
+) -> Result<C, tokio_postgres::Error> {
+    c.query(sql, params)
+        .await?
+        .iter()
+        .map(|r| r.try_get(0))
+        .collect()
+}
+
 /// Runs `ddl` (statements that make or change objects on the outbox's partitions, as one
 /// transaction), tried again whole when it meets the service's housekeeping: a partition
 /// dropped while the list of partitions was read (retention, at its first round), or the same

@@ -347,12 +347,9 @@ async fn settle(
     let acked: HashSet<String> = producer.acked.lock().unwrap().keys().cloned().collect();
     let deadline = Instant::now() + Duration::from_secs(180);
     loop {
-        let committed: HashSet<String> = pg
-            .query("SELECT delivery_id::text FROM outbox", &[])
-            .await?
-            .iter()
-            .map(|r| r.get(0))
-            .collect();
+        let committed: HashSet<String> =
+            qualifier_testkit::sql::try_column(&pg, "SELECT delivery_id::text FROM outbox", &[])
+                .await?;
         let received = receiver.received();
         let delivered: HashSet<String> = received
             .iter()
@@ -361,12 +358,8 @@ async fn settle(
             .collect();
         let lost = committed.difference(&delivered).count();
         if lost == 0 || Instant::now() > deadline {
-            let phones: HashSet<String> = pg
-                .query("SELECT phone FROM leads", &[])
-                .await?
-                .iter()
-                .map(|r| r.get(0))
-                .collect();
+            let phones: HashSet<String> =
+                qualifier_testkit::sql::try_column(&pg, "SELECT phone FROM leads", &[]).await?;
             let leads_lost = acked.difference(&phones).count();
             let mut per_id: HashMap<&str, u64> = HashMap::new();
             for r in received.iter().filter(|r| is_delivery(r)) {

@@ -677,17 +677,14 @@ impl Side {
         let pg = self.env.db.client().await;
         // Tables that stay small whatever the history (a seq scan of a page or two is the
         // planner's right choice there, and costs the same on day 300).
-        let small: std::collections::HashSet<String> = pg
-            .query(
-                "SELECT relname::text FROM pg_class
+        let small: std::collections::HashSet<String> = qualifier_testkit::sql::try_column(
+            &pg,
+            "SELECT relname::text FROM pg_class
                  WHERE relkind = 'r' AND relnamespace = 'public'::regnamespace
                    AND reltuples < 1000",
-                &[],
-            )
-            .await?
-            .iter()
-            .map(|r| r.get(0))
-            .collect();
+            &[],
+        )
+        .await?;
         let mut v = serde_json::Map::new();
         for mode in ["custom", "generic"] {
             let db = self.env.db.name.clone();

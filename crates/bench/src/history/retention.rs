@@ -138,19 +138,16 @@ pub(super) async fn rebuild_written(
     span: i64,
 ) -> anyhow::Result<(usize, f64)> {
     let t = Instant::now();
-    let names: Vec<String> = c
-        .query(
-            "SELECT c.relname::text FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+    let names: Vec<String> = qualifier_testkit::sql::try_column(
+        c,
+        "SELECT c.relname::text FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
              WHERE i.inhparent = 'outbox'::regclass
                AND substring(c.relname FROM '^outbox_d[0-9]+_([0-9]+)$')::int
                    >= floor(extract(epoch FROM now() - make_interval(days => $1::int8::int))
                             / 86400)::int",
-            &[&span],
-        )
-        .await?
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
+        &[&span],
+    )
+    .await?;
     for n in &names {
         c.batch_execute(&format!("REINDEX TABLE {n}")).await?;
     }

@@ -31,13 +31,12 @@ async fn old_attempt_logs_are_rewritten_compact_in_resumable_batches_and_show_th
         app.inbound_lead(&org, phone).await;
     }
     let c = app.db.client().await;
-    let deliveries: Vec<String> = c
-        .query("SELECT delivery_id::text FROM outbox ORDER BY seq", &[])
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
+    let deliveries: Vec<String> = qualifier_testkit::sql::column(
+        &c,
+        "SELECT delivery_id::text FROM outbox ORDER BY seq",
+        &[],
+    )
+    .await;
     assert_eq!(deliveries.len(), 3);
     for d in &deliveries {
         let log = json!([whole_entry(1, d), whole_entry(2, d)]).to_string();

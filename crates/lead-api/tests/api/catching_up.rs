@@ -875,13 +875,8 @@ async fn each_list_query_uses_an_index() {
             "outbox_org_lead",
         ),
     ] {
-        let plan: Vec<String> = c
-            .query(&format!("EXPLAIN {query}"), &[])
-            .await
-            .unwrap()
-            .iter()
-            .map(|r| r.get(0))
-            .collect();
+        let plan: Vec<String> =
+            qualifier_testkit::sql::column(&c, &format!("EXPLAIN {query}"), &[]).await;
         let plan = plan.join("\n");
         // Printed for docs/performance.md (`cargo test each_list_query -- --nocapture`).
         println!("{query}\n{plan}\n");
@@ -938,19 +933,12 @@ async fn cursors_say_nothing_of_other_orgs_and_old_ones_still_work() {
     wait_published().await;
     let (events, c2) = feed_page(&app, &token_a, Some(&c1), 100).await;
     assert_eq!(events.len(), 1);
-    let positions: Vec<i64> = app
-        .db
-        .client()
-        .await
-        .query(
-            "SELECT pos FROM event_feed WHERE org_id = $1::text::uuid ORDER BY pos",
-            &[&org_a],
-        )
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
+    let positions: Vec<i64> = qualifier_testkit::sql::column(
+        &app.db.client().await,
+        "SELECT pos FROM event_feed WHERE org_id = $1::text::uuid ORDER BY pos",
+        &[&org_a],
+    )
+    .await;
     assert_eq!(positions.len(), 2);
     assert!(
         positions[1] - positions[0] > 30,

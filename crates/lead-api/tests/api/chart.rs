@@ -82,16 +82,12 @@ async fn the_chart_is_what_the_outbox_holds_through_concurrent_outcomes_and_fold
     // Eight writers finish, fail and replay deliveries as the worker and a replay would, one
     // row per statement and several rows per statement, while folds run beside them (the
     // app's own every second, and this test's as fast as it can).
-    let seqs: Vec<i64> = c
-        .query(
-            "SELECT seq FROM outbox WHERE org_id = $1::text::uuid ORDER BY seq",
-            &[&org],
-        )
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
+    let seqs: Vec<i64> = qualifier_testkit::sql::column(
+        &c,
+        "SELECT seq FROM outbox WHERE org_id = $1::text::uuid ORDER BY seq",
+        &[&org],
+    )
+    .await;
     let stop = tokio_util::sync::CancellationToken::new();
     let folder = {
         let store = app.store();

@@ -138,26 +138,14 @@ type Answer = Pin<Box<dyn Future<Output = reqwest::Response> + Send>>;
 
 impl World {
     fn internal(&self, method: Method, path: String, body: Option<Value>) -> Answer {
-        let mut rb = self
-            .app
-            .http
-            .request(method, format!("{}{path}", self.app.internal))
-            .bearer_auth(INTERNAL_TOKEN);
-        if let Some(b) = body {
-            rb = rb.json(&b);
-        }
+        let url = format!("{}{path}", self.app.internal);
+        let rb = qualifier_testkit::authorized(&self.app.http, method, url, INTERNAL_TOKEN, body);
         Box::pin(async move { rb.send().await.unwrap() })
     }
 
     fn public(&self, method: Method, path: String, body: Option<Value>) -> Answer {
-        let mut rb = self
-            .app
-            .http
-            .request(method, format!("{}{path}", self.app.public))
-            .bearer_auth(&self.token);
-        if let Some(b) = body {
-            rb = rb.json(&b);
-        }
+        let url = format!("{}{path}", self.app.public);
+        let rb = qualifier_testkit::authorized(&self.app.http, method, url, &self.token, body);
         Box::pin(async move { rb.send().await.unwrap() })
     }
 

@@ -626,16 +626,12 @@ async fn replay_is_offered_exactly_where_the_replay_call_accepts() {
         assert_eq!(r.status(), 201);
     }
     let pg = app.db.client().await;
-    let ids: Vec<String> = pg
-        .query(
-            "SELECT delivery_id::text FROM outbox WHERE org_id = $1::text::uuid ORDER BY seq",
-            &[&org],
-        )
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
+    let ids: Vec<String> = qualifier_testkit::sql::column(
+        &pg,
+        "SELECT delivery_id::text FROM outbox WHERE org_id = $1::text::uuid ORDER BY seq",
+        &[&org],
+    )
+    .await;
     assert_eq!(ids.len(), statuses.len());
     for (id, status) in ids.iter().zip(statuses) {
         pg.execute(
@@ -1069,19 +1065,12 @@ async fn other_endpoints_are_listed_with_their_deliveries_one_endpoint_at_a_time
         &format!("/console/deliveries?endpoint_id={id}&limit=2"),
     )
     .await;
-    let ids: Vec<String> = app
-        .db
-        .client()
-        .await
-        .query(
-            "SELECT delivery_id::text FROM deliveries WHERE endpoint_id = $1::text::uuid",
-            &[&id],
-        )
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
+    let ids: Vec<String> = qualifier_testkit::sql::column(
+        &app.db.client().await,
+        "SELECT delivery_id::text FROM deliveries WHERE endpoint_id = $1::text::uuid",
+        &[&id],
+    )
+    .await;
     assert_eq!(ids.len(), 3);
     let shown = ids.iter().filter(|d| list.contains(d.as_str())).count();
     assert_eq!(shown, 2, "a page of two of that endpoint's deliveries");

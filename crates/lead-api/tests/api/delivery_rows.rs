@@ -18,7 +18,8 @@ async fn events(c: &tokio_postgres::Client, n: i64) -> Vec<i64> {
     c.batch_execute("SELECT qualifier_outbox_roll(1)")
         .await
         .unwrap();
-    c.query(
+    qualifier_testkit::sql::column::<i64, std::collections::BTreeSet<i64>>(
+        c,
         &format!(
             "INSERT INTO outbox (event_id, org_id, event_type, payload, delivery_id, lead_id)
              SELECT gen_random_uuid(), '{ORG}', 'lead.created', '\\x7b7d'::bytea,
@@ -29,10 +30,6 @@ async fn events(c: &tokio_postgres::Client, n: i64) -> Vec<i64> {
         &[&n],
     )
     .await
-    .unwrap()
-    .iter()
-    .map(|r| r.get(0))
-    .collect::<std::collections::BTreeSet<i64>>()
     .into_iter()
     .collect()
 }
@@ -412,13 +409,9 @@ async fn the_upgrade_finishes_the_fill_and_marks_the_retries_stored_before_it() 
         applied.iter().rev().map(|v| v.as_str()).collect::<Vec<_>>(),
         SINCE_0_3_0.map(|(v, _)| v)
     );
-    let retrying: Vec<bool> = c
-        .query("SELECT retrying FROM deliveries ORDER BY seq", &[])
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
+    let retrying: Vec<bool> =
+        qualifier_testkit::sql::column(&c, "SELECT retrying FROM deliveries ORDER BY seq", &[])
+            .await;
     assert_eq!(
         retrying,
         [false, true, false, true],
@@ -429,16 +422,12 @@ async fn the_upgrade_finishes_the_fill_and_marks_the_retries_stored_before_it() 
             .await;
     assert!(done, "the fill is finished");
     // Events 0 and 2 wait for the relay: due before anything scheduled, in `seq` order.
-    let due: Vec<String> = c
-        .query(
-            "SELECT due_at::text FROM deliveries WHERE due_at IS NOT NULL ORDER BY seq",
-            &[],
-        )
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
+    let due: Vec<String> = qualifier_testkit::sql::column(
+        &c,
+        "SELECT due_at::text FROM deliveries WHERE due_at IS NOT NULL ORDER BY seq",
+        &[],
+    )
+    .await;
     assert_eq!(due, ["-infinity", "-infinity"]);
     assert_eq!(differ(&c).await, 0);
 }

@@ -47,20 +47,10 @@ async fn hold_rows(app: &TestApp, rows: &str, id: &str) -> tokio_postgres::Clien
 
 /// `DELETE` of the lead, sent from a task of its own: its status when it answers.
 fn erase_in_background(app: &TestApp, token: &str, lead: &str) -> tokio::task::JoinHandle<u16> {
-    let (url, token) = (
-        format!("{}/api/v1/leads/{lead}", app.public),
-        token.to_owned(),
-    );
-    tokio::spawn(async move {
-        reqwest::Client::new()
-            .delete(url)
-            .bearer_auth(token)
-            .send()
-            .await
-            .unwrap()
-            .status()
-            .as_u16()
-    })
+    let url = format!("{}/api/v1/leads/{lead}", app.public);
+    tokio::spawn(qualifier_testkit::status_of(
+        reqwest::Client::new().delete(url).bearer_auth(token),
+    ))
 }
 
 async fn erase(app: &TestApp, token: &str, lead: &str) -> reqwest::Response {
@@ -269,17 +259,12 @@ async fn an_erasure_racing_a_handoff_move_leaves_no_snapshot() {
         let holder = hold_rows(&app, "handoffs WHERE id", &handoff).await;
         let moved = {
             let url = format!("{}{path}/{step}", app.internal);
-            tokio::spawn(async move {
+            tokio::spawn(qualifier_testkit::status_of(
                 reqwest::Client::new()
                     .post(url)
                     .bearer_auth(crate::helpers::INTERNAL_TOKEN)
-                    .json(&json!({"operator": "agent-7"}))
-                    .send()
-                    .await
-                    .unwrap()
-                    .status()
-                    .as_u16()
-            })
+                    .json(&json!({"operator": "agent-7"})),
+            ))
         };
         app.until_waiting_on_locks(1).await;
         let erased = erase_in_background(&app, &token, &id);

@@ -315,14 +315,7 @@ async fn a_body_that_never_finishes_gets_408_within_ten_seconds() {
         "answered after {waited:?}"
     );
     // Nothing was changed by the half request.
-    let r = app
-        .public(
-            Method::GET,
-            &format!("/api/v1/leads/{}", lead["id"].as_str().unwrap()),
-            &token,
-            None,
-        )
-        .await;
+    let r = app.get_lead(&token, &lead).await;
     assert_eq!(r.json::<Value>().await.unwrap()["lead"]["ai_paused"], false);
 }
 

@@ -94,25 +94,15 @@ impl TestApp {
 
     /// The Prometheus page of the internal listener (no token needed).
     pub async fn metrics(&self) -> String {
-        let r = self
-            .http
-            .get(format!("{}/metrics", self.internal))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(r.status(), 200);
-        r.text().await.unwrap()
+        qualifier_testkit::text_200(self.http.get(format!("{}/metrics", self.internal))).await
     }
 
     pub async fn internal(&self, method: Method, path: &str, body: Option<Value>) -> Response {
-        let mut rb = self
-            .http
-            .request(method, format!("{}{path}", self.internal))
-            .bearer_auth(INTERNAL_TOKEN);
-        if let Some(b) = body {
-            rb = rb.json(&b);
-        }
-        rb.send().await.unwrap()
+        let url = format!("{}{path}", self.internal);
+        qualifier_testkit::authorized(&self.http, method, url, INTERNAL_TOKEN, body)
+            .send()
+            .await
+            .unwrap()
     }
 
     /// [`Self::internal`], answered `status` (else the test fails, showing what came back).
@@ -193,14 +183,17 @@ impl TestApp {
         token: &str,
         body: Option<Value>,
     ) -> Response {
-        let mut rb = self
-            .http
-            .request(method, format!("{}{path}", self.public))
-            .bearer_auth(token);
-        if let Some(b) = body {
-            rb = rb.json(&b);
-        }
-        rb.send().await.unwrap()
+        let url = format!("{}{path}", self.public);
+        qualifier_testkit::authorized(&self.http, method, url, token, body)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    /// `GET` of `lead` (an answer's `lead` object) through the public API, as `token` sees it.
+    pub async fn get_lead(&self, token: &str, lead: &Value) -> Response {
+        let path = format!("/api/v1/leads/{}", lead["id"].as_str().unwrap());
+        self.public(Method::GET, &path, token, None).await
     }
 
     /// A new org and a token for it: (org_id, token).

@@ -147,16 +147,12 @@ async fn a_list_of_some_statuses_walks_their_states_in_the_whole_lists_order() {
         "status = 'succeeded'",
     ];
     write(&c, org, 4 * kinds.len() as i32, "succeeded").await;
-    let seqs: Vec<i64> = c
-        .query(
-            "SELECT seq FROM outbox WHERE org_id = $1::text::uuid ORDER BY seq DESC LIMIT $2",
-            &[&org.to_string(), &(4 * kinds.len() as i64)],
-        )
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
+    let seqs: Vec<i64> = qualifier_testkit::sql::column(
+        &c,
+        "SELECT seq FROM outbox WHERE org_id = $1::text::uuid ORDER BY seq DESC LIMIT $2",
+        &[&org.to_string(), &(4 * kinds.len() as i64)],
+    )
+    .await;
     for (i, seq) in seqs.iter().enumerate() {
         c.execute(
             &format!(

@@ -70,15 +70,12 @@ async fn a_migration_that_meets_a_writers_lock_gives_way_and_a_readers_does_not_
 /// The form of every envelope in the outbox: `true` for each stored compressed (its first byte
 /// is the compact form's tag, `crates/store/src/payload.rs`).
 async fn envelopes_compressed(c: &tokio_postgres::Client) -> Vec<bool> {
-    c.query(
+    qualifier_testkit::sql::column(
+        c,
         "SELECT get_byte(payload, 0) = 1 FROM outbox ORDER BY seq",
         &[],
     )
     .await
-    .unwrap()
-    .iter()
-    .map(|r| r.get(0))
-    .collect()
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -278,17 +275,13 @@ async fn a_partition_without_its_range_constraint_still_holds_only_its_days() {
         qualifier_testkit::sql::one(&c, "SELECT qualifier_outbox_partition(30000, 30001)", &[])
             .await;
     assert!(made);
-    let checks: Vec<String> = c
-        .query(
-            "SELECT conname::text FROM pg_constraint
+    let checks: Vec<String> = qualifier_testkit::sql::column(
+        &c,
+        "SELECT conname::text FROM pg_constraint
              WHERE conrelid = 'outbox_d30000_30001'::regclass AND contype = 'c' ORDER BY 1",
-            &[],
-        )
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
+        &[],
+    )
+    .await;
     assert_eq!(
         checks,
         ["outbox_status_check"],

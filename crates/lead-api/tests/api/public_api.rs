@@ -563,14 +563,7 @@ async fn an_unexpected_database_error_is_an_opaque_500() {
         .batch_execute("ALTER TABLE leads RENAME COLUMN channel TO channel_gone")
         .await
         .unwrap();
-    let r = app
-        .public(
-            Method::GET,
-            &format!("/api/v1/leads/{}", lead["id"].as_str().unwrap()),
-            &token,
-            None,
-        )
-        .await;
+    let r = app.get_lead(&token, &lead).await;
     assert!(r.headers().contains_key("x-request-id"));
     assert_eq!(r.status(), 500);
     let text = r.text().await.unwrap();

@@ -85,16 +85,9 @@ async fn two_instances_on_one_database_admit_no_more_than_one_bucket() {
     let mut tasks = Vec::new();
     for i in 0..300usize {
         let url = format!("{}{path}", urls[i % 2]);
-        let (http, token) = (http.clone(), token.clone());
-        tasks.push(tokio::spawn(async move {
-            http.get(url)
-                .bearer_auth(token)
-                .send()
-                .await
-                .unwrap()
-                .status()
-                .as_u16()
-        }));
+        tasks.push(tokio::spawn(qualifier_testkit::status_of(
+            http.get(url).bearer_auth(&token),
+        )));
     }
     let mut admitted = 0u32;
     let mut limited = 0u32;

@@ -18,14 +18,10 @@ async fn send(
     body: Option<Value>,
     headers: &[(&str, &str)],
 ) -> Response {
-    let mut rb = reqwest::Client::new()
-        .request(method, format!("{}{path}", app.public))
-        .bearer_auth(token);
+    let url = format!("{}{path}", app.public);
+    let mut rb = qualifier_testkit::authorized(&reqwest::Client::new(), method, url, token, body);
     for (k, v) in headers {
         rb = rb.header(*k, *v);
-    }
-    if let Some(b) = body {
-        rb = rb.json(&b);
     }
     rb.send().await.unwrap()
 }

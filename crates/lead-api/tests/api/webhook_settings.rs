@@ -8,6 +8,12 @@ use crate::helpers::TestApp;
 
 const PUBLIC_URL: &str = "https://93.184.216.34/hooks/qualifier";
 
+/// The signing secret's bytes as stored (the test's one webhook).
+async fn stored_secret(app: &TestApp) -> Vec<u8> {
+    let c = app.db.client().await;
+    qualifier_testkit::sql::one(&c, "SELECT secret_sealed FROM webhooks", &[]).await
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn create_shows_secret_once_then_get_and_update_never_do() {
     let app = TestApp::spawn().await;
@@ -72,14 +78,7 @@ async fn create_shows_secret_once_then_get_and_update_never_do() {
     assert_eq!(v["webhook"]["ordering"], "none");
 
     // Sealed at rest: the stored bytes do not contain the secret.
-    let row = app
-        .db
-        .client()
-        .await
-        .query_one("SELECT secret_sealed FROM webhooks", &[])
-        .await
-        .unwrap();
-    let sealed: Vec<u8> = row.get(0);
+    let sealed = stored_secret(&app).await;
     assert!(!sealed.windows(secret.len()).any(|w| w == secret.as_bytes()));
 
     let rotated = app
@@ -90,14 +89,7 @@ async fn create_shows_secret_once_then_get_and_update_never_do() {
         .to_owned();
     assert!(rotated.starts_with("qlf_whsec_"));
     assert_ne!(rotated, secret);
-    let row = app
-        .db
-        .client()
-        .await
-        .query_one("SELECT secret_sealed FROM webhooks", &[])
-        .await
-        .unwrap();
-    assert_ne!(row.get::<_, Vec<u8>>(0), sealed);
+    assert_ne!(stored_secret(&app).await, sealed);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -335,24 +327,18 @@ mod retime {
     /// Rows waiting in the relay's table: `n` deliveries of `org` waiting for the throttle's
     /// turns one second apart from a minute on. Their sequence numbers, in turn order.
     async fn waiting(app: &TestApp, org: &str, n: i32) -> Vec<i64> {
-        app.db
-            .client()
-            .await
-            .query(
-                "INSERT INTO outbox (event_id, org_id, event_type, payload, delivery_id, status,
+        qualifier_testkit::sql::column(
+            &app.db.client().await,
+            "INSERT INTO outbox (event_id, org_id, event_type, payload, delivery_id, status,
                                      lead_id, waiting_for, paced_at, replay_at)
                  SELECT gen_random_uuid(), $1::text::uuid, 'lead.updated', '\\x7b7d',
                         gen_random_uuid(), 'pending', gen_random_uuid(), 'throttle',
                         now() + make_interval(secs => 60 + g), now() + make_interval(secs => 60 + g)
                  FROM generate_series(1, $2) AS g
                  RETURNING seq",
-                &[&org, &n],
-            )
-            .await
-            .unwrap()
-            .iter()
-            .map(|r| r.get(0))
-            .collect()
+            &[&org, &n],
+        )
+        .await
     }
 
     async fn put_rate(app: &TestApp, org: &str, rate: Option<u32>) -> u16 {

@@ -228,13 +228,7 @@ mod tests {
     use qualifier_domain::health::{EndpointState, HealthChange, HeldDeliveries};
     use time::OffsetDateTime;
 
-    const RULES: HealthRules = HealthRules {
-        failing_after: 3,
-        failing_span: Duration::from_secs(60),
-        probe_min: Duration::from_secs(5),
-        probe_max: Duration::from_secs(900),
-        disable_after: Duration::from_secs(432_000),
-    };
+    const RULES: HealthRules = HealthRules::DEPLOYED;
 
     fn at(secs: i64) -> OffsetDateTime {
         OffsetDateTime::from_unix_timestamp(1_800_000_000 + secs).unwrap()

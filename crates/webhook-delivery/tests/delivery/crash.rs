@@ -158,15 +158,12 @@ async fn killing_lead_api_right_after_commits_loses_no_event() {
     }
     api.kill9();
 
-    let committed: HashSet<String> =
-        s.db.client()
-            .await
-            .query("SELECT event_id::text FROM outbox", &[])
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|r| r.get(0))
-            .collect();
+    let committed: HashSet<String> = qualifier_testkit::sql::column(
+        &s.db.client().await,
+        "SELECT event_id::text FROM outbox",
+        &[],
+    )
+    .await;
     assert_eq!(committed.len(), N);
 
     let _api = spawn_api(&s, port);

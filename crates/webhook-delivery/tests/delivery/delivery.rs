@@ -443,14 +443,12 @@ async fn a_legacy_unbound_secret_is_resealed_to_its_org_at_start() {
     s.api = Some(api);
     let deadline = std::time::Instant::now() + WAIT;
     loop {
-        let row = client
-            .query_one(
-                "SELECT secret_sealed FROM webhooks WHERE org_id = $1::text::uuid",
-                &[&s.org],
-            )
-            .await
-            .unwrap();
-        let sealed: Vec<u8> = row.get(0);
+        let sealed: Vec<u8> = qualifier_testkit::sql::one(
+            &client,
+            "SELECT secret_sealed FROM webhooks WHERE org_id = $1::text::uuid",
+            &[&s.org],
+        )
+        .await;
         if !key.is_legacy(&sealed, s.org.parse().unwrap()) {
             break;
         }
@@ -624,16 +622,8 @@ async fn receiver_answers_are_kept_truncated_clean_and_shown_inert() {
             headers.iter().any(|(k, v)| k == "webhook-id" && *v == id),
             "{headers:?}"
         );
-        let page = s
-            .http
-            .get(format!("{}/console/deliveries/{id}", s.public))
-            .header("cookie", &cookie)
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let url = format!("{}/console/deliveries/{id}", s.public);
+        let page = qualifier_testkit::text_200(s.http.get(url).header("cookie", &cookie)).await;
         match i {
             0 => {
                 assert_eq!(kept.len(), 4096);

@@ -40,18 +40,8 @@ async fn point_at(s: &Stack, url: &str) {
 }
 
 async fn metric(s: &Stack, name: &str) -> f64 {
-    let page = s
-        .http
-        .get(format!(
-            "http://{}/metrics",
-            s.delivery.as_ref().unwrap().addr
-        ))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let url = format!("http://{}/metrics", s.delivery.as_ref().unwrap().addr);
+    let page = qualifier_testkit::text_200(s.http.get(url)).await;
     qualifier_testkit::telemetry::metric(&page, name, &[])
 }
 
@@ -379,15 +369,12 @@ async fn a_receiver_requiring_a_client_certificate_gets_it_and_a_replacement_app
         .await;
     }
     // At rest the key is sealed.
-    let c = s.db.client().await;
-    let row = c
-        .query_one(
-            "SELECT client_key_sealed FROM webhooks WHERE org_id = $1::text::uuid",
-            &[&s.org],
-        )
-        .await
-        .unwrap();
-    let sealed: Vec<u8> = row.get(0);
+    let sealed: Vec<u8> = qualifier_testkit::sql::one(
+        &s.db.client().await,
+        "SELECT client_key_sealed FROM webhooks WHERE org_id = $1::text::uuid",
+        &[&s.org],
+    )
+    .await;
     assert!(!String::from_utf8_lossy(&sealed).contains("PRIVATE KEY"));
 
     // Removed: the next delivery goes without one and is refused again.

@@ -150,14 +150,11 @@ impl Stack {
         path: &str,
         body: Option<Value>,
     ) -> reqwest::Response {
-        let mut rb = self
-            .http
-            .request(method, format!("{}{path}", self.internal))
-            .bearer_auth(INTERNAL_TOKEN);
-        if let Some(b) = body {
-            rb = rb.json(&b);
-        }
-        rb.send().await.unwrap()
+        let url = format!("{}{path}", self.internal);
+        qualifier_testkit::authorized(&self.http, method, url, INTERNAL_TOKEN, body)
+            .send()
+            .await
+            .unwrap()
     }
 
     /// [`Stack::request`], which must succeed: its JSON answer (null for 204).
@@ -201,15 +198,8 @@ impl Stack {
 
     /// The org's events feed from its start (`limit` at most), as the response's text.
     pub async fn feed(&self, limit: u32) -> String {
-        let r = self
-            .http
-            .get(format!("{}/api/v1/events?limit={limit}", self.public))
-            .bearer_auth(&self.token)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(r.status(), 200);
-        r.text().await.unwrap()
+        let url = format!("{}/api/v1/events?limit={limit}", self.public);
+        qualifier_testkit::text_200(self.http.get(url).bearer_auth(&self.token)).await
     }
 
     /// `DELETE /api/v1/leads/{id}` (erasure) with the org's token: its status.

@@ -67,15 +67,9 @@ async fn compressed_envelopes_reach_receivers_the_feed_the_console_and_erasure_a
         .find(|g| g.header("x-qualifier-event") == "lead.created")
         .unwrap();
     let delivery = created.header("x-qualifier-delivery").to_owned();
-    let page = s
-        .http
-        .get(format!("{}/console/deliveries/{delivery}", s.public))
-        .header("cookie", s.console_cookie().await)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(page.status(), 200);
-    let html = page.text().await.unwrap();
+    let url = format!("{}/console/deliveries/{delivery}", s.public);
+    let cookie = s.console_cookie().await;
+    let html = qualifier_testkit::text_200(s.http.get(url).header("cookie", cookie)).await;
     assert!(html.contains(PHONE), "the payload's phone is on the page");
 
     // Its attempt is stored compact and shown in full, with the headers it was sent with.
