@@ -26,6 +26,8 @@ pub(crate) struct Scale {
 struct Run {
     tallies: Vec<Tally>,
     cpu: Value,
+    /// PostgreSQL's statements over the run (`pg_stat_statements`), per delivered request.
+    statements: Value,
 }
 
 /// One run: an org whose endpoints answer as `endpoints` says (the first is its webhook, each
@@ -108,9 +110,11 @@ async fn run(
     let delivered = tallies.iter().map(|t| t.delivered).sum();
     api.stop();
     worker.stop();
+    let mut measured = closed.json(delivered);
     Ok(Run {
         tallies,
-        cpu: closed.json(delivered)["cpu"].clone(),
+        cpu: measured["cpu"].take(),
+        statements: measured["statements"].take(),
     })
 }
 
@@ -162,7 +166,7 @@ pub(crate) async fn phase(
         ("beside a third answering 500", &failing),
         ("beside a third throttled to 1/s", &throttled),
     ] {
-        cpu::print(title, &r.cpu);
+        print_measured(title, &json!({"cpu": r.cpu, "statements": r.statements}));
     }
     let (a50, a99, a_lost) = healthy_latency(&absent);
     let beside = |r: &Run| {

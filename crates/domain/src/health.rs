@@ -112,6 +112,20 @@ pub struct HealthPlan {
     pub disable_webhook: bool,
 }
 
+impl HealthPlan {
+    /// Whether the plan, against the health `before` it, changes only the streak's counts and
+    /// times: the same state, no change to tell, the held deliveries kept, the webhook as it is.
+    pub fn only_counts(&self, before: &EndpointHealth) -> bool {
+        self.change.is_none()
+            && self.held == HeldDeliveries::Keep
+            && !self.disable_webhook
+            && self.health.state == before.state
+            && self.health.failing_since == before.failing_since
+            && self.health.next_probe_at == before.next_probe_at
+            && self.health.disabled_reason == before.disabled_reason
+    }
+}
+
 // --- The rules ---------------------------------------------------------------------------------
 
 /// The endpoint-health settings.
@@ -427,6 +441,27 @@ mod tests {
         assert_eq!(h.failing_since, Some(at(60)));
         assert_eq!(h.next_probe_at, Some(at(65)), "first probe after probe_min");
         assert_eq!(h.last_error.as_deref(), Some("timed out after 10000 ms"));
+    }
+
+    #[test]
+    fn only_a_failure_that_changes_no_state_is_a_count() {
+        use Source::Attempt as A;
+        let plan_of = |before: &EndpointHealth, t: i64, o: Observed, src: Source| {
+            let (h, c) = health_after(before, &o, src, at(t), &RULES).expect("a change");
+            plan_for(h, c)
+        };
+        // The first failures of a streak only count.
+        let (one, _) = run(EndpointHealth::default(), &[(0, down("HTTP 500"), A)]);
+        assert!(plan_of(&one, 1, down("HTTP 500"), A).only_counts(&one));
+        // The failure that makes it failing changes its state, and is told.
+        let (three, _) = run(one, &[(1, down("HTTP 500"), A), (2, down("HTTP 500"), A)]);
+        let failing = plan_of(&three, 60, down("HTTP 500"), A);
+        assert!(!failing.only_counts(&three));
+        // A failed probe moves the next probe: not a count either.
+        let h = failing.health;
+        assert!(!plan_of(&h, 66, down("HTTP 500"), Source::Probe).only_counts(&h));
+        // The success that ends the outage releases what waited.
+        assert!(!plan_of(&h, 66, Observed::Up, Source::Probe).only_counts(&h));
     }
 
     #[test]

@@ -10,6 +10,7 @@
 
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::sync::{Mutex, mpsc, oneshot};
 
@@ -41,6 +42,24 @@ impl<T: Send + 'static, R: Send + 'static> Batcher<T, R> {
         Fut: Future<Output = Result<Vec<R>, E>> + Send,
         E: std::error::Error + Send + Sync + 'static,
     {
+        Self::spawn_lingering(max, flushers, Duration::ZERO, flush)
+    }
+
+    /// [`Batcher::spawn`], with each batch gathered for `linger` after its first item: for
+    /// writes that come one at a time and whose callers can wait that long, so that what came
+    /// meanwhile goes in one round trip (a failing endpoint's health steps, which arrive with
+    /// each of its failed attempts, never together).
+    pub fn spawn_lingering<F, Fut, E>(
+        max: usize,
+        flushers: usize,
+        linger: Duration,
+        flush: F,
+    ) -> Self
+    where
+        F: Fn(Vec<T>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Vec<R>, E>> + Send,
+        E: std::error::Error + Send + Sync + 'static,
+    {
         let (tx, rx) = mpsc::unbounded_channel::<(T, Reply<R>)>();
         let rx = Arc::new(Mutex::new(rx));
         let flush = Arc::new(flush);
@@ -54,6 +73,9 @@ impl<T: Send + 'static, R: Send + 'static> Batcher<T, R> {
                         match rx.recv().await {
                             Some(item) => batch.push(item),
                             None => return,
+                        }
+                        if !linger.is_zero() {
+                            tokio::time::sleep(linger).await;
                         }
                         while batch.len() < max {
                             match rx.try_recv() {
@@ -129,6 +151,39 @@ mod tests {
         }
         let n = flushes.load(Ordering::Relaxed);
         assert!(n < 50, "200 concurrent calls took {n} round trips");
+    }
+
+    #[tokio::test]
+    async fn a_lingering_batch_takes_the_calls_that_come_one_at_a_time_while_it_gathers() {
+        let flushes = Arc::new(AtomicUsize::new(0));
+        let f = flushes.clone();
+        let b = Arc::new(Batcher::spawn_lingering(
+            64,
+            1,
+            std::time::Duration::from_millis(200),
+            move |items: Vec<u32>| {
+                let f = f.clone();
+                async move {
+                    f.fetch_add(1, Ordering::Relaxed);
+                    Ok::<_, std::io::Error>(items)
+                }
+            },
+        ));
+        // Ten calls 5 ms apart, each alone: a batcher without a linger flushes each by itself.
+        let mut calls = Vec::new();
+        for i in 0..10u32 {
+            let b = b.clone();
+            calls.push(tokio::spawn(async move { b.call(i).await }));
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        for (i, c) in calls.into_iter().enumerate() {
+            assert_eq!(c.await.unwrap().unwrap(), i as u32);
+        }
+        assert_eq!(
+            flushes.load(Ordering::Relaxed),
+            1,
+            "one round trip for the ten"
+        );
     }
 
     #[tokio::test]

@@ -103,6 +103,15 @@ async fn read(
     at: EndpointKey,
     lock: bool,
 ) -> Result<EndpointHealth, StoreError> {
+    Ok(read_row(conn, at, lock).await?.unwrap_or_default())
+}
+
+/// The endpoint's health row, `None` when it has none (it never failed).
+async fn read_row(
+    conn: &mut AsyncPgConnection,
+    at: EndpointKey,
+    lock: bool,
+) -> Result<Option<EndpointHealth>, StoreError> {
     let q = endpoint_health::table
         .filter(endpoint_health::endpoint_id.eq(at.endpoint_id))
         .filter(endpoint_health::org_id.eq(at.org_id));
@@ -118,7 +127,7 @@ async fn read(
             .await
             .optional()?
     };
-    Ok(row.map(EndpointHealth::from).unwrap_or_default())
+    Ok(row.map(EndpointHealth::from))
 }
 
 /// Writes `h` as the endpoint's health (the probe lease ends with it).
@@ -238,18 +247,40 @@ impl Store {
     {
         let mut conn = self.conn().await?;
         conn.transaction::<_, StoreError, _>(async move |conn| {
-            diesel::sql_query(
-                "INSERT INTO endpoint_health (org_id, endpoint_id) SELECT $1, $2
-                 WHERE EXISTS (SELECT 1 FROM orgs WHERE id = $1) ON CONFLICT DO NOTHING",
-            )
-            .bind::<SqlUuid, _>(at.org_id)
-            .bind::<SqlUuid, _>(at.endpoint_id)
-            .execute(conn)
-            .await?;
-            let now = read(conn, at, true).await?;
+            // The row, once it exists, is locked and read in one statement; it is created
+            // first only when it is missing (an endpoint's first failure). Inserting it on
+            // every write was a statement and a plan more per write, and a failing endpoint's
+            // writes come with each of its failed attempts.
+            let now = match read_row(conn, at, true).await? {
+                Some(h) => h,
+                None => {
+                    diesel::sql_query(
+                        "INSERT INTO endpoint_health (org_id, endpoint_id) SELECT $1, $2
+                         WHERE EXISTS (SELECT 1 FROM orgs WHERE id = $1) ON CONFLICT DO NOTHING",
+                    )
+                    .bind::<SqlUuid, _>(at.org_id)
+                    .bind::<SqlUuid, _>(at.endpoint_id)
+                    .execute(conn)
+                    .await?;
+                    read(conn, at, true).await?
+                }
+            };
             let Some(plan) = decide(&now) else {
                 return Ok((now, None));
             };
+            if plan.only_counts(&now) {
+                // Only the counts and times of the streak change (no state, no held
+                // delivery, no setting, no operational event): the commit does not wait for
+                // the WAL's flush. A database crash may forget the last few hundred
+                // milliseconds of them, which only delays an endpoint's being found failing
+                // by as many failures; what the worker does next never rests on them
+                // (docs/decisions.md, "Endpoint health's counts commit without waiting").
+                diesel_async::SimpleAsyncConnection::batch_execute(
+                    conn,
+                    "SET LOCAL synchronous_commit TO off",
+                )
+                .await?;
+            }
             apply(conn, at, &plan, notify_operator).await?;
             Ok((plan.health, plan.change))
         })

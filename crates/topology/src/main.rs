@@ -348,7 +348,7 @@ async fn settle(
     let deadline = Instant::now() + Duration::from_secs(180);
     loop {
         let committed: HashSet<String> =
-            qualifier_testkit::sql::try_column(&pg, "SELECT delivery_id::text FROM outbox", &[])
+            qualifier_testkit::sql::try_column(pg, "SELECT delivery_id::text FROM outbox", &[])
                 .await?;
         let received = receiver.received();
         let delivered: HashSet<String> = received
@@ -359,7 +359,7 @@ async fn settle(
         let lost = committed.difference(&delivered).count();
         if lost == 0 || Instant::now() > deadline {
             let phones: HashSet<String> =
-                qualifier_testkit::sql::try_column(&pg, "SELECT phone FROM leads", &[]).await?;
+                qualifier_testkit::sql::try_column(pg, "SELECT phone FROM leads", &[]).await?;
             let leads_lost = acked.difference(&phones).count();
             let mut per_id: HashMap<&str, u64> = HashMap::new();
             for r in received.iter().filter(|r| is_delivery(r)) {

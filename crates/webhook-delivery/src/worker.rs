@@ -38,6 +38,11 @@ use crate::sender::{DeliveryJob, Sender};
 use prepare::Go;
 use settle::job_message;
 
+/// How long the health writes' batch gathers steps before it writes them
+/// ([`Worker::batchers`]): well under the failing span (a minute when deployed) and a
+/// probe's first wait (5 s), so the state a failure leads to is not noticeably late.
+const HEALTH_LINGER: Duration = Duration::from_millis(50);
+
 fn unix_ms() -> i64 {
     qualifier_domain::timefmt::unix_millis(now_millis())
 }
@@ -126,14 +131,20 @@ impl Worker {
             }
         });
         let s = store.clone();
-        let health_writes = Batcher::spawn(128, 2, move |writes: Vec<HealthWrite>| {
-            let s = s.clone();
-            async move {
-                Ok::<_, std::convert::Infallible>(
-                    settle::weigh_health(&s, notify_operator, writes).await,
-                )
-            }
-        });
+        // One flusher, each batch gathered for `HEALTH_LINGER`: a failing endpoint's steps
+        // come with each of its failed attempts, one at a time, and each write locks its row
+        // and commits; weighed together they are one write per linger instead of one per
+        // failure. The attempts wait that much longer for their health's answer, which only
+        // a failing (or recovering) endpoint's attempts ask for.
+        let health_writes =
+            Batcher::spawn_lingering(128, 1, HEALTH_LINGER, move |writes: Vec<HealthWrite>| {
+                let s = s.clone();
+                async move {
+                    Ok::<_, std::convert::Infallible>(
+                        settle::weigh_health(&s, notify_operator, writes).await,
+                    )
+                }
+            });
         Batchers {
             contexts,
             outcomes,
