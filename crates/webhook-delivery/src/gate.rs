@@ -17,6 +17,7 @@
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -26,7 +27,7 @@ use uuid::Uuid;
 
 use qualifier_bus::DeliveryMeta;
 
-use crate::decide::{self, Admission, Neighbour, OrgSlots, ParkPlan, Process};
+use crate::decide::{self, Admission, Lane, Neighbour, OrgSlots, ParkPlan, Process};
 
 /// How much one attempt moves an org's typical duration (exponential moving average).
 const EWMA_WEIGHT: f64 = 0.2;
@@ -50,6 +51,8 @@ struct OrgState {
     parked: BinaryHeap<Reverse<Instant>>,
     /// Woken once per slot of this org released: its longest-waiting message asks again.
     freed: Arc<Notify>,
+    /// Its attempts in a row here that were not answered 2xx (reset by one that was).
+    failed_in_a_row: u32,
 }
 
 impl OrgState {
@@ -64,6 +67,7 @@ impl OrgState {
             waiting_here: 0,
             parked: BinaryHeap::new(),
             freed: Arc::new(Notify::new()),
+            failed_in_a_row: 0,
         }
     }
 }
@@ -84,6 +88,23 @@ pub struct OrgGate {
     /// Woken once per released slot (of any org): the longest-waiting message held in the
     /// process ([`OrgGate::wait_for_slot`]) asks again.
     freed: Notify,
+    /// Messages of the foreground lane being handled now ([`OrgGate::foreground`]).
+    foreground: AtomicUsize,
+    /// Woken when the last of them ends: the background lane's messages go.
+    foreground_idle: Notify,
+}
+
+/// A message of the foreground lane while it is handled ([`OrgGate::foreground`]).
+pub struct Foreground<'a> {
+    gate: &'a OrgGate,
+}
+
+impl Drop for Foreground<'_> {
+    fn drop(&mut self) {
+        if self.gate.foreground.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.gate.foreground_idle.notify_waiters();
+        }
+    }
 }
 
 /// An attempt slot of one org; released on drop.
@@ -145,6 +166,8 @@ impl OrgGate {
                 waiting_here: 0,
             }),
             freed: Notify::new(),
+            foreground: AtomicUsize::new(0),
+            foreground_idle: Notify::new(),
         })
     }
 
@@ -293,8 +316,9 @@ impl OrgGate {
         o.parked.push(Reverse(until));
     }
 
-    /// One attempt of `org` took `took` (feeds the typical duration the park rule uses).
-    pub fn observe(&self, org: Uuid, took: Duration) {
+    /// One attempt of `org` took `took` (feeds the typical duration the park rule uses) and
+    /// was answered 2xx or not (what its lane is: [`decide::lane`]).
+    pub fn observe(&self, org: Uuid, took: Duration, delivered: bool) {
         let now = Instant::now();
         let mut st = self.lock();
         let o = st.orgs.entry(org).or_insert_with(|| OrgState::new(now));
@@ -302,6 +326,43 @@ impl OrgGate {
             None => took,
             Some(t) => t.mul_f64(1.0 - EWMA_WEIGHT) + took.mul_f64(EWMA_WEIGHT),
         });
+        o.failed_in_a_row = if delivered {
+            0
+        } else {
+            o.failed_in_a_row.saturating_add(1)
+        };
+    }
+
+    /// The lane of `org`'s messages, by its last attempts here ([`decide::lane`]).
+    pub fn lane(&self, org: Uuid) -> Lane {
+        let st = self.lock();
+        decide::lane(st.orgs.get(&org).map_or(0, |o| o.failed_in_a_row))
+    }
+
+    /// Counts a foreground message as handled until the answer is dropped.
+    pub fn foreground(&self) -> Foreground<'_> {
+        self.foreground.fetch_add(1, Ordering::AcqRel);
+        Foreground { gate: self }
+    }
+
+    /// Waits until no foreground message is being handled, or `at_most` has passed: a
+    /// background message's turn.
+    pub async fn after_foreground(&self, at_most: Duration) {
+        let deadline = tokio::time::Instant::now() + at_most;
+        loop {
+            // Registered before the count is read, so the last foreground message ending
+            // between the two still wakes this one.
+            let idle = self.foreground_idle.notified();
+            tokio::pin!(idle);
+            idle.as_mut().enable();
+            if self.foreground.load(Ordering::Acquire) == 0 {
+                return;
+            }
+            tokio::select! {
+                _ = &mut idle => {}
+                _ = tokio::time::sleep_until(deadline) => return,
+            }
+        }
     }
 
     /// The receiver asked for a pause: no new attempt for `org` until `wait` has passed (the
@@ -375,7 +436,7 @@ mod tests {
     fn a_lone_org_uses_idle_slots_but_leaves_a_cap_free_for_newcomers() {
         let gate = OrgGate::new(2, 8, T);
         let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
-        gate.observe(a, Duration::from_millis(20));
+        gate.observe(a, Duration::from_millis(20), true);
         let held: Vec<_> = (0..6)
             .map(|_| enter(&gate, a).expect("idle slots"))
             .collect();
@@ -390,7 +451,7 @@ mod tests {
     fn an_org_waiting_elsewhere_keeps_the_slots_it_lacks_free() {
         let gate = OrgGate::new(2, 8, T);
         let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
-        gate.observe(a, Duration::from_millis(20));
+        gate.observe(a, Duration::from_millis(20), true);
         let _a: Vec<_> = (0..4).map(|_| enter(&gate, a).unwrap()).collect();
         gate.waiting(b, Duration::from_secs(5));
         // 4 free: the reserve's 2 and the 2 that b, waiting with none in flight, lacks.
@@ -439,7 +500,7 @@ mod tests {
     async fn a_message_held_by_the_reserve_takes_the_next_released_slot() {
         let gate = OrgGate::new(2, 8, T);
         let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
-        gate.observe(a, Duration::from_millis(20));
+        gate.observe(a, Duration::from_millis(20), true);
         let mut held: Vec<_> = (0..6).map(|_| enter(&gate, a).unwrap()).collect();
         let waiter = {
             let gate = gate.clone();
@@ -469,7 +530,7 @@ mod tests {
     async fn a_waiter_is_parked_after_its_limit_and_a_held_org_at_once() {
         let gate = OrgGate::new(2, 8, T);
         let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
-        gate.observe(a, Duration::from_millis(20));
+        gate.observe(a, Duration::from_millis(20), true);
         let _held: Vec<_> = (0..6).map(|_| enter(&gate, a).unwrap()).collect();
         let started = std::time::Instant::now();
         let r = wait_for_slot(&gate, a, Duration::from_millis(100)).await;
@@ -497,7 +558,7 @@ mod tests {
         let a = Uuid::new_v4();
         let _p = enter(&gate, a).unwrap();
         for _ in 0..30 {
-            gate.observe(a, Duration::from_secs(10));
+            gate.observe(a, Duration::from_secs(10), true);
         }
         match enter(&gate, a) {
             Err(Hold::AtCap {
@@ -506,5 +567,50 @@ mod tests {
             }) => assert!((9_000..=10_000).contains(&ms)),
             _ => panic!("at cap with a typical duration"),
         }
+    }
+
+    #[tokio::test]
+    async fn a_failing_endpoints_message_waits_for_the_foreground_to_end_or_its_longest_wait() {
+        let gate = OrgGate::new(2, 8, T);
+        let (healthy, failing) = (Uuid::new_v4(), Uuid::new_v4());
+        gate.observe(healthy, Duration::from_millis(5), true);
+        gate.observe(failing, Duration::from_millis(5), false);
+        assert_eq!(gate.lane(healthy), Lane::Foreground);
+        assert_eq!(gate.lane(failing), Lane::Background);
+        assert_eq!(
+            gate.lane(Uuid::new_v4()),
+            Lane::Foreground,
+            "unknown: foreground"
+        );
+        let long = Duration::from_secs(60);
+
+        // Nothing in the foreground: it goes at once (well inside its minute-long wait).
+        tokio::time::timeout(Duration::from_secs(5), gate.after_foreground(long))
+            .await
+            .expect("went at once");
+
+        // A foreground message being handled: it waits, and goes when that one ends.
+        let fg = gate.foreground();
+        let g = gate.clone();
+        let waiting = tokio::spawn(async move { g.after_foreground(long).await });
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+        assert!(!waiting.is_finished(), "it waits for the foreground");
+        drop(fg);
+        tokio::time::timeout(Duration::from_secs(5), waiting)
+            .await
+            .expect("it goes when the foreground ends")
+            .unwrap();
+
+        // A foreground that does not end: it goes after its longest wait all the same.
+        let _fg = gate.foreground();
+        let start = std::time::Instant::now();
+        gate.after_foreground(Duration::from_millis(50)).await;
+        assert!(start.elapsed() >= Duration::from_millis(50));
+
+        // One success brings the endpoint back to the foreground.
+        gate.observe(failing, Duration::from_millis(5), true);
+        assert_eq!(gate.lane(failing), Lane::Foreground);
     }
 }

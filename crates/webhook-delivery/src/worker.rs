@@ -32,7 +32,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::batch::{BatchError, Batcher};
-use crate::decide::{self, Admission, ParkPlan, Sent};
+use crate::decide::{self, Admission, Lane, ParkPlan, Sent};
 use crate::gate;
 use crate::sender::{DeliveryJob, Sender};
 use prepare::Go;
@@ -195,9 +195,11 @@ impl Worker {
         let sent = match &prepared.go {
             Go::Send(hook) => {
                 let sent = self.sender.send(job, hook).await;
+                let delivered = matches!(sent.response, decide::Response::Status { code, .. } if (200..300).contains(&code));
                 self.gate.observe(
                     job.meta.endpoint_id(),
                     Duration::from_millis(sent.duration_ms),
+                    delivered,
                 );
                 sent
             }
@@ -253,6 +255,16 @@ impl Worker {
         // Each message's arrival and every way it ends without a request are logged at debug:
         // what a delivery left `out` is traced with (the chaos run keeps these logs).
         tracing::debug!(parent: &span, redelivered = d.redelivered, "message received");
+        // A failing endpoint's messages go after the others' (`decide::Lane`).
+        let _foreground = match self.gate.lane(job.meta.endpoint_id()) {
+            Lane::Foreground => Some(self.gate.foreground()),
+            Lane::Background => {
+                self.gate
+                    .after_foreground(decide::BACKGROUND_WAIT_MAX)
+                    .await;
+                None
+            }
+        };
         let permit = match self.gate.admit(&job.meta, unix_ms()) {
             Admission::Start(permit) => permit,
             Admission::Park(plan) => return self.park(&publisher, d, &job, plan).await,

@@ -342,6 +342,33 @@ pub fn plan_admission(
     }
 }
 
+/// Which messages go first in a process: those of endpoints that answer, then those of an
+/// endpoint whose last attempts here failed. A failing endpoint's attempts are as many as a
+/// healthy one's until it is found failing (a minute when deployed), and they arrive with the
+/// others' (each event's deliveries come together): sent at the same moments, they took the
+/// same cores, connections and batches, and the others' commit-to-receipt latency grew with
+/// them. In the background lane a message waits until no foreground message is being handled,
+/// at most [`BACKGROUND_WAIT_MAX`]: its delivery loses at most that much, which an endpoint
+/// that fails does not notice, and the others do not wait for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lane {
+    Foreground,
+    Background,
+}
+
+/// The longest a background message waits for the foreground ([`Lane`]).
+pub const BACKGROUND_WAIT_MAX: Duration = Duration::from_millis(100);
+
+/// The lane of an endpoint's messages, by how many of its last attempts in this process in a
+/// row were not answered 2xx: one is enough (a success puts it back at once).
+pub fn lane(failed_in_a_row: u32) -> Lane {
+    if failed_in_a_row == 0 {
+        Lane::Foreground
+    } else {
+        Lane::Background
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::fixtures::*;
@@ -755,5 +782,13 @@ mod tests {
         assert_eq!(others_short(16, [n(3, true), n(0, false)].into_iter()), 13);
         assert_eq!(others_short(16, [n(20, true), n(0, true)].into_iter()), 16);
         assert_eq!(others_short(16, std::iter::empty()), 0);
+    }
+
+    #[test]
+    fn an_endpoint_goes_to_the_background_at_its_first_failure_and_back_at_its_first_success() {
+        assert_eq!(lane(0), Lane::Foreground);
+        assert_eq!(lane(1), Lane::Background);
+        assert_eq!(lane(u32::MAX), Lane::Background);
+        assert!(BACKGROUND_WAIT_MAX <= MIN_PARK / 10, "a wait, not a park");
     }
 }

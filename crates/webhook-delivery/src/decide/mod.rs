@@ -29,7 +29,8 @@ mod pace;
 // Named one by one, not `*`: a reader (and `farm-studio walk`) follows each name from its
 // caller to the one file that defines it.
 pub use admission::{
-    Admission, Hold, Neighbour, OrgSlots, ParkPlan, Process, SETTLE_PARK, plan_admission,
+    Admission, BACKGROUND_WAIT_MAX, Hold, Lane, Neighbour, OrgSlots, ParkPlan, Process,
+    SETTLE_PARK, lane, plan_admission,
 };
 pub(crate) use attempt::parse_retry_after;
 pub use attempt::{
