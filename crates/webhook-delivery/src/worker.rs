@@ -195,11 +195,10 @@ impl Worker {
         let sent = match &prepared.go {
             Go::Send(hook) => {
                 let sent = self.sender.send(job, hook).await;
-                let delivered = matches!(sent.response, decide::Response::Status { code, .. } if (200..300).contains(&code));
                 self.gate.observe(
                     job.meta.endpoint_id(),
                     Duration::from_millis(sent.duration_ms),
-                    delivered,
+                    sent.delivered(),
                 );
                 sent
             }

@@ -139,6 +139,11 @@ pub struct Sent {
 }
 
 impl Sent {
+    /// Whether the attempt succeeded (its answer a 2xx), as [`after_attempt`] reads it.
+    pub fn delivered(&self) -> bool {
+        matches!(read(&self.response), Reading::Success { .. })
+    }
+
     /// A failure that never reached the network.
     pub fn without_request(started_at: OffsetDateTime, why: NoAnswer) -> Sent {
         Sent {
