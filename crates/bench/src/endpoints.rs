@@ -12,6 +12,9 @@ const TYPES: [&str; 3] = ["lead.created", "lead.updated", "lead.stage_changed"];
 /// The deployed default of `QUALIFIER_RETRY_DELAYS_MS` (docs/operations.md).
 const DEPLOYED_RETRIES: &str = "30000,120000,480000,1920000";
 
+/// How long a paced run causes events before its measured ones (see [`run`]).
+const WARM_UP: Duration = Duration::from_secs(4);
+
 /// The time scale of a failing endpoint: how long it fails before it is found failing
 /// (`QUALIFIER_ENDPOINT_FAILING_SPAN_MS`), and whether the worker retries as deployed or on the
 /// bench's scale.
@@ -19,6 +22,11 @@ const DEPLOYED_RETRIES: &str = "30000,120000,480000,1920000";
 pub(crate) struct Scale {
     pub failing_span_ms: u64,
     pub deployed_retries: bool,
+    /// How many times the isolation runs are repeated, in turn: one run's p99 is its slowest
+    /// hundredth, a few dozen deliveries, and moves by several milliseconds between runs of
+    /// one build, so each round's ratios are taken against that round's run without a third,
+    /// and their medians reported.
+    pub rounds: u32,
 }
 
 /// One run's figures: each measured endpoint's tally, and the machine's CPU over the run per
@@ -95,11 +103,27 @@ async fn run(
                 .to_owned(),
         ));
     }
+    // A paced run's first seconds are unmeasured: each run starts its processes afresh, and
+    // their first requests open connections, prepare statements and shake hands with the
+    // receiver, which a long-running deployment did long ago. Two events per lead.
+    let warm_up = pace.map_or(0, |r| (r * WARM_UP.as_secs_f64()) as u64 / 2);
+    if warm_up > 0 {
+        produce(&env, &org, warm_up, 0, 32, pace.map(|r| r / 2.0), true).await;
+    }
     let window = Window::open(&env).await;
     let start = now_us();
-    produce(&env, &org, events / 2, 0, 32, pace.map(|r| r / 2.0), true).await;
+    produce(
+        &env,
+        &org,
+        events / 2,
+        warm_up,
+        32,
+        pace.map(|r| r / 2.0),
+        true,
+    )
+    .await;
     for (e, _) in &eps[..measured] {
-        wait_delivered(sink, *e, events, patience(events)).await;
+        wait_delivered(sink, *e, events + 2 * warm_up, patience(events)).await;
     }
     let closed = window.close(&env).await;
     let mut tallies = Vec::new();
@@ -133,6 +157,38 @@ fn healthy_latency(r: &Run) -> (f64, f64, u64) {
     (pct(&lat, 0.5), pct(&lat, 0.99), lost)
 }
 
+/// Where in a run its two measured endpoints' slowest hundredth of deliveries were: how many
+/// of them in each tenth of the run, by commit time (a failing third's retries, for one, come
+/// back from 30 s into a run on).
+fn slow_by_tenth(r: &Run) -> String {
+    let all: Vec<(i64, f64)> = r
+        .tallies
+        .iter()
+        .flat_map(|t| t.lat_by_commit.iter().copied())
+        .collect();
+    let (Some(first), Some(last)) = (
+        all.iter().map(|&(at, _)| at).min(),
+        all.iter().map(|&(at, _)| at).max(),
+    ) else {
+        return "no deliveries".into();
+    };
+    let mut lat: Vec<f64> = all.iter().map(|&(_, ms)| ms).collect();
+    lat.sort_by(f64::total_cmp);
+    let p99 = pct(&lat, 0.99);
+    let span = (last - first).max(1);
+    let mut tenths = [0u32; 10];
+    for &(at, ms) in &all {
+        if ms >= p99 {
+            tenths[(((at - first) * 10 / span) as usize).min(9)] += 1;
+        }
+    }
+    let counts: Vec<String> = tenths.iter().map(u32::to_string).collect();
+    format!(
+        "the slowest hundredth (at or over {p99:.1} ms) by tenth of the run: {}",
+        counts.join(" ")
+    )
+}
+
 /// The phase: cost (one endpoint, then three, each as fast as it goes), then isolation (two
 /// healthy endpoints at a steady `pace`, with a third absent, healthy, answering 500, then
 /// throttled to one request a second). The healthy third tells what a third endpoint's load
@@ -153,28 +209,63 @@ pub(crate) async fn phase(
     cpu::print("one endpoint", &one.cpu);
     cpu::print("three endpoints (per delivered request)", &three.cpu);
 
-    let absent = run(vec![healthy(), healthy()], 2, Some(pace)).await?;
-    let third = run(vec![healthy(), healthy(), healthy()], 2, Some(pace)).await?;
-    let failing = (Answer::Fail(500), json!({}));
-    let failing = run(vec![healthy(), healthy(), failing], 2, Some(pace)).await?;
-    let slow = (Answer::Ok, json!({"max_per_second": 1}));
-    let throttled = run(vec![healthy(), healthy(), slow], 2, Some(pace)).await?;
-    // Per request the two measured endpoints received: what a third adds to each of theirs.
-    for (title, r) in [
-        ("beside no third endpoint", &absent),
-        ("beside a healthy third", &third),
-        ("beside a third answering 500", &failing),
-        ("beside a third throttled to 1/s", &throttled),
-    ] {
-        print_measured(title, &json!({"cpu": r.cpu, "statements": r.statements}));
+    let mut rounds: Vec<[Run; 4]> = Vec::new();
+    for _ in 0..scale.rounds.max(1) {
+        let absent = run(vec![healthy(), healthy()], 2, Some(pace)).await?;
+        let third = run(vec![healthy(), healthy(), healthy()], 2, Some(pace)).await?;
+        let failing = (Answer::Fail(500), json!({}));
+        let failing = run(vec![healthy(), healthy(), failing], 2, Some(pace)).await?;
+        let slow = (Answer::Ok, json!({"max_per_second": 1}));
+        let throttled = run(vec![healthy(), healthy(), slow], 2, Some(pace)).await?;
+        rounds.push([absent, third, failing, throttled]);
     }
-    let (a50, a99, a_lost) = healthy_latency(&absent);
-    let beside = |r: &Run| {
-        let (p50, p99, lost) = healthy_latency(r);
-        json!({"p50_ms": r3(p50), "p99_ms": r3(p99), "lost": lost,
-               "p50_ratio": r3(p50 / a50), "p99_ratio": r3(p99 / a99),
-               "cpu_ms_per_delivered_request": r3(cpu_per_request(r)), "cpu": r.cpu})
-    };
+    const TITLES: [(&str, &str); 4] = [
+        ("third_absent", "beside no third endpoint"),
+        ("third_healthy", "beside a healthy third"),
+        ("third_failing_500", "beside a third answering 500"),
+        ("third_throttled_1_per_s", "beside a third throttled to 1/s"),
+    ];
+    // Per request the two measured endpoints received: what a third adds to each of theirs.
+    for (i, round) in rounds.iter().enumerate() {
+        for ((_, title), r) in TITLES.iter().zip(round) {
+            println!("round {}, {title}: {}", i + 1, slow_by_tenth(r));
+            print_measured(title, &json!({"cpu": r.cpu, "statements": r.statements}));
+        }
+    }
+    let mut isolation = json!({
+        "pace_per_s": pace,
+        "failing_span_ms": scale.failing_span_ms,
+        "deployed_retries": scale.deployed_retries,
+        "rounds": rounds.len(),
+    });
+    for (k, (key, _)) in TITLES.iter().enumerate() {
+        let per_round: Vec<Value> = rounds
+            .iter()
+            .map(|round| {
+                let (a50, a99, _) = healthy_latency(&round[0]);
+                let (p50, p99, lost) = healthy_latency(&round[k]);
+                json!({"p50_ms": r3(p50), "p99_ms": r3(p99), "lost": lost,
+                       "p50_ratio": r3(p50 / a50), "p99_ratio": r3(p99 / a99),
+                       "cpu_ms_per_delivered_request": r3(cpu_per_request(&round[k])),
+                       "cpu": round[k].cpu})
+            })
+            .collect();
+        let med = |f: &str| {
+            let xs: Vec<f64> = per_round.iter().filter_map(|r| r[f].as_f64()).collect();
+            r3(crate::perf::median(&xs))
+        };
+        let mut entry = json!({
+            "p50_ms": med("p50_ms"), "p99_ms": med("p99_ms"),
+            "lost": per_round.iter().filter_map(|r| r["lost"].as_u64()).sum::<u64>(),
+            "cpu_ms_per_delivered_request": med("cpu_ms_per_delivered_request"),
+        });
+        if k > 0 {
+            entry["p50_ratio"] = json!(med("p50_ratio"));
+            entry["p99_ratio"] = json!(med("p99_ratio"));
+        }
+        entry["per_round"] = Value::Array(per_round);
+        isolation[*key] = entry;
+    }
     let v = json!({
         "events": events,
         "cost": {
@@ -185,17 +276,7 @@ pub(crate) async fn phase(
             "one": one.cpu,
             "three": three.cpu,
         },
-        "isolation": {
-            "pace_per_s": pace,
-            "failing_span_ms": scale.failing_span_ms,
-            "deployed_retries": scale.deployed_retries,
-            "third_absent": {"p50_ms": r3(a50), "p99_ms": r3(a99), "lost": a_lost,
-                             "cpu_ms_per_delivered_request": r3(cpu_per_request(&absent)),
-                             "cpu": absent.cpu},
-            "third_healthy": beside(&third),
-            "third_failing_500": beside(&failing),
-            "third_throttled_1_per_s": beside(&throttled),
-        },
+        "isolation": isolation,
     });
     let ratio = |run: &str, p: &str| {
         v["isolation"][run][format!("{p}_ratio")]
@@ -203,7 +284,8 @@ pub(crate) async fn phase(
             .unwrap_or(f64::NAN)
     };
     println!(
-        "endpoints: CPU per delivered request with three {cost_ratio:.3} of one's; the others' p50/p99 beside a healthy third {:.2}x/{:.2}x, beside a failing one {:.2}x/{:.2}x, beside a throttled one {:.2}x/{:.2}x",
+        "endpoints: CPU per delivered request with three {cost_ratio:.3} of one's; the others' p50/p99 (median of {} rounds) beside a healthy third {:.2}x/{:.2}x, beside a failing one {:.2}x/{:.2}x, beside a throttled one {:.2}x/{:.2}x",
+        rounds.len(),
         ratio("third_healthy", "p50"),
         ratio("third_healthy", "p99"),
         ratio("third_failing_500", "p50"),

@@ -101,6 +101,10 @@ struct Opts {
     /// minute.
     #[arg(long, requires = "only")]
     deployed_retries: bool,
+    /// With `--only endpoints`: repeat its isolation runs this many times, in turn, and report
+    /// the median of each round's ratios (default 1).
+    #[arg(long, requires = "only")]
+    rounds: Option<u32>,
     /// With `--only e2e`: the org's webhook `ordering` (`per_lead`: a lead's deliveries one at
     /// a time, docs/delivery.md "Throttle and order").
     #[arg(long, value_parser = ["none", "per_lead"], requires = "only")]
@@ -343,6 +347,7 @@ async fn run() -> anyhow::Result<()> {
                 let scale = endpoints::Scale {
                     failing_span_ms: o.failing_span_ms.unwrap_or(1000),
                     deployed_retries: o.deployed_retries,
+                    rounds: o.rounds.unwrap_or(1),
                 };
                 endpoints::phase(&sink, n, o.pace.unwrap_or(200.0), scale).await?
             }

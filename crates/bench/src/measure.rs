@@ -69,6 +69,9 @@ pub(crate) struct Tally {
     pub(crate) duplicates: u64,
     pub(crate) invalid: u64,
     pub(crate) lat_ms: Vec<f64>,
+    /// Each delivered event's commit time (µs) and latency (ms), in commit order: where in a
+    /// run its slow deliveries were.
+    pub(crate) lat_by_commit: Vec<(i64, f64)>,
     pub(crate) first_us: i64,
     pub(crate) last_us: i64,
 }
@@ -103,7 +106,9 @@ impl Tally {
                     let first = *ats.iter().min().unwrap_or(&0);
                     t.delivered += 1;
                     t.duplicates += ats.len() as u64 - 1;
-                    t.lat_ms.push((first - created) as f64 / 1000.0);
+                    let ms = (first - created) as f64 / 1000.0;
+                    t.lat_ms.push(ms);
+                    t.lat_by_commit.push((*created, ms));
                     t.first_us = t.first_us.min(first);
                     t.last_us = t.last_us.max(*ats.iter().max().unwrap_or(&0));
                 }
@@ -111,6 +116,7 @@ impl Tally {
             }
         }
         t.lat_ms.sort_by(f64::total_cmp);
+        t.lat_by_commit.sort_by_key(|&(at, _)| at);
         t
     }
 
