@@ -90,7 +90,8 @@ pub struct OrgGate {
     freed: Notify,
     /// Messages of the foreground lane being handled now ([`OrgGate::foreground`]).
     foreground: AtomicUsize,
-    /// Woken when the last of them ends: the background lane's messages go.
+    /// Woken when the last of them ends: one background message goes at each such moment
+    /// (the others at theirs, or at the end of their longest wait), never all of them at once.
     foreground_idle: Notify,
 }
 
@@ -101,8 +102,11 @@ pub struct Foreground<'a> {
 
 impl Drop for Foreground<'_> {
     fn drop(&mut self) {
+        // One, not all: a failing endpoint's retries waiting together, let go together at the
+        // first idle moment, were a burst of attempts that the next foreground messages then
+        // waited behind.
         if self.gate.foreground.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.gate.foreground_idle.notify_waiters();
+            self.gate.foreground_idle.notify_one();
         }
     }
 }
@@ -602,6 +606,40 @@ mod tests {
             .await
             .expect("it goes when the foreground ends")
             .unwrap();
+
+        // Two waiting: the foreground's end lets one go, not both; the other goes at the next
+        // idle moment.
+        let fg = gate.foreground();
+        let (g1, g2) = (gate.clone(), gate.clone());
+        let first = tokio::spawn(async move { g1.after_foreground(long).await });
+        let second = tokio::spawn(async move { g2.after_foreground(long).await });
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+        drop(fg);
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+        // The lone foreground message of the next moment holds the other one back.
+        let fg = gate.foreground();
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(
+            [first.is_finished(), second.is_finished()]
+                .iter()
+                .filter(|f| **f)
+                .count(),
+            1,
+            "one goes at the idle moment"
+        );
+        drop(fg);
+        tokio::time::timeout(Duration::from_secs(5), async {
+            first.await.unwrap();
+            second.await.unwrap();
+        })
+        .await
+        .expect("the other goes at the next idle moment");
 
         // A foreground that does not end: it goes after its longest wait all the same.
         let _fg = gate.foreground();
