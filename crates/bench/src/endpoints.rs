@@ -134,6 +134,20 @@ async fn run(
     let delivered = tallies.iter().map(|t| t.delivered).sum();
     api.stop();
     worker.stop();
+    if scale.deployed_retries {
+        // The worker declared retry queues named for the deployed delays; the run's topology
+        // (`env.topo`, deleted when `env` drops) knows the bench's.
+        let deployed: Vec<u64> = DEPLOYED_RETRIES
+            .split(',')
+            .filter_map(|d| d.parse().ok())
+            .collect();
+        let topology = qualifier_bus::Topology::new(env.topo.prefix.clone(), deployed);
+        let conn = qualifier_bus::connect(&qualifier_testkit::amqp_url(), "qualifier bench")
+            .await
+            .context("broker, to delete the run's retry queues")?;
+        topology.delete(&conn.create_channel().await?).await?;
+        let _ = conn.close(200, "run done".into()).await;
+    }
     let mut measured = closed.json(delivered);
     Ok(Run {
         tallies,
