@@ -159,7 +159,8 @@ pub(crate) async fn drain(
     while Instant::now() < deadline {
         let n: i64 = qualifier_testkit::sql::try_one(
             &pg,
-            "SELECT count(*) FROM deliveries WHERE due_at IS NOT NULL",
+            "SELECT (SELECT count(*) FROM deliveries WHERE due_at IS NOT NULL)
+                + (SELECT count(*) FROM deliveries_unsent)",
             &[],
         )
         .await?;

@@ -63,6 +63,9 @@ pub struct Stmt {
     pub plan_ms: f64,
     pub exec_ms: f64,
     pub rows: i64,
+    /// WAL records the statement wrote (its row versions and index entries, triggers included;
+    /// not the commit's own record, which the `COMMIT` row carries when the client sent one).
+    pub wal_records: i64,
 }
 
 /// Merges rows of the same text (several query ids can normalise to one text) and orders them
@@ -77,6 +80,7 @@ pub fn group(rows: Vec<Stmt>) -> Vec<Stmt> {
                 s.plan_ms += r.plan_ms;
                 s.exec_ms += r.exec_ms;
                 s.rows += r.rows;
+                s.wal_records += r.wal_records;
             }
             None => out.push(r),
         }
@@ -91,7 +95,8 @@ pub async fn fetch(env: &Env) -> Result<Vec<Stmt>, Unavailable> {
     let pg = env.db.client().await;
     let rows = pg
         .query(
-            "SELECT query, calls::int8, plans::int8, total_plan_time, total_exec_time, rows::int8
+            "SELECT query, calls::int8, plans::int8, total_plan_time, total_exec_time, rows::int8,
+                    wal_records::int8
              FROM pg_stat_statements
              WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
                AND query NOT LIKE '%pg_stat_statements%'",
@@ -108,6 +113,7 @@ pub async fn fetch(env: &Env) -> Result<Vec<Stmt>, Unavailable> {
                 plan_ms: r.get(3),
                 exec_ms: r.get(4),
                 rows: r.get(5),
+                wal_records: r.get(6),
             })
             .collect(),
     ))
@@ -127,6 +133,7 @@ pub fn summarize(fetched: Result<Vec<Stmt>, Unavailable>, delivered: u64) -> Val
         "plans_per_event": r3(total(|s| s.plans as f64) / d),
         "plan_ms_per_1000_events": r3(total(|s| s.plan_ms) * 1000.0 / d),
         "exec_ms_per_1000_events": r3(total(|s| s.exec_ms) * 1000.0 / d),
+        "wal_records_per_event": r3(total(|s| s.wal_records as f64) / d),
         "by_query": stmts.iter().map(|s| json!({
             "query": s.query,
             "calls_per_event": r3(s.calls as f64 / d),
@@ -134,6 +141,7 @@ pub fn summarize(fetched: Result<Vec<Stmt>, Unavailable>, delivered: u64) -> Val
             "plan_ms_per_1000_events": r3(s.plan_ms * 1000.0 / d),
             "exec_ms_per_1000_events": r3(s.exec_ms * 1000.0 / d),
             "rows_per_event": r3(s.rows as f64 / d),
+            "wal_records_per_event": r3(s.wal_records as f64 / d),
         })).collect::<Vec<_>>(),
     })
 }
@@ -146,15 +154,16 @@ pub fn print(title: &str, v: &Value) {
     }
     let f = |k: &str| v[k].as_f64().unwrap_or(f64::NAN);
     println!(
-        "  {title}: {:.2} statements and {:.2} plans per delivered event; per 1,000 events {:.1} ms planning, {:.1} ms executing",
+        "  {title}: {:.2} statements, {:.2} plans and {:.1} WAL records (statements') per delivered event; per 1,000 events {:.1} ms planning, {:.1} ms executing",
         f("statements_per_event"),
         f("plans_per_event"),
+        f("wal_records_per_event"),
         f("plan_ms_per_1000_events"),
         f("exec_ms_per_1000_events")
     );
     println!(
-        "    {:>7} {:>7} {:>9} {:>9}  statement",
-        "calls/ev", "plans/ev", "plan ms/k", "exec ms/k"
+        "    {:>7} {:>7} {:>9} {:>9} {:>6}  statement",
+        "calls/ev", "plans/ev", "plan ms/k", "exec ms/k", "WAL/ev"
     );
     let empty = Vec::new();
     for s in v["by_query"]
@@ -165,11 +174,12 @@ pub fn print(title: &str, v: &Value) {
     {
         let g = |k: &str| s[k].as_f64().unwrap_or(f64::NAN);
         println!(
-            "    {:>7.2} {:>7.2} {:>9.1} {:>9.1}  {}",
+            "    {:>7.2} {:>7.2} {:>9.1} {:>9.1} {:>6.2}  {}",
             g("calls_per_event"),
             g("plans_per_event"),
             g("plan_ms_per_1000_events"),
             g("exec_ms_per_1000_events"),
+            g("wal_records_per_event"),
             one_line(s["query"].as_str().unwrap_or(""), 90)
         );
     }
@@ -187,6 +197,7 @@ mod tests {
             plan_ms: ms / 2.0,
             exec_ms: ms / 2.0,
             rows: calls,
+            wal_records: calls,
         }
     }
 

@@ -78,6 +78,16 @@ pub struct Unpublished {
     /// the claim read it under the relays' turn: the mark is written in the shape it says.
     #[diesel(sql_type = diesel::sql_types::Bool)]
     pub following: bool,
+    /// Claimed from `deliveries_due` (a retry, a replay, a turn, or a new event's delivery
+    /// stored before `deliveries_unsent`, migration 52): the mark writes its row. A delivery
+    /// claimed from `deliveries_unsent` alone is not written again by the relay.
+    #[diesel(sql_type = diesel::sql_types::Bool)]
+    pub due: bool,
+    /// Whether it still waits for its first publication: false for a queued one that moved
+    /// meanwhile (ended, or waiting in its row after a relay died between its publish and its
+    /// mark), which the relay drops from its queue without sending it again.
+    #[diesel(sql_type = diesel::sql_types::Bool)]
+    pub ready: bool,
 }
 
 impl Unpublished {
@@ -145,15 +155,29 @@ where
         // to another, so a flood of new events never starves the retries. Fixed text, so each
         // is prepared once per connection.
         let mut rows: Vec<Unpublished> =
+            crate::prepared::prepared::<Int8, _>(CLAIM_UNSENT, "", limit)
+                .load(conn)
+                .await?;
+        let stored_due: Vec<Unpublished> =
             crate::prepared::prepared::<Int8, _>(CLAIM_NEW, CLAIM_TAIL, limit)
                 .load(conn)
                 .await?;
+        if !stored_due.is_empty() {
+            rows = merge_new(rows, stored_due);
+        }
+        // What moved since it was queued is only dropped from the queue.
+        let (mut rows, stale): (Vec<Unpublished>, Vec<Unpublished>) =
+            rows.into_iter().partition(|r| r.ready);
+        let mut dequeued: (Vec<i64>, Vec<Uuid>) = (
+            stale.iter().map(|r| r.seq).collect(),
+            stale.iter().map(|r| r.endpoint_id).collect(),
+        );
         let due: Vec<Unpublished> =
             crate::prepared::prepared::<Int8, _>(CLAIM_SCHEDULED, CLAIM_TAIL, limit)
                 .load(conn)
                 .await?;
         rows.extend(due);
-        if rows.is_empty() {
+        if rows.is_empty() && dequeued.0.is_empty() {
             return Ok(0);
         }
         // The message carries the envelope itself, whatever form it is stored in: the worker
@@ -163,6 +187,9 @@ where
         }
         let seqs: Vec<i64> = rows.iter().map(|r| r.seq).collect();
         let endpoints: Vec<Uuid> = rows.iter().map(|r| r.endpoint_id).collect();
+        let from_due: Vec<bool> = rows.iter().map(|r| r.due).collect();
+        dequeued.0.extend(&seqs);
+        dequeued.1.extend(&endpoints);
         let following = rows.iter().any(|r| r.following);
         // What the feed's row of each holds beside its position, from the claim: the mark
         // reads no event row again.
@@ -210,6 +237,9 @@ where
         .bind::<Array<diesel::sql_types::Uuid>, _>(&orgs)
         .bind::<Array<diesel::sql_types::Text>, _>(&types)
         .bind::<Array<diesel::sql_types::Uuid>, _>(&endpoints)
+        .bind::<Array<diesel::sql_types::Bool>, _>(&from_due)
+        .bind::<Array<Int8>, _>(&dequeued.0)
+        .bind::<Array<diesel::sql_types::Uuid>, _>(&dequeued.1)
         .execute(conn)
         .await?;
         Ok(seqs.len())
@@ -217,8 +247,27 @@ where
     .await
 }
 
+/// The new events' deliveries of one claim, from their queue and from `deliveries_due` (each in
+/// `seq` order), as one list in `seq` order, as the feed's positions and a lead's messages go:
+/// a delivery in both (an erased event's, made due for its position while still queued) once,
+/// as claimed from `deliveries_due`, whose row the mark must write.
+fn merge_new(unsent: Vec<Unpublished>, due: Vec<Unpublished>) -> Vec<Unpublished> {
+    let mut rows: Vec<Unpublished> = unsent.into_iter().chain(due).collect();
+    // Stable: of two copies of a delivery, the one from `deliveries_due` comes second.
+    rows.sort_by_key(|r| (r.seq, r.endpoint_id));
+    let mut out: Vec<Unpublished> = Vec::with_capacity(rows.len());
+    for r in rows {
+        match out.last_mut() {
+            Some(last) if (last.seq, last.endpoint_id) == (r.seq, r.endpoint_id) => *last = r,
+            _ => out.push(r),
+        }
+    }
+    out
+}
+
 /// The relay's mark of a published batch (`relay_batch`, after its parameters): each delivery
-/// `out` (an ended one, an erased event published for its feed position, stays ended; one
+/// published for the first time out of `deliveries_unsent` (migration 52), its row there
+/// deleted and its own row not written; each claimed from `deliveries_due` `out` (an ended one, an erased event published for its feed position, stays ended; one
 /// that waits in its row keeps waiting: the claim does not take a waiting row, whose `due_at`
 /// its wait cleared, but a wait must never be undone by a mark, which would leave the row
 /// `out` with its message already taken and acked — migration 51), and
@@ -231,8 +280,13 @@ const MARK: &str = ")), out AS (
                                               'after_earlier') THEN d.state
                              ELSE 'out' END,
                 due_at = NULL
-         FROM unnest($1::int8[], $8::uuid[]) AS v(seq, endpoint_id)
-         WHERE d.seq = v.seq AND d.endpoint_id = v.endpoint_id AND d.seq BETWEEN $4 AND $5),
+         FROM unnest($1::int8[], $8::uuid[], $9::bool[]) AS v(seq, endpoint_id, due)
+         WHERE v.due AND d.seq = v.seq AND d.endpoint_id = v.endpoint_id
+           AND d.seq BETWEEN $4 AND $5),
+     sent AS (
+         DELETE FROM deliveries_unsent u
+         USING unnest($10::int8[], $11::uuid[]) AS v(seq, endpoint_id)
+         WHERE u.seq = v.seq AND u.endpoint_id = v.endpoint_id),
      fed AS (
          INSERT INTO event_feed (seq, org_id, pos, event_type)
          SELECT v.seq, v.org_id, v.pos, v.event_type
@@ -270,8 +324,8 @@ const MARK_FOLLOWING: &str = concat!(
 /// writes the event's row, and its lock still matters: a claim that waited for an erasure's
 /// delivery row reads the event's row again at its latest only if it locks it too, and so
 /// publishes the reduced envelope, not the one in its snapshot.
-macro_rules! claim_head {
-    ($due:literal) => {
+macro_rules! claim_columns {
+    ($due:literal, $ready:literal) => {
         concat!(
             "SELECT o.seq, d.delivery_id, d.endpoint_id, o.event_id, o.org_id, o.event_type,
                     o.payload,
@@ -279,7 +333,19 @@ macro_rules! claim_head {
                     coalesce(o.feed_pos, (SELECT f.pos FROM event_feed f WHERE f.seq = o.seq))
                         AS feed_pos,
                     d.resume_attempt,
-                    (SELECT m.to_outbox FROM deliveries_mirror m) AS following
+                    (SELECT m.to_outbox FROM deliveries_mirror m) AS following, ",
+            $due,
+            " AS due, ",
+            $ready,
+            " AS ready"
+        )
+    };
+}
+macro_rules! claim_head {
+    ($due:literal) => {
+        concat!(
+            claim_columns!("true", "true"),
+            "
              FROM deliveries d
              JOIN outbox o ON o.seq = d.seq AND (o.seq >> 32) = (d.seq >> 32)
              WHERE ",
@@ -289,7 +355,29 @@ macro_rules! claim_head {
         )
     };
 }
-/// New events: due at `-infinity`, so in `seq` order (migration 44).
+/// New events' deliveries, in `seq` order, from their queue (migration 52), each delivery and
+/// event found by its key from its queue's row: each in a subquery that is not pulled up into
+/// a join (`OFFSET 0`, a lock), so it stays a probe per queued row, where a generic plan made
+/// while the day's partition was small walked the partition's primary key in the same order
+/// instead (`plans.rs` in lead-api's tests: 20,027 rows read for a batch of 8). Only the event's
+/// row is locked: no writer moves a delivery the relay has never published but through its
+/// event's row (an erasure), or to an end (a deleted or disabled endpoint), which the worker
+/// reads before any request; and the mark does not write the delivery row, so a worker that
+/// got the message before the relay's commit settles the attempt without waiting for it.
+const CLAIM_UNSENT: &str = concat!(
+    claim_columns!("false", "d.state = 'queued' AND d.due_at IS NULL"),
+    "
+     FROM deliveries_unsent u
+     CROSS JOIN LATERAL (SELECT * FROM deliveries x
+                         WHERE x.seq = u.seq AND x.endpoint_id = u.endpoint_id OFFSET 0) d
+     CROSS JOIN LATERAL (SELECT * FROM outbox y
+                         WHERE y.seq = u.seq AND (y.seq >> 32) = (u.seq >> 32)
+                         FOR UPDATE SKIP LOCKED) o
+     ORDER BY u.seq, u.endpoint_id LIMIT "
+);
+/// New events' deliveries stored due at `-infinity` (before migration 52, or while the outbox
+/// follows the delivery rows), and erased events' still to be given their feed position: in
+/// `seq` order (migration 44).
 const CLAIM_NEW: &str = claim_head!("d.due_at = '-infinity'");
 /// Scheduled (a retry held for an outage, a replay, a throttle's turn) and due now. `now()`,
 /// the transaction's start a moment ago, keeps the text fixed.
@@ -520,21 +608,75 @@ pub struct Backlog {
 }
 
 impl Store {
-    /// Reads the backlog through the deliveries' `deliveries_due` index: what is due now, new
-    /// events (due at `-infinity`) waiting since their creation, the rest since their due
+    /// Reads the backlog through `deliveries_unsent` and the deliveries' `deliveries_due`
+    /// index: new events' deliveries waiting since their creation, the rest since their due
     /// time. The index holds only what waits for the relay, so the read follows the backlog,
     /// not the history kept.
     pub async fn outbox_backlog(&self) -> Result<Backlog, StoreError> {
         let mut conn = self.conn().await?;
+        // New deliveries wait in `deliveries_unsent` (migration 52), the oldest first by
+        // `seq`; the rest due in `deliveries_due`.
         let b = diesel::sql_query(
-            "SELECT count(*)::int8 AS count,
-                    COALESCE(EXTRACT(EPOCH FROM clock_timestamp()
-                        - min(CASE WHEN due_at = '-infinity' THEN created_at ELSE due_at END)),
+            "SELECT ((SELECT count(*) FROM deliveries_unsent) + due.n)::int8 AS count,
+                    COALESCE(EXTRACT(EPOCH FROM clock_timestamp() - least(due.since,
+                        (SELECT d.created_at FROM deliveries_unsent u
+                         JOIN deliveries d ON d.seq = u.seq AND d.endpoint_id = u.endpoint_id
+                         ORDER BY u.seq, u.endpoint_id LIMIT 1))),
                         0)::float8 AS oldest_age_seconds
-             FROM deliveries WHERE due_at <= clock_timestamp()",
+             FROM (SELECT count(*) AS n,
+                          min(CASE WHEN due_at = '-infinity' THEN created_at ELSE due_at END)
+                              AS since
+                   FROM deliveries WHERE due_at <= clock_timestamp()) due",
         )
         .one(&mut conn)
         .await?;
         Ok(b)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(seq: i64, endpoint: u128, due: bool) -> Unpublished {
+        Unpublished {
+            seq,
+            delivery_id: Uuid::from_u128(seq as u128 * 100 + endpoint),
+            endpoint_id: Uuid::from_u128(endpoint),
+            event_id: Uuid::from_u128(seq as u128),
+            org_id: Uuid::nil(),
+            event_type: EventType::LeadCreated,
+            payload: Vec::new(),
+            created_at: OffsetDateTime::UNIX_EPOCH,
+            traceparent: None,
+            is_test: false,
+            feed_pos: None,
+            resume_attempt: None,
+            following: false,
+            due,
+            ready: true,
+        }
+    }
+
+    #[test]
+    fn new_deliveries_from_both_places_come_in_seq_order_once_each() {
+        let unsent = vec![row(2, 1, false), row(4, 1, false), row(4, 2, false)];
+        let due = vec![row(1, 1, true), row(4, 1, true), row(7, 1, true)];
+        let merged = merge_new(unsent, due);
+        let got: Vec<(i64, u128, bool)> = merged
+            .iter()
+            .map(|r| (r.seq, r.endpoint_id.as_u128(), r.due))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (1, 1, true),
+                (2, 1, false),
+                // In both: once, as claimed from `deliveries_due`, whose row the mark writes.
+                (4, 1, true),
+                (4, 2, false),
+                (7, 1, true),
+            ]
+        );
     }
 }

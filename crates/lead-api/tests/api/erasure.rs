@@ -304,7 +304,9 @@ async fn an_erased_event_is_never_replayed() {
         .wait_for_value(
             "never relayed",
             Duration::from_secs(10),
-            "SELECT count(*) FROM deliveries WHERE lead_id = $1::text::uuid AND due_at IS NOT NULL",
+            "SELECT count(*) FROM deliveries d WHERE d.lead_id = $1::text::uuid
+                AND (d.due_at IS NOT NULL OR EXISTS (SELECT 1 FROM deliveries_unsent u
+                                WHERE u.seq = d.seq AND u.endpoint_id = d.endpoint_id))",
             &[&id],
             0i64,
         )
@@ -470,8 +472,10 @@ async fn an_inbound_message_racing_the_erasure_creates_the_contact_anew() {
         .wait_for_value(
             "never published",
             Duration::from_secs(20),
-            "SELECT count(*) FROM deliveries
-             WHERE lead_id = $1::text::uuid AND due_at IS NULL",
+            "SELECT count(*) FROM deliveries d
+             WHERE d.lead_id = $1::text::uuid AND d.due_at IS NULL
+               AND NOT EXISTS (SELECT 1 FROM deliveries_unsent u
+                                WHERE u.seq = d.seq AND u.endpoint_id = d.endpoint_id)",
             &[&id],
             1i64,
         )
@@ -509,8 +513,9 @@ async fn all_published(app: &TestApp, lead: &str) -> bool {
     let c = app.db.client().await;
     qualifier_testkit::sql::one(
         &c,
-        "SELECT count(*) > 0 AND bool_and(due_at IS NULL)
-         FROM deliveries WHERE lead_id = $1::text::uuid",
+        "SELECT count(*) > 0 AND bool_and(d.due_at IS NULL AND NOT EXISTS (SELECT 1 FROM deliveries_unsent u
+                                WHERE u.seq = d.seq AND u.endpoint_id = d.endpoint_id))
+         FROM deliveries d WHERE d.lead_id = $1::text::uuid",
         &[&lead],
     )
     .await

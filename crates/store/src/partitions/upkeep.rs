@@ -277,6 +277,13 @@ async fn end_expired(
     ))
     .execute(conn)
     .await?;
+    // Nor anything of those days in the relay's queue of new deliveries (migration 52), ended
+    // above: the partition's drop runs no trigger.
+    diesel::sql_query("DELETE FROM deliveries_unsent WHERE seq >= $1 AND seq < $2")
+        .bind::<Int8, _>(name.lower())
+        .bind::<Int8, _>(name.upper())
+        .execute(conn)
+        .await?;
     diesel::sql_query(format!(
         "UPDATE {} o
          SET status = 'dead', last_error = 'Event expired', held_at = NULL,
