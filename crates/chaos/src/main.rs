@@ -425,7 +425,17 @@ async fn run() -> anyhow::Result<()> {
 
     // Everything committed must arrive: wait until every outbox row has been delivered.
     let pg = db.client().await;
-    let deadline = Instant::now() + Duration::from_secs(180);
+    // At least three minutes, and longer while deliveries still arrive: on a machine shared
+    // with another job (a compile beside CI) the backlog drains slower, and an end while it
+    // still moves reported committed changes as missing. A minute with nothing new ends the
+    // wait after the three, a quarter of an hour ends it whatever.
+    let waited = Instant::now();
+    let (floor, idle, ceiling) = (
+        Duration::from_secs(180),
+        Duration::from_secs(60),
+        Duration::from_secs(900),
+    );
+    let mut last_progress = (0usize, Instant::now());
     // Receiver faults can, by chance, cover all five attempts of a delivery (the retry budget
     // here is seconds, the faults follow one another): it is then dead-lettered, kept, and the
     // operator's remedy is a replay. The run does what an operator would, bulk replay of the
@@ -467,7 +477,13 @@ async fn run() -> anyhow::Result<()> {
             .filter(|r| r.verified_with.is_some() && r.accepted && !is_probe(r))
             .map(|r| r.header("x-qualifier-delivery").to_owned())
             .collect();
-        if committed.is_subset(&received) || Instant::now() > deadline {
+        let arrived = committed.intersection(&received).count();
+        if arrived > last_progress.0 {
+            last_progress = (arrived, Instant::now());
+        }
+        let over = waited.elapsed() > ceiling
+            || (waited.elapsed() > floor && last_progress.1.elapsed() > idle);
+        if committed.is_subset(&received) || over {
             break (committed, received);
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
