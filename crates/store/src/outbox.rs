@@ -150,8 +150,9 @@ where
             .for_update()
             .first_row(conn)
             .await?;
-        // What is due, from the deliveries' own index (`deliveries_due`, `(due_at, seq)`): new
-        // events first, in `seq` order, up to a batch; then what is scheduled and due now, up
+        // New events' deliveries first, in `seq` order, up to a batch from their queue
+        // (`deliveries_unsent`) and up to a batch stored due at `-infinity` in the deliveries'
+        // own index (`deliveries_due`, `(due_at, seq)`); then what is scheduled and due now, up
         // to another, so a flood of new events never starves the retries. Fixed text, so each
         // is prepared once per connection.
         let mut rows: Vec<Unpublished> =
@@ -266,13 +267,13 @@ fn merge_new(unsent: Vec<Unpublished>, due: Vec<Unpublished>) -> Vec<Unpublished
 }
 
 /// The relay's mark of a published batch (`relay_batch`, after its parameters): each delivery
-/// published for the first time out of `deliveries_unsent` (migration 52), its row there
-/// deleted and its own row not written; each claimed from `deliveries_due` `out` (an ended one, an erased event published for its feed position, stays ended; one
-/// that waits in its row keeps waiting: the claim does not take a waiting row, whose `due_at`
-/// its wait cleared, but a wait must never be undone by a mark, which would leave the row
-/// `out` with its message already taken and acked — migration 51), and
-/// each position given now appended to the feed (`event_feed`, migration 49): the event's row
-/// is not written again. The delivery row's `turn_at` stays: a throttle's turn is read by the
+/// taken out of `deliveries_unsent` (migration 52) deleted from it, its own row not written;
+/// each claimed from `deliveries_due` `out` (an ended one, an erased event published for its
+/// feed position, stays ended; one that waits in its row keeps waiting: the claim does not
+/// take a waiting row, whose `due_at` its wait cleared, but a wait must never be undone by a
+/// mark, which would leave the row `out` with its message already taken and acked — migration
+/// 51); and each position given now appended to the feed (`event_feed`, migration 49): the
+/// event's row is not written again. The delivery row's `turn_at` stays: a throttle's turn is read by the
 /// worker. A position already there (which the claim would have read) is left as it is.
 const MARK: &str = ")), out AS (
          UPDATE deliveries d SET
