@@ -43,6 +43,12 @@ use settle::job_message;
 /// probe's first wait (5 s), so the state a failure leads to is not noticeably late.
 const HEALTH_LINGER: Duration = Duration::from_millis(50);
 
+/// How long an outcome batch gathers after its first attempt: attempts end one at a time, and
+/// without it the two flushers wrote half as many per batch as when each outcome waited for the
+/// relay's commit (two outcome commits per ten events instead of one; docs/performance.md).
+/// An ack and the release of an ordered lead's next delivery wait that much longer.
+const OUTCOME_LINGER: Duration = Duration::from_millis(2);
+
 fn unix_ms() -> i64 {
     qualifier_domain::timefmt::unix_millis(now_millis())
 }
@@ -114,22 +120,24 @@ impl Worker {
             async move { s.delivery_contexts(&ids).await }
         });
         let s = store.clone();
-        let outcomes = Batcher::spawn(128, 2, move |writes: Vec<AttemptWrite>| {
-            let s = s.clone();
-            async move {
-                let outcomes = s.record_attempts(&writes).await?;
-                Ok::<_, StoreError>(
-                    outcomes
-                        .into_iter()
-                        .zip(writes)
-                        .map(|(o, w)| match o {
-                            Outcome::Written(written) => Recorded::Written(written),
-                            Outcome::Locked => Recorded::Skipped(w),
-                        })
-                        .collect(),
-                )
-            }
-        });
+        // Gathered for `OUTCOME_LINGER`: each batch is a statement and a commit (a WAL flush).
+        let outcomes =
+            Batcher::spawn_lingering(128, 2, OUTCOME_LINGER, move |writes: Vec<AttemptWrite>| {
+                let s = s.clone();
+                async move {
+                    let outcomes = s.record_attempts(&writes).await?;
+                    Ok::<_, StoreError>(
+                        outcomes
+                            .into_iter()
+                            .zip(writes)
+                            .map(|(o, w)| match o {
+                                Outcome::Written(written) => Recorded::Written(written),
+                                Outcome::Locked => Recorded::Skipped(w),
+                            })
+                            .collect(),
+                    )
+                }
+            });
         let s = store.clone();
         // One flusher, each batch gathered for `HEALTH_LINGER`: a failing endpoint's steps
         // come with each of its failed attempts, one at a time, and each write locks its row
