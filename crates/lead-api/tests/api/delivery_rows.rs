@@ -584,3 +584,50 @@ async fn a_wait_begun_on_a_message_whose_relay_died_is_not_published_again() {
     assert_eq!(again, 1);
     assert_eq!(state_of(&c, second.0).await.0, "out");
 }
+
+/// The relay's backlog gauge counts what waits in the queue of new deliveries (migration 52)
+/// and what is due in `deliveries_due`, from the oldest one's creation; once a batch is
+/// published, the queue is empty, the delivery row was not written by the relay (`queued`),
+/// and the gauge reads nothing.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_backlog_counts_the_queue_of_new_deliveries_until_the_relay_publishes_it() {
+    let db = TestDb::new().await;
+    let c = db.client().await;
+    let s = events(&c, 3).await;
+    // One of them made due again at a past instant, as a retry or a replay would be.
+    c.execute(
+        "UPDATE deliveries SET state = 'queued', due_at = now() - interval '1 minute'
+         WHERE seq = $1",
+        &[&s[0]],
+    )
+    .await
+    .unwrap();
+    c.execute("DELETE FROM deliveries_unsent WHERE seq = $1", &[&s[0]])
+        .await
+        .unwrap();
+    let store = store_on(&db);
+    let b = store.outbox_backlog().await.unwrap();
+    assert_eq!(b.count, 3, "two queued, one due");
+    assert!(b.oldest_age_seconds >= 59.0, "{}", b.oldest_age_seconds);
+
+    let relay_pool = qualifier_store::connect(&db.database(), 1).unwrap();
+    let mut relay = relay_pool.get().await.unwrap();
+    let published = qualifier_store::outbox::relay_batch(&mut relay, 10, |rows| async move {
+        assert_eq!(rows.len(), 3);
+        Ok::<(), std::io::Error>(())
+    })
+    .await
+    .unwrap();
+    assert_eq!(published, 3);
+    let queued: i64 =
+        qualifier_testkit::sql::one(&c, "SELECT count(*) FROM deliveries_unsent", &[]).await;
+    assert_eq!(queued, 0);
+    assert_eq!(state_of(&c, s[0]).await.0, "out", "the due one is marked");
+    assert_eq!(
+        state_of(&c, s[1]).await.0,
+        "queued",
+        "a first publication writes no delivery row"
+    );
+    let b = store.outbox_backlog().await.unwrap();
+    assert_eq!((b.count, b.oldest_age_seconds), (0, 0.0));
+}
