@@ -94,6 +94,19 @@ async fn through_the_proxy_every_request_is_a_connect_to_the_checked_address() {
         s.webhook().await["health"]["state"] == "failing"
     })
     .await;
+    // A probe through the proxy first (answered 500): a retry sent before the endpoint was
+    // found failing could otherwise meet the receiver's recovery and make it healthy with no
+    // probe at all (a CI run on a busy machine did).
+    wait_until(
+        "a probe comes through",
+        Duration::from_secs(20),
+        async || {
+            mtls.received()
+                .iter()
+                .any(|r| r.header("x-qualifier-probe") == "true")
+        },
+    )
+    .await;
     mtls.set_behaviour(Behaviour::Ok);
     wait_until("a probe recovers it", Duration::from_secs(20), async || {
         s.webhook().await["health"]["state"] == "healthy"
