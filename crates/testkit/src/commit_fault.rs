@@ -75,39 +75,38 @@ impl CommitFaults {
         )
         .await
         .expect("the fault's function");
-        let tables: Vec<String> = pg
-            .query(
-                "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+        // The tables are listed by the same transaction that puts the fault on them, so that a
+        // try again after meeting the service's housekeeping lists them again: a partition
+        // retention has detached is, until its drop a moment later, a table of its own, and a
+        // list read once would name it on every try after it was dropped.
+        let unfaulted: Vec<String> = UNFAULTED.iter().map(|t| format!("'{t}'")).collect();
+        let ddl = format!(
+            "DO $$
+             DECLARE t text;
+             BEGIN
+               FOR t IN
+                 SELECT c.relname FROM pg_class c
+                 JOIN pg_namespace n ON n.oid = c.relnamespace
                  WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p') AND NOT c.relispartition
                    AND c.relname <> 'qualifier_test_commit_fault'
-                 ORDER BY 1",
-                &[],
-            )
-            .await
-            .expect("the tables")
-            .iter()
-            .map(|r| r.get(0))
-            .filter(|t: &String| !UNFAULTED.contains(&t.as_str()))
-            .collect();
-        let mut ddl = String::new();
-        for t in &tables {
-            let events = if t == "api_tokens" {
-                "INSERT OR DELETE"
-            } else {
-                "INSERT OR UPDATE OR DELETE"
-            };
-            ddl.push_str(&format!(
-                "CREATE CONSTRAINT TRIGGER qualifier_test_commit_fault AFTER {events} ON {t}
-                 DEFERRABLE INITIALLY DEFERRED FOR EACH ROW
-                 EXECUTE FUNCTION qualifier_test_commit_fault();"
-            ));
-        }
-        ddl.push_str(
-            "CREATE CONSTRAINT TRIGGER qualifier_test_commit_fault_change AFTER UPDATE
+                   AND c.relname NOT IN ({unfaulted})
+                 ORDER BY 1
+               LOOP
+                 EXECUTE format(
+                   'CREATE CONSTRAINT TRIGGER qualifier_test_commit_fault AFTER %s ON %I
+                    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW
+                    EXECUTE FUNCTION qualifier_test_commit_fault()',
+                   CASE WHEN t = 'api_tokens' THEN 'INSERT OR DELETE'
+                        ELSE 'INSERT OR UPDATE OR DELETE' END,
+                   t);
+               END LOOP;
+             END $$;
+             CREATE CONSTRAINT TRIGGER qualifier_test_commit_fault_change AFTER UPDATE
              ON api_tokens DEFERRABLE INITIALLY DEFERRED FOR EACH ROW
              WHEN (OLD.revoked_at IS DISTINCT FROM NEW.revoked_at
                    OR OLD.name IS DISTINCT FROM NEW.name)
-             EXECUTE FUNCTION qualifier_test_commit_fault();",
+             EXECUTE FUNCTION qualifier_test_commit_fault()",
+            unfaulted = unfaulted.join(", ")
         );
         // A trigger on the outbox is made on each of its partitions, beside the service's
         // housekeeping.

@@ -51,6 +51,8 @@ pub async fn try_column<T: FromSqlOwned, C: FromIterator<T>>(
 /// transaction), tried again whole when it meets the service's housekeeping: a partition
 /// dropped while the list of partitions was read (retention, at its first round), or the same
 /// partitions locked in another order (a deadlock, which PostgreSQL ends by failing one side).
+/// A `ddl` that names tables it found in the catalog finds them in the same transaction (a `DO`
+/// block), so that a try again names what is there then.
 /// Panics on any other error, or after 50 tries (five seconds): a partition detached
 /// concurrently stays listed until every transaction that could see it has ended, which on a
 /// machine running the test suite beside it took longer than the half second five tries gave
