@@ -166,31 +166,23 @@ where
         if !stored_due.is_empty() {
             rows = merge_new(rows, stored_due);
         }
-        // What moved since it was queued is only dropped from the queue.
-        let (mut rows, stale): (Vec<Unpublished>, Vec<Unpublished>) =
-            rows.into_iter().partition(|r| r.ready);
-        let mut dequeued: (Vec<i64>, Vec<Uuid>) = (
-            stale.iter().map(|r| r.seq).collect(),
-            stale.iter().map(|r| r.endpoint_id).collect(),
-        );
+        // What moved since it was queued (ended, or waiting for the lead's order) is only
+        // dropped from the queue, not published; it keeps its place in the list until the
+        // positions are given below, so that an event whose every delivery ended before its
+        // first publication is still in the feed, at its place in commit order.
         let due: Vec<Unpublished> =
             crate::prepared::prepared::<Int8, _>(CLAIM_SCHEDULED, CLAIM_TAIL, limit)
                 .load(conn)
                 .await?;
         rows.extend(due);
-        if rows.is_empty() && dequeued.0.is_empty() {
+        if rows.is_empty() {
             return Ok(0);
         }
         // The message carries the envelope itself, whatever form it is stored in: the worker
         // signs and sends the message's bytes (`crate::payload`).
-        for r in &mut rows {
+        for r in rows.iter_mut().filter(|r| r.ready) {
             r.payload = crate::payload::unpack_owned(std::mem::take(&mut r.payload))?;
         }
-        let seqs: Vec<i64> = rows.iter().map(|r| r.seq).collect();
-        let endpoints: Vec<Uuid> = rows.iter().map(|r| r.endpoint_id).collect();
-        let from_due: Vec<bool> = rows.iter().map(|r| r.due).collect();
-        dequeued.0.extend(&seqs);
-        dequeued.1.extend(&endpoints);
         let following = rows.iter().any(|r| r.following);
         // What the feed's row of each holds beside its position, from the claim: the mark
         // reads no event row again.
@@ -215,9 +207,20 @@ where
                 }
             })
             .collect();
-        publish(rows)
-            .await
-            .map_err(|e| StoreError::Publish(Box::new(e)))?;
+        // The mark's rows: what is published and what is only positioned, each taken out of
+        // the queue (one claimed from `deliveries_due` may be there too, `merge_new`); the
+        // stale rows' `due` is false (they come from the queue), so the mark does not write
+        // their delivery rows.
+        let seqs: Vec<i64> = rows.iter().map(|r| r.seq).collect();
+        let endpoints: Vec<Uuid> = rows.iter().map(|r| r.endpoint_id).collect();
+        let from_due: Vec<bool> = rows.iter().map(|r| r.due).collect();
+        let rows: Vec<Unpublished> = rows.into_iter().filter(|r| r.ready).collect();
+        let published = rows.len();
+        if published > 0 {
+            publish(rows)
+                .await
+                .map_err(|e| StoreError::Publish(Box::new(e)))?;
+        }
         // Prepared (fixed text, `crate::prepared`), like the claim above: at a low event rate
         // the relay runs a batch per event or two, and planning it every time was a visible
         // share of PostgreSQL's CPU per event (docs/performance.md). The batch's days bound
@@ -239,11 +242,9 @@ where
         .bind::<Array<diesel::sql_types::Text>, _>(&types)
         .bind::<Array<diesel::sql_types::Uuid>, _>(&endpoints)
         .bind::<Array<diesel::sql_types::Bool>, _>(&from_due)
-        .bind::<Array<Int8>, _>(&dequeued.0)
-        .bind::<Array<diesel::sql_types::Uuid>, _>(&dequeued.1)
         .execute(conn)
         .await?;
-        Ok(seqs.len())
+        Ok(published)
     })
     .await
 }
@@ -267,14 +268,16 @@ fn merge_new(unsent: Vec<Unpublished>, due: Vec<Unpublished>) -> Vec<Unpublished
 }
 
 /// The relay's mark of a published batch (`relay_batch`, after its parameters): each delivery
-/// taken out of `deliveries_unsent` (migration 52) deleted from it, its own row not written;
+/// taken out of `deliveries_unsent` (migration 52) deleted from it, its own row not written
+/// (one that moved since it was queued is not published, only its event given a position);
 /// each claimed from `deliveries_due` `out` (an ended one, an erased event published for its
 /// feed position, stays ended; one that waits in its row keeps waiting: the claim does not
 /// take a waiting row, whose `due_at` its wait cleared, but a wait must never be undone by a
 /// mark, which would leave the row `out` with its message already taken and acked — migration
 /// 51); and each position given now appended to the feed (`event_feed`, migration 49): the
-/// event's row is not written again. The delivery row's `turn_at` stays: a throttle's turn is read by the
-/// worker. A position already there (which the claim would have read) is left as it is.
+/// event's row is not written again. The delivery row's `turn_at` stays: a throttle's turn is
+/// read by the worker. A position already there (which the claim would have read) is left as
+/// it is.
 const MARK: &str = ")), out AS (
          UPDATE deliveries d SET
                 state = CASE WHEN d.state IN ('succeeded', 'dead', 'skipped', 'held',
@@ -286,7 +289,7 @@ const MARK: &str = ")), out AS (
            AND d.seq BETWEEN $4 AND $5),
      sent AS (
          DELETE FROM deliveries_unsent u
-         USING unnest($10::int8[], $11::uuid[]) AS v(seq, endpoint_id)
+         USING unnest($1::int8[], $8::uuid[]) AS v(seq, endpoint_id)
          WHERE u.seq = v.seq AND u.endpoint_id = v.endpoint_id),
      fed AS (
          INSERT INTO event_feed (seq, org_id, pos, event_type)

@@ -631,3 +631,57 @@ async fn the_backlog_counts_the_queue_of_new_deliveries_until_the_relay_publishe
     let b = store.outbox_backlog().await.unwrap();
     assert_eq!((b.count, b.oldest_age_seconds), (0, 0.0));
 }
+
+/// An event whose every delivery ended before the relay first reached it (its endpoint deleted
+/// while the broker was out, say) is not published, but is still in the events feed, at its
+/// place in commit order: the contract puts every event of the org in the feed, whatever
+/// became of its deliveries. A later round gives it no second position.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_event_whose_deliveries_ended_before_the_relay_is_still_in_the_feed() {
+    let db = TestDb::new().await;
+    let c = db.client().await;
+    let s: Vec<i64> = events(&c, 3).await.into_iter().collect();
+    c.execute(
+        "UPDATE deliveries SET state = 'skipped', last_error = 'Endpoint deleted'
+         WHERE seq = $1",
+        &[&s[1]],
+    )
+    .await
+    .unwrap();
+    let pool = qualifier_store::connect(&db.database(), 1).unwrap();
+    let mut relay = pool.get().await.unwrap();
+    let want = vec![s[0], s[2]];
+    let published = qualifier_store::outbox::relay_batch(&mut relay, 10, |rows| async move {
+        let seqs: Vec<i64> = rows.iter().map(|r| r.seq).collect();
+        assert_eq!(seqs, want, "an ended delivery is not sent");
+        Ok::<(), std::io::Error>(())
+    })
+    .await
+    .unwrap();
+    assert_eq!(published, 2);
+    let fed: Vec<i64> =
+        qualifier_testkit::sql::column(&c, "SELECT seq FROM event_feed ORDER BY pos", &[]).await;
+    assert_eq!(fed, s, "every event in the feed, in commit order");
+    let queued: i64 =
+        qualifier_testkit::sql::one(&c, "SELECT count(*) FROM deliveries_unsent", &[]).await;
+    assert_eq!(queued, 0);
+    assert_eq!(
+        state_of(&c, s[1]).await.0,
+        "skipped",
+        "the ended delivery stays ended"
+    );
+
+    let again = qualifier_store::outbox::relay_batch(&mut relay, 10, |rows| async move {
+        assert!(rows.is_empty(), "nothing left to publish");
+        Ok::<(), std::io::Error>(())
+    })
+    .await
+    .unwrap();
+    assert_eq!(again, 0);
+    let page = store_on(&db)
+        .events_feed(ORG.parse().unwrap(), None, None, 10, 1 << 20)
+        .await
+        .unwrap();
+    assert_eq!(page.payloads.len(), 3, "the feed reads all three");
+    assert_eq!(page.positions, [1, 2, 3]);
+}
