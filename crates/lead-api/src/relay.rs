@@ -84,7 +84,7 @@ impl Relay {
         loop {
             let mut conn = self.store.pool.get().await.map_err(StoreError::from_pool)?;
             let exchange = &exchange;
-            let n = relay_batch(&mut conn, BATCH, |rows| async move {
+            let batch = relay_batch(&mut conn, BATCH, |rows| async move {
                 let msgs: Vec<Outgoing<'_>> =
                     rows.iter().map(|r| to_message(exchange, r)).collect();
                 let published = publisher.publish_all(&msgs).await;
@@ -98,8 +98,10 @@ impl Relay {
                 published
             })
             .await?;
-            total += n;
-            if n < BATCH as usize {
+            total += batch.published;
+            // A claim short of a batch emptied the queue; a full one, even of rows that were
+            // only taken out of it, may have left more.
+            if batch.claimed < BATCH as usize {
                 return Ok(total);
             }
         }

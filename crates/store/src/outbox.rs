@@ -110,6 +110,16 @@ fn key_lookup_plans_local() -> &'static str {
     })
 }
 
+/// What one [`relay_batch`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Relayed {
+    /// Messages published.
+    pub published: usize,
+    /// Rows claimed: those published and those only taken out of the queue (moved since they
+    /// were queued). A full claim means more may be waiting, whatever was published.
+    pub claimed: usize,
+}
+
 /// Claims up to `limit` new events and up to `limit` replays that are due, lets `publish` send
 /// them, and marks them published in the same transaction once it returns Ok. A crash or an error
 /// before the commit leaves them unpublished, to be sent again (same delivery ids).
@@ -132,14 +142,14 @@ pub async fn relay_batch<F, Fut, E>(
     conn: &mut AsyncPgConnection,
     limit: i64,
     publish: F,
-) -> Result<usize, StoreError>
+) -> Result<Relayed, StoreError>
 where
     F: FnOnce(Vec<Unpublished>) -> Fut + Send,
     Fut: std::future::Future<Output = Result<(), E>> + Send,
     E: std::error::Error + Send + Sync + 'static,
 {
     use diesel::sql_types::Nullable;
-    conn.transaction::<usize, StoreError, _>(async move |conn| {
+    conn.transaction::<Relayed, StoreError, _>(async move |conn| {
         // Before the first statement, so that every statement below is planned with them: the
         // session's pool plans generically and keeps a plan for the connection's life, and the
         // mark below, planned while the day's partition was small, stayed a hash join over a
@@ -176,7 +186,10 @@ where
                 .await?;
         rows.extend(due);
         if rows.is_empty() {
-            return Ok(0);
+            return Ok(Relayed {
+                published: 0,
+                claimed: 0,
+            });
         }
         // The message carries the envelope itself, whatever form it is stored in: the worker
         // signs and sends the message's bytes (`crate::payload`).
@@ -244,7 +257,10 @@ where
         .bind::<Array<diesel::sql_types::Bool>, _>(&from_due)
         .execute(conn)
         .await?;
-        Ok(published)
+        Ok(Relayed {
+            published,
+            claimed: seqs.len(),
+        })
     })
     .await
 }

@@ -128,6 +128,7 @@ async fn a_relay_batch_reads_its_rows_after_the_partition_grew_under_its_plan() 
         })
         .await
         .unwrap()
+        .published
     };
     write(&c, 1, false).await;
     assert_eq!(relay(&pool).await, 1);
