@@ -52,11 +52,10 @@ pub async fn try_column<T: FromSqlOwned, C: FromIterator<T>>(
 /// dropped while the list of partitions was read (retention, at its first round), or the same
 /// partitions locked in another order (a deadlock, which PostgreSQL ends by failing one side).
 /// A `ddl` that names tables it found in the catalog finds them in the same transaction (a `DO`
-/// block), so that a try again names what is there then.
-/// Panics on any other error, or after 50 tries (five seconds): a partition detached
-/// concurrently stays listed until every transaction that could see it has ended, which on a
-/// machine running the test suite beside it took longer than the half second five tries gave
-/// (a CI run failed both commit-fault tests so).
+/// block), so that a try again names what is there then: a list read once before the tries
+/// names a partition retention dropped on every try after its drop.
+/// Panics on any other error, or after 50 tries (five seconds, more than a housekeeping round
+/// holds its locks on a machine running the test suite beside it).
 pub async fn ddl_beside_housekeeping(c: &Client, ddl: &str) {
     use tokio_postgres::error::SqlState;
     let again = [
