@@ -9,6 +9,7 @@ use lapin::{BasicProperties, Channel, Connection, ConnectionProperties, Exchange
 
 pub use lapin;
 
+pub mod bundle;
 mod session;
 use qualifier_domain::EventType;
 pub use session::{Session, keep_connected};
@@ -102,23 +103,29 @@ impl DeliveryMeta {
 
     /// Reads the headers back; the required ones missing or malformed is an error.
     pub fn from_properties(props: &BasicProperties) -> Result<DeliveryMeta, MetaError> {
-        let get = |k: &'static str| header_str(props, k).ok_or(MetaError::Missing(k));
+        Self::from_lookup(|k| header_str(props, k))
+    }
+
+    /// Reads the headers back from wherever they are kept (a message's properties, a part of a
+    /// bundle, [`bundle`]): `get` answers a header's value by its name.
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<DeliveryMeta, MetaError> {
+        let required = |k: &'static str| get(k).ok_or(MetaError::Missing(k));
         fn typed<T: std::str::FromStr>(k: &'static str, v: String) -> Result<T, MetaError> {
             v.parse().map_err(|_| MetaError::Malformed(k, v))
         }
-        let number = |k: &str| header_str(props, k).and_then(|v| v.parse().ok());
+        let number = |k: &str| get(k).and_then(|v| v.parse().ok());
         Ok(DeliveryMeta {
-            delivery_id: typed(headers::DELIVERY_ID, get(headers::DELIVERY_ID)?)?,
-            event_id: typed(headers::EVENT_ID, get(headers::EVENT_ID)?)?,
-            org_id: typed(headers::ORG_ID, get(headers::ORG_ID)?)?,
-            event_type: typed(headers::EVENT_TYPE, get(headers::EVENT_TYPE)?)?,
-            attempt: typed(headers::ATTEMPT, get(headers::ATTEMPT)?)?,
+            delivery_id: typed(headers::DELIVERY_ID, required(headers::DELIVERY_ID)?)?,
+            event_id: typed(headers::EVENT_ID, required(headers::EVENT_ID)?)?,
+            org_id: typed(headers::ORG_ID, required(headers::ORG_ID)?)?,
+            event_type: typed(headers::EVENT_TYPE, required(headers::EVENT_TYPE)?)?,
+            attempt: typed(headers::ATTEMPT, required(headers::ATTEMPT)?)?,
             occurred_at_ms: number(headers::OCCURRED_AT),
-            traceparent: header_str(props, headers::TRACEPARENT),
+            traceparent: get(headers::TRACEPARENT),
             not_before_ms: number(headers::NOT_BEFORE),
-            test: header_str(props, headers::TEST).is_some_and(|v| v == "true"),
+            test: get(headers::TEST).is_some_and(|v| v == "true"),
             seq: number(headers::SEQ),
-            endpoint_id: header_str(props, headers::ENDPOINT_ID).and_then(|v| v.parse().ok()),
+            endpoint_id: get(headers::ENDPOINT_ID).and_then(|v| v.parse().ok()),
         })
     }
 }
@@ -202,6 +209,13 @@ impl Topology {
     pub fn work_queue(&self) -> String {
         format!("{}.deliveries", self.prefix)
     }
+    /// Where the relay puts new deliveries several to a message ([`bundle`]), published through
+    /// the default exchange. A queue of its own, so that a worker of a release that cannot read
+    /// a bundle never receives one: during an upgrade, bundles wait here for the first worker
+    /// that consumes it.
+    pub fn bundle_queue(&self) -> String {
+        format!("{}.bundles", self.prefix)
+    }
     /// The wait is part of the name: queue arguments cannot change in place, so a new
     /// configuration gets new queues instead of a PRECONDITION_FAILED at start.
     pub fn retry_queue(&self, index: usize) -> String {
@@ -253,6 +267,8 @@ impl Topology {
         )
         .await?;
         ch.queue_declare(self.work_queue().into(), qdurable, Self::quorum_args())
+            .await?;
+        ch.queue_declare(self.bundle_queue().into(), qdurable, Self::quorum_args())
             .await?;
         // Every event type goes to the work queue; the worker decides per org what to send.
         ch.queue_bind(
@@ -318,7 +334,7 @@ impl Topology {
 
     /// Removes everything (tests own a prefix and remove it when done).
     pub async fn delete(&self, ch: &Channel) -> Result<(), BusError> {
-        let mut queues = vec![self.work_queue(), self.dead_queue()];
+        let mut queues = vec![self.work_queue(), self.bundle_queue(), self.dead_queue()];
         queues.extend((0..PARK_TIERS_MS.len()).map(|i| self.parked_queue(i)));
         queues.extend((0..self.retry_delays_ms.len()).map(|i| self.retry_queue(i)));
         for q in queues {
@@ -620,9 +636,15 @@ impl Publisher {
                 AMQPValue::LongString(LongString::from(v.as_str())),
             );
         }
+        // A delivery's message is its envelope (JSON); a bundle's is binary.
+        let content_type = if msg.headers.iter().any(|(k, _)| *k == bundle::HEADER) {
+            "application/octet-stream"
+        } else {
+            "application/json"
+        };
         let mut props = BasicProperties::default()
             .with_delivery_mode(2) // persistent
-            .with_content_type("application/json".into())
+            .with_content_type(content_type.into())
             .with_headers(table);
         if let Some(id) = &msg.message_id {
             props = props.with_message_id(id.as_str().into());

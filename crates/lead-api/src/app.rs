@@ -339,6 +339,7 @@ fn spawn_background(
                 cfg.retry_delays_ms.clone(),
             ),
             status: relay_status.clone(),
+            bundle_max: cfg.relay_bundle_max,
         }
         .run(shutdown.clone()),
     );

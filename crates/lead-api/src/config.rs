@@ -18,6 +18,7 @@ const RATE_LIMIT: &str = "120";
 const DB_POOL_SIZE: usize = 16;
 const EVENT_RETENTION_DAYS: &str = "30";
 const MAX_ENDPOINTS_PER_ORG: &str = "10";
+const RELAY_BUNDLE_MAX: &str = "32";
 const MAX_PAGE_BYTES: &str = "1048576";
 const STATEMENT_TIMEOUT_MS: &str = "5000";
 const PLAN_CACHE_MODE: &str = "generic";
@@ -64,6 +65,10 @@ pub struct ApiArgs {
     /// The most endpoints one org may have (docs/api.md, "Endpoints")
     #[arg(long, env = "QUALIFIER_MAX_ENDPOINTS_PER_ORG", default_value = MAX_ENDPOINTS_PER_ORG, hide_env_values = true)]
     pub max_endpoints_per_org: String,
+    /// The most new deliveries of one org the relay puts in one broker message (a bundle);
+    /// 1 sends each in a message of its own, as releases before 0.4.0 did
+    #[arg(long, env = "QUALIFIER_RELAY_BUNDLE_MAX", default_value = RELAY_BUNDLE_MAX, hide_env_values = true)]
+    pub relay_bundle_max: String,
     #[command(flatten)]
     pub replay_rate: ReplayRateArgs,
     /// The most JSON one page of a list holds, in bytes (a page ends early at a whole item)
@@ -126,6 +131,9 @@ pub struct ApiConfig {
     /// `QUALIFIER_MAX_ENDPOINTS_PER_ORG`: the most endpoints one org may have (422 `Endpoint
     /// limit reached` beyond).
     pub max_endpoints_per_org: usize,
+    /// `QUALIFIER_RELAY_BUNDLE_MAX`: the most new deliveries of one org in one broker message
+    /// (`qualifier_bus::bundle`); 1: one message per delivery.
+    pub relay_bundle_max: usize,
     /// `QUALIFIER_REPLAY_RATE_PER_SECOND`: replays of one org are sent at most this fast.
     pub replay_rate_per_second: u32,
     /// `QUALIFIER_CONSOLE_BASE_URL`: where console sign-in links point; by default the public
@@ -181,6 +189,7 @@ impl ApiConfig {
             retry_delays_ms,
             event_retention_days: 30,
             max_endpoints_per_org: 10,
+            relay_bundle_max: 32,
             replay_rate_per_second: 50,
             console_base_url: None,
             max_page_bytes: crate::page::DEFAULT_MAX_PAGE_BYTES,
@@ -244,6 +253,10 @@ impl ApiConfig {
             max_endpoints_per_org: positive_u32(
                 "QUALIFIER_MAX_ENDPOINTS_PER_ORG",
                 value(&a.max_endpoints_per_org, MAX_ENDPOINTS_PER_ORG),
+            )? as usize,
+            relay_bundle_max: positive_u32(
+                "QUALIFIER_RELAY_BUNDLE_MAX",
+                value(&a.relay_bundle_max, RELAY_BUNDLE_MAX),
             )? as usize,
             replay_rate_per_second: a.replay_rate.rate()?,
             max_page_bytes: positive(

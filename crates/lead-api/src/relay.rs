@@ -5,7 +5,10 @@
 //! positions in commit order), so two relays never publish the same rows at once and positions
 //! never interleave; see `qualifier_store::outbox::relay_batch`. A batch is published with
 //! publisher confirms and marked published in the same transaction only after every confirm
-//! arrived, so a crash at any point re-publishes (same delivery ids) and never drops. It wakes
+//! arrived, so a crash at any point re-publishes (same delivery ids) and never drops. A
+//! batch's new deliveries of one org go several to a message, a bundle
+//! (`qualifier_bus::bundle`, at most `QUALIFIER_RELAY_BUNDLE_MAX` each), on the bundles' queue;
+//! retries, replays and turns go one a message, through the events exchange. It wakes
 //! on the `qualifier_outbox` NOTIFY sent at commit ([`crate::notifications`]), with a one-second
 //! poll as a safety net.
 
@@ -47,14 +50,16 @@ pub struct Relay {
     pub brokers: qualifier_bus::Brokers,
     pub topology: Topology,
     pub status: Arc<RelayStatus>,
+    /// The most new deliveries of one org in one message (`QUALIFIER_RELAY_BUNDLE_MAX`).
+    pub bundle_max: usize,
 }
 
 async fn sleep_or_cancel(d: Duration, shutdown: &CancellationToken) {
     tokio::select! { _ = tokio::time::sleep(d) => {}, _ = shutdown.cancelled() => {} }
 }
 
-fn to_message<'a>(topology_exchange: &'a str, row: &'a Unpublished) -> Outgoing<'a> {
-    let meta = DeliveryMeta {
+fn meta_of(row: &Unpublished) -> DeliveryMeta {
+    DeliveryMeta {
         delivery_id: row.delivery_id,
         event_id: row.event_id,
         org_id: row.org_id,
@@ -66,27 +71,85 @@ fn to_message<'a>(topology_exchange: &'a str, row: &'a Unpublished) -> Outgoing<
         test: row.is_test,
         seq: Some(row.seq),
         endpoint_id: Some(row.endpoint_id),
-    };
-    Outgoing {
-        exchange: topology_exchange,
-        routing_key: row.event_type.as_str(),
-        body: &row.payload,
-        headers: meta.headers(),
-        message_id: Some(row.delivery_id.to_string()),
     }
+}
+
+/// Whether a row goes in a bundle: a new delivery's first publication (from its queue, at
+/// attempt 1). Retries, replays, turns and resumed deliveries stay one message each, as dead
+/// letters do.
+fn bundled(row: &Unpublished) -> bool {
+    !row.due && row.start_attempt() == 1
+}
+
+/// A batch's messages, as bodies and headers: each bundled row's part in its org's bundles
+/// (at most `bundle_max` parts each, in the batch's order), every other row alone. Returns
+/// the singles' row indexes and the bundles' bodies with their part counts.
+fn plan_messages(rows: &[Unpublished], bundle_max: usize) -> (Vec<usize>, Vec<(Vec<u8>, usize)>) {
+    let mut singles = Vec::new();
+    // The orgs in the order their first bundled row came, each with its rows' indexes.
+    let mut orgs: Vec<(uuid::Uuid, Vec<usize>)> = Vec::new();
+    for (i, r) in rows.iter().enumerate() {
+        if bundle_max <= 1 || !bundled(r) {
+            singles.push(i);
+        } else if let Some((_, idx)) = orgs.iter_mut().find(|(o, _)| *o == r.org_id) {
+            idx.push(i);
+        } else {
+            orgs.push((r.org_id, vec![i]));
+        }
+    }
+    let mut bundles = Vec::new();
+    for (_, idx) in orgs {
+        for chunk in idx.chunks(bundle_max) {
+            if let [one] = chunk {
+                // A bundle of one costs what a message costs and reads as an older release's.
+                singles.push(*one);
+                continue;
+            }
+            let metas: Vec<DeliveryMeta> = chunk.iter().map(|&i| meta_of(&rows[i])).collect();
+            let body = qualifier_bus::bundle::encode(
+                metas
+                    .iter()
+                    .zip(chunk.iter().map(|&i| rows[i].payload.as_slice())),
+            );
+            bundles.push((body, chunk.len()));
+        }
+    }
+    (singles, bundles)
 }
 
 impl Relay {
     /// Publishes batches until the outbox is empty; returns how many rows it published.
     async fn drain(&self, publisher: &Publisher) -> Result<usize, StoreError> {
         let exchange = self.topology.events_exchange();
+        let bundle_queue = self.topology.bundle_queue();
+        let bundle_max = self.bundle_max;
         let mut total = 0;
         loop {
             let mut conn = self.store.pool.get().await.map_err(StoreError::from_pool)?;
-            let exchange = &exchange;
+            let (exchange, bundle_queue) = (&exchange, &bundle_queue);
             let batch = relay_batch(&mut conn, BATCH, |rows| async move {
-                let msgs: Vec<Outgoing<'_>> =
-                    rows.iter().map(|r| to_message(exchange, r)).collect();
+                let (singles, bundles) = plan_messages(&rows, bundle_max);
+                let mut msgs: Vec<Outgoing<'_>> = singles
+                    .iter()
+                    .map(|&i| {
+                        let r = &rows[i];
+                        Outgoing {
+                            exchange,
+                            routing_key: r.event_type.as_str(),
+                            body: &r.payload,
+                            headers: meta_of(r).headers(),
+                            message_id: Some(r.delivery_id.to_string()),
+                        }
+                    })
+                    .collect();
+                // Straight to the bundles' queue: only a worker that reads bundles consumes it.
+                msgs.extend(bundles.iter().map(|(body, n)| Outgoing {
+                    exchange: "",
+                    routing_key: bundle_queue,
+                    body,
+                    headers: vec![(qualifier_bus::bundle::HEADER, n.to_string())],
+                    message_id: None,
+                }));
                 let published = publisher.publish_all(&msgs).await;
                 if published.is_ok() && tracing::enabled!(tracing::Level::DEBUG) {
                     let ids: Vec<String> = rows
@@ -187,5 +250,78 @@ impl qualifier_bus::Session for Relay {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use qualifier_domain::EventType;
+    use uuid::Uuid;
+
+    fn row(seq: i64, org: Uuid, due: bool, resume_attempt: Option<i32>) -> Unpublished {
+        Unpublished {
+            seq,
+            delivery_id: Uuid::new_v4(),
+            endpoint_id: Uuid::new_v4(),
+            event_id: Uuid::new_v4(),
+            org_id: org,
+            event_type: EventType::LeadCreated,
+            payload: format!("{{\"seq\":{seq}}}").into_bytes(),
+            created_at: time::OffsetDateTime::UNIX_EPOCH,
+            traceparent: None,
+            is_test: false,
+            feed_pos: None,
+            resume_attempt,
+            following: false,
+            due,
+            ready: true,
+        }
+    }
+
+    fn seqs_of(body: &[u8]) -> Vec<i64> {
+        qualifier_bus::bundle::decode(body)
+            .unwrap()
+            .iter()
+            .map(|p| p.meta.seq.unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn new_deliveries_go_in_bundles_of_their_org_and_the_rest_alone() {
+        let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
+        let rows = vec![
+            row(1, a, false, None),
+            row(2, b, false, None),
+            row(3, a, false, None),
+            row(4, a, true, None),     // a retry or a replay: alone
+            row(5, a, false, Some(3)), // resumed after an outage: alone
+            row(6, a, false, None),
+            row(7, b, false, None),
+            row(8, a, false, None),
+        ];
+        let (singles, bundles) = plan_messages(&rows, 3);
+        let bodies: Vec<Vec<i64>> = bundles.iter().map(|(b, _)| seqs_of(b)).collect();
+        assert_eq!(bodies, vec![vec![1, 3, 6], vec![2, 7]]);
+        assert_eq!(bundles.iter().map(|(_, n)| *n).collect::<Vec<_>>(), [3, 2]);
+        // The last of a's bundled rows is a bundle of one: sent as a message of its own.
+        let mut alone: Vec<i64> = singles.iter().map(|&i| rows[i].seq).collect();
+        alone.sort();
+        assert_eq!(alone, vec![4, 5, 8]);
+        // Every row goes exactly once, its envelope unchanged.
+        let part = &qualifier_bus::bundle::decode(&bundles[0].0).unwrap()[1];
+        assert_eq!(part.body, rows[2].payload);
+        assert_eq!(part.meta.delivery_id, rows[2].delivery_id);
+        assert_eq!(part.meta.endpoint_id, Some(rows[2].endpoint_id));
+        assert_eq!(part.meta.attempt, 1);
+    }
+
+    #[test]
+    fn a_bundle_max_of_one_sends_every_delivery_alone() {
+        let a = Uuid::new_v4();
+        let rows: Vec<Unpublished> = (1..=4).map(|s| row(s, a, false, None)).collect();
+        let (singles, bundles) = plan_messages(&rows, 1);
+        assert!(bundles.is_empty());
+        assert_eq!(singles, vec![0, 1, 2, 3]);
     }
 }

@@ -12,6 +12,7 @@
 //! connection, bounded concurrency, draining in-flight attempts at shutdown. The worker carries
 //! out plans; it decides nothing: every branch is on the variants of the rules' answers.
 
+mod bundle;
 mod consume;
 mod prepare;
 mod settle;
@@ -20,6 +21,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
+use qualifier_bus::lapin::Acker;
 use qualifier_bus::lapin::message::Delivery;
 use qualifier_bus::lapin::options::{BasicAckOptions, BasicNackOptions};
 use qualifier_bus::{BusError, DeliveryMeta, MetaError, Publisher, Topology};
@@ -75,6 +77,8 @@ pub enum NotDurable {
     Schedule(#[source] StoreError),
     #[error("waiting for the throttle or the lead's order failed")]
     Wait(#[source] StoreError),
+    #[error("the process stopped before every part of the bundle was tried")]
+    Interrupted,
 }
 
 #[derive(Default)]
@@ -215,32 +219,37 @@ impl Worker {
         self.settle(publisher, job, &prepared, sent).await
     }
 
-    /// Parks `job` as the plan says (it waits without using an attempt) and acks the original.
-    async fn park(&self, publisher: &Publisher, d: Delivery, job: &DeliveryJob, plan: ParkPlan) {
+    /// Parks `job` as the plan says: it waits without using an attempt, in its row or in a
+    /// park queue. Ok once the wait is durable (the message it came in may then be acked).
+    async fn park(
+        &self,
+        publisher: &Publisher,
+        job: &DeliveryJob,
+        plan: ParkPlan,
+    ) -> Result<(), NotDurable> {
         metrics::counter!(m::PARKED, "reason" => plan.reason).increment(1);
         tracing::debug!(delivery_id = %job.meta.delivery_id, reason = plan.reason, "parked by the gate");
         if let Some(wait) = plan.org_waits {
             self.gate.waiting(job.meta.endpoint_id(), wait);
         }
         if let Some(at) = plan.in_row_until(unix_ms()) {
-            let parked = self
+            return self
                 .schedule(job, job.meta.attempt, at)
                 .await
                 .map_err(NotDurable::Schedule);
-            return self.acknowledge(d, job, parked).await;
         }
         let queue = self.topology.parked_queue(plan.tier);
         let mut held = job.clone();
         if let Some(t) = plan.not_before_ms {
             held.meta.not_before_ms = Some(t);
         }
-        let parked = publisher
+        publisher
             .publish_all(&[job_message(&held, "", &queue)])
             .await
-            .map_err(NotDurable::Publish);
-        self.acknowledge(d, job, parked).await;
+            .map_err(NotDurable::Publish)
     }
 
+    /// A message of one delivery: its attempt, then its ack (or its return to the queue).
     async fn handle(self: Arc<Self>, publisher: Publisher, d: Delivery) {
         let job = match parse_job(&d) {
             Ok(j) => j,
@@ -251,6 +260,19 @@ impl Worker {
                 return;
             }
         };
+        let result = self.attempt(&publisher, &job, d.redelivered).await;
+        let label = job.meta.delivery_id.to_string();
+        acknowledge(&d.acker, &label, result).await;
+    }
+
+    /// One delivery, from a message of its own or a part of a bundle: its lane, its admission
+    /// (or its park), then its three stages. Ok once what it led to is durable.
+    pub(super) async fn attempt(
+        &self,
+        publisher: &Publisher,
+        job: &DeliveryJob,
+        redelivered: bool,
+    ) -> Result<(), NotDurable> {
         let span = tracing::info_span!("delivery.attempt", delivery_id = %job.meta.delivery_id,
             event_id = %job.meta.event_id, org_id = %job.meta.org_id, endpoint_id = %job.meta.endpoint_id(), attempt = job.meta.attempt,
             trace_id = tracing::field::Empty);
@@ -261,7 +283,7 @@ impl Worker {
         }
         // Each message's arrival and every way it ends without a request are logged at debug:
         // what a delivery left `out` is traced with (the chaos run keeps these logs).
-        tracing::debug!(parent: &span, redelivered = d.redelivered, "message received");
+        tracing::debug!(parent: &span, redelivered, "message received");
         // A failing endpoint's messages go after the others' (`decide::Lane`).
         let _foreground = match self.gate.lane(job.meta.endpoint_id()) {
             Lane::Foreground => Some(self.gate.foreground()),
@@ -274,7 +296,7 @@ impl Worker {
         };
         let permit = match self.gate.admit(&job.meta, unix_ms()) {
             Admission::Start(permit) => permit,
-            Admission::Park(plan) => return self.park(&publisher, d, &job, plan).await,
+            Admission::Park(plan) => return self.park(publisher, job, plan).await,
             Admission::WaitHere { limit, .. } => {
                 let waiting = metrics::gauge!(m::WAITING_FOR_SLOT);
                 waiting.increment(1.0);
@@ -282,44 +304,29 @@ impl Worker {
                 waiting.decrement(1.0);
                 match slot {
                     Ok(permit) => permit,
-                    Err(plan) => return self.park(&publisher, d, &job, plan).await,
+                    Err(plan) => return self.park(publisher, job, plan).await,
                 }
             }
         };
         let in_flight = metrics::gauge!(m::IN_FLIGHT);
         in_flight.increment(1.0);
         let result =
-            tracing::Instrument::instrument(self.deliver_attempt(&publisher, &job), span).await;
+            tracing::Instrument::instrument(self.deliver_attempt(publisher, job), span).await;
         in_flight.decrement(1.0);
         drop(permit);
-        self.acknowledge(d, &job, result).await;
-    }
-
-    /// Acks once the outcome is durable; otherwise the message goes back to the queue.
-    async fn acknowledge(&self, d: Delivery, job: &DeliveryJob, result: Result<(), NotDurable>) {
-        match result {
-            Ok(()) => {
-                let _ = d.acker.ack(BasicAckOptions::default()).await;
-            }
-            Err(e) => {
-                tracing::warn!(delivery_id = %job.meta.delivery_id, error = %qualifier_store::cause_chain(&e), "outcome not durable; requeueing");
-                tokio::time::sleep(decide::REQUEUE_PAUSE).await;
-                let _ = d
-                    .acker
-                    .nack(BasicNackOptions {
-                        requeue: true,
-                        ..Default::default()
-                    })
-                    .await;
-            }
-        }
+        result
     }
 
     pub async fn run(self: Arc<Self>, shutdown: CancellationToken) {
         let name = format!("webhook-delivery {}", self.topology.prefix);
+        let tracker = TaskTracker::new();
         let consuming = consume::Consuming {
             worker: self.clone(),
-            tracker: TaskTracker::new(),
+            tracker: tracker.clone(),
+            parts: Arc::new(bundle::Parts {
+                slots: Arc::new(tokio::sync::Semaphore::new(self.concurrency.max(1))),
+                tracker,
+            }),
         };
         qualifier_bus::keep_connected(
             &self.brokers,
@@ -329,5 +336,26 @@ impl Worker {
             &shutdown,
         )
         .await;
+    }
+}
+
+/// Acks a message once what it carried is durable; otherwise it goes back to the queue (after
+/// a short pause, so a database that is down is not asked again at once). `label` names it in
+/// the log: a delivery id, or a bundle.
+async fn acknowledge(acker: &Acker, label: &str, result: Result<(), NotDurable>) {
+    match result {
+        Ok(()) => {
+            let _ = acker.ack(BasicAckOptions::default()).await;
+        }
+        Err(e) => {
+            tracing::warn!(delivery = label, error = %qualifier_store::cause_chain(&e), "outcome not durable; requeueing");
+            tokio::time::sleep(decide::REQUEUE_PAUSE).await;
+            let _ = acker
+                .nack(BasicNackOptions {
+                    requeue: true,
+                    ..Default::default()
+                })
+                .await;
+        }
     }
 }

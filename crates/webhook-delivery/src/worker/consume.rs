@@ -1,6 +1,6 @@
 //! The worker as a broker client: on each connection, a publisher (parks, dead letters), a
-//! consumer of the work queue whose messages each become an attempt, and the queue-depth
-//! gauges. Kept connected by `qualifier_bus::keep_connected`.
+//! consumer of the work queue whose messages each become an attempt, one of the bundles' queue
+//! whose messages each become several (`super::bundle`), and the queue-depth gauges. Kept connected by `qualifier_bus::keep_connected`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -43,13 +43,15 @@ async fn sample_queues(ch: qualifier_bus::lapin::Channel, topology: Topology) {
             };
             retry += n;
         }
-        let (Ok(work), Ok(dead)) = (
+        let (Ok(work), Ok(bundles), Ok(dead)) = (
             depth(topology.work_queue()).await,
+            depth(topology.bundle_queue()).await,
             depth(topology.dead_queue()).await,
         ) else {
             return;
         };
         metrics::gauge!(m::QUEUE_DEPTH, "queue" => "work").set(work);
+        metrics::gauge!(m::QUEUE_DEPTH, "queue" => "bundles").set(bundles);
         metrics::gauge!(m::QUEUE_DEPTH, "queue" => "retry").set(retry);
         metrics::gauge!(m::QUEUE_DEPTH, "queue" => "dead").set(dead);
     }
@@ -60,10 +62,12 @@ async fn sample_queues(ch: qualifier_bus::lapin::Channel, topology: Topology) {
 pub(super) struct Consuming {
     pub worker: Arc<Worker>,
     pub tracker: TaskTracker,
+    /// What bundles' parts share (their slots).
+    pub parts: Arc<super::bundle::Parts>,
 }
 
 impl qualifier_bus::Session for Consuming {
-    type Ready = (Publisher, Channel, Consumer);
+    type Ready = (Publisher, Channel, Consumer, Consumer);
 
     async fn set_up(&self, conn: &Connection) -> Result<Self::Ready, BusError> {
         let w = &self.worker;
@@ -85,13 +89,23 @@ impl qualifier_bus::Session for Consuming {
                 FieldTable::default(),
             )
             .await?;
-        Ok((publisher, ch, consumer))
+        // The bundles' queue on the same channel: the prefetch counts each bundle once, and
+        // its parts take the slots of `Parts` instead.
+        let bundles = ch
+            .basic_consume(
+                w.topology.bundle_queue().into(),
+                "".into(),
+                BasicConsumeOptions::default(),
+                FieldTable::default(),
+            )
+            .await?;
+        Ok((publisher, ch, consumer, bundles))
     }
 
     async fn run(
         &self,
         conn: &Connection,
-        (publisher, ch, mut consumer): Self::Ready,
+        (publisher, ch, mut consumer, mut bundles): Self::Ready,
         shutdown: &CancellationToken,
     ) {
         let w = &self.worker;
@@ -99,7 +113,7 @@ impl qualifier_bus::Session for Consuming {
             Ok(c) => Some(tokio::spawn(sample_queues(c, w.topology.clone()))),
             Err(_) => None,
         };
-        tracing::info!(queue = %w.topology.work_queue(), concurrency = w.concurrency, "consuming");
+        tracing::info!(queue = %w.topology.work_queue(), bundles = %w.topology.bundle_queue(), concurrency = w.concurrency, "consuming");
         loop {
             tokio::select! {
                 next = consumer.next() => match next {
@@ -115,6 +129,24 @@ impl qualifier_bus::Session for Consuming {
                         break;
                     }
                 },
+                next = bundles.next() => match next {
+                    Some(Ok(d)) => {
+                        self.tracker.spawn(w.clone().handle_bundle(
+                            publisher.clone(),
+                            d,
+                            self.parts.clone(),
+                            shutdown.clone(),
+                        ));
+                    }
+                    Some(Err(e)) => {
+                        tracing::warn!(error = %e, "bundle consumer error; reconnecting");
+                        break;
+                    }
+                    None => {
+                        tracing::warn!("bundle consumer closed; reconnecting");
+                        break;
+                    }
+                },
                 _ = publisher.nacked() => {
                     // The refused message's delivery went back to the queue (not acked); a new
                     // connection gets a channel that can publish again.
@@ -125,6 +157,7 @@ impl qualifier_bus::Session for Consuming {
                     // Stop taking new messages, finish what is in flight, then close: whatever
                     // is still unacked returns to the queue for another replica.
                     let _ = ch.basic_cancel(consumer.tag(), BasicCancelOptions::default()).await;
+                    let _ = ch.basic_cancel(bundles.tag(), BasicCancelOptions::default()).await;
                     break;
                 }
             }

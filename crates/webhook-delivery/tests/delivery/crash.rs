@@ -244,7 +244,89 @@ async fn stopping_finishes_in_flight_deliveries_and_leaves_nothing_to_send_again
     for d in &all {
         assert_eq!(d["status"], "succeeded", "recorded before the exit: {d}");
     }
-    let work = s.topo.topology().work_queue();
-    assert_eq!(s.queue_depth(&work).await, 0, "nothing left to send again");
+    let topology = s.topo.topology();
+    for q in [topology.work_queue(), topology.bundle_queue()] {
+        assert_eq!(
+            s.queue_depth(&q).await,
+            0,
+            "nothing left in {q} to send again"
+        );
+    }
     assert_eq!(s.receiver.received().len(), 4);
+}
+
+/// New deliveries of an org travel several to a broker message (a bundle); a worker killed
+/// with one in hand leaves it unacked, and the next worker sends every delivery of it: none
+/// lost, each signed, a repeat under the same `X-Qualifier-Delivery`.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_worker_killed_with_a_bundle_in_hand_loses_none_of_its_deliveries() {
+    let mut s = Stack::start().await;
+    s.stop_delivery().await;
+    // The events wait for the relay (the test holds the row every relay batch locks first),
+    // so one batch finds them all and bundles them.
+    let hold = s.db.client().await;
+    hold.batch_execute("BEGIN; SELECT * FROM feed_head FOR UPDATE")
+        .await
+        .unwrap();
+    const N: usize = 12;
+    for i in 0..N {
+        s.inbound(&format!("+4477009008{i:02}")).await;
+    }
+    hold.batch_execute("COMMIT").await.unwrap();
+    let topology = s.topo.topology();
+    assert_eq!(
+        s.wait_queue_depth(&topology.bundle_queue(), 1, WAIT).await,
+        1,
+        "the org's {N} new deliveries in one message"
+    );
+    assert_eq!(s.queue_depth(&topology.work_queue()).await, 0);
+
+    // The first request hangs, so the worker is killed with the bundle in hand, some of its
+    // deliveries sent and recorded, others not yet.
+    s.receiver
+        .script(vec![Behaviour::Hang(Duration::from_secs(4))]);
+    let mut worker = spawn_delivery(&s);
+    let first = s.receiver.wait_for(N, WAIT).await;
+    assert!(first.len() >= N, "every part was tried: {}", first.len());
+    worker.kill9();
+
+    let _worker = spawn_delivery(&s);
+    let deadline = std::time::Instant::now() + WAIT;
+    let all = loop {
+        let all = s.deliveries().await;
+        if all.len() == N && all.iter().all(|d| d["status"] == "succeeded") {
+            break all;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not all delivered after the restart: {all:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let got = s.receiver.received();
+    let by_id: HashSet<&str> = got
+        .iter()
+        .filter(|r| r.accepted)
+        .map(|r| r.header("x-qualifier-delivery"))
+        .collect();
+    for d in &all {
+        assert!(
+            by_id.contains(d["id"].as_str().unwrap()),
+            "{} was never received and accepted",
+            d["id"]
+        );
+    }
+    assert!(
+        got.iter().all(|r| r.verified_with == Some(0)),
+        "every request signed with the webhook's secret"
+    );
+    let sent_twice = got.len() - N;
+    assert!(
+        sent_twice >= 1,
+        "the hung delivery was sent again after the restart"
+    );
+    assert_eq!(
+        s.wait_queue_depth(&topology.bundle_queue(), 0, WAIT).await,
+        0
+    );
 }

@@ -392,7 +392,7 @@ async fn a_waiting_retry_is_kept_only_in_its_row() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let topology = s.topo.topology();
-    let mut queues = vec![topology.work_queue()];
+    let mut queues = vec![topology.work_queue(), topology.bundle_queue()];
     queues.extend((0..4).map(|i| topology.retry_queue(i)));
     queues.extend((0..qualifier_bus::PARK_TIERS_MS.len()).map(|t| topology.parked_queue(t)));
     for q in &queues {
