@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::StreamExt;
+use qualifier_bus::lapin::message::Delivery;
 use qualifier_bus::lapin::options::{BasicCancelOptions, BasicConsumeOptions, BasicQosOptions};
 use qualifier_bus::lapin::types::FieldTable;
 use qualifier_bus::lapin::{Channel, Connection, Consumer};
@@ -57,6 +58,24 @@ async fn sample_queues(ch: qualifier_bus::lapin::Channel, topology: Topology) {
     }
 }
 
+/// A consumer's next message, or `None` (logged) when the connection is to be made again.
+fn received(
+    next: Option<Result<Delivery, qualifier_bus::lapin::Error>>,
+    what: &str,
+) -> Option<Delivery> {
+    match next {
+        Some(Ok(d)) => Some(d),
+        Some(Err(e)) => {
+            tracing::warn!(error = %e, "{what} error; reconnecting");
+            None
+        }
+        None => {
+            tracing::warn!("{what} closed; reconnecting");
+            None
+        }
+    }
+}
+
 /// The worker as a broker client: a publisher (retries, parks, dead letters) and a consumer of
 /// the work queue on each connection; the attempts it started outlive a connection.
 pub(super) struct Consuming {
@@ -81,24 +100,18 @@ impl qualifier_bus::Session for Consuming {
             BasicQosOptions::default(),
         )
         .await?;
-        let consumer = ch
-            .basic_consume(
-                w.topology.work_queue().into(),
+        let consume = |queue: String| {
+            ch.basic_consume(
+                queue.into(),
                 "".into(),
                 BasicConsumeOptions::default(),
                 FieldTable::default(),
             )
-            .await?;
+        };
+        let consumer = consume(w.topology.work_queue()).await?;
         // The bundles' queue on the same channel: the prefetch counts each bundle once, and
         // its parts take the slots of `Parts` instead.
-        let bundles = ch
-            .basic_consume(
-                w.topology.bundle_queue().into(),
-                "".into(),
-                BasicConsumeOptions::default(),
-                FieldTable::default(),
-            )
-            .await?;
+        let bundles = consume(w.topology.bundle_queue()).await?;
         Ok((publisher, ch, consumer, bundles))
     }
 
@@ -116,37 +129,19 @@ impl qualifier_bus::Session for Consuming {
         tracing::info!(queue = %w.topology.work_queue(), bundles = %w.topology.bundle_queue(), concurrency = w.concurrency, "consuming");
         loop {
             tokio::select! {
-                next = consumer.next() => match next {
-                    Some(Ok(d)) => {
-                        self.tracker.spawn(w.clone().handle(publisher.clone(), d));
-                    }
-                    Some(Err(e)) => {
-                        tracing::warn!(error = %e, "consumer error; reconnecting");
-                        break;
-                    }
-                    None => {
-                        tracing::warn!("consumer closed; reconnecting");
-                        break;
-                    }
-                },
-                next = bundles.next() => match next {
-                    Some(Ok(d)) => {
-                        self.tracker.spawn(w.clone().handle_bundle(
-                            publisher.clone(),
-                            d,
-                            self.parts.clone(),
-                            shutdown.clone(),
-                        ));
-                    }
-                    Some(Err(e)) => {
-                        tracing::warn!(error = %e, "bundle consumer error; reconnecting");
-                        break;
-                    }
-                    None => {
-                        tracing::warn!("bundle consumer closed; reconnecting");
-                        break;
-                    }
-                },
+                next = consumer.next() => {
+                    let Some(d) = received(next, "consumer") else { break };
+                    self.tracker.spawn(w.clone().handle(publisher.clone(), d));
+                }
+                next = bundles.next() => {
+                    let Some(d) = received(next, "bundle consumer") else { break };
+                    self.tracker.spawn(w.clone().handle_bundle(
+                        publisher.clone(),
+                        d,
+                        self.parts.clone(),
+                        shutdown.clone(),
+                    ));
+                }
                 _ = publisher.nacked() => {
                     // The refused message's delivery went back to the queue (not acked); a new
                     // connection gets a channel that can publish again.
