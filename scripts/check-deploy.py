@@ -78,9 +78,16 @@ else:
     if ("Deployment", so["spec"]["scaleTargetRef"]["name"]) not in objects:
         err("ScaledObject targets a Deployment that does not exist")
     prefix = cm["data"]["QUALIFIER_TOPOLOGY_PREFIX"] if cm else "qualifier"
+    # The work queue and the relay's bundles of new deliveries: the backlog is in either.
+    want = {f"{prefix}.deliveries", f"{prefix}.bundles"}
+    watched = set()
     for t in so["spec"]["triggers"]:
-        if t["type"] != "rabbitmq" or t["metadata"]["queueName"] != f"{prefix}.deliveries":
-            err(f"ScaledObject must watch {prefix}.deliveries, not {t['metadata'].get('queueName')}")
+        queue = t.get("metadata", {}).get("queueName")
+        if t["type"] != "rabbitmq" or queue not in want:
+            err(f"ScaledObject must watch {' and '.join(sorted(want))}, not {queue}")
+        watched.add(queue)
+    if not want <= watched:
+        err(f"ScaledObject does not watch {', '.join(sorted(want - watched))}")
         auth = t.get("authenticationRef", {}).get("name")
         if ("TriggerAuthentication", auth) not in objects:
             err(f"ScaledObject uses missing TriggerAuthentication {auth}")
