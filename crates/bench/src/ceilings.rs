@@ -160,6 +160,7 @@ pub async fn lapin_rates(n: u64, batch: usize, prefetch: u16) -> anyhow::Result<
                 body: &body,
                 headers: m.headers(),
                 message_id: Some(m.delivery_id.to_string()),
+                content_type: "application/json",
             })
             .collect();
         publisher.publish_all(&msgs).await?;

@@ -28,6 +28,9 @@ const MAGIC: &[u8; 4] = b"qb1\n";
 /// says the same).
 pub const HEADER: &str = "x-qualifier-bundle";
 
+/// A bundle's content type (its body is binary).
+pub const CONTENT_TYPE: &str = "application/octet-stream";
+
 /// Why a bundle cannot be read. It never becomes readable, so the worker drops it loudly; the
 /// relay wrote it, so this is a defect or a foreign message, not a receiver's input.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]

@@ -586,6 +586,8 @@ pub struct Outgoing<'a> {
     pub body: &'a [u8],
     pub headers: Vec<(&'static str, String)>,
     pub message_id: Option<String>,
+    /// `application/json` for a delivery (its envelope), [`bundle::CONTENT_TYPE`] for a bundle.
+    pub content_type: &'static str,
 }
 
 /// How long a batch's confirms may take. Normally milliseconds; seen here: a RabbitMQ 3.10
@@ -636,15 +638,9 @@ impl Publisher {
                 AMQPValue::LongString(LongString::from(v.as_str())),
             );
         }
-        // A delivery's message is its envelope (JSON); a bundle's is binary.
-        let content_type = if msg.headers.iter().any(|(k, _)| *k == bundle::HEADER) {
-            "application/octet-stream"
-        } else {
-            "application/json"
-        };
         let mut props = BasicProperties::default()
             .with_delivery_mode(2) // persistent
-            .with_content_type(content_type.into())
+            .with_content_type(msg.content_type.into())
             .with_headers(table);
         if let Some(id) = &msg.message_id {
             props = props.with_message_id(id.as_str().into());
@@ -737,6 +733,7 @@ mod meta_tests {
                 body: b"",
                 headers: m.headers(),
                 message_id: None,
+                content_type: "application/json",
             })
         };
         assert_eq!(DeliveryMeta::from_properties(&props(&meta)).unwrap(), meta);
@@ -765,6 +762,7 @@ mod meta_tests {
             body: b"",
             headers: unknown,
             message_id: None,
+            content_type: "application/json",
         });
         assert_eq!(
             DeliveryMeta::from_properties(&props),

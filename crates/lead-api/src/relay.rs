@@ -86,19 +86,23 @@ fn bundled(row: &Unpublished) -> bool {
 /// the singles' row indexes and the bundles' bodies with their part counts.
 fn plan_messages(rows: &[Unpublished], bundle_max: usize) -> (Vec<usize>, Vec<(Vec<u8>, usize)>) {
     let mut singles = Vec::new();
-    // The orgs in the order their first bundled row came, each with its rows' indexes.
-    let mut orgs: Vec<(uuid::Uuid, Vec<usize>)> = Vec::new();
+    // Each org's bundled rows, the orgs in the order their first one came (a batch may hold
+    // hundreds of orgs: found by key, not by a walk of the list).
+    let mut orgs: Vec<Vec<usize>> = Vec::new();
+    let mut place: std::collections::HashMap<uuid::Uuid, usize> = Default::default();
     for (i, r) in rows.iter().enumerate() {
         if bundle_max <= 1 || !bundled(r) {
             singles.push(i);
-        } else if let Some((_, idx)) = orgs.iter_mut().find(|(o, _)| *o == r.org_id) {
-            idx.push(i);
-        } else {
-            orgs.push((r.org_id, vec![i]));
+            continue;
         }
+        let at = *place.entry(r.org_id).or_insert_with(|| {
+            orgs.push(Vec::new());
+            orgs.len() - 1
+        });
+        orgs[at].push(i);
     }
     let mut bundles = Vec::new();
-    for (_, idx) in orgs {
+    for idx in orgs {
         for chunk in idx.chunks(bundle_max) {
             if let [one] = chunk {
                 // A bundle of one costs what a message costs and reads as an older release's.
@@ -139,6 +143,7 @@ impl Relay {
                             body: &r.payload,
                             headers: meta_of(r).headers(),
                             message_id: Some(r.delivery_id.to_string()),
+                            content_type: "application/json",
                         }
                     })
                     .collect();
@@ -149,6 +154,7 @@ impl Relay {
                     body,
                     headers: vec![(qualifier_bus::bundle::HEADER, n.to_string())],
                     message_id: None,
+                    content_type: qualifier_bus::bundle::CONTENT_TYPE,
                 }));
                 let published = publisher.publish_all(&msgs).await;
                 if published.is_ok() && tracing::enabled!(tracing::Level::DEBUG) {

@@ -34,6 +34,7 @@ pub(super) fn job_message<'a>(
         body: &job.body,
         headers: job.meta.headers(),
         message_id: Some(job.meta.delivery_id.to_string()),
+        content_type: "application/json",
     }
 }
 
