@@ -99,15 +99,21 @@ impl Unpublished {
     }
 }
 
-/// `SET LOCAL` of each of [`crate::pool::KEY_LOOKUP_PLANS`], as one string sent once.
-fn key_lookup_plans_local() -> &'static str {
-    static SQL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    SQL.get_or_init(|| {
-        crate::pool::KEY_LOOKUP_PLANS
-            .iter()
-            .map(|s| format!("SET LOCAL {s};"))
-            .collect()
-    })
+/// The relays' turn as [`relay_batch`] reads it with its lock: the feed's last position, and
+/// whether the queue of new deliveries is whole (`deliveries_unsent_whole`, migration 53).
+#[derive(QueryableByName)]
+struct Turn {
+    #[diesel(sql_type = Int8)]
+    head: i64,
+    #[diesel(sql_type = diesel::sql_types::Bool)]
+    whole: bool,
+}
+
+/// How many deliveries `qualifier_unsent_restore` put back in the relay's queue.
+#[derive(QueryableByName)]
+struct Restored {
+    #[diesel(sql_type = Int8)]
+    n: i64,
 }
 
 /// What one [`relay_batch`] did.
@@ -154,12 +160,29 @@ where
         // session's pool plans generically and keeps a plan for the connection's life, and the
         // mark below, planned while the day's partition was small, stayed a hash join over a
         // sequential scan of it (`crate::pool::KEY_LOOKUP_PLANS`). One round trip.
-        diesel_async::SimpleAsyncConnection::batch_execute(conn, key_lookup_plans_local()).await?;
-        let head: i64 = feed_head::table
-            .select(feed_head::pos)
-            .for_update()
-            .first_row(conn)
-            .await?;
+        crate::planner::by_key(conn).await?;
+        let turn: Turn = crate::prepared::prepared::<Int8, _>(
+            "SELECT f.pos AS head, EXISTS (SELECT 1 FROM deliveries_unsent_whole) AS whole
+             FROM feed_head f LIMIT ",
+            " FOR UPDATE OF f",
+            1,
+        )
+        .one(conn)
+        .await?;
+        let head = turn.head;
+        // The queue of new deliveries is unlogged (migration 53): emptied by a crash or a
+        // failover, it is put back whole before anything is claimed from it, under this turn,
+        // so that the claim below still finds every new event in `seq` order.
+        if !turn.whole {
+            let restored: Restored = diesel::sql_query("SELECT qualifier_unsent_restore() AS n")
+                .one(conn)
+                .await?;
+            tracing::warn!(
+                restored = restored.n,
+                "the relay's queue of new deliveries was emptied (a crash or a failover of \
+                 PostgreSQL) and is put back from the deliveries still queued"
+            );
+        }
         // New events' deliveries first, in `seq` order, up to a batch from their queue
         // (`deliveries_unsent`) and up to a batch stored due at `-infinity` in the deliveries'
         // own index (`deliveries_due`, `(due_at, seq)`); then what is scheduled and due now, up

@@ -700,3 +700,85 @@ async fn an_event_whose_deliveries_ended_before_the_relay_is_still_in_the_feed()
     assert_eq!(page.payloads.len(), 3, "the feed reads all three");
     assert_eq!(page.positions, [1, 2, 3]);
 }
+
+/// The queue of new deliveries is unlogged (migration 53): a crash of PostgreSQL, an immediate
+/// shutdown or a failover empties it, and its mark of being whole with it, as the `TRUNCATE`
+/// below does. The relay's next turn puts back every delivery still `queued` and not due before
+/// it claims: what was never published, and what was published but not settled (sent again
+/// under its delivery id, which a crash may always do); not what ended. A lead's events keep
+/// their order, in the messages and in the feed, with an event committed after the crash
+/// behind the ones before it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_queue_emptied_by_a_crash_is_put_back_whole_before_the_relay_claims() {
+    let db = TestDb::new().await;
+    let c = db.client().await;
+    c.execute(
+        "INSERT INTO orgs (id, name, created_at) VALUES ($1::text::uuid, 'crash', now())",
+        &[&ORG],
+    )
+    .await
+    .unwrap();
+    let s: Vec<i64> = events(&c, 4).await;
+    let pool = qualifier_store::connect(&db.database(), 1).unwrap();
+    let mut relay = pool.get().await.unwrap();
+    let first = qualifier_store::outbox::relay_batch(&mut relay, 2, |_| async move {
+        Ok::<(), std::io::Error>(())
+    })
+    .await
+    .unwrap()
+    .published;
+    assert_eq!(first, 2);
+    // The first one's delivery settled; the second's message still in the broker.
+    c.execute(
+        "UPDATE deliveries SET state = 'succeeded', attempts = 1 WHERE seq = $1",
+        &[&s[0]],
+    )
+    .await
+    .unwrap();
+    c.batch_execute("TRUNCATE deliveries_unsent, deliveries_unsent_whole")
+        .await
+        .unwrap();
+    let after: Vec<i64> = events(&c, 1).await;
+    let want: Vec<i64> = vec![s[1], s[2], s[3], after[0]];
+    let again = qualifier_store::outbox::relay_batch(&mut relay, 10, |rows| async move {
+        let seqs: Vec<i64> = rows.iter().map(|r| r.seq).collect();
+        assert_eq!(
+            seqs, want,
+            "every unsettled delivery, in `seq` order, the settled one not again"
+        );
+        Ok::<(), std::io::Error>(())
+    })
+    .await
+    .unwrap()
+    .published;
+    assert_eq!(again, 4);
+    let fed: Vec<i64> =
+        qualifier_testkit::sql::column(&c, "SELECT seq FROM event_feed ORDER BY pos", &[]).await;
+    let mut all = s.clone();
+    all.push(after[0]);
+    assert_eq!(fed, all, "each event in the feed once, in commit order");
+    let (queued, whole): (i64, bool) = {
+        let r = c
+            .query_one(
+                "SELECT (SELECT count(*) FROM deliveries_unsent),
+                        EXISTS (SELECT 1 FROM deliveries_unsent_whole)",
+                &[],
+            )
+            .await
+            .unwrap();
+        (r.get(0), r.get(1))
+    };
+    assert_eq!(
+        (queued, whole),
+        (0, true),
+        "the queue empty and known whole again"
+    );
+    let nothing = qualifier_store::outbox::relay_batch(&mut relay, 10, |rows| async move {
+        assert!(rows.is_empty(), "nothing published twice by a whole queue");
+        Ok::<(), std::io::Error>(())
+    })
+    .await
+    .unwrap()
+    .published;
+    assert_eq!(nothing, 0);
+}

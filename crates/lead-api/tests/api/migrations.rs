@@ -315,3 +315,50 @@ async fn a_partition_without_its_range_constraint_still_holds_only_its_days() {
     .await;
     assert_eq!(landed, "outbox_d30000_30001");
 }
+
+/// Leads name their org without a foreign key (migration 54), so that a new lead locks no org
+/// row; an org deleted (by hand: the service deletes none) still takes its leads, and their
+/// handoffs by theirs, as the key's `ON DELETE CASCADE` did, and another org's stay.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_org_deleted_takes_its_leads_without_a_foreign_key() {
+    let db = TestDb::new().await;
+    let c = db.client().await;
+    let keys: i64 = qualifier_testkit::sql::one(
+        &c,
+        "SELECT count(*) FROM pg_constraint
+         WHERE conrelid = 'leads'::regclass AND contype = 'f'",
+        &[],
+    )
+    .await;
+    assert_eq!(keys, 0, "a new lead checks no org row");
+    c.batch_execute(
+        "INSERT INTO orgs (id, name, created_at) VALUES
+             ('00000000-0000-0000-0000-0000000000b1', 'gone', now()),
+             ('00000000-0000-0000-0000-0000000000b2', 'kept', now());
+         INSERT INTO leads (id, org_id, name, phone, channel, qualification_stage, created_at,
+                            updated_at)
+         SELECT gen_random_uuid(), o, 'Ada', '+4420' || n, 'whatsapp', 'qualifying', now(), now()
+         FROM unnest(ARRAY['00000000-0000-0000-0000-0000000000b1',
+                           '00000000-0000-0000-0000-0000000000b2']::uuid[]) AS o,
+              generate_series(1, 3) AS n;
+         INSERT INTO handoffs (id, org_id, lead_id, state, requested_at)
+         SELECT gen_random_uuid(), org_id, id, 'requested', now() FROM leads;
+         DELETE FROM orgs WHERE id = '00000000-0000-0000-0000-0000000000b1'",
+    )
+    .await
+    .unwrap();
+    let left: Vec<String> = qualifier_testkit::sql::column(
+        &c,
+        "SELECT DISTINCT org_id::text FROM leads
+         UNION ALL SELECT DISTINCT 'handoff ' || org_id::text FROM handoffs",
+        &[],
+    )
+    .await;
+    assert_eq!(
+        left,
+        [
+            "00000000-0000-0000-0000-0000000000b2",
+            "handoff 00000000-0000-0000-0000-0000000000b2"
+        ]
+    );
+}

@@ -134,8 +134,7 @@ macro_rules! events_cte {
                       p.traceparent, false, l.id
                FROM p CROSS JOIN l
                     CROSS JOIN unnest(p.event_ids, p.event_types, p.payloads, p.deliveries)
-                    AS v(event_id, event_type, payload, delivery_id))
-         SELECT count(*) AS written FROM l"
+                    AS v(event_id, event_type, payload, delivery_id))"
     };
 }
 
@@ -147,11 +146,15 @@ const INSERT_TAIL: &str = concat!(
            SELECT id, org_id, name, email, phone, channel, qualification_stage, route_target,
                   profile, external_system, external_id, external_url, ai_paused, created_at,
                   updated_at, revision
-           FROM p WHERE true
+           FROM p WHERE EXISTS (SELECT 1 FROM orgs o WHERE o.id = p.org_id)
            ON CONFLICT (org_id, phone) DO NOTHING
            RETURNING id),
      ",
-    events_cte!()
+    events_cte!(),
+    "
+     SELECT count(*) AS written,
+            EXISTS (SELECT 1 FROM orgs o, p WHERE o.id = p.org_id) AS org_found
+     FROM l"
 );
 
 const UPDATE_TAIL: &str = concat!(
@@ -167,15 +170,19 @@ const UPDATE_TAIL: &str = concat!(
              AND leads.xmin::text::int8 = p.version
            RETURNING leads.id),
      ",
-    events_cte!()
+    events_cte!(),
+    "
+     SELECT count(*) AS written, true AS org_found FROM l"
 );
 
 /// The lead row and the events its change emits in one statement and one round trip: the
 /// statement commits alone (no BEGIN, lock, COMMIT), and its two writes are one atomic unit, so
 /// an event exists if and only if its change committed, as with the transaction it replaces.
 /// Returns false when the row was not written (and no event was): the phone is taken
-/// ([`RowWrite::Insert`]) or the row changed since it was read ([`RowWrite::Update`]). The text
-/// is fixed, so each connection prepares it once ([`crate::prepared`]).
+/// ([`RowWrite::Insert`]) or the row changed since it was read ([`RowWrite::Update`]). A new
+/// lead's org is read (not locked: `leads` has no foreign key, migration 54), and `Org not
+/// found` when there is none. The text is fixed, so each connection prepares it once
+/// ([`crate::prepared`]).
 async fn write_with_events(
     conn: &mut AsyncPgConnection,
     org_id: Uuid,
@@ -183,7 +190,7 @@ async fn write_with_events(
     write: RowWrite,
     events: &[ChangeEvent],
     compress: bool,
-) -> Result<bool, diesel::result::Error> {
+) -> Result<bool, StoreError> {
     use diesel::sql_types::{
         Array, Bool, Bytea, Int8, Jsonb, Nullable, Text, Timestamptz, Uuid as SqlUuid,
     };
@@ -207,6 +214,8 @@ async fn write_with_events(
     struct Written {
         #[diesel(sql_type = Int8)]
         written: i64,
+        #[diesel(sql_type = Bool)]
+        org_found: bool,
     }
     let w: Written = crate::prepared::prepared::<SqlUuid, _>(WRITE_HEAD, tail, row.id)
         .bind::<SqlUuid, _>(row.org_id)
@@ -232,6 +241,9 @@ async fn write_with_events(
         .bind::<Nullable<Int8>, _>(version)
         .one(conn)
         .await?;
+    if !w.org_found {
+        return Err(StoreError::NotFound("Org not found"));
+    }
     Ok(w.written == 1)
 }
 
@@ -517,8 +529,7 @@ impl Store {
             &[ChangeEvent::plain(EventType::LeadCreated)],
             self.compress_payloads,
         )
-        .await
-        .map_err(crate::orgs::org_missing)?;
+        .await?;
         if created {
             return Ok((fresh, true));
         }
