@@ -187,7 +187,17 @@ async fn reduce_events(
             Ok(crate::payload::pack(reduced.to_bytes(), compress))
         })
         .collect::<Result<Vec<Vec<u8>>, StoreError>>()?;
-    // The deliveries' rows first, as every writer of a delivery's state (they are locked
+    // What the relay has not published yet leaves its queue first: the relay locks only the
+    // queue's row of a new delivery (`crate::outbox`, `CLAIM_UNSENT`), so the erasure waits
+    // here for a relay publishing one of these (whose envelope is then the whole one, sent
+    // before the erasure, as if it had come a moment earlier), and a relay that comes after
+    // finds the row gone and publishes nothing from before the erasure. Before the rows below,
+    // so that whether the event has a feed position is read after that relay committed.
+    diesel::sql_query("DELETE FROM deliveries_unsent WHERE seq = ANY($1)")
+        .bind::<Array<Int8>, _>(&seqs)
+        .execute(conn)
+        .await?;
+    // The deliveries' rows, as every writer of a delivery's state (they are locked
     // already): each open delivery ended `skipped` for `erased`, its answers stripped, its
     // row marked `erased`. Due for the relay only if its event never had a feed position (in
     // its row or in `event_feed`) and is no test event: the relay then publishes the reduced event for the feed, and the

@@ -140,9 +140,9 @@ pub struct Relayed {
 /// events per second (docs/performance.md), well beyond what the API can commit.
 ///
 /// New events locked by another transaction are skipped, not waited for: the only writer that
-/// locks an event never published is an erasure (`Store::erase_lead`), which holds its lead's
-/// row too, so no later event of that lead can commit meanwhile and skipping keeps each lead's
-/// order. Waiting instead would stall every org's relay behind one org's erasure; the skipped
+/// locks an event never published (its queue's row, or its event's and delivery's rows once
+/// due) is an erasure (`Store::erase_lead`), which holds its lead's row too, so no later event
+/// of that lead can commit meanwhile and skipping keeps each lead's order. Waiting instead would stall every org's relay behind one org's erasure; the skipped
 /// rows are published, reduced, by the round after the erasure commits.
 pub async fn relay_batch<F, Fut, E>(
     conn: &mut AsyncPgConnection,
@@ -189,7 +189,7 @@ where
         // to another, so a flood of new events never starves the retries. Fixed text, so each
         // is prepared once per connection.
         let mut rows: Vec<Unpublished> =
-            crate::prepared::prepared::<Int8, _>(CLAIM_UNSENT, "", limit)
+            crate::prepared::prepared::<Int8, _>(CLAIM_UNSENT, CLAIM_UNSENT_TAIL, limit)
                 .load(conn)
                 .await?;
         let stored_due: Vec<Unpublished> =
@@ -316,7 +316,9 @@ fn merge_new(unsent: Vec<Unpublished>, due: Vec<Unpublished>) -> Vec<Unpublished
 /// 51); and each position given now appended to the feed (`event_feed`, migration 49): the
 /// event's row is not written again. The delivery row's `turn_at` stays: a throttle's turn is
 /// read by the worker. A position already there (which the claim would have read) is left as
-/// it is.
+/// it is: by a read of the feed's key, not `ON CONFLICT`, whose speculative insertion writes a
+/// second write-ahead log record for every row (the relays take turns, so nothing can insert
+/// the same position between the read and the insert).
 const MARK: &str = ")), out AS (
          UPDATE deliveries d SET
                 state = CASE WHEN d.state IN ('succeeded', 'dead', 'skipped', 'held',
@@ -336,7 +338,7 @@ const MARK: &str = ")), out AS (
          FROM unnest($1::int8[], $2::int8[], $6::uuid[], $7::text[])
               AS v(seq, pos, org_id, event_type)
          WHERE v.pos IS NOT NULL
-         ON CONFLICT (seq) DO NOTHING)
+           AND NOT EXISTS (SELECT 1 FROM event_feed f WHERE f.seq = v.seq))
      UPDATE feed_head SET pos = p.head FROM p WHERE pos <> p.head";
 /// The mark while the outbox follows the delivery rows: written on the event's row, as the
 /// release before this one writes it, and mirrored into the delivery row (migration 43).
@@ -402,11 +404,14 @@ macro_rules! claim_head {
 /// event found by its key from its queue's row: each in a subquery that is not pulled up into
 /// a join (`OFFSET 0`, a lock), so it stays a probe per queued row, where a generic plan made
 /// while the day's partition was small walked the partition's primary key in the same order
-/// instead (`plans.rs` in lead-api's tests: 20,027 rows read for a batch of 8). Only the event's
-/// row is locked: no writer moves a delivery the relay has never published but through its
-/// event's row (an erasure), or to an end (a deleted or disabled endpoint), which the worker
-/// reads before any request; and the mark does not write the delivery row, so a worker that
-/// got the message before the relay's commit settles the attempt without waiting for it.
+/// instead (`plans.rs` in lead-api's tests: 20,027 rows read for a batch of 8). Only the
+/// queue's row is locked ([`CLAIM_UNSENT_TAIL`]), which writes nothing to the write-ahead log
+/// (the table is unlogged, migration 53), where a lock of the event's row wrote a record per
+/// event. No writer moves a delivery the relay has never published but an erasure, which
+/// deletes its queue's rows first (`crate::erasure`), or an end (a deleted or disabled
+/// endpoint), which the worker reads before any request; and the mark does not write the
+/// delivery row, so a worker that got the message before the relay's commit settles the
+/// attempt without waiting for it.
 const CLAIM_UNSENT: &str = concat!(
     claim_columns!("false", "d.state = 'queued' AND d.due_at IS NULL"),
     "
@@ -414,10 +419,14 @@ const CLAIM_UNSENT: &str = concat!(
      CROSS JOIN LATERAL (SELECT * FROM deliveries x
                          WHERE x.seq = u.seq AND x.endpoint_id = u.endpoint_id OFFSET 0) d
      CROSS JOIN LATERAL (SELECT * FROM outbox y
-                         WHERE y.seq = u.seq AND (y.seq >> 32) = (u.seq >> 32)
-                         FOR UPDATE SKIP LOCKED) o
+                         WHERE y.seq = u.seq AND (y.seq >> 32) = (u.seq >> 32) OFFSET 0) o
      ORDER BY u.seq, u.endpoint_id LIMIT "
 );
+/// The queue's rows of [`CLAIM_UNSENT`] locked, those another transaction holds skipped (an
+/// erasure deleting them). A row deleted by an erasure that committed after the claim's
+/// snapshot is skipped too: PostgreSQL finds it gone when it locks it, so the claim never
+/// publishes an envelope its erasure has replaced.
+const CLAIM_UNSENT_TAIL: &str = " FOR UPDATE OF u SKIP LOCKED";
 /// New events' deliveries stored due at `-infinity` (before migration 52, or while the outbox
 /// follows the delivery rows), and erased events' still to be given their feed position: in
 /// `seq` order (migration 44).

@@ -523,8 +523,8 @@ async fn all_published(app: &TestApp, lead: &str) -> bool {
 
 /// An erasure holds its lead's unpublished events until it commits; the relay, which every
 /// org's events go through, passes them by instead of waiting. Forced: the test holds the feed
-/// so that org A's new event stays unpublished, then holds that event's row as an erasure does,
-/// and only then lets the relay go. Before the fix the relay's claim waited on the held row, and
+/// so that org A's new event stays unpublished, then holds that event's row in the relay's
+/// queue as an erasure does (it deletes it), and only then lets the relay go. Before the fix the relay's claim waited on the held row, and
 /// org B's event was not published until the holder let go.
 #[tokio::test(flavor = "multi_thread")]
 async fn events_held_by_an_erasure_do_not_hold_back_other_orgs() {
@@ -537,7 +537,17 @@ async fn events_held_by_an_erasure_do_not_hold_back_other_orgs() {
         .unwrap();
     let held = app.inbound_lead(&org_a, "+447700900801").await;
     let held = held["id"].as_str().unwrap().to_owned();
-    let rows = hold_rows(&app, "outbox WHERE lead_id", &held).await;
+    let rows = app.db.client().await;
+    rows.batch_execute("BEGIN").await.unwrap();
+    let queued = rows
+        .execute(
+            "DELETE FROM deliveries_unsent u USING outbox o
+             WHERE o.seq = u.seq AND o.lead_id = $1::text::uuid",
+            &[&held],
+        )
+        .await
+        .unwrap();
+    assert_eq!(queued, 1);
     feed.batch_execute("ROLLBACK").await.unwrap();
 
     let other = app.inbound_lead(&org_b, "+447700900802").await;

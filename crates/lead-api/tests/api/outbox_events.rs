@@ -473,3 +473,61 @@ async fn concurrent_changes_of_one_lead_lose_nothing_and_emit_once_each() {
         .count();
     assert_eq!(closed, 1, "one close, one event");
 }
+
+/// Two first messages from one phone at once make one contact. The new contact's insert reads
+/// whether the phone is taken, then inserts; forced here: the test's own session has inserted
+/// a lead with the phone and not committed, so the message reads no lead, and its insert waits
+/// on the key; once the test commits, the insert meets the key and the message is the known
+/// contact's: 200 with the one lead, `lead.updated`, no `lead.created`, never a 500.
+#[tokio::test(flavor = "multi_thread")]
+async fn two_first_messages_from_one_phone_at_once_make_one_contact() {
+    let app = TestApp::spawn().await;
+    let (org, _) = app.org().await;
+    let first = app.db.client().await;
+    let id: String = {
+        first.batch_execute("BEGIN").await.unwrap();
+        let r = first
+            .query_one(
+                "INSERT INTO leads (id, org_id, name, phone, channel, qualification_stage,
+                                    created_at, updated_at)
+                 VALUES (gen_random_uuid(), $1::text::uuid, 'Ada', '+447700900321', 'whatsapp',
+                         'qualifying', now(), now())
+                 RETURNING id::text",
+                &[&org],
+            )
+            .await
+            .unwrap();
+        r.get(0)
+    };
+    let (url, http) = (
+        format!("{}/internal/v1/orgs/{org}/inbound", app.internal),
+        app.http.clone(),
+    );
+    let message = tokio::spawn(async move {
+        let body = json!({"name": "Ada Lovelace", "phone": "+447700900321",
+                          "channel": "whatsapp"});
+        let r = qualifier_testkit::authorized(
+            &http,
+            Method::POST,
+            url,
+            crate::helpers::INTERNAL_TOKEN,
+            Some(body),
+        )
+        .send()
+        .await
+        .unwrap();
+        (r.status().as_u16(), r.json::<Value>().await.unwrap())
+    });
+    app.until_waiting_on_locks(1).await;
+    first.batch_execute("COMMIT").await.unwrap();
+    let (status, body) = message.await.unwrap();
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body["lead"]["id"].as_str(),
+        Some(id.as_str()),
+        "the one contact"
+    );
+    assert_eq!(body["lead"]["name"], "Ada Lovelace");
+    let types: Vec<String> = app.outbox().await.into_iter().map(|(t, _, _)| t).collect();
+    assert_eq!(types, ["lead.updated"]);
+}
