@@ -612,7 +612,7 @@ async fn a_stored_stage_that_does_not_parse_is_an_error_not_a_default() {
         .await
         .batch_execute(&format!(
             "ALTER TABLE leads DROP CONSTRAINT leads_qualification_stage_check;
-             UPDATE leads SET qualification_stage = 'negotiating' WHERE id = '{id}'"
+             UPDATE leads SET qualification_stage = 'negotiating', revision = revision + 1 WHERE id = '{id}'"
         ))
         .await
         .unwrap();
@@ -643,7 +643,7 @@ async fn an_unreadable_lead_does_not_fail_the_reads_batched_with_it() {
         .await
         .batch_execute(&format!(
             "ALTER TABLE leads DROP CONSTRAINT leads_qualification_stage_check;
-             UPDATE leads SET qualification_stage = 'negotiating' WHERE id = '{}'",
+             UPDATE leads SET qualification_stage = 'negotiating', revision = revision + 1 WHERE id = '{}'",
             bad["id"].as_str().unwrap()
         ))
         .await

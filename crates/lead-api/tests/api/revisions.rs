@@ -225,12 +225,28 @@ async fn each_change_is_a_revision_and_if_match_makes_a_patch_conditional() {
     assert_eq!(etag(&again), "\"5\"");
     assert_eq!(again.headers()["idempotency-replayed"], "true");
 
-    // A writer that does not know the column (the previous version, during a rolling upgrade)
-    // still moves the revision: an If-Match taken before its write no longer matches.
+    // A change that leaves the revision as it was (a hand edit; every release that can run
+    // beside this one raises it) is refused, so no If-Match can match a changed lead
+    // (migration 56); one that raises it moves the ETag: an If-Match taken before no longer
+    // matches.
     let c = app.db.client().await;
     let id = lead["id"].as_str().unwrap();
+    let refused = c
+        .execute(
+            "UPDATE leads SET ai_paused = true WHERE id = $1::text::uuid",
+            &[&id],
+        )
+        .await
+        .unwrap_err();
+    let message = refused
+        .as_db_error()
+        .map(|e| e.message().to_owned())
+        .unwrap_or_default();
+    assert!(message.contains("must raise its revision"), "{refused:?}");
+    let r = send(&app, Method::GET, &path, &token, None, &[]).await;
+    assert_eq!(etag(&r), "\"5\"", "nothing changed");
     c.execute(
-        "UPDATE leads SET ai_paused = true WHERE id = $1::text::uuid",
+        "UPDATE leads SET ai_paused = true, revision = revision + 1 WHERE id = $1::text::uuid",
         &[&id],
     )
     .await
