@@ -474,10 +474,9 @@ async fn concurrent_changes_of_one_lead_lose_nothing_and_emit_once_each() {
     assert_eq!(closed, 1, "one close, one event");
 }
 
-/// Two first messages from one phone at once make one contact. The new contact's insert reads
-/// whether the phone is taken, then inserts; forced here: the test's own session has inserted
-/// a lead with the phone and not committed, so the message reads no lead, and its insert waits
-/// on the key; once the test commits, the insert meets the key and the message is the known
+/// Two first messages from one phone at once make one contact. Forced: the test's own session
+/// has inserted a lead with the phone and not committed, so the message's insert waits on the
+/// key; once the test commits, the insert finds the phone taken and the message is the known
 /// contact's: 200 with the one lead, `lead.updated`, no `lead.created`, never a 500.
 #[tokio::test(flavor = "multi_thread")]
 async fn two_first_messages_from_one_phone_at_once_make_one_contact() {

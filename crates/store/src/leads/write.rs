@@ -113,10 +113,11 @@ where
 /// How [`write_with_events`] writes the lead row.
 enum RowWrite {
     /// A new lead; a lead with the same phone in the org already there means nothing is written.
-    /// Read first (`NOT EXISTS` through `leads_org_phone`), not `ON CONFLICT DO NOTHING`, whose
-    /// speculative insertion writes one more write-ahead log record for every new contact; the
-    /// key still refuses the second of two inserts racing with one phone, which is then read as
-    /// taken ([`write_with_events`]).
+    /// By `ON CONFLICT DO NOTHING`, whose check goes through `leads_org_phone` whatever the
+    /// plan. A `NOT EXISTS` read first saves its speculative insertion's second write-ahead log
+    /// record, but the statement's generic plan, made on a new database, walked the org's
+    /// leads through `leads_org_updated` to find the phone (docs/performance.md, "Fewer
+    /// records an event").
     Insert,
     /// The lead as read with this row version (`xmin`); a row changed since means nothing is
     /// written.
@@ -151,8 +152,7 @@ const INSERT_TAIL: &str = concat!(
                   profile, external_system, external_id, external_url, ai_paused, created_at,
                   updated_at, revision
            FROM p WHERE EXISTS (SELECT 1 FROM orgs o WHERE o.id = p.org_id)
-             AND NOT EXISTS (SELECT 1 FROM leads x
-                             WHERE x.org_id = p.org_id AND x.phone = p.phone)
+           ON CONFLICT (org_id, phone) DO NOTHING
            RETURNING id),
      ",
     events_cte!(),
@@ -215,7 +215,6 @@ async fn write_with_events(
         RowWrite::Insert => (INSERT_TAIL, None),
         RowWrite::Update { version } => (UPDATE_TAIL, Some(version)),
     };
-    let insert = version.is_none();
     #[derive(diesel::QueryableByName)]
     struct Written {
         #[diesel(sql_type = Int8)]
@@ -223,7 +222,7 @@ async fn write_with_events(
         #[diesel(sql_type = Bool)]
         org_found: bool,
     }
-    let w: Result<Written, _> = crate::prepared::prepared::<SqlUuid, _>(WRITE_HEAD, tail, row.id)
+    let w: Written = crate::prepared::prepared::<SqlUuid, _>(WRITE_HEAD, tail, row.id)
         .bind::<SqlUuid, _>(row.org_id)
         .bind::<Text, _>(row.name)
         .bind::<Nullable<Text>, _>(row.email)
@@ -246,14 +245,7 @@ async fn write_with_events(
         .bind::<Array<SqlUuid>, _>(deliveries)
         .bind::<Nullable<Int8>, _>(version)
         .one(conn)
-        .await;
-    let w = match w {
-        Ok(w) => w,
-        // Two first messages from one phone at once: both read no lead with it, and the
-        // second insert met the first's key. The phone is taken, as if it had been read.
-        Err(e) if insert && StoreError::is_unique_violation(&e, PHONE_UNIQUE) => return Ok(false),
-        Err(e) => return Err(e.into()),
-    };
+        .await?;
     if !w.org_found {
         return Err(StoreError::NotFound("Org not found"));
     }
