@@ -142,8 +142,9 @@ pub struct Relayed {
 /// New events locked by another transaction are skipped, not waited for: the only writer that
 /// locks an event never published (its queue's row, or its event's and delivery's rows once
 /// due) is an erasure (`Store::erase_lead`), which holds its lead's row too, so no later event
-/// of that lead can commit meanwhile and skipping keeps each lead's order. Waiting instead would stall every org's relay behind one org's erasure; the skipped
-/// rows are published, reduced, by the round after the erasure commits.
+/// of that lead can commit meanwhile and skipping keeps each lead's order. Waiting instead
+/// would stall every org's relay behind one org's erasure; the skipped rows are published,
+/// reduced, by the round after the erasure commits.
 pub async fn relay_batch<F, Fut, E>(
     conn: &mut AsyncPgConnection,
     limit: i64,

@@ -74,7 +74,7 @@ fn fingerprint_of_hash(hash: &[u8]) -> Option<[u8; 8]> {
     hash.get(..8)?.try_into().ok()
 }
 
-/// The function `qualifier_admit_batch` (migrations 11 and 57), with $1 the distinct token
+/// The function `qualifier_admit_batch` (migrations 11 and 56), with $1 the distinct token
 /// hashes, $2 how many requests present each, $3 capacity and $4 refill per second. A NULL
 /// bucket is a full one. Refusals store the refilled level without taking a unit, so 429s
 /// consume nothing.

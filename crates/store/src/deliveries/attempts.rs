@@ -31,8 +31,7 @@ impl Store {
         let mut conn = self.conn().await?;
         // Each delivery by its key's first column (its event's `seq`, which the message
         // carries) and its own id. A message of a release that did not carry the `seq` names
-        // an event's one delivery by the event's delivery id, which its delivery row keeps:
-        // its `seq` is read there (`deliveries_delivery_id`, migration 55).
+        // an event's one delivery by the event's delivery id: its `seq` is read from the event.
         let mut seqs: Vec<i64> = deliveries.iter().filter_map(|d| d.seq).collect();
         if seqs.len() < deliveries.len() {
             let unknown: Vec<Uuid> = deliveries
@@ -40,9 +39,10 @@ impl Store {
                 .filter(|d| d.seq.is_none())
                 .map(|d| d.id)
                 .collect();
-            let found: Vec<i64> = deliveries::table
-                .filter(deliveries::delivery_id.eq_any(&unknown))
-                .select(deliveries::seq)
+            let found: Vec<i64> = outbox::table
+                .filter(outbox::delivery_id.eq_any(&unknown))
+                .filter(in_days(days))
+                .select(outbox::seq)
                 .load(&mut conn)
                 .await?;
             seqs.extend(found);

@@ -294,9 +294,9 @@ macro_rules! record_tail {
             " THEN v.resume ELSE d.resume_attempt END,
                     updated_at = clock_timestamp()
              FROM v, outbox e
-             WHERE d.seq = coalesce(v.seq, (SELECT x.seq FROM deliveries x
-                                             WHERE x.delivery_id = v.id
-                                               AND (x.seq >> 32) BETWEEN $6 AND $7))
+             WHERE d.seq = coalesce(v.seq, (SELECT o.seq FROM outbox o
+                                             WHERE o.delivery_id = v.id
+                                               AND (o.seq >> 32) BETWEEN $6 AND $7))
                AND d.delivery_id = v.id
                AND e.seq = d.seq AND (e.seq >> 32) BETWEEN $6 AND $7",
             $guard,
