@@ -524,8 +524,9 @@ async fn all_published(app: &TestApp, lead: &str) -> bool {
 /// An erasure holds its lead's unpublished events until it commits; the relay, which every
 /// org's events go through, passes them by instead of waiting. Forced: the test holds the feed
 /// so that org A's new event stays unpublished, then holds that event's row in the relay's
-/// queue as an erasure does (it deletes it), and only then lets the relay go. Before the fix the relay's claim waited on the held row, and
-/// org B's event was not published until the holder let go.
+/// queue as an erasure does (it deletes it), and only then lets the relay go. Before the fix
+/// the relay's claim waited on the held row, and org B's event was not published until the
+/// holder let go.
 #[tokio::test(flavor = "multi_thread")]
 async fn events_held_by_an_erasure_do_not_hold_back_other_orgs() {
     let app = TestApp::spawn().await;
