@@ -99,6 +99,17 @@ impl Unpublished {
     }
 }
 
+/// `SET LOCAL` of each of [`crate::pool::KEY_LOOKUP_PLANS`], as one string sent once.
+fn key_lookup_plans_local() -> &'static str {
+    static SQL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    SQL.get_or_init(|| {
+        crate::pool::KEY_LOOKUP_PLANS
+            .iter()
+            .map(|s| format!("SET LOCAL {s};"))
+            .collect()
+    })
+}
+
 /// The relays' turn as [`relay_batch`] reads it with its lock: the feed's last position, and
 /// whether the queue of new deliveries is whole (`deliveries_unsent_whole`, migration 53).
 #[derive(QueryableByName)]
@@ -161,7 +172,7 @@ where
         // session's pool plans generically and keeps a plan for the connection's life, and the
         // mark below, planned while the day's partition was small, stayed a hash join over a
         // sequential scan of it (`crate::pool::KEY_LOOKUP_PLANS`). One round trip.
-        crate::planner::by_key(conn).await?;
+        diesel_async::SimpleAsyncConnection::batch_execute(conn, key_lookup_plans_local()).await?;
         let turn: Turn = crate::prepared::prepared::<Int8, _>(
             "SELECT f.pos AS head, EXISTS (SELECT 1 FROM deliveries_unsent_whole) AS whole
              FROM feed_head f LIMIT ",

@@ -25,23 +25,6 @@ pub(crate) async fn same_plan_for_every_org(
     set_local(conn, "SET LOCAL plan_cache_mode = force_generic_plan").await
 }
 
-/// For the rest of the transaction, the planner settings of statements that touch a few rows
-/// by key ([`crate::pool::KEY_LOOKUP_PLANS`]), as one string sent once: the relay's batch, and a
-/// delivery found by its id (`deliveries_delivery_id`, not unique, so a partition without
-/// statistics yet could be judged cheaper to read whole).
-pub(crate) async fn by_key(
-    conn: &mut diesel_async::AsyncPgConnection,
-) -> Result<(), diesel::result::Error> {
-    static SQL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    conn.batch_execute(SQL.get_or_init(|| {
-        crate::pool::KEY_LOOKUP_PLANS
-            .iter()
-            .map(|s| format!("SET LOCAL {s};"))
-            .collect()
-    }))
-    .await
-}
-
 /// For the rest of the transaction, no bitmap heap scans: a count over `outbox_org_status`
 /// (a dry run, the chart) finds every column it needs in the index, but its entries are
 /// scattered one per table page (one delivery in fifty is dead), and PostgreSQL can judge a

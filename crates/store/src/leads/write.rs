@@ -145,21 +145,20 @@ macro_rules! events_cte {
 
 const INSERT_TAIL: &str = concat!(
     ")),
+     o AS (SELECT EXISTS (SELECT 1 FROM orgs x, p WHERE x.id = p.org_id) AS found),
      l AS (INSERT INTO leads (id, org_id, name, email, phone, channel, qualification_stage,
                               route_target, profile, external_system, external_id, external_url,
                               ai_paused, created_at, updated_at, revision)
            SELECT id, org_id, name, email, phone, channel, qualification_stage, route_target,
                   profile, external_system, external_id, external_url, ai_paused, created_at,
                   updated_at, revision
-           FROM p WHERE EXISTS (SELECT 1 FROM orgs o WHERE o.id = p.org_id)
+           FROM p, o WHERE o.found
            ON CONFLICT (org_id, phone) DO NOTHING
            RETURNING id),
      ",
     events_cte!(),
     "
-     SELECT count(*) AS written,
-            EXISTS (SELECT 1 FROM orgs o, p WHERE o.id = p.org_id) AS org_found
-     FROM l"
+     SELECT count(*) AS written, (SELECT found FROM o) AS org_found FROM l"
 );
 
 const UPDATE_TAIL: &str = concat!(
