@@ -108,6 +108,7 @@ diesel::table! {
         paced_at -> Nullable<Timestamptz>,
         waiting_for -> Nullable<Text>,
         replayed -> Nullable<Bool>,
+        deliveries_written -> Nullable<Bool>,
     }
 }
 

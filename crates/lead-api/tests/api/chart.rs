@@ -401,3 +401,91 @@ async fn a_dry_run_counts_from_the_hourly_totals_what_the_outbox_holds() {
         "the history holds dead deliveries: {all_dead}"
     );
 }
+
+/// A new contact's event is written with its deliveries by the lead's own statement, one per
+/// endpoint, each queued for the relay and counted once in the hourly totals; an event any
+/// other writer inserts (here as a fixture does, a release's erasure or handoff in the same
+/// way) is fanned out and counted once by the outbox's row trigger
+/// (migrations/2026-12-05-000057_the_event_writes_its_deliveries).
+#[tokio::test(flavor = "multi_thread")]
+async fn each_new_delivery_is_counted_once_whoever_wrote_its_event() {
+    let app = TestApp::spawn().await;
+    let (org, _) = app.org().await;
+    let org_id: Uuid = org.parse().unwrap();
+    let store = app.store();
+    let c = app.db.client().await;
+    c.execute(
+        "INSERT INTO webhooks (org_id, url, event_types, enabled, secret_sealed, created_at,
+                               updated_at, id)
+         SELECT $1::text::uuid, 'https://hooks.example.com/' || n, ARRAY['lead.created'], true,
+                '\\x00'::bytea, now() + n * interval '1 millisecond', now(), gen_random_uuid()
+         FROM generate_series(1, 2) n",
+        &[&org],
+    )
+    .await
+    .unwrap();
+    for i in 0..5 {
+        app.inbound_lead(&org, &format!("+4477007{i:05}")).await;
+    }
+    c.execute(
+        "INSERT INTO outbox (event_id, org_id, event_type, payload, delivery_id, lead_id)
+         VALUES (gen_random_uuid(), $1::text::uuid, 'lead.created', '\\x7b7d'::bytea,
+                 gen_random_uuid(), gen_random_uuid())",
+        &[&org],
+    )
+    .await
+    .unwrap();
+
+    let written: Vec<Option<bool>> = qualifier_testkit::sql::column(
+        &c,
+        "SELECT deliveries_written FROM outbox WHERE org_id = $1::text::uuid ORDER BY seq",
+        &[&org],
+    )
+    .await;
+    assert_eq!(
+        written,
+        [
+            Some(true),
+            Some(true),
+            Some(true),
+            Some(true),
+            Some(true),
+            None
+        ],
+        "the lead's writes wrote their deliveries, the fixture left them to the trigger"
+    );
+    let per_event: Vec<i64> = qualifier_testkit::sql::column(
+        &c,
+        "SELECT count(*) FROM outbox o LEFT JOIN deliveries d ON d.seq = o.seq
+         WHERE o.org_id = $1::text::uuid GROUP BY o.seq ORDER BY o.seq",
+        &[&org],
+    )
+    .await;
+    assert_eq!(per_event, [2; 6], "one delivery an endpoint, none twice");
+    let firsts: i64 = qualifier_testkit::sql::one(
+        &c,
+        "SELECT count(*) FROM outbox o JOIN deliveries d
+             ON d.seq = o.seq AND d.delivery_id = o.delivery_id
+         WHERE o.org_id = $1::text::uuid",
+        &[&org],
+    )
+    .await;
+    assert_eq!(
+        firsts, 6,
+        "the first endpoint's delivery keeps the event's id"
+    );
+    let fresh: i64 = qualifier_testkit::sql::one(
+        &c,
+        "SELECT count(*) FROM deliveries
+         WHERE org_id = $1::text::uuid AND state = 'queued' AND due_at IS NULL AND attempts = 0",
+        &[&org],
+    )
+    .await;
+    assert_eq!(fresh, 12);
+
+    fold_all(&store, &c).await;
+    let chart = charted(&store, org_id).await;
+    let in_progress: i64 = chart.values().map(|v| v[3]).sum();
+    let others: i64 = chart.values().map(|v| v[0] + v[1] + v[2] + v[4]).sum();
+    assert_eq!((in_progress, others), (12, 0), "{chart:?}");
+}

@@ -336,7 +336,31 @@ async fn the_history_fill_copies_every_event_and_a_newer_write_wins_in_either_or
 }
 
 /// The migrations after 0.3.0 undone, newest first, as on a database of 0.3.0.
-const SINCE_0_3_0: [(&str, &str); 9] = [
+const SINCE_0_3_0: [(&str, &str); 14] = [
+    (
+        "20261205000057",
+        include_str!(
+            "../../../../migrations/2026-12-05-000057_the_event_writes_its_deliveries/down.sql"
+        ),
+    ),
+    (
+        "20261205000056",
+        include_str!("../../../../migrations/2026-12-05-000056_admission_without_a_lock/down.sql"),
+    ),
+    (
+        "20261205000055",
+        include_str!(
+            "../../../../migrations/2026-12-05-000055_a_change_without_a_lock_record/down.sql"
+        ),
+    ),
+    (
+        "20261205000054",
+        include_str!("../../../../migrations/2026-12-05-000054_leads_name_their_org/down.sql"),
+    ),
+    (
+        "20261205000053",
+        include_str!("../../../../migrations/2026-12-05-000053_the_relays_queue_unlogged/down.sql"),
+    ),
     (
         "20261205000052",
         include_str!("../../../../migrations/2026-12-05-000052_new_deliveries_wait_apart/down.sql"),
