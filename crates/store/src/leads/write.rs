@@ -135,7 +135,9 @@ const WRITE_HEAD: &str = "WITH p(id, org_id, name, email, phone, channel, qualif
 /// count, written here rather than by a trigger on the outbox's insert, whose call cost about a
 /// tenth of this statement (migrations/2026-12-05-000057_the_event_writes_its_deliveries).
 /// Until the outbox retires its mirror writes the delivery rows, so the events leave them to
-/// the outbox's row trigger (`deliveries_written` false) and `d` writes none.
+/// the outbox's row trigger (`deliveries_written` false) and `d` writes none. A new event's
+/// deliveries are all `queued` with nothing sent, so each counts one `in_progress` (what the
+/// row trigger sums for any state, `qualifier_event_fans_out`).
 macro_rules! events_cte {
     () => {
         "e AS (INSERT INTO outbox (event_id, org_id, event_type, payload, delivery_id,
@@ -150,9 +152,12 @@ macro_rules! events_cte {
      d AS (INSERT INTO deliveries
            SELECT x.* FROM e CROSS JOIN LATERAL qualifier_deliveries_made(e::outbox) x
            WHERE e.deliveries_written
-           RETURNING seq, endpoint_id, org_id, created_at),
-     u AS (INSERT INTO deliveries_unsent (seq, endpoint_id) SELECT seq, endpoint_id FROM d),
-     h AS (INSERT INTO delivery_hour_changes
+           RETURNING seq, endpoint_id, org_id, created_at, state, due_at),
+     u AS (INSERT INTO deliveries_unsent (seq, endpoint_id)
+           SELECT seq, endpoint_id FROM d WHERE state = 'queued' AND due_at IS NULL),
+     h AS (INSERT INTO delivery_hour_changes (org_id, hour, succeeded, dead, skipped,
+                                              in_progress, failed_attempts, failed,
+                                              erased_skipped)
            SELECT org_id, date_trunc('hour', created_at, 'UTC'), 0, 0, 0, count(*), 0, 0, 0
            FROM d GROUP BY 1, 2)"
     };
