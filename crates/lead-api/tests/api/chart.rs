@@ -6,9 +6,10 @@
 
 use std::collections::BTreeMap;
 
+use reqwest::Method;
 use uuid::Uuid;
 
-use crate::helpers::{TestApp, fold_all};
+use crate::helpers::{INTERNAL_TOKEN, TestApp, fold_all, waits_for_a_lock};
 
 type Hours = BTreeMap<i64, [i64; 5]>;
 
@@ -488,4 +489,133 @@ async fn each_new_delivery_is_counted_once_whoever_wrote_its_event() {
     let in_progress: i64 = chart.values().map(|v| v[3]).sum();
     let others: i64 = chart.values().map(|v| v[0] + v[1] + v[2] + v[4]).sum();
     assert_eq!((in_progress, others), (12, 0), "{chart:?}");
+}
+
+/// A lead's write whose statement began before the outbox's retirement (its locks taken, its
+/// snapshot read) and waits for the lead's row, which the test holds: the retirement waits
+/// for it, and the event's one delivery is the mirror's, queued once and counted once.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_write_begun_before_the_outbox_retires_leaves_its_delivery_to_the_mirror() {
+    let app = TestApp::spawn_following().await;
+    let (org, token) = app.org().await;
+    let lead = app.inbound_lead(&org, "+447700600001").await;
+    let lead_id = lead["id"].as_str().unwrap().to_owned();
+    let c = app.db.client().await;
+    let mut holder = app.db.client().await;
+    let row = holder.transaction().await.unwrap();
+    row.execute(
+        "SELECT 1 FROM leads WHERE id = $1::text::uuid FOR UPDATE",
+        &[&lead_id],
+    )
+    .await
+    .unwrap();
+    let close = {
+        let (url, http) = (
+            format!("{}/api/v1/leads/{lead_id}", app.public),
+            app.http.clone(),
+        );
+        tokio::spawn(async move {
+            let body = serde_json::json!({"status": "closed"});
+            qualifier_testkit::authorized(&http, Method::PATCH, url, &token, Some(body))
+                .send()
+                .await
+                .unwrap()
+                .status()
+        })
+    };
+    waits_for_a_lock(&c, "WITH p(id, org_id%").await;
+    let retire = {
+        let store = app.store();
+        tokio::spawn(async move { store.retire_outbox().await.unwrap() })
+    };
+    waits_for_a_lock(&c, "%qualifier_outbox_retire%").await;
+    row.commit().await.unwrap();
+    assert_eq!(close.await.unwrap(), 200);
+    assert!(retire.await.unwrap(), "the outbox retired after the close");
+    fanned_out_once(
+        &app,
+        &org,
+        &[
+            ("lead.created", Some(false)),
+            ("lead.stage_changed", Some(false)),
+        ],
+    )
+    .await;
+}
+
+/// A lead's write that arrives while the outbox's retirement holds its locks uncommitted
+/// queues behind it, and once it runs it writes its event's delivery itself, queued once and
+/// counted once.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_write_queued_behind_the_outbox_retirement_writes_its_own_delivery() {
+    let app = TestApp::spawn_following().await;
+    let (org, _) = app.org().await;
+    app.inbound_lead(&org, "+447700600001").await;
+    let c = app.db.client().await;
+    let mut retiring = app.db.client().await;
+    let retirement = retiring.transaction().await.unwrap();
+    retirement
+        .execute("SELECT qualifier_outbox_retire()", &[])
+        .await
+        .unwrap();
+    let inbound = {
+        let (url, http) = (
+            format!("{}/internal/v1/orgs/{org}/inbound", app.internal),
+            app.http.clone(),
+        );
+        tokio::spawn(async move {
+            let body =
+                serde_json::json!({"name": "Grace", "phone": "+447700600002", "channel": "sms"});
+            qualifier_testkit::authorized(&http, Method::POST, url, INTERNAL_TOKEN, Some(body))
+                .send()
+                .await
+                .unwrap()
+                .status()
+        })
+    };
+    waits_for_a_lock(&c, "WITH p(id, org_id%").await;
+    retirement.commit().await.unwrap();
+    assert_eq!(inbound.await.unwrap(), 201);
+    fanned_out_once(
+        &app,
+        &org,
+        &[("lead.created", Some(false)), ("lead.created", Some(true))],
+    )
+    .await;
+}
+
+/// Checks that each of `org`'s events, of the types and marks `expected` in order, has one
+/// delivery (the org has no webhook: its one endpoint is the org), queued for the relay once,
+/// and that the chart, once folded, counts each in progress once and nothing else.
+async fn fanned_out_once(app: &TestApp, org: &str, expected: &[(&str, Option<bool>)]) {
+    let c = app.db.client().await;
+    let rows: Vec<(String, Option<bool>, i64, i64)> = c
+        .query(
+            "SELECT o.event_type, o.deliveries_written,
+                    (SELECT count(*) FROM deliveries d WHERE d.seq = o.seq),
+                    (SELECT count(*) FROM deliveries_unsent u WHERE u.seq = o.seq)
+             FROM outbox o WHERE o.org_id = $1::text::uuid ORDER BY o.seq",
+            &[&org],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3)))
+        .collect();
+    let events: Vec<(&str, Option<bool>)> = rows.iter().map(|r| (r.0.as_str(), r.1)).collect();
+    assert_eq!(
+        events, expected,
+        "which writer wrote each event's deliveries"
+    );
+    assert!(
+        rows.iter().all(|r| r.2 == 1 && r.3 <= 1),
+        "one delivery an event, queued at most once: {rows:?}"
+    );
+    let store = app.store();
+    fold_all(&store, &c).await;
+    let chart = charted(&store, org.parse().unwrap()).await;
+    let in_progress: i64 = chart.values().map(|v| v[3]).sum();
+    let others: i64 = chart.values().map(|v| v[0] + v[1] + v[2] + v[4]).sum();
+    let n = expected.len() as i64;
+    assert_eq!((in_progress, others), (n, 0), "{chart:?}");
 }

@@ -4,12 +4,10 @@
 //! orders of a race. Every test's database is also checked when it is dropped
 //! (`qualifier_testkit::TestDb`): the app's own writes keep both shapes alike.
 
-use std::time::{Duration, Instant};
-
 use qualifier_store::deliveries::Fill;
 use qualifier_testkit::TestDb;
 
-use crate::helpers::store_on;
+use crate::helpers::{store_on, waits_for_a_lock};
 
 const ORG: &str = "00000000-0000-0000-0000-0000000000a1";
 
@@ -59,26 +57,6 @@ async fn state_of(c: &tokio_postgres::Client, seq: i64) -> (String, i32) {
 
 async fn differ(c: &tokio_postgres::Client) -> i64 {
     qualifier_testkit::sql::one(c, "SELECT qualifier_deliveries_differ()", &[]).await
-}
-
-/// Waits until a session of the database waits for a lock while running `like`.
-async fn waits_for_a_lock(c: &tokio_postgres::Client, like: &str) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let n: i64 = qualifier_testkit::sql::one(
-            c,
-            "SELECT count(*) FROM pg_stat_activity
-                 WHERE datname = current_database() AND wait_event_type = 'Lock'
-                   AND query LIKE $1",
-            &[&like],
-        )
-        .await;
-        if n > 0 {
-            return;
-        }
-        assert!(Instant::now() < deadline, "no session waits in {like}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
 }
 
 /// Each way a delivery's state is kept in the outbox's columns has its one state in the row,

@@ -42,6 +42,29 @@ pub async fn until_waiting_on_locks(c: &tokio_postgres::Client, n: i64) {
     }
 }
 
+/// Waits until a session of the database waits for a lock while running `like`.
+pub async fn waits_for_a_lock(c: &tokio_postgres::Client, like: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let n: i64 = qualifier_testkit::sql::one(
+            c,
+            "SELECT count(*) FROM pg_stat_activity
+                 WHERE datname = current_database() AND wait_event_type = 'Lock'
+                   AND query LIKE $1",
+            &[&like],
+        )
+        .await;
+        if n > 0 {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no session waits in {like}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+}
+
 pub fn config(db: &TestDb, topo: &TestTopology) -> ApiConfig {
     ApiConfig::local(
         db.database(),
