@@ -509,20 +509,13 @@ async fn a_write_begun_before_the_outbox_retires_leaves_its_delivery_to_the_mirr
     )
     .await
     .unwrap();
-    let close = {
-        let (url, http) = (
-            format!("{}/api/v1/leads/{lead_id}", app.public),
-            app.http.clone(),
-        );
-        tokio::spawn(async move {
-            let body = serde_json::json!({"status": "closed"});
-            qualifier_testkit::authorized(&http, Method::PATCH, url, &token, Some(body))
-                .send()
-                .await
-                .unwrap()
-                .status()
-        })
-    };
+    let close = in_flight(
+        &app,
+        Method::PATCH,
+        format!("{}/api/v1/leads/{lead_id}", app.public),
+        &token,
+        serde_json::json!({"status": "closed"}),
+    );
     waits_for_a_lock(&c, "WITH p(id, org_id%").await;
     let retire = {
         let store = app.store();
@@ -558,21 +551,13 @@ async fn a_write_queued_behind_the_outbox_retirement_writes_its_own_delivery() {
         .execute("SELECT qualifier_outbox_retire()", &[])
         .await
         .unwrap();
-    let inbound = {
-        let (url, http) = (
-            format!("{}/internal/v1/orgs/{org}/inbound", app.internal),
-            app.http.clone(),
-        );
-        tokio::spawn(async move {
-            let body =
-                serde_json::json!({"name": "Grace", "phone": "+447700600002", "channel": "sms"});
-            qualifier_testkit::authorized(&http, Method::POST, url, INTERNAL_TOKEN, Some(body))
-                .send()
-                .await
-                .unwrap()
-                .status()
-        })
-    };
+    let inbound = in_flight(
+        &app,
+        Method::POST,
+        format!("{}/internal/v1/orgs/{org}/inbound", app.internal),
+        INTERNAL_TOKEN,
+        serde_json::json!({"name": "Grace", "phone": "+447700600002", "channel": "sms"}),
+    );
     waits_for_a_lock(&c, "WITH p(id, org_id%").await;
     retirement.commit().await.unwrap();
     assert_eq!(inbound.await.unwrap(), 201);
@@ -582,6 +567,18 @@ async fn a_write_queued_behind_the_outbox_retirement_writes_its_own_delivery() {
         &[("lead.created", Some(false)), ("lead.created", Some(true))],
     )
     .await;
+}
+
+/// A request sent on a task of its own, so that the test can hold what it waits for; its status.
+fn in_flight(
+    app: &TestApp,
+    method: Method,
+    url: String,
+    token: &str,
+    body: serde_json::Value,
+) -> tokio::task::JoinHandle<reqwest::StatusCode> {
+    let request = qualifier_testkit::authorized(&app.http, method, url, token, Some(body));
+    tokio::spawn(async move { request.send().await.unwrap().status() })
 }
 
 /// Checks that each of `org`'s events, of the types and marks `expected` in order, has one
