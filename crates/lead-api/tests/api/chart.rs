@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 
 use reqwest::Method;
+use serde_json::{Value, json};
 use uuid::Uuid;
 
 use crate::helpers::{INTERNAL_TOKEN, TestApp, fold_all, waits_for_a_lock};
@@ -499,22 +500,23 @@ async fn a_write_begun_before_the_outbox_retires_leaves_its_delivery_to_the_mirr
     let app = TestApp::spawn_following().await;
     let (org, token) = app.org().await;
     let lead = app.inbound_lead(&org, "+447700600001").await;
-    let lead_id = lead["id"].as_str().unwrap().to_owned();
-    let c = app.db.client().await;
-    let mut holder = app.db.client().await;
-    let row = holder.transaction().await.unwrap();
-    row.execute(
-        "SELECT 1 FROM leads WHERE id = $1::text::uuid FOR UPDATE",
-        &[&lead_id],
-    )
-    .await
-    .unwrap();
+    let (c, holder) = (app.db.client().await, app.db.client().await);
+    let held = format!(
+        "BEGIN; SELECT 1 FROM leads WHERE id = {} FOR UPDATE",
+        lead["id"]
+    );
+    holder.batch_execute(&held.replace('"', "'")).await.unwrap();
+    let url = format!(
+        "{}/api/v1/leads/{}",
+        app.public,
+        lead["id"].as_str().unwrap()
+    );
     let close = in_flight(
         &app,
         Method::PATCH,
-        format!("{}/api/v1/leads/{lead_id}", app.public),
+        url,
         &token,
-        serde_json::json!({"status": "closed"}),
+        json!({"status": "closed"}),
     );
     waits_for_a_lock(&c, "WITH p(id, org_id%").await;
     let retire = {
@@ -522,7 +524,7 @@ async fn a_write_begun_before_the_outbox_retires_leaves_its_delivery_to_the_mirr
         tokio::spawn(async move { store.retire_outbox().await.unwrap() })
     };
     waits_for_a_lock(&c, "%qualifier_outbox_retire%").await;
-    row.commit().await.unwrap();
+    holder.batch_execute("COMMIT").await.unwrap();
     assert_eq!(close.await.unwrap(), 200);
     assert!(retire.await.unwrap(), "the outbox retired after the close");
     fanned_out_once(
@@ -544,22 +546,16 @@ async fn a_write_queued_behind_the_outbox_retirement_writes_its_own_delivery() {
     let app = TestApp::spawn_following().await;
     let (org, _) = app.org().await;
     app.inbound_lead(&org, "+447700600001").await;
-    let c = app.db.client().await;
-    let mut retiring = app.db.client().await;
-    let retirement = retiring.transaction().await.unwrap();
-    retirement
-        .execute("SELECT qualifier_outbox_retire()", &[])
+    let (c, retiring) = (app.db.client().await, app.db.client().await);
+    retiring
+        .batch_execute("BEGIN; SELECT qualifier_outbox_retire()")
         .await
         .unwrap();
-    let inbound = in_flight(
-        &app,
-        Method::POST,
-        format!("{}/internal/v1/orgs/{org}/inbound", app.internal),
-        INTERNAL_TOKEN,
-        serde_json::json!({"name": "Grace", "phone": "+447700600002", "channel": "sms"}),
-    );
+    let url = format!("{}/internal/v1/orgs/{org}/inbound", app.internal);
+    let contact = json!({"name": "Grace", "phone": "+447700600002", "channel": "sms"});
+    let inbound = in_flight(&app, Method::POST, url, INTERNAL_TOKEN, contact);
     waits_for_a_lock(&c, "WITH p(id, org_id%").await;
-    retirement.commit().await.unwrap();
+    retiring.batch_execute("COMMIT").await.unwrap();
     assert_eq!(inbound.await.unwrap(), 201);
     fanned_out_once(
         &app,
@@ -575,7 +571,7 @@ fn in_flight(
     method: Method,
     url: String,
     token: &str,
-    body: serde_json::Value,
+    body: Value,
 ) -> tokio::task::JoinHandle<reqwest::StatusCode> {
     let request = qualifier_testkit::authorized(&app.http, method, url, token, Some(body));
     tokio::spawn(async move { request.send().await.unwrap().status() })
