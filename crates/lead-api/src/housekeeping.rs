@@ -38,6 +38,10 @@ pub enum Job {
     /// The indexes of an outbox partition that stopped taking new events, rebuilt once
     /// (`Store::compact_outbox`): about 40% smaller.
     CompactOutbox,
+    /// The delivery rows' index by id on every partition, built concurrently where an upgrade
+    /// left it out, and the index it replaces dropped once it is whole
+    /// (`Store::index_delivery_ids`).
+    IndexDeliveryIds,
     /// Operational events older than the same retention, delivered to the operator or not.
     ExpireOpsEvents,
     /// Hourly delivery totals no longer needed: past the chart's 24-hour window and behind
@@ -46,13 +50,14 @@ pub enum Job {
 }
 
 impl Job {
-    pub const ALL: [Job; 8] = [
+    pub const ALL: [Job; 9] = [
         Job::RollOutbox,
         Job::DropRetiredSecrets,
         Job::PurgeConsoleSessions,
         Job::PurgeIdempotencyKeys,
         Job::ExpireEvents,
         Job::CompactOutbox,
+        Job::IndexDeliveryIds,
         Job::ExpireOpsEvents,
         Job::ExpireChartHours,
     ];
@@ -65,6 +70,7 @@ impl Job {
             Job::RollOutbox => "roll_outbox",
             Job::ExpireEvents => "expire_events",
             Job::CompactOutbox => "compact_outbox",
+            Job::IndexDeliveryIds => "index_delivery_ids",
             Job::ExpireOpsEvents => "expire_ops_events",
             Job::ExpireChartHours => "expire_chart_hours",
         }
@@ -82,6 +88,7 @@ impl Job {
             Job::RollOutbox => store.roll_outbox(partition_days(retention)).await,
             Job::ExpireEvents => store.expire_events(retention).await,
             Job::CompactOutbox => store.compact_outbox().await,
+            Job::IndexDeliveryIds => store.index_delivery_ids().await,
         }
     }
 }

@@ -114,6 +114,29 @@ impl diesel::query_builder::QueryFragment<diesel::pg::Pg> for UpToDay {
     }
 }
 
+/// The delivery row of id `id`, found by its key (`qualifier_delivery_seq`: its event's
+/// unique index for an event's first delivery, the delivery rows' `deliveries_own_id` for
+/// another endpoint's), in any partition: a filter on `deliveries`. By `delivery_id` alone an
+/// event's first delivery, which that index leaves out, would be looked for row by row.
+#[derive(Debug, Clone, Copy, diesel::query_builder::QueryId)]
+pub(crate) struct DeliveryIs {
+    pub(crate) id: Uuid,
+}
+
+boolean_filter!(DeliveryIs);
+
+impl diesel::query_builder::QueryFragment<diesel::pg::Pg> for DeliveryIs {
+    fn walk_ast<'b>(
+        &'b self,
+        mut out: diesel::query_builder::AstPass<'_, 'b, diesel::pg::Pg>,
+    ) -> diesel::QueryResult<()> {
+        out.push_sql("deliveries.seq = qualifier_delivery_seq(");
+        out.push_bind_param::<diesel::sql_types::Uuid, _>(&self.id)?;
+        out.push_sql(", 0, 1073741824) AND deliveries.delivery_id = ");
+        out.push_bind_param::<diesel::sql_types::Uuid, _>(&self.id)
+    }
+}
+
 /// The range of sequence numbers a time bound of a list or a count stands for: `outbox.seq >=`
 /// (`since`) or `<` (`until`) the first sequence number created at or after the time, through
 /// `outbox_created_at`. A row's sequence and creation time can disagree by up to one

@@ -180,6 +180,7 @@ diesel::table! {
         updated_at -> Timestamptz,
         retrying -> Bool,
         erased -> Bool,
+        own_id -> Nullable<Bool>,
     }
 }
 

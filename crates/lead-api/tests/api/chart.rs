@@ -476,6 +476,19 @@ async fn each_new_delivery_is_counted_once_whoever_wrote_its_event() {
         firsts, 6,
         "the first endpoint's delivery keeps the event's id"
     );
+    // Each row says whether its id is its own: a first delivery's is found through its
+    // event's index and left out of the delivery rows' (`deliveries_own_id`), whoever wrote it.
+    let marks = c
+        .query_one(
+            "SELECT count(*) FILTER (WHERE d.delivery_id = o.delivery_id AND d.own_id IS FALSE),
+                    count(*) FILTER (WHERE d.delivery_id <> o.delivery_id AND d.own_id)
+             FROM outbox o JOIN deliveries d ON d.seq = o.seq
+             WHERE o.org_id = $1::text::uuid",
+            &[&org],
+        )
+        .await
+        .unwrap();
+    assert_eq!((marks.get::<_, i64>(0), marks.get::<_, i64>(1)), (6, 6));
     let fresh: i64 = qualifier_testkit::sql::one(
         &c,
         "SELECT count(*) FROM deliveries

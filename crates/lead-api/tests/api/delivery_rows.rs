@@ -314,7 +314,13 @@ async fn the_history_fill_copies_every_event_and_a_newer_write_wins_in_either_or
 }
 
 /// The migrations after 0.3.0 undone, newest first, as on a database of 0.3.0.
-const SINCE_0_3_0: [(&str, &str); 14] = [
+const SINCE_0_3_0: [(&str, &str); 15] = [
+    (
+        "20261205000058",
+        include_str!(
+            "../../../../migrations/2026-12-05-000058_first_deliveries_found_by_their_event/down.sql"
+        ),
+    ),
     (
         "20261205000057",
         include_str!(
@@ -783,4 +789,95 @@ async fn a_queue_emptied_by_a_crash_is_put_back_whole_before_the_relay_claims() 
     .unwrap()
     .published;
     assert_eq!(nothing, 0);
+}
+
+/// A database whose partitions held rows when the delivery rows' index by id was narrowed
+/// (migrations/2026-12-05-000058_first_deliveries_found_by_their_event builds the new index on
+/// empty partitions only): every delivery is found by its id while the old index stands, then
+/// housekeeping builds the new one on the rest, drops the old one, and every delivery, an
+/// event's first (found through its event) and another endpoint's (through the new index), is
+/// still found by its id, by the console and by a move whose message carries no `seq`.
+#[tokio::test(flavor = "multi_thread")]
+async fn every_delivery_is_found_by_its_id_before_and_after_housekeeping_narrows_the_index() {
+    use qualifier_store::partitions::DeliveryRef;
+    let app = crate::helpers::TestApp::spawn().await;
+    let (org, _) = app.org().await;
+    let org_id: uuid::Uuid = org.parse().unwrap();
+    let store = app.store();
+    let c = app.db.client().await;
+    c.execute(
+        "INSERT INTO webhooks (org_id, url, event_types, enabled, secret_sealed, created_at,
+                               updated_at, id)
+         SELECT $1::text::uuid, 'https://hooks.example.com/' || n, ARRAY['lead.created'], true,
+                '\\x00'::bytea, now() + n * interval '1 millisecond', now(), gen_random_uuid()
+         FROM generate_series(1, 2) n",
+        &[&org],
+    )
+    .await
+    .unwrap();
+    app.inbound_lead(&org, "+447700900123").await;
+    // As the migration leaves such a database: the old index whole, the new one on the parent
+    // alone, not valid until every partition has it.
+    c.batch_execute(
+        "DROP INDEX deliveries_own_id;
+         CREATE INDEX deliveries_delivery_id ON deliveries (delivery_id);
+         CREATE INDEX deliveries_own_id ON ONLY deliveries (delivery_id)
+             WHERE own_id IS NOT FALSE",
+    )
+    .await
+    .unwrap();
+    let ids: Vec<String> = qualifier_testkit::sql::column(
+        &c,
+        "SELECT d.delivery_id::text FROM deliveries d
+         WHERE d.org_id = $1::text::uuid ORDER BY d.own_id",
+        &[&org],
+    )
+    .await;
+    assert_eq!(ids.len(), 2, "one delivery an endpoint");
+    let found = async |ids: &[String]| {
+        for id in ids {
+            let got = store.get_delivery(org_id, id.parse().unwrap()).await;
+            assert_eq!(got.unwrap().delivery.id.to_string(), *id);
+        }
+    };
+    found(&ids).await;
+
+    // The app's own housekeeping may be running the same job: either does the work, the
+    // other waits for it and finds nothing left.
+    store.index_delivery_ids().await.unwrap();
+    let (valid, old_left): (bool, bool) = {
+        let r = c
+            .query_one(
+                "SELECT (SELECT indisvalid FROM pg_index
+                         WHERE indexrelid = 'deliveries_own_id'::regclass),
+                        to_regclass('deliveries_delivery_id') IS NOT NULL",
+                &[],
+            )
+            .await
+            .unwrap();
+        (r.get(0), r.get(1))
+    };
+    assert_eq!(
+        (valid, old_left),
+        (true, false),
+        "the new index on every partition, the old one gone"
+    );
+    assert_eq!(store.index_delivery_ids().await.unwrap(), 0, "nothing left");
+    found(&ids).await;
+
+    // A move by id alone reaches each row, and only it.
+    for (i, id) in ids.iter().enumerate() {
+        let delivery = DeliveryRef {
+            id: id.parse().unwrap(),
+            seq: None,
+        };
+        store.mark_skipped(delivery, "test").await.unwrap();
+        let skipped: i64 = qualifier_testkit::sql::one(
+            &c,
+            "SELECT count(*) FROM deliveries WHERE org_id = $1::text::uuid AND state = 'skipped'",
+            &[&org],
+        )
+        .await;
+        assert_eq!(skipped, i as i64 + 1);
+    }
 }

@@ -13,7 +13,7 @@ use uuid::Uuid;
 use super::{
     DELIVERED_COLUMNS, Delivered, DeliveredDetail, Delivery, DeliveryDetail, EVENT_WITH_DELIVERY,
 };
-use crate::partitions::{SeqBound, UpToDay, until_day};
+use crate::partitions::{DeliveryIs, SeqBound, UpToDay, until_day};
 use crate::planner::{in_index_order, index_only};
 use crate::schema::{deliveries, outbox};
 use crate::webhooks::EndpointKey;
@@ -325,7 +325,7 @@ impl Store {
         let stored = outbox::table
             .inner_join(deliveries::table.on(deliveries::seq.eq(outbox::seq)))
             .filter(outbox::org_id.eq(org_id))
-            .filter(deliveries::delivery_id.eq(delivery_id))
+            .filter(DeliveryIs { id: delivery_id })
             .select(outbox::payload)
             .first_row(&mut conn)
             .await
@@ -361,7 +361,7 @@ impl Store {
             let (seq, endpoint, state, retrying, erased, created): Row = deliveries::table
                 .inner_join(outbox::table.on(outbox::seq.eq(deliveries::seq)))
                 .filter(outbox::org_id.eq(org_id))
-                .filter(deliveries::delivery_id.eq(delivery_id))
+                .filter(DeliveryIs { id: delivery_id })
                 .select((
                     outbox::seq,
                     deliveries::endpoint_id,
@@ -743,10 +743,12 @@ const FIRST_DELIVERY_BY_ID: &str =
     "outbox o JOIN deliveries d ON d.seq = o.seq AND d.delivery_id = $2 AND o.delivery_id = $2";
 
 /// The delivery of id `$2` and its event, for the deliveries to an org's other endpoints: the
-/// delivery's row first, by its own index (`OFFSET 0` keeps it apart), then its event's by its
-/// key. Not yet planned well on every history (the bench's plan check read a partition of
+/// delivery's row first, by its own index (`deliveries_own_id`, which holds only the rows whose
+/// id is their own; `OFFSET 0` keeps it apart), then its event's by its key. Not yet planned well on every history (the bench's plan check read a partition of
 /// delivery rows for one), so it is asked only when [`FIRST_DELIVERY_BY_ID`] finds nothing.
-const DELIVERY_BY_ID: &str = "(SELECT * FROM deliveries WHERE delivery_id = $2 OFFSET 0) d
+const DELIVERY_BY_ID: &str =
+    "(SELECT * FROM deliveries WHERE delivery_id = $2 AND own_id IS NOT FALSE
+                                OFFSET 0) d
      JOIN outbox o ON o.seq = d.seq AND (o.seq >> 32) = (d.seq >> 32)";
 
 /// A lead's events and their deliveries to the endpoint keyed by the org's id (its first

@@ -61,17 +61,27 @@ macro_rules! open {
 pub(crate) use open;
 
 /// The delivery row `d` of delivery `$id` whose event is of a day from `$lo` to `$hi` (its
-/// `seq` range: the rows' partition key, so only those days' partitions are read).
+/// `seq` range: the rows' partition key, so only those days' partitions are read; a message
+/// without its `seq` passes every day, `day_bounds`' widest range, clamped to days that can be
+/// shifted), found by its key: its `seq` through `qualifier_delivery_seq` (the event's unique
+/// index for an event's first delivery, `deliveries_own_id` for another endpoint's:
+/// migrations/2026-12-05-000058_first_deliveries_found_by_their_event), then the row.
 macro_rules! delivery_in_days {
     ($id:literal, $lo:literal, $hi:literal) => {
         concat!(
-            "d.delivery_id = ",
+            "d.seq = qualifier_delivery_seq(",
             $id,
-            " AND d.seq >= (",
+            ", ",
             $lo,
-            "::int8 << 32) AND d.seq < ((",
+            ", ",
             $hi,
-            "::int8 + 1) << 32)"
+            ") AND d.delivery_id = ",
+            $id,
+            " AND d.seq >= greatest(",
+            $lo,
+            "::int8, 0) << 32 AND d.seq < (least(",
+            $hi,
+            "::int8, 1073741824) + 1) << 32"
         )
     };
 }
@@ -236,12 +246,13 @@ macro_rules! scheduled {
 }
 
 /// The outcome statement after its parameters: each outcome applied to its delivery's row,
-/// found by its key's first column (the event's `seq`, which the message carries) and its own
-/// id, with `$guard` as one more condition on the row; its event's row by the same `seq`.
-/// Found by its `deliveries_delivery_id` with the days only as a range of `seq`, a generic
-/// plan made while the day's partition was small walked the partition's primary key through
-/// that range instead, and the guard took a lock for every row it passed (the plan test:
-/// out of shared memory at 20,000); an equality on `seq` leaves no such plan. Whether the event was erased: `erased_now!`. An
+/// found by its key (the event's `seq`, which the message carries, and the delivery's own id;
+/// the primary key, whatever the plan: an equality on `seq` leaves the planner no walk of a
+/// partition's keys through a range, which a generic plan made while the day's partition was
+/// small once chose, taking a lock for every row it passed), with `$guard` as one more
+/// condition on the row; its event's row by the same `seq`. A message of a release that did not
+/// carry the `seq` names its event's one delivery, whose `seq` the event's unique index gives.
+/// Whether the event was erased: `erased_now!`. An
 /// erased event's delivery stays as its erasure left it, as `outbox_stays_erased` keeps the
 /// event's row (migration 32): ended `skipped` unless this attempt succeeded, the entry without
 /// the receiver's answer, the request's headers and the signatures.

@@ -160,6 +160,111 @@ impl Store {
     }
 }
 
+impl Store {
+    /// Builds `deliveries_own_id` on each partition of the delivery rows that does not have it
+    /// yet, concurrently (readers and writers go on), and attaches it; once every partition has
+    /// it, drops `deliveries_delivery_id`, which it replaces
+    /// (migrations/2026-12-05-000058_first_deliveries_found_by_their_event builds it on the
+    /// empty partitions only). Returns how many partitions it indexed. Nothing to do, and
+    /// nothing read but the catalogue, once the old index is gone.
+    pub async fn index_delivery_ids(&self) -> Result<usize, StoreError> {
+        let mut conn = self.conn().await?;
+        let state: IndexState = diesel::sql_query(
+            "SELECT to_regclass('deliveries_delivery_id') IS NOT NULL AS old_left,
+                    to_regclass('deliveries_own_id') IS NOT NULL AS new_there",
+        )
+        .one(&mut conn)
+        .await?;
+        if !state.old_left || !state.new_there {
+            return Ok(0);
+        }
+        // One housekeeper at a time (every replica runs the job): a second one waits for the
+        // first, then finds nothing left, rather than dropping the index the first is
+        // building. Session-level, since a concurrent build cannot run in a transaction.
+        conn.batch_execute(
+            "SET statement_timeout = 0;
+             SELECT pg_advisory_lock(hashtext('qualifier.index_delivery_ids'))",
+        )
+        .await?;
+        let built = build_own_id_indexes(&mut conn).await;
+        conn.batch_execute(
+            "SELECT pg_advisory_unlock(hashtext('qualifier.index_delivery_ids'));
+             RESET statement_timeout",
+        )
+        .await?;
+        let missing = built?;
+        // The old index goes only when no lookup needs it: the new one valid on every
+        // partition. Its drop locks the table for a moment; a busy round gives way
+        // (`lock_timeout`) and the next one tries again.
+        conn.batch_execute(
+            "DO $$
+             BEGIN
+                 IF (SELECT i.indisvalid FROM pg_index i
+                     WHERE i.indexrelid = 'deliveries_own_id'::regclass) THEN
+                     SET LOCAL lock_timeout = '500ms';
+                     DROP INDEX IF EXISTS deliveries_delivery_id;
+                 END IF;
+             END
+             $$",
+        )
+        .await
+        .or_else(|e| match e {
+            diesel::result::Error::DatabaseError(_, ref info)
+                if info.message().contains("lock timeout") =>
+            {
+                Ok(())
+            }
+            e => Err(e),
+        })?;
+        Ok(missing)
+    }
+}
+
+/// Each partition of the delivery rows without `deliveries_own_id`: the index built on it
+/// concurrently, then attached. Returns how many.
+async fn build_own_id_indexes(conn: &mut AsyncPgConnection) -> Result<usize, StoreError> {
+    // The partitions without an index attached to the new one, with the name it is given
+    // (an earlier round's build cut short leaves an invalid index of that name behind).
+    let missing: Vec<Named> = diesel::sql_query(
+            "SELECT p.inhrelid::regclass::text AS name FROM pg_inherits p
+             WHERE p.inhparent = 'deliveries'::regclass
+               AND NOT EXISTS (SELECT 1 FROM pg_inherits x JOIN pg_index i ON i.indexrelid = x.inhrelid
+                               WHERE x.inhparent = 'deliveries_own_id'::regclass
+                                 AND i.indrelid = p.inhrelid)",
+        )
+        .load(conn)
+        .await?;
+    for part in &missing {
+        let index = format!("{}_own_id", part.name);
+        conn.batch_execute(&format!("DROP INDEX CONCURRENTLY IF EXISTS {index}"))
+            .await?;
+        conn.batch_execute(&format!(
+            "CREATE INDEX CONCURRENTLY {index} ON {} (delivery_id) WHERE own_id IS NOT FALSE",
+            part.name
+        ))
+        .await?;
+        conn.batch_execute(&format!(
+            "ALTER INDEX deliveries_own_id ATTACH PARTITION {index}"
+        ))
+        .await?;
+    }
+    Ok(missing.len())
+}
+
+#[derive(diesel::QueryableByName)]
+struct IndexState {
+    #[diesel(sql_type = diesel::sql_types::Bool)]
+    old_left: bool,
+    #[diesel(sql_type = diesel::sql_types::Bool)]
+    new_there: bool,
+}
+
+#[derive(diesel::QueryableByName)]
+struct Named {
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    name: String,
+}
+
 #[derive(diesel::QueryableByName)]
 struct Count {
     #[diesel(sql_type = Int8)]
