@@ -120,7 +120,9 @@ pub const FOLD_EVERY: Duration = Duration::from_secs(1);
 /// (`Store::fold_delivery_hours`). Not needed for correctness either (the chart and the dry run
 /// add the changes not folded yet); it keeps them to about a second of writes, which is what a
 /// chart view or a dry run scans. Its own loop, as the
-/// jobs above run once a minute: a minute of a busy org's writes would be a slow chart.
+/// jobs above run once a minute: a minute of a busy org's writes would be a slow chart. Each
+/// tick also marks the outbox's sequence, at most once a minute
+/// (`Store::mark_outbox_sequence`).
 pub async fn fold_chart(store: Store, stop: CancellationToken) {
     let mut tick = tokio::time::interval(FOLD_EVERY);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -128,6 +130,11 @@ pub async fn fold_chart(store: Store, stop: CancellationToken) {
         tokio::select! { _ = tick.tick() => {}, _ = stop.cancelled() => return }
         if let Err(e) = store.fold_delivery_hours().await {
             tracing::debug!(error = %qualifier_store::cause_chain(&e), "folding the chart skipped");
+        }
+        // The sequence's mark a minute, which the lists' time bounds read: on the same tick,
+        // since it must keep up with the events, not wait for a housekeeping round.
+        if let Err(e) = store.mark_outbox_sequence().await {
+            tracing::debug!(error = %qualifier_store::cause_chain(&e), "marking the sequence skipped");
         }
     }
 }

@@ -138,15 +138,17 @@ impl diesel::query_builder::QueryFragment<diesel::pg::Pg> for DeliveryIs {
 }
 
 /// The range of sequence numbers a time bound of a list or a count stands for: `outbox.seq >=`
-/// (`since`) or `<` (`until`) the first sequence number created at or after the time, through
-/// `outbox_created_at`. A row's sequence and creation time can disagree by up to one
-/// transaction's length, so the bound is taken 5 minutes wide and the exact condition on
-/// `created_at` is kept beside it.
+/// (`since`) or `<` (`until`) a sequence number read from the sequence's marks
+/// (`outbox_seq_marks`, migrations/2026-12-05-000059_times_by_sequence_marks): for `since`,
+/// the number of the last mark at or before the time, every event created after it having a
+/// larger one; for `until`, one past the number of the first mark at or after the time, every
+/// event created before it having a smaller one. The bound is taken 5 minutes wide and the
+/// exact condition on `created_at` is kept beside it; without a mark on its side it is no
+/// bound.
 ///
 /// Written as an expression of fixed text rather than `diesel::dsl::sql`, which marks its
 /// statement unsafe to cache: a list or a count with a time bound is then prepared once per
-/// connection like the others, not parsed and planned on every call (over the outbox's
-/// partitions, twice: the outer scan and this lookup).
+/// connection like the others, not parsed and planned on every call.
 #[derive(Debug, Clone, Copy, diesel::query_builder::QueryId)]
 pub(crate) struct SeqBound {
     pub(crate) at: OffsetDateTime,
@@ -155,22 +157,36 @@ pub(crate) struct SeqBound {
 
 boolean_filter!(SeqBound);
 
+/// [`SeqBound`]'s sequence number as SQL text around its time parameter: what comes before the
+/// parameter and what after.
+pub(crate) const fn seq_bound_text(since: bool) -> (&'static str, &'static str) {
+    if since {
+        (
+            "coalesce((SELECT m.seq FROM outbox_seq_marks m WHERE m.at <= ",
+            " - interval '5 minutes' ORDER BY m.at DESC LIMIT 1), -9223372036854775807)",
+        )
+    } else {
+        (
+            "coalesce((SELECT m.seq + 1 FROM outbox_seq_marks m WHERE m.at >= ",
+            " + interval '5 minutes' ORDER BY m.at LIMIT 1), 9223372036854775807)",
+        )
+    }
+}
+
 impl diesel::query_builder::QueryFragment<diesel::pg::Pg> for SeqBound {
     fn walk_ast<'b>(
         &'b self,
         mut out: diesel::query_builder::AstPass<'_, 'b, diesel::pg::Pg>,
     ) -> diesel::QueryResult<()> {
+        let (before, after) = seq_bound_text(self.since);
         out.push_sql(if self.since {
-            "outbox.seq >= coalesce((SELECT f.seq FROM outbox f WHERE f.created_at >= "
+            "outbox.seq >= "
         } else {
-            "outbox.seq < coalesce((SELECT f.seq FROM outbox f WHERE f.created_at >= "
+            "outbox.seq < "
         });
+        out.push_sql(before);
         out.push_bind_param::<diesel::sql_types::Timestamptz, _>(&self.at)?;
-        out.push_sql(if self.since {
-            " - interval '5 minutes' ORDER BY f.created_at LIMIT 1), 9223372036854775807)"
-        } else {
-            " + interval '5 minutes' ORDER BY f.created_at LIMIT 1), 9223372036854775807)"
-        });
+        out.push_sql(after);
         Ok(())
     }
 }

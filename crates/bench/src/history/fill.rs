@@ -18,6 +18,10 @@ pub(super) async fn fill(side: &Side, n: i64) -> anyhow::Result<()> {
     .await?;
     let smalls = small_org_ids(&c, side).await?;
     write_events(&mut c, &side.big.id, &smalls, n, DAYS, true).await?;
+    // The sequence's marks of the history, which `lead-api` writes as events come and a list's
+    // time bound reads (migrations/2026-12-05-000059_times_by_sequence_marks).
+    c.execute("SELECT qualifier_outbox_marks_fill()", &[])
+        .await?;
     // Housekeeping rebuilds the indexes of each partition past its days once
     // (`Job::CompactOutbox`, one a round): the history is as a deployment's is after that.
     let store = side_store(side)?;

@@ -87,6 +87,8 @@ pub(super) async fn retention_rounds(
         c.batch_execute("VACUUM outbox").await?;
         let vacuum_ms = t.elapsed().as_secs_f64() * 1000.0;
         write_events(&mut c, &side.big.id, &smalls, per_day * span, span, false).await?;
+        c.execute("SELECT qualifier_outbox_marks_fill()", &[])
+            .await?;
         let (written_into, reindex_ms) = rebuild_written(&c, span).await?;
         let r = c
             .query_one(

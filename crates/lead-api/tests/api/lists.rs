@@ -248,3 +248,78 @@ async fn a_list_of_some_statuses_walks_their_states_in_the_whole_lists_order() {
         "a page of 5 pending read {events} events and {deliveries} delivery rows"
     );
 }
+
+/// `n` events of `org` created `ago` before now, each with its delivery (the outbox's row
+/// trigger writes it).
+async fn write_at(c: &tokio_postgres::Client, org: Uuid, n: i32, ago: &str) {
+    c.execute(
+        "INSERT INTO outbox (event_id, org_id, event_type, payload, delivery_id, lead_id,
+                             created_at)
+         SELECT gen_random_uuid(), $1::text::uuid, 'lead.updated', '\\x7b7d', gen_random_uuid(),
+                gen_random_uuid(), now() - $3::text::interval
+         FROM generate_series(1, $2)",
+        &[&org.to_string(), &n, &ago],
+    )
+    .await
+    .unwrap();
+}
+
+/// A mark of the sequence as lead-api writes one (`Store::mark_outbox_sequence`), `ago`
+/// before now.
+async fn mark_at(c: &tokio_postgres::Client, ago: &str) {
+    c.execute(
+        "INSERT INTO outbox_seq_marks (at, seq)
+         SELECT now() - $1::text::interval, last_value FROM outbox_seq_seq",
+        &[&ago],
+    )
+    .await
+    .unwrap();
+}
+
+/// A list's time bounds end its walk at the sequence's marks
+/// (migrations/2026-12-05-000059_times_by_sequence_marks): 20 events three hours ago, a mark,
+/// 3,000 two hours ago, a mark, 20 now. The list since an hour ago and the list until three
+/// hours ago each answer their 20 and read about that many rows, where a walk without the
+/// bound reads through the 3,000 in between looking for a full page.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_lists_time_bounds_end_its_walk_at_the_sequences_marks() {
+    let db = TestDb::new().await;
+    let c = db.client().await;
+    c.batch_execute("SELECT qualifier_outbox_roll(1); DELETE FROM outbox_seq_marks")
+        .await
+        .unwrap();
+    let org = Uuid::new_v4();
+    write_at(&c, org, 20, "3 hours").await;
+    mark_at(&c, "150 minutes").await;
+    write_at(&c, org, 3000, "2 hours").await;
+    mark_at(&c, "90 minutes").await;
+    write_at(&c, org, 20, "0 minutes").await;
+    c.batch_execute("ANALYZE outbox").await.unwrap();
+
+    let store = store_on(&db);
+    let now = time::OffsetDateTime::now_utc();
+    for (since, until, what) in [
+        (Some(now - time::Duration::HOUR), None, "since an hour ago"),
+        (
+            None,
+            Some(now - 170 * time::Duration::MINUTE),
+            "until three hours ago",
+        ),
+    ] {
+        let f = DeliveryFilter {
+            since,
+            until,
+            ..DeliveryFilter::default()
+        };
+        let read = reads_of(&c, async {
+            let (page, next) = store.list_deliveries(org, &f, None, 50).await.unwrap();
+            assert_eq!(page.len(), 20, "the list {what}");
+            assert!(next.is_none());
+        })
+        .await;
+        assert!(
+            read <= 10 * 20 + 20,
+            "the list {what} read {read} rows for 20; the 3,000 in between are past its bound"
+        );
+    }
+}

@@ -182,8 +182,8 @@ impl Store {
                         OR (o.created_at < $6 AND d.seq < {until}))
                  ORDER BY d.seq DESC LIMIT $2)",
                 state = state.as_str(),
-                since = seq_at("$5", "-"),
-                until = seq_at("$6", "+"),
+                since = seq_at("$5", true),
+                until = seq_at("$6", false),
             ));
         }
         let sql = format!(
@@ -571,8 +571,8 @@ impl DeliveryFilter {
                                      AND o.erased_at IS NULL
                                      AND (cardinality($6::text[]) = 0
                                           OR o.event_type = ANY($6::text[]))))",
-                since = seq_at("$4", "-"),
-                until = seq_at("$5", "+"),
+                since = seq_at("$4", true),
+                until = seq_at("$5", false),
             )
         } else {
             format!(
@@ -585,8 +585,8 @@ impl DeliveryFilter {
                             AND (o.seq >> 32) <= floor(extract(epoch FROM $5) / 86400)::int8 + 1))
                    AND ($7::uuid IS NULL OR o.lead_id = $7)
                    AND (cardinality($6::text[]) = 0 OR o.event_type = ANY($6::text[]))",
-                since = seq_at("$4", "-"),
-                until = seq_at("$5", "+"),
+                since = seq_at("$4", true),
+                until = seq_at("$5", false),
             )
         };
         (sql, binds)
@@ -726,14 +726,11 @@ fn state_asked(states: &str, retrying: &str) -> String {
     )
 }
 
-/// The first `seq` at or after `param` (a timestamp parameter, `$n`) give or take five
-/// minutes (`sign` `-` for a lower bound, `+` for an upper one): [`SeqBound`]'s text, for a
-/// statement written whole.
-fn seq_at(param: &str, sign: &str) -> String {
-    format!(
-        "coalesce((SELECT f.seq FROM outbox f WHERE f.created_at >= {param} {sign} interval '5 minutes' \
-         ORDER BY f.created_at LIMIT 1), 9223372036854775807)"
-    )
+/// [`SeqBound`]'s sequence number for the time parameter `param` (`$n`), a lower bound
+/// (`since`) or an upper one, for a statement written whole.
+fn seq_at(param: &str, since: bool) -> String {
+    let (before, after) = crate::partitions::seq_bound_text(since);
+    format!("{before}{param}{after}")
 }
 
 /// The delivery of id `$2` when it is its event's first one (the primary endpoint's, which keeps

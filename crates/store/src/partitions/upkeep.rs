@@ -66,13 +66,11 @@ impl Store {
             }
             let table = name.table();
             if name == PartitionName::Legacy {
-                // The table from before partitions: its newest event decides, found through its
-                // creation-time index.
-                let newest: Option<NewestRow> =
-                    diesel::sql_query(format!("SELECT max(created_at) AS newest FROM {table}"))
-                        .one(&mut conn)
-                        .await
-                        .optional()?;
+                // The table from before partitions: its newest event decides (`newest_of`).
+                let newest: Option<NewestRow> = diesel::sql_query(newest_of(&table))
+                    .one(&mut conn)
+                    .await
+                    .optional()?;
                 if newest.and_then(|n| n.newest).is_some_and(|n| n > cutoff) {
                     break;
                 }
@@ -99,13 +97,14 @@ impl Store {
             }
             // The hourly totals stop vouching for the partition's hours before its rows go, so
             // a dry run never counts rows that are gone: it counts those hours through the
-            // index instead (`DeliveryFilter::count_by_hours`). Its newest creation time comes
-            // from its own `created_at` index; no row is added to a partition this old.
+            // index instead (`DeliveryFilter::count_by_hours`). Its newest creation time as
+            // `newest_of` bounds it; no row is added to a partition this old.
             diesel::sql_query(format!(
                 "UPDATE delivery_hour_cover c
                  SET covered_from = date_trunc('hour', p.newest, 'UTC') + interval '1 hour'
-                 FROM (SELECT max(created_at) AS newest FROM {table}) p
-                 WHERE date_trunc('hour', p.newest, 'UTC') + interval '1 hour' > c.covered_from"
+                 FROM ({}) p
+                 WHERE date_trunc('hour', p.newest, 'UTC') + interval '1 hour' > c.covered_from",
+                newest_of(&table)
             ))
             .execute(&mut conn)
             .await?;
@@ -120,6 +119,14 @@ impl Store {
             dropped += 1;
         }
         drop_stray_delivery_partitions(&mut conn).await?;
+        // The sequence's marks of days no partition can still hold (a partition outlives its
+        // retention by at most its span, seven days), through their key.
+        diesel::sql_query(
+            "DELETE FROM outbox_seq_marks WHERE at < $1::timestamptz - interval '8 days'",
+        )
+        .bind::<diesel::sql_types::Timestamptz, _>(cutoff)
+        .execute(&mut conn)
+        .await?;
         Ok(dropped)
     }
 
@@ -220,6 +227,33 @@ impl Store {
     }
 }
 
+impl Store {
+    /// A mark of the outbox's sequence (`outbox_seq_marks`: every number handed out by now is
+    /// at most the mark's), at most one a minute and only once the sequence moved past the
+    /// last mark: what a time bound of a list reads in place of an index of every event's
+    /// creation time (`crate::partitions::SeqBound`,
+    /// migrations/2026-12-05-000059_times_by_sequence_marks). True when it wrote one. Cheap to
+    /// call often: it reads the sequence and the last mark, and writes nothing most of the
+    /// time; two replicas at once may both write one, and both are true.
+    pub async fn mark_outbox_sequence(&self) -> Result<bool, StoreError> {
+        let mut conn = self.conn().await?;
+        let n = diesel::sql_query(
+            "INSERT INTO outbox_seq_marks (at, seq)
+             SELECT clock_timestamp(), s.top
+             FROM (SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END AS top
+                   FROM outbox_seq_seq) s
+             WHERE NOT EXISTS (SELECT 1 FROM (SELECT m.at, m.seq FROM outbox_seq_marks m
+                                              ORDER BY m.at DESC LIMIT 1) l
+                               WHERE l.at > clock_timestamp() - interval '1 minute'
+                                  OR l.seq >= s.top)
+             ON CONFLICT (at) DO NOTHING",
+        )
+        .execute(&mut conn)
+        .await?;
+        Ok(n > 0)
+    }
+}
+
 /// Each partition of the delivery rows without `deliveries_own_id`: the index built on it
 /// concurrently, then attached. Returns how many.
 async fn build_own_id_indexes(conn: &mut AsyncPgConnection) -> Result<usize, StoreError> {
@@ -263,6 +297,22 @@ struct IndexState {
 struct Named {
     #[diesel(sql_type = diesel::sql_types::Text)]
     name: String,
+}
+
+/// A statement whose one row's `newest` is no earlier than the newest creation time of an
+/// event of `table` (an outbox partition), NULL when it holds none: the time of the first mark
+/// of the sequence at or past its highest `seq` (`outbox_seq_marks`), or now without one. Read
+/// through two keys, not the partition's rows (it has no index by creation time since
+/// migrations/2026-12-05-000059_times_by_sequence_marks); later than the newest by up to the
+/// marks' minute, which keeps a partition a minute longer or its hours out of the totals' cover
+/// a minute sooner, both on the safe side.
+fn newest_of(table: &str) -> String {
+    format!(
+        "SELECT CASE WHEN t.top IS NULL THEN NULL
+                     ELSE coalesce((SELECT m.at FROM outbox_seq_marks m WHERE m.seq >= t.top
+                                    ORDER BY m.at LIMIT 1), clock_timestamp()) END AS newest
+         FROM (SELECT max(seq) AS top FROM {table}) t"
+    )
 }
 
 #[derive(diesel::QueryableByName)]
