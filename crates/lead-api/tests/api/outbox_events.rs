@@ -476,8 +476,9 @@ async fn concurrent_changes_of_one_lead_lose_nothing_and_emit_once_each() {
 
 /// Two first messages from one phone at once make one contact. Forced: the test's own session
 /// has inserted a lead with the phone and not committed, so the message's insert waits on the
-/// key; once the test commits, the insert finds the phone taken and the message is the known
-/// contact's: 200 with the one lead, `lead.updated`, no `lead.created`, never a 500.
+/// key; once the test commits, the message's statement fails whole on the key, which the store
+/// takes as a taken phone, and the message is the known contact's: 200 with the one lead,
+/// `lead.updated`, no `lead.created`, never a 500.
 #[tokio::test(flavor = "multi_thread")]
 async fn two_first_messages_from_one_phone_at_once_make_one_contact() {
     let app = TestApp::spawn().await;

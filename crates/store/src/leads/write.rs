@@ -113,11 +113,15 @@ where
 /// How [`write_with_events`] writes the lead row.
 enum RowWrite {
     /// A new lead; a lead with the same phone in the org already there means nothing is written.
-    /// By `ON CONFLICT DO NOTHING`, whose check goes through `leads_org_phone` whatever the
-    /// plan. A `NOT EXISTS` read first saves its speculative insertion's second write-ahead log
-    /// record, but the statement's generic plan, made on a new database, walked the org's
-    /// leads through `leads_org_updated` to find the phone (docs/performance.md, "Fewer
-    /// records an event").
+    /// Checked by `NOT EXISTS` before the insert rather than by `ON CONFLICT DO NOTHING`, whose
+    /// speculative insertion writes a second write-ahead log record for every new lead. The
+    /// check names the phone's index by its shape: `(org_id, phone)` compared as a row, which
+    /// only `leads_org_phone` serves whole. Written as two equalities, the statement's generic
+    /// plan, made on a new database, walked the org's leads through `leads_org_updated` to find
+    /// the phone (docs/performance.md, "Fewer records an event"). Two first messages from one
+    /// phone at once both pass the check; the unique index lets one in and the other's
+    /// statement fails whole with its violation, which [`Store::inbound_contact`] takes as a
+    /// taken phone.
     Insert,
     /// The lead as read with this row version (`xmin`); a row changed since means nothing is
     /// written.
@@ -183,7 +187,9 @@ const INSERT_TAIL: &str = concat!(
                   profile, external_system, external_id, external_url, ai_paused, created_at,
                   updated_at, revision
            FROM p, o WHERE o.found
-           ON CONFLICT (org_id, phone) DO NOTHING
+             AND NOT EXISTS (SELECT FROM leads x
+                             WHERE (x.org_id, x.phone) >= (p.org_id, p.phone)
+                               AND (x.org_id, x.phone) <= (p.org_id, p.phone))
            RETURNING id),
      ",
     events_cte!(),
@@ -559,7 +565,7 @@ impl Store {
         // A new contact, the common case: the lead and `lead.created` in one statement. A known
         // phone writes nothing there and takes the transaction below, which updates it.
         let fresh = fresh_lead(&base, &c).map_err(StoreError::Invalid)?;
-        let created = write_with_events(
+        let created = match write_with_events(
             &mut conn,
             org_id,
             &fresh,
@@ -567,7 +573,14 @@ impl Store {
             &[ChangeEvent::plain(EventType::LeadCreated)],
             self.compress_payloads,
         )
-        .await?;
+        .await
+        {
+            Ok(created) => created,
+            // Another first message from the same phone committed its lead while this one's
+            // statement ran: nothing of this one was written, and the phone is now known.
+            Err(StoreError::Db(e)) if StoreError::is_unique_violation(&e, PHONE_UNIQUE) => false,
+            Err(e) => return Err(e),
+        };
         if created {
             return Ok((fresh, true));
         }
