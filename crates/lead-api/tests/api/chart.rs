@@ -10,7 +10,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use crate::helpers::{INTERNAL_TOKEN, TestApp, fold_all, waits_for_a_lock};
+use crate::helpers::{INTERNAL_TOKEN, TestApp, fold_all, two_endpoints, waits_for_a_lock};
 
 type Hours = BTreeMap<i64, [i64; 5]>;
 
@@ -422,16 +422,7 @@ async fn each_new_delivery_is_counted_once_whoever_wrote_its_event() {
     let org_id: Uuid = org.parse().unwrap();
     let store = app.store();
     let c = app.db.client().await;
-    c.execute(
-        "INSERT INTO webhooks (org_id, url, event_types, enabled, secret_sealed, created_at,
-                               updated_at, id)
-         SELECT $1::text::uuid, 'https://hooks.example.com/' || n, ARRAY['lead.created'], true,
-                '\\x00'::bytea, now() + n * interval '1 millisecond', now(), gen_random_uuid()
-         FROM generate_series(1, 2) n",
-        &[&org],
-    )
-    .await
-    .unwrap();
+    two_endpoints(&c, &org).await;
     for i in 0..5 {
         app.inbound_lead(&org, &format!("+4477007{i:05}")).await;
     }

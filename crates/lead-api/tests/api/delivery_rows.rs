@@ -7,7 +7,7 @@
 use qualifier_store::deliveries::Fill;
 use qualifier_testkit::TestDb;
 
-use crate::helpers::{store_on, waits_for_a_lock};
+use crate::helpers::{store_on, two_endpoints, waits_for_a_lock};
 
 const ORG: &str = "00000000-0000-0000-0000-0000000000a1";
 
@@ -805,16 +805,7 @@ async fn every_delivery_is_found_by_its_id_before_and_after_housekeeping_narrows
     let org_id: uuid::Uuid = org.parse().unwrap();
     let store = app.store();
     let c = app.db.client().await;
-    c.execute(
-        "INSERT INTO webhooks (org_id, url, event_types, enabled, secret_sealed, created_at,
-                               updated_at, id)
-         SELECT $1::text::uuid, 'https://hooks.example.com/' || n, ARRAY['lead.created'], true,
-                '\\x00'::bytea, now() + n * interval '1 millisecond', now(), gen_random_uuid()
-         FROM generate_series(1, 2) n",
-        &[&org],
-    )
-    .await
-    .unwrap();
+    two_endpoints(&c, &org).await;
     app.inbound_lead(&org, "+447700900123").await;
     // As the migration leaves such a database: the old index whole, the new one on the parent
     // alone, not valid until every partition has it.

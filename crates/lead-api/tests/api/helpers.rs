@@ -449,3 +449,18 @@ pub async fn fold_all(store: &qualifier_store::Store, c: &tokio_postgres::Client
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
 }
+
+/// Two endpoints of `org` subscribed to `lead.created`, rows as the endpoints' routes write
+/// them (a secret no request opens), the first of them the org's primary when it has none.
+pub async fn two_endpoints(c: &tokio_postgres::Client, org: &str) {
+    c.execute(
+        "INSERT INTO webhooks (org_id, url, event_types, enabled, secret_sealed, created_at,
+                               updated_at, id)
+         SELECT $1::text::uuid, 'https://hooks.example.com/' || n, ARRAY['lead.created'], true,
+                '\\x00'::bytea, now() + n * interval '1 millisecond', now(), gen_random_uuid()
+         FROM generate_series(1, 2) n",
+        &[&org],
+    )
+    .await
+    .unwrap();
+}
