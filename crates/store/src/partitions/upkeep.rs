@@ -174,56 +174,33 @@ impl Store {
     /// (migrations/2026-12-05-000058_first_deliveries_found_by_their_event builds it on the
     /// empty partitions only). Returns how many partitions it indexed. Nothing to do, and
     /// nothing read but the catalogue, once the old index is gone.
+    ///
+    /// One housekeeper at a time (every replica runs the job): one that finds another at it
+    /// returns 0 and leaves the work to it. It does not wait for the other: a session waiting
+    /// for a lock holds a snapshot, and a concurrent build waits for every older snapshot to
+    /// end, so the two would wait on each other (PostgreSQL ends one as a deadlock).
     pub async fn index_delivery_ids(&self) -> Result<usize, StoreError> {
         let mut conn = self.conn().await?;
         let state: IndexState = diesel::sql_query(
-            "SELECT to_regclass('deliveries_delivery_id') IS NOT NULL AS old_left,
-                    to_regclass('deliveries_own_id') IS NOT NULL AS new_there",
+            "SELECT to_regclass('deliveries_own_id') IS NOT NULL AS new_there,
+                    CASE WHEN to_regclass('deliveries_delivery_id') IS NOT NULL
+                         THEN pg_try_advisory_lock(hashtext('qualifier.index_delivery_ids'))
+                         ELSE false END AS mine",
         )
         .one(&mut conn)
         .await?;
-        if !state.old_left || !state.new_there {
+        if !state.mine {
             return Ok(0);
         }
-        // One housekeeper at a time (every replica runs the job): a second one waits for the
-        // first, then finds nothing left, rather than dropping the index the first is
-        // building. Session-level, since a concurrent build cannot run in a transaction.
-        conn.batch_execute(
-            "SET statement_timeout = 0;
-             SELECT pg_advisory_lock(hashtext('qualifier.index_delivery_ids'))",
-        )
-        .await?;
-        let built = build_own_id_indexes(&mut conn).await;
-        conn.batch_execute(
-            "SELECT pg_advisory_unlock(hashtext('qualifier.index_delivery_ids'));
-             RESET statement_timeout",
-        )
-        .await?;
-        let missing = built?;
-        // The old index goes only when no lookup needs it: the new one valid on every
-        // partition. Its drop locks the table for a moment; a busy round gives way
-        // (`lock_timeout`) and the next one tries again.
-        conn.batch_execute(
-            "DO $$
-             BEGIN
-                 IF (SELECT i.indisvalid FROM pg_index i
-                     WHERE i.indexrelid = 'deliveries_own_id'::regclass) THEN
-                     SET LOCAL lock_timeout = '500ms';
-                     DROP INDEX IF EXISTS deliveries_delivery_id;
-                 END IF;
-             END
-             $$",
-        )
-        .await
-        .or_else(|e| match e {
-            diesel::result::Error::DatabaseError(_, ref info)
-                if info.message().contains("lock timeout") =>
-            {
-                Ok(())
-            }
-            e => Err(e),
-        })?;
-        Ok(missing)
+        // Session-level (a concurrent build cannot run in a transaction), so let go whatever
+        // happened.
+        let done = index_and_drop(&mut conn, state.new_there).await;
+        let unlocked = conn
+            .batch_execute("SELECT pg_advisory_unlock(hashtext('qualifier.index_delivery_ids'))")
+            .await;
+        let built = done?;
+        unlocked?;
+        Ok(built)
     }
 }
 
@@ -252,6 +229,44 @@ impl Store {
         .await?;
         Ok(n > 0)
     }
+}
+
+/// [`Store::index_delivery_ids`]' work, its lock held: the missing partitions' indexes (when the
+/// new index is there at all), then the old index's drop once the new one is whole. Its drop
+/// locks the table for a moment; a busy round gives way (`lock_timeout`) and the next one
+/// tries again.
+async fn index_and_drop(
+    conn: &mut AsyncPgConnection,
+    new_there: bool,
+) -> Result<usize, StoreError> {
+    if !new_there {
+        return Ok(0);
+    }
+    conn.batch_execute("SET statement_timeout = 0").await?;
+    let built = build_own_id_indexes(conn).await;
+    conn.batch_execute("RESET statement_timeout").await?;
+    let built = built?;
+    conn.batch_execute(
+        "DO $$
+         BEGIN
+             IF (SELECT i.indisvalid FROM pg_index i
+                 WHERE i.indexrelid = 'deliveries_own_id'::regclass) THEN
+                 SET LOCAL lock_timeout = '500ms';
+                 DROP INDEX IF EXISTS deliveries_delivery_id;
+             END IF;
+         END
+         $$",
+    )
+    .await
+    .or_else(|e| match e {
+        diesel::result::Error::DatabaseError(_, ref info)
+            if info.message().contains("lock timeout") =>
+        {
+            Ok(())
+        }
+        e => Err(e),
+    })?;
+    Ok(built)
 }
 
 /// Each partition of the delivery rows without `deliveries_own_id`: the index built on it
@@ -288,9 +303,10 @@ async fn build_own_id_indexes(conn: &mut AsyncPgConnection) -> Result<usize, Sto
 #[derive(diesel::QueryableByName)]
 struct IndexState {
     #[diesel(sql_type = diesel::sql_types::Bool)]
-    old_left: bool,
-    #[diesel(sql_type = diesel::sql_types::Bool)]
     new_there: bool,
+    /// The old index is left and this session took the job's lock.
+    #[diesel(sql_type = diesel::sql_types::Bool)]
+    mine: bool,
 }
 
 #[derive(diesel::QueryableByName)]
