@@ -922,11 +922,12 @@ impl Store {
             let env = qualifier_domain::event::example(event_type, org_id, now_millis(), &base);
             let delivery_id = crate::outbox::insert(conn, &env, true, compress).await?;
             // The event's insert gave a test event one delivery, to the primary endpoint
-            // (`qualifier_endpoints_of`, migration 50), found by its event's key: it goes to the
-            // endpoint asked for, and so does its place in the relay's queue (migration 52).
+            // (`qualifier_endpoints_of`, migration 50), found by its key as every delivery by id
+            // is (`qualifier_delivery_seq`, migration 58): it goes to the endpoint asked for, and
+            // so does its place in the relay's queue (migration 52).
             diesel::sql_query(
                 "WITH moved AS (UPDATE deliveries SET endpoint_id = $1
-                                WHERE seq = (SELECT o.seq FROM outbox o WHERE o.delivery_id = $2)
+                                WHERE seq = qualifier_delivery_seq($2, 0, 1073741824)
                                   AND delivery_id = $2 AND endpoint_id <> $1
                                 RETURNING seq)
                  UPDATE deliveries_unsent u SET endpoint_id = $1
