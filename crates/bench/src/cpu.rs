@@ -147,6 +147,44 @@ impl Snapshot {
     }
 }
 
+/// A busy share of the machine under which it counts as quiet: the services between runs (the
+/// chart's tick, the relays' polls) stay well under it.
+pub const QUIET_SHARE: f64 = 0.10;
+
+/// What [`settle`] waited for: how long, and the CPU the machine and each group spent meanwhile.
+#[derive(Debug, Clone)]
+pub struct Settled {
+    pub waited_s: f64,
+    pub report: Value,
+}
+
+/// Waits until the machine has been under [`QUIET_SHARE`] busy for two half-seconds in a row, or
+/// `limit` has passed. A measured window opened right after the run before it would charge this
+/// run with what that run left behind (the broker writing back its queue's log, the database
+/// writing back its pages), and a build that leaves more behind would make the next run look
+/// dearer, whichever build it is.
+pub async fn settle(limit: std::time::Duration) -> Settled {
+    let start = Snapshot::take();
+    let mut last = start.clone();
+    let mut quiet = 0;
+    while quiet < 2 && start.at.elapsed() < limit {
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        let now = Snapshot::take();
+        let busy = now.machine_busy.saturating_sub(last.machine_busy) as f64;
+        let total = now.machine_total.saturating_sub(last.machine_total) as f64;
+        quiet = if busy < QUIET_SHARE * total.max(1.0) {
+            quiet + 1
+        } else {
+            0
+        };
+        last = now;
+    }
+    Settled {
+        waited_s: last.at.duration_since(start.at).as_secs_f64(),
+        report: report(&start, &last, 1000),
+    }
+}
+
 /// CPU between `before` and `after`, per 1,000 delivered events and as shares of the machine's
 /// busy time. `other` is the busy time no group accounts for (interrupts, the kernel's own
 /// threads, anything else running).
@@ -238,6 +276,31 @@ mod tests {
         assert_eq!(group_of("beam.smp"), Some("rabbitmq"));
         assert_eq!(group_of("webhook"), None);
         assert_eq!(group_of("bash"), None);
+    }
+
+    #[tokio::test]
+    async fn a_machine_kept_busy_is_not_taken_for_quiet() {
+        // A thread spinning for longer than the wait: at least half of a two-core machine,
+        // far above the quiet share, so the wait runs to its limit and says so.
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let spin = {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut x = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+                }
+            })
+        };
+        let settled = settle(std::time::Duration::from_millis(1500)).await;
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        spin.join().unwrap();
+        assert!(
+            settled.waited_s >= 1.4,
+            "waited {:.2} s while a thread spun",
+            settled.waited_s
+        );
+        assert!(settled.report["machine_busy_ms"].as_f64().unwrap() >= 500.0);
     }
 
     #[test]

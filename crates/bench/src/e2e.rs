@@ -113,6 +113,7 @@ pub(crate) async fn e2e_with(
             Some(json!({
                 "cpu": m["cpu"],
                 "statements": m["statements"],
+                "settled_before": m["settled_before"],
                 "delivered_events": tally.delivered,
                 "pg_rows_written_by_table": rows,
                 "pg_row_writes_per_delivered_event": r3(total as f64 / d),

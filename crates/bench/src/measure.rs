@@ -145,24 +145,32 @@ pub(crate) fn patience(events: u64) -> Duration {
     Duration::from_secs(60 + events / 100)
 }
 
+/// The longest a window waits for the machine to be quiet before it opens.
+const SETTLE_LIMIT: Duration = Duration::from_secs(15);
+
 /// A run's measured window: CPU per process (`/proc`) and PostgreSQL's statements
 /// (`pg_stat_statements`), from when it opens until it closes.
 pub(crate) struct Window {
+    pub(crate) settled: cpu::Settled,
     pub(crate) cpu: cpu::Snapshot,
     pub(crate) stmts: Result<(), stmts::Unavailable>,
 }
 
 /// A closed [`Window`], waiting for the run's delivered count.
 pub(crate) struct Measured {
+    pub(crate) settled: cpu::Settled,
     pub(crate) before: cpu::Snapshot,
     pub(crate) after: cpu::Snapshot,
     pub(crate) stmts: Result<Vec<stmts::Stmt>, stmts::Unavailable>,
 }
 
 impl Window {
+    /// Opens it once the machine is quiet ([`cpu::settle`]).
     pub(crate) async fn open(env: &Env) -> Window {
+        let settled = cpu::settle(SETTLE_LIMIT).await;
         let stmts = stmts::reset(env).await;
         Window {
+            settled,
             cpu: cpu::Snapshot::take(),
             stmts,
         }
@@ -176,6 +184,7 @@ impl Window {
             Err(why) => Err(why),
         };
         Measured {
+            settled: self.settled,
             before: self.cpu,
             after,
             stmts,
@@ -187,6 +196,8 @@ impl Measured {
     pub(crate) fn json(self, delivered: u64) -> Value {
         json!({
             "cpu": cpu::report(&self.before, &self.after, delivered),
+            "settled_before": {"waited_s": r3(self.settled.waited_s),
+                               "cpu": self.settled.report},
             "statements": stmts::summarize(self.stmts, delivered),
         })
     }
@@ -195,6 +206,12 @@ impl Measured {
 /// Prints a run's CPU and statement tables (`v` holds [`Measured::json`]'s keys).
 pub(crate) fn print_measured(title: &str, v: &Value) {
     if v["cpu"].is_object() {
+        let s = &v["settled_before"];
+        println!(
+            "  {title}: opened after {:.1} s of the machine settling ({:.0} CPU ms meanwhile)",
+            s["waited_s"].as_f64().unwrap_or(f64::NAN),
+            s["cpu"]["machine_busy_ms"].as_f64().unwrap_or(f64::NAN)
+        );
         cpu::print(title, &v["cpu"]);
         stmts::print(title, &v["statements"]);
     }

@@ -129,22 +129,27 @@ pub(crate) async fn against(
         other.display()
     );
     println!(
-        "  {:<5} {:<6} {:>14} {:>16} {:>9} {:>9} {:>6}",
+        "  {:<5} {:<6} {:>14} {:>16} {:>9} {:>9} {:>6}   settled before it (s, CPU ms)",
         "pair", "build", "delivered ev/s", "CPU ms per event", "p50 ms", "p99 ms", "lost"
     );
     let mut runs: Vec<(usize, Run)> = Vec::new();
     for i in 0..pairs {
         for this in order(i) {
             let r = one(sink, events, this, other).await?;
+            let settled = &r.writes["settled_before"];
             println!(
-                "  {:<5} {:<6} {:>14.0} {:>16.3} {:>9.1} {:>9.1} {:>6}",
+                "  {:<5} {:<6} {:>14.0} {:>16.3} {:>9.1} {:>9.1} {:>6}   {:.1}, {:.0}",
                 i + 1,
                 r.build,
                 r.delivered_per_s,
                 r.cpu_ms_per_event,
                 r.p50_ms,
                 r.p99_ms,
-                r.lost
+                r.lost,
+                settled["waited_s"].as_f64().unwrap_or(f64::NAN),
+                settled["cpu"]["machine_busy_ms"]
+                    .as_f64()
+                    .unwrap_or(f64::NAN)
             );
             runs.push((i, r));
         }
