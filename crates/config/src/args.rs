@@ -120,8 +120,8 @@ pub struct AppBaseUrlArgs {
 /// `QUALIFIER_DB_POOL_SIZE`: each service has its own default (its `from_args` says which).
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct PoolSizeArgs {
-    /// PostgreSQL connections of the main pool [default: lead-api 16; webhook-delivery half
-    /// the delivery concurrency, from 4 to 32]
+    /// PostgreSQL connections of the main pool [default: lead-api two a CPU and two more;
+    /// webhook-delivery half the delivery concurrency, from 4 to 32]
     #[arg(long, env = "QUALIFIER_DB_POOL_SIZE", hide_env_values = true)]
     pub db_pool_size: Option<String>,
 }
