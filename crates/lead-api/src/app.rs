@@ -291,6 +291,8 @@ fn open_store(cfg: &ApiConfig) -> anyhow::Result<Store> {
 struct Background {
     relay: tokio::task::JoinHandle<()>,
     listener: tokio::task::JoinHandle<()>,
+    /// Wakes the relay: the `NOTIFY` listener and this process's lead writes.
+    wake_relay: Arc<tokio::sync::Notify>,
     relay_status: Arc<crate::relay::RelayStatus>,
     tokens: Arc<crate::token_filter::TokenFilter>,
     strangers: Arc<tokio::sync::Semaphore>,
@@ -332,7 +334,7 @@ fn spawn_background(
     let relay = tokio::spawn(
         crate::relay::Relay {
             store: store.clone(),
-            wake: wake_relay,
+            wake: wake_relay.clone(),
             brokers: cfg.brokers.clone(),
             topology: qualifier_bus::Topology::new(
                 cfg.topology_prefix.clone(),
@@ -346,6 +348,7 @@ fn spawn_background(
     Background {
         relay,
         listener,
+        wake_relay,
         relay_status,
         tokens,
         strangers,
@@ -353,6 +356,16 @@ fn spawn_background(
 }
 
 fn app_state(cfg: &ApiConfig, store: Store, bg: &Background) -> web::Data<AppState> {
+    // The requests' lead writes wake this process's relay directly while it is connected.
+    let status = bg.relay_status.clone();
+    let store = store.with_local_relay(qualifier_store::LocalRelay {
+        wake: bg.wake_relay.clone(),
+        connected: Arc::new(move || {
+            status
+                .broker_ready
+                .load(std::sync::atomic::Ordering::Acquire)
+        }),
+    });
     web::Data::from(Arc::new(AppState {
         admitter: AppState::admitter(&store, cfg.rate_limit_per_minute),
         lead_reader: AppState::lead_reader(&store),

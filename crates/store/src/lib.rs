@@ -71,12 +71,49 @@ pub struct Store {
     pub event_retention: Option<std::time::Duration>,
     /// The most endpoints one org may have (`QUALIFIER_MAX_ENDPOINTS_PER_ORG`, lead-api).
     pub max_endpoints: usize,
+    /// The outbox relay of this process (lead-api), which a lead's write wakes directly.
+    pub local_relay: Option<LocalRelay>,
+}
+
+/// The outbox relay running in this process. While it is connected to the broker, a lead's
+/// write wakes it after the commit instead of sending `NOTIFY` in it: a notifying commit holds
+/// PostgreSQL's lock on the notification queue through its WAL flush, so notifying writes
+/// commit one at a time (under the bench's load, the lead's writes spent most of their time
+/// waiting for that lock; docs/performance.md, "The relay woken in-process"). The relay this
+/// wakes publishes the write's events; the other replicas' relays, which the `NOTIFY` also
+/// woke, find nothing of it to do, and still poll every second. A process whose relay is not
+/// connected notifies, so that another replica's relay publishes at once.
+#[derive(Clone)]
+pub struct LocalRelay {
+    pub wake: std::sync::Arc<tokio::sync::Notify>,
+    /// Whether the relay is connected to the broker now.
+    pub connected: std::sync::Arc<dyn Fn() -> bool + Send + Sync>,
+}
+
+impl LocalRelay {
+    /// Wakes `relay` (the one [`Store::connected_relay`] gave) once a write committed.
+    pub(crate) fn wake_after(relay: Option<&LocalRelay>, written: bool) {
+        if let Some(r) = relay.filter(|_| written) {
+            r.wake.notify_one();
+        }
+    }
 }
 
 /// [`Store::max_endpoints`] unless set (docs/api.md, "Endpoints").
 pub const DEFAULT_MAX_ENDPOINTS_PER_ORG: usize = 10;
 
 impl Store {
+    /// This store's writes wake `relay`, this process's outbox relay ([`LocalRelay`]).
+    pub fn with_local_relay(mut self, relay: LocalRelay) -> Self {
+        self.local_relay = Some(relay);
+        self
+    }
+
+    /// This process's relay when it is connected: a write then wakes it rather than notify.
+    pub(crate) fn connected_relay(&self) -> Option<&LocalRelay> {
+        self.local_relay.as_ref().filter(|r| (r.connected)())
+    }
+
     pub fn new(pool: DbPool, secret_key: SecretKey) -> Self {
         Store {
             pool,
@@ -84,6 +121,7 @@ impl Store {
             app_base_url: DEFAULT_APP_BASE_URL.to_owned(),
             secret_key,
             compress_payloads: false,
+            local_relay: None,
             event_retention: None,
             max_endpoints: DEFAULT_MAX_ENDPOINTS_PER_ORG,
         }

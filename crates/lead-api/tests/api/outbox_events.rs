@@ -531,3 +531,95 @@ async fn two_first_messages_from_one_phone_at_once_make_one_contact() {
     let types: Vec<String> = app.outbox().await.into_iter().map(|(t, _, _)| t).collect();
     assert_eq!(types, ["lead.updated"]);
 }
+
+/// A lead's write while this process's relay is connected wakes that relay in-process and
+/// sends no `NOTIFY` (a notifying commit holds the notification queue's lock through its WAL
+/// flush, so such writes commit one at a time); while it is not connected, the write notifies
+/// so that another replica's relay publishes at once. Whether a notification came is read in
+/// commit order: a marker notified after the write arrives after the write's own, if any.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_lead_write_wakes_the_local_relay_and_notifies_only_when_it_is_not_connected() {
+    use futures_util::StreamExt;
+    use qualifier_domain::validate::{Channel, Name, Phone};
+    use qualifier_store::leads::InboundContact;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    let db = qualifier_testkit::TestDb::new().await;
+    let c = db.client().await;
+    let org = uuid::Uuid::new_v4();
+    c.execute(
+        "INSERT INTO orgs (id, name, created_at) VALUES ($1::text::uuid, 'wake', now())",
+        &[&org.to_string()],
+    )
+    .await
+    .unwrap();
+    // A LISTEN session of the test's own, its notifications' payloads in order.
+    let (listener, mut connection) = db.database().connect_raw().await.unwrap();
+    let (tx, mut heard) = tokio::sync::mpsc::unbounded_channel::<String>();
+    tokio::spawn(async move {
+        let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
+        while let Some(Ok(m)) = messages.next().await {
+            if let tokio_postgres::AsyncMessage::Notification(n) = m {
+                let _ = tx.send(n.payload().to_owned());
+            }
+        }
+    });
+    listener
+        .batch_execute("LISTEN qualifier_outbox")
+        .await
+        .unwrap();
+    let next = async |heard: &mut tokio::sync::mpsc::UnboundedReceiver<String>| {
+        tokio::time::timeout(std::time::Duration::from_secs(10), heard.recv())
+            .await
+            .expect("a notification within 10 s")
+            .unwrap()
+    };
+
+    let connected = Arc::new(AtomicBool::new(true));
+    let wake = Arc::new(tokio::sync::Notify::new());
+    let flag = connected.clone();
+    let store = crate::helpers::store_over(qualifier_store::connect(&db.database(), 2).unwrap())
+        .with_local_relay(qualifier_store::LocalRelay {
+            wake: wake.clone(),
+            connected: Arc::new(move || flag.load(Ordering::Acquire)),
+        });
+    let contact = |phone: &str| InboundContact {
+        name: Name::parse("name", "Ada").unwrap(),
+        phone: Phone::parse(phone).unwrap(),
+        email: None,
+        channel: Channel::parse("sms").unwrap(),
+        profile: None,
+    };
+
+    let (_, created) = store
+        .inbound_contact(org, contact("+447700900001"))
+        .await
+        .unwrap();
+    assert!(created);
+    tokio::time::timeout(std::time::Duration::from_secs(10), wake.notified())
+        .await
+        .expect("the write woke the local relay");
+    c.batch_execute("SELECT pg_notify('qualifier_outbox', 'marker')")
+        .await
+        .unwrap();
+    assert_eq!(
+        next(&mut heard).await,
+        "marker",
+        "the write sent no NOTIFY while the local relay was connected"
+    );
+
+    connected.store(false, Ordering::Release);
+    let (_, created) = store
+        .inbound_contact(org, contact("+447700900002"))
+        .await
+        .unwrap();
+    assert!(created);
+    assert_eq!(
+        next(&mut heard).await,
+        "",
+        "the write notified the other relays while the local one was not connected"
+    );
+    let events: i64 = qualifier_testkit::sql::one(&c, "SELECT count(*) FROM deliveries", &[]).await;
+    assert_eq!(events, 2, "both writes' deliveries are there for a relay");
+}

@@ -132,7 +132,7 @@ enum RowWrite {
 const WRITE_HEAD: &str = "WITH p(id, org_id, name, email, phone, channel, qualification_stage,
          route_target, profile, external_system, external_id, external_url, ai_paused,
          created_at, updated_at, revision, traceparent, event_ids, event_types, payloads,
-         deliveries, version) AS (VALUES (";
+         deliveries, version, notify) AS (VALUES (";
 
 /// The events of the written row, after `l` (the written lead's id, when it was written), and
 /// their deliveries (`d`): one row per endpoint, its place in the relay's queue and its hour's
@@ -167,13 +167,17 @@ macro_rules! events_cte {
     };
 }
 
-/// The relay's wake-up at commit when the statement wrote deliveries (what the outbox's row
-/// trigger does for the events it fans out), as a column of the answer: a `SELECT` list is
-/// evaluated, an unreferenced plain CTE is not.
+/// The relays' wake-up at commit when the statement wrote deliveries and `notify` says so
+/// (what the outbox's row trigger does for the events it fans out), as a column of the
+/// answer: a `SELECT` list is evaluated, an unreferenced plain CTE is not. A notifying commit
+/// holds PostgreSQL's one lock on the notification queue from before its WAL flush until it
+/// ends, so the writes that notify commit one at a time, each waiting for its own flush; while
+/// this process's relay is connected the write wakes it in-process instead
+/// ([`crate::LocalRelay`]).
 macro_rules! wake_relay {
     () => {
-        "(SELECT count(pg_notify('qualifier_outbox', '')) FROM (SELECT FROM d LIMIT 1) w)
-         AS relay_woken"
+        "(SELECT count(pg_notify('qualifier_outbox', ''))
+          FROM (SELECT FROM d LIMIT 1) w, p WHERE p.notify) AS relay_woken"
     };
 }
 
@@ -234,6 +238,7 @@ async fn write_with_events(
     write: RowWrite,
     events: &[ChangeEvent],
     compress: bool,
+    notify: bool,
 ) -> Result<bool, StoreError> {
     use diesel::sql_types::{
         Array, Bool, Bytea, Int8, Jsonb, Nullable, Text, Timestamptz, Uuid as SqlUuid,
@@ -283,6 +288,7 @@ async fn write_with_events(
         .bind::<Array<Bytea>, _>(payloads)
         .bind::<Array<SqlUuid>, _>(deliveries)
         .bind::<Nullable<Int8>, _>(version)
+        .bind::<Bool, _>(notify)
         .one(conn)
         .await?;
     if !w.org_found {
@@ -453,6 +459,7 @@ impl Store {
                     return Ok(Some(before));
                 };
                 let events = lead_change_events(&before, &after);
+                let relay = self.connected_relay();
                 let written = write_with_events(
                     &mut conn,
                     org_id,
@@ -460,8 +467,10 @@ impl Store {
                     RowWrite::Update { version },
                     &events,
                     self.compress_payloads,
+                    relay.is_none(),
                 )
                 .await?;
+                crate::LocalRelay::wake_after(relay, written);
                 Ok::<_, StoreError>(written.then_some(after))
             }
             .await;
@@ -565,6 +574,7 @@ impl Store {
         // A new contact, the common case: the lead and `lead.created` in one statement. A known
         // phone writes nothing there and takes the transaction below, which updates it.
         let fresh = fresh_lead(&base, &c).map_err(StoreError::Invalid)?;
+        let relay = self.connected_relay();
         let created = match write_with_events(
             &mut conn,
             org_id,
@@ -572,6 +582,7 @@ impl Store {
             RowWrite::Insert,
             &[ChangeEvent::plain(EventType::LeadCreated)],
             self.compress_payloads,
+            relay.is_none(),
         )
         .await
         {
@@ -582,6 +593,7 @@ impl Store {
             Err(e) => return Err(e),
         };
         if created {
+            crate::LocalRelay::wake_after(relay, true);
             return Ok((fresh, true));
         }
         // The known contact can be erased between the insert that found it and the lock that
