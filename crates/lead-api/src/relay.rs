@@ -8,9 +8,10 @@
 //! arrived, so a crash at any point re-publishes (same delivery ids) and never drops. A
 //! batch's new deliveries of one org go several to a message, a bundle
 //! (`qualifier_bus::bundle`, at most `QUALIFIER_RELAY_BUNDLE_MAX` each), on the bundles' queue;
-//! retries, replays and turns go one a message, through the events exchange. It wakes
-//! on the `qualifier_outbox` NOTIFY sent at commit ([`crate::notifications`]), with a one-second
-//! poll as a safety net.
+//! retries, replays and turns go one a message, through the events exchange. It wakes when
+//! this process's lead writes commit (`qualifier_store::LocalRelay`, while it is connected), on
+//! the `qualifier_outbox` NOTIFY every other writer sends at commit ([`crate::notifications`]),
+//! and on a one-second poll as a safety net.
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
