@@ -470,7 +470,8 @@ impl Store {
                     relay.is_none(),
                 )
                 .await?;
-                crate::LocalRelay::wake_after(relay, written);
+                // A change that emits nothing wrote no delivery: nothing for the relay.
+                crate::LocalRelay::wake_after(relay, written && !events.is_empty());
                 Ok::<_, StoreError>(written.then_some(after))
             }
             .await;
