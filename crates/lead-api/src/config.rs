@@ -15,6 +15,13 @@ use qualifier_store::SecretKey;
 const HTTP_ADDR: &str = "0.0.0.0:8080";
 const INTERNAL_ADDR: &str = "127.0.0.1:8081";
 const RATE_LIMIT: &str = "120";
+const EVENT_RETENTION_DAYS: &str = "30";
+const MAX_ENDPOINTS_PER_ORG: &str = "10";
+const RELAY_BUNDLE_MAX: &str = "32";
+const MAX_PAGE_BYTES: &str = "1048576";
+const STATEMENT_TIMEOUT_MS: &str = "5000";
+const PLAN_CACHE_MODE: &str = "generic";
+
 /// The main pool's default size for a machine of `cpus` CPUs: two sessions a CPU, and two more
 /// for what runs beside the requests (the relay, housekeeping, the chart's fold). A session
 /// past that does not make PostgreSQL answer sooner: it moves the wait from the pool into the
@@ -29,12 +36,6 @@ fn db_pool_size(cpus: usize) -> usize {
 fn cpus() -> usize {
     std::thread::available_parallelism().map_or(2, |n| n.get())
 }
-const EVENT_RETENTION_DAYS: &str = "30";
-const MAX_ENDPOINTS_PER_ORG: &str = "10";
-const RELAY_BUNDLE_MAX: &str = "32";
-const MAX_PAGE_BYTES: &str = "1048576";
-const STATEMENT_TIMEOUT_MS: &str = "5000";
-const PLAN_CACHE_MODE: &str = "generic";
 
 /// lead-api: Qualifier's public and internal HTTP API, and the outbox relay.
 ///
