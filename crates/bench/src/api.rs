@@ -7,7 +7,8 @@ use super::*;
 pub(crate) async fn api_phase(o: &Opts, sink: &Sink) -> anyhow::Result<Value> {
     let mut env = Env::new(sink.ca_file.clone()).await;
     let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let pool_size = 16;
+    // As a deployment's lead-api would have it, and the ceiling's server alike.
+    let pool_size = lead_api::config::default_db_pool_size();
     let cfg = lead_api::ApiConfig {
         app_base_url: "https://app.qualifier.local".into(),
         rate_limit_per_minute: 100_000_000,

@@ -32,6 +32,11 @@ fn db_pool_size(cpus: usize) -> usize {
     2 * cpus + 2
 }
 
+/// The main pool's size when `QUALIFIER_DB_POOL_SIZE` is not set, on this machine.
+pub fn default_db_pool_size() -> usize {
+    db_pool_size(cpus())
+}
+
 /// The CPUs this process may use (its cgroup's quota included), 2 when unknown.
 fn cpus() -> usize {
     std::thread::available_parallelism().map_or(2, |n| n.get())
@@ -257,7 +262,7 @@ impl ApiConfig {
                 value(&a.rate_limit_per_minute, RATE_LIMIT),
             )?,
             allow_cidrs: a.allow_cidrs.cidrs()?,
-            db_pool_size: a.db_pool_size.size(db_pool_size(cpus()))?,
+            db_pool_size: a.db_pool_size.size(default_db_pool_size())?,
             topology_prefix: topology_prefix(&a.topology_prefix.topology_prefix)?,
             retry_delays_ms: a.retry_delays.delays()?,
             event_retention_days: positive_u32(
