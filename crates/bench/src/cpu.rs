@@ -181,6 +181,7 @@ pub async fn settle(limit: std::time::Duration) -> Settled {
     }
     Settled {
         waited_s: last.at.duration_since(start.at).as_secs_f64(),
+        // Reported as if 1,000 events were delivered, so each per-1,000 figure is the CPU ms.
         report: report(&start, &last, 1000),
     }
 }
@@ -278,6 +279,14 @@ mod tests {
         assert_eq!(group_of("bash"), None);
     }
 
+    /// Keeps one core busy while `go` says so.
+    fn spin_while(go: impl Fn() -> bool) {
+        let mut x = 0u64;
+        while go() {
+            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+        }
+    }
+
     #[tokio::test]
     async fn a_machine_kept_busy_is_not_taken_for_quiet() {
         // A thread spinning for longer than the wait: at least half of a two-core machine,
@@ -286,10 +295,7 @@ mod tests {
         let spin = {
             let stop = stop.clone();
             std::thread::spawn(move || {
-                let mut x = 0u64;
-                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                    x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
-                }
+                spin_while(|| !stop.load(std::sync::atomic::Ordering::Relaxed))
             })
         };
         let settled = settle(std::time::Duration::from_millis(1500)).await;
@@ -306,12 +312,8 @@ mod tests {
     #[test]
     fn this_process_is_seen_spending_cpu() {
         let before = Snapshot::take();
-        let mut x = 0u64;
         let t = Instant::now();
-        while t.elapsed().as_millis() < 150 {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
-        }
-        std::hint::black_box(x);
+        spin_while(|| t.elapsed().as_millis() < 150);
         let after = Snapshot::take();
         let v = report(&before, &after, 1);
         assert!(v["by_process"]["bench load"]["cpu_ms"].as_f64().unwrap() >= 50.0);
