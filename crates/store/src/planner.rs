@@ -49,9 +49,10 @@ pub(crate) async fn index_only(
 /// read first are the newest. On the bench's history a busy org's list since a day was
 /// planned as a bitmap scan of its day, 7,704 rows sorted for a page of 51.
 ///
-/// JIT goes off with them: a plan that keeps a sort anyway (one whose partitions were all
-/// left out, which sorts nothing) carries the sort's penalty in its cost, far above
-/// `jit_above_cost`, and compiling it took 45-90 ms for an empty answer.
+/// A plan that keeps a sort anyway (one whose partitions were all left out, which sorts
+/// nothing) carries the sort's penalty in its cost, far above `jit_above_cost`: compiled, it
+/// took 45-90 ms for an empty answer, one reason the pool's sessions never compile
+/// (`crate::pool`, `SESSION_SETTINGS`).
 ///
 /// With `keep_plan`, the statement also keeps the plan it was first given
 /// ([`same_plan_for_every_org`]): when only one index gives a list's order, walking it is the
@@ -64,10 +65,10 @@ pub(crate) async fn in_index_order(
     keep_plan: bool,
 ) -> Result<(), diesel::result::Error> {
     conn.batch_execute(if keep_plan {
-        "SET LOCAL enable_sort = off; SET LOCAL enable_incremental_sort = off; SET LOCAL jit = off; \
+        "SET LOCAL enable_sort = off; SET LOCAL enable_incremental_sort = off; \
          SET LOCAL plan_cache_mode = force_generic_plan"
     } else {
-        "SET LOCAL enable_sort = off; SET LOCAL enable_incremental_sort = off; SET LOCAL jit = off; \
+        "SET LOCAL enable_sort = off; SET LOCAL enable_incremental_sort = off; \
          SET LOCAL plan_cache_mode = force_custom_plan"
     })
     .await

@@ -80,17 +80,25 @@ pub fn connect_generic_plans(database: &Database, max_size: usize) -> Result<DbP
 /// the tables: with these a plan made while a table (or a new partition) was small stays an
 /// index probe when it is large. [`connect_generic_plans`] sets them for the session; the
 /// outbox relay sets them `LOCAL` to its transaction (`crate::outbox::relay_batch`).
-///
-/// `jit` goes with them: a scan that has no index to use instead (a one-row table such as
-/// `feed_head` or `secret_format`) still runs, but is costed as disabled, far above
-/// `jit_above_cost`, so each execution was compiled to machine code first, about 100 ms for a
-/// statement that then ran in microseconds (measured by `make perf-check`).
-pub const KEY_LOOKUP_PLANS: [&str; 4] = [
+pub const KEY_LOOKUP_PLANS: [&str; 3] = [
     "enable_seqscan = off",
     "enable_hashjoin = off",
     "enable_mergejoin = off",
-    "jit = off",
 ];
+
+/// Settings every pooled session starts with (in its startup packet: no statement, no round
+/// trip).
+///
+/// `jit = off`: PostgreSQL compiles a statement to machine code when its estimated cost passes
+/// `jit_above_cost`, which says nothing of what it will read. Every statement of these
+/// services answers a request or moves a few deliveries, and reads at most a page or an
+/// hour's rows through an index, but an estimate can be far off: a scan costed as disabled
+/// (a one-row table such as `feed_head` under [`KEY_LOOKUP_PLANS`]), a sort kept where the
+/// planner can see no other way, a range whose ends are read while the statement runs (a
+/// count's time bound through `outbox_seq_marks`). Each was compiled on every execution,
+/// 45-100 ms for a statement that then ran in about a millisecond, until it was turned off
+/// where it was found; off for the whole session, the next such estimate costs nothing.
+const SESSION_SETTINGS: [(&str, &str); 1] = [("jit", "off")];
 
 /// Why a pool could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -119,13 +127,18 @@ fn build(database: &Database, max_size: usize, session: Vec<String>) -> Result<D
     use diesel_async::pooled_connection::{ManagerConfig, RecyclingMethod};
     use futures_util::FutureExt;
     let mut cfg = ManagerConfig::<AsyncPgConnection>::default();
+    let database = SESSION_SETTINGS
+        .iter()
+        .fold(database.clone(), |db, (name, value)| {
+            db.with_setting(name, value)
+        });
     // No `SELECT 1` on every checkout (it was one statement in three on the delivery path): a
     // connection the server closed is already seen as broken and replaced, and one that breaks
     // in use fails that one operation, which every caller already retries or answers with 503.
     cfg.recycling_method = RecyclingMethod::Fast;
     // Every connection is opened by `Database` (TLS, several hosts), never from the URL string
     // the manager is given (which it passes on unused).
-    let db = database.clone();
+    let db = database;
     cfg.custom_setup = Box::new(move |_url| {
         let (db, session) = (db.clone(), session.clone());
         async move {

@@ -540,10 +540,8 @@ impl DeliveryFilter {
     /// A time bound is a range of sequence numbers beside the exact condition, so neither a
     /// replay that ends a month ago nor a count over a day walks the rest of the org's history.
     pub(super) fn selection(&self, what: &str) -> (String, SelectionBinds) {
-        let (states, retrying) = self.states_asked();
         let binds = SelectionBinds {
-            states,
-            retrying,
+            retrying: StatusIs::new(&self.statuses).retrying,
             since: self.since,
             until: self.until,
             types: self
@@ -554,39 +552,39 @@ impl DeliveryFilter {
             lead: self.lead_id,
             endpoint: self.endpoint_id,
         };
-        // $1 org, $2 states, $3 the `retrying` of the states before the end, $4 since,
-        // $5 until, $6 types (empty: any), $7 lead (NULL: any), $8 the endpoint (resolved by
-        // the caller: `listed_endpoint`).
-        let of_state = state_asked("$2", "$3");
+        // $1 org, $2 the `retrying` of the states before the end, $3 since, $4 until, $5 types
+        // (empty: any), $6 lead (NULL: any), $7 the endpoint (resolved by the caller:
+        // `listed_endpoint`).
+        let of_state = state_asked(&states_literal(&self.states()), "$2");
         let sql = if self.walks_states() {
             format!(
                 "SELECT {what} FROM deliveries d
-                 WHERE d.org_id = $1 AND {of_state} AND d.endpoint_id = $8
-                   AND ($4::timestamptz IS NULL OR (d.created_at >= $4 AND d.seq >= {since}))
-                   AND ($5::timestamptz IS NULL OR (d.created_at < $5 AND d.seq < {until}))
-                   AND $7::uuid IS NULL
-                   AND ((d.state <> 'skipped' AND cardinality($6::text[]) = 0)
+                 WHERE d.org_id = $1 AND {of_state} AND d.endpoint_id = $7
+                   AND ($3::timestamptz IS NULL OR (d.created_at >= $3 AND d.seq >= {since}))
+                   AND ($4::timestamptz IS NULL OR (d.created_at < $4 AND d.seq < {until}))
+                   AND $6::uuid IS NULL
+                   AND ((d.state <> 'skipped' AND cardinality($5::text[]) = 0)
                         OR EXISTS (SELECT 1 FROM outbox o
                                    WHERE o.seq = d.seq AND (o.seq >> 32) = (d.seq >> 32)
                                      AND o.erased_at IS NULL
-                                     AND (cardinality($6::text[]) = 0
-                                          OR o.event_type = ANY($6::text[]))))",
-                since = seq_at("$4", true),
-                until = seq_at("$5", false),
+                                     AND (cardinality($5::text[]) = 0
+                                          OR o.event_type = ANY($5::text[]))))",
+                since = seq_at("$3", true),
+                until = seq_at("$4", false),
             )
         } else {
             format!(
                 "SELECT {what} FROM {EVENT_WITH_DELIVERY}
                  WHERE o.org_id = $1 AND o.erased_at IS NULL AND {of_state}
-                   AND d.endpoint_id = $8
-                   AND ($4::timestamptz IS NULL OR (o.created_at >= $4 AND o.seq >= {since}))
-                   AND ($5::timestamptz IS NULL
-                        OR (o.created_at < $5 AND o.seq < {until}
-                            AND (o.seq >> 32) <= floor(extract(epoch FROM $5) / 86400)::int8 + 1))
-                   AND ($7::uuid IS NULL OR o.lead_id = $7)
-                   AND (cardinality($6::text[]) = 0 OR o.event_type = ANY($6::text[]))",
-                since = seq_at("$4", true),
-                until = seq_at("$5", false),
+                   AND d.endpoint_id = $7
+                   AND ($3::timestamptz IS NULL OR (o.created_at >= $3 AND o.seq >= {since}))
+                   AND ($4::timestamptz IS NULL
+                        OR (o.created_at < $4 AND o.seq < {until}
+                            AND (o.seq >> 32) <= floor(extract(epoch FROM $4) / 86400)::int8 + 1))
+                   AND ($6::uuid IS NULL OR o.lead_id = $6)
+                   AND (cardinality($5::text[]) = 0 OR o.event_type = ANY($5::text[]))",
+                since = seq_at("$3", true),
+                until = seq_at("$4", false),
             )
         };
         (sql, binds)
@@ -716,14 +714,27 @@ impl diesel::query_builder::QueryFragment<diesel::pg::Pg> for StatusIs {
     }
 }
 
-/// The delivery row `d` is in one of the states `states` (a `text[]` parameter), with one of
-/// the `retrying` values `retrying` (a `bool[]` parameter) if it has not ended: the condition of
-/// [`DeliveryFilter::states_asked`], for a statement written whole.
+/// The delivery row `d` is in one of the states `states` (a `delivery_state[]` expression),
+/// with one of the `retrying` values `retrying` (a `bool[]` parameter) if it has not ended: the
+/// condition of [`DeliveryFilter::states_asked`], for a statement written whole.
 fn state_asked(states: &str, retrying: &str) -> String {
     format!(
-        "d.state = ANY({states}::text[]::delivery_state[])
+        "d.state = ANY({states})
          AND (d.state IN ('succeeded', 'dead', 'skipped') OR d.retrying = ANY({retrying}::bool[]))"
     )
+}
+
+/// `states` as a constant of the statement's text (`'{dead,failed}'::delivery_state[]`), for
+/// a count or a selection that walks `deliveries_org_state`. That index leaves the succeeded
+/// deliveries out, and PostgreSQL uses a partial index only where the statement proves its
+/// condition while it is planned: a constant array proves `state <> 'succeeded'`, a parameter
+/// cast from `text[]` does not (the cast is evaluated only when the statement runs). Given the
+/// parameter, a dry run's count walked the primary key over its time range instead, every
+/// org's deliveries (4,598 rows read for 90 counted, on the bench's history of 2.5 million),
+/// and its cost estimate passed `jit_above_cost`. The names are the enum's own, never input.
+fn states_literal(states: &[(DeliveryState, Option<bool>)]) -> String {
+    let names: Vec<&str> = states.iter().map(|(s, _)| s.as_str()).collect();
+    format!("'{{{}}}'::delivery_state[]", names.join(","))
 }
 
 /// [`SeqBound`]'s sequence number for the time parameter `param` (`$n`), a lower bound
@@ -802,7 +813,7 @@ async fn schedule_replays(
          FROM slot, unnest($2::int8[]) WITH ORDINALITY AS v(seq, i)
          WHERE d.seq = v.seq AND d.org_id = $1 AND d.endpoint_id = $7 AND {}",
         super::state::replay("slot.first + make_interval(secs => $3 * (v.i - 1))"),
-        state_asked("$5", "$6")
+        state_asked("$5::text[]::delivery_state[]", "$6")
     ))
     .bind::<diesel::sql_types::Uuid, _>(at.org_id)
     .bind::<Array<Int8>, _>(seqs)
@@ -819,7 +830,6 @@ async fn schedule_replays(
 
 /// The values of a [`DeliveryFilter::selection`]'s parameters after the org's.
 pub(super) struct SelectionBinds {
-    states: Vec<String>,
     retrying: Vec<bool>,
     since: Option<OffsetDateTime>,
     until: Option<OffsetDateTime>,
@@ -843,7 +853,6 @@ impl SelectionBinds {
         diesel::sql_query(sql)
             .into_boxed()
             .bind::<SqlUuid, _>(org_id)
-            .bind::<Array<Text>, _>(self.states)
             .bind::<Array<Bool>, _>(self.retrying)
             .bind::<Nullable<Timestamptz>, _>(self.since)
             .bind::<Nullable<Timestamptz>, _>(self.until)
