@@ -137,11 +137,13 @@ pub fn by_statement(
     max_ratio: f64,
     slack: f64,
 ) -> Vec<Value> {
-    struct Worst {
+    struct Worst<'a> {
         calls: u64,
         read: f64,
         answered: f64,
         heap_fetches: f64,
+        plan: &'a Value,
+        compiled: bool,
     }
     let mut by: BTreeMap<String, Worst> = BTreeMap::new();
     for p in plans {
@@ -152,18 +154,28 @@ pub fn by_statement(
             read: 0.0,
             answered: 0.0,
             heap_fetches: 0.0,
+            plan: p,
+            compiled: false,
         });
         w.calls += 1;
+        w.compiled |= compiled(p);
         let excess = |r: f64, a: f64| r - max_ratio * a;
         if excess(read, answered) > excess(w.read, w.answered) || w.calls == 1 {
             w.read = read;
             w.answered = answered;
+            w.plan = p;
         }
         w.heap_fetches = w.heap_fetches.max(heap_fetches_of(p));
     }
     let mut v: Vec<Value> = by
         .into_iter()
         .map(|(q, w)| {
+            let over = w.read > max_ratio * w.answered + slack;
+            let shown = if over || w.compiled {
+                Value::from(outline(w.plan))
+            } else {
+                Value::Null
+            };
             json!({
                 "query": q,
                 "calls": w.calls,
@@ -171,7 +183,10 @@ pub fn by_statement(
                 "rows_answered": w.answered,
                 "read_per_answered": r3(w.read / w.answered.max(1.0)),
                 "heap_fetches": w.heap_fetches,
-                "over_limit": w.read > max_ratio * w.answered + slack,
+                "over_limit": over,
+                "jit_compiled": w.compiled,
+                // What to read first when a statement fails the check.
+                "plan": shown,
             })
         })
         .collect();
@@ -182,6 +197,54 @@ pub fn by_statement(
             .total_cmp(&a["rows_read"].as_f64().unwrap_or(0.0))
     });
     v
+}
+
+/// Whether PostgreSQL compiled the statement to machine code before running it (JIT): tens of
+/// milliseconds each time for a statement that reads a page, which the services' sessions
+/// turn off (`crates/store/src/pool.rs`), so a plan that shows it is a failure of the check.
+pub fn compiled(plan: &Value) -> bool {
+    num(&plan["JIT"], "Functions") > 0.0
+}
+
+/// A logged plan as one line a node, indented by depth: each node's type, relation and index,
+/// its conditions, and the rows it returned and threw away over its loops. Enough to see which
+/// index a statement walked and which condition did not bound the walk.
+pub fn outline(plan: &Value) -> Vec<String> {
+    fn node(n: &Value, depth: usize, out: &mut Vec<String>) {
+        let s = |k: &str| n[k].as_str().map(|v| format!(" {k}: {v}"));
+        let mut line = format!(
+            "{}{}",
+            "  ".repeat(depth),
+            n["Node Type"].as_str().unwrap_or("?")
+        );
+        for k in [
+            "Parent Relationship",
+            "Subplan Name",
+            "Relation Name",
+            "Index Name",
+        ] {
+            line.extend(s(k));
+        }
+        line.push_str(&format!(
+            " rows={} loops={}",
+            num(n, "Actual Rows"),
+            num(n, "Actual Loops")
+        ));
+        let removed = num(n, "Rows Removed by Filter");
+        if removed > 0.0 {
+            line.push_str(&format!(" removed={removed}"));
+        }
+        for k in ["Index Cond", "Filter", "Recheck Cond"] {
+            line.extend(s(k));
+        }
+        out.push(line);
+        for c in n["Plans"].as_array().map(Vec::as_slice).unwrap_or(&[]) {
+            node(c, depth + 1, out);
+        }
+    }
+    let mut out = Vec::new();
+    node(&plan["Plan"], 0, &mut out);
+    out
 }
 
 /// Each call's statement that read the most, under `mode` (custom or generic plans).
@@ -201,6 +264,8 @@ pub fn print(mode: &str, calls: &[Value]) {
             c["heap_fetches"].as_f64().unwrap_or(0.0),
             if c["over_limit"].as_bool() == Some(true) {
                 "OVER"
+            } else if c["jit_compiled"].as_bool() == Some(true) {
+                "JIT"
             } else {
                 "ok"
             },
@@ -238,6 +303,32 @@ mod tests {
         let small: HashSet<String> = ["orgs".to_owned()].into();
         assert_eq!(rows_of(&orgs, &small), (0.0, 1.0));
         assert_eq!(rows_of(&orgs, &none), (201.0, 1.0));
+    }
+
+    #[test]
+    fn a_plan_is_compiled_when_its_jit_section_names_functions() {
+        let plan = |jit: Value| json!({"Plan": {"Node Type": "Result"}, "JIT": jit});
+        assert!(compiled(&plan(json!({"Functions": 94}))));
+        assert!(!compiled(&plan(Value::Null)));
+        assert!(!compiled(&json!({"Plan": {"Node Type": "Result"}})));
+    }
+
+    #[test]
+    fn an_outline_names_each_node_its_index_and_what_it_threw_away() {
+        let plan = json!({"Plan": {
+            "Node Type": "Aggregate", "Actual Rows": 1, "Actual Loops": 1,
+            "Plans": [{"Node Type": "Index Only Scan", "Relation Name": "deliveries_p1",
+                       "Index Name": "deliveries_p1_org_state", "Actual Rows": 1,
+                       "Actual Loops": 1, "Rows Removed by Filter": 49,
+                       "Index Cond": "(org_id = $1)", "Filter": "(created_at >= $4)"}]}});
+        assert_eq!(
+            outline(&plan),
+            [
+                "Aggregate rows=1 loops=1",
+                "  Index Only Scan Relation Name: deliveries_p1 Index Name: deliveries_p1_org_state \
+                 rows=1 loops=1 removed=49 Index Cond: (org_id = $1) Filter: (created_at >= $4)",
+            ]
+        );
     }
 
     #[test]

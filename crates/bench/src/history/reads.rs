@@ -173,6 +173,23 @@ impl Side {
                 body: Some(json!({"status": ["dead"], "since": month_ago, "dry_run": true})),
                 expect: 202,
             },
+            // A range in the middle of the history, both ends inside an hour: the rows of
+            // its two partial hours are counted through the org's dead deliveries, bounded by
+            // the sequence's marks on both sides (the 30 days above start before the history,
+            // so their partial hour holds no row).
+            Call {
+                name: "dry run dead, an hour 10 days ago".into(),
+                method: Method::POST,
+                url: i("deliveries/replay".into()),
+                auth: Auth::Internal,
+                body: Some(json!({
+                    "status": ["dead"],
+                    "since": time_arg(-(10 * 86_400 + 1_020)),
+                    "until": time_arg(-(10 * 86_400 - 3_780)),
+                    "dry_run": true,
+                })),
+                expect: 202,
+            },
             Call {
                 name: "console deliveries + chart".into(),
                 method: Method::GET,
