@@ -180,6 +180,10 @@ impl Env {
             .context("lead-api (run `make bench`, which builds it)")?;
         self.internal = format!("http://127.0.0.1:{internal}");
         self.public = format!("http://127.0.0.1:{public}");
+        // A client of its own for the new process: the old one's pool may hold connections to
+        // a `lead-api` this run stopped, on a port the new one can be given again, and its
+        // next request on one fails ("connection closed before message completed").
+        self.http = client();
         let p = Proc {
             child,
             health: format!("{}/readyz", self.internal),
