@@ -72,6 +72,11 @@ impl DeliveryMeta {
         self.endpoint_id.unwrap_or(self.org_id)
     }
 
+    /// The endpoint and its org, as the fair share counts them (`qualifier_domain::units`).
+    pub fn units(&self) -> qualifier_domain::units::EndpointOf {
+        qualifier_domain::units::EndpointOf::new(self.org_id, self.endpoint_id())
+    }
+
     pub fn headers(&self) -> Vec<(&'static str, String)> {
         let mut h = vec![
             (headers::DELIVERY_ID, self.delivery_id.to_string()),

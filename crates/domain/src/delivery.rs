@@ -64,6 +64,30 @@ impl DeliveryState {
         )
     }
 
+    /// Whether a delivery in this state, due at `due_at`, still waits in its row at `now`:
+    /// whatever message carries it then (a bundle put back, a redelivery after a crash, a
+    /// duplicate) leaves it there and makes no request. What moves it on is its row's: the
+    /// relay publishes a queued or paced row once due (and marks it `out`), the end of an
+    /// outage releases a held one, the end of an earlier delivery of its lead one waiting for
+    /// it. `out` (and `queued` with no due time, a new delivery the relay published as it was
+    /// written) is due. `test`: a test event is sent while its endpoint fails, as a probe.
+    pub fn waits_in_row(
+        self,
+        due_at: Option<time::OffsetDateTime>,
+        now: time::OffsetDateTime,
+        test: bool,
+    ) -> bool {
+        match self {
+            DeliveryState::Queued | DeliveryState::Paced => due_at.is_some_and(|d| d > now),
+            DeliveryState::Held => !test,
+            DeliveryState::AfterEarlier => true,
+            DeliveryState::Out
+            | DeliveryState::Succeeded
+            | DeliveryState::Dead
+            | DeliveryState::Skipped => false,
+        }
+    }
+
     /// What the deliveries list says a delivery waits for, when it waits in its row.
     pub fn waiting_for(self) -> Option<crate::pace::WaitingFor> {
         match self {

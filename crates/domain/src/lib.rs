@@ -18,6 +18,7 @@ mod sql;
 #[cfg(feature = "diesel")]
 pub use sql::DeliveryStateSql;
 pub mod timefmt;
+pub mod units;
 pub mod validate;
 
 pub use delivery::DeliveryStatus;

@@ -1,19 +1,24 @@
-//! Per-org fairness inside one `webhook-delivery` process: the facts the delivery rules need
-//! (how many attempts each org has in flight, whether a receiver asked for a pause, how long an
-//! org's attempts take) and the slots themselves. The rules are [`crate::decide`]'s
-//! (`decide/admission.rs`): the gate counts under its lock, asks [`decide::plan_admission`]
-//! once per answer, and carries the answer out (a slot, a wait in the process, or a park).
+//! Fair share inside one `webhook-delivery` process: the facts the delivery rules need (how
+//! many attempts each org and each of its endpoints have in flight, whether a receiver asked
+//! for a pause, how long an endpoint's attempts take) and the slots themselves. The rules are
+//! [`crate::decide`]'s (`decide/admission.rs`): the gate counts under its lock, asks
+//! [`decide::plan_admission`] once per answer, and carries the answer out (a slot, a wait in
+//! the process, or a park).
 //!
-//! - **In-flight cap, work-conserving:** an org may hold `cap` of the process's `slots` at once,
-//!   and borrow idle ones beyond that on the terms of the delivery rules. An org that cannot
-//!   start parks its message (a TTL queue, no attempt used) and counts as waiting until the
-//!   message is back.
-//! - **Back-off:** after a 429 or 503 with `Retry-After`, no attempt for that org starts before
-//!   the time the receiver asked for.
+//! Two levels, each counted in its own unit (`qualifier_domain::units`):
+//! - **The org** ([`OrgId`]): its endpoints together hold `cap` of the process's `slots` at
+//!   once, and may borrow idle ones beyond that on the terms of the delivery rules. An org that
+//!   cannot start parks its message (a TTL queue, no attempt used) and counts as waiting until
+//!   the message is back, so other orgs leave it the slots it lacks.
+//! - **The endpoint** ([`EndpointId`]): its share of its org's cap while siblings want slots
+//!   too, its receiver's pause (after a 429 or 503 with `Retry-After`, no attempt to that
+//!   endpoint starts before the time it asked for), its attempts' typical duration (whether it
+//!   may borrow) and its lane (a failing endpoint's messages go after the others').
 //!
 //! Both are per process: with N replicas an org can hold up to N x cap slots in total, and a
 //! back-off learned by one replica is carried to the others by the failed message's
-//! `not-before` header only. That keeps the hot path free of shared state.
+//! `not-before` header and by the delivery's row (its `due_at`). That keeps the hot path free
+//! of shared state.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
@@ -23,22 +28,26 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
 
-use uuid::Uuid;
-
 use qualifier_bus::DeliveryMeta;
+use qualifier_domain::units::{EndpointId, EndpointOf, OrgId};
 
-use crate::decide::{self, Admission, Lane, Neighbour, OrgSlots, ParkPlan, Process};
+use crate::decide::{self, Admission, EndpointSlots, InOrg, Lane, Neighbour, ParkPlan, Process};
 
-/// How much one attempt moves an org's typical duration (exponential moving average).
+/// How much one attempt moves an endpoint's typical duration (exponential moving average).
 const EWMA_WEIGHT: f64 = 0.2;
 
-/// Orgs idle this long are forgotten (their typical duration too), so the map stays small.
+/// Endpoints idle this long are forgotten (their typical duration too), and orgs left without
+/// one, so the maps stay small.
 const FORGET_AFTER: Duration = Duration::from_secs(600);
 
-struct OrgState {
+/// The forgetting is looked at once the maps hold more endpoints than this.
+const FORGET_ABOVE: usize = 1024;
+
+/// What one endpoint holds and is known by, in this process.
+struct EndpointState {
     in_flight: usize,
     not_before: Option<Instant>,
-    /// A message of this org is parked because it was at its cap, until about this time.
+    /// A message of this endpoint is parked because it was at its share, until about this time.
     waiting_until: Option<Instant>,
     /// Typical attempt duration (moving average), once one attempt finished.
     typical: Option<Duration>,
@@ -47,17 +56,15 @@ struct OrgState {
     last_seen: Instant,
     /// Its messages waiting in the process for a slot ([`OrgGate::wait_for_slot`]).
     waiting_here: usize,
-    /// When each of its messages parked at its cap is due back (earliest first).
+    /// When each of its messages parked at its share is due back (earliest first).
     parked: BinaryHeap<Reverse<Instant>>,
-    /// Woken once per slot of this org released: its longest-waiting message asks again.
-    freed: Arc<Notify>,
     /// Its attempts in a row here that were not answered 2xx (reset by one that was).
     failed_in_a_row: u32,
 }
 
-impl OrgState {
+impl EndpointState {
     fn new(now: Instant) -> Self {
-        OrgState {
+        EndpointState {
             in_flight: 0,
             not_before: None,
             waiting_until: None,
@@ -66,21 +73,127 @@ impl OrgState {
             last_seen: now,
             waiting_here: 0,
             parked: BinaryHeap::new(),
-            freed: Arc::new(Notify::new()),
             failed_in_a_row: 0,
+        }
+    }
+
+    /// A message of it waits for a slot: parked at its share, or waiting in the process.
+    fn waiting(&self, now: Instant) -> bool {
+        self.waiting_here > 0 || remaining(self.waiting_until, now).is_some()
+    }
+
+    fn idle_since(&self, now: Instant) -> bool {
+        self.in_flight == 0
+            && self.waiting_here == 0
+            && now.duration_since(self.last_seen) >= FORGET_AFTER
+    }
+}
+
+/// What one org holds in this process, across its endpoints.
+struct OrgState {
+    in_flight: usize,
+    /// Its endpoints known here (the ones [`State::endpoints`] holds).
+    endpoints: Vec<EndpointId>,
+    /// Woken once per slot of this org released: its longest-waiting message asks again.
+    freed: Arc<Notify>,
+}
+
+impl OrgState {
+    fn new() -> Self {
+        OrgState {
+            in_flight: 0,
+            endpoints: Vec::new(),
+            freed: Arc::new(Notify::new()),
         }
     }
 }
 
 struct State {
-    orgs: HashMap<Uuid, OrgState>,
+    orgs: HashMap<OrgId, OrgState>,
+    endpoints: HashMap<EndpointId, EndpointState>,
     in_flight: usize,
     /// Messages waiting in the process for a slot beyond the reserve
     /// ([`OrgGate::wait_for_slot`]).
     waiting_here: usize,
 }
 
+impl State {
+    /// The endpoint's entry, made (and made known to its org) on first sight.
+    fn endpoint(&mut self, of: EndpointOf, now: Instant) -> &mut EndpointState {
+        let State {
+            orgs, endpoints, ..
+        } = self;
+        endpoints.entry(of.endpoint).or_insert_with(|| {
+            let org = orgs.entry(of.org).or_insert_with(OrgState::new);
+            if !org.endpoints.contains(&of.endpoint) {
+                org.endpoints.push(of.endpoint);
+            }
+            EndpointState::new(now)
+        })
+    }
+
+    /// Forgets endpoints idle for [`FORGET_AFTER`], and orgs left with none.
+    fn forget_idle(&mut self, now: Instant) {
+        self.endpoints.retain(|_, e| !e.idle_since(now));
+        let endpoints = &self.endpoints;
+        self.orgs.retain(|_, o| {
+            o.endpoints.retain(|e| endpoints.contains_key(e));
+            !o.endpoints.is_empty() || o.in_flight > 0
+        });
+    }
+
+    /// Whether any endpoint of `org` has a message waiting for a slot.
+    fn org_waiting(&self, org: &OrgState, now: Instant) -> bool {
+        org.endpoints
+            .iter()
+            .filter_map(|e| self.endpoints.get(e))
+            .any(|e| e.waiting(now))
+    }
+
+    /// The endpoint as the delivery rules weigh it, with its siblings (`waiter`: the message
+    /// already waits in the process).
+    fn slots_of(&self, of: EndpointOf, cap: usize, now: Instant, waiter: bool) -> EndpointSlots {
+        let e = &self.endpoints[&of.endpoint];
+        let mut org = InOrg::default();
+        let siblings: Vec<&EndpointState> = self
+            .orgs
+            .get(&of.org)
+            .map_or(&[][..], |o| &o.endpoints[..])
+            .iter()
+            .filter(|id| **id != of.endpoint)
+            .filter_map(|id| self.endpoints.get(id))
+            .collect();
+        org.sibling_idle = siblings.iter().any(|s| s.in_flight == 0);
+        for s in &siblings {
+            org.siblings_in_flight += s.in_flight;
+            if s.in_flight > 0 || s.waiting(now) {
+                org.active_siblings += 1;
+            }
+        }
+        let share = cap.div_ceil(1 + org.active_siblings).max(1);
+        org.siblings_short = siblings
+            .iter()
+            .filter(|s| s.waiting(now))
+            .map(|s| share.saturating_sub(s.in_flight))
+            .sum();
+        EndpointSlots {
+            in_flight: e.in_flight,
+            paused_for: remaining(e.not_before, now),
+            typical: e.typical,
+            first_started_ago: e.first_started.map(|t| now.duration_since(t)),
+            parked_ahead: e.parked.len(),
+            queued_ahead: !waiter && e.waiting_here > 0,
+            org,
+        }
+    }
+}
+
+/// Where the gate reads the time: the system's clock, or a simulated one in the properties'
+/// tests.
+pub type Clock = Arc<dyn Fn() -> Instant + Send + Sync>;
+
 pub struct OrgGate {
+    clock: Clock,
     cap: usize,
     slots: usize,
     attempt_timeout: Duration,
@@ -111,17 +224,20 @@ impl Drop for Foreground<'_> {
     }
 }
 
-/// An attempt slot of one org; released on drop.
+/// An attempt slot of one endpoint of one org; released on drop.
 pub struct Permit {
     gate: Arc<OrgGate>,
-    org: Uuid,
+    of: EndpointOf,
 }
 
 impl Drop for Permit {
     fn drop(&mut self) {
         let mut st = self.gate.lock();
         st.in_flight = st.in_flight.saturating_sub(1);
-        let own = st.orgs.get_mut(&self.org).map(|o| {
+        if let Some(e) = st.endpoints.get_mut(&self.of.endpoint) {
+            e.in_flight = e.in_flight.saturating_sub(1);
+        }
+        let own = st.orgs.get_mut(&self.of.org).map(|o| {
             o.in_flight = o.in_flight.saturating_sub(1);
             o.freed.clone()
         });
@@ -138,15 +254,15 @@ impl Drop for Permit {
 /// One message counted in `waiting_here` while it waits (also when its task is dropped).
 struct Queued<'a> {
     gate: &'a OrgGate,
-    org: Uuid,
+    endpoint: EndpointId,
 }
 
 impl Drop for Queued<'_> {
     fn drop(&mut self) {
         let mut st = self.gate.lock();
         st.waiting_here = st.waiting_here.saturating_sub(1);
-        if let Some(o) = st.orgs.get_mut(&self.org) {
-            o.waiting_here = o.waiting_here.saturating_sub(1);
+        if let Some(e) = st.endpoints.get_mut(&self.endpoint) {
+            e.waiting_here = e.waiting_here.saturating_sub(1);
         }
     }
 }
@@ -157,15 +273,27 @@ fn remaining(t: Option<Instant>, now: Instant) -> Option<Duration> {
 
 impl OrgGate {
     /// `slots`: the process's attempt slots (`QUALIFIER_DELIVERY_CONCURRENCY`); `cap`: what
-    /// one org may always hold (`QUALIFIER_DELIVERY_ORG_CONCURRENCY`).
+    /// one org may always hold across its endpoints (`QUALIFIER_DELIVERY_ORG_CONCURRENCY`).
     pub fn new(cap: usize, slots: usize, attempt_timeout: Duration) -> Arc<OrgGate> {
+        Self::with_clock(cap, slots, attempt_timeout, Arc::new(Instant::now))
+    }
+
+    /// [`OrgGate::new`] reading the time from `clock`.
+    pub fn with_clock(
+        cap: usize,
+        slots: usize,
+        attempt_timeout: Duration,
+        clock: Clock,
+    ) -> Arc<OrgGate> {
         let cap = cap.max(1);
         Arc::new(OrgGate {
+            clock,
             cap,
             attempt_timeout,
             slots: slots.max(cap),
             state: Mutex::new(State {
                 orgs: HashMap::new(),
+                endpoints: HashMap::new(),
                 in_flight: 0,
                 waiting_here: 0,
             }),
@@ -177,6 +305,17 @@ impl OrgGate {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Makes `endpoints` known as endpoints of one org before any of them asks for a slot (a
+    /// bundle names every endpoint its event goes to): the org's last slot then stays for
+    /// whichever of them has nothing in flight from the first message on.
+    pub fn know(&self, endpoints: impl IntoIterator<Item = EndpointOf>) {
+        let now = (self.clock)();
+        let mut st = self.lock();
+        for of in endpoints {
+            st.endpoint(of, now).last_seen = now;
+        }
     }
 
     /// The delivery rules' answer for `meta`'s message asking for a slot now, with the slot
@@ -193,18 +332,12 @@ impl OrgGate {
         now_ms: i64,
         waiter: bool,
     ) -> Admission<Permit> {
-        // Each endpoint has its share (an org's endpoints are receivers apart; its one
-        // webhook of earlier versions is keyed by the org's id).
-        let org = meta.endpoint_id();
-        let now = Instant::now();
+        let of = meta.units();
+        let now = (self.clock)();
         let mut guard = self.lock();
         let st = &mut *guard;
-        if st.orgs.len() > 1024 {
-            st.orgs.retain(|_, o| {
-                o.in_flight > 0
-                    || o.waiting_here > 0
-                    || now.duration_since(o.last_seen) < FORGET_AFTER
-            });
+        if st.endpoints.len() > FORGET_ABOVE {
+            st.forget_idle(now);
         }
         let process = Process {
             slots: self.slots,
@@ -213,29 +346,22 @@ impl OrgGate {
             queued_ahead: !waiter && st.waiting_here > 0,
             attempt_timeout: self.attempt_timeout,
         };
-        let view = {
-            let o = st.orgs.entry(org).or_insert_with(|| OrgState::new(now));
-            o.last_seen = now;
-            while o.parked.peek().is_some_and(|Reverse(due)| *due <= now) {
-                o.parked.pop();
+        {
+            let e = st.endpoint(of, now);
+            e.last_seen = now;
+            while e.parked.peek().is_some_and(|Reverse(due)| *due <= now) {
+                e.parked.pop();
             }
-            OrgSlots {
-                in_flight: o.in_flight,
-                paused_for: remaining(o.not_before, now),
-                typical: o.typical,
-                first_started_ago: o.first_started.map(|t| now.duration_since(t)),
-                parked_ahead: o.parked.len(),
-                queued_ahead: !waiter && o.waiting_here > 0,
-            }
-        };
+        }
+        let view = st.slots_of(of, self.cap, now, waiter);
         // The other orgs as the rule weighs them, read in place (no copy per message).
         let neighbours = st
             .orgs
             .iter()
-            .filter(|(id, _)| **id != org)
+            .filter(|(id, _)| **id != of.org)
             .map(|(_, o)| Neighbour {
                 in_flight: o.in_flight,
-                waiting: o.waiting_here > 0 || remaining(o.waiting_until, now).is_some(),
+                waiting: st.org_waiting(o, now),
             });
         match decide::plan_admission(meta, now_ms, &view, &process, neighbours) {
             Admission::Start(()) => {}
@@ -244,15 +370,17 @@ impl OrgGate {
             }
             Admission::Park(plan) => return Admission::Park(plan),
         }
-        // The entry made above, under the same lock.
-        if let Some(o) = st.orgs.get_mut(&org) {
-            o.first_started.get_or_insert(now);
+        // The entries made above, under the same lock.
+        let e = st.endpoint(of, now);
+        e.first_started.get_or_insert(now);
+        e.in_flight += 1;
+        if let Some(o) = st.orgs.get_mut(&of.org) {
             o.in_flight += 1;
         }
         st.in_flight += 1;
         Admission::Start(Permit {
             gate: self.clone(),
-            org,
+            of,
         })
     }
 
@@ -266,18 +394,23 @@ impl OrgGate {
         limit: Duration,
         now_ms: impl Fn() -> i64,
     ) -> Result<Permit, ParkPlan> {
-        let org = meta.endpoint_id();
+        let of = meta.units();
         let started = tokio::time::Instant::now();
         let mut deadline = started + limit;
         let own = {
-            let now = Instant::now();
+            let now = (self.clock)();
             let mut st = self.lock();
             st.waiting_here += 1;
-            let o = st.orgs.entry(org).or_insert_with(|| OrgState::new(now));
-            o.waiting_here += 1;
-            o.freed.clone()
+            st.endpoint(of, now).waiting_here += 1;
+            st.orgs
+                .get(&of.org)
+                .map(|o| o.freed.clone())
+                .unwrap_or_default()
         };
-        let _queued = Queued { gate: self, org };
+        let _queued = Queued {
+            gate: self,
+            endpoint: of.endpoint,
+        };
         loop {
             // Registered before asking, so a slot released between the answer and the wait
             // still wakes this waiter (a notification it does not use passes to the next).
@@ -289,7 +422,7 @@ impl OrgGate {
             match self.enter_as(meta, now_ms(), true) {
                 Admission::Start(p) => {
                     // Pass the wake on: the slot that woke this one may not be the only one
-                    // free (an org's first attempt ending lets it borrow many at once).
+                    // free (an endpoint's first attempt ending lets it borrow many at once).
                     self.freed.notify_one();
                     return Ok(p);
                 }
@@ -309,38 +442,38 @@ impl OrgGate {
         }
     }
 
-    /// A message of `org` was parked at its cap for `wait`: other orgs yield idle slots to it
-    /// meanwhile.
-    pub fn waiting(&self, org: Uuid, wait: Duration) {
-        let now = Instant::now();
+    /// A message of `of` was parked at its share for `wait`: other orgs yield idle slots to
+    /// its org meanwhile, and its siblings the slots below its share.
+    pub fn waiting(&self, of: EndpointOf, wait: Duration) {
+        let now = (self.clock)();
         let mut st = self.lock();
-        let o = st.orgs.entry(org).or_insert_with(|| OrgState::new(now));
+        let e = st.endpoint(of, now);
         let until = now + wait;
-        o.waiting_until = Some(o.waiting_until.map_or(until, |t| t.max(until)));
-        o.parked.push(Reverse(until));
+        e.waiting_until = Some(e.waiting_until.map_or(until, |t| t.max(until)));
+        e.parked.push(Reverse(until));
     }
 
-    /// One attempt of `org` took `took` (feeds the typical duration the park rule uses) and
-    /// was answered 2xx or not (what its lane is: [`decide::lane`]).
-    pub fn observe(&self, org: Uuid, took: Duration, delivered: bool) {
-        let now = Instant::now();
+    /// One attempt to `of` took `took` (feeds the typical duration the park rule uses) and was
+    /// answered 2xx or not (what its lane is: [`decide::lane`]).
+    pub fn observe(&self, of: EndpointOf, took: Duration, delivered: bool) {
+        let now = (self.clock)();
         let mut st = self.lock();
-        let o = st.orgs.entry(org).or_insert_with(|| OrgState::new(now));
-        o.typical = Some(match o.typical {
+        let e = st.endpoint(of, now);
+        e.typical = Some(match e.typical {
             None => took,
             Some(t) => t.mul_f64(1.0 - EWMA_WEIGHT) + took.mul_f64(EWMA_WEIGHT),
         });
-        o.failed_in_a_row = if delivered {
+        e.failed_in_a_row = if delivered {
             0
         } else {
-            o.failed_in_a_row.saturating_add(1)
+            e.failed_in_a_row.saturating_add(1)
         };
     }
 
-    /// The lane of `org`'s messages, by its last attempts here ([`decide::lane`]).
-    pub fn lane(&self, org: Uuid) -> Lane {
+    /// The lane of `endpoint`'s messages, by its last attempts here ([`decide::lane`]).
+    pub fn lane(&self, endpoint: EndpointId) -> Lane {
         let st = self.lock();
-        decide::lane(st.orgs.get(&org).map_or(0, |o| o.failed_in_a_row))
+        decide::lane(st.endpoints.get(&endpoint).map_or(0, |e| e.failed_in_a_row))
     }
 
     /// Counts a foreground message as handled until the answer is dropped.
@@ -369,14 +502,32 @@ impl OrgGate {
         }
     }
 
-    /// The receiver asked for a pause: no new attempt for `org` until `wait` has passed (the
-    /// delivery rules clamped it already: [`decide::parse_retry_after`]).
-    pub fn back_off(&self, org: Uuid, wait: Duration) {
-        let now = Instant::now();
+    /// The receiver asked for a pause: no new attempt to `of`'s endpoint until `wait` has
+    /// passed (the delivery rules clamped it already: [`decide::parse_retry_after`]).
+    pub fn back_off(&self, of: EndpointOf, wait: Duration) {
+        let now = (self.clock)();
         let until = now + wait;
         let mut st = self.lock();
-        let o = st.orgs.entry(org).or_insert_with(|| OrgState::new(now));
-        o.not_before = Some(o.not_before.map_or(until, |t| t.max(until)));
+        let e = st.endpoint(of, now);
+        e.not_before = Some(e.not_before.map_or(until, |t| t.max(until)));
+    }
+
+    /// An endpoint's typical attempt duration, as the share weighs it.
+    #[cfg(test)]
+    pub(crate) fn typical(&self, endpoint: EndpointId) -> Option<Duration> {
+        self.lock().endpoints.get(&endpoint).and_then(|e| e.typical)
+    }
+
+    /// The org's and the process's attempts in flight, and the endpoint's: what the
+    /// properties of the share are checked against.
+    #[cfg(test)]
+    pub(crate) fn counts(&self, of: EndpointOf) -> (usize, usize, usize) {
+        let st = self.lock();
+        (
+            st.in_flight,
+            st.orgs.get(&of.org).map_or(0, |o| o.in_flight),
+            st.endpoints.get(&of.endpoint).map_or(0, |e| e.in_flight),
+        )
     }
 }
 
@@ -388,11 +539,18 @@ mod tests {
 
     use crate::decide::Hold;
 
-    /// A message of `org`.
+    use uuid::Uuid;
+
+    /// A message of `org`'s one endpoint (keyed by the org's id, as a primary endpoint is).
     fn meta_of(org: Uuid) -> DeliveryMeta {
         let mut meta = crate::decide::fixtures::meta(qualifier_domain::EventType::LeadCreated);
         meta.org_id = org;
         meta
+    }
+
+    /// `org`'s one endpoint.
+    fn only(org: Uuid) -> EndpointOf {
+        EndpointOf::new(org, org)
     }
 
     /// A message of `org` waiting in the process for a slot, answered as the slot or the hold
@@ -427,7 +585,7 @@ mod tests {
         // 4 slots, 2 per org: with another org waiting, nobody goes beyond its cap.
         let gate = OrgGate::new(2, 4, T);
         let (a, b, c) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
-        gate.waiting(c, Duration::from_secs(5));
+        gate.waiting(only(c), Duration::from_secs(5));
         let p1 = enter(&gate, a).unwrap();
         let _p2 = enter(&gate, a).unwrap();
         assert!(at_cap(enter(&gate, a)));
@@ -440,7 +598,7 @@ mod tests {
     fn a_lone_org_uses_idle_slots_but_leaves_a_cap_free_for_newcomers() {
         let gate = OrgGate::new(2, 8, T);
         let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
-        gate.observe(a, Duration::from_millis(20), true);
+        gate.observe(only(a), Duration::from_millis(20), true);
         let held: Vec<_> = (0..6)
             .map(|_| enter(&gate, a).expect("idle slots"))
             .collect();
@@ -455,9 +613,9 @@ mod tests {
     fn an_org_waiting_elsewhere_keeps_the_slots_it_lacks_free() {
         let gate = OrgGate::new(2, 8, T);
         let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
-        gate.observe(a, Duration::from_millis(20), true);
+        gate.observe(only(a), Duration::from_millis(20), true);
         let _a: Vec<_> = (0..4).map(|_| enter(&gate, a).unwrap()).collect();
-        gate.waiting(b, Duration::from_secs(5));
+        gate.waiting(only(b), Duration::from_secs(5));
         // 4 free: the reserve's 2 and the 2 that b, waiting with none in flight, lacks.
         assert!(at_cap(enter(&gate, a)), "b waits, so a borrows no further");
         let _b: Vec<_> = (0..2)
@@ -478,9 +636,9 @@ mod tests {
         };
         assert_eq!(turns(enter(&gate, a)), 0);
         for _ in 0..5 {
-            gate.waiting(a, Duration::from_secs(5));
+            gate.waiting(only(a), Duration::from_secs(5));
         }
-        gate.waiting(a, Duration::from_millis(30));
+        gate.waiting(only(a), Duration::from_millis(30));
         assert_eq!(turns(enter(&gate, a)), 3, "six parked, two slots");
         std::thread::sleep(Duration::from_millis(40));
         assert_eq!(turns(enter(&gate, a)), 2, "one came back");
@@ -490,7 +648,7 @@ mod tests {
     fn back_off_holds_the_org_until_it_passes() {
         let gate = OrgGate::new(4, 16, T);
         let a = Uuid::new_v4();
-        gate.back_off(a, Duration::from_millis(50));
+        gate.back_off(only(a), Duration::from_millis(50));
         assert!(matches!(
             enter(&gate, a),
             Err(Hold::BackingOff { for_ms }) if for_ms <= 50
@@ -504,7 +662,7 @@ mod tests {
     async fn a_message_held_by_the_reserve_takes_the_next_released_slot() {
         let gate = OrgGate::new(2, 8, T);
         let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
-        gate.observe(a, Duration::from_millis(20), true);
+        gate.observe(only(a), Duration::from_millis(20), true);
         let mut held: Vec<_> = (0..6).map(|_| enter(&gate, a).unwrap()).collect();
         let waiter = {
             let gate = gate.clone();
@@ -534,7 +692,7 @@ mod tests {
     async fn a_waiter_is_parked_after_its_limit_and_a_held_org_at_once() {
         let gate = OrgGate::new(2, 8, T);
         let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
-        gate.observe(a, Duration::from_millis(20), true);
+        gate.observe(only(a), Duration::from_millis(20), true);
         let _held: Vec<_> = (0..6).map(|_| enter(&gate, a).unwrap()).collect();
         let started = std::time::Instant::now();
         let r = wait_for_slot(&gate, a, Duration::from_millis(100)).await;
@@ -562,7 +720,7 @@ mod tests {
         let a = Uuid::new_v4();
         let _p = enter(&gate, a).unwrap();
         for _ in 0..30 {
-            gate.observe(a, Duration::from_secs(10), true);
+            gate.observe(only(a), Duration::from_secs(10), true);
         }
         match enter(&gate, a) {
             Err(Hold::AtCap {
@@ -577,12 +735,12 @@ mod tests {
     async fn a_failing_endpoints_message_waits_for_the_foreground_to_end_or_its_longest_wait() {
         let gate = OrgGate::new(2, 8, T);
         let (healthy, failing) = (Uuid::new_v4(), Uuid::new_v4());
-        gate.observe(healthy, Duration::from_millis(5), true);
-        gate.observe(failing, Duration::from_millis(5), false);
-        assert_eq!(gate.lane(healthy), Lane::Foreground);
-        assert_eq!(gate.lane(failing), Lane::Background);
+        gate.observe(only(healthy), Duration::from_millis(5), true);
+        gate.observe(only(failing), Duration::from_millis(5), false);
+        assert_eq!(gate.lane(EndpointId(healthy)), Lane::Foreground);
+        assert_eq!(gate.lane(EndpointId(failing)), Lane::Background);
         assert_eq!(
-            gate.lane(Uuid::new_v4()),
+            gate.lane(EndpointId(Uuid::new_v4())),
             Lane::Foreground,
             "unknown: foreground"
         );
@@ -648,7 +806,125 @@ mod tests {
         assert!(start.elapsed() >= Duration::from_millis(50));
 
         // One success brings the endpoint back to the foreground.
-        gate.observe(failing, Duration::from_millis(5), true);
-        assert_eq!(gate.lane(failing), Lane::Foreground);
+        gate.observe(only(failing), Duration::from_millis(5), true);
+        assert_eq!(gate.lane(EndpointId(failing)), Lane::Foreground);
+    }
+
+    /// A message of `of`.
+    fn meta_to(of: EndpointOf) -> DeliveryMeta {
+        let mut meta = meta_of(of.org.0);
+        meta.endpoint_id = Some(of.endpoint.0);
+        meta
+    }
+
+    fn enter_to(gate: &Arc<OrgGate>, of: EndpointOf) -> Result<Permit, Hold> {
+        match gate.admit(&meta_to(of), crate::decide::fixtures::NOW) {
+            Admission::Start(p) => Ok(p),
+            Admission::WaitHere { otherwise, .. } | Admission::Park(otherwise) => {
+                Err(otherwise.hold)
+            }
+        }
+    }
+
+    #[test]
+    fn an_orgs_endpoints_together_hold_at_most_its_cap_and_other_orgs_start() {
+        // 64 slots, 16 an org: four hanging endpoints of one org take 16, not 64.
+        let gate = OrgGate::new(16, 64, T);
+        let org = Uuid::new_v4();
+        let eps: Vec<EndpointOf> = (0..4)
+            .map(|_| EndpointOf::new(org, Uuid::new_v4()))
+            .collect();
+        let mut held = Vec::new();
+        for _ in 0..16 {
+            for ep in &eps {
+                if let Ok(p) = enter_to(&gate, *ep) {
+                    held.push(p);
+                }
+            }
+        }
+        assert_eq!(
+            gate.counts(eps[0]).1,
+            16,
+            "the org's cap, across its endpoints"
+        );
+        assert_eq!(held.len(), 16);
+        let other = Uuid::new_v4();
+        let _b: Vec<_> = (0..16)
+            .map(|_| enter(&gate, other).expect("another org finds its whole cap"))
+            .collect();
+    }
+
+    #[test]
+    fn a_slow_endpoint_leaves_its_org_a_slot_for_a_sibling() {
+        let gate = OrgGate::new(4, 64, T);
+        let org = Uuid::new_v4();
+        let (slow, quick) = (
+            EndpointOf::new(org, Uuid::new_v4()),
+            EndpointOf::new(org, Uuid::new_v4()),
+        );
+        // Alone, an endpoint may use its org's whole cap.
+        let alone: Vec<_> = (0..4).map(|_| enter_to(&gate, slow).unwrap()).collect();
+        assert!(enter_to(&gate, slow).is_err());
+        drop(alone);
+        // Once its org is known to have another endpoint with nothing in flight, the last slot
+        // is that one's.
+        gate.know([slow, quick]);
+        let held: Vec<_> = (0..3).map(|_| enter_to(&gate, slow).unwrap()).collect();
+        assert!(
+            matches!(enter_to(&gate, slow), Err(Hold::AtCap { .. })),
+            "the org's last slot stays free"
+        );
+        let q = enter_to(&gate, quick).expect("the sibling starts at once");
+        assert_eq!(gate.counts(quick).1, 4, "and the org is at its cap");
+        drop((held, q));
+        // Known to be slow, an endpoint with nothing in flight does not take the last slot
+        // either: several slow endpoints leave it to a quick one.
+        let slow2 = EndpointOf::new(org, Uuid::new_v4());
+        gate.observe(slow, T, false);
+        gate.observe(slow2, T, false);
+        let _s1: Vec<_> = (0..3).map(|_| enter_to(&gate, slow).unwrap()).collect();
+        assert!(
+            enter_to(&gate, slow2).is_err(),
+            "slow, the last slot is not its"
+        );
+        let _q = enter_to(&gate, quick).expect("the quick sibling's");
+    }
+
+    #[test]
+    fn above_its_share_an_endpoint_leaves_what_a_waiting_sibling_lacks() {
+        let gate = OrgGate::new(8, 64, T);
+        let org = Uuid::new_v4();
+        let (a, b) = (
+            EndpointOf::new(org, Uuid::new_v4()),
+            EndpointOf::new(org, Uuid::new_v4()),
+        );
+        gate.know([a, b]);
+        let mut held: Vec<_> = (0..7).map(|_| enter_to(&gate, a).unwrap()).collect();
+        // b's message was parked meanwhile (say the org was full): it waits with none.
+        gate.waiting(b, Duration::from_secs(5));
+        held.truncate(3);
+        // 3 of the org's 8 in flight, all a's; a's share is 4, b lacks 4.
+        let a4 = enter_to(&gate, a).expect("a below its share");
+        assert!(enter_to(&gate, a).is_err(), "above it, b's 4 stay free");
+        let _b: Vec<_> = (0..4)
+            .map(|_| enter_to(&gate, b).expect("b finds its share"))
+            .collect();
+        drop(a4);
+    }
+
+    #[test]
+    fn a_receivers_pause_holds_its_endpoint_not_its_siblings() {
+        let gate = OrgGate::new(4, 16, T);
+        let org = Uuid::new_v4();
+        let (a, b) = (
+            EndpointOf::new(org, Uuid::new_v4()),
+            EndpointOf::new(org, Uuid::new_v4()),
+        );
+        gate.back_off(a, Duration::from_secs(30));
+        assert!(matches!(enter_to(&gate, a), Err(Hold::BackingOff { .. })));
+        assert!(enter_to(&gate, b).is_ok());
+        gate.observe(a, Duration::from_millis(5), false);
+        assert_eq!(gate.lane(a.endpoint), Lane::Background);
+        assert_eq!(gate.lane(b.endpoint), Lane::Foreground);
     }
 }

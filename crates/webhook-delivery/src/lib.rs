@@ -4,6 +4,8 @@ pub use qualifier_store::batch;
 pub mod config;
 pub mod decide;
 pub mod gate;
+#[cfg(test)]
+mod gate_properties;
 pub mod health;
 pub mod sender;
 mod tunnel;

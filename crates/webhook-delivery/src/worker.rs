@@ -93,7 +93,7 @@ pub struct Worker {
     pub brokers: qualifier_bus::Brokers,
     pub concurrency: usize,
     pub status: Arc<WorkerStatus>,
-    /// Per-org in-flight cap and `Retry-After` back-off.
+    /// The fair share (an org's cap, its endpoints' shares) and each endpoint's `Retry-After`.
     pub gate: Arc<gate::OrgGate>,
     /// How long shutdown waits for in-flight attempts (the attempt timeout plus a margin).
     pub drain_timeout: Duration,
@@ -208,7 +208,7 @@ impl Worker {
             Go::Send(hook) => {
                 let sent = self.sender.send(job, hook).await;
                 self.gate.observe(
-                    job.meta.endpoint_id(),
+                    job.meta.units(),
                     Duration::from_millis(sent.duration_ms),
                     sent.delivered(),
                 );
@@ -230,7 +230,7 @@ impl Worker {
         metrics::counter!(m::PARKED, "reason" => plan.reason).increment(1);
         tracing::debug!(delivery_id = %job.meta.delivery_id, reason = plan.reason, "parked by the gate");
         if let Some(wait) = plan.org_waits {
-            self.gate.waiting(job.meta.endpoint_id(), wait);
+            self.gate.waiting(job.meta.units(), wait);
         }
         if let Some(at) = plan.in_row_until(unix_ms()) {
             return self
@@ -285,7 +285,7 @@ impl Worker {
         // what a delivery left `out` is traced with (the chaos run keeps these logs).
         tracing::debug!(parent: &span, redelivered, "message received");
         // A failing endpoint's messages go after the others' (`decide::Lane`).
-        let _foreground = match self.gate.lane(job.meta.endpoint_id()) {
+        let _foreground = match self.gate.lane(job.meta.units().endpoint) {
             Lane::Foreground => Some(self.gate.foreground()),
             Lane::Background => {
                 self.gate

@@ -59,7 +59,7 @@ impl Store {
                 bool,
                 bool,
             ),
-            Option<OffsetDateTime>,
+            (Option<OffsetDateTime>, Option<OffsetDateTime>),
             Option<WebhookRow>,
             Option<EndpointState>,
             Option<i32>,
@@ -94,7 +94,7 @@ impl Store {
                     outbox::is_test,
                     deliveries::replayed,
                 ),
-                deliveries::turn_at,
+                (deliveries::turn_at, deliveries::due_at),
                 Option::<WebhookRow>::as_select(),
                 endpoint_health::state.nullable(),
                 endpoint_health::consecutive_failures.nullable(),
@@ -102,12 +102,13 @@ impl Store {
             .load(&mut conn)
             .await?;
         drop(conn);
+        let read_at = OffsetDateTime::now_utc();
         let mut by_id: std::collections::HashMap<Uuid, DeliveryContext> = rows
             .into_iter()
             .map(
                 |(
                     (id, state, retrying, seq, org_id, endpoint_id, lead, is_test, replayed),
-                    paced_at,
+                    (paced_at, due_at),
                     hook,
                     health_state,
                     failures,
@@ -134,6 +135,9 @@ impl Store {
                         id,
                         DeliveryContext {
                             status: state.status(retrying),
+                            state,
+                            due_at,
+                            read_at,
                             endpoint: EndpointKey {
                                 org_id,
                                 endpoint_id,

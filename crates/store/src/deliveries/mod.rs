@@ -151,6 +151,11 @@ struct DeliveredDetail {
 #[derive(Clone)]
 pub struct DeliveryContext {
     pub status: DeliveryStatus,
+    /// Its row's state and the instant it is due, as read at `read_at`: whether a message that
+    /// carries it may send it ([`qualifier_domain::delivery::DeliveryState::waits_in_row`]).
+    pub state: qualifier_domain::delivery::DeliveryState,
+    pub due_at: Option<OffsetDateTime>,
+    pub read_at: OffsetDateTime,
     /// The endpoint it goes to (its health, throttle and order are that endpoint's).
     pub endpoint: crate::webhooks::EndpointKey,
     /// `Some(Err(_))` when the webhook exists but its sealed secret cannot be opened (the

@@ -102,9 +102,11 @@ pub(super) struct Slots {
     pub attempt_timeout: Duration,
 }
 
-/// One org's share, as the gate sees it.
+/// One endpoint's slots, as the gate sees them: its own attempts and the receiver's pause,
+/// and its place in its org's cap ([`InOrg`]).
 #[derive(Debug, Clone, Copy)]
-pub struct OrgSlots {
+pub struct EndpointSlots {
+    /// This endpoint's attempts in flight here.
     pub in_flight: usize,
     /// What is left of a receiver's `Retry-After` pause.
     pub paused_for: Option<Duration>,
@@ -112,46 +114,102 @@ pub struct OrgSlots {
     pub typical: Option<Duration>,
     /// Before one has ended: how long ago its first attempt started.
     pub first_started_ago: Option<Duration>,
-    /// Its messages parked at its cap and not yet due back.
+    /// Its messages parked at its share and not yet due back.
     pub parked_ahead: usize,
-    /// Messages of this org wait in the process for a slot and this one is not one of them:
-    /// it queues behind them, so its org's messages start in the order they came.
+    /// Messages of this endpoint wait in the process for a slot and this one is not one of
+    /// them: it queues behind them, so its messages start in the order they came.
     pub queued_ahead: bool,
+    /// The org's other endpoints, as the share inside the org weighs them.
+    pub org: InOrg,
 }
 
-/// Whether an org may start an attempt now (the per-org cap, work-conserving):
+/// An endpoint's siblings (the other endpoints of its org) as the share inside the org weighs
+/// them. The default is an org's only endpoint: its cap is the endpoint's alone.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct InOrg {
+    /// The siblings' attempts in flight here: with the endpoint's own, what the org's cap counts.
+    pub siblings_in_flight: usize,
+    /// A sibling known here has nothing in flight: the last slot of the org's cap stays for
+    /// such an endpoint, so that sibling's next message never finds the cap full.
+    pub sibling_idle: bool,
+    /// Siblings with an attempt in flight or a message waiting: with this endpoint, the
+    /// number of shares the cap is split in while they all want slots.
+    pub active_siblings: usize,
+    /// Slots the siblings waiting below their share lack: an endpoint above its share leaves
+    /// them free.
+    pub siblings_short: usize,
+}
+
+impl EndpointSlots {
+    /// The org's attempts in flight here, across its endpoints: what its cap counts.
+    pub fn org_in_flight(&self) -> usize {
+        self.in_flight + self.org.siblings_in_flight
+    }
+
+    /// The endpoint's share of its org's cap while its active siblings want slots too.
+    pub fn share(&self, cap: usize) -> usize {
+        cap.div_ceil(1 + self.org.active_siblings).max(1)
+    }
+
+    /// Whether this endpoint may take one more of its org's slots, given its siblings: below
+    /// its share always (a free org slot permitting); above it, only a slot no waiting sibling
+    /// lacks. While a sibling has nothing in flight, the org's last slot is kept for an
+    /// endpoint with nothing in flight that is not known to be slow: that sibling's next
+    /// message then starts at once however many of the org's receivers hang.
+    fn fits_in_org(&self, p: &Slots) -> bool {
+        let slow = self.typical.is_some_and(|t| t >= p.attempt_timeout / 2);
+        let reserve = usize::from(self.org.sibling_idle && (self.in_flight > 0 || slow));
+        let short = if self.in_flight >= self.share(p.cap) {
+            self.org.siblings_short
+        } else {
+            0
+        };
+        self.org_in_flight() + reserve + short < p.cap
+    }
+}
+
+/// Whether an endpoint's message may start an attempt now (the org's cap, shared by its
+/// endpoints, work-conserving at both levels):
 /// - never while its receiver's pause lasts;
-/// - always within its cap, when a slot is free;
-/// - beyond its cap, it may borrow an idle slot when all of these hold: a cap's worth of slots
-///   stays free after it (a newcomer finds one at once), and besides that as many as the orgs
-///   waiting below their caps lack (their message finds its slot when it is back), and its
-///   attempts are known to end quickly (under half the timeout). A
+/// - within its org's cap, when a slot is free and the endpoint's place in the org allows it
+///   ([`EndpointSlots::fits_in_org`]): an org's endpoints together hold at most its cap, none
+///   takes the slots a waiting sibling below its share lacks, and while a sibling has nothing
+///   in flight the org's last slot is only for an endpoint with nothing in flight not known
+///   to be slow;
+/// - beyond its org's cap, it may borrow an idle slot when all of these hold: a cap's worth of
+///   slots stays free after it (a newcomer finds one at once), and besides that as many as the
+///   orgs waiting below their caps lack (their message finds its slot when it is back), and its
+///   attempts are known to end quickly (under half the timeout), and no sibling waits below
+///   its share. A
 ///   hanging or failing endpoint would hold a borrowed slot for the whole timeout, so it keeps
-///   to its cap; a fast one gives a borrowed slot back within its typical duration.
+///   to its org's cap; a fast one gives a borrowed slot back within its typical duration.
 /// - a message that arrives while others wait in the process ([`wait_here`]) queues behind
-///   them: behind its own org's for any slot, behind anyone's for a borrowed one. A newcomer's
-///   message within its cap still starts at once.
-pub(super) fn admit(org: &OrgSlots, p: &Slots) -> Result<(), Hold> {
-    if let Some(left) = org.paused_for {
+///   them: behind its own endpoint's for any slot, behind anyone's for a borrowed one. A
+///   newcomer's message within its cap still starts at once.
+pub(super) fn admit(ep: &EndpointSlots, p: &Slots) -> Result<(), Hold> {
+    if let Some(left) = ep.paused_for {
         return Err(Hold::BackingOff {
             for_ms: left.as_millis() as u64,
         });
     }
     let free = p.slots.saturating_sub(p.in_flight);
-    let within_cap = org.in_flight < p.cap && free > 0 && !org.queued_ahead;
-    let quick = org.typical.is_some_and(|t| t < p.attempt_timeout / 2);
-    let queued = p.queued_ahead || org.queued_ahead;
-    let may_borrow = free > p.cap + p.others_short && quick && !queued;
+    let within_cap = free > 0 && !ep.queued_ahead && ep.fits_in_org(p);
+    let quick = ep.typical.is_some_and(|t| t < p.attempt_timeout / 2);
+    let queued = p.queued_ahead || ep.queued_ahead;
+    // A sibling waiting below its share gets the org's slots first: a borrowed slot counts
+    // on the org's cap like any, and would be the one the sibling waits for.
+    let may_borrow =
+        free > p.cap + p.others_short && quick && !queued && ep.org.siblings_short == 0;
     if within_cap || may_borrow {
         Ok(())
     } else {
         let settling =
-            org.typical.is_none() && org.first_started_ago.is_some_and(|a| a < SETTLE_PARK);
+            ep.typical.is_none() && ep.first_started_ago.is_some_and(|a| a < SETTLE_PARK);
         Err(Hold::AtCap {
-            typical_ms: org.typical.map(|d| d.as_millis() as u64),
+            typical_ms: ep.typical.map(|d| d.as_millis() as u64),
             settling,
             may_wait: quick || settling,
-            turns_ahead: (org.parked_ahead / p.cap.max(1)) as u32,
+            turns_ahead: (ep.parked_ahead / ep.share(p.cap)) as u32,
         })
     }
 }
@@ -308,13 +366,14 @@ pub enum Admission<P> {
 }
 
 /// The one admission decision of a message: its own pause first (a receiver's `Retry-After`
-/// carried in `meta`), then its org's share and the process's slots as the gate counted them,
-/// with the orgs beside it (`neighbours`: those waiting below their caps keep the slots they
-/// lack). A message held is told whether to wait in the process and how it would be parked.
+/// carried in `meta`), then its endpoint's place in its org's cap and the process's slots as
+/// the gate counted them, with the orgs beside it (`neighbours`: those waiting below their caps
+/// keep the slots they lack). A message held is told whether to wait in the process and how it
+/// would be parked.
 pub fn plan_admission(
     meta: &DeliveryMeta,
     now_ms: i64,
-    org: &OrgSlots,
+    endpoint: &EndpointSlots,
     process: &Process,
     neighbours: impl Iterator<Item = Neighbour>,
 ) -> Admission<()> {
@@ -329,7 +388,7 @@ pub fn plan_admission(
                 queued_ahead: process.queued_ahead,
                 attempt_timeout: process.attempt_timeout,
             };
-            match admit(org, &p) {
+            match admit(endpoint, &p) {
                 Ok(()) => return Admission::Start(()),
                 Err(h) => h,
             }
@@ -439,20 +498,21 @@ mod tests {
         }
     }
 
-    fn org(in_flight: usize, typical_ms: Option<u64>) -> OrgSlots {
-        OrgSlots {
+    fn org(in_flight: usize, typical_ms: Option<u64>) -> EndpointSlots {
+        EndpointSlots {
             in_flight,
             paused_for: None,
             typical: typical_ms.map(Duration::from_millis),
             first_started_ago: None,
             parked_ahead: 0,
             queued_ahead: false,
+            org: InOrg::default(),
         }
     }
 
     #[test]
     fn an_org_whose_first_attempts_are_young_parks_briefly_then_as_before() {
-        let young = OrgSlots {
+        let young = EndpointSlots {
             first_started_ago: Some(Duration::from_millis(20)),
             ..org(16, None)
         };
@@ -462,14 +522,14 @@ mod tests {
         assert_eq!(park_tier(&[100, 1_000, 4_000], SETTLE_PARK), 0);
         // Its first attempt has run past the settle time without ending: maybe a hanging
         // endpoint, so its overflow waits as long as before.
-        let old = OrgSlots {
+        let old = EndpointSlots {
             first_started_ago: Some(SETTLE_PARK * 3),
             ..org(16, None)
         };
         let hold = admit(&old, &slots(16, false)).unwrap_err();
         assert_eq!(park_wait(hold, timeout), MIN_PARK);
         // Once an attempt has ended its typical duration decides, young or not.
-        let known = OrgSlots {
+        let known = EndpointSlots {
             first_started_ago: Some(Duration::from_millis(20)),
             ..org(16, Some(6_000))
         };
@@ -515,7 +575,7 @@ mod tests {
 
     #[test]
     fn a_quick_org_waits_in_the_process_for_a_slot_it_may_take() {
-        let held = |o: OrgSlots, s: Slots| wait_here(admit(&o, &s).unwrap_err());
+        let held = |o: EndpointSlots, s: Slots| wait_here(admit(&o, &s).unwrap_err());
         // Quick and alone, beyond its cap with only the reserve left: four attempts, at least
         // as long as a park.
         assert_eq!(
@@ -545,7 +605,7 @@ mod tests {
         );
         // Its own messages already wait here: a new one queues behind them, even within its
         // cap, so they start in the order they came.
-        let own = OrgSlots {
+        let own = EndpointSlots {
             queued_ahead: true,
             ..org(3, Some(20))
         };
@@ -555,7 +615,7 @@ mod tests {
         assert_eq!(held(org(16, None), slots(16, false)), None);
         // Its first attempts are young: it waits here until the first one ends, at most the
         // settle time.
-        let young = OrgSlots {
+        let young = EndpointSlots {
             first_started_ago: Some(Duration::from_millis(20)),
             ..org(16, None)
         };

@@ -68,6 +68,11 @@ pub enum Before<'a> {
     /// over (docs/delivery.md, "Throttle and order"). No attempt is spent. Its place in the
     /// lead's order.
     WaitForEarlier(LeadOrder),
+    /// Its row says it is not due (a retry's or a receiver's wait, a throttle turn, an
+    /// outage's hold or a wait for an earlier delivery of its lead, which whatever message
+    /// carries it must not cut short): it stays in its row, which the relay or the wait's end
+    /// moves on; the message is done with and nothing is sent.
+    NotDue,
     /// Send to this webhook, as it is now.
     Send(&'a WebhookForDelivery),
 }
@@ -84,6 +89,9 @@ pub fn before_attempt<'a>(
     };
     if ctx.status.is_final() {
         return Before::Drop;
+    }
+    if ctx.state.waits_in_row(ctx.due_at, ctx.read_at, meta.test) {
+        return Before::NotDue;
     }
     let hook = match &ctx.webhook {
         None => return Before::Skip(SkipReason::NotConfigured),

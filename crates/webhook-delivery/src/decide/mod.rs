@@ -29,7 +29,7 @@ mod pace;
 // Named one by one, not `*`: a reader (and `farm-studio walk`) follows each name from its
 // caller to the one file that defines it.
 pub use admission::{
-    Admission, BACKGROUND_WAIT_MAX, Hold, Lane, Neighbour, OrgSlots, ParkPlan, Process,
+    Admission, BACKGROUND_WAIT_MAX, EndpointSlots, Hold, InOrg, Lane, Neighbour, ParkPlan, Process,
     SETTLE_PARK, lane, plan_admission,
 };
 pub(crate) use attempt::parse_retry_after;
@@ -176,6 +176,14 @@ pub(crate) mod fixtures {
     ) -> DeliveryContext {
         DeliveryContext {
             status,
+            state: match status {
+                DeliveryStatus::Succeeded => qualifier_domain::delivery::DeliveryState::Succeeded,
+                DeliveryStatus::Dead => qualifier_domain::delivery::DeliveryState::Dead,
+                DeliveryStatus::Skipped => qualifier_domain::delivery::DeliveryState::Skipped,
+                _ => qualifier_domain::delivery::DeliveryState::Out,
+            },
+            due_at: None,
+            read_at: time::OffsetDateTime::now_utc(),
             endpoint: qualifier_store::webhooks::EndpointKey {
                 org_id: Uuid::nil(),
                 endpoint_id: Uuid::nil(),

@@ -43,6 +43,9 @@ impl Worker {
                 return;
             }
         };
+        // Its parts' endpoints are siblings in one org: known as such before the first part
+        // asks for a slot, so the org's last slot stays for one of them with none in flight.
+        self.gate.know(jobs.iter().map(|p| p.meta.units()));
         let label = format!("bundle of {}", jobs.len());
         let mut running = Vec::with_capacity(jobs.len());
         let mut interrupted = false;

@@ -66,6 +66,11 @@ impl Worker {
                     self.release_next(ctx.as_ref().and_then(|c| c.order)).await;
                     return Ok(None);
                 }
+                Before::NotDue => {
+                    tracing::debug!("not due by its row; left there");
+                    metrics::counter!(m::PARKED, "reason" => "not_due").increment(1);
+                    return Ok(None);
+                }
                 Before::Orphan => {
                     tracing::error!(delivery_id = %job.meta.delivery_id, "message for a delivery that does not exist dropped");
                     return Ok(None);

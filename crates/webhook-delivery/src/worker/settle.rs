@@ -129,7 +129,7 @@ impl Worker {
             After::Hold { resume_attempt } => self.hold(job, resume_attempt).await,
             After::Retry { org_back_off, .. } => {
                 if let Some(wait) = org_back_off {
-                    self.gate.back_off(job.meta.endpoint_id(), wait);
+                    self.gate.back_off(job.meta.units(), wait);
                 }
                 if !scheduled {
                     tracing::info!(delivery_id = %id, "delivery ended or waits while its attempt was out; nothing scheduled");

@@ -16,7 +16,7 @@ const WAIT: Duration = Duration::from_secs(30);
 pub(crate) struct Proc(Child);
 
 impl Proc {
-    fn kill9(&mut self) {
+    pub(crate) fn kill9(&mut self) {
         let _ = self.0.kill(); // SIGKILL on Unix
         let _ = self.0.wait();
     }
@@ -48,10 +48,10 @@ fn spawn_delivery(s: &Stack) -> Proc {
 pub(crate) fn spawn_delivery_with(s: &Stack, extra: &[(&str, String)]) -> Proc {
     let child = Command::new(env!("CARGO_BIN_EXE_webhook-delivery"))
         .envs(common_env(s))
-        .envs(extra.iter().map(|(k, v)| (*k, v.as_str())))
         .env("QUALIFIER_DELIVERY_ADDR", "127.0.0.1:0")
         .env("QUALIFIER_DELIVERY_TIMEOUT_MS", "5000")
         .env("QUALIFIER_WEBHOOK_CA_FILE", &s.receiver.ca_file)
+        .envs(extra.iter().map(|(k, v)| (*k, v.as_str())))
         .stdout(Stdio::null())
         .spawn()
         .expect("spawn webhook-delivery");

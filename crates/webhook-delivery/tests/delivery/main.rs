@@ -9,6 +9,7 @@ mod delivery;
 mod egress;
 mod endpoints;
 mod erasure;
+mod fair_share;
 mod hardening;
 mod health;
 mod help;

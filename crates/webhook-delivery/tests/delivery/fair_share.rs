@@ -1,0 +1,191 @@
+//! A promise holds whatever unit carries the work (docs/delivery.md, "Fairness between orgs"):
+//! an org's cap counts its requests across all of its endpoints, and a delivery's row, not the
+//! message that carries it, says when it is due.
+
+use std::time::Duration;
+
+use qualifier_testkit::receiver::{Behaviour, Receiver};
+use qualifier_testkit::{free_port, http_client};
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::crash::spawn_delivery_with;
+use crate::stack::{SecondOrg, Stack};
+
+const WAIT: Duration = Duration::from_secs(30);
+
+/// A new endpoint of the stack's org on `receiver` for `lead.created`: its id.
+async fn add_endpoint(s: &Stack, receiver: &Receiver) -> String {
+    let r = s
+        .request(
+            Method::POST,
+            &format!("/internal/v1/orgs/{}/endpoints", s.org),
+            Some(json!({"url": receiver.url, "event_types": ["lead.created"]})),
+        )
+        .await;
+    assert_eq!(r.status(), 201);
+    let r: Value = r.json().await.unwrap();
+    receiver.set_secrets(vec![r["signing_secret"].as_str().unwrap().to_owned()]);
+    r["endpoint"]["id"].as_str().unwrap().to_owned()
+}
+
+/// Requests received by all of `receivers` together.
+fn received(receivers: &[&Receiver]) -> usize {
+    receivers.iter().map(|r| r.received().len()).sum()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_org_with_four_hanging_endpoints_holds_its_cap_and_another_org_flows() {
+    // 8 slots, 2 an org; A's four endpoints hold every request until the test lets them go.
+    let s = Stack::start_with(|c| {
+        c.org_concurrency = 2;
+        c.concurrency = 8;
+        c.timeout_ms = 60_000;
+    })
+    .await;
+    let others = [
+        Receiver::start().await,
+        Receiver::start().await,
+        Receiver::start().await,
+    ];
+    for r in &others {
+        add_endpoint(&s, r).await;
+    }
+    let a: Vec<&Receiver> = std::iter::once(&s.receiver).chain(others.iter()).collect();
+    for r in &a {
+        r.hold();
+    }
+    let b = SecondOrg::add(&s).await;
+    // Six events of A, 24 deliveries: counted per endpoint, A would take 4 x 2 = all 8 slots.
+    for i in 0..6 {
+        s.inbound(&format!("+4477009031{i:02}")).await;
+    }
+    // A's first requests are out and held.
+    let deadline = std::time::Instant::now() + WAIT;
+    while received(&a) < 2 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(received(&a), 2, "A's cap, across its endpoints");
+    // B's event, published after all of A's: it finds a slot while A's requests still hang.
+    b.inbound(&s, "+447700903200").await;
+    let got = b.receiver.wait_for(1, WAIT).await;
+    assert_eq!(got.len(), 1, "B arrived while A's four endpoints hang");
+    assert_eq!(received(&a), 2, "A never held more than its cap");
+    for r in &a {
+        r.let_go();
+    }
+    let deadline = std::time::Instant::now() + WAIT;
+    while received(&a) < 24 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(received(&a), 24, "every delivery of A arrives once let go");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hanging_endpoint_leaves_its_org_a_slot_for_a_sibling() {
+    let s = Stack::start_with(|c| {
+        c.org_concurrency = 2;
+        c.concurrency = 8;
+        c.timeout_ms = 60_000;
+    })
+    .await;
+    let sibling = Receiver::start().await;
+    add_endpoint(&s, &sibling).await;
+    s.receiver.hold();
+    for i in 0..4 {
+        s.inbound(&format!("+4477009033{i:02}")).await;
+    }
+    // Each event goes to both; the hanging one holds one of the org's two slots, never both.
+    let got = sibling.wait_for(4, WAIT).await;
+    assert_eq!(
+        got.len(),
+        4,
+        "the sibling gets all four while the other hangs"
+    );
+    assert_eq!(
+        s.receiver.received().len(),
+        1,
+        "the hanging one holds one slot"
+    );
+    s.receiver.let_go();
+    s.receiver.wait_for(4, WAIT).await;
+}
+
+/// The value of a counter with these labels in a Prometheus text page (0 when absent).
+fn counter(page: &str, name: &str, label: &str) -> f64 {
+    page.lines()
+        .filter(|l| l.starts_with(name) && l.contains(label))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_bundle_put_back_after_a_crash_never_repeats_an_answered_part() {
+    let mut s = Stack::start().await;
+    s.stop_delivery().await;
+    let second = Receiver::start().await;
+    add_endpoint(&s, &second).await;
+    // The event goes to both endpoints in one bundle: the primary asks for two minutes, the second
+    // hangs until the worker is killed.
+    s.receiver.script(vec![Behaviour::RetryAfter(429, 120)]);
+    second.hold();
+    let port = free_port();
+    let addr = ("QUALIFIER_DELIVERY_ADDR", format!("127.0.0.1:{port}"));
+    let mut worker = spawn_delivery_with(&s, std::slice::from_ref(&addr));
+    s.inbound("+447700903400").await;
+    assert_eq!(s.receiver.wait_for(1, WAIT).await.len(), 1);
+    assert_eq!(second.wait_for(1, WAIT).await.len(), 1);
+    // The 429 is durable: its row waits for its due time.
+    let db = s.db.client().await;
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        let row = db
+            .query_one(
+                "SELECT count(*) FROM deliveries WHERE attempts = 1 AND due_at > now()",
+                &[],
+            )
+            .await
+            .unwrap();
+        if row.get::<_, i64>(0) == 1 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the 429 never settled"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    worker.kill9();
+    second.let_go();
+    second.set_behaviour(Behaviour::Ok);
+
+    // The bundle comes back to a new worker: its unanswered part is sent again, its answered
+    // part is found not due in its row and left there.
+    let _worker = spawn_delivery_with(&s, &[addr]);
+    let metrics = format!("http://127.0.0.1:{port}/metrics");
+    let http = http_client();
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        if let Ok(r) = http.get(&metrics).send().await {
+            let page = r.text().await.unwrap_or_default();
+            if counter(&page, "qualifier_delivery_parked_total", "not_due") >= 1.0 {
+                break;
+            }
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the answered part was never looked at; primary got {}",
+            s.receiver.received().len()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        second.wait_for(2, WAIT).await.len() >= 2,
+        "the hanging part"
+    );
+    assert_eq!(
+        s.receiver.received().len(),
+        1,
+        "nothing sent to the primary before its Retry-After"
+    );
+}
