@@ -443,3 +443,42 @@ async fn an_outcome_that_waited_for_an_erasure_keeps_the_delivery_erased() {
         "{log}"
     );
 }
+
+/// An ended delivery stays ended: the failed outcome of an attempt that was in flight when its
+/// delivery ended (skipped as its endpoint was deleted, or succeeded by a duplicate copy) is
+/// logged, but neither re-opens the delivery nor schedules a retry for it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_late_failed_outcome_never_reopens_an_ended_delivery() {
+    let (db, c) = database().await;
+    let pool = qualifier_store::connect_generic_plans(&db.database(), 1).unwrap();
+    let store = store_over(pool);
+    let rows = write(&c, 2, true).await;
+    for (&(id, seq), ended) in rows.iter().zip(["skipped", "succeeded"]) {
+        tokio_postgres::Client::execute(
+            &c,
+            "UPDATE deliveries SET state = $1::text::delivery_state WHERE seq = $2",
+            &[&ended, &seq],
+        )
+        .await
+        .unwrap();
+        let mut failed = outcome(id, seq);
+        failed.status = DeliveryStatus::Failed;
+        failed.entry.status_code = Some(500);
+        failed.entry.error = Some("HTTP 500".into());
+        failed.next = Some(qualifier_store::deliveries::NextAttempt {
+            attempt: 2,
+            at: time::OffsetDateTime::now_utc() + time::Duration::seconds(1),
+        });
+        store.record_attempts(&[failed]).await.unwrap();
+        let row = c
+            .query_one(
+                "SELECT state::text, due_at IS NULL, attempts FROM deliveries WHERE seq = $1",
+                &[&seq],
+            )
+            .await
+            .unwrap();
+        assert_eq!(row.get::<_, String>(0), ended, "it stays {ended}");
+        assert!(row.get::<_, bool>(1), "no retry is scheduled for it");
+        assert_eq!(row.get::<_, i32>(2), 1, "the attempt is logged");
+    }
+}

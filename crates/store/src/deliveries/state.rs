@@ -232,15 +232,17 @@ macro_rules! erased_now {
 /// The outcome's next attempt is scheduled in the same write (`v.due`, `v.resume`): a failed
 /// attempt that will be retried goes back to the relay due at its retry's instant, as
 /// [`Store::schedule_attempt`] would, unless its lead was erased (it has ended), the attempt
-/// ended it, or it waits for an outage or an earlier delivery of its lead (that wait resumes
-/// it). Conditions on the row as it was before the statement.
+/// ended it, the delivery ended while the attempt was in flight (its endpoint deleted, a
+/// duplicate that succeeded: an ended delivery stays ended), or it waits for an outage or an
+/// earlier delivery of its lead (that wait resumes it). Conditions on the row as it was before
+/// the statement.
 macro_rules! scheduled {
     () => {
         concat!(
             "(v.due IS NOT NULL AND NOT ",
             erased_now!(),
             " AND v.status NOT IN ('succeeded', 'dead', 'skipped')
-              AND d.state NOT IN ('held', 'after_earlier'))"
+              AND d.state NOT IN ('held', 'after_earlier', 'succeeded', 'dead', 'skipped'))"
         )
     };
 }
@@ -269,11 +271,11 @@ macro_rules! record_tail {
             "
                                  THEN CASE WHEN v.status IN ('succeeded', 'skipped')
                                            THEN v.status ELSE 'skipped' END
+                                 WHEN d.state IN ('succeeded', 'dead', 'skipped') THEN d.state::text
                                  WHEN v.status IN ('succeeded', 'dead', 'skipped') THEN v.status
                                  WHEN ",
             scheduled!(),
             " THEN 'queued'
-                                 WHEN d.state IN ('succeeded', 'dead', 'skipped') THEN 'out'
                                  ELSE d.state::text END::delivery_state,
                     due_at = CASE WHEN ",
             scheduled!(),
