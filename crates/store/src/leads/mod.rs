@@ -292,35 +292,25 @@ impl Store {
         // size, which compression makes far smaller than what is sent) plus a fixed part, so
         // the rows past the budget are never fetched whole. The caller's exact cut
         // (`page::fitting`) still applies to what comes back.
-        let (after_t, after_id) = match after {
-            Some((t, id)) => (Some(t), Some(id)),
-            None => (None, None),
+        //
+        // The lower bound is one row comparison on the index's columns with parameters that are
+        // never NULL, so that a generic plan (the one a session keeps) starts the index scan at
+        // it: a bound written `($2 IS NULL OR updated_at >= $2)` is no index condition there, and
+        // the scan started at the org's oldest lead, reading its whole history up to the page.
+        // From `updated_since`: `(updated_at, id) >= (since, nil)` (the nil id is the least, so
+        // every lead of that instant is in); after the cursor, strictly beyond its key.
+        let (statement, bound_t, bound_id) = match after {
+            Some((t, id)) => (LIST_LEADS_AFTER, Some(t), id),
+            None => (LIST_LEADS_FROM, updated_since, Uuid::nil()),
         };
-        let rows: Vec<BudgetedLead> = diesel::sql_query(
-            "SELECT id, org_id, name, email, phone, channel, qualification_stage, route_target,
-                    profile, external_system, external_id, external_url, ai_paused, created_at,
-                    updated_at, revision, total
-             FROM (SELECT p.*,
-                          sum(coalesce(octet_length(p.profile::text), 0) + 600)
-                              OVER (ORDER BY p.updated_at, p.id) AS upto,
-                          row_number() OVER (ORDER BY p.updated_at, p.id) AS n,
-                          count(*) OVER () AS total
-                   FROM (SELECT * FROM leads
-                         WHERE org_id = $1
-                           AND ($2::timestamptz IS NULL OR updated_at >= $2)
-                           AND ($3::timestamptz IS NULL OR (updated_at, id) > ($3, $4))
-                         ORDER BY updated_at, id LIMIT $5) p) w
-             WHERE n = 1 OR upto <= $6
-             ORDER BY updated_at, id",
-        )
-        .bind::<diesel::sql_types::Uuid, _>(org_id)
-        .bind::<Nullable<Timestamptz>, _>(updated_since)
-        .bind::<Nullable<Timestamptz>, _>(after_t)
-        .bind::<Nullable<diesel::sql_types::Uuid>, _>(after_id)
-        .bind::<Int8, _>(limit + 1)
-        .bind::<Int8, _>(i64::try_from(budget).unwrap_or(i64::MAX))
-        .load(&mut conn)
-        .await?;
+        let rows: Vec<BudgetedLead> = diesel::sql_query(statement)
+            .bind::<diesel::sql_types::Uuid, _>(org_id)
+            .bind::<Nullable<Timestamptz>, _>(bound_t)
+            .bind::<diesel::sql_types::Uuid, _>(bound_id)
+            .bind::<Int8, _>(limit + 1)
+            .bind::<Int8, _>(i64::try_from(budget).unwrap_or(i64::MAX))
+            .load(&mut conn)
+            .await?;
         let read = rows.as_slice().first().map_or(0, |r| r.total);
         let mut rows: Vec<LeadRow> = rows.into_iter().map(|r| r.lead).collect();
         // More follow when the index had more than a page, or the budget cut the page short.
@@ -338,3 +328,32 @@ impl Store {
         Ok((leads, next))
     }
 }
+
+/// A page of leads from a lower bound on `(updated_at, id)` (`$2`, `$3`; `$2` NULL for none),
+/// `$4` rows at most through `leads_org_updated`, cut at the byte budget `$5`; `$cmp` is `>=`
+/// (from an instant) or `>` (after a cursor's key).
+macro_rules! list_leads {
+    ($cmp:literal) => {
+        concat!(
+            "SELECT id, org_id, name, email, phone, channel, qualification_stage, route_target,
+                    profile, external_system, external_id, external_url, ai_paused, created_at,
+                    updated_at, revision, total
+             FROM (SELECT p.*,
+                          sum(coalesce(octet_length(p.profile::text), 0) + 600)
+                              OVER (ORDER BY p.updated_at, p.id) AS upto,
+                          row_number() OVER (ORDER BY p.updated_at, p.id) AS n,
+                          count(*) OVER () AS total
+                   FROM (SELECT * FROM leads
+                         WHERE org_id = $1
+                           AND (updated_at, id) ",
+            $cmp,
+            " (coalesce($2::timestamptz, '-infinity'), $3::uuid)
+                         ORDER BY updated_at, id LIMIT $4) p) w
+             WHERE n = 1 OR upto <= $5
+             ORDER BY updated_at, id"
+        )
+    };
+}
+
+const LIST_LEADS_FROM: &str = list_leads!(">=");
+const LIST_LEADS_AFTER: &str = list_leads!(">");
