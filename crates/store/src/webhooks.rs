@@ -882,8 +882,15 @@ impl Store {
         let base = self.app_base_url.clone();
         let mut conn = self.conn().await?;
         conn.transaction::<Uuid, StoreError, _>(async move |conn| {
-            // The webhook's row lock makes the quota's count and the insert one step.
             let row = locked_row(conn, at).await?.ok_or(at.missing())?;
+            // The quota is the org's, across all of its endpoints: the org's own lock (held to
+            // the commit) makes its count and its insert one step, whichever endpoint asks. The
+            // endpoint's row lock above serialises only the tests of one endpoint.
+            diesel::sql_query("SELECT pg_advisory_xact_lock($1, hashtext($2::text))")
+                .bind::<diesel::sql_types::Integer, _>(TEST_EVENTS_LOCK)
+                .bind::<diesel::sql_types::Uuid, _>(org_id)
+                .execute(conn)
+                .await?;
             let (enabled, subscribed) = (row.enabled, row.event_types.clone());
             if !enabled {
                 return Err(StoreError::Conflict("Webhook is disabled".into()));
@@ -942,3 +949,7 @@ impl Store {
         .await
     }
 }
+
+/// The class of advisory lock an org's test events take (with a hash of the org's id), so their
+/// quota counts per org under concurrency.
+const TEST_EVENTS_LOCK: i32 = 0x7e57_0001;

@@ -651,3 +651,86 @@ async fn a_private_key_pasted_into_the_certificate_field_is_never_stored() {
         );
     }
 }
+
+/// The test-event quota is the org's under concurrency: tests asked for at once on three
+/// endpoints of one org, with nine already in the minute, pass once between them. The test
+/// holds the outbox so that every request has counted before any inserts (without the org's
+/// lock each counted nine and all three went through).
+#[tokio::test(flavor = "multi_thread")]
+async fn concurrent_test_events_on_several_endpoints_keep_to_the_orgs_quota() {
+    let app = crate::console::app().await;
+    let (org, _) = app.org().await;
+    let hook =
+        serde_json::json!({"url": "https://127.0.0.1:9443/hook", "event_types": ["lead.created"]});
+    app.internal_expect(
+        200,
+        Method::PUT,
+        &format!("/internal/v1/orgs/{org}/webhook"),
+        Some(hook.clone()),
+    )
+    .await;
+    let mut tests = vec![format!("/internal/v1/orgs/{org}/webhook/test")];
+    for _ in 0..2 {
+        let r = app
+            .internal_expect(
+                201,
+                Method::POST,
+                &format!("/internal/v1/orgs/{org}/endpoints"),
+                Some(hook.clone()),
+            )
+            .await;
+        let id = r.json::<Value>().await.unwrap()["endpoint"]["id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        tests.push(format!("/internal/v1/orgs/{org}/endpoints/{id}/test"));
+    }
+    for _ in 0..9 {
+        app.internal_expect(202, Method::POST, &tests[0], None)
+            .await;
+    }
+    let holder = app.db.client().await;
+    holder
+        .batch_execute("BEGIN; LOCK TABLE outbox IN SHARE MODE")
+        .await
+        .unwrap();
+    let asked: Vec<_> = tests
+        .iter()
+        .map(|path| {
+            let (http, url) = (app.http.clone(), format!("{}{path}", app.internal));
+            tokio::spawn(async move {
+                qualifier_testkit::authorized(
+                    &http,
+                    Method::POST,
+                    url,
+                    crate::helpers::INTERNAL_TOKEN,
+                    None,
+                )
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
+            })
+        })
+        .collect();
+    crate::helpers::until_waiting_on_locks(&holder, 3).await;
+    holder.batch_execute("COMMIT").await.unwrap();
+    let mut statuses = Vec::new();
+    for a in asked {
+        statuses.push(a.await.unwrap());
+    }
+    statuses.sort();
+    assert_eq!(
+        statuses,
+        vec![202, 429, 429],
+        "one of the three fits the org's ten"
+    );
+    let n: i64 = qualifier_testkit::sql::one(
+        &holder,
+        "SELECT count(*) FROM outbox WHERE org_id = $1::text::uuid AND is_test",
+        &[&org],
+    )
+    .await;
+    assert_eq!(n, 10);
+}
