@@ -73,6 +73,9 @@ pub struct Store {
     pub max_endpoints: usize,
     /// The outbox relay of this process (lead-api), which a lead's write wakes directly.
     pub local_relay: Option<LocalRelay>,
+    /// The throttle changes whose waiting deliveries are being re-timed in this process
+    /// ([`pacing::Retimer`]).
+    pub retimer: std::sync::Arc<pacing::Retimer>,
 }
 
 /// The outbox relay running in this process. While it is connected to the broker, a lead's
@@ -124,6 +127,7 @@ impl Store {
             local_relay: None,
             event_retention: None,
             max_endpoints: DEFAULT_MAX_ENDPOINTS_PER_ORG,
+            retimer: Default::default(),
         }
     }
 

@@ -222,7 +222,85 @@ struct WaitingRow {
     seq: i64,
 }
 
+/// The re-timings of this process (one [`Store`]'s clones share it): at most one runs at a time
+/// across the process, each endpoint's at most once at a time, and a change saved while its
+/// endpoint's re-timing runs is applied after it, at the latest rate. However many saves arrive
+/// at once, re-timing holds at most one of the pool's connections, and only for a step.
+#[derive(Debug)]
+pub struct Retimer {
+    /// The endpoints being re-timed, each with the rate saved since its re-timing began.
+    running: std::sync::Mutex<std::collections::HashMap<Uuid, Option<Option<MaxPerSecond>>>>,
+    /// One step of one re-timing at a time across the process.
+    step: tokio::sync::Semaphore,
+    /// Woken when an endpoint's re-timing ends ([`Store::retimed`]).
+    ended: tokio::sync::Notify,
+}
+
+impl Default for Retimer {
+    fn default() -> Self {
+        Retimer {
+            running: Default::default(),
+            step: tokio::sync::Semaphore::new(1),
+            ended: tokio::sync::Notify::new(),
+        }
+    }
+}
+
+impl Retimer {
+    fn running(
+        &self,
+    ) -> std::sync::MutexGuard<'_, std::collections::HashMap<Uuid, Option<Option<MaxPerSecond>>>>
+    {
+        self.running.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
 impl Store {
+    /// Re-times what waits for `at`'s throttle at `rate` in the background ([`Retimer`]): at
+    /// once when nothing re-times the endpoint, else after the re-timing under way.
+    pub fn retime_later(&self, at: EndpointKey, rate: Option<MaxPerSecond>) {
+        {
+            let mut running = self.retimer.running();
+            if let Some(next) = running.get_mut(&at.endpoint_id) {
+                *next = Some(rate);
+                return;
+            }
+            running.insert(at.endpoint_id, None);
+        }
+        let store = self.clone();
+        tokio::spawn(async move {
+            let mut rate = rate;
+            loop {
+                if let Err(e) = store.retime(at, rate).await {
+                    tracing::warn!(org_id = %at.org_id, endpoint_id = %at.endpoint_id, error = %crate::cause_chain(&e), "re-timing the deliveries waiting for the throttle failed");
+                }
+                let mut running = store.retimer.running();
+                match running.get_mut(&at.endpoint_id).and_then(Option::take) {
+                    Some(next) => rate = next,
+                    None => {
+                        running.remove(&at.endpoint_id);
+                        drop(running);
+                        store.retimer.ended.notify_waiters();
+                        return;
+                    }
+                }
+            }
+        });
+    }
+
+    /// Waits until no re-timing of `endpoint` runs in this process (tests, tools).
+    pub async fn retimed(&self, endpoint: Uuid) {
+        loop {
+            let ended = self.retimer.ended.notified();
+            tokio::pin!(ended);
+            ended.as_mut().enable();
+            if !self.retimer.running().contains_key(&endpoint) {
+                return;
+            }
+            ended.await;
+        }
+    }
+
     /// The throttle changed (after the webhook's save committed): the deliveries waiting for it
     /// take new turns at the new rate, in the order of the turns they held, the first one
     /// spacing from now; with no throttle left they go at [`RELEASE_PER_SECOND`]. So a change
@@ -239,7 +317,17 @@ impl Store {
         rate: Option<MaxPerSecond>,
     ) -> Result<(), StoreError> {
         let org_id = at.org_id;
-        let mut conn = self.conn().await?;
+        // Each step takes the process's one re-timing turn and a connection, and gives both
+        // back before the next.
+        macro_rules! step {
+            () => {{
+                let turn = self.retimer.step.acquire().await.map_err(|_| {
+                    StoreError::Unavailable("the re-timing turns were closed".into())
+                })?;
+                (turn, self.conn().await?)
+            }};
+        }
+        let (turn, mut conn) = step!();
         let waiting: Vec<WaitingRow> = diesel::sql_query(format!(
             "SELECT d.seq FROM deliveries d WHERE {} ORDER BY d.turn_at, d.seq",
             WAITING.replace("$5", "$2")
@@ -249,8 +337,10 @@ impl Store {
         .load(&mut conn)
         .await?;
         let seqs: Vec<i64> = waiting.into_iter().map(|w| w.seq).collect();
+        drop((turn, conn));
         let Some(rate) = rate else {
             for (k, chunk) in seqs.chunks(RETIME_CHUNK).enumerate() {
+                let (_turn, mut conn) = step!();
                 diesel::sql_query(format!(
                     "UPDATE deliveries d SET {}
                      FROM unnest($2::int8[]) WITH ORDINALITY AS x(seq, i)
@@ -267,6 +357,7 @@ impl Store {
                 .execute(&mut conn)
                 .await?;
             }
+            let (_turn, mut conn) = step!();
             diesel::sql_query("DELETE FROM endpoint_pacing WHERE endpoint_id = $1")
                 .bind::<SqlUuid, _>(at.endpoint_id)
                 .execute(&mut conn)
@@ -290,6 +381,7 @@ impl Store {
             seqs.chunks(RETIME_CHUNK).collect()
         };
         for (k, chunk) in chunks.into_iter().enumerate() {
+            let (_turn, mut conn) = step!();
             let head = if k == 0 {
                 "(SELECT min(turn_at) FROM r),"
             } else {
@@ -336,6 +428,7 @@ impl Store {
                 .execute(&mut conn)
                 .await?;
         }
+        let (_turn, mut conn) = step!();
         crate::deliveries::state::wake_relay(&mut conn).await?;
         Ok(())
     }

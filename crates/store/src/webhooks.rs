@@ -462,17 +462,19 @@ impl Store {
             })
             .await?;
         drop(conn);
-        // What already waits for the throttle follows the new rate at once, once the save has
-        // committed, a step at a time (`Store::retime`). The save stands if this fails: what
-        // waits keeps its turns, each still throttled.
+        // What already waits for the throttle follows the new rate once the save has
+        // committed, a step at a time, outside this request (`Store::retime_later`): the answer
+        // does not wait for the backlog, and the work takes one of the pool's connections per
+        // step, never one per save. The save stands if it fails: what waits keeps its turns,
+        // each still throttled.
         if rate_changed {
-            let at = EndpointKey {
-                org_id,
-                endpoint_id: webhook.id,
-            };
-            if let Err(e) = self.retime(at, rate_now).await {
-                tracing::warn!(%org_id, endpoint_id = %webhook.id, error = %crate::cause_chain(&e), "re-timing the deliveries waiting for the throttle failed");
-            }
+            self.retime_later(
+                EndpointKey {
+                    org_id,
+                    endpoint_id: webhook.id,
+                },
+                rate_now,
+            );
         }
         Ok((webhook, secret))
     }

@@ -367,6 +367,24 @@ mod retime {
             .await
     }
 
+    /// Waits until `done` holds of the rows' times: the save answers before its re-timing,
+    /// which goes on in the background (the polling only looks; it decides nothing).
+    async fn until_retimed(
+        app: &TestApp,
+        seqs: &[i64],
+        done: impl Fn(&[(Option<f64>, Option<f64>)]) -> bool,
+    ) -> Vec<(Option<f64>, Option<f64>)> {
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let t = times(app, seqs).await;
+            if done(&t) {
+                return t;
+            }
+            assert!(std::time::Instant::now() < deadline, "never re-timed");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
     /// The test holds one waiting row of the second step locked (as an erasure would), so the
     /// re-timing stops there; a turn taken then does not wait for it. Fifty rounds.
     #[tokio::test(flavor = "multi_thread")]
@@ -410,9 +428,15 @@ mod retime {
             };
             let (saved, ()) = tokio::join!(saving, meanwhile);
             assert_eq!(saved, 200);
-            // Every waiting row holds a turn of the new rate, in the order they held theirs.
-            let t = times(&app, &seqs).await;
+            // Every waiting row comes to hold a turn of the new rate (the whole backlog within
+            // its span at that rate), in the order they held theirs.
             let spacing = 1.0 / f64::from(rate);
+            let span = spacing * (seqs.len() - 1) as f64;
+            let t = until_retimed(&app, &seqs, |t| {
+                let turns: Vec<f64> = t.iter().filter_map(|(turn, _)| *turn).collect();
+                turns.len() == t.len() && turns[turns.len() - 1] - turns[0] < span + 1.0
+            })
+            .await;
             for (i, pair) in t.windows(2).enumerate() {
                 let gap = pair[1].0.unwrap() - pair[0].0.unwrap();
                 assert!(gap >= spacing - 1e-3, "round {round}, row {i}: {gap}");
@@ -425,6 +449,85 @@ mod retime {
                 .await
                 .unwrap();
         }
+    }
+
+    /// A setting's side work costs its org, not the others: six orgs change their throttle at
+    /// once while each one's backlog is held (a row of each locked by the test, as an erasure
+    /// would), and another org's requests are answered meanwhile. Re-timing in the save's
+    /// request held a connection per save until its backlog was done: the pool's four were
+    /// taken, and the other org met 503.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn concurrent_throttle_changes_leave_other_orgs_the_pool() {
+        // Statements may wait longer than the pool's wait for a session (5 s), as a large
+        // backlog's step would.
+        let app = TestApp::spawn_with(|c| c.statement_timeout = Duration::from_secs(60)).await;
+        let holder = app.db.client().await;
+        holder.batch_execute("BEGIN").await.unwrap();
+        let mut orgs = Vec::new();
+        for _ in 0..6 {
+            let (org, _) = app.org().await;
+            assert_eq!(put_rate(&app, &org, Some(1)).await, 200);
+            let seqs = waiting(&app, &org, 50).await;
+            tokio_postgres::Client::execute(
+                &holder,
+                "SELECT 1 FROM outbox WHERE seq = $1 FOR UPDATE",
+                &[&seqs[0]],
+            )
+            .await
+            .unwrap();
+            orgs.push(org);
+        }
+        let (other, _) = app.org().await;
+        let answered = std::sync::atomic::AtomicUsize::new(0);
+        let saves: Vec<_> = orgs
+            .iter()
+            .map(|org| async {
+                let status = put_rate(&app, org, Some(5)).await;
+                answered.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                status
+            })
+            .collect();
+        let saving = futures_util::future::join_all(saves);
+        let meanwhile = async {
+            // Every save has answered or waits on a held row, as many as the pool has
+            // sessions (4) at least: had each save held one, none would be left.
+            let deadline = std::time::Instant::now() + Duration::from_secs(30);
+            loop {
+                let waiting: i64 = qualifier_testkit::sql::one(
+                    &holder,
+                    "SELECT count(*) FROM pg_stat_activity
+                     WHERE datname = current_database() AND wait_event_type = 'Lock'",
+                    &[],
+                )
+                .await;
+                let done = answered.load(std::sync::atomic::Ordering::SeqCst) as i64;
+                if waiting >= 1 && waiting + done >= 4 {
+                    break;
+                }
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "{waiting} waiting, {done} saved"
+                );
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            for _ in 0..10 {
+                let r = app
+                    .internal(
+                        Method::GET,
+                        &format!("/internal/v1/orgs/{other}/deliveries?limit=5"),
+                        None,
+                    )
+                    .await;
+                assert_eq!(
+                    r.status(),
+                    200,
+                    "another org's request while the backlogs wait"
+                );
+            }
+            holder.batch_execute("COMMIT").await.unwrap();
+        };
+        let (saved, ()) = tokio::join!(saving, meanwhile);
+        assert!(saved.iter().all(|s| *s == 200), "{saved:?}");
     }
 
     #[tokio::test(flavor = "multi_thread")]
@@ -441,7 +544,7 @@ mod retime {
             .await
             .unwrap();
         assert_eq!(put_rate(&app, &org, None).await, 200);
-        let t = times(&app, &seqs).await;
+        let t = until_retimed(&app, &seqs, |t| t.iter().all(|(paced, _)| paced.is_none())).await;
         relays.batch_execute("ROLLBACK").await.unwrap();
         assert!(t.iter().all(|(paced, _)| paced.is_none()));
         let due: Vec<f64> = t.iter().map(|(_, due)| due.expect("still due")).collect();
