@@ -39,7 +39,8 @@ DEV_BUILD := $(CARGO) build --workspace --all-targets
 
 # Four events per lead through a throttle with per-lead order: also fails if a lead's events are
 # accepted out of order (docs/delivery.md, "Throttle and order"). Both send to three endpoints,
-# the last failing for the first third of the run: every delivery to each must arrive.
+# the last failing for the first third of the run, the second answering 429 with Retry-After
+# now and then: every delivery to each must arrive, none before the pause it was asked for.
 CHAOS_PACE := --events-per-lead 4 --max-per-second 200 --ordering per_lead --endpoints 3
 
 chaos:              ## 5,000 events to 3 endpoints under kill -9, broker and database restarts, receiver faults, throttled and ordered per lead

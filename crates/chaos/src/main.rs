@@ -8,6 +8,11 @@
 //!   services' `/readyz` answers 503 while the dependency is down and 200 once it is back;
 //! - the receiver answering 500s, hanging past the attempt timeout, or dropping connections.
 //!
+//! With `--endpoints 3` or more, the second endpoint's receiver answers one request in six 429
+//! with `Retry-After: 2` throughout: no delivery may reach it again before that pause ends,
+//! whatever carried it (a redelivery, a bundle put back), but for the attempt in flight when a
+//! worker was killed or the database restarted (`sent_before_retry_after`, must be 0).
+//!
 //! The outbox is the list of committed events (an event exists if and only if its change
 //! committed). At the end: sent, committed, delivered, lost (must be 0) and duplicates (each
 //! must carry its original delivery id), printed and written to `target/chaos/latest.json`.
@@ -39,6 +44,10 @@ fn is_probe(r: &qualifier_testkit::receiver::Received) -> bool {
     r.header("x-qualifier-probe") == "true"
 }
 const ATTEMPT_TIMEOUT_MS: &str = "1500";
+/// The pausing endpoint (`--endpoints 3` or more) answers one request in this many 429 …
+const PAUSE_EVERY: u32 = 6;
+/// … with `Retry-After` this many seconds.
+const PAUSE_SECS: u64 = 2;
 
 /// Events through kill -9, broker and database restarts and receiver faults; fails if one is
 /// lost.
@@ -143,6 +152,42 @@ async fn dropping_proxy(target: u16, drop_ratio: Arc<AtomicU64>) -> u16 {
 struct Figures {
     faults: HashMap<&'static str, u64>,
     readiness_failures: Vec<String>,
+    /// When a worker was killed or the database restarted, until a second after.
+    crash_windows: Vec<(Instant, Instant)>,
+}
+
+/// Requests that came to `received`'s receiver before the pause it had asked for, on the same
+/// delivery, ended; a pair with a crash window between them is the in-flight attempt made
+/// again, which a crash may repeat.
+fn sent_early(
+    received: &[qualifier_testkit::receiver::Received],
+    crashes: &[(Instant, Instant)],
+) -> Vec<String> {
+    let mut by_delivery: HashMap<&str, Vec<&qualifier_testkit::receiver::Received>> =
+        HashMap::new();
+    for r in received.iter().filter(|r| !is_probe(r)) {
+        by_delivery
+            .entry(r.header("x-qualifier-delivery"))
+            .or_default()
+            .push(r);
+    }
+    let mut early = Vec::new();
+    for (id, rs) in by_delivery {
+        for pair in rs.windows(2) {
+            let (first, next) = (pair[0], pair[1]);
+            let Some(secs) = first.asked_to_wait else {
+                continue;
+            };
+            let gap = next.at.duration_since(first.at);
+            let crashed = crashes
+                .iter()
+                .any(|(from, to)| *to > first.at && *from < next.at);
+            if gap < Duration::from_secs(secs) && !crashed {
+                early.push(format!("{id}: again after {gap:?}, asked {secs} s"));
+            }
+        }
+    }
+    early
 }
 
 /// The API's status of a delivery row (`DeliveryState` in crates/domain/src/delivery.rs).
@@ -273,6 +318,12 @@ async fn run() -> anyhow::Result<()> {
     {
         r.set_behaviour(Behaviour::Status(500));
     }
+    // With three or more, the second asks for a pause now and then (429, `Retry-After: 2`): no
+    // delivery may come to it again before the pause it was asked ends.
+    let pausing = (opts.endpoints > 2).then(|| &others[0].1);
+    if let Some(r) = pausing {
+        r.set_behaviour(Behaviour::RetryAfterEvery(PAUSE_EVERY, PAUSE_SECS));
+    }
 
     // The producer: a new lead (one lead.created), then its renames (lead.updated each), every
     // request sent again until it succeeds: a known phone creates nothing twice and a rename to
@@ -374,6 +425,7 @@ async fn run() -> anyhow::Result<()> {
         tokio::time::sleep(Duration::from_millis(rand::rng().random_range(500..2000))).await;
         *fig.faults.entry(kind).or_default() += 1;
         println!("fault {n}: {kind}");
+        let began = Instant::now();
         match kind {
             "kill_lead_api" => {
                 api.kill9();
@@ -418,6 +470,12 @@ async fn run() -> anyhow::Result<()> {
                 tokio::time::sleep(Duration::from_secs(2)).await;
                 drop_ratio.store(0, Ordering::Relaxed);
             }
+        }
+        // A worker killed, or its outcome's write lost with the database: the attempt in
+        // flight may be made again at once (its answer was never durable).
+        if matches!(kind, "kill_webhook_delivery" | "postgres_restart") {
+            fig.crash_windows
+                .push((began, Instant::now() + Duration::from_secs(1)));
         }
     }
     producer.await?;
@@ -562,7 +620,16 @@ async fn run() -> anyhow::Result<()> {
             }
         }
     }
+    let early = pausing.map_or_else(Vec::new, |r| sent_early(&r.received(), &fig.crash_windows));
+    let pauses_asked = pausing.map_or(0, |r| {
+        r.received()
+            .iter()
+            .filter(|g| g.asked_to_wait.is_some())
+            .count()
+    });
     let figures = json!({
+        "pauses_asked": pauses_asked,
+        "sent_before_retry_after": early.len(),
         "events_per_lead": per_lead,
         "max_per_second": opts.max_per_second,
         "ordering": opts.ordering,
@@ -746,6 +813,12 @@ async fn run() -> anyhow::Result<()> {
         out_of_order.iter().take(5).collect::<Vec<_>>()
     );
     anyhow::ensure!(foreign == 0, "deliveries arrived that were never committed");
+    anyhow::ensure!(
+        early.is_empty(),
+        "{} deliveries came again before the Retry-After their receiver asked for: {:?}",
+        early.len(),
+        early.iter().take(5).collect::<Vec<_>>()
+    );
     anyhow::ensure!(
         fig.readiness_failures.is_empty(),
         "readiness: {:?}",

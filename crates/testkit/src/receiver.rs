@@ -25,6 +25,8 @@ pub struct Received {
     /// The receiver answered 2xx at once (not an error status, not a hang past the timeout):
     /// from the receiver's side, this request delivered the event.
     pub accepted: bool,
+    /// The receiver answered with `Retry-After`: the seconds it asked for.
+    pub asked_to_wait: Option<u64>,
 }
 
 impl Received {
@@ -49,6 +51,9 @@ pub enum Behaviour {
     Hang(Duration),
     /// This status (429 or 503, say) with `Retry-After: <seconds>`.
     RetryAfter(u16, u64),
+    /// Every `n`th request (counted from the first) 429 with `Retry-After: <seconds>`, the
+    /// others 200 at once: a receiver that asks for a pause now and then.
+    RetryAfterEvery(u32, u64),
 }
 
 /// What a receiver in counting mode keeps ([`Receiver::count_only`]): totals, and each
@@ -86,6 +91,8 @@ struct State {
     failing: Vec<(Vec<u8>, u16, usize)>,
     /// The body of every answer, when set (else a short word per behaviour).
     answer_body: Option<(Vec<u8>, &'static str)>,
+    /// Requests answered so far (what [`Behaviour::RetryAfterEvery`] counts).
+    served: u64,
     /// While set and false, each request is recorded and then waits to be answered
     /// ([`Receiver::hold`]).
     gate: Option<tokio::sync::watch::Sender<bool>>,
@@ -156,6 +163,14 @@ async fn hook(
             None if st.script.is_empty() => st.behaviour.unwrap_or(Behaviour::Ok),
             None => st.script.remove(0),
         };
+        st.served += 1;
+        let behaviour = match behaviour {
+            Behaviour::RetryAfterEvery(n, secs) if st.served.is_multiple_of(u64::from(n.max(1))) => {
+                Behaviour::RetryAfter(429, secs)
+            }
+            Behaviour::RetryAfterEvery(..) => Behaviour::Ok,
+            b => b,
+        };
         st.received.push(Received {
             headers,
             age_ms: event_age_ms(&body),
@@ -163,6 +178,10 @@ async fn hook(
             verified_with,
             at: Instant::now(),
             accepted: behaviour == Behaviour::Ok,
+            asked_to_wait: match behaviour {
+                Behaviour::RetryAfter(_, secs) => Some(secs),
+                _ => None,
+            },
         });
         (
             behaviour,
@@ -179,7 +198,8 @@ async fn hook(
         None => b.body(default),
     };
     match behaviour {
-        Behaviour::Ok => answer(HttpResponse::Ok(), "ok"),
+        // Resolved above into one of the others.
+        Behaviour::Ok | Behaviour::RetryAfterEvery(..) => answer(HttpResponse::Ok(), "ok"),
         Behaviour::Status(code) => {
             let mut b = HttpResponse::build(actix_web::http::StatusCode::from_u16(code).unwrap());
             b.insert_header(("Location", "https://127.0.0.1:1/elsewhere"));
