@@ -35,6 +35,7 @@ mod cpu;
 mod e2e;
 mod endpoints;
 mod erasure;
+mod fairness;
 mod feed;
 mod history;
 mod load;
@@ -83,7 +84,7 @@ struct Opts {
     #[arg(long)]
     json: Option<PathBuf>,
     /// Run one phase alone, for profiling it (`perf record -a` while it runs).
-    #[arg(long, value_parser = ["e2e", "drain", "api", "feed", "lone", "outage", "noisy", "endpoints", "erasure", "history"])]
+    #[arg(long, value_parser = ["e2e", "drain", "api", "feed", "lone", "outage", "noisy", "endpoints", "erasure", "fairness", "history"])]
     only: Option<String>,
     /// With `--only e2e`: cause events at this many per second instead of as fast as the API
     /// takes them (commit-to-receipt latency at a chosen load); with `--only endpoints`, the
@@ -102,7 +103,8 @@ struct Opts {
     #[arg(long, requires = "only")]
     deployed_retries: bool,
     /// With `--only endpoints`: repeat its isolation runs this many times, in turn, and report
-    /// the median of each round's ratios (default 1).
+    /// the median of each round's ratios (default 1); with `--only fairness`, its idle and
+    /// loaded runs (default 3).
     #[arg(long, requires = "only")]
     rounds: Option<u32>,
     /// With `--only e2e`: the org's webhook `ordering` (`per_lead`: a lead's deliveries one at
@@ -352,10 +354,18 @@ async fn run() -> anyhow::Result<()> {
                 endpoints::phase(&sink, n, o.pace.unwrap_or(200.0), scale).await?
             }
             "erasure" => erasure::phase(&sink, o.erasure_others(), o.heavy_erasures()).await?,
+            "fairness" => {
+                fairness::phase(
+                    &sink,
+                    if o.short() { 100 } else { 300 },
+                    o.rounds.unwrap_or(3),
+                )
+                .await?
+            }
             "history" => history::phase(&sink, o.history()).await?,
             other => {
                 anyhow::bail!(
-                    "--only takes e2e, drain, api, feed, lone, outage, noisy, endpoints, erasure or history, not {other}"
+                    "--only takes e2e, drain, api, feed, lone, outage, noisy, endpoints, erasure, fairness or history, not {other}"
                 )
             }
         };

@@ -165,7 +165,9 @@ async fn hook(
         };
         st.served += 1;
         let behaviour = match behaviour {
-            Behaviour::RetryAfterEvery(n, secs) if st.served.is_multiple_of(u64::from(n.max(1))) => {
+            Behaviour::RetryAfterEvery(n, secs)
+                if st.served.is_multiple_of(u64::from(n.max(1))) =>
+            {
                 Behaviour::RetryAfter(429, secs)
             }
             Behaviour::RetryAfterEvery(..) => Behaviour::Ok,

@@ -137,6 +137,7 @@ pub async fn start(cfg: DeliveryConfig) -> anyhow::Result<RunningDelivery> {
         attempt_timeout: timeout,
         health: cfg.health,
         notify_operator,
+        underway: Default::default(),
     });
     let shutdown = CancellationToken::new();
     let operator = match &cfg.operator_webhook {

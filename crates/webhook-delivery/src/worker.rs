@@ -16,6 +16,7 @@ mod bundle;
 mod consume;
 mod prepare;
 mod settle;
+mod underway;
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -112,6 +113,8 @@ pub struct Worker {
     pub health: decide::HealthRules,
     /// Whether state changes queue an operational event (an operator webhook is configured).
     pub notify_operator: bool,
+    /// The deliveries with an attempt under way here: a second copy of one waits for it.
+    pub(crate) underway: underway::Underway,
 }
 
 impl Worker {
@@ -284,6 +287,9 @@ impl Worker {
         // Each message's arrival and every way it ends without a request are logged at debug:
         // what a delivery left `out` is traced with (the chaos run keeps these logs).
         tracing::debug!(parent: &span, redelivered, "message received");
+        // Another copy of this delivery under way here: after its attempt, the row says
+        // whether this one is due.
+        let _underway = self.underway.enter(job.meta.delivery_id).await;
         // A failing endpoint's messages go after the others' (`decide::Lane`).
         let _foreground = match self.gate.lane(job.meta.units().endpoint) {
             Lane::Foreground => Some(self.gate.foreground()),
