@@ -538,3 +538,183 @@ async fn the_lead_list_one_day_back_reads_its_page_not_the_orgs_history() {
         after = next;
     }
 }
+
+/// Index entries and rows read from every table so far.
+async fn all_read(c: &tokio_postgres::Client) -> i64 {
+    qualifier_testkit::sql::one(
+        c,
+        "SELECT (SELECT coalesce(sum(idx_tup_read), 0) FROM pg_stat_user_indexes)::int8
+              + (SELECT coalesce(sum(seq_tup_read), 0) FROM pg_stat_user_tables)::int8",
+        &[],
+    )
+    .await
+}
+
+/// Every list and feed statement of the store, under the generic plan the services keep, on
+/// a big org's history beside a small org: each reads about what it answers (at most eight
+/// entries a row answered, and a hundred besides for the probes of each partition and the
+/// statement's own lookups; a bound of its own where it needs one). A statement whose bound is
+/// no index range under a generic plan reads the big org's history, thousands of entries.
+#[tokio::test(flavor = "multi_thread")]
+async fn every_list_reads_about_what_it_answers_under_the_generic_plan() {
+    use qualifier_domain::EventType;
+    use qualifier_store::deliveries::DeliveryFilter;
+    let (db, c) = database().await;
+    let (big, small) = (Uuid::new_v4(), Uuid::new_v4());
+    c.batch_execute(&format!(
+        "INSERT INTO orgs (id, name, created_at) VALUES ('{big}', 'big', now()), ('{small}', 'small', now());
+         INSERT INTO outbox (event_id, org_id, event_type, payload, delivery_id, status, lead_id,
+                             published_at)
+         SELECT gen_random_uuid(), CASE WHEN g % 100 = 0 THEN '{small}'::uuid ELSE '{big}' END,
+                CASE WHEN g % 2 = 0 THEN 'lead.updated' ELSE 'lead.created' END, '\\x7b7d',
+                gen_random_uuid(), 'pending', gen_random_uuid(), now()
+         FROM generate_series(1, 30000) g;
+         UPDATE deliveries SET state = CASE WHEN seq % 53 = 1 THEN 'dead'
+                                            WHEN seq % 11 = 3 THEN 'queued'
+                                            ELSE 'succeeded' END::delivery_state,
+                               retrying = seq % 11 = 3;
+         INSERT INTO event_feed (seq, org_id, pos, event_type)
+         SELECT seq, org_id, row_number() OVER (ORDER BY seq), event_type FROM outbox;
+         UPDATE feed_head SET pos = (SELECT max(pos) FROM event_feed);
+         INSERT INTO leads (id, org_id, name, phone, channel, qualification_stage, created_at,
+                            updated_at)
+         SELECT gen_random_uuid(), '{big}', 'L', '+44' || (7700000000 + g)::text, 'api',
+                'qualifying', now() - g * interval '86 seconds', now() - g * interval '86 seconds'
+         FROM generate_series(1, 30000) g;
+         ANALYZE"
+    ))
+    .await
+    .unwrap();
+    let pool = qualifier_store::connect_generic_plans(&db.database(), 1).unwrap();
+    let store = store_over(pool.clone());
+    let day_ago = Some(time::OffsetDateTime::now_utc() - time::Duration::days(1));
+    let filter = |f: fn(&mut DeliveryFilter)| {
+        let mut d = DeliveryFilter::default();
+        f(&mut d);
+        d
+    };
+    let first_leads = store
+        .list_leads(big, None, None, 100, 1 << 20)
+        .await
+        .unwrap()
+        .1;
+    let half_feed = 15_000;
+    /// A statement's call: how many rows it answered.
+    type Answered = std::pin::Pin<Box<dyn std::future::Future<Output = usize> + Send>>;
+    type Case = (&'static str, Box<dyn Fn() -> Answered>);
+    let mut cases: Vec<Case> = Vec::new();
+    {
+        let s = store.clone();
+        cases.push((
+            "leads since a day",
+            Box::new(move || {
+                let s = s.clone();
+                Box::pin(async move {
+                    s.list_leads(big, day_ago, None, 100, 1 << 20)
+                        .await
+                        .unwrap()
+                        .0
+                        .len()
+                })
+            }),
+        ));
+        let s = store.clone();
+        cases.push((
+            "leads after a cursor",
+            Box::new(move || {
+                let s = s.clone();
+                Box::pin(async move {
+                    s.list_leads(big, None, first_leads, 100, 1 << 20)
+                        .await
+                        .unwrap()
+                        .0
+                        .len()
+                })
+            }),
+        ));
+    }
+    for (name, org, f) in [
+        ("deliveries, big org", big, filter(|_| {})),
+        ("deliveries, small org", small, filter(|_| {})),
+        (
+            "failed deliveries, big org",
+            big,
+            filter(|f| f.statuses = vec![DeliveryStatus::Failed]),
+        ),
+        (
+            "dead deliveries, small org",
+            small,
+            filter(|f| f.statuses = vec![DeliveryStatus::Dead]),
+        ),
+        (
+            "succeeded deliveries, small org",
+            small,
+            filter(|f| f.statuses = vec![DeliveryStatus::Succeeded]),
+        ),
+        (
+            "one type's deliveries, big org",
+            big,
+            filter(|f| f.event_types = vec![EventType::LeadUpdated]),
+        ),
+        (
+            "one type's deliveries, small org",
+            small,
+            filter(|f| f.event_types = vec![EventType::LeadUpdated]),
+        ),
+    ] {
+        let s = store.clone();
+        cases.push((
+            name,
+            Box::new(move || {
+                let (s, f) = (s.clone(), f.clone());
+                Box::pin(async move { s.list_deliveries(org, &f, None, 50).await.unwrap().0.len() })
+            }),
+        ));
+    }
+    for (name, org, after, ty) in [
+        ("feed from the start, small org", small, None, None),
+        ("feed from the middle, big org", big, Some(half_feed), None),
+        (
+            "one type's feed, big org",
+            big,
+            Some(0),
+            Some(EventType::LeadUpdated),
+        ),
+        (
+            "one type's feed, small org",
+            small,
+            Some(0),
+            Some(EventType::LeadUpdated),
+        ),
+    ] {
+        let s = store.clone();
+        cases.push((
+            name,
+            Box::new(move || {
+                let s = s.clone();
+                Box::pin(async move {
+                    s.events_feed(org, after, ty, 100, 1 << 20)
+                        .await
+                        .unwrap()
+                        .payloads
+                        .len()
+                })
+            }),
+        ));
+    }
+    let mut over = Vec::new();
+    for (name, run) in &cases {
+        // The first call plans it (the session keeps that plan); the second is measured.
+        run().await;
+        flush(&pool, &c).await;
+        let before = all_read(&c).await;
+        let answered = run().await;
+        flush(&pool, &c).await;
+        let read = all_read(&c).await - before;
+        assert!(answered > 0, "{name}: answered nothing");
+        if read > 8 * answered as i64 + 100 {
+            over.push(format!("{name}: read {read} for {answered}"));
+        }
+    }
+    assert!(over.is_empty(), "{over:#?}");
+}
