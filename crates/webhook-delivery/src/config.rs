@@ -223,8 +223,9 @@ impl DeliveryConfig {
             topology_prefix: topology_prefix(&a.topology_prefix.topology_prefix)?,
             addr: parsed("QUALIFIER_DELIVERY_ADDR", value(&a.delivery_addr, ADDR))?,
             concurrency,
-            // Default: a quarter of the slots, so at least four orgs with hanging endpoints are
-            // needed to fill a process, and a healthy org still gets 16 at once.
+            // Default: a quarter of the slots, counted across an org's endpoints (`gate.rs`), so
+            // at least four orgs with hanging endpoints are needed to fill a process however
+            // many endpoints each has, and a healthy org still gets 16 at once.
             org_concurrency: match optional(&a.delivery_org_concurrency) {
                 Some(n) => positive("QUALIFIER_DELIVERY_ORG_CONCURRENCY", n)? as usize,
                 None => (concurrency / 4).max(1),
