@@ -15,6 +15,24 @@ MESSAGES = {
     "DEADLOCK": "deadlock detected",
 }
 
+# Errors a retry cannot cure, known by the start of their words (what comes before the first
+# placeholder, in each language): a data exception, a statement cancelled on purpose.
+PREFIXES = {
+    "CANNOT_SUCCEED": [
+        "invalid input syntax for type %s: \"%s\"",
+        "invalid input value for enum %s: \"%s\"",
+        "value too long for type character varying(%d)",
+        "invalid byte sequence for encoding \"%s\": %s",
+        "date/time field value out of range: \"%s\"",
+        "%s out of range",
+        "integer out of range",
+        "bigint out of range",
+        "numeric field overflow",
+        "division by zero",
+        "canceling statement due to user request",
+    ],
+}
+
 catalogs = sorted(glob.glob("/usr/share/locale/*/LC_MESSAGES/postgres-*.mo"))
 if not catalogs:
     sys.exit("no PostgreSQL message catalogs under /usr/share/locale")
@@ -26,13 +44,45 @@ out = [
     "",
 ]
 for name, english in MESSAGES.items():
-    seen = [english]
+    group = english if isinstance(english, list) else [english]
+    seen = list(group)
     for path in catalogs:
         with open(path, "rb") as f:
-            text = gettext.GNUTranslations(f)._catalog.get(english)
-        if text and text not in seen:
-            seen.append(text)
-    out.append(f"/// `{english}`, as PostgreSQL says it in each language.")
+            catalog = gettext.GNUTranslations(f)._catalog
+        for message in group:
+            text = catalog.get(message)
+            if text and text not in seen:
+                seen.append(text)
+    said = "`, `".join(group)
+    each = "each" if len(group) > 1 else "it"
+    out.append(f"/// `{said}`, as PostgreSQL says {each} in each language.")
+    out.append(f"pub(crate) const {name}: &[&str] = &[")
+    for text in seen:
+        escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+        out.append(f'    "{escaped}",')
+    out.append("];")
+    out.append("")
+for name, group in PREFIXES.items():
+    seen = []
+    def keep(text):
+        # Up to the first placeholder; a message that starts with one is known by its end.
+        head = text.split("%", 1)[0]
+        if len(head) >= 10 and head not in seen:
+            seen.append(head)
+    for message in group:
+        keep(message)
+        tail = message.rsplit("%s", 1)[-1] if message.startswith("%") else None
+        if tail and len(tail) >= 8 and tail not in seen:
+            seen.append(tail)
+    for path in catalogs:
+        with open(path, "rb") as f:
+            catalog = gettext.GNUTranslations(f)._catalog
+        for message in group:
+            text = catalog.get(message)
+            if text:
+                keep(text)
+    out.append("/// The starts (or, for one that starts with a placeholder, the ends) of messages of")
+    out.append("/// errors a retry cannot cure, in each language.")
     out.append(f"pub(crate) const {name}: &[&str] = &[")
     for text in seen:
         escaped = text.replace("\\", "\\\\").replace('"', '\\"')

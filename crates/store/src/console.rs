@@ -4,7 +4,7 @@
 
 use crate::answer::ReadToEnd;
 use diesel::sql_types::{Bytea, Nullable, Text, Timestamptz, Uuid as SqlUuid};
-use diesel_async::{AsyncConnection, RunQueryDsl};
+use diesel_async::RunQueryDsl;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
@@ -89,7 +89,7 @@ impl Store {
     ) -> Result<Option<(String, ConsoleSession)>, StoreError> {
         let hash = hash_token(ticket);
         let mut conn = self.conn().await?;
-        conn.transaction::<Option<(String, ConsoleSession)>, StoreError, _>(async move |conn| {
+        crate::tx::transaction(&mut conn, async move |conn| {
             let org: Option<OrgRow> = diesel::sql_query(
                 "UPDATE console_tickets t SET used_at = clock_timestamp()
                      WHERE t.ticket_hash = $1 AND t.used_at IS NULL

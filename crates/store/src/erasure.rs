@@ -3,7 +3,7 @@
 
 use diesel::QueryableByName;
 use diesel::sql_types::{Array, Bytea, Int8, Text, Uuid as SqlUuid};
-use diesel_async::{AsyncConnection, RunQueryDsl};
+use diesel_async::RunQueryDsl;
 use qualifier_domain::event::{ErasedData, LeadRef, ReducedData, ReducedEnvelope};
 use qualifier_domain::timefmt::now_millis;
 use qualifier_domain::{Envelope, EventType};
@@ -51,7 +51,7 @@ impl Store {
     pub async fn erase_lead(&self, org_id: Uuid, lead_id: Uuid) -> Result<Erased, StoreError> {
         let compress = self.compress_payloads;
         let mut conn = self.conn().await?;
-        conn.transaction::<Erased, StoreError, _>(async move |conn| {
+        crate::tx::transaction(&mut conn, async move |conn| {
             // Before any row lock: the workers' outcome batches skip the lead's rows from here
             // on instead of waiting for them (`Store::record_attempts`).
             diesel::sql_query(ERASING)

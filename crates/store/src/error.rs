@@ -95,19 +95,28 @@ impl From<diesel::result::Error> for StoreError {
                 StoreError::Db(e)
             }
             // A failure the request did not cause: a serialization failure, a standby that took
-            // the write (a failover under way), and the errors of no kind diesel names that a
-            // commit can end with (a deferred constraint trigger, the backend terminated while
-            // the commit waits, a restart). Nothing was changed and the same request may be
+            // the write (a failover under way). Nothing was changed and the same request may be
             // sent again, so it is 503 with Retry-After, never a success and never a 500 that
-            // reads as "do not retry" (docs/reliability.md, "A 2xx is a commit"). The kinds
-            // left (a unique, foreign-key, check or not-null violation) are the statement's
-            // own, and the store turns the ones a request can cause into their answers.
+            // reads as "do not retry" (docs/reliability.md, "A 2xx is a commit"). A failed
+            // `COMMIT` is one too, whatever it says (`crate::tx`).
             Error::DatabaseError(
-                DatabaseErrorKind::SerializationFailure
-                | DatabaseErrorKind::ReadOnlyTransaction
-                | DatabaseErrorKind::Unknown,
+                DatabaseErrorKind::SerializationFailure | DatabaseErrorKind::ReadOnlyTransaction,
                 _,
             ) => StoreError::Unavailable(Box::new(e)),
+            // Errors of no kind diesel names, told apart by their words (diesel-async keeps no
+            // SQLSTATE): what a retry cannot cure (a data exception, a cancel asked for, one of
+            // the schema's own refusals: `cannot_succeed`) is the code's fault or the data's, a
+            // 500 without detail; the rest is what the request did not cause (a deadlock, the
+            // server going away or not ready, a constraint trigger refusing at a statement's own
+            // commit), a 503.
+            Error::DatabaseError(DatabaseErrorKind::Unknown, ref info)
+                if !cannot_succeed(info.message()) =>
+            {
+                StoreError::Unavailable(Box::new(e))
+            }
+            // What is left cannot succeed on a retry either: the statement's own violations (the
+            // store turns the ones a request can cause into their answers). `lead-api`'s error
+            // answer logs the cause.
             other => StoreError::Db(other),
         }
     }
@@ -119,6 +128,20 @@ impl From<diesel::result::Error> for StoreError {
 pub(crate) fn timed_out(message: &str) -> bool {
     use crate::pg_messages::{LOCK_TIMEOUT, STATEMENT_TIMEOUT};
     STATEMENT_TIMEOUT.contains(&message) || LOCK_TIMEOUT.contains(&message)
+}
+
+/// The schema's own refusals (a trigger's `RAISE`): a write the code should never make.
+const OWN_REFUSALS: &[&str] = &["a change of lead "];
+
+/// Whether PostgreSQL's message is that of an error a retry cannot cure: a data exception, a
+/// statement cancelled on purpose (`crate::pg_messages::CANNOT_SUCCEED`, known by the words
+/// before their first placeholder, or after their last for one that starts with it), or one of
+/// the schema's own refusals.
+pub(crate) fn cannot_succeed(message: &str) -> bool {
+    crate::pg_messages::CANNOT_SUCCEED
+        .iter()
+        .any(|p| message.starts_with(p) || (p.starts_with(' ') && message.ends_with(p)))
+        || OWN_REFUSALS.iter().any(|p| message.starts_with(p))
 }
 
 /// The cause chain of an error as one line (`outer: inner: innermost`), for logs.
@@ -153,11 +176,17 @@ mod tests {
             .chain(crate::pg_messages::LOCK_TIMEOUT)
             .map(|m| (K::Unknown, *m));
         let not_caused = [
-            // What a deferred constraint trigger raises at COMMIT.
+            // What a deferred constraint trigger raises at a statement's own commit.
             (K::Unknown, "refused at commit"),
+            (K::Unknown, "deadlock detected"),
             (
                 K::Unknown,
                 "terminating connection due to administrator command",
+            ),
+            (K::Unknown, "the database system is starting up"),
+            (
+                K::Unknown,
+                "canceling statement due to conflict with recovery",
             ),
             (K::SerializationFailure, "could not serialize access"),
             (
@@ -216,6 +245,24 @@ mod tests {
             assert!(
                 matches!(StoreError::from(db_error(kind, "x")), StoreError::Db(_)),
                 "{kind:?}"
+            );
+        }
+        // What a retry cannot cure, though diesel names no kind for it and PostgreSQL gives
+        // no place in the statement: a data exception, a trigger's refusal, a cancel.
+        for message in [
+            "invalid input syntax for type uuid: \"x\"",
+            "value too long for type character varying(10)",
+            "smallint out of range",
+            "ungültige Eingabesyntax für Typ uuid: »x«",
+            "a change of lead 7 must raise its revision (it is 3, the change wrote 3)",
+            "canceling statement due to user request",
+        ] {
+            assert!(
+                matches!(
+                    StoreError::from(db_error(K::Unknown, message)),
+                    StoreError::Db(_)
+                ),
+                "{message}"
             );
         }
         assert!(matches!(

@@ -5,7 +5,7 @@ use crate::answer::ReadToEnd;
 use diesel::{
     ExpressionMethods, OptionalExtension, QueryDsl, Queryable, Selectable, SelectableHelper,
 };
-use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use qualifier_domain::timefmt::now_millis;
 use qualifier_domain::{Envelope, EventData, EventType, Handoff, HandoffState, Lead};
 use time::OffsetDateTime;
@@ -76,39 +76,38 @@ impl Store {
         let compress = self.compress_payloads;
         let base = self.app_base_url.clone();
         let mut conn = self.conn().await?;
-        let res = conn
-            .transaction::<Handoff, StoreError, _>(async move |conn| {
-                let lead = lock_lead(conn, org_id, lead_id).await?.to_lead(&base)?;
-                let now = now_millis();
-                let row = HandoffRow {
-                    id: Uuid::now_v7(),
-                    org_id,
-                    lead_id,
-                    state: HandoffState::Requested,
-                    reason,
-                    operator: None,
-                    requested_at: now,
-                    accepted_at: None,
-                    released_at: None,
-                };
-                diesel::insert_into(handoffs::table)
-                    .values(&row)
-                    .execute(conn)
-                    .await?;
-                let handoff = row.to_handoff();
-                emit_handoff(
-                    conn,
-                    org_id,
-                    EventType::HandoffCreated,
-                    lead,
-                    &handoff,
-                    now,
-                    compress,
-                )
+        let res = crate::tx::transaction(&mut conn, async move |conn| {
+            let lead = lock_lead(conn, org_id, lead_id).await?.to_lead(&base)?;
+            let now = now_millis();
+            let row = HandoffRow {
+                id: Uuid::now_v7(),
+                org_id,
+                lead_id,
+                state: HandoffState::Requested,
+                reason,
+                operator: None,
+                requested_at: now,
+                accepted_at: None,
+                released_at: None,
+            };
+            diesel::insert_into(handoffs::table)
+                .values(&row)
+                .execute(conn)
                 .await?;
-                Ok(handoff)
-            })
-            .await;
+            let handoff = row.to_handoff();
+            emit_handoff(
+                conn,
+                org_id,
+                EventType::HandoffCreated,
+                lead,
+                &handoff,
+                now,
+                compress,
+            )
+            .await?;
+            Ok(handoff)
+        })
+        .await;
         match res {
             Err(StoreError::Db(e)) if StoreError::is_unique_violation(&e, ONE_OPEN) => {
                 Err(StoreError::Conflict("Handoff already open".into()))
@@ -155,7 +154,7 @@ impl Store {
         let compress = self.compress_payloads;
         let base = self.app_base_url.clone();
         let mut conn = self.conn().await?;
-        conn.transaction::<Handoff, StoreError, _>(async move |conn| {
+        crate::tx::transaction(&mut conn, async move |conn| {
             // The lead first, as every writer that snapshots it does (`create_handoff`, the
             // lead's changes, the erasure): an erasure that holds the lead is waited for and
             // then leaves nothing to accept (404); one that comes after waits for this event to

@@ -10,7 +10,7 @@
 use crate::answer::ReadToEnd;
 use diesel::sql_types::{BigInt, Bool, Bytea, Int4, Nullable, Text, Uuid as SqlUuid};
 use diesel::{ExpressionMethods, OptionalExtension, QueryDsl, Queryable, Selectable};
-use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use qualifier_domain::health::{
     EndpointHealth, EndpointState, HealthChange, HealthPlan, HeldDeliveries,
 };
@@ -246,7 +246,7 @@ impl Store {
         F: FnOnce(&EndpointHealth) -> Option<HealthPlan> + Send,
     {
         let mut conn = self.conn().await?;
-        conn.transaction::<_, StoreError, _>(async move |conn| {
+        crate::tx::transaction(&mut conn, async move |conn| {
             // The row, once it exists, is locked and read in one statement; it is created
             // first only when it is missing (an endpoint's first failure). Inserting it on
             // every write was a statement and a plan more per write, and a failing endpoint's

@@ -25,6 +25,7 @@ pub mod prepared;
 pub mod schema;
 pub mod secrets;
 pub mod tokens;
+pub mod tx;
 pub mod webhooks;
 
 pub use error::{BoxError, StoreError, cause_chain};

@@ -167,7 +167,7 @@ where
     E: std::error::Error + Send + Sync + 'static,
 {
     use diesel::sql_types::Nullable;
-    conn.transaction::<Relayed, StoreError, _>(async move |conn| {
+    crate::tx::transaction(&mut *conn, async move |conn| {
         // Before the first statement, so that every statement below is planned with them: the
         // session's pool plans generically and keeps a plan for the connection's life, and the
         // mark below, planned while the day's partition was small, stayed a hash join over a

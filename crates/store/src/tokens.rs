@@ -8,7 +8,7 @@
 use crate::answer::ReadToEnd;
 use diesel::sql_types::{Array, Bytea, Double, Integer, Uuid as SqlUuid};
 use diesel::{ExpressionMethods, OptionalExtension, QueryDsl, QueryableByName};
-use diesel_async::{AsyncConnection, RunQueryDsl};
+use diesel_async::RunQueryDsl;
 use qualifier_domain::FieldError;
 use qualifier_domain::timefmt::now_millis;
 use serde::Serialize;
@@ -126,7 +126,7 @@ impl Store {
         let mut conn = self.conn().await?;
         let row = info.clone();
         let hash = hash_token(&secret);
-        conn.transaction::<(), StoreError, _>(async move |conn| {
+        crate::tx::transaction(&mut conn, async move |conn| {
             // The org's row lock makes the count and the insert one step across replicas.
             crate::schema::orgs::table
                 .filter(crate::schema::orgs::id.eq(org_id))

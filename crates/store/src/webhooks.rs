@@ -9,7 +9,7 @@ use diesel::{
     ExpressionMethods, NullableExpressionMethods, OptionalExtension, QueryDsl, Queryable,
     Selectable, SelectableHelper,
 };
-use diesel_async::{AsyncConnection, RunQueryDsl};
+use diesel_async::RunQueryDsl;
 use qualifier_domain::EventType;
 use qualifier_domain::timefmt::now_millis;
 use serde::Serialize;
@@ -353,8 +353,8 @@ impl Store {
         let org_id = at.org_id;
         let mut conn = self.conn().await?;
         let rate_now = settings.pace.max_per_second;
-        let (webhook, secret, rate_changed) = conn
-            .transaction::<(Webhook, Option<String>, bool), StoreError, _>(async move |conn| {
+        let (webhook, secret, rate_changed) =
+            crate::tx::transaction(&mut conn, async move |conn| {
                 let now = now_millis();
                 crate::orgs::lock_org(conn, org_id).await?;
                 let existing = if at.id.is_some() || upsert {
@@ -485,7 +485,7 @@ impl Store {
     /// becomes the org's primary.
     pub async fn delete_endpoint(&self, at: EndpointRef) -> Result<(), StoreError> {
         let mut conn = self.conn().await?;
-        conn.transaction::<(), StoreError, _>(async move |conn| {
+        crate::tx::transaction(&mut conn, async move |conn| {
             crate::orgs::lock_org(conn, at.org_id).await?;
             let row: WebhookRow = locked_row(conn, at).await?.ok_or(at.missing())?;
             let key = row.key();
@@ -758,7 +758,7 @@ impl Store {
         }
         let mut conn = self.conn().await?;
         let warn_within = qualifier_domain::client_cert::EXPIRY_WARNING.whole_seconds();
-        conn.transaction::<usize, StoreError, _>(async move |conn| {
+        crate::tx::transaction(&mut conn, async move |conn| {
             let due: Vec<Expiring> = diesel::sql_query(
                 "UPDATE webhooks SET client_cert_warned_at = now()
                  WHERE client_cert_not_after IS NOT NULL AND client_cert_warned_at IS NULL
@@ -883,7 +883,7 @@ impl Store {
         let compress = self.compress_payloads;
         let base = self.app_base_url.clone();
         let mut conn = self.conn().await?;
-        conn.transaction::<Uuid, StoreError, _>(async move |conn| {
+        crate::tx::transaction(&mut conn, async move |conn| {
             let row = locked_row(conn, at).await?.ok_or(at.missing())?;
             // The quota is the org's, across all of its endpoints: the org's own lock (held to
             // the commit) makes its count and its insert one step, whichever endpoint asks. The

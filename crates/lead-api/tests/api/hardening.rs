@@ -734,3 +734,39 @@ async fn concurrent_test_events_on_several_endpoints_keep_to_the_orgs_quota() {
     .await;
     assert_eq!(n, 10);
 }
+
+/// 503 only for what a retry can cure: a write PostgreSQL refuses whatever the moment (a data
+/// exception in a trigger, here a division by zero) answers 500 without detail and no
+/// `Retry-After`, and stores nothing; a deadlock-free retry would meet it again forever.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_write_that_can_never_succeed_is_a_500_not_a_503() {
+    let app = crate::console::app().await;
+    let (org, _) = app.org().await;
+    let pg = app.db.client().await;
+    pg.batch_execute(
+        "CREATE FUNCTION qualifier_test_refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+         BEGIN PERFORM 1 / 0; RETURN NEW; END $$;
+         CREATE TRIGGER qualifier_test_refuse BEFORE INSERT ON leads
+         FOR EACH ROW EXECUTE FUNCTION qualifier_test_refuse()",
+    )
+    .await
+    .unwrap();
+    let r = app
+        .internal(
+            Method::POST,
+            &format!("/internal/v1/orgs/{org}/inbound"),
+            Some(json!({"name": "Ada", "phone": "+447700900999", "channel": "sms"})),
+        )
+        .await;
+    assert_eq!(r.status(), 500);
+    assert!(r.headers().get("retry-after").is_none());
+    let body = r.text().await.unwrap();
+    assert!(!body.contains("division"), "no detail: {body}");
+    let n: i64 = qualifier_testkit::sql::one(
+        &pg,
+        "SELECT count(*) FROM leads WHERE org_id = $1::text::uuid",
+        &[&org],
+    )
+    .await;
+    assert_eq!(n, 0);
+}

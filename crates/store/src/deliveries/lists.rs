@@ -6,7 +6,7 @@ use diesel::{
     BoolExpressionMethods, ExpressionMethods, JoinOnDsl, OptionalExtension, QueryDsl,
     SelectableHelper,
 };
-use diesel_async::{AsyncConnection, RunQueryDsl};
+use diesel_async::RunQueryDsl;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
@@ -136,7 +136,7 @@ impl Store {
         let q = q.limit(limit + 1).select(Delivered::as_select());
         // One index gives the order, so the plan is the same for every org and every value,
         // and the session keeps it ([`in_index_order`]).
-        conn.transaction::<_, StoreError, _>(async move |conn| {
+        crate::tx::transaction(&mut conn, async move |conn| {
             in_index_order(conn, true).await?;
             Ok(q.load::<Delivered>(conn).await?)
         })
@@ -201,7 +201,7 @@ impl Store {
             .bind::<Nullable<Timestamptz>, _>(f.since)
             .bind::<Nullable<Timestamptz>, _>(f.until)
             .bind::<SqlUuid, _>(endpoint);
-        conn.transaction::<_, StoreError, _>(async move |conn| {
+        crate::tx::transaction(&mut conn, async move |conn| {
             in_index_order(conn, false).await?;
             Ok(q.load::<Delivered>(conn).await?)
         })
@@ -345,7 +345,7 @@ impl Store {
     ) -> Result<(), StoreError> {
         let mut conn = self.conn().await?;
         let oldest_kept = self.oldest_kept();
-        conn.transaction::<(), StoreError, _>(async move |conn| {
+        crate::tx::transaction(&mut conn, async move |conn| {
             // The delivery's and the event's rows locked, the delivery's first as every
             // writer locks them (docs/decisions.md, "Events and deliveries apart"): the
             // delivery's state and the event's erasure are what the replay checks, and a move
@@ -412,7 +412,7 @@ impl Store {
         let mut conn = self.conn().await?;
         let f = f.clone();
         let oldest_kept = self.oldest_kept();
-        conn.transaction::<ReplayCount, StoreError, _>(async move |conn| {
+        crate::tx::transaction(&mut conn, async move |conn| {
             // Unlike the list, a replay with no status matches nothing rather than everything.
             if f.statuses.is_empty() {
                 return Ok(ReplayCount::default());

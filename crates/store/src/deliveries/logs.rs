@@ -3,7 +3,7 @@
 
 use diesel::sql_types::Array;
 use diesel::{ExpressionMethods, QueryDsl};
-use diesel_async::{AsyncConnection, RunQueryDsl};
+use diesel_async::RunQueryDsl;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -38,7 +38,7 @@ impl Store {
         use diesel::sql_types::{Int8, Jsonb};
         let compact = self.compress_payloads;
         let mut conn = self.conn().await?;
-        conn.transaction::<CompactedBatch, StoreError, _>(async move |conn| {
+        crate::tx::transaction(&mut conn, async move |conn| {
             // The delivery rows, where the attempts are written (and, while the outbox follows
             // them, written back to the event's row by migration 46's trigger).
             let rows: Vec<(i64, Value)> = deliveries::table

@@ -499,10 +499,10 @@ impl Store {
         at: time::OffsetDateTime,
     ) -> Result<bool, StoreError> {
         use diesel::sql_types::Timestamptz;
-        use diesel_async::AsyncConnection;
+
         let (lo, hi) = day_bounds([delivery.seq]);
         let mut conn = self.conn().await?;
-        conn.transaction::<bool, StoreError, _>(async move |conn| {
+        crate::tx::transaction(&mut conn, async move |conn| {
             let n = diesel::sql_query(format!(
                 "UPDATE deliveries d SET {}, resume_attempt = $3
                  WHERE {} AND {} AND d.state NOT IN ('held', 'after_earlier')",

@@ -5,7 +5,7 @@
 
 use crate::answer::ReadToEnd;
 use diesel::{ExpressionMethods, OptionalExtension, QueryDsl, SelectableHelper};
-use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use qualifier_domain::event::{ChangeEvent, lead_change_events};
 use qualifier_domain::lead::Expected;
 use qualifier_domain::lead::conversation_url;
@@ -485,16 +485,15 @@ impl Store {
             }
         }
         // Contended: lock the row and change it in a transaction, which always makes progress.
-        let res = conn
-            .transaction::<Lead, StoreError, _>(async move |conn| {
-                let before = lock_lead(conn, org_id, lead_id).await?.to_lead(&base)?;
-                let Some(after) = changed(&before, expected, &change)? else {
-                    return Ok(before);
-                };
-                write_change(conn, org_id, &before, &after, compress).await?;
-                Ok(after)
-            })
-            .await;
+        let res = crate::tx::transaction(&mut conn, async move |conn| {
+            let before = lock_lead(conn, org_id, lead_id).await?.to_lead(&base)?;
+            let Some(after) = changed(&before, expected, &change)? else {
+                return Ok(before);
+            };
+            write_change(conn, org_id, &before, &after, compress).await?;
+            Ok(after)
+        })
+        .await;
         drop(conn);
         match res {
             Err(StoreError::Db(e)) if StoreError::is_unique_violation(&e, PHONE_UNIQUE) => {
@@ -604,11 +603,10 @@ impl Store {
         for _ in 0..3 {
             let c = c.clone();
             let base = base.clone();
-            let done = conn
-                .transaction::<Option<(Lead, bool)>, StoreError, _>(async move |conn| {
-                    Self::inbound_known(conn, org_id, c, &base, compress).await
-                })
-                .await?;
+            let done = crate::tx::transaction(&mut conn, async move |conn| {
+                Self::inbound_known(conn, org_id, c, &base, compress).await
+            })
+            .await?;
             if let Some(answer) = done {
                 return Ok(answer);
             }
