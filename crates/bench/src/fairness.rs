@@ -40,6 +40,8 @@ struct Setup {
 async fn setup(sink: &Sink, slow: usize, replicas: usize) -> anyhow::Result<Setup> {
     sink.clear();
     let mut env = Env::new(sink.ca_file.clone()).await;
+    // Ten slow endpoints beside the quick one: one more than the default limit of ten.
+    env.api_env.push(("QUALIFIER_MAX_ENDPOINTS_PER_ORG", "11"));
     let api = env.start_api().await?;
     let settings = DeliverySettings {
         concurrency: 64,
