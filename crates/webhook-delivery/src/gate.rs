@@ -45,10 +45,7 @@ const FORGET_ABOVE: usize = 1024;
 
 /// What one endpoint holds and is known by, in this process.
 struct EndpointState {
-    /// Its attempts in flight within its org's cap.
     in_flight: usize,
-    /// Its attempts in flight on slots borrowed beyond its org's cap (a quick endpoint's).
-    borrowed: usize,
     not_before: Option<Instant>,
     /// A message of this endpoint is parked because it was at its share, until about this time.
     waiting_until: Option<Instant>,
@@ -69,7 +66,6 @@ impl EndpointState {
     fn new(now: Instant) -> Self {
         EndpointState {
             in_flight: 0,
-            borrowed: 0,
             not_before: None,
             waiting_until: None,
             typical: None,
@@ -87,7 +83,7 @@ impl EndpointState {
     }
 
     fn idle_since(&self, now: Instant) -> bool {
-        self.in_flight + self.borrowed == 0
+        self.in_flight == 0
             && self.waiting_here == 0
             && now.duration_since(self.last_seen) >= FORGET_AFTER
     }
@@ -95,7 +91,6 @@ impl EndpointState {
 
 /// What one org holds in this process, across its endpoints.
 struct OrgState {
-    /// Its attempts in flight within its cap (borrowed slots are counted by its endpoints).
     in_flight: usize,
     /// Its endpoints known here (the ones [`State::endpoints`] holds).
     endpoints: Vec<EndpointId>,
@@ -168,10 +163,10 @@ impl State {
             .filter(|id| **id != of.endpoint)
             .filter_map(|id| self.endpoints.get(id))
             .collect();
-        org.sibling_idle = siblings.iter().any(|s| s.in_flight + s.borrowed == 0);
+        org.sibling_idle = siblings.iter().any(|s| s.in_flight == 0);
         for s in &siblings {
             org.siblings_in_flight += s.in_flight;
-            if s.in_flight + s.borrowed > 0 || s.waiting(now) {
+            if s.in_flight > 0 || s.waiting(now) {
                 org.active_siblings += 1;
             }
         }
@@ -233,26 +228,17 @@ impl Drop for Foreground<'_> {
 pub struct Permit {
     gate: Arc<OrgGate>,
     of: EndpointOf,
-    /// A slot borrowed beyond the org's cap: it never counted on the cap.
-    borrowed: bool,
 }
 
 impl Drop for Permit {
     fn drop(&mut self) {
         let mut st = self.gate.lock();
         st.in_flight = st.in_flight.saturating_sub(1);
-        let borrowed = self.borrowed;
         if let Some(e) = st.endpoints.get_mut(&self.of.endpoint) {
-            if borrowed {
-                e.borrowed = e.borrowed.saturating_sub(1);
-            } else {
-                e.in_flight = e.in_flight.saturating_sub(1);
-            }
+            e.in_flight = e.in_flight.saturating_sub(1);
         }
         let own = st.orgs.get_mut(&self.of.org).map(|o| {
-            if !borrowed {
-                o.in_flight = o.in_flight.saturating_sub(1);
-            }
+            o.in_flight = o.in_flight.saturating_sub(1);
             o.freed.clone()
         });
         drop(st);
@@ -384,24 +370,17 @@ impl OrgGate {
             }
             Admission::Park(plan) => return Admission::Park(plan),
         }
-        // A slot within the org's cap if one was there for it, else one borrowed beyond it.
-        let borrowed = !decide::within_cap(&view, &process);
         // The entries made above, under the same lock.
         let e = st.endpoint(of, now);
         e.first_started.get_or_insert(now);
-        if borrowed {
-            e.borrowed += 1;
-        } else {
-            e.in_flight += 1;
-            if let Some(o) = st.orgs.get_mut(&of.org) {
-                o.in_flight += 1;
-            }
+        e.in_flight += 1;
+        if let Some(o) = st.orgs.get_mut(&of.org) {
+            o.in_flight += 1;
         }
         st.in_flight += 1;
         Admission::Start(Permit {
             gate: self.clone(),
             of,
-            borrowed,
         })
     }
 
@@ -539,17 +518,15 @@ impl OrgGate {
         self.lock().endpoints.get(&endpoint).and_then(|e| e.typical)
     }
 
-    /// The process's attempts in flight, the org's within its cap, and the endpoint's within
-    /// its org's cap and borrowed: what the properties of the share are checked against.
+    /// The org's and the process's attempts in flight, and the endpoint's: what the
+    /// properties of the share are checked against.
     #[cfg(test)]
-    pub(crate) fn counts(&self, of: EndpointOf) -> (usize, usize, usize, usize) {
+    pub(crate) fn counts(&self, of: EndpointOf) -> (usize, usize, usize) {
         let st = self.lock();
-        let e = st.endpoints.get(&of.endpoint);
         (
             st.in_flight,
             st.orgs.get(&of.org).map_or(0, |o| o.in_flight),
-            e.map_or(0, |e| e.in_flight),
-            e.map_or(0, |e| e.borrowed),
+            st.endpoints.get(&of.endpoint).map_or(0, |e| e.in_flight),
         )
     }
 }

@@ -179,7 +179,8 @@ impl EndpointSlots {
 /// - beyond its org's cap, it may borrow an idle slot when all of these hold: a cap's worth of
 ///   slots stays free after it (a newcomer finds one at once), and besides that as many as the
 ///   orgs waiting below their caps lack (their message finds its slot when it is back), and its
-///   attempts are known to end quickly (under half the timeout). A
+///   attempts are known to end quickly (under half the timeout), and no sibling waits below
+///   its share. A
 ///   hanging or failing endpoint would hold a borrowed slot for the whole timeout, so it keeps
 ///   to its org's cap; a fast one gives a borrowed slot back within its typical duration.
 /// - a message that arrives while others wait in the process ([`wait_here`]) queues behind
@@ -195,9 +196,10 @@ pub(super) fn admit(ep: &EndpointSlots, p: &Slots) -> Result<(), Hold> {
     let within_cap = free > 0 && !ep.queued_ahead && ep.fits_in_org(p);
     let quick = ep.typical.is_some_and(|t| t < p.attempt_timeout / 2);
     let queued = p.queued_ahead || ep.queued_ahead;
-    // A borrowed slot is beyond the org's cap and never counts on it (the gate counts it
-    // apart), so it takes nothing a sibling waits for.
-    let may_borrow = free > p.cap + p.others_short && quick && !queued;
+    // A sibling waiting below its share gets the org's slots first: a borrowed slot counts
+    // on the org's cap like any, and would be the one the sibling waits for.
+    let may_borrow =
+        free > p.cap + p.others_short && quick && !queued && ep.org.siblings_short == 0;
     if within_cap || may_borrow {
         Ok(())
     } else {
@@ -210,20 +212,6 @@ pub(super) fn admit(ep: &EndpointSlots, p: &Slots) -> Result<(), Hold> {
             turns_ahead: (ep.parked_ahead / ep.share(p.cap)) as u32,
         })
     }
-}
-
-/// Whether a message admitted now takes a slot within its org's cap (else it borrowed one
-/// beyond it, which the gate counts apart).
-pub fn within_cap(ep: &EndpointSlots, process: &Process) -> bool {
-    let p = Slots {
-        slots: process.slots,
-        in_flight: process.in_flight,
-        cap: process.cap,
-        others_short: 0,
-        queued_ahead: process.queued_ahead,
-        attempt_timeout: process.attempt_timeout,
-    };
-    process.slots > process.in_flight && !ep.queued_ahead && ep.fits_in_org(&p)
 }
 
 /// Whether a held message waits inside the process for a slot (and how long at most) instead

@@ -30,7 +30,7 @@ mod pace;
 // caller to the one file that defines it.
 pub use admission::{
     Admission, BACKGROUND_WAIT_MAX, EndpointSlots, Hold, InOrg, Lane, Neighbour, ParkPlan, Process,
-    SETTLE_PARK, lane, plan_admission, within_cap,
+    SETTLE_PARK, lane, plan_admission,
 };
 pub(crate) use attempt::parse_retry_after;
 pub use attempt::{
