@@ -96,7 +96,11 @@ async fn a_hanging_endpoint_leaves_its_org_a_slot_for_a_sibling() {
         s.inbound(&format!("+4477009033{i:02}")).await;
     }
     // Each event goes to both; the hanging one holds one of the org's two slots, never both.
-    assert_eq!(s.receiver.wait_for(1, WAIT).await.len(), 1, "one request hangs");
+    assert_eq!(
+        s.receiver.wait_for(1, WAIT).await.len(),
+        1,
+        "one request hangs"
+    );
     let got = sibling.wait_for(4, WAIT).await;
     assert_eq!(
         got.len(),
