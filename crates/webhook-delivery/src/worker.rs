@@ -289,7 +289,10 @@ impl Worker {
         tracing::debug!(parent: &span, redelivered, "message received");
         // Another copy of this delivery under way here: after its attempt, the row says
         // whether this one is due.
-        let _underway = self.underway.enter(job.meta.delivery_id).await;
+        let _underway = self
+            .underway
+            .enter(job.meta.delivery_id, self.attempt_timeout * 2)
+            .await;
         // A failing endpoint's messages go after the others' (`decide::Lane`).
         let _foreground = match self.gate.lane(job.meta.units().endpoint) {
             Lane::Foreground => Some(self.gate.foreground()),

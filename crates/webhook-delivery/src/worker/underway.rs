@@ -7,6 +7,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use tokio::sync::Notify;
 use uuid::Uuid;
@@ -16,15 +17,17 @@ pub(crate) struct Underway {
     ids: Mutex<HashMap<Uuid, Arc<Notify>>>,
 }
 
-/// One delivery's attempt under way; its end wakes a copy waiting for it.
+/// One delivery's attempt under way; its end wakes a copy waiting for it. `None` inside: a
+/// copy that waited its longest and goes on beside the other (which keeps the entry).
 pub(crate) struct Turn<'a> {
     underway: &'a Underway,
-    id: Uuid,
+    id: Option<Uuid>,
 }
 
 impl Drop for Turn<'_> {
     fn drop(&mut self) {
-        let ended = self.underway.ids().remove(&self.id);
+        let Some(id) = self.id else { return };
+        let ended = self.underway.ids().remove(&id);
         if let Some(n) = ended {
             n.notify_waiters();
         }
@@ -36,8 +39,12 @@ impl Underway {
         self.ids.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The delivery's turn, once no other copy of it is under way here.
-    pub(crate) async fn enter(&self, id: Uuid) -> Turn<'_> {
+    /// The delivery's turn, once no other copy of it is under way here, or once `at_most` has
+    /// passed: an attempt that never ends (a publish that hangs on a broker gone away) must
+    /// not hold its copies, and the prefetch slots they take, for ever. Past its wait a copy
+    /// goes on and reads the row like any message.
+    pub(crate) async fn enter(&self, id: Uuid, at_most: Duration) -> Turn<'_> {
+        let deadline = tokio::time::Instant::now() + at_most;
         loop {
             let other = {
                 let mut ids = self.ids();
@@ -45,7 +52,10 @@ impl Underway {
                     Some(n) => n.clone(),
                     None => {
                         ids.insert(id, Arc::new(Notify::new()));
-                        return Turn { underway: self, id };
+                        return Turn {
+                            underway: self,
+                            id: Some(id),
+                        };
                     }
                 }
             };
@@ -54,7 +64,12 @@ impl Underway {
             tokio::pin!(ended);
             ended.as_mut().enable();
             if self.ids().get(&id).is_some_and(|n| Arc::ptr_eq(n, &other)) {
-                ended.await;
+                tokio::select! {
+                    _ = &mut ended => {}
+                    _ = tokio::time::sleep_until(deadline) => {
+                        return Turn { underway: self, id: None };
+                    }
+                }
             }
         }
     }
@@ -63,20 +78,21 @@ impl Underway {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
+
+    const LONG: Duration = Duration::from_secs(60);
 
     #[tokio::test]
     async fn a_copy_waits_for_the_other_copys_attempt_and_others_do_not() {
         let u = Arc::new(Underway::default());
         let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
-        let first = u.enter(a).await;
-        let _other = tokio::time::timeout(Duration::from_secs(1), u.enter(b))
+        let first = u.enter(a, LONG).await;
+        let _other = tokio::time::timeout(Duration::from_secs(1), u.enter(b, LONG))
             .await
             .expect("another delivery goes at once");
         let waiting = {
             let u = u.clone();
             tokio::spawn(async move {
-                let _t = u.enter(a).await;
+                let _t = u.enter(a, LONG).await;
             })
         };
         for _ in 0..20 {
@@ -88,5 +104,17 @@ mod tests {
             .await
             .expect("and goes once the attempt ended")
             .unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_copy_goes_on_after_its_longest_wait() {
+        let u = Underway::default();
+        let id = Uuid::new_v4();
+        let _stuck = u.enter(id, LONG).await;
+        let started = std::time::Instant::now();
+        let copy = u.enter(id, Duration::from_millis(50)).await;
+        assert!(started.elapsed() >= Duration::from_millis(50));
+        drop(copy);
+        assert!(u.ids().contains_key(&id), "the other keeps its entry");
     }
 }
