@@ -15,7 +15,12 @@ const WAIT: Duration = Duration::from_secs(20);
 
 /// A new endpoint of the stack's org on `receiver` for `types`: its id; the receiver verifies
 /// with its secret only.
-async fn add_endpoint(s: &Stack, receiver: &Receiver, types: &[&str], description: &str) -> String {
+pub(crate) async fn add_endpoint(
+    s: &Stack,
+    receiver: &Receiver,
+    types: &[&str],
+    description: &str,
+) -> String {
     let r = s
         .request(
             Method::POST,

@@ -6,8 +6,6 @@ use std::time::Duration;
 
 use qualifier_testkit::receiver::{Behaviour, Receiver};
 use qualifier_testkit::{free_port, http_client};
-use reqwest::Method;
-use serde_json::{Value, json};
 
 use crate::crash::spawn_delivery_with;
 use crate::stack::{SecondOrg, Stack};
@@ -16,17 +14,7 @@ const WAIT: Duration = Duration::from_secs(30);
 
 /// A new endpoint of the stack's org on `receiver` for `lead.created`: its id.
 async fn add_endpoint(s: &Stack, receiver: &Receiver) -> String {
-    let r = s
-        .request(
-            Method::POST,
-            &format!("/internal/v1/orgs/{}/endpoints", s.org),
-            Some(json!({"url": receiver.url, "event_types": ["lead.created"]})),
-        )
-        .await;
-    assert_eq!(r.status(), 201);
-    let r: Value = r.json().await.unwrap();
-    receiver.set_secrets(vec![r["signing_secret"].as_str().unwrap().to_owned()]);
-    r["endpoint"]["id"].as_str().unwrap().to_owned()
+    crate::endpoints::add_endpoint(s, receiver, &["lead.created"], "fair share").await
 }
 
 /// Requests received by all of `receivers` together.
