@@ -536,9 +536,11 @@ impl Store {
         let rows: Vec<FeedRow> = conn
             .transaction::<_, FeedError, _>(async move |conn| {
                 // Every org's page has the same best plan, whatever it holds: a walk of the
-                // feed index in its order, the page's entries and one of each older
-                // partition. It keeps that plan rather than making it again on each call.
-                crate::planner::same_plan_for_every_org(conn).await?;
+                // feed indexes in their order, the page's entries and one of each older
+                // partition. It keeps that plan rather than making it again on each call, and
+                // never sorts: while today's partition is small, reading all of it and sorting
+                // looks cheaper than the walk, and then reads the whole day for every page.
+                crate::planner::in_index_order(conn, true).await?;
                 let (expired_through,): (i64,) = feed_head::table
                     .select((feed_head::expired_through,))
                     .first_row(conn)

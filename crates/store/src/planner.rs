@@ -9,21 +9,7 @@
 //! serves every org, and planning them on each call was a tenth of PostgreSQL's CPU per event.
 //! The few reads whose best plan depends on the org's own rows ask for custom plans here.
 
-use diesel_async::{RunQueryDsl, SimpleAsyncConnection};
-
-/// For the rest of the transaction, each statement keeps the plan it was first given, whatever
-/// the session's `plan_cache_mode` (an operator may have set `custom` or `auto` in
-/// `QUALIFIER_PLAN_CACHE_MODE`). Only for statements whose best plan is the same for every org
-/// and every value: a probe of a unique index, or a walk of an index in the order asked for.
-/// Planning one again over a month's partitions costs up to a millisecond, most of a small
-/// org's call (docs/performance.md, "Planning"); a generic plan where the org's own
-/// statistics matter (a status or a type filter) can read a busy org's rows to answer a quiet
-/// one's, so those keep their custom plans.
-pub(crate) async fn same_plan_for_every_org(
-    conn: &mut diesel_async::AsyncPgConnection,
-) -> Result<(), diesel::result::Error> {
-    set_local(conn, "SET LOCAL plan_cache_mode = force_generic_plan").await
-}
+use diesel_async::SimpleAsyncConnection;
 
 /// For the rest of the transaction, no bitmap heap scans: a count over `outbox_org_status`
 /// (a dry run, the chart) finds every column it needs in the index, but its entries are
@@ -54,10 +40,11 @@ pub(crate) async fn index_only(
 /// took 45-90 ms for an empty answer, one reason the pool's sessions never compile
 /// (`crate::pool`, `SESSION_SETTINGS`).
 ///
-/// With `keep_plan`, the statement also keeps the plan it was first given
-/// ([`same_plan_for_every_org`]): when only one index gives a list's order, walking it is the
+/// With `keep_plan`, the statement also keeps the plan it was first given, whatever the
+/// session's `plan_cache_mode` (an operator may have set `custom` or `auto` in
+/// `QUALIFIER_PLAN_CACHE_MODE`): when only one index gives a list's order, walking it is the
 /// only plan left, whatever the org, so planning it again over the month's partitions on each
-/// call (most of a small org's list) buys nothing. Without it, the statement is planned with
+/// call (up to a millisecond, most of a small org's list or feed page) buys nothing. Without it, the statement is planned with
 /// its call's values, whatever the session's mode: two indexes give its order, and which one
 /// reads fewer rows depends on the org. One round trip for the settings.
 pub(crate) async fn in_index_order(
@@ -72,13 +59,4 @@ pub(crate) async fn in_index_order(
          SET LOCAL plan_cache_mode = force_custom_plan"
     })
     .await
-}
-
-/// Runs one `SET LOCAL`: the setting ends with the transaction, so a pooled session goes back
-/// to its own for the next caller whatever happens.
-async fn set_local(
-    conn: &mut diesel_async::AsyncPgConnection,
-    statement: &'static str,
-) -> Result<(), diesel::result::Error> {
-    diesel::sql_query(statement).execute(conn).await.map(|_| ())
 }
