@@ -7,7 +7,7 @@
 # block a deleted file frees before the deleting call returns, so PostgreSQL's `DROP TABLE`
 # waits for the disk in proportion to the bytes dropped. Retention drops a whole outbox
 # partition; run beside `make bench`, this shows how much of its time is the disk's discard
-# (docs/performance.md, "Retention"; docs/operations.md, "The database's disk").
+# (docs/performance-log.md, "Retention"; docs/operations.md, "The database's disk").
 #
 #   scripts/bench-disk.sh --only history          (make bench-disk)
 #

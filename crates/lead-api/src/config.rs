@@ -27,7 +27,7 @@ const PLAN_CACHE_MODE: &str = "generic";
 /// past that does not make PostgreSQL answer sooner: it moves the wait from the pool into the
 /// server, where each waiting statement holds a backend, its locks and its share of the cores.
 /// On the bench's two-core machine, 6 sessions against 16: 6.4% less CPU per event (5 pairs,
-/// every one lower) and p50 latency 30 ms against 43 (docs/performance.md, "The API's pool").
+/// every one lower) and p50 latency 30 ms against 43 (docs/performance-log.md, "The API's pool").
 fn db_pool_size(cpus: usize) -> usize {
     2 * cpus + 2
 }

@@ -83,7 +83,7 @@ pub struct Store {
 /// write wakes it after the commit instead of sending `NOTIFY` in it: a notifying commit holds
 /// PostgreSQL's lock on the notification queue through its WAL flush, so notifying writes
 /// commit one at a time (under the bench's load, the lead's writes spent most of their time
-/// waiting for that lock; docs/performance.md, "The relay woken in-process"). The relay this
+/// waiting for that lock; docs/performance-log.md, "The relay woken in-process"). The relay this
 /// wakes publishes the write's events; the other replicas' relays, which the `NOTIFY` also
 /// woke, find nothing of it to do, and still poll every second. A process whose relay is not
 /// connected notifies, so that another replica's relay publishes at once.

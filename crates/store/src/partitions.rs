@@ -21,7 +21,7 @@ pub struct DeliveryRef {
 /// of them if one row's number is unknown. A statement that says
 /// `(seq >> 32) BETWEEN lo AND hi` beside its `delivery_id` reads only those partitions (pruned
 /// when it starts, even as a generic plan); by `delivery_id` alone it would probe the index of
-/// every partition, one per day kept (docs/performance.md, "History at scale").
+/// every partition, one per day kept (docs/performance-log.md, "History at scale").
 pub fn day_bounds(seqs: impl IntoIterator<Item = Option<i64>>) -> (i64, i64) {
     let mut bounds: Option<(i64, i64)> = None;
     for seq in seqs {

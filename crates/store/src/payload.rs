@@ -3,7 +3,7 @@
 //! An envelope is a JSON object of about 700 bytes, most of it the same keys and stock values in
 //! every event. PostgreSQL compresses a value only once the whole row passes about 2 KB, so it
 //! stores envelopes as they are; compressed here with zstd and a dictionary of example envelopes
-//! one takes about 220 bytes (docs/performance.md, "History at scale").
+//! one takes about 220 bytes (docs/performance-log.md, "History at scale").
 //!
 //! The stored bytes say which form they are in, by their first byte:
 //! - `{`: the envelope itself, exactly the bytes that are signed and sent;

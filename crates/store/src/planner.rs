@@ -1,7 +1,7 @@
 //! Planner settings a transaction asks for, each with the reason it needs it: lists,
 //! searches, counts and the feed call these before their statements, so the statements keep
 //! the plans that read only what they answer whatever the org's statistics say
-//! (docs/performance.md, "Planning").
+//! (docs/performance-log.md, "Planning").
 //!
 //! `lead-api`'s sessions plan a prepared statement once (`QUALIFIER_PLAN_CACHE_MODE`, default
 //! `generic`): the statements every event goes through (the lead's write and read, the
@@ -15,7 +15,7 @@ use diesel_async::SimpleAsyncConnection;
 /// (a dry run, the chart) finds every column it needs in the index, but its entries are
 /// scattered one per table page (one delivery in fifty is dead), and PostgreSQL can judge a
 /// bitmap scan cheaper, which then reads a table page per entry counted, where the index alone
-/// counts 50,000 entries in about 50 ms (docs/performance.md, "History at scale").
+/// counts 50,000 entries in about 50 ms (docs/performance-log.md, "History at scale").
 ///
 /// Planned with the call's values: which of the org's statuses and hours hold rows decides
 /// the plan, and a dry run is rare enough that planning it each time costs nothing.

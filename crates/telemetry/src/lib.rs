@@ -48,7 +48,7 @@ impl Telemetry {
 /// every crate, which enabled the `debug!` and `trace!` call sites of the libraries on the event
 /// path (the AMQP client, the PostgreSQL driver, HTTP and TLS) whatever `RUST_LOG` said: each
 /// was built, formatted and added to the open span as an OpenTelemetry event, then thrown away
-/// with the span when no collector was set (docs/performance.md, "What the figures rest on").
+/// with the span when no collector was set (docs/performance-log.md, "What the figures rest on").
 /// The project's own spans are all `INFO`.
 pub fn otel_layer<S>(provider: &SdkTracerProvider, service: &'static str) -> impl Layer<S> + use<S>
 where

@@ -1,4 +1,4 @@
-//! History at scale (docs/performance.md, "History at scale"): the same figures on an empty
+//! History at scale (docs/performance-log.md, "History at scale"): the same figures on an empty
 //! database and on one that holds a month of history, side by side, from the release binaries
 //! in one run.
 //!
@@ -454,7 +454,7 @@ fn settings() -> DeliverySettings {
 /// partition, written all at once before the big org's 3,000 and after the statistics were
 /// gathered: a run with them there found the small org's first page read 4,596 rows for 51.
 /// The unfiltered list no longer can (`list_deliveries_at`); a list since a day still can
-/// (docs/performance.md, "Not there yet").
+/// (docs/performance-log.md, "Not there yet").
 const SMALL_ORG_EVENTS: usize = 151;
 
 impl Side {

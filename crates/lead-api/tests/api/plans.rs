@@ -738,7 +738,7 @@ async fn every_list_reads_about_what_it_answers_under_the_generic_plan() {
         // A bound of its own, where a statement is known to read more: the big org's failed
         // deliveries (the walk by state) read its history under some statistics, 29,807
         // entries for 50 in one run of CI and about the page in others. That is an open defect
-        // (docs/performance.md, "Not done yet, and why"); the bound keeps it from growing
+        // (docs/performance-log.md, "Not done yet, and why"); the bound keeps it from growing
         // while every other statement keeps the general one.
         let bound = match *name {
             "failed deliveries, big org" => 40_000,

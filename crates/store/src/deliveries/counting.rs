@@ -17,7 +17,7 @@ impl DeliveryFilter {
     /// for the org, plus the changes not folded yet) and, through the index, only the rows
     /// of the partial hours at its two ends and of the hours before the cover
     /// ([`HourSplit`]). So a month of 50,000 dead deliveries is about 720 rows read, not
-    /// 50,000 index entries (docs/performance.md, "History at scale"). Any other filter
+    /// 50,000 index entries (docs/performance-log.md, "History at scale"). Any other filter
     /// (types, a lead) is counted through the index alone.
     pub(super) async fn count(
         &self,

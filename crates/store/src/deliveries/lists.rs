@@ -51,7 +51,7 @@ impl Store {
         limit: i64,
     ) -> Result<(Vec<(i64, Delivery)>, Option<i64>), StoreError> {
         // A page is one walk of one index in sequence order, newest first, that stops at the
-        // page's end or at a lower bound (docs/performance.md, "History at scale"):
+        // page's end or at a lower bound (docs/performance-log.md, "History at scale"):
         // - the events' own (`outbox_org_seq`, `outbox_org_lead` with a lead, `outbox_org_type`
         //   with one type), each event's delivery found by its key, when the filter asks for no
         //   status, for `succeeded` (most deliveries are), or for a lead (its rows are the

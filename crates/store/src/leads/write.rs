@@ -118,7 +118,7 @@ enum RowWrite {
     /// check names the phone's index by its shape: `(org_id, phone)` compared as a row, which
     /// only `leads_org_phone` serves whole. Written as two equalities, the statement's generic
     /// plan, made on a new database, walked the org's leads through `leads_org_updated` to find
-    /// the phone (docs/performance.md, "Fewer records an event"). Two first messages from one
+    /// the phone (docs/performance-log.md, "Fewer records an event"). Two first messages from one
     /// phone at once both pass the check; the unique index lets one in and the other's
     /// statement fails whole with its violation, which [`Store::inbound_contact`] takes as a
     /// taken phone.
@@ -306,7 +306,7 @@ async fn write_with_events(
 /// `id`), reading every entry of the org to find one id; a session that planned it while
 /// `leads` had no statistics yet (a new database, before its first `ANALYZE`) chose that index
 /// and kept it, and each change of a lead then cost a walk of the org's leads
-/// (`crates/lead-api/tests/api/plans.rs`; docs/performance.md, "What the figures rest on").
+/// (`crates/lead-api/tests/api/plans.rs`; docs/performance-log.md, "What the figures rest on").
 async fn read_versioned(
     conn: &mut AsyncPgConnection,
     org_id: Uuid,

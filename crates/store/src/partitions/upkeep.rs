@@ -135,7 +135,7 @@ impl Store {
     /// `outbox_compacted`. Returns how many it rebuilt (0 or 1: one per round bounds a round's
     /// work). Most of the outbox's indexes take each new entry at the end of one org's run, in
     /// the middle of the index, where a full page splits in half; built again from their
-    /// entries they are about 40% smaller (docs/performance.md, "History at scale").
+    /// entries they are about 40% smaller (docs/performance-log.md, "History at scale").
     pub async fn compact_outbox(&self) -> Result<usize, StoreError> {
         let closed = qualifier_domain::timefmt::now_millis() - time::Duration::hours(1);
         let mut conn = self.conn().await?;

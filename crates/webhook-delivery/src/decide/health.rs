@@ -96,7 +96,7 @@ impl HealthInput {
 /// Why: an endpoint that fails takes one write of its health per failed attempt, and while it
 /// is not yet found failing its attempts fail as fast as they start. One row lock taken per
 /// failure queued every such write behind the others, each holding a connection meanwhile, and
-/// the other endpoints' reads and outcomes waited for connections (docs/performance.md,
+/// the other endpoints' reads and outcomes waited for connections (docs/performance-log.md,
 /// "Several endpoints").
 pub fn fold_steps(h: &EndpointHealth, steps: &[HealthStep]) -> (Option<HealthPlan>, usize) {
     let mut plan: Option<HealthPlan> = None;
