@@ -9,7 +9,12 @@ use std::fmt;
 use std::str::FromStr;
 
 mod args;
-pub use args::*;
+pub use args::{
+    ALLOW_CIDRS, AllowCidrsArgs, AppBaseUrlArgs, BrokerArgs, ConnectionArgs, DEFAULT_APP_BASE_URL,
+    DEFAULT_REPLAY_RATE, DatabaseArgs, PayloadStorageArgs, PoolSizeArgs, REPLAY_RATE,
+    ReplayRateArgs, RetryDelaysArgs, SECRET_KEY, SecretKeyArgs, ShutdownGraceArgs,
+    TopologyPrefixArgs,
+};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EnvError {

@@ -26,9 +26,12 @@ mod conditions;
 mod lead;
 mod lists;
 
-pub use conditions::*;
-pub use lead::*;
-pub use lists::*;
+pub use conditions::{if_match, none_match};
+pub use lead::{
+    HANDOFF_REASON_MAX, PROVIDE_ONE, handoff_operator, handoff_reason, parse_inbound,
+    parse_internal_patch, parse_new_lead, parse_public_patch,
+};
+pub use lists::{FeedQuery, LeadListQuery, MAX_LIMIT, limit, query, timestamp};
 
 fn unprocessable(m: impl Into<String>) -> ApiError {
     ApiError::Unprocessable(m.into())

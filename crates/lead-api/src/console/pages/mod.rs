@@ -12,7 +12,9 @@ use time::OffsetDateTime;
 use super::extract::Place;
 
 mod deliveries;
-pub use deliveries::*;
+pub use deliveries::{
+    DeliveriesView, DeliveryFilterForm, deliveries_page, delivery_page, replay_dead_page,
+};
 
 /// Which navigation link is the current page.
 #[derive(Clone, Copy, PartialEq, Eq)]
