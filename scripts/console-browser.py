@@ -346,6 +346,17 @@ def endpoints_delete(login, endpoint_page, shots):
                                for a in page.locator("tbody tr a").all()]
         shot(page, shots, "endpoint-deliveries")
         page.goto(endpoint_page)
+        # The endpoint's page only links to the question; its Cancel leaves the endpoint as it
+        # was, and only the question's button deletes.
+        out["buttons_on_page"] = page.get_by_role("button", name="Delete endpoint").count()
+        page.get_by_role("link", name="Delete endpoint…").click()
+        expect(page.get_by_role("status")).to_contain_text("cannot be undone")
+        out["question"] = page.get_by_role("status").inner_text()
+        shot(page, shots, "endpoint-delete-question")
+        page.get_by_role("link", name="Cancel").click()
+        out["after_cancel"] = page.url
+        out["listed_after_cancel"] = page.get_by_role("link", name="Delete endpoint…").count()
+        page.get_by_role("link", name="Delete endpoint…").click()
         page.get_by_role("button", name="Delete endpoint").click()
         expect(page.get_by_role("status")).to_contain_text("Endpoint deleted")
         out["listed_after"] = page.locator("tr[data-endpoint]").count()

@@ -368,7 +368,22 @@ pub(super) async fn endpoint_create(f: CsrfForm, st: web::Data<AppState>) -> Res
     shown(f, &st, place, notice, Some(("Signing secret", &secret))).await
 }
 
-/// `Delete endpoint`: its pending deliveries end skipped in the same transaction.
+/// The question before `Delete endpoint`, as the console asks before every action that cannot
+/// be undone: which endpoint, and what becomes of its waiting deliveries.
+pub(super) async fn endpoint_delete_get(
+    s: ConsoleSession,
+    place: Place,
+    st: web::Data<AppState>,
+) -> Result<HttpResponse> {
+    let endpoint = st
+        .store
+        .get_webhook(place.at(s.org_id))
+        .await?
+        .ok_or(ConsoleError::NotFound(Place::ENDPOINT_NOT_FOUND))?;
+    Ok(ok(pages::delete_endpoint_page(&s.who(), &endpoint)))
+}
+
+/// `Delete endpoint`, confirmed: its pending deliveries end skipped in the same transaction.
 pub(super) async fn endpoint_delete(
     f: CsrfForm,
     place: Place,

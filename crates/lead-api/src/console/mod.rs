@@ -107,6 +107,10 @@ pub fn routes(cfg: &mut web::ServiceConfig, frame_ancestors: &[String]) {
             .route("/endpoints", post(endpoint_create))
             .route("/endpoints/{endpoint}", web::get().to(webhook_get))
             .configure(|c| endpoint_forms(c, "/endpoints/{endpoint}"))
+            .route(
+                "/endpoints/{endpoint}/delete",
+                web::get().to(endpoint_delete_get),
+            )
             .route("/endpoints/{endpoint}/delete", post(endpoint_delete))
             .route("/tokens", web::get().to(tokens_get))
             .route("/tokens", post(tokens_create))

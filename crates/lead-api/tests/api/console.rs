@@ -1103,7 +1103,9 @@ async fn endpoint_pages_find_only_the_orgs_own_endpoints_and_refuse_on_the_form(
     let csrf = csrf_of(&html);
     for path in [
         format!("/console/endpoints/{theirs_id}"),
+        format!("/console/endpoints/{theirs_id}/delete"),
         "/console/endpoints/not-an-id".to_owned(),
+        "/console/endpoints/not-an-id/delete".to_owned(),
     ] {
         let (status, html) = get(&app, Some(&cookie), &path).await;
         assert_eq!(status, StatusCode::NOT_FOUND, "{path}");

@@ -391,10 +391,11 @@ async fn an_administrator_adds_edits_rotates_and_deletes_an_endpoint_in_the_brow
         .await;
 
     // Its deliveries page lists its own two and not the first endpoint's.
+    let endpoint_page = page["endpoint_page"].as_str().unwrap().to_owned();
     let page = browser(vec![
         "endpoints_delete".into(),
         s.console_link().await,
-        page["endpoint_page"].as_str().unwrap().to_owned(),
+        endpoint_page.clone(),
         shots,
     ])
     .await;
@@ -408,6 +409,13 @@ async fn an_administrator_adds_edits_rotates_and_deletes_an_endpoint_in_the_brow
     let mut want = vec![test.header("webhook-id"), created.header("webhook-id")];
     want.sort();
     assert_eq!(shown, want, "{page}");
+    // One click on its page only asks: the question names it, Cancel keeps it.
+    assert_eq!(page["buttons_on_page"], 0, "{page}");
+    let question = page["question"].as_str().unwrap();
+    assert!(question.contains("Data warehouse"), "{page}");
+    assert!(question.contains(warehouse.url.as_str()), "{page}");
+    assert_eq!(page["after_cancel"], endpoint_page.as_str(), "{page}");
+    assert_eq!(page["listed_after_cancel"], 1, "{page}");
     assert_eq!(page["listed_after"], 0, "{page}");
     assert_eq!(page["page_after"], 404, "{page}");
 

@@ -357,16 +357,37 @@ pub fn webhook_page(who: &Who, v: &EndpointView) -> Markup {
                 section aria-labelledby="delete-h" {
                     h2 id="delete-h" { "Delete endpoint" }
                     p { "Its deliveries still waiting end skipped (Endpoint deleted) and it gets nothing more. The org's other endpoints are not affected." }
-                    form method="post" action=(format!("{actions}/delete")) {
-                        input type="hidden" name="csrf" value=(who.csrf);
-                        button.danger type="submit" { "Delete endpoint" }
-                    }
+                    p { a.danger href=(format!("{actions}/delete")) { "Delete endpoint…" } }
                 }
             }
         }
         @if first && v.saved.is_some() { (other_endpoints(v.others)) }
     };
     layout(&title, Nav::Webhook, who, content)
+}
+
+/// The question before an endpoint is deleted: it names the endpoint and what its deletion
+/// does, and only its button deletes (the endpoint's page links here, so one click never does).
+pub fn delete_endpoint_page(who: &Who, endpoint: &Webhook) -> Markup {
+    let page = format!("/console/endpoints/{}", endpoint.id);
+    let name = if endpoint.description.is_empty() {
+        endpoint.url.clone()
+    } else {
+        endpoint.description.clone()
+    };
+    let content = html! {
+        p role="status" {
+            "Delete " strong { (name) } " (" code { (endpoint.url) } ")? "
+            "Its deliveries still waiting end skipped (Endpoint deleted) and it gets nothing more. "
+            "This cannot be undone."
+        }
+        form method="post" action=(format!("{page}/delete")) {
+            input type="hidden" name="csrf" value=(who.csrf);
+            button.danger type="submit" { "Delete endpoint" }
+        }
+        p { a href=(page) { "Cancel" } }
+    };
+    layout("Delete endpoint", Nav::Webhook, who, content)
 }
 
 /// The org's endpoints besides the first (this page's): each with its health, a link to its
