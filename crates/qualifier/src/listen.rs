@@ -252,8 +252,10 @@ pub async fn run(api: &Api, args: Listen) -> Result<()> {
 }
 
 fn print_resume(args: &Listen, secret: &str, cursor: &str) {
+    // On a line of its own: a terminal echoes Ctrl-C as `^C` where the cursor is, and a
+    // resume line that shared it was refused by the shell when pasted.
     println!(
-        "Stopped. Resume with: {}",
+        "\nStopped. Resume with: {}",
         args.resume.line(args, secret, cursor)
     );
     if args.resume.token.is_none() {
