@@ -50,6 +50,34 @@ pub(crate) fn org_missing(e: diesel::result::Error) -> StoreError {
 /// reference the org, leads and events, are still written beside it): what is decided about
 /// the org's endpoints (how many, which is the oldest) holds until the commit. `Org not found`
 /// without it.
+/// Whether the org's first endpoint, the one its id named, has been deleted: the org's id
+/// then names no endpoint again (an endpoint's id is never reused). Read under the org's lock.
+pub(crate) async fn first_endpoint_gone(
+    conn: &mut diesel_async::AsyncPgConnection,
+    org_id: Uuid,
+) -> Result<bool, StoreError> {
+    use crate::answer::ReadToEnd;
+    use diesel::{ExpressionMethods, QueryDsl};
+    Ok(orgs::table
+        .filter(orgs::id.eq(org_id))
+        .select(orgs::first_endpoint_gone)
+        .first_row::<bool>(conn)
+        .await?)
+}
+
+/// Records that the endpoint the org's id named is deleted ([`first_endpoint_gone`]).
+pub(crate) async fn first_endpoint_deleted(
+    conn: &mut diesel_async::AsyncPgConnection,
+    org_id: Uuid,
+) -> Result<(), StoreError> {
+    use diesel::{ExpressionMethods, QueryDsl};
+    diesel::update(orgs::table.filter(orgs::id.eq(org_id)))
+        .set(orgs::first_endpoint_gone.eq(true))
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
 pub(crate) async fn lock_org(
     conn: &mut diesel_async::AsyncPgConnection,
     org_id: Uuid,

@@ -5,6 +5,7 @@ diesel::table! {
         id -> Uuid,
         name -> Text,
         created_at -> Timestamptz,
+        first_endpoint_gone -> Bool,
     }
 }
 

@@ -410,10 +410,13 @@ impl Store {
                 if held.len() >= limit {
                     return Err(StoreError::LimitReached("Endpoint limit reached"));
                 }
-                // An org's id names the endpoint while no endpoint has it (the rule of
-                // `qualifier_endpoint_named`, migration 50): the deliveries recorded while the
-                // org had none are keyed by it.
-                let id = if held.contains(&org_id) {
+                // An org's id names its first endpoint (the deliveries recorded while the org
+                // had none are keyed by it, as its webhook was when an org had one), and no
+                // other once that one is deleted: an endpoint's id is never reused, so a new
+                // endpoint never inherits a deleted one's deliveries or history.
+                let id = if held.contains(&org_id)
+                    || crate::orgs::first_endpoint_gone(conn, org_id).await?
+                {
                     Uuid::new_v4()
                 } else {
                     org_id
@@ -501,6 +504,9 @@ impl Store {
             diesel::delete(webhooks::table.filter(webhooks::id.eq(key.endpoint_id)))
                 .execute(conn)
                 .await?;
+            if key.endpoint_id == key.org_id {
+                crate::orgs::first_endpoint_deleted(conn, key.org_id).await?;
+            }
             Ok(())
         })
         .await

@@ -251,6 +251,67 @@ async fn a_deleted_endpoint_has_its_pending_deliveries_skipped_and_gets_nothing_
     assert_eq!(failing.received().len(), 1, "nothing after the delete");
 }
 
+/// The primary endpoint deleted and a webhook set up again: the new endpoint has an id of its
+/// own, not the org's that the deleted one had, so it inherits none of the deleted one's
+/// deliveries, and the deleted one's id stays not found.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_primary_endpoint_set_up_again_never_takes_the_deleted_ones_id() {
+    let s = Stack::start().await;
+    assert_eq!(s.webhook().await["id"], s.org.as_str());
+    s.inbound("+447700900511").await;
+    let first = s.receiver.wait_for(1, WAIT).await;
+    let old_delivery = first[0].header("x-qualifier-delivery").to_owned();
+    s.wait_status(&old_delivery, "succeeded", WAIT).await;
+
+    s.org_call(Method::DELETE, &format!("endpoints/{}", s.org), None)
+        .await;
+    let again = Receiver::start().await;
+    let created = s
+        .put_webhook(json!({"url": again.url, "event_types": ["lead.created"], "enabled": true}))
+        .await;
+    again.set_secrets(vec![created["signing_secret"].as_str().unwrap().to_owned()]);
+    let new_id = created["webhook"]["id"].as_str().unwrap().to_owned();
+    assert_ne!(
+        new_id, s.org,
+        "a deleted endpoint's id is never given again"
+    );
+    let gone = s
+        .request(
+            Method::GET,
+            &format!("/internal/v1/orgs/{}/endpoints/{}", s.org, s.org),
+            None,
+        )
+        .await;
+    assert_eq!(gone.status(), 404);
+
+    // Its deliveries list starts empty: the old endpoint's history stays the old one's.
+    let listed = s
+        .org_call(
+            Method::GET,
+            &format!("deliveries?endpoint_id={new_id}"),
+            None,
+        )
+        .await;
+    assert_eq!(listed["deliveries"], json!([]), "{listed}");
+    let primary = s.org_call(Method::GET, "deliveries", None).await;
+    assert_eq!(primary["deliveries"], json!([]), "{primary}");
+
+    // The next event goes to the new endpoint, signed with its secret, under a new delivery.
+    s.inbound("+447700900512").await;
+    let got = again.wait_for(1, WAIT).await;
+    assert_eq!(got[0].verified_with, Some(0));
+    assert_ne!(got[0].header("x-qualifier-delivery"), old_delivery);
+    let d = s
+        .wait_status(got[0].header("x-qualifier-delivery"), "succeeded", WAIT)
+        .await;
+    assert_eq!(d["endpoint_id"], new_id.as_str());
+    assert_eq!(
+        s.receiver.received().len(),
+        1,
+        "nothing more to the deleted one"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn an_erasure_reaches_every_endpoint() {
     let s = Stack::start().await;
