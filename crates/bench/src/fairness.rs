@@ -229,8 +229,17 @@ fn median(mut v: Vec<f64>) -> f64 {
 /// The phase: for one and two replicas, an org with 1, 4 and 10 slow endpoints.
 pub(crate) async fn phase(sink: &Sink, events: u64, rounds: u32) -> anyhow::Result<Value> {
     let mut table = Vec::new();
+    // `QUALIFIER_BENCH_FAIRNESS_ONLY=2x10` runs one configuration (processes x slow
+    // endpoints), for profiling it or for before/after pairs.
+    let only = std::env::var("QUALIFIER_BENCH_FAIRNESS_ONLY").ok();
     for replicas in [1usize, 2] {
         for slow in [1usize, 4, 10] {
+            if only
+                .as_deref()
+                .is_some_and(|o| o != format!("{replicas}x{slow}"))
+            {
+                continue;
+            }
             let s = setup(sink, slow, replicas).await?;
             let mut ratios: HashMap<&str, Vec<f64>> = HashMap::new();
             let mut offset = 0;
