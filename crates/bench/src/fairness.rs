@@ -23,6 +23,8 @@ const OTHERS: usize = 3;
 struct Latencies {
     others: Vec<f64>,
     sibling: Vec<f64>,
+    /// Messages the workers parked during the run (every reason): the slow org's churn.
+    parks: f64,
 }
 
 /// The services and endpoints of one configuration.
@@ -130,6 +132,7 @@ impl Setup {
         loaded: bool,
     ) -> anyhow::Result<Latencies> {
         self.slow_enabled(loaded).await?;
+        let parks_before = self.parks().await;
         if loaded {
             produce(&self.env, &self.slow_org, BACKLOG, offset, 8, None, false).await;
             // Its first attempts are out and hanging before the measured events come.
@@ -192,13 +195,28 @@ impl Setup {
             start,
         )
         .lat_ms;
+        let parks = self.parks().await - parks_before;
         if loaded {
             // The backlog ends (a disabled endpoint's waiting deliveries are skipped) and its
             // attempts under way answer before the next run, which must not find them.
             self.slow_enabled(false).await?;
             tokio::time::sleep(SLOW + Duration::from_secs(1)).await;
         }
-        Ok(Latencies { others, sibling })
+        Ok(Latencies {
+            others,
+            sibling,
+            parks,
+        })
+    }
+
+    async fn parks(&self) -> f64 {
+        let mut n = 0.0;
+        for w in &self.workers {
+            n += w
+                .counter(&self.env.http, "qualifier_delivery_parked_total")
+                .await;
+        }
+        n
     }
 }
 
@@ -276,6 +294,7 @@ pub(crate) async fn phase(sink: &Sink, events: u64, rounds: u32) -> anyhow::Resu
                     .entry("others_p99_idle_ms")
                     .or_default()
                     .push(pct(&idle.others, 0.99));
+                ratios.entry("parks").or_default().push(loaded.parks);
             }
             let row = json!({
                 "replicas": replicas,
@@ -285,13 +304,15 @@ pub(crate) async fn phase(sink: &Sink, events: u64, rounds: u32) -> anyhow::Resu
                 "sibling_p50_ratio": r3(median(ratios["sibling_p50"].clone())),
                 "sibling_p99_ratio": r3(median(ratios["sibling_p99"].clone())),
                 "others_p99_idle_ms": r3(median(ratios["others_p99_idle_ms"].clone())),
+                "parks_per_loaded_run": r3(median(ratios["parks"].clone())),
             });
             println!(
-                "      {replicas} process(es), {slow:>2} slow endpoints: others p50 {:.2}x p99 {:.2}x; the slow org's quick endpoint p50 {:.2}x p99 {:.2}x",
+                "      {replicas} process(es), {slow:>2} slow endpoints: others p50 {:.2}x p99 {:.2}x; the slow org's quick endpoint p50 {:.2}x p99 {:.2}x; {} parks a run",
                 row["others_p50_ratio"].as_f64().unwrap_or(f64::NAN),
                 row["others_p99_ratio"].as_f64().unwrap_or(f64::NAN),
                 row["sibling_p50_ratio"].as_f64().unwrap_or(f64::NAN),
                 row["sibling_p99_ratio"].as_f64().unwrap_or(f64::NAN),
+                row["parks_per_loaded_run"],
             );
             table.push(row);
             s.api.stop();

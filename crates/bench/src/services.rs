@@ -150,6 +150,7 @@ impl Env {
     }
 
     fn common(&self, cmd: &mut Command) {
+        let log = log_file(cmd);
         cmd.env("DATABASE_URL", &self.db.url)
             .env("AMQP_URL", amqp_url())
             .env("QUALIFIER_SECRET_KEY", &self.key)
@@ -159,9 +160,12 @@ impl Env {
                 RETRY_DELAYS.map(|d| d.to_string()).join(","),
             )
             .env("QUALIFIER_WEBHOOK_ALLOW_CIDRS", "127.0.0.0/8")
-            .env("RUST_LOG", "error")
+            .env(
+                "RUST_LOG",
+                std::env::var("QUALIFIER_BENCH_RUST_LOG").unwrap_or_else(|_| "error".into()),
+            )
             .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
-            .stdout(Stdio::null());
+            .stdout(log);
     }
 
     /// Starts `lead-api` (rate limit raised: the limiter is not what is measured) and waits
@@ -351,4 +355,22 @@ async fn wait_ready(http: &reqwest::Client, url: &str) -> anyhow::Result<()> {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     anyhow::bail!("{url} never became ready")
+}
+
+/// Where a service's log goes: nowhere, or with `QUALIFIER_BENCH_LOG_DIR` a file of its own
+/// there (`lead-api-1.log`, `webhook-delivery-2.log`, …), for reading what a run's services did
+/// (`QUALIFIER_BENCH_RUST_LOG` sets their filter; `error` otherwise).
+fn log_file(cmd: &Command) -> Stdio {
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let Some(dir) = std::env::var_os("QUALIFIER_BENCH_LOG_DIR") else {
+        return Stdio::null();
+    };
+    let name = std::path::Path::new(cmd.get_program())
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+    let _ = std::fs::create_dir_all(&dir);
+    std::fs::File::create(std::path::Path::new(&dir).join(format!("{name}-{n}.log")))
+        .map_or_else(|_| Stdio::null(), Stdio::from)
 }

@@ -121,11 +121,13 @@ pub async fn start(cfg: DeliveryConfig) -> anyhow::Result<RunningDelivery> {
         contexts,
         outcomes,
         health_writes,
+        schedules,
     } = Worker::batchers(&store, notify_operator);
     let worker = Arc::new(Worker {
         contexts,
         outcomes,
         health_writes,
+        schedules,
         store: store.clone(),
         sender,
         topology: Topology::new(cfg.topology_prefix.clone(), cfg.retry_delays_ms.clone()),

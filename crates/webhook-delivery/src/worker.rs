@@ -75,7 +75,7 @@ pub enum NotDurable {
     #[error("the endpoint is no longer failing; the delivery goes round again")]
     NotHeld,
     #[error("scheduling the delivery's next attempt failed")]
-    Schedule(#[source] StoreError),
+    Schedule(#[source] BatchError),
     #[error("waiting for the throttle or the lead's order failed")]
     Wait(#[source] StoreError),
     #[error("the process stopped before every part of the bundle was tried")]
@@ -109,6 +109,9 @@ pub struct Worker {
     /// ended meanwhile weighed in one write ([`decide::fold_steps`]); each answers the state
     /// the endpoint is in after it (`None`: not written).
     pub health_writes: Batcher<HealthWrite, Option<EndpointState>>,
+    /// The waits parked in delivery rows (a long park at an org's cap, a long `Retry-After`),
+    /// written together: each answers whether its row was still open to schedule.
+    pub schedules: Batcher<Scheduled, bool>,
     /// The endpoint-health settings (docs/delivery.md, "Endpoint health").
     pub health: decide::HealthRules,
     /// Whether state changes queue an operational event (an operator webhook is configured).
@@ -160,13 +163,26 @@ impl Worker {
                     )
                 }
             });
+        let s = store.clone();
+        // Gathered for `OUTCOME_LINGER`, as the outcomes: an org whose endpoints are slow parks
+        // its overflow in rows one message at a time, hundreds a second, and each alone was a
+        // transaction and a commit taken from the attempts of every other org.
+        let schedules =
+            Batcher::spawn_lingering(128, 2, OUTCOME_LINGER, move |items: Vec<Scheduled>| {
+                let s = s.clone();
+                async move { s.schedule_attempts(&items).await }
+            });
         Batchers {
             contexts,
             outcomes,
             health_writes,
+            schedules,
         }
     }
 }
+
+/// A wait parked in a delivery's row: the delivery, the attempt it resumes at, and when.
+pub type Scheduled = (DeliveryRef, u32, time::OffsetDateTime);
 
 /// One attempt's step for its endpoint's health.
 pub type HealthWrite = (qualifier_store::webhooks::EndpointKey, decide::HealthStep);
@@ -176,6 +192,7 @@ pub struct Batchers {
     pub contexts: Batcher<DeliveryRef, Option<DeliveryContext>>,
     pub outcomes: Batcher<AttemptWrite, Recorded>,
     pub health_writes: Batcher<HealthWrite, Option<EndpointState>>,
+    pub schedules: Batcher<Scheduled, bool>,
 }
 
 fn parse_job(d: &Delivery) -> Result<DeliveryJob, MetaError> {

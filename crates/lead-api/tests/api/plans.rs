@@ -750,3 +750,58 @@ async fn every_list_reads_about_what_it_answers_under_the_generic_plan() {
     }
     assert!(over.is_empty(), "{over:#?}");
 }
+
+/// The worker's parks in rows, written together (`Store::schedule_attempts`): each open row
+/// waits for its time and its attempt, a row that ended meanwhile stays as it ended and answers
+/// false, and each answer is the one asked for, in the order asked, whatever order the rows
+/// are written in.
+#[tokio::test(flavor = "multi_thread")]
+async fn parks_written_together_each_wait_in_their_row_and_an_ended_one_stays_ended() {
+    let (db, c) = database().await;
+    let rows = write(&c, 3, true).await;
+    // The last one succeeded while its copy was being parked.
+    c.batch_execute(&format!(
+        "UPDATE deliveries SET state = 'succeeded' WHERE delivery_id = '{}'",
+        rows[2].0
+    ))
+    .await
+    .unwrap();
+    let pool = qualifier_store::connect_generic_plans(&db.database(), 1).unwrap();
+    let store = store_over(pool);
+    let at = time::OffsetDateTime::now_utc() + time::Duration::minutes(5);
+    // Asked last row first: the answers follow the asking.
+    let asked: Vec<_> = rows
+        .iter()
+        .rev()
+        .map(|(id, seq)| {
+            (
+                DeliveryRef {
+                    id: *id,
+                    seq: Some(*seq),
+                },
+                3,
+                at,
+            )
+        })
+        .collect();
+    let answers = store.schedule_attempts(&asked).await.unwrap();
+    assert_eq!(answers, vec![false, true, true]);
+    for (i, (id, _)) in rows.iter().enumerate() {
+        let r = c
+            .query_one(
+                "SELECT state::text, resume_attempt,
+                        coalesce(abs(extract(epoch FROM due_at)::float8 - $2) < 0.001, false)
+                 FROM deliveries WHERE delivery_id = $1::text::uuid",
+                &[&id.to_string(), &(at.unix_timestamp_nanos() as f64 / 1e9)],
+            )
+            .await
+            .unwrap();
+        let (state, resume, due): (String, Option<i32>, bool) = (r.get(0), r.get(1), r.get(2));
+        if i == 2 {
+            assert_eq!(state, "succeeded");
+            assert!(!due, "an ended delivery is not scheduled");
+        } else {
+            assert_eq!((state.as_str(), resume, due), ("queued", Some(3), true));
+        }
+    }
+}

@@ -498,31 +498,57 @@ impl Store {
         attempt: u32,
         at: time::OffsetDateTime,
     ) -> Result<bool, StoreError> {
+        Ok(self.schedule_attempts(&[(delivery, attempt, at)]).await?[0])
+    }
+
+    /// [`Store::schedule_attempt`] for several deliveries in one transaction, one commit: the
+    /// worker gathers the waits it parks in rows (`webhook-delivery`'s `schedules` batcher), so
+    /// that an org whose endpoints are slow, parking hundreds of messages a second, costs the
+    /// database one commit per batch rather than one per message. Each answer in the order
+    /// asked. The rows are updated in key order, as every batch of writes to them is, so two
+    /// batches never wait for each other in a circle. The relay is woken only for a wait that
+    /// ends before its next look ([`RELAY_POLL`]): it finds the others itself, and a wake per
+    /// park was a relay round per park.
+    pub async fn schedule_attempts(
+        &self,
+        items: &[(DeliveryRef, u32, time::OffsetDateTime)],
+    ) -> Result<Vec<bool>, StoreError> {
         use diesel::sql_types::Timestamptz;
 
-        let (lo, hi) = day_bounds([delivery.seq]);
+        let mut order: Vec<usize> = (0..items.len()).collect();
+        order.sort_by_key(|&i| (items[i].0.seq, items[i].0.id));
+        let soon = time::OffsetDateTime::now_utc() + RELAY_POLL;
+        let items = items.to_vec();
         let mut conn = self.conn().await?;
         crate::tx::transaction(&mut conn, async move |conn| {
-            let n = diesel::sql_query(format!(
-                "UPDATE deliveries d SET {}, resume_attempt = $3
-                 WHERE {} AND {} AND d.state NOT IN ('held', 'after_earlier')",
-                requeue("$2"),
-                delivery_in_days!("$1", "$4", "$5"),
-                open!()
-            ))
-            .bind::<diesel::sql_types::Uuid, _>(delivery.id)
-            .bind::<Timestamptz, _>(at)
-            .bind::<Int4, _>(i32::try_from(attempt).unwrap_or(i32::MAX))
-            .bind::<BigInt, _>(lo)
-            .bind::<BigInt, _>(hi)
-            .execute(conn)
-            .await?;
-            if n > 0 {
+            let mut scheduled = vec![false; items.len()];
+            let mut wake = false;
+            for i in order {
+                let (delivery, attempt, at) = items[i];
+                let (lo, hi) = day_bounds([delivery.seq]);
+                let n = diesel::sql_query(format!(
+                    "UPDATE deliveries d SET {}, resume_attempt = $3
+                     WHERE {} AND {} AND d.state NOT IN ('held', 'after_earlier')",
+                    requeue("$2"),
+                    delivery_in_days!("$1", "$4", "$5"),
+                    open!()
+                ))
+                .bind::<diesel::sql_types::Uuid, _>(delivery.id)
+                .bind::<Timestamptz, _>(at)
+                .bind::<Int4, _>(i32::try_from(attempt).unwrap_or(i32::MAX))
+                .bind::<BigInt, _>(lo)
+                .bind::<BigInt, _>(hi)
+                .execute(conn)
+                .await?;
+                scheduled[i] = n > 0;
+                wake |= n > 0 && at < soon;
+            }
+            if wake {
                 // The relay sleeps until the earliest instant it knows of; this one may be
                 // earlier (sent at the commit).
                 wake_relay(conn).await?;
             }
-            Ok(n > 0)
+            Ok(scheduled)
         })
         .await
     }

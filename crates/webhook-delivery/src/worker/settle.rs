@@ -7,12 +7,12 @@ use qualifier_domain::DeliveryStatus;
 use qualifier_domain::delivery::AttemptEntry;
 use qualifier_domain::health::EndpointState;
 use qualifier_domain::timefmt::now_millis;
-use qualifier_store::StoreError;
 use qualifier_store::deliveries::{AttemptWrite, LeadOrder, NextAttempt};
 use qualifier_telemetry::metrics::{self as m, metrics};
 
 use super::prepare::Prepared;
 use super::{NotDurable, Recorded, Worker, unix_ms};
+use crate::batch::BatchError;
 use crate::decide::{self, After, HealthUpdate, Sent};
 use crate::sender::DeliveryJob;
 
@@ -249,10 +249,10 @@ impl Worker {
         job: &DeliveryJob,
         attempt: u32,
         at_ms: i64,
-    ) -> Result<(), StoreError> {
+    ) -> Result<(), BatchError> {
         let scheduled = self
-            .store
-            .schedule_attempt(job.delivery(), attempt, at_instant(at_ms))
+            .schedules
+            .call((job.delivery(), attempt, at_instant(at_ms)))
             .await?;
         if !scheduled {
             tracing::info!(delivery_id = %job.meta.delivery_id, "delivery ended while its attempt was out; nothing scheduled");
