@@ -3,9 +3,10 @@
 //! endpoint, the probe lease that lets one replica probe at a time, and the operational events a
 //! change of state sends.
 //!
-//! The rules that decide a new state, and what it does to held deliveries, are the delivery
-//! rules' (`crates/webhook-delivery/src/decide/health.rs`); [`Store::change_health`] runs them
-//! under the row's lock and carries out the plan they return, in the same transaction.
+//! The rules that decide a new state, and what it does to held deliveries, have one home:
+//! `qualifier_domain::health` (`crates/domain/src/health.rs`), which both services apply;
+//! [`Store::change_health`] runs them under the row's lock and carries out the plan they
+//! return, in the same transaction. This file decides nothing.
 
 use crate::answer::ReadToEnd;
 use diesel::sql_types::{BigInt, Bool, Bytea, Int4, Nullable, Text, Uuid as SqlUuid};

@@ -4,9 +4,9 @@
 //! operational events that changes of state queue, and the `qualifier_webhook_endpoints{state}`
 //! gauge.
 //!
-//! It carries out plans and decides nothing: whether an endpoint can be probed, what a probe's
-//! answer does and when an operator notice is tried again are the delivery rules'
-//! (`decide/health.rs`).
+//! It carries out plans and decides nothing: whether an endpoint can be probed and when an
+//! operator notice is tried again are the worker's readings (`decide/health.rs`), and what a
+//! probe's answer does to the state is the rules' one home, `qualifier_domain::health`.
 
 use std::sync::Arc;
 use std::time::Duration;

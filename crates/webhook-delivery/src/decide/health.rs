@@ -1,11 +1,11 @@
 //! Endpoint health as the delivery side meets it (docs/delivery.md, "Endpoint health"): what an
 //! attempt's or a probe's answer says about the endpoint ([`observed`]), whether a due probe can
 //! be sent, how often probes are looked for, when a stray hold is released, and the retry
-//! schedule of operator notices.
+//! schedule of operator notices: the worker's readings, not the rules.
 //!
-//! The state machine itself (failing, probes' waits, recovery, disabling, saving the webhook) is
-//! `qualifier_domain::health`, beside the state, because `lead-api` applies it too; its items are
-//! re-exported here. Each rule answers with a [`HealthPlan`], which `qualifier_store`'s
+//! The rules themselves (failing, probes' waits, recovery, disabling, saving the webhook) have
+//! one home, `qualifier_domain::health` (`crates/domain/src/health.rs`), beside the state,
+//! because `lead-api` applies them too; its items are re-exported here. Each rule answers with a [`HealthPlan`], which `qualifier_store`'s
 //! `change_health` applies under the endpoint's row lock, so replicas share one truth.
 
 use std::time::Duration;
