@@ -13,8 +13,7 @@ use qualifier_store::webhooks::WebhookForDelivery;
 use time::OffsetDateTime;
 
 use super::{
-    HealthInput, HealthRules, MAX_ATTEMPTS, Reading, Source, observed, read, tier_for,
-    touches_health,
+    HealthInput, HealthRules, MAX_ATTEMPTS, Reading, Source, observed, read, touches_health,
 };
 
 /// The longest pause a receiver can ask for; a larger `Retry-After` is clamped, so a
@@ -169,12 +168,11 @@ impl Sent {
 pub enum After {
     /// Record `succeeded` and acknowledge.
     Succeeded,
-    /// Record `failed` and schedule attempt `attempt + 1` on retry queue `queue`. With
-    /// `org_back_off`, this process also holds the whole org for that long; with `not_before_ms`,
-    /// the message carries the pause to whichever replica takes it next.
+    /// Record `failed` and schedule attempt `attempt + 1` for `due_ms` (Unix ms, [`retry_due`]):
+    /// it waits in the delivery's row until then. With `org_back_off` (a receiver's
+    /// `Retry-After`), this process also holds the endpoint back for that long.
     Retry {
-        queue: usize,
-        not_before_ms: Option<i64>,
+        due_ms: i64,
         org_back_off: Option<Duration>,
     },
     /// Record `dead` and route the message to the dead-letter exchange.
@@ -237,28 +235,31 @@ pub(crate) fn after_attempt(
     } else if attempt >= MAX_ATTEMPTS {
         After::Dead
     } else {
-        let scheduled = (attempt as usize)
-            .saturating_sub(1)
-            .min(delays_ms.len() - 1);
-        match retry_after {
-            Some(wait) if Duration::from_millis(delays_ms[scheduled]) < wait => After::Retry {
-                queue: tier_for(delays_ms, wait),
-                not_before_ms: Some(now_ms + wait.as_millis() as i64),
-                org_back_off: Some(wait),
-            },
-            Some(wait) => After::Retry {
-                queue: scheduled,
-                not_before_ms: None,
-                org_back_off: Some(wait),
-            },
-            None => After::Retry {
-                queue: scheduled,
-                not_before_ms: None,
-                org_back_off: None,
-            },
+        After::Retry {
+            due_ms: retry_due(attempt, delays_ms, retry_after, now_ms),
+            org_back_off: retry_after,
         }
     };
     (record, step)
+}
+
+/// When the retry after failed attempt `attempt` is due (Unix ms): its place in the schedule
+/// (`delays_ms[attempt - 1]`, the last delay for any later one), or the receiver's
+/// `Retry-After` when that is longer. One function of the two, so that the wait a receiver asks
+/// for is exactly what it gets.
+pub(crate) fn retry_due(
+    attempt: u32,
+    delays_ms: &[u64],
+    retry_after: Option<Duration>,
+    now_ms: i64,
+) -> i64 {
+    let scheduled = delays_ms
+        .get((attempt as usize).saturating_sub(1))
+        .or(delays_ms.last())
+        .copied()
+        .unwrap_or(0);
+    let asked = retry_after.map_or(0, |w| u64::try_from(w.as_millis()).unwrap_or(u64::MAX));
+    now_ms.saturating_add(i64::try_from(scheduled.max(asked)).unwrap_or(i64::MAX))
 }
 
 /// `Retry-After` as delta-seconds (the form rate limiters send). An HTTP-date is not honoured:
@@ -362,7 +363,6 @@ pub fn plan_after_attempt(
 #[cfg(test)]
 mod tests {
     use super::super::fixtures::*;
-    use super::super::tier_for as retry_queue_for;
     use super::*;
     use qualifier_domain::EventType;
     use qualifier_store::secrets::OpenError;
@@ -475,8 +475,7 @@ mod tests {
             "a test event goes at once"
         );
         let retry = After::Retry {
-            queue: 0,
-            not_before_ms: None,
+            due_ms: NOW + 30_000,
             org_back_off: None,
         };
         let failing = EndpointState::Failing;
@@ -511,7 +510,7 @@ mod tests {
         assert_eq!(entry.error_kind, Some(FailureKind::Connect));
         assert_eq!(entry.error.as_deref(), Some("connection failed: refused"));
         assert_eq!(entry.status_code, None);
-        assert!(matches!(step, After::Retry { queue: 1, .. }));
+        assert!(matches!(step, After::Retry { due_ms, .. } if due_ms == NOW + DELAYS[1] as i64));
         let (entry, _) = after_attempt(&status(500), 1, &DELAYS, NOW);
         assert_eq!(entry.error_kind, None, "an answer is not a failure kind");
     }
@@ -527,14 +526,13 @@ mod tests {
 
     #[test]
     fn other_statuses_and_no_answer_fail_and_retry_on_the_schedule() {
-        for (attempt, queue) in [(1, 0), (2, 1), (3, 2), (4, 3)] {
+        for (attempt, delay) in [(1, 30_000), (2, 120_000), (3, 480_000), (4, 1_920_000)] {
             let (rec, step) = after_attempt(&status(500), attempt, &DELAYS, NOW);
             assert_eq!(rec.error.as_deref(), Some("HTTP 500"));
             assert_eq!(
                 step,
                 After::Retry {
-                    queue,
-                    not_before_ms: None,
+                    due_ms: NOW + delay,
                     org_back_off: None
                 }
             );
@@ -550,7 +548,7 @@ mod tests {
         );
         assert_eq!(rec.status_code, None);
         assert_eq!(rec.error.as_deref(), Some("timed out after 10000 ms"));
-        assert!(matches!(step, After::Retry { queue: 0, .. }));
+        assert!(matches!(step, After::Retry { due_ms, .. } if due_ms == NOW + 30_000));
     }
 
     #[test]
@@ -578,8 +576,7 @@ mod tests {
         assert_eq!(
             step,
             After::Retry {
-                queue: 0,
-                not_before_ms: None,
+                due_ms: NOW + 30_000,
                 org_back_off: Some(Duration::from_secs(7))
             }
         );
@@ -591,8 +588,7 @@ mod tests {
         assert_eq!(
             step,
             After::Retry {
-                queue: 1,
-                not_before_ms: Some(NOW + 200_000),
+                due_ms: NOW + 200_000,
                 org_back_off: Some(Duration::from_secs(200))
             }
         );
@@ -601,8 +597,7 @@ mod tests {
     #[test]
     fn retry_after_counts_only_on_429_and_503_and_only_as_seconds() {
         let plain = After::Retry {
-            queue: 0,
-            not_before_ms: None,
+            due_ms: NOW + 30_000,
             org_back_off: None,
         };
         assert_eq!(
@@ -623,11 +618,15 @@ mod tests {
     }
 
     #[test]
-    fn the_retry_queue_never_waits_longer_than_asked_beyond_the_schedule() {
-        assert_eq!(retry_queue_for(&DELAYS, Duration::from_secs(1)), 0);
-        assert_eq!(retry_queue_for(&DELAYS, Duration::from_secs(60)), 0);
-        assert_eq!(retry_queue_for(&DELAYS, Duration::from_secs(120)), 1);
-        assert_eq!(retry_queue_for(&DELAYS, Duration::from_secs(3600)), 3);
+    fn a_retry_waits_for_its_schedule_or_the_receivers_longer_pause() {
+        let secs = |n| Some(Duration::from_secs(n));
+        assert_eq!(retry_due(1, &DELAYS, None, NOW), NOW + 30_000);
+        assert_eq!(retry_due(1, &DELAYS, secs(7), NOW), NOW + 30_000);
+        assert_eq!(retry_due(1, &DELAYS, secs(45), NOW), NOW + 45_000);
+        assert_eq!(retry_due(4, &DELAYS, secs(45), NOW), NOW + 1_920_000);
+        // Past the schedule's end, its last delay.
+        assert_eq!(retry_due(9, &DELAYS, None, NOW), NOW + 1_920_000);
+        assert_eq!(retry_due(1, &[], None, NOW), NOW);
     }
 
     #[test]
@@ -652,7 +651,7 @@ mod tests {
         assert_eq!(input.source, Source::Attempt);
         assert!(matches!(
             p.next(Some(EndpointState::Healthy)),
-            After::Retry { queue: 1, .. }
+            After::Retry { due_ms, .. } if due_ms == NOW + 120_000
         ));
         assert_eq!(
             p.next(Some(EndpointState::Failing)),

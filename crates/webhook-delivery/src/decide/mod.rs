@@ -50,7 +50,7 @@ use qualifier_domain::delivery::FailureKind;
 /// Attempts in one cycle (5, then the dead-letter queue). A replay starts a new cycle.
 pub const MAX_ATTEMPTS: u32 = 5;
 
-/// The queue of a ladder of fixed-delay queues (retry queues, park tiers) for a wait of `wait`:
+/// The queue of a ladder of fixed-delay queues (the park tiers) for a wait of `wait`:
 /// the longest delay that does not overshoot it (the rest is spent in a later hop), or the
 /// shortest when all are longer. Each queue keeps one TTL, so its messages expire in order.
 pub(crate) fn tier_for(tiers_ms: &[u64], wait: Duration) -> usize {

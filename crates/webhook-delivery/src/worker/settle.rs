@@ -100,17 +100,10 @@ impl Worker {
         // next attempt is scheduled by the outcome's own write, and the relay sends it again
         // when it is due.
         let next = match &step {
-            After::Retry {
-                queue,
-                not_before_ms,
-                ..
-            } => {
-                let delay = self.topology.retry_delays_ms[*queue];
-                Some(NextAttempt {
-                    attempt: job.meta.attempt + 1,
-                    at: at_instant(decide::due_at(*not_before_ms, unix_ms(), delay)),
-                })
-            }
+            After::Retry { due_ms, .. } => Some(NextAttempt {
+                attempt: job.meta.attempt + 1,
+                at: at_instant(*due_ms),
+            }),
             _ => None,
         };
         let (erased, scheduled) = self.record(job, record, step.status(), next).await?;
