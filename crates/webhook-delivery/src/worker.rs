@@ -74,6 +74,14 @@ pub enum NotDurable {
     Hold(#[source] StoreError),
     #[error("the endpoint is no longer failing; the delivery goes round again")]
     NotHeld,
+    #[error(
+        "the lead's earlier delivery ended while this one was to wait for it; the delivery goes round again"
+    )]
+    OrderChanged,
+    #[error(
+        "the delivery's context read without the row or webhook its rules answered on; the delivery goes round again"
+    )]
+    ContextChanged,
     #[error("scheduling the delivery's next attempt failed")]
     Schedule(#[source] BatchError),
     #[error("waiting for the throttle or the lead's order failed")]

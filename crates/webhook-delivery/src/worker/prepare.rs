@@ -97,7 +97,7 @@ impl Worker {
                             order_cleared = true;
                             continue;
                         }
-                        Ok(false) => return Err(NotDurable::NotHeld),
+                        Ok(false) => return Err(NotDurable::OrderChanged),
                         Err(e) => return Err(NotDurable::Wait(e)),
                     }
                 }
@@ -137,13 +137,13 @@ impl Worker {
                     // of the context (no copy of its secrets) for the send stage.
                     match ctx.as_mut().and_then(|c| c.webhook.take()) {
                         Some(Ok(hook)) => Go::Send(Box::new(hook)),
-                        _ => return Err(NotDurable::NotHeld),
+                        _ => return Err(NotDurable::ContextChanged),
                     }
                 }
             };
             // `before_attempt` answers `Orphan` when there is no row, so there is one here.
             let Some(ctx) = ctx else {
-                return Err(NotDurable::NotHeld);
+                return Err(NotDurable::ContextChanged);
             };
             return Ok(Some(Prepared {
                 go,
