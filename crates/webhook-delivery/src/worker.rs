@@ -15,6 +15,7 @@
 mod bundle;
 mod consume;
 mod prepare;
+mod rows;
 mod settle;
 mod underway;
 
@@ -25,7 +26,7 @@ use std::time::Duration;
 use qualifier_bus::lapin::Acker;
 use qualifier_bus::lapin::message::Delivery;
 use qualifier_bus::lapin::options::{BasicAckOptions, BasicNackOptions};
-use qualifier_bus::{BusError, DeliveryMeta, MetaError, Publisher, Topology};
+use qualifier_bus::{BusError, DeliveryMeta, MetaError, Outgoing, Publisher, Topology};
 use qualifier_domain::health::EndpointState;
 use qualifier_domain::timefmt::now_millis;
 use qualifier_store::deliveries::{AttemptWrite, DeliveryContext, DeliveryRef, Outcome, Written};
@@ -39,7 +40,6 @@ use crate::decide::{self, Admission, Lane, ParkPlan, Sent};
 use crate::gate;
 use crate::sender::{DeliveryJob, Sender};
 use prepare::Go;
-use settle::job_message;
 
 /// How long the health writes' batch gathers steps before it writes them
 /// ([`Worker::batchers`]): well under the failing span (a minute when deployed) and a
@@ -51,6 +51,18 @@ const HEALTH_LINGER: Duration = Duration::from_millis(50);
 /// relay's commit (two outcome commits per ten events instead of one; docs/performance.md).
 /// An ack and the release of an ordered lead's next delivery wait that much longer.
 const OUTCOME_LINGER: Duration = Duration::from_millis(2);
+
+/// `job` as a message again (a park or a dead letter), with all of its headers.
+fn job_message<'a>(job: &'a DeliveryJob, exchange: &'a str, routing_key: &'a str) -> Outgoing<'a> {
+    Outgoing {
+        exchange,
+        routing_key,
+        body: &job.body,
+        headers: job.meta.headers(),
+        message_id: Some(job.meta.delivery_id.to_string()),
+        content_type: "application/json",
+    }
+}
 
 fn unix_ms() -> i64 {
     qualifier_domain::timefmt::unix_millis(now_millis())

@@ -2,41 +2,19 @@
 //! ([`decide::plan_after_attempt`]), apply it to the endpoint's health, make the outcome
 //! durable, and carry out the next step (done, retry from the row, hold, dead-letter).
 
-use qualifier_bus::{Outgoing, Publisher};
+use qualifier_bus::Publisher;
 use qualifier_domain::DeliveryStatus;
 use qualifier_domain::delivery::AttemptEntry;
 use qualifier_domain::health::EndpointState;
 use qualifier_domain::timefmt::now_millis;
-use qualifier_store::deliveries::{AttemptWrite, LeadOrder, NextAttempt};
+use qualifier_store::deliveries::{AttemptWrite, NextAttempt};
 use qualifier_telemetry::metrics::{self as m, metrics};
 
 use super::prepare::Prepared;
-use super::{NotDurable, Recorded, Worker, unix_ms};
-use crate::batch::BatchError;
+use super::rows::at_instant;
+use super::{NotDurable, Recorded, Worker, job_message, unix_ms};
 use crate::decide::{self, After, HealthUpdate, Sent};
 use crate::sender::DeliveryJob;
-
-/// `at_ms` (Unix milliseconds) as an instant; now if it is out of range.
-fn at_instant(at_ms: i64) -> time::OffsetDateTime {
-    time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(at_ms) * 1_000_000)
-        .unwrap_or_else(|_| now_millis())
-}
-
-/// `job` as a message again (a park or a dead letter), with all of its headers.
-pub(super) fn job_message<'a>(
-    job: &'a DeliveryJob,
-    exchange: &'a str,
-    routing_key: &'a str,
-) -> Outgoing<'a> {
-    Outgoing {
-        exchange,
-        routing_key,
-        body: &job.body,
-        headers: job.meta.headers(),
-        message_id: Some(job.meta.delivery_id.to_string()),
-        content_type: "application/json",
-    }
-}
 
 /// Attempt latency, event-to-delivery latency and the outcome count of one attempt.
 fn record_metrics(job: &DeliveryJob, record: &AttemptEntry, step: &After) {
@@ -181,44 +159,6 @@ impl Worker {
         Ok((written.erased, written.scheduled))
     }
 
-    /// A delivery in its lead's order is over: the lead's next waiting delivery may go. A
-    /// failure here is logged only: the health loop's safety net releases it within seconds.
-    pub(super) async fn release_next(&self, order: Option<LeadOrder>) {
-        let Some(order) = order else {
-            return;
-        };
-        if let Err(e) = self
-            .store
-            .release_next_of_lead(
-                qualifier_store::webhooks::EndpointKey {
-                    org_id: order.org_id,
-                    endpoint_id: order.endpoint_id,
-                },
-                order.lead_id,
-            )
-            .await
-        {
-            tracing::warn!(lead_id = %order.lead_id, error = %qualifier_store::cause_chain(&e), "next delivery of the lead not released; the safety net will");
-        }
-    }
-
-    /// Holds the delivery in its row while its endpoint fails (then the message is acked).
-    pub(super) async fn hold(
-        &self,
-        job: &DeliveryJob,
-        resume_attempt: u32,
-    ) -> Result<(), NotDurable> {
-        match self
-            .store
-            .hold_delivery(job.delivery(), resume_attempt)
-            .await
-        {
-            Ok(true) => Ok(()),
-            Ok(false) => Err(NotDurable::NotHeld),
-            Err(e) => Err(NotDurable::Hold(e)),
-        }
-    }
-
     /// Applies what an attempt showed of its endpoint to the shared health (under its row's
     /// lock: one truth across replicas) and returns the state it leaves; `None` when it could
     /// not be written (health is bookkeeping: the attempt's step then stands as decided).
@@ -232,25 +172,6 @@ impl Worker {
             .await
             .ok()
             .flatten()
-    }
-
-    /// Attempt `attempt` of `job`'s delivery at `at_ms` (Unix milliseconds), from its row. A
-    /// delivery that ended meanwhile (erased, its webhook disabled) is not scheduled, and
-    /// nothing goes on: its message is done with either way.
-    pub(super) async fn schedule(
-        &self,
-        job: &DeliveryJob,
-        attempt: u32,
-        at_ms: i64,
-    ) -> Result<(), BatchError> {
-        let scheduled = self
-            .schedules
-            .call((job.delivery(), attempt, at_instant(at_ms)))
-            .await?;
-        if !scheduled {
-            tracing::info!(delivery_id = %job.meta.delivery_id, "delivery ended while its attempt was out; nothing scheduled");
-        }
-        Ok(())
     }
 }
 
