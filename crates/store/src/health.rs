@@ -18,8 +18,8 @@ use qualifier_domain::health::{
 use time::OffsetDateTime;
 use uuid::Uuid;
 
+use crate::endpoints::{EndpointKey, EndpointRef};
 use crate::schema::endpoint_health;
-use crate::webhooks::{EndpointKey, EndpointRef};
 use crate::{Store, StoreError};
 
 #[derive(Debug, Clone, Queryable, Selectable)]
@@ -91,7 +91,7 @@ async fn key_of(
 ) -> Result<Option<EndpointKey>, StoreError> {
     let id = match at.id {
         Some(id) => Some(id),
-        None => crate::webhooks::resolve(conn, at).await?,
+        None => crate::endpoints::resolve(conn, at).await?,
     };
     Ok(id.map(|endpoint_id| EndpointKey {
         org_id: at.org_id,

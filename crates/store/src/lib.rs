@@ -6,6 +6,7 @@ pub mod answer;
 pub mod batch;
 pub mod console;
 pub mod deliveries;
+pub mod endpoints;
 pub mod erasure;
 pub mod error;
 pub mod handoffs;

@@ -24,8 +24,8 @@ use qualifier_domain::pace::{MaxPerSecond, SENT_AHEAD};
 use std::time::Duration;
 use uuid::Uuid;
 
+use crate::endpoints::EndpointKey;
 use crate::partitions::{DeliveryRef, day_bounds};
-use crate::webhooks::EndpointKey;
 use crate::{Store, StoreError};
 
 /// What taking a turn came to.

@@ -16,6 +16,8 @@ use serde::Serialize;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
+use crate::endpoints::resolve;
+pub use crate::endpoints::{EndpointKey, EndpointRef};
 use crate::schema::{secret_format, webhooks};
 use crate::secrets::{OpenError, new_webhook_secret};
 use crate::{Store, StoreError};
@@ -53,56 +55,6 @@ pub(crate) struct WebhookRow {
 
 const UNBOUND_ALLOWED: &str =
     "COALESCE((SELECT unbound_allowed FROM secret_format WHERE id), false)";
-
-/// Which of an org's endpoints a call acts on: its primary (`id` `None`: the oldest, what the
-/// `webhook` routes act on), or the one of that id, found only among the org's own.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct EndpointRef {
-    pub org_id: Uuid,
-    pub id: Option<Uuid>,
-}
-
-impl EndpointRef {
-    pub fn primary(org_id: Uuid) -> Self {
-        EndpointRef { org_id, id: None }
-    }
-
-    pub fn id(org_id: Uuid, id: Uuid) -> Self {
-        EndpointRef {
-            org_id,
-            id: Some(id),
-        }
-    }
-
-    /// The answer when there is no such endpoint, in the words of the route that asked.
-    pub fn missing(&self) -> StoreError {
-        match self.id {
-            None => StoreError::NotFound("Webhook not configured"),
-            Some(_) => StoreError::NotFound("Endpoint not found"),
-        }
-    }
-}
-
-/// An org's id names its primary endpoint.
-impl From<Uuid> for EndpointRef {
-    fn from(org_id: Uuid) -> Self {
-        EndpointRef::primary(org_id)
-    }
-}
-
-/// One endpoint, found: its org and its own id (the key of its health, its throttle and its
-/// deliveries).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct EndpointKey {
-    pub org_id: Uuid,
-    pub endpoint_id: Uuid,
-}
-
-impl From<EndpointKey> for EndpointRef {
-    fn from(k: EndpointKey) -> Self {
-        EndpointRef::id(k.org_id, k.endpoint_id)
-    }
-}
 
 /// The settings as the settings screen sees them: never the secret.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -198,28 +150,6 @@ pub struct EndpointSettings {
     pub pace: Pace,
     /// `None` keeps the saved one (empty for a new endpoint).
     pub description: Option<String>,
-}
-
-/// The id of `at`: the org's endpoint of that id, or its oldest (`None`: there is none).
-pub(crate) async fn resolve(
-    conn: &mut diesel_async::AsyncPgConnection,
-    at: EndpointRef,
-) -> Result<Option<Uuid>, diesel::result::Error> {
-    let q = webhooks::table
-        .filter(webhooks::org_id.eq(at.org_id))
-        .select(webhooks::id);
-    match at.id {
-        Some(id) => q
-            .filter(webhooks::id.eq(id))
-            .first_row(conn)
-            .await
-            .optional(),
-        None => q
-            .order((webhooks::created_at, webhooks::id))
-            .first_row(conn)
-            .await
-            .optional(),
-    }
 }
 
 /// The row of `at`, locked for the caller's transaction.

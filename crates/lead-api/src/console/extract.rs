@@ -8,6 +8,7 @@ use actix_web::{FromRequest, HttpRequest, HttpResponse, Responder, web};
 
 use super::errors::{ConsoleError, Result};
 use super::pages;
+use super::place::Place;
 
 /// The session cookie: `HttpOnly`, `SameSite=Lax`, eight hours; path `/console` where the
 /// console is served over plain http (a developer's machine).
@@ -197,6 +198,21 @@ where
     web::post().to(handler)
 }
 
+/// A page's endpoint from its path (`{endpoint}`, absent on the first endpoint's pages).
+impl FromRequest for Place {
+    type Error = ConsoleError;
+    type Future = std::future::Ready<Result<Place>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        std::future::ready(match req.match_info().get("endpoint") {
+            None => Ok(Place { id: None }),
+            Some(raw) => uuid::Uuid::parse_str(raw)
+                .map(|id| Place { id: Some(id) })
+                .map_err(|_| ConsoleError::NotFound(Place::ENDPOINT_NOT_FOUND)),
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -221,57 +237,5 @@ mod tests {
         assert_eq!(c.http_only(), Some(true));
         let c = cookie_for(false, "s".into());
         assert_eq!((c.name(), c.path()), ("qlf_console", Some("/console")));
-    }
-}
-
-/// The endpoint a settings page or action is about, from its path: the org's first endpoint
-/// (`/console`, `/console/webhook…`, the page the console always had) or one of the org's
-/// endpoints by id (`/console/endpoints/{id}…`). One set of handlers serves both. The id is
-/// only ever looked up inside the session's org ([`Place::at`]): another org's id is
-/// "Endpoint not found", as in the API.
-#[derive(Clone, Copy)]
-pub struct Place {
-    pub id: Option<uuid::Uuid>,
-}
-
-impl Place {
-    pub const ENDPOINT_NOT_FOUND: &'static str = "Endpoint not found";
-
-    pub fn at(&self, org_id: uuid::Uuid) -> qualifier_store::webhooks::EndpointRef {
-        use qualifier_store::webhooks::EndpointRef;
-        match self.id {
-            None => EndpointRef::primary(org_id),
-            Some(id) => EndpointRef::id(org_id, id),
-        }
-    }
-
-    /// The page's address.
-    pub fn page(&self) -> String {
-        match self.id {
-            None => "/console".to_owned(),
-            Some(id) => format!("/console/endpoints/{id}"),
-        }
-    }
-
-    /// Where its forms post (`{actions}`, `{actions}/rotate`, …).
-    pub fn actions(&self) -> String {
-        match self.id {
-            None => "/console/webhook".to_owned(),
-            Some(id) => format!("/console/endpoints/{id}"),
-        }
-    }
-}
-
-impl FromRequest for Place {
-    type Error = ConsoleError;
-    type Future = std::future::Ready<Result<Place>>;
-
-    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
-        std::future::ready(match req.match_info().get("endpoint") {
-            None => Ok(Place { id: None }),
-            Some(raw) => uuid::Uuid::parse_str(raw)
-                .map(|id| Place { id: Some(id) })
-                .map_err(|_| ConsoleError::NotFound(Place::ENDPOINT_NOT_FOUND)),
-        })
     }
 }

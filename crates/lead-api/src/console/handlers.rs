@@ -9,8 +9,9 @@ use uuid::Uuid;
 
 use super::credentials::Kind;
 use super::errors::{ConsoleError, Result};
-use super::extract::{COOKIE, ConsoleSession, CsrfForm, Place, Posted, cookie_for, session_cookie};
+use super::extract::{COOKIE, ConsoleSession, CsrfForm, Posted, cookie_for, session_cookie};
 use super::pages::{self, DeliveryFilterForm, WebhookForm};
+use super::place::Place;
 use super::{CSS, JS, catalogue, ok, see_other};
 use crate::inputs::{
     DeliveryQuery, DeliverySearch, GraceWindow, NewToken, ReplayFilter, WebhookSettings,

@@ -50,6 +50,7 @@ mod errors;
 mod extract;
 mod handlers;
 mod pages;
+mod place;
 
 use actix_web::http::{StatusCode, header};
 use actix_web::middleware::DefaultHeaders;
@@ -101,7 +102,7 @@ pub fn routes(cfg: &mut web::ServiceConfig, frame_ancestors: &[String]) {
             .route("/login", post(login_switch))
             .route("/logout", post(logout))
             .configure(|c| endpoint_forms(c, "/webhook"))
-            // Every other endpoint of the org: the same page and forms, by id ([`extract::Place`]),
+            // Every other endpoint of the org: the same page and forms, by id ([`place::Place`]),
             // and `new` before `{endpoint}`, which would match it.
             .route("/endpoints/new", web::get().to(endpoint_new))
             .route("/endpoints", post(endpoint_create))
@@ -134,7 +135,7 @@ pub fn routes(cfg: &mut web::ServiceConfig, frame_ancestors: &[String]) {
 }
 
 /// The forms of an endpoint's page, posted below `base`: the org's first endpoint's at
-/// `/webhook`, any other's at `/endpoints/{endpoint}` ([`extract::Place`] tells them apart).
+/// `/webhook`, any other's at `/endpoints/{endpoint}` ([`place::Place`] tells them apart).
 fn endpoint_forms(cfg: &mut web::ServiceConfig, base: &str) {
     let at = |rest: &str| format!("{base}{rest}");
     cfg.route(base, post(webhook_save))

@@ -8,9 +8,10 @@ use diesel_async::RunQueryDsl;
 use uuid::Uuid;
 
 use super::{DeliveryContext, EndpointGlance, LeadOrder};
+use crate::endpoints::EndpointKey;
 use crate::partitions::{DeliveryRef, day_bounds, in_days};
 use crate::schema::{deliveries, endpoint_health, outbox, webhooks};
-use crate::webhooks::{EndpointKey, WebhookRow};
+use crate::webhooks::WebhookRow;
 use crate::{Store, StoreError};
 use qualifier_domain::delivery::DeliveryState;
 use qualifier_domain::health::EndpointState;

@@ -13,10 +13,10 @@ use uuid::Uuid;
 use super::{
     DELIVERED_COLUMNS, Delivered, DeliveredDetail, Delivery, DeliveryDetail, EVENT_WITH_DELIVERY,
 };
+use crate::endpoints::EndpointKey;
 use crate::partitions::{DeliveryIs, SeqBound, UpToDay, until_day};
 use crate::planner::{in_index_order, index_only};
 use crate::schema::{deliveries, outbox};
-use crate::webhooks::EndpointKey;
 use crate::{Store, StoreError};
 use qualifier_domain::delivery::AttemptEntry;
 use qualifier_domain::delivery::DeliveryState;
@@ -782,7 +782,7 @@ async fn listed_endpoint(
         return Ok(id);
     }
     let primary =
-        crate::webhooks::resolve(conn, crate::webhooks::EndpointRef::primary(org_id)).await?;
+        crate::endpoints::resolve(conn, crate::endpoints::EndpointRef::primary(org_id)).await?;
     Ok(primary.unwrap_or(org_id))
 }
 

@@ -157,7 +157,7 @@ pub struct DeliveryContext {
     pub due_at: Option<OffsetDateTime>,
     pub read_at: OffsetDateTime,
     /// The endpoint it goes to (its health, throttle and order are that endpoint's).
-    pub endpoint: crate::webhooks::EndpointKey,
+    pub endpoint: crate::endpoints::EndpointKey,
     /// `Some(Err(_))` when the webhook exists but its sealed secret cannot be opened (the
     /// `QUALIFIER_SECRET_KEY` changed): the attempt fails like any other and can be replayed
     /// after the secret is rotated, instead of requeueing forever.

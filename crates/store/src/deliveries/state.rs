@@ -44,8 +44,8 @@ use uuid::Uuid;
 
 use super::AttemptWrite;
 use crate::answer::ReadToEnd;
+use crate::endpoints::EndpointKey;
 use crate::partitions::{DeliveryRef, day_bounds};
-use crate::webhooks::EndpointKey;
 use crate::{Store, StoreError};
 use qualifier_domain::DeliveryStatus;
 

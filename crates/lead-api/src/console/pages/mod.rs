@@ -9,7 +9,7 @@ use qualifier_store::webhooks::{Webhook, WebhookStatus};
 use strum::VariantArray;
 use time::OffsetDateTime;
 
-use super::extract::Place;
+use super::place::Place;
 
 mod deliveries;
 pub use deliveries::{
