@@ -170,7 +170,7 @@ impl Env {
         Service::new("webhook-delivery", cmd)
     }
 
-    /// `qualifierctl retire-outbox` of `bin`, where it has it (migration 48): how long it
+    /// `qualifierctl retire-outbox` of `bin`, where it has it: how long it
     /// took, or None for a version without it.
     fn retire_outbox(&self, bin: &Path) -> anyhow::Result<Option<Duration>> {
         let started = Instant::now();
@@ -234,8 +234,8 @@ fn ms(d: Duration) -> f64 {
     (d.as_secs_f64() * 1000.0).round()
 }
 
-/// Where this version keeps deliveries in rows of their own beside the outbox (migration 43,
-/// docs/operations.md, "Deliveries in rows of their own"): waits for the history's fill to end
+/// Where this version keeps deliveries in rows of their own beside the outbox
+/// (docs/operations.md, "Deliveries in rows of their own"): waits for the history's fill to end
 /// (the stored events' rows, copied by the new replicas' housekeeping), then counts the
 /// deliveries the two shapes disagree on, over everything the previous version and this one
 /// wrote. The seconds waited and the count; None on a schema without them.

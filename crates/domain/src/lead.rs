@@ -53,9 +53,9 @@ pub struct Lead {
     pub created_at: OffsetDateTime,
     #[serde(with = "crate::timefmt::millis")]
     pub updated_at: OffsetDateTime,
-    /// 1 at creation, plus 1 with every committed change of any field (kept by the database,
-    /// migration 19); the lead's entity tag and the number a receiver compares to tell a newer
-    /// snapshot from an older one.
+    /// 1 at creation, plus 1 with every committed change of any field (kept by the database's
+    /// `leads_revision` trigger); the lead's entity tag and the number a receiver compares to
+    /// tell a newer snapshot from an older one.
     pub revision: i64,
 }
 

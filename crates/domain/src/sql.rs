@@ -44,7 +44,7 @@ text_column!(
     crate::pace::WaitingFor
 );
 
-/// The PostgreSQL enum `delivery_state` (migration 43): a delivery row's state.
+/// The PostgreSQL enum `delivery_state`: a delivery row's state.
 #[derive(diesel::query_builder::QueryId, diesel::sql_types::SqlType)]
 #[diesel(postgres_type(name = "delivery_state"))]
 pub struct DeliveryStateSql;

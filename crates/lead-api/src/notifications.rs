@@ -1,6 +1,6 @@
 //! The one LISTEN connection of a `lead-api` process, and what each notification drives:
 //! `qualifier_outbox` (sent at the commit of an outbox row) wakes the relay;
-//! `qualifier_tokens` (sent at the commit of a new token, migration 5) adds its fingerprint to
+//! `qualifier_tokens` (sent at the commit of a new token) adds its fingerprint to
 //! the token filter. The filter is reloaded whenever the connection comes up, and marked stale
 //! while it is down (notifications may be missed meanwhile); the relay is woken on every
 //! reconnect, so a row committed while nobody listened is not left waiting for the poll.

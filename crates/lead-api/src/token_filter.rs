@@ -4,7 +4,7 @@
 //! admission, so a flood of random tokens from anyone could starve real clients. Each `lead-api`
 //! now keeps the fingerprints (first 8 bytes of the SHA-256) of every token that exists:
 //! loaded when its LISTEN connection comes up, and kept current by the `qualifier_tokens`
-//! notification that a new token sends at commit (migration 5). A token whose fingerprint is
+//! notification that a new token sends at commit. A token whose fingerprint is
 //! known goes to the database as before (revocation and the bucket live there). One that is not
 //! known takes a narrow lane: at most [`MISS_LANE`] such lookups run at once, so a flood holds at
 //! most that many connections, and a token created on another replica a moment ago, before its

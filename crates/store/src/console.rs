@@ -254,8 +254,9 @@ impl Store {
     ///
     /// Cost: at most 25 rows of `delivery_hours`, whatever the org's volume, plus the
     /// `delivery_hour_changes` not folded yet (about a second of every org's writes; and
-    /// `delivery_hour_deltas`, which only a trigger of the version before migration 29 wrote).
-    /// The outbox's triggers keep them (migrations 25 and 29): no outbox row, index entry or
+    /// `delivery_hour_deltas`, which nothing writes any more: the migrations replaced its
+    /// trigger).
+    /// The outbox's triggers keep them: no outbox row, index entry or
     /// attempt log is read. One statement, so one snapshot: a fold committing meanwhile is seen whole
     /// (its deltas gone and its totals added) or not at all.
     pub async fn deliveries_by_hour(
@@ -317,8 +318,8 @@ impl Store {
     /// so two folders could never deadlock, though the lock already keeps them apart.
     pub async fn fold_delivery_hours(&self) -> Result<usize, StoreError> {
         let mut conn = self.conn().await?;
-        // `delivery_hour_deltas` is the table of the version before migration 29 (without the
-        // last two columns); only its trigger's last changes can be left there.
+        // `delivery_hour_deltas` is the old form's table (without the last two columns), written
+        // by a trigger the migrations replaced; only its last changes can be left there.
         Ok(diesel::sql_query(
             "WITH turn AS (SELECT pg_try_advisory_xact_lock($1) AS mine),
                   gone AS (DELETE FROM delivery_hour_changes WHERE (SELECT mine FROM turn)

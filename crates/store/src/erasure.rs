@@ -42,7 +42,7 @@ struct Occurred {
 impl Store {
     /// Erases the lead `lead_id` of `org_id`, in one transaction: its row and handoffs are
     /// deleted; every stored event about it becomes its reduced envelope, and its delivery, unless
-    /// it succeeded, ends skipped (the `outbox_stays_erased` trigger of migration 20 keeps it so
+    /// it succeeded, ends skipped (the `outbox_stays_erased` trigger keeps it so
     /// whoever writes the row later); its attempt logs lose the receiver's answers and the request
     /// headers; kept Idempotency-Key answers that hold it are removed; and `lead.erased` is
     /// emitted. Every statement reaches the lead's rows through an index (`leads` by key,
@@ -69,8 +69,8 @@ impl Store {
             let mut after = i64::MIN;
             loop {
                 // The chunk's delivery rows first (every endpoint's), then its events' rows:
-                // every move written on a delivery row locks it before its event's (migration
-                // 46 writes the event's after it), so an erasure that locked the event first
+                // every move written on a delivery row locks it before its event's (the
+                // delivery rows' trigger writes the event's after it), so an erasure that locked the event first
                 // could wait for a move that waits for it.
                 diesel::sql_query(
                     "SELECT d.seq
@@ -147,7 +147,7 @@ impl Store {
 
 /// The lead's erasure lock, held by its erasure to the commit: the workers' outcome batches
 /// take it shared, and skip the lead while an erasure holds it (its key's seed, 20, sets it
-/// apart from the lead's order lock, seed 17, migration 39).
+/// apart from the lead's order lock, seed 17).
 pub const ERASING: &str = "SELECT pg_advisory_xact_lock(hashtextextended($1::text, 20))";
 
 /// How many of a lead's events an erasure reduces per statement.
@@ -202,7 +202,7 @@ async fn reduce_events(
     // row marked `erased`. Due for the relay only if its event never had a feed position (in
     // its row or in `event_feed`) and is no test event: the relay then publishes the reduced event for the feed, and the
     // worker finds the delivery ended. The same states the outbox's mirror writes from the
-    // event's row below while the outbox follows the delivery rows (migration 43), which
+    // event's row below while the outbox follows the delivery rows, which
     // then writes them once more.
     diesel::sql_query(
         "UPDATE deliveries d SET

@@ -68,8 +68,8 @@ pub struct Unpublished {
     pub created_at: OffsetDateTime,
     pub traceparent: Option<String>,
     pub is_test: bool,
-    /// Its place in the events feed (the outbox's `feed_pos`, or `event_feed`'s since migration
-    /// 49): `None` for an event published for the first time.
+    /// Its place in the events feed (the outbox's `feed_pos`, or `event_feed`'s once the outbox
+    /// retired): `None` for an event published for the first time.
     pub feed_pos: Option<i64>,
     /// The attempt a delivery held during its endpoint's outage resumes at (`None`: attempt 1,
     /// a new event or a replay).
@@ -79,7 +79,7 @@ pub struct Unpublished {
     #[diesel(sql_type = diesel::sql_types::Bool)]
     pub following: bool,
     /// Claimed from `deliveries_due` (a retry, a replay, a turn, or a new event's delivery
-    /// stored before `deliveries_unsent`, migration 52): the mark writes its row. A delivery
+    /// stored before `deliveries_unsent`): the mark writes its row. A delivery
     /// claimed from `deliveries_unsent` alone is not written again by the relay.
     #[diesel(sql_type = diesel::sql_types::Bool)]
     pub due: bool,
@@ -111,7 +111,7 @@ fn key_lookup_plans_local() -> &'static str {
 }
 
 /// The relays' turn as [`relay_batch`] reads it with its lock: the feed's last position, and
-/// whether the queue of new deliveries is whole (`deliveries_unsent_whole`, migration 53).
+/// whether the queue of new deliveries is whole (`deliveries_unsent_whole`).
 #[derive(QueryableByName)]
 struct Turn {
     #[diesel(sql_type = Int8)]
@@ -182,7 +182,7 @@ where
         .one(conn)
         .await?;
         let head = turn.head;
-        // The queue of new deliveries is unlogged (migration 53): emptied by a crash or a
+        // The queue of new deliveries is unlogged: emptied by a crash or a
         // failover, it is put back whole before anything is claimed from it, under this turn,
         // so that the claim below still finds every new event in `seq` order.
         if !turn.whole {
@@ -319,13 +319,13 @@ fn merge_new(unsent: Vec<Unpublished>, due: Vec<Unpublished>) -> Vec<Unpublished
 }
 
 /// The relay's mark of a published batch (`relay_batch`, after its parameters): each delivery
-/// taken out of `deliveries_unsent` (migration 52) deleted from it, its own row not written
+/// taken out of `deliveries_unsent` deleted from it, its own row not written
 /// (one that moved since it was queued is not published, only its event given a position);
 /// each claimed from `deliveries_due` `out` (an ended one, an erased event published for its
 /// feed position, stays ended; one that waits in its row keeps waiting: the claim does not
 /// take a waiting row, whose `due_at` its wait cleared, but a wait must never be undone by a
-/// mark, which would leave the row `out` with its message already taken and acked — migration
-/// 51); and each position given now appended to the feed (`event_feed`, migration 49): the
+/// mark, which would leave the row `out` with its message already taken and acked); and each
+/// position given now appended to the feed (`event_feed`): the
 /// event's row is not written again. The delivery row's `turn_at` stays: a throttle's turn is
 /// read by the worker. A position already there (which the claim would have read) is left as
 /// it is: by a read of the feed's key, not `ON CONFLICT`, whose speculative insertion writes a
@@ -353,7 +353,7 @@ const MARK: &str = ")), out AS (
            AND NOT EXISTS (SELECT 1 FROM event_feed f WHERE f.seq = v.seq))
      UPDATE feed_head SET pos = p.head FROM p WHERE pos <> p.head";
 /// The mark while the outbox follows the delivery rows: written on the event's row, as the
-/// release before this one writes it, and mirrored into the delivery row (migration 43).
+/// release before this one writes it, and mirrored into the delivery row.
 const MARK_FOLLOWING: &str = concat!(
     ")), marked AS (
      UPDATE outbox o SET ",
@@ -368,8 +368,8 @@ const MARK_FOLLOWING: &str = concat!(
 /// (joined by the delivery's key; `(seq >> 32)` beside `seq` so that each probe of the outbox
 /// reads only its day's partition). Both rows are locked, and a pair another transaction holds
 /// either of is skipped (`relay_batch` says why): while the two shapes are kept one, a move is
-/// written on the delivery row and then on the event's (migration 46), or on the event's and
-/// then on the delivery row (migration 43), so each lock holds off one kind of writer, and the
+/// written on the delivery row and then on the event's, or on the event's and
+/// then on the delivery row, so each lock holds off one kind of writer, and the
 /// mark below finds both rows already its own. Locking the event's alone, a worker that got
 /// the message before the relay's commit and moved the delivery (a wait for the lead's order)
 /// held the delivery row and waited for the event's, which the relay's mark held while it
@@ -412,13 +412,13 @@ macro_rules! claim_head {
         )
     };
 }
-/// New events' deliveries, in `seq` order, from their queue (migration 52), each delivery and
+/// New events' deliveries, in `seq` order, from their queue, each delivery and
 /// event found by its key from its queue's row: each in a subquery that is not pulled up into
 /// a join (`OFFSET 0`, a lock), so it stays a probe per queued row, where a generic plan made
 /// while the day's partition was small walked the partition's primary key in the same order
 /// instead (`plans.rs` in lead-api's tests: 20,027 rows read for a batch of 8). Only the
 /// queue's row is locked ([`CLAIM_UNSENT_TAIL`]), which writes nothing to the write-ahead log
-/// (the table is unlogged, migration 53), where a lock of the event's row wrote a record per
+/// (the table is unlogged), where a lock of the event's row wrote a record per
 /// event. No writer moves a delivery the relay has never published but an erasure, which
 /// deletes its queue's rows first (`crate::erasure`), or an end (a deleted or disabled
 /// endpoint), which the worker reads before any request; and the mark does not write the
@@ -439,9 +439,9 @@ const CLAIM_UNSENT: &str = concat!(
 /// snapshot is skipped too: PostgreSQL finds it gone when it locks it, so the claim never
 /// publishes an envelope its erasure has replaced.
 const CLAIM_UNSENT_TAIL: &str = " FOR UPDATE OF u SKIP LOCKED";
-/// New events' deliveries stored due at `-infinity` (before migration 52, or while the outbox
+/// New events' deliveries stored due at `-infinity` (by 0.3.0, or while the outbox
 /// follows the delivery rows), and erased events' still to be given their feed position: in
-/// `seq` order (migration 44).
+/// `seq` order.
 const CLAIM_NEW: &str = claim_head!("d.due_at = '-infinity'");
 /// Scheduled (a retry held for an outage, a replay, a throttle's turn) and due now. `now()`,
 /// the transaction's start a moment ago, keeps the text fixed.
@@ -453,7 +453,7 @@ const CLAIM_TAIL: &str = " FOR UPDATE OF o, d SKIP LOCKED";
 const FEED_HEAD: &str = "SELECT w.feed_pos, w.payload FROM (VALUES (";
 /// The rest of a feed page's statement, `$outbox` and `$feed` added to the conditions of the
 /// two places positions are kept: the outbox's `feed_pos` (every position given before the
-/// outbox retired, migration 48) and `event_feed` (those given after, migration 49). Each is
+/// outbox retired) and `event_feed` (those given after). Each is
 /// walked through its own index in position order up to a page, and the two merged: a
 /// position is in one of them only.
 macro_rules! feed_tail {
@@ -643,7 +643,7 @@ impl Store {
     }
 
     /// The last feed position and outbox sequence that existed before cursors were sealed: an
-    /// unsealed cursor past them is refused (migration 16 recorded them).
+    /// unsealed cursor past them is refused (the migrations recorded them).
     pub async fn legacy_cursor_limits(&self) -> Result<(i64, i64), StoreError> {
         let mut conn = self.conn().await?;
         let (pos, seq): (Option<i64>, Option<i64>) = feed_head::table
@@ -680,7 +680,7 @@ impl Store {
     /// not the history kept.
     pub async fn outbox_backlog(&self) -> Result<Backlog, StoreError> {
         let mut conn = self.conn().await?;
-        // New deliveries wait in `deliveries_unsent` (migration 52), the oldest first by
+        // New deliveries wait in `deliveries_unsent`, the oldest first by
         // `seq`; the rest due in `deliveries_due`.
         let b = diesel::sql_query(
             "SELECT ((SELECT count(*) FROM deliveries_unsent) + due.n)::int8 AS count,

@@ -389,8 +389,8 @@ impl Store {
             };
             // The step's rows are locked before the turn row: a step held up by a row (an
             // erasure, an outcome) holds no lock that turn-takers wait for. Both shapes' rows,
-            // the event's too: the delivery rows' trigger writes it at the end of the step
-            // (migration 46), after the turn row is locked.
+            // the event's too: the delivery rows' trigger writes it at the end of the step,
+            // after the turn row is locked.
             let turn = crate::deliveries::state::new_turn("t.at", "$3");
             let sql = format!(
                 "WITH w AS (SELECT x.seq, x.i FROM unnest($4::int8[]) WITH ORDINALITY AS x(seq, i)),

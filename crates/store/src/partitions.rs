@@ -1,5 +1,5 @@
 //! Where a row of the partitioned outbox lives and how a statement names the partitions it
-//! may touch (migration 28: one partition a day, keyed by `seq >> 32`). The worker's reads and
+//! may touch (one partition a day, keyed by `seq >> 32`). The worker's reads and
 //! writes, the lists and the counts filter through these, and housekeeping's jobs over whole
 //! partitions (`crate::partitions::upkeep`) keep to the same key.
 
@@ -17,7 +17,7 @@ pub struct DeliveryRef {
 }
 
 /// The outbox partitions a statement over rows with these sequence numbers may touch, as the
-/// partition key's days (`seq >> 32`, migration 28): from the lowest day to the highest, or all
+/// partition key's days (`seq >> 32`): from the lowest day to the highest, or all
 /// of them if one row's number is unknown. A statement that says
 /// `(seq >> 32) BETWEEN lo AND hi` beside its `delivery_id` reads only those partitions (pruned
 /// when it starts, even as a generic plan); by `delivery_id` alone it would probe the index of
@@ -41,7 +41,7 @@ pub fn day_bounds(seqs: impl IntoIterator<Item = Option<i64>>) -> (i64, i64) {
 ///
 /// A row's sequence number never carries a later day than its creation time: housekeeping
 /// moves the sequence to a day's numbers only once that day has begun
-/// (`qualifier_outbox_roll`, migration 28), and a row created before that keeps the previous
+/// (`qualifier_outbox_roll`), and a row created before that keeps the previous
 /// day's. One day more is allowed for an insert whose `created_at` was read just before
 /// midnight and its number drawn just after the move.
 pub(crate) fn until_day(until: OffsetDateTime) -> i64 {

@@ -296,7 +296,7 @@ const LOCK_TRIES: u64 = 30;
 /// Whether a migration failed only because it gave way to the running services: its
 /// `lock_timeout` ran out (a migration that changes the outbox sets a short one, so that
 /// requests queued behind its lock wait at most that long), or PostgreSQL broke a deadlock by
-/// ending it. The second happens right after the outbox became partitioned (migration 28): a
+/// ending it. The second happens right after the outbox became partitioned: a
 /// session of the version before still holds plans that name the old table, now the
 /// `outbox_legacy` partition, and so locks the partition before the new parent, where a
 /// migration locks the parent first. Either way nothing of the migration was kept, and trying

@@ -160,7 +160,7 @@ diesel::table! {
     use diesel::sql_types::*;
     use qualifier_domain::DeliveryStateSql;
 
-    // Partitioned by ranges of `seq`, the outbox's days (migration 43).
+    // Partitioned by ranges of `seq`, the outbox's days.
     deliveries (seq, endpoint_id) {
         seq -> Int8,
         endpoint_id -> Uuid,

@@ -64,7 +64,7 @@ struct AdmitRow {
 }
 
 /// The first 8 bytes of a token's SHA-256: what replicas announce to each other when a token is
-/// created (migration 5), to refuse unknown tokens without a round trip. Not the token, and not
+/// created, to refuse unknown tokens without a round trip. Not the token, and not
 /// enough of its hash to look it up.
 pub fn token_fingerprint(token: &str) -> [u8; 8] {
     fingerprint_of_hash(&hash_token(token)).unwrap_or_default()
@@ -74,7 +74,7 @@ fn fingerprint_of_hash(hash: &[u8]) -> Option<[u8; 8]> {
     hash.get(..8)?.try_into().ok()
 }
 
-/// The function `qualifier_admit_batch` (migrations 11 and 56), with $1 the distinct token
+/// The function `qualifier_admit_batch`, with $1 the distinct token
 /// hashes, $2 how many requests present each, $3 capacity and $4 refill per second. A NULL
 /// bucket is a full one. Refusals store the refilled level without taking a unit, so 429s
 /// consume nothing.

@@ -170,7 +170,7 @@ async fn locked_row(
 }
 
 /// A second endpoint's insert before the outbox retired finds the org's key still unique in
-/// the table (migration 50): the release before this one may still run, and knows one webhook
+/// the table: the release before this one may still run, and knows one webhook
 /// per org.
 fn one_per_org_until_retired(e: diesel::result::Error) -> StoreError {
     use diesel::result::{DatabaseErrorKind, Error};
@@ -867,9 +867,9 @@ impl Store {
             let env = qualifier_domain::event::example(event_type, org_id, now_millis(), &base);
             let delivery_id = crate::outbox::insert(conn, &env, true, compress).await?;
             // The event's insert gave a test event one delivery, to the primary endpoint
-            // (`qualifier_endpoints_of`, migration 50), found by its key as every delivery by id
-            // is (`qualifier_delivery_seq`, migration 58): it goes to the endpoint asked for, and
-            // so does its place in the relay's queue (migration 52).
+            // (`qualifier_endpoints_of`), found by its key as every delivery by id
+            // is (`qualifier_delivery_seq`): it goes to the endpoint asked for, and
+            // so does its place in the relay's queue.
             diesel::sql_query(
                 "WITH moved AS (UPDATE deliveries SET endpoint_id = $1
                                 WHERE seq = qualifier_delivery_seq($2, 0, 1073741824)

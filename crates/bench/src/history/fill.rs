@@ -286,7 +286,7 @@ pub(super) fn hex_prefix(b: &[u8]) -> String {
 /// Inserts a [`Slice`] (`$1`-`$7`, `$9`-`$11`) at feed positions after `$8`, with the
 /// outcome columns the delivery worker leaves beside each attempt log.
 ///
-/// Each row's sequence number carries its day (the partition key, migration 28), numbered
+/// Each row's sequence number carries its day (the partition key), numbered
 /// from the outbox's own sequence. A day the sequence has already left (it moved on at
 /// midnight) takes the upper half of that day's numbers: the services drew the lower half
 /// from the sequence while that day lasted, and a run that crossed midnight once wrote a

@@ -1194,7 +1194,7 @@ async fn an_idle_relay_leaves_the_database_alone_and_wakes_for_a_scheduled_repla
     assert_eq!(store.next_replay_due().await.unwrap(), None);
 }
 
-/// The database's measure of a stored envelope (migration 36's `envelope_bytes`) is the length
+/// The database's measure of a stored envelope (`envelope_bytes`) is the length
 /// of the envelope sent, whether it is stored as it is or compressed: small, large, repetitive
 /// and random, across the frame header's size encodings.
 #[tokio::test(flavor = "multi_thread")]

@@ -1,5 +1,5 @@
-//! The hourly delivery totals, kept by the outbox's triggers and a fold every second
-//! (migrations 25 and 29), and what reads them: the Deliveries page's 24-hour chart
+//! The hourly delivery totals, kept by the outbox's triggers and a fold every second, and
+//! what reads them: the Deliveries page's 24-hour chart
 //! (`Store::deliveries_by_hour`) and a dry-run bulk replay's count. What an administrator sees
 //! must be what the outbox holds, whatever wrote it, whenever the fold ran, and however many
 //! writers were busy at once.

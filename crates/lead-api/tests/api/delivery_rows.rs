@@ -558,7 +558,7 @@ async fn a_wait_begun_on_a_message_whose_relay_died_is_not_published_again() {
     .unwrap()
     .published;
     assert_eq!(published, 1);
-    // Published out of its queue: its row is not written by the relay (migration 52).
+    // Published out of its queue: its row is not written by the relay.
     assert_eq!(state_of(&c, first.0).await.0, "queued");
     assert_eq!(
         state_of(&c, second.0).await.0,
@@ -599,7 +599,7 @@ async fn a_wait_begun_on_a_message_whose_relay_died_is_not_published_again() {
     assert_eq!(state_of(&c, second.0).await.0, "out");
 }
 
-/// The relay's backlog gauge counts what waits in the queue of new deliveries (migration 52)
+/// The relay's backlog gauge counts what waits in the queue of new deliveries
 /// and what is due in `deliveries_due`, from the oldest one's creation; once a batch is
 /// published, the queue is empty, the delivery row was not written by the relay (`queued`),
 /// and the gauge reads nothing.
@@ -709,7 +709,7 @@ async fn an_event_whose_deliveries_ended_before_the_relay_is_still_in_the_feed()
     assert_eq!(page.positions, [1, 2, 3]);
 }
 
-/// The queue of new deliveries is unlogged (migration 53): a crash of PostgreSQL, an immediate
+/// The queue of new deliveries is unlogged: a crash of PostgreSQL, an immediate
 /// shutdown or a failover empties it, and its mark of being whole with it, as the `TRUNCATE`
 /// below does. The relay's next turn puts back every delivery still `queued` and not due before
 /// it claims: what was never published, and what was published but not settled (sent again

@@ -262,7 +262,7 @@ async fn the_hourly_totals_are_counted_without_holding_writers_and_agree_with_th
     assert_eq!(again, 2);
 }
 
-/// New outbox partitions keep no `_range` CHECK constraint once attached (migration 40): each
+/// New outbox partitions keep no `_range` CHECK constraint once attached: each
 /// statement writing one set it up and checked every row against it. The partition's bound
 /// still holds: a row of another day written straight into the partition is refused, and one
 /// written through `outbox` lands in its own day's partition.
@@ -316,7 +316,7 @@ async fn a_partition_without_its_range_constraint_still_holds_only_its_days() {
     assert_eq!(landed, "outbox_d30000_30001");
 }
 
-/// Leads name their org without a foreign key (migration 54), so that a new lead locks no org
+/// Leads name their org without a foreign key, so that a new lead locks no org
 /// row; an org deleted (by hand: the service deletes none) still takes its leads, and their
 /// handoffs by theirs, as the key's `ON DELETE CASCADE` did, and another org's stay.
 #[tokio::test(flavor = "multi_thread")]

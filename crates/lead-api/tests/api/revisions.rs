@@ -226,9 +226,8 @@ async fn each_change_is_a_revision_and_if_match_makes_a_patch_conditional() {
     assert_eq!(again.headers()["idempotency-replayed"], "true");
 
     // A change that leaves the revision as it was (a hand edit; every release that can run
-    // beside this one raises it) is refused, so no If-Match can match a changed lead
-    // (migration 55); one that raises it moves the ETag: an If-Match taken before no longer
-    // matches.
+    // beside this one raises it) is refused, so no If-Match can match a changed lead; one
+    // that raises it moves the ETag: an If-Match taken before no longer matches.
     let c = app.db.client().await;
     let id = lead["id"].as_str().unwrap();
     let refused = c

@@ -119,7 +119,7 @@ struct Counted {
 
 #[derive(diesel::QueryableByName)]
 struct Totals {
-    /// Whether the cover row exists (migration 29 makes it).
+    /// Whether the cover row exists (made by the migrations).
     #[diesel(sql_type = diesel::sql_types::Bool)]
     known: bool,
     /// `None`: covered from the start (`-infinity`).

@@ -40,7 +40,7 @@ impl Store {
         let mut conn = self.conn().await?;
         crate::tx::transaction(&mut conn, async move |conn| {
             // The delivery rows, where the attempts are written (and, while the outbox follows
-            // them, written back to the event's row by migration 46's trigger).
+            // them, written back to the event's row by a trigger).
             let rows: Vec<(i64, Value)> = deliveries::table
                 .filter(deliveries::seq.gt(after))
                 .order(deliveries::seq.asc())

@@ -10,7 +10,7 @@
 //! state in seven columns, for the release before this one (`published_at`, `held_at`,
 //! `waiting_for`, `paced_at`, `replay_at`, `status`, `resume_attempt`), and the two are kept
 //! one by triggers both ways: a move written on the delivery row is written back to the
-//! outbox (migration 46), one written on the outbox into the delivery row (migration 43).
+//! outbox, one written on the outbox into the delivery row.
 //!
 //! The moves on the delivery rows (the condition `open!`, the requeue [`requeue`]):
 //!
@@ -21,7 +21,7 @@
 //! - [`Store::wait_for_earlier`], [`Store::release_next_of_lead`],
 //!   [`Store::release_stray_order_waits`]: the lead's order, over one condition (the SQL
 //!   function `qualifier_earlier_pending`; the first two are SQL functions too,
-//!   `qualifier_wait_for_earlier` and `qualifier_release_next`, migration 46);
+//!   `qualifier_wait_for_earlier` and `qualifier_release_next`);
 //! - [`Store::record_attempts`] / [`Store::record_attempt`]: an attempt's outcome, and a
 //!   retry's requeue (under [`Store::schedule_attempt`]'s conditions);
 //! - [`Store::mark_skipped`], [`skip_held`]: ended without a request;
@@ -219,7 +219,7 @@ pub enum Outcome {
 
 /// Whether the delivery `d`'s event was erased, in the outcome statement: as the event's row
 /// (`e`) says in the statement's snapshot, or as the delivery's row says once locked (its
-/// `erased` mark, migration 47, which every erasure sets, whatever the delivery's state was).
+/// `erased` mark, which every erasure sets, whatever the delivery's state was).
 /// The erasure lock the guards take is taken after the snapshot, so an erasure that committed
 /// in between is seen only in the delivery's row, which PostgreSQL reads again at its latest
 /// once it waited for it.
@@ -256,7 +256,7 @@ macro_rules! scheduled {
 /// carry the `seq` names its event's one delivery, whose `seq` the event's unique index gives.
 /// Whether the event was erased: `erased_now!`. An
 /// erased event's delivery stays as its erasure left it, as `outbox_stays_erased` keeps the
-/// event's row (migration 32): ended `skipped` unless this attempt succeeded, the entry without
+/// event's row: ended `skipped` unless this attempt succeeded, the entry without
 /// the receiver's answer, the request's headers and the signatures.
 macro_rules! record_tail {
     ($guard:literal) => {

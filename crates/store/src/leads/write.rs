@@ -228,7 +228,7 @@ const UPDATE_TAIL: &str = concat!(
 /// an event exists if and only if its change committed, as with the transaction it replaces.
 /// Returns false when the row was not written (and no event was): the phone is taken
 /// ([`RowWrite::Insert`]) or the row changed since it was read ([`RowWrite::Update`]). A new
-/// lead's org is read (not locked: `leads` has no foreign key, migration 54), and `Org not
+/// lead's org is read (not locked: `leads` has no foreign key), and `Org not
 /// found` when there is none. The text is fixed, so each connection prepares it once
 /// ([`crate::prepared`]).
 async fn write_with_events(

@@ -26,7 +26,7 @@ pub fn partition_days(retention: Duration) -> i32 {
 impl Store {
     /// Housekeeping's first step each round: outbox partitions of `span_days` each exist
     /// through tomorrow, and the sequence is in today's numbers once today has begun
-    /// (`qualifier_outbox_roll`, migration 28). Returns how many partitions it created.
+    /// (`qualifier_outbox_roll`). Returns how many partitions it created.
     pub async fn roll_outbox(&self, span_days: i32) -> Result<usize, StoreError> {
         let mut conn = self.conn().await?;
         let n = diesel::sql_query("SELECT qualifier_outbox_roll($1)::int8 AS count")
@@ -78,7 +78,7 @@ impl Store {
             if part.attached && !part.detaching {
                 end_expired(&mut conn, name).await?;
                 // The partition's highest position, in the outbox's rows or in the feed's
-                // partition of the same days (migration 49), org by org through their
+                // partition of the same days, org by org through their
                 // indexes.
                 diesel::sql_query(format!(
                     "UPDATE feed_head SET expired_through = m.top
@@ -431,7 +431,7 @@ async fn drop_stray_delivery_partitions(conn: &mut AsyncPgConnection) -> Result<
 /// with `Event expired`, nothing held, nothing left for the relay to publish. Written on the
 /// delivery partition of the same days, found through its `deliveries_org_state` index org by
 /// org, so the cost follows the unfinished deliveries, not the partition's size; and, while the
-/// outbox follows the delivery rows (migration 46), on the event's rows too, through the
+/// outbox follows the delivery rows, on the event's rows too, through the
 /// partition's `(org_id, status, …)` index: a statement on a partition named directly runs
 /// neither table's triggers. Returns how many it ended.
 async fn end_expired(
@@ -448,7 +448,7 @@ async fn end_expired(
     ))
     .execute(conn)
     .await?;
-    // Nor anything of those days in the relay's queue of new deliveries (migration 52), ended
+    // Nor anything of those days in the relay's queue of new deliveries, ended
     // above: the partition's drop runs no trigger.
     diesel::sql_query("DELETE FROM deliveries_unsent WHERE seq >= $1 AND seq < $2")
         .bind::<Int8, _>(name.lower())
@@ -491,7 +491,7 @@ struct Partition {
     seq_now: i64,
 }
 
-/// An outbox partition, by its name (migration 28): the table from before partitions (every
+/// An outbox partition, by its name: the table from before partitions (every
 /// row day 0), or the days `[first, last)` since the Unix epoch (`outbox_d<first>_<last>`),
 /// whose rows have `seq >> 32` in that range.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -500,7 +500,7 @@ pub enum PartitionName {
     Days { first: i64, last: i64 },
 }
 
-/// The first day a partition can start on, and so `outbox_legacy`'s end (migration 27).
+/// The first day a partition can start on, and so `outbox_legacy`'s end.
 const LEGACY_END_DAY: i64 = 20_000;
 
 impl PartitionName {
