@@ -84,6 +84,19 @@ def setup(login, endpoint, shots):
                 break
         out["focus_outline"] = page.evaluate(
             "getComputedStyle(document.activeElement).outlineStyle")
+        # Every placeholder fits its box: its text measured in the box's own font against the
+        # room inside the box's padding, less a number box's spin buttons (Chromium draws them
+        # inside it, about 16 px): a cut "No limi" read as a word.
+        out["placeholders_cut"] = page.evaluate("""() => {
+            const ctx = document.createElement('canvas').getContext('2d');
+            return [...document.querySelectorAll('input[placeholder]')].filter(el => {
+                const cs = getComputedStyle(el);
+                ctx.font = cs.font;
+                const spin = el.type === 'number' ? 16 : 0;
+                const room = el.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight) - spin;
+                return ctx.measureText(el.placeholder).width > room;
+            }).map(el => el.id || el.name);
+        }""")
         page.get_by_label("Endpoint URL").fill(endpoint)
         for t in EVENT_TYPES:
             box = page.get_by_label(t, exact=True)

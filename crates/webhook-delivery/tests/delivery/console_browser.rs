@@ -57,6 +57,11 @@ async fn an_administrator_sets_up_webhooks_and_recovers_dead_deliveries_in_the_b
 
     assert_eq!(page["keyboard_reaches_url"], true, "{page}");
     assert_ne!(page["focus_outline"], "none", "focus is visible: {page}");
+    assert_eq!(
+        page["placeholders_cut"],
+        json!([]),
+        "every placeholder fits: {page}"
+    );
     // The endpoint and event types chosen on the page are the org's settings.
     let hook = s.webhook().await;
     assert_eq!(hook["url"], endpoint.as_str());
