@@ -211,7 +211,7 @@ pub struct AttemptWrite {
 }
 
 /// A delivery's next attempt, due at an instant: it waits in its row for the relay, as
-/// [`Store::schedule_attempt`] schedules one.
+/// [`Store::schedule_attempts`] schedules one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NextAttempt {
     pub attempt: u32,

@@ -14,7 +14,7 @@
 //!
 //! The moves on the delivery rows (the condition `open!`, the requeue [`requeue`]):
 //!
-//! - [`Store::schedule_attempt`]: the next attempt due at an instant (a retry's is scheduled by
+//! - [`Store::schedule_attempts`]: the next attempt due at an instant (a retry's is scheduled by
 //!   its failed attempt's outcome, below, in the same statement);
 //! - [`Store::hold_delivery`], [`release_held`], [`Store::release_stray_held`]: an outage's hold
 //!   and its end;
@@ -23,7 +23,7 @@
 //!   function `qualifier_earlier_pending`; the first two are SQL functions too,
 //!   `qualifier_wait_for_earlier` and `qualifier_release_next`);
 //! - [`Store::record_attempts`] / [`Store::record_attempt`]: an attempt's outcome, and a
-//!   retry's requeue (under [`Store::schedule_attempt`]'s conditions);
+//!   retry's requeue (under [`Store::schedule_attempts`]'s conditions);
 //! - [`Store::mark_skipped`], [`skip_held`]: ended without a request;
 //! - the `SET` lists of the moves made inside statements that do more than move the
 //!   delivery, each used by that one statement: waiting for a throttle turn and a new turn
@@ -231,7 +231,7 @@ macro_rules! erased_now {
 
 /// The outcome's next attempt is scheduled in the same write (`v.due`, `v.resume`): a failed
 /// attempt that will be retried goes back to the relay due at its retry's instant, as
-/// [`Store::schedule_attempt`] would, unless its lead was erased (it has ended), the attempt
+/// [`Store::schedule_attempts`] would, unless its lead was erased (it has ended), the attempt
 /// ended it, the delivery ended while the attempt was in flight (its endpoint deleted, a
 /// duplicate that succeeded: an ended delivery stays ended), or it waits for an outage or an
 /// earlier delivery of its lead (that wait resumes it). Conditions on the row as it was before
@@ -486,29 +486,21 @@ impl Store {
         Ok(())
     }
 
-    /// Schedules attempt `attempt` of a delivery for `at`: the row waits for it unpublished,
-    /// and the relay publishes it again from the row once it is due (the waits of retries and
-    /// of long back-offs). So a waiting delivery is kept only in its row, where an erasure
-    /// reaches it, never as a copy of its body in a broker queue that no one can take one
-    /// message out of. False, and nothing scheduled, when the delivery ended meanwhile (its
-    /// lead erased, its webhook disabled): nothing goes on then.
-    pub async fn schedule_attempt(
-        &self,
-        delivery: DeliveryRef,
-        attempt: u32,
-        at: time::OffsetDateTime,
-    ) -> Result<bool, StoreError> {
-        Ok(self.schedule_attempts(&[(delivery, attempt, at)]).await?[0])
-    }
-
-    /// [`Store::schedule_attempt`] for several deliveries in one transaction, one commit: the
-    /// worker gathers the waits it parks in rows (`webhook-delivery`'s `schedules` batcher), so
-    /// that an org whose endpoints are slow, parking hundreds of messages a second, costs the
-    /// database one commit per batch rather than one per message. Each answer in the order
-    /// asked. The rows are updated in key order, as every batch of writes to them is, so two
-    /// batches never wait for each other in a circle. The relay is woken only for a wait that
-    /// ends before its next look ([`RELAY_POLL`]): it finds the others itself, and a wake per
-    /// park was a relay round per park.
+    /// Schedules attempt `attempt` of each delivery for its `at`: the row waits for it
+    /// unpublished, and the relay publishes it again from the row once it is due (the waits of
+    /// retries and of long back-offs). So a waiting delivery is kept only in its row, where an
+    /// erasure reaches it, never as a copy of its body in a broker queue that no one can take
+    /// one message out of. False, and nothing scheduled, for a delivery that ended meanwhile
+    /// (its lead erased, its webhook disabled): nothing goes on then. Each answer in the order
+    /// asked.
+    ///
+    /// All in one transaction, one commit: the worker gathers the waits it parks in rows
+    /// (`webhook-delivery`'s `schedules` batcher), so that an org whose endpoints are slow,
+    /// parking hundreds of messages a second, costs the database one commit per batch rather
+    /// than one per message. The rows are updated in key order, as every batch of writes to
+    /// them is, so two batches never wait for each other in a circle. The relay is woken only
+    /// for a wait that ends before its next look ([`RELAY_POLL`]): it finds the others itself,
+    /// and a wake per park was a relay round per park.
     pub async fn schedule_attempts(
         &self,
         items: &[(DeliveryRef, u32, time::OffsetDateTime)],
@@ -519,6 +511,13 @@ impl Store {
         order.sort_by_key(|&i| (items[i].0.seq, items[i].0.id));
         let soon = time::OffsetDateTime::now_utc() + RELAY_POLL;
         let items = items.to_vec();
+        let statement = format!(
+            "UPDATE deliveries d SET {}, resume_attempt = $3
+             WHERE {} AND {} AND d.state NOT IN ('held', 'after_earlier')",
+            requeue("$2"),
+            delivery_in_days!("$1", "$4", "$5"),
+            open!()
+        );
         let mut conn = self.conn().await?;
         crate::tx::transaction(&mut conn, async move |conn| {
             let mut scheduled = vec![false; items.len()];
@@ -526,20 +525,14 @@ impl Store {
             for i in order {
                 let (delivery, attempt, at) = items[i];
                 let (lo, hi) = day_bounds([delivery.seq]);
-                let n = diesel::sql_query(format!(
-                    "UPDATE deliveries d SET {}, resume_attempt = $3
-                     WHERE {} AND {} AND d.state NOT IN ('held', 'after_earlier')",
-                    requeue("$2"),
-                    delivery_in_days!("$1", "$4", "$5"),
-                    open!()
-                ))
-                .bind::<diesel::sql_types::Uuid, _>(delivery.id)
-                .bind::<Timestamptz, _>(at)
-                .bind::<Int4, _>(i32::try_from(attempt).unwrap_or(i32::MAX))
-                .bind::<BigInt, _>(lo)
-                .bind::<BigInt, _>(hi)
-                .execute(conn)
-                .await?;
+                let n = diesel::sql_query(&statement)
+                    .bind::<diesel::sql_types::Uuid, _>(delivery.id)
+                    .bind::<Timestamptz, _>(at)
+                    .bind::<Int4, _>(i32::try_from(attempt).unwrap_or(i32::MAX))
+                    .bind::<BigInt, _>(lo)
+                    .bind::<BigInt, _>(hi)
+                    .execute(conn)
+                    .await?;
                 scheduled[i] = n > 0;
                 wake |= n > 0 && at < soon;
             }
