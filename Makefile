@@ -2,10 +2,15 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: clients run console-link test build build-all bench-smoke perf-check perf-check-short lint fmt services migrate clean-test-dbs bench bench-quick bench-disk latency receiver-kit conformance deploy-check chaos chaos-short fuzz fuzz-short topology topology-short upgrade-check upgrade-check-history soak soak-short
+.PHONY: clients run dev-endpoint console-link test build build-all bench-smoke perf-check perf-check-short lint fmt services migrate clean-test-dbs bench bench-quick bench-disk latency receiver-kit conformance deploy-check chaos chaos-short fuzz fuzz-short topology topology-short upgrade-check upgrade-check-history soak soak-short
 
-run: build          ## services, migrations, both binaries, a printed dev org and token
-	scripts/run-dev.sh
+run:                ## services, migrations, both binaries, a printed dev org and token
+	@echo "make run: building first. The first build compiles every dependency (about 10 minutes on 2 cores); later ones take seconds."
+	$(CARGO) build --workspace --bins
+	@scripts/run-dev.sh
+
+dev-endpoint:       ## one more endpoint of make run's dev org on its dev receiver, with its own secret: make dev-endpoint NAME=crm
+	@scripts/dev-endpoint.sh $(NAME)
 
 console-link:       ## a new one-time sign-in link to the dev org's console (beside a running make run)
 	@scripts/console-link.sh

@@ -6,8 +6,16 @@ and a .dev directory of its own, reads what it prints, and does what the newcome
 
   - runs the printed internal change (a rename) and sees the dev receiver print
     "lead.updated ... signature=valid";
+  - adds a second endpoint the printed way (make dev-endpoint NAME=crm), runs the printed public
+    change (the CRM closes the lead) and sees each endpoint's own signed copy arrive at its own
+    path of the receiver, each with its own delivery id; every printed command is run from
+    another directory, as from another terminal;
   - opens the printed console link twice: the second time the page says how to get a new link
-    (make console-link), and the link that command prints signs in, in Chromium.
+    (make console-link), and the link that command prints signs in, in Chromium;
+  - signs in with another link and checks, for each endpoint, that the Deliveries chart counts
+    what the list below it shows;
+  - stops it with Ctrl-C (SIGINT to its process group): it exits 0, and neither then nor
+    before did it print an ERROR or warn about the dev stack's plaintext connections.
 
 Everything it made is removed afterwards, whatever happened.
 """
@@ -105,8 +113,30 @@ def sign_in_in_chromium(url):
         page = b.new_page()
         page.goto(url)
         expect(page).to_have_url(url.split("/console/")[0] + "/console")
-        expect(page.get_by_role("heading", name="Webhook")).to_be_visible()
+        expect(page.get_by_role("heading", name="Endpoints")).to_be_visible()
         b.close()
+
+
+def charts_agree_with_lists(link):
+    """Signs in with `link` and, for every endpoint on the console's first page, compares the
+    Deliveries chart's count with the rows of the list under it. Returns them."""
+    import http.cookiejar
+    jar = http.cookiejar.CookieJar()
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+    base = link.split("/console/")[0]
+    page = lambda path: opener.open(base + path, timeout=10).read().decode()
+    opener.open(link, timeout=10).read()
+    endpoints = re.findall(r'data-endpoint="([0-9a-f-]+)"', page("/console"))
+    assert len(endpoints) == 2, endpoints
+    seen = []
+    for e in endpoints:
+        html = page(f"/console/deliveries?endpoint_id={e}")
+        charted = sum(int(re.search(rf'{a}="(\d+)"', html).group(1))
+                      for a in ("data-succeeded", "data-dead", "data-skipped", "data-in-progress"))
+        listed = html.count("data-delivery=")
+        assert charted == listed and listed > 0, (e, charted, listed)
+        seen.append(listed)
+    return " and ".join(f"{n} deliver{'y' if n == 1 else 'ies'}" for n in seen)
 
 
 def main():
@@ -143,14 +173,30 @@ def main():
         # The printed rename, run as pasted: the receiver shows lead.updated, signature valid.
         rename = printed_command(lines, "The AI agent renames the contact")
         assert "/internal/v1/orgs/" in rename, rename
-        r = subprocess.run(["bash", "-c", rename], cwd=ROOT, capture_output=True, text=True)
+        elsewhere = tempfile.mkdtemp(prefix="qualifier-elsewhere-")
+        r = subprocess.run(["bash", "-c", rename], cwd=elsewhere, capture_output=True, text=True)
         assert r.returncode == 0 and '"Ada King"' in r.stdout, (rename, r.stdout, r.stderr)
         line = out.until(r"lead\.updated .*signature=")
         assert "✔" in line and "signature=valid" in line, line
 
+        # A second endpoint, the printed way, then the printed close: one signed copy each.
+        add = printed_command(lines, "A second endpoint with its own secret")
+        assert "dev-endpoint NAME=crm" in add, add
+        r = subprocess.run(["bash", "-c", add], cwd=elsewhere, capture_output=True, text=True)
+        assert r.returncode == 0 and "/hooks/crm" in r.stdout, (add, r.stdout, r.stderr)
+        close = printed_command(lines, "The CRM closes the lead")
+        r = subprocess.run(["bash", "-c", close], cwd=elsewhere, capture_output=True, text=True)
+        assert r.returncode == 0, (close, r.stdout, r.stderr)
+        copies = [out.until(r"lead\.stage_changed .*endpoint=/hooks/" + p) for p in ("qualifier", "crm")]
+        for c in copies:
+            assert "✔" in c and "signature=valid" in c, c
+        ids = {re.search(r"delivery=(\S+)", c).group(1) for c in copies}
+        assert len(ids) == 2, copies
+        shutil.rmtree(elsewhere, ignore_errors=True)
+
         # The printed console link, opened twice.
         link = next(l.split()[-1] for l in lines if l.strip().startswith("settings"))
-        assert "make console-link" in "\n".join(lines)
+        assert re.search(r"make -s -C \S+ console-link", "\n".join(lines)), lines
         status, _ = get(link)
         assert status == 303, status
         status, page = get(link)
@@ -163,11 +209,30 @@ def main():
         fresh = r.stdout.strip().splitlines()[-1]
         assert fresh.startswith("http") and fresh != link, fresh
         sign_in_in_chromium(fresh)
-        print("check-run-dev: the printed rename arrived signed; a used console link names "
-              "make console-link, whose link signs in")
+
+        # Each endpoint's chart counts what its list shows.
+        r = subprocess.run(["make", "-s", "console-link"], cwd=ROOT, env=env,
+                           capture_output=True, text=True)
+        charts = charts_agree_with_lists(r.stdout.strip().splitlines()[-1])
+
+        # Ctrl-C: a clean stop.
+        os.killpg(proc.pid, signal.SIGINT)
+        code = proc.wait(timeout=60)
+        time.sleep(0.5)
+        log.seek(0)
+        printed = "\n".join(out.lines) + "\n" + log.read()
+        assert code == 0, f"Ctrl-C ended make run with {code}:\n{printed[-3000:]}"
+        assert "Stopped." in printed, printed[-2000:]
+        noise = [l for l in printed.splitlines()
+                 if "ERROR" in l or "plaintext" in l or "sslmode" in l]
+        assert not noise, "\n".join(noise)
+        print("check-run-dev: the printed rename arrived signed; a second endpoint got its own "
+              f"signed copy; each chart counts its list ({charts}); a used console link names "
+              "make console-link, whose link signs in; Ctrl-C stopped it quietly with 0")
     finally:
         try:
-            os.killpg(proc.pid, signal.SIGTERM)
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
         except ProcessLookupError:
             pass
         try:

@@ -43,7 +43,7 @@ def shot(page, shots, name):
 def sign_in(page, url):
     page.goto(url)
     expect(page).to_have_url(url.split("/console/")[0] + "/console")
-    expect(page.get_by_role("heading", name="Webhook")).to_be_visible()
+    expect(page.get_by_role("heading", name="Endpoints")).to_be_visible()
 
 
 @contextlib.contextmanager
@@ -75,6 +75,14 @@ def setup(login, endpoint, shots):
         b = browser(p)
         page = b.new_context(viewport={"width": 1100, "height": 900}).new_page()
         sign_in(page, login)
+        # Endpoints first: the primary's row leads to its page (an org without an endpoint
+        # is offered it instead).
+        new_org = page.get_by_role("link", name="set up your webhook")
+        if new_org.count():
+            new_org.click()
+        else:
+            page.locator("tr[data-primary] td a").first.click()
+        expect(page.get_by_role("heading", name="Webhook")).to_be_visible()
         # Keyboard use: Tab reaches the first field, and its focus ring is visible.
         out["keyboard_reaches_url"] = False
         for _ in range(12):
@@ -115,8 +123,10 @@ def setup(login, endpoint, shots):
         out["secret"] = secret.inner_text().strip()
         expect(page.get_by_role("button", name="Copy")).to_be_visible()
         shot(page, shots, "secret-rotated")
-        # Back to the page by its link (a reload would send the rotation's POST again).
-        page.get_by_role("link", name="Webhook", exact=True).click()
+        # The page answering the rotation names its own address: a reload shows the page,
+        # not the secret again, and posts nothing.
+        out["url_after_rotate"] = page.url
+        page.reload()
         out["secret_still_shown_after_reload"] = out["secret"] in page.content()
 
         page.get_by_role("button", name="Send test event").click()
@@ -246,7 +256,7 @@ def debug(login, delivery_id, shots, allowed_port, allowed_src, refused_port, re
         for name, port in [("allowed", allowed_port), ("refused", refused_port)]:
             host = b.new_context(viewport={"width": 1100, "height": 900}).new_page()
             host.goto(f"http://127.0.0.1:{port}/")
-            heading = host.frame_locator("iframe").get_by_role("heading", name="Webhook")
+            heading = host.frame_locator("iframe").get_by_role("heading", name="Endpoints")
             try:
                 expect(heading).to_be_visible(timeout=5000)
                 out[f"framed_{name}"] = True
@@ -292,7 +302,7 @@ def cross_site(login_a, login_b, port, shots):
         probe.close()
         if out["asked"]:
             switch.click()
-            expect(page.get_by_role("heading", name="Webhook")).to_be_visible()
+            expect(page.get_by_role("heading", name="Endpoints")).to_be_visible()
             out["after_click"] = page.locator("[data-org]").inner_text()
         server.shutdown()
         b.close()
@@ -318,6 +328,8 @@ def endpoints_add(login, endpoint, shots):
         secret = page.locator("[data-secret]")
         expect(secret).to_be_visible()
         out["first_secret"] = secret.inner_text().strip()
+        # The new endpoint's page, at its own address (a reload would not add it again).
+        out["url_after_add"] = page.url
         shot(page, shots, "endpoint-added")
 
         page.get_by_role("button", name="Send test event").click()
@@ -325,13 +337,17 @@ def endpoints_add(login, endpoint, shots):
         out["test_delivery"] = page.url.rsplit("/", 1)[-1]
         wait_for_text(page, "succeeded")
 
-        # Back through the first endpoint's page, which lists this one.
-        page.get_by_role("link", name="Webhook", exact=True).click()
-        row = page.locator("tr[data-endpoint]")
-        out["listed"] = row.count()
-        out["listed_id"] = row.first.get_attribute("data-endpoint")
+        # Back through Endpoints, which lists every endpoint, the primary first and marked,
+        # each with its name, state and deliveries.
+        page.get_by_role("link", name="Endpoints", exact=True).click()
+        rows = page.locator("tr[data-endpoint]")
+        out["listed"] = rows.count()
+        out["listed_ids"] = [r.get_attribute("data-endpoint") for r in rows.all()]
+        out["primary_marked"] = [r.get_attribute("data-primary") is not None for r in rows.all()]
+        out["states"] = [r.locator("td[data-state]").inner_text() for r in rows.all()]
+        out["deliveries_links"] = [r.get_by_role("link", name="Deliveries").count() for r in rows.all()]
         shot(page, shots, "endpoints")
-        page.get_by_role("link", name="Data warehouse").click()
+        page.get_by_role("link", name="Data warehouse", exact=True).click()
         expect(page.get_by_label("Description")).to_have_value("Data warehouse")
         # The added page answered its POST; this is the endpoint's own address.
         out["endpoint_page"] = page.url
@@ -344,6 +360,13 @@ def endpoints_add(login, endpoint, shots):
         rotated = page.locator("[data-secret]")
         expect(rotated).to_be_visible()
         out["rotated_secret"] = rotated.inner_text().strip()
+
+        # The sign-in link again, used already, in this browser still signed in: back to the
+        # console, saying so, not the signed-out page.
+        page.goto(login)
+        out["used_link_url"] = page.url
+        out["used_link_notice"] = page.get_by_role("status").inner_text()
+        out["used_link_still_signed_in"] = page.locator("[data-org]").count() == 1
     return out
 
 

@@ -6,12 +6,19 @@
 # (9443) and QUALIFIER_TOPOLOGY_PREFIX.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# Binaries from `cargo build` (CARGO_TARGET_DIR respected).
-BIN="${CARGO_TARGET_DIR:-target}/debug"
+ROOT=$(pwd)
+# Binaries from `cargo build` (CARGO_TARGET_DIR respected). Every path printed below is
+# absolute, so the commands work from any directory and any terminal.
+BIN=$(cd "${CARGO_TARGET_DIR:-target}/debug" && pwd)
 scripts/ensure-services.sh
 
 DEV="${QUALIFIER_DEV_DIR:-.dev}"
 mkdir -p "$DEV"
+DEV=$(cd "$DEV" && pwd)
+# The make commands printed below, run from anywhere: this checkout, and this .dev when it is
+# not the default one.
+MAKE_HERE="make -s -C $ROOT"
+[ "$DEV" = "$ROOT/.dev" ] || MAKE_HERE="QUALIFIER_DEV_DIR=$DEV $MAKE_HERE"
 [ -f "$DEV/secret_key" ] || "$BIN"/qualifierctl gen-secret-key | sed 's/.*"secret_key":"\([^"]*\)".*/\1/' > "$DEV/secret_key"
 [ -f "$DEV/internal_token" ] || head -c 24 /dev/urandom | base64 | tr -d '/+=' > "$DEV/internal_token"
 
@@ -38,7 +45,16 @@ psql "$PGBASE/postgres" -Atqc "SELECT 1 FROM pg_database WHERE datname='$DB_NAME
 
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done; wait || true; }
-trap cleanup EXIT INT TERM
+# Ctrl-C is how this stops: every service shuts down cleanly and the script says so and exits
+# 0 (make itself then ends as an interrupted make does, without a message).
+stopped() {
+  trap - EXIT INT TERM
+  cleanup
+  echo "Stopped."
+  exit 0
+}
+trap cleanup EXIT
+trap stopped INT TERM
 
 # The dev receiver: a local HTTPS endpoint that prints each event and checks its signature.
 "$BIN"/dev-receiver --port "$RECEIVER_PORT" --dir "$DEV" & pids+=($!)
@@ -55,7 +71,7 @@ first_id() { grep -o '"id":"[0-9a-f-]*"' | head -n1 | cut -d'"' -f4; }
 org=$(echo "$dev" | first_id)
 token=$(echo "$dev" | grep -o '"secret":"[^"]*"' | cut -d'"' -f4)
 # `make console-link` (scripts/console-link.sh) reads where the stack is from here.
-printf 'org=%s\ninternal=%s\n' "$org" "$INTERNAL" > "$DEV/stack"
+printf 'org=%s\ninternal=%s\nreceiver_port=%s\n' "$org" "$INTERNAL" "$RECEIVER_PORT" > "$DEV/stack"
 # Point the dev org's webhook at the dev receiver and hand the receiver the signing secret.
 "$BIN"/qualifierctl set-webhook --org "$org" --url "https://127.0.0.1:$RECEIVER_PORT/hooks/qualifier" \
   | grep -o '"signing_secret":"[^"]*"' | cut -d'"' -f4 > "$DEV/receiver-secret"
@@ -78,7 +94,7 @@ Qualifier is running (Ctrl-C stops it).
   org token     $token
   a lead        $lead
   settings      $console
-                (a one-time sign-in link, valid 10 minutes; make console-link prints a new one)
+                (a one-time sign-in link, valid 10 minutes; $MAKE_HERE console-link prints a new one)
 
 Try:
   curl -s http://$QUALIFIER_HTTP_ADDR/api/v1/leads/$lead -H 'Authorization: Bearer $token'
@@ -90,7 +106,16 @@ Try:
        -H 'Content-Type: application/json' -d '{"name":"Ada King"}'
   curl -s $INTERNAL/internal/v1/orgs/$org/deliveries -H "Authorization: Bearer \$(cat $DEV/internal_token)"
 
+A second endpoint with its own secret, on the same receiver at /hooks/crm (docs/receivers.md):
+  $MAKE_HERE dev-endpoint NAME=crm
+
 Your own receiver on this machine, signed as in production (in another terminal):
   $BIN/qualifier listen --token $token --forward-to http://127.0.0.1:4242/webhook
 MSG
+# Until Ctrl-C, or until a service ends on its own (then this ends with its status).
+set +e
 wait -n "${pids[@]}"
+status=$?
+trap - EXIT INT TERM
+cleanup
+exit "$status"

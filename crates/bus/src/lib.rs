@@ -512,15 +512,18 @@ impl Brokers {
     /// What a start-up log should warn about in this list: some nodes in plaintext beside
     /// others in TLS (a list that mixes them is almost always a typo), or every node in
     /// plaintext (fine on a private network, not across one). `None` when all use TLS.
+    /// Nodes on this machine (a loopback address) cross no network, so their plaintext is not
+    /// warned about: `make run`'s broker is one, a production broker never is.
     pub fn transport_warning(&self) -> Option<&'static str> {
         let plain = self
             .places
             .iter()
-            .filter(|p| p.starts_with("amqp://"))
+            .filter(|p| p.starts_with("amqp://") && !on_loopback(p))
             .count();
+        let remote = self.places.iter().filter(|p| !on_loopback(p)).count();
         match plain {
             0 => None,
-            n if n == self.places.len() => Some(
+            n if n == remote => Some(
                 "AMQP_URL uses amqp:// (no TLS): events cross the network in plaintext; use amqps:// outside a private network",
             ),
             _ => Some(
@@ -698,9 +701,48 @@ pub fn header_str(props: &BasicProperties, key: &str) -> Option<String> {
     }
 }
 
+/// Whether a node's `scheme://host:port` names this machine (`localhost`, `127.0.0.0/8`, `::1`).
+fn on_loopback(place: &str) -> bool {
+    let host = place
+        .split_once("://")
+        .map_or(place, |(_, rest)| rest)
+        .rsplit_once(':')
+        .map_or(place, |(host, _)| host)
+        .trim_start_matches('[')
+        .trim_end_matches(']');
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
 #[cfg(test)]
 mod meta_tests {
     use super::*;
+
+    #[test]
+    fn plaintext_is_warned_about_only_where_it_crosses_a_network() {
+        let warn = |list: &str| Brokers::parse(list, None).unwrap().transport_warning();
+        // The dev stack's broker, on this machine.
+        assert_eq!(warn("amqp://guest:guest@127.0.0.1:5672/%2f"), None);
+        assert_eq!(warn("amqp://localhost:5672"), None);
+        assert!(on_loopback("amqp://[::1]:5673"));
+        assert_eq!(warn("amqps://rabbit.internal:5671"), None);
+        assert!(
+            warn("amqp://rabbit.internal:5672")
+                .unwrap()
+                .contains("plaintext")
+        );
+        assert!(warn("amqp://10.0.0.7:5672").unwrap().contains("plaintext"));
+        assert!(
+            warn("amqps://a.internal:5671,amqp://b.internal:5672")
+                .unwrap()
+                .contains("mixes")
+        );
+        // A loopback node beside a remote one in TLS: only the remote counts.
+        assert_eq!(warn("amqp://127.0.0.1:5672,amqps://b.internal:5671"), None);
+        assert!(on_loopback("amqp://127.8.0.1:5672") && !on_loopback("amqp://localhost.evil:5672"));
+    }
 
     #[test]
     fn reconnect_waits_grow_to_a_ceiling_and_never_end() {

@@ -152,11 +152,12 @@ pub fn retry_delays(raw: &str) -> Result<Vec<u64>, EnvError> {
 /// The variables of logging and tracing, shared by both services (read by the telemetry crate).
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct TelemetryArgs {
-    /// Log filter, as tracing's EnvFilter reads it
+    /// Log filter, as tracing's EnvFilter reads it (the default: qualifier_telemetry's
+    /// `DEFAULT_LOG`, which says why lapin's channel log is off)
     #[arg(
         long = "log",
         env = "RUST_LOG",
-        default_value = "info",
+        default_value = "info,lapin::channels=off",
         hide_env_values = true
     )]
     pub rust_log: String,

@@ -245,12 +245,15 @@ fn warn_about_transport(cfg: &ApiConfig) {
     if let Some(w) = cfg.brokers.transport_warning() {
         tracing::warn!("{w}");
     }
-    if matches!(
-        cfg.database.ssl_mode(),
-        qualifier_store::SslMode::Disable
-            | qualifier_store::SslMode::Prefer
-            | qualifier_store::SslMode::Require
-    ) {
+    // A database on this machine (`make run`'s) is reached over no network: not warned about.
+    if !cfg.database.on_this_machine()
+        && matches!(
+            cfg.database.ssl_mode(),
+            qualifier_store::SslMode::Disable
+                | qualifier_store::SslMode::Prefer
+                | qualifier_store::SslMode::Require
+        )
+    {
         tracing::warn!(sslmode = ?cfg.database.ssl_mode(), "DATABASE_URL does not check the server's certificate; production wants sslmode=verify-full with sslrootcert");
     }
 }

@@ -248,20 +248,22 @@ const FOLD_LOCK: i64 = 0x5146_4844_5253; // "QFHDRS"
 pub const CHART_HOURS_KEPT: time::Duration = time::Duration::hours(26);
 
 impl Store {
-    /// The last 24 hours of the org's deliveries, hour by hour (24 entries, oldest first, the
-    /// last one the hour in progress), by creation time (UTC hours), as the delivery list's
-    /// `since` filter counts them.
+    /// The last 24 hours of one endpoint's deliveries (`None`: the primary's, as the list
+    /// without a filter shows), hour by hour (24 entries, oldest first, the last one the hour
+    /// in progress), by creation time (UTC hours), as the delivery list's `since` filter
+    /// counts them: the chart above a list always counts that list's deliveries.
     ///
-    /// Cost: at most 25 rows of `delivery_hours`, whatever the org's volume, plus the
-    /// `delivery_hour_changes` not folded yet (about a second of every org's writes; and
-    /// `delivery_hour_deltas`, which nothing writes any more: the migrations replaced its
-    /// trigger).
-    /// The outbox's triggers keep them: no outbox row, index entry or
-    /// attempt log is read. One statement, so one snapshot: a fold committing meanwhile is seen whole
-    /// (its deltas gone and its totals added) or not at all.
+    /// Cost: at most 25 rows of `delivery_hours`, whatever the endpoint's volume, plus the
+    /// `delivery_hour_changes` not folded yet (about a second of every org's writes). The
+    /// delivery rows' writers and triggers keep them, per endpoint: no delivery row, index
+    /// entry or attempt log is read. (A move written by a release that does not count per
+    /// endpoint is counted under the nil endpoint: in the org's sums, such as a dry run's
+    /// count, and in no endpoint's chart.) One statement, so one snapshot: a fold committing
+    /// meanwhile is seen whole (its changes gone and its totals added) or not at all.
     pub async fn deliveries_by_hour(
         &self,
         org_id: Uuid,
+        endpoint_id: Option<Uuid>,
     ) -> Result<Vec<HourOfDeliveries>, StoreError> {
         let now = qualifier_domain::timefmt::now_millis();
         let current = now
@@ -271,22 +273,22 @@ impl Store {
             .unwrap_or(now);
         let start = current - time::Duration::hours(23);
         let mut conn = self.conn().await?;
+        let endpoint = crate::deliveries::listed_endpoint(&mut conn, org_id, endpoint_id).await?;
         let rows: Vec<HourRow> = diesel::sql_query(
             "SELECT hour, sum(succeeded)::int8 AS succeeded, sum(dead)::int8 AS dead,
                     sum(skipped)::int8 AS skipped, sum(in_progress)::int8 AS in_progress,
                     sum(failed_attempts)::int8 AS failed_attempts
              FROM (SELECT hour, succeeded, dead, skipped, in_progress, failed_attempts
-                   FROM delivery_hours WHERE org_id = $1 AND hour >= $2
+                   FROM delivery_hours WHERE org_id = $1 AND hour >= $2 AND endpoint_id = $3
                    UNION ALL
                    SELECT hour, succeeded, dead, skipped, in_progress, failed_attempts
-                   FROM delivery_hour_changes WHERE org_id = $1 AND hour >= $2
-                   UNION ALL
-                   SELECT hour, succeeded, dead, skipped, in_progress, failed_attempts
-                   FROM delivery_hour_deltas WHERE org_id = $1 AND hour >= $2) t
+                   FROM delivery_hour_changes
+                   WHERE org_id = $1 AND hour >= $2 AND endpoint_id = $3) t
              GROUP BY hour",
         )
         .bind::<SqlUuid, _>(org_id)
         .bind::<Timestamptz, _>(start)
+        .bind::<SqlUuid, _>(endpoint)
         .load(&mut conn)
         .await?;
         let mut hours: Vec<HourOfDeliveries> = (0..24)
@@ -327,15 +329,18 @@ impl Store {
                   gone_before AS (DELETE FROM delivery_hour_deltas WHERE (SELECT mine FROM turn)
                                   RETURNING *)
              INSERT INTO delivery_hours AS h
-                 (org_id, hour, succeeded, dead, skipped, in_progress, failed_attempts, failed,
-                  erased_skipped)
-             SELECT org_id, hour, sum(succeeded), sum(dead), sum(skipped), sum(in_progress),
-                    sum(failed_attempts), sum(failed), sum(erased_skipped)
-             FROM (SELECT * FROM gone
+                 (org_id, hour, endpoint_id, succeeded, dead, skipped, in_progress,
+                  failed_attempts, failed, erased_skipped)
+             SELECT org_id, hour, endpoint_id, sum(succeeded), sum(dead), sum(skipped),
+                    sum(in_progress), sum(failed_attempts), sum(failed), sum(erased_skipped)
+             FROM (SELECT org_id, hour, endpoint_id, succeeded, dead, skipped, in_progress,
+                          failed_attempts, failed, erased_skipped FROM gone
                    UNION ALL
-                   SELECT *, 0, 0 FROM gone_before) g
-             GROUP BY org_id, hour ORDER BY org_id, hour
-             ON CONFLICT (org_id, hour) DO UPDATE
+                   SELECT org_id, hour, '00000000-0000-0000-0000-000000000000'::uuid,
+                          succeeded, dead, skipped, in_progress, failed_attempts, 0, 0
+                   FROM gone_before) g
+             GROUP BY org_id, hour, endpoint_id ORDER BY org_id, hour, endpoint_id
+             ON CONFLICT (org_id, hour, endpoint_id) DO UPDATE
                  SET succeeded = h.succeeded + excluded.succeeded,
                      dead = h.dead + excluded.dead,
                      skipped = h.skipped + excluded.skipped,

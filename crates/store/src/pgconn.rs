@@ -214,6 +214,21 @@ impl Database {
         self.inner.mode
     }
 
+    /// Whether every host is on this machine (a loopback address, `localhost` or a Unix
+    /// socket): a connection to it crosses no network, whatever its `sslmode`.
+    pub fn on_this_machine(&self) -> bool {
+        self.inner.config.get_hosts().iter().all(|h| match h {
+            tokio_postgres::config::Host::Tcp(h) => {
+                h.eq_ignore_ascii_case("localhost")
+                    || h.trim_start_matches('[')
+                        .trim_end_matches(']')
+                        .parse::<std::net::IpAddr>()
+                        .is_ok_and(|ip| ip.is_loopback())
+            }
+            tokio_postgres::config::Host::Unix(_) => true,
+        })
+    }
+
     /// `host:port, …` for messages (never the user or password).
     pub fn hosts(&self) -> String {
         let c = &self.inner.config;
@@ -495,6 +510,16 @@ impl ServerCertVerifier for Verifier {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_database_on_this_machine_is_reached_over_no_network() {
+        let here = |url: &str| Database::from_url(url, "t").unwrap().on_this_machine();
+        assert!(here("postgres://postgres@127.0.0.1:5432/db"));
+        assert!(here("postgres://postgres@localhost/db?sslmode=prefer"));
+        assert!(here("postgres://postgres@[::1]:5432/db"));
+        assert!(!here("postgres://postgres@db.internal:5432/db"));
+        assert!(!here("postgres://u@127.0.0.1:5432,10.0.0.9:5432/db"));
+    }
 
     fn ask(url: &str) -> (String, TlsAsk) {
         split_tls_options(url).unwrap()

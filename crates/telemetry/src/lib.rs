@@ -79,10 +79,19 @@ fn provider(service: &'static str, args: &TelemetryArgs) -> Result<SdkTracerProv
     Ok(builder.build())
 }
 
-/// Logging and tracing from the environment: `RUST_LOG` (default `info`), `QUALIFIER_LOG_FORMAT`
-/// (`json` default, or `pretty`) and `OTEL_EXPORTER_OTLP_ENDPOINT`. Call inside the runtime.
+/// What is logged when `RUST_LOG` is unset: `info`, but for lapin's channel bookkeeping.
+/// lapin logs `ERROR lapin::channels: Connection error` whenever a connection ends with a
+/// channel still closing, which every clean shutdown does (a channel dropped at the end of a
+/// session queues its close, and the connection's close then finds it closing). Every real
+/// loss of the broker is logged by the bus itself (`qualifier_bus`: the node, the error and
+/// the wait before it reconnects), so that line only ever repeats one or cries wolf.
+pub const DEFAULT_LOG: &str = "info,lapin::channels=off";
+
+/// Logging and tracing from the environment: `RUST_LOG` (default [`DEFAULT_LOG`]),
+/// `QUALIFIER_LOG_FORMAT` (`json` default, or `pretty`) and `OTEL_EXPORTER_OTLP_ENDPOINT`. Call
+/// inside the runtime.
 pub fn init(service: &'static str, args: &TelemetryArgs) -> Result<Telemetry, EnvError> {
-    let filter = EnvFilter::try_new(value(&args.rust_log, "info"))
+    let filter = EnvFilter::try_new(value(&args.rust_log, DEFAULT_LOG))
         .map_err(|e| EnvError::new("RUST_LOG", format!("is malformed: {e}")))?;
     let provider = provider(service, args)?;
     let fmt = tracing_subscriber::fmt::layer().with_target(true);
@@ -161,6 +170,20 @@ pub fn trace_id(span: &tracing::Span) -> Option<String> {
 mod tests {
     use super::*;
     use opentelemetry_sdk::trace::InMemorySpanExporter;
+
+    #[test]
+    fn an_unset_rust_log_is_the_default_filter() {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            t: TelemetryArgs,
+        }
+        let cli = <Cli as clap::Parser>::try_parse_from(["service"]).unwrap();
+        if std::env::var_os("RUST_LOG").is_none() {
+            assert_eq!(cli.t.rust_log, DEFAULT_LOG);
+        }
+        assert!(EnvFilter::try_new(DEFAULT_LOG).is_ok());
+    }
 
     /// A subscriber with only the trace layer, the exporter that keeps what it finished, and
     /// the provider, which must outlive the test's spans (dropped, it shuts the exporter).

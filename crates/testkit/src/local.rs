@@ -126,7 +126,7 @@ pub fn standard_webhooks_verifies(
                   from standardwebhooks import Webhook\n\
                   secret, headers = sys.argv[1], json.loads(sys.argv[2])\n\
                   body = sys.stdin.buffer.read()\n\
-                  try:\n    Webhook(secret).verify(body, headers)\nexcept Exception as e:\n    print(e); sys.exit(1)\n";
+                  try:\n    Webhook(secret).verify(body, headers)\nexcept Exception:\n    sys.exit(1)\n";
     let mut child = Command::new("python3")
         .args([
             "-c",
@@ -135,6 +135,9 @@ pub fn standard_webhooks_verifies(
             &serde_json::Value::Object(headers).to_string(),
         ])
         .stdin(Stdio::piped())
+        // The library's reason for a refusal is the answer `false`; a test that expects one
+        // (a forged signature) must not leave it in `make test`'s output.
+        .stdout(Stdio::null())
         .spawn()
         .expect("python3 runs");
     child.stdin.take().unwrap().write_all(body).unwrap();

@@ -92,19 +92,33 @@ pub(super) async fn sign_in(
         .finish())
 }
 
+/// Where a used or expired sign-in link leads a browser still signed in.
+const LINK_USED: &str = "/console?done=link-used";
+
 /// Exchanges a ticket for a session cookie, then sends the browser to the console. Signed in
 /// to another org already, the browser is asked first (docs/reliability.md, "Strangers, quotas and pages"): a link to another
 /// org, sent by mistake or on purpose, must not silently swap the org an administrator works in.
 pub(super) async fn login(req: HttpRequest, st: web::Data<AppState>) -> Result<HttpResponse> {
     let q = web::Query::<LoginQuery>::from_query(req.query_string())
         .map_err(|_| ConsoleError::SignedOut)?;
-    let ticket = ticket_of(&st, q.ticket.as_deref())?;
-    if let Some(current) = current_session(ConsoleSession::of(&req).await)? {
-        let target = st
-            .store
-            .peek_console_ticket(ticket)
-            .await?
-            .ok_or(ConsoleError::SignedOut)?;
+    // A link used already (or expired) in a browser still signed in leads back to the
+    // console, saying so, rather than to the page of a session that ended: the session is
+    // the browser's own, and the link adds nothing to it. Without a session it is refused.
+    let link = ticket_of(&st, q.ticket.as_deref());
+    let current = match link {
+        // A stranger's made-up link is refused before any session is read.
+        Err(ConsoleError::SignedOut) if session_cookie(&req).is_none() => None,
+        _ => current_session(ConsoleSession::of(&req).await)?,
+    };
+    let ticket = match (link, &current) {
+        (Ok(t), _) => t,
+        (Err(ConsoleError::SignedOut), Some(_)) => return Ok(see_other(LINK_USED)),
+        (Err(e), _) => return Err(e),
+    };
+    if let Some(current) = current {
+        let Some(target) = st.store.peek_console_ticket(ticket).await? else {
+            return Ok(see_other(LINK_USED));
+        };
         if target.org_id != current.org_id {
             // The page's form carries the ticket as issued (signed), as the link did.
             let signed = q.ticket.as_deref().unwrap_or_default();
@@ -189,16 +203,11 @@ pub(super) async fn webhook_view(
             .map(|w| WebhookForm::of(&w.webhook))
             .unwrap_or_else(WebhookForm::blank)
     });
-    let others = match place.id {
-        None => st.store.list_endpoints(s.org_id).await?,
-        Some(_) => Vec::new(),
-    };
     Ok(ok(pages::webhook_page(
         &s.who(),
         &pages::EndpointView {
             place: Some(place),
             saved: saved.as_ref(),
-            others: others.get(1..).unwrap_or_default(),
             form: &form,
             notice,
             secret,
@@ -221,11 +230,28 @@ fn notice_text(q: &str) -> Option<&'static str> {
         "replayed-all" => {
             Some("Dead deliveries queued again, paced so your endpoint is not flooded.")
         }
+        "link-used" => Some(
+            "That sign-in link was used already or has expired. You are still signed in: carry on here.",
+        ),
         "endpoint-deleted" => Some(
             "Endpoint deleted. Its pending deliveries ended skipped (Endpoint deleted); it gets nothing more.",
         ),
         _ => None,
     }
+}
+
+/// The console's first page: the org's endpoints, the primary first.
+pub(super) async fn endpoints_get(
+    s: ConsoleSession,
+    req: HttpRequest,
+    st: web::Data<AppState>,
+) -> Result<HttpResponse> {
+    let endpoints = st.store.list_endpoints(s.org_id).await?;
+    Ok(ok(pages::endpoints_page(
+        &s.who(),
+        &endpoints,
+        notice_text(req.query_string()),
+    )))
 }
 
 pub(super) async fn webhook_get(
@@ -330,7 +356,6 @@ fn new_endpoint_page(s: &ConsoleSession, form: &WebhookForm) -> HttpResponse {
         &pages::EndpointView {
             place: None,
             saved: None,
-            others: &[],
             form,
             notice: None,
             secret: None,
@@ -607,11 +632,15 @@ pub(super) async fn deliveries_get(
             (rows, next, error)
         }
     };
-    let hours = st.store.deliveries_by_hour(s.org_id).await?;
-    let health = st.store.endpoint_health(s.org_id).await.ok();
+    // The chart counts the list's endpoint: the one asked for, else the primary (as the list).
+    let hours = st
+        .store
+        .deliveries_by_hour(s.org_id, q.filter.endpoint_id)
+        .await?;
+    let endpoints = st.store.list_endpoints(s.org_id).await?;
     let view = pages::DeliveriesView {
         hours: &hours,
-        health: health.as_ref(),
+        endpoints: &endpoints,
         filter: &shown,
         search: search.as_ref(),
         rows: &rows,

@@ -97,7 +97,9 @@ pub fn routes(cfg: &mut web::ServiceConfig, frame_ancestors: &[String]) {
                     .add((header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
                     .add((header::CACHE_CONTROL, "no-store")),
             )
-            .route("", web::get().to(webhook_get))
+            // The console opens on the org's endpoints, each with a page of its own.
+            .route("", web::get().to(endpoints_get))
+            .route("/webhook", web::get().to(webhook_get))
             .route("/login", web::get().to(login))
             .route("/login", post(login_switch))
             .route("/logout", post(logout))
@@ -105,6 +107,7 @@ pub fn routes(cfg: &mut web::ServiceConfig, frame_ancestors: &[String]) {
             // Every other endpoint of the org: the same page and forms, by id ([`place::Place`]),
             // and `new` before `{endpoint}`, which would match it.
             .route("/endpoints/new", web::get().to(endpoint_new))
+            .route("/endpoints", web::get().to(endpoints_get))
             .route("/endpoints", post(endpoint_create))
             .route("/endpoints/{endpoint}", web::get().to(webhook_get))
             .configure(|c| endpoint_forms(c, "/endpoints/{endpoint}"))

@@ -40,7 +40,7 @@ async fn counted(c: &tokio_postgres::Client, org: Uuid) -> Hours {
 /// The chart as the console draws it, its empty hours left out.
 async fn charted(store: &qualifier_store::Store, org: Uuid) -> Hours {
     store
-        .deliveries_by_hour(org)
+        .deliveries_by_hour(org, None)
         .await
         .unwrap()
         .into_iter()
@@ -184,13 +184,14 @@ async fn the_chart_is_what_the_outbox_holds_through_concurrent_outcomes_and_fold
     // truncate, which the guard on covered hours does not see.)
     c.batch_execute(
         "TRUNCATE delivery_hours, delivery_hour_changes;
-         INSERT INTO delivery_hours
+         INSERT INTO delivery_hours (org_id, hour, succeeded, dead, skipped, in_progress,
+                                     failed_attempts, failed, erased_skipped, endpoint_id)
          SELECT org_id, date_trunc('hour', created_at, 'UTC'),
                 count(*) FILTER (WHERE status = 'succeeded'), count(*) FILTER (WHERE status = 'dead'),
                 count(*) FILTER (WHERE status = 'skipped'),
                 count(*) FILTER (WHERE status IN ('pending', 'failed')), sum(failed_attempts),
                 count(*) FILTER (WHERE status = 'failed'),
-                count(*) FILTER (WHERE status = 'skipped' AND erased_at IS NOT NULL)
+                count(*) FILTER (WHERE status = 'skipped' AND erased_at IS NOT NULL), org_id
          FROM outbox GROUP BY 1, 2",
     )
     .await
@@ -505,9 +506,18 @@ async fn each_new_delivery_is_counted_once_whoever_wrote_its_event() {
     assert_eq!(fresh, 12);
 
     fold_all(&store, &c).await;
-    let chart = charted(&store, org_id).await;
-    let (in_progress, others) = in_progress_and_others(&chart);
-    assert_eq!((in_progress, others), (12, 0), "{chart:?}");
+    // Each endpoint's chart counts its six, once each.
+    let endpoints: Vec<String> = qualifier_testkit::sql::column(
+        &c,
+        "SELECT DISTINCT endpoint_id::text FROM deliveries WHERE org_id = $1::text::uuid",
+        &[&org],
+    )
+    .await;
+    let charts =
+        charted_per_endpoint(&store, org_id, endpoints.iter().map(|e| e.parse().unwrap())).await;
+    let counts: Vec<(i64, i64)> = charts.values().map(in_progress_and_others).collect();
+    assert_eq!(counts, [(6, 0), (6, 0)], "{charts:?}");
+    assert_eq!(charts, counted_per_endpoint(&c, org_id).await);
 }
 
 /// A lead's write whose statement began before the outbox's retirement (its locks taken, its
@@ -626,4 +636,149 @@ async fn fanned_out_once(app: &TestApp, org: &str, expected: &[(&str, Option<boo
     let (in_progress, others) = in_progress_and_others(&chart);
     let n = expected.len() as i64;
     assert_eq!((in_progress, others), (n, 0), "{chart:?}");
+}
+
+/// Each endpoint's last 24 hours as its delivery rows count them, by endpoint id.
+async fn counted_per_endpoint(c: &tokio_postgres::Client, org: Uuid) -> BTreeMap<Uuid, Hours> {
+    let mut out: BTreeMap<Uuid, Hours> = BTreeMap::new();
+    for r in c
+        .query(
+            "SELECT endpoint_id::text,
+                    extract(epoch FROM date_trunc('hour', created_at, 'UTC'))::int8,
+                    count(*) FILTER (WHERE state = 'succeeded'),
+                    count(*) FILTER (WHERE state = 'dead'),
+                    count(*) FILTER (WHERE state = 'skipped'),
+                    count(*) FILTER (WHERE state NOT IN ('succeeded', 'dead', 'skipped')),
+                    sum(failed_attempts)::int8
+             FROM deliveries
+             WHERE org_id = $1::text::uuid
+               AND created_at >= date_trunc('hour', now(), 'UTC') - interval '23 hours'
+             GROUP BY 1, 2",
+            &[&org.to_string()],
+        )
+        .await
+        .unwrap()
+    {
+        let endpoint: String = r.get(0);
+        out.entry(endpoint.parse().unwrap())
+            .or_default()
+            .insert(r.get(1), [r.get(2), r.get(3), r.get(4), r.get(5), r.get(6)]);
+    }
+    out
+}
+
+/// Every endpoint's chart, as the Deliveries page draws it above that endpoint's list.
+async fn charted_per_endpoint(
+    store: &qualifier_store::Store,
+    org: Uuid,
+    endpoints: impl Iterator<Item = Uuid>,
+) -> BTreeMap<Uuid, Hours> {
+    let mut out = BTreeMap::new();
+    for e in endpoints {
+        let hours: Hours = store
+            .deliveries_by_hour(org, Some(e))
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|h| {
+                let v = [
+                    h.succeeded,
+                    h.dead,
+                    h.skipped,
+                    h.in_progress,
+                    h.failed_attempts,
+                ];
+                (h.hour.unix_timestamp(), v)
+            })
+            .filter(|(_, v)| v.iter().any(|n| *n != 0))
+            .collect();
+        out.insert(e, hours);
+    }
+    out
+}
+
+/// The moves a worker writes: some deliveries succeed, some fail once, some die.
+async fn outcomes(c: &tokio_postgres::Client, org: &str, step: i64) {
+    c.execute(
+        "UPDATE deliveries
+         SET state = (ARRAY['succeeded', 'dead', 'skipped']::delivery_state[])[(1 + (seq + $2) % 3)::int],
+             failed_attempts = failed_attempts + (seq % 2)::int
+         WHERE org_id = $1::text::uuid AND (seq + $2) % 4 = 0",
+        &[&org, &step],
+    )
+    .await
+    .unwrap();
+}
+
+/// Each endpoint's chart counts that endpoint's deliveries (the list below it shows no other),
+/// and the hours counted before the counts were kept per endpoint are moved to their endpoints
+/// by the upgrade that keeps them so (migrations/2026-12-06-000061_hours_per_endpoint), the
+/// org's sums unchanged.
+#[tokio::test(flavor = "multi_thread")]
+async fn each_endpoints_chart_counts_its_own_deliveries_before_and_after_the_upgrade() {
+    let app = TestApp::spawn().await;
+    let (org, _) = app.org().await;
+    let org_id: Uuid = org.parse().unwrap();
+    let c = app.db.client().await;
+    two_endpoints(&c, &org).await;
+    let store = app.store();
+    for i in 0..12 {
+        app.inbound_lead(&org, &format!("+4477007{i:05}")).await;
+    }
+    outcomes(&c, &org, 0).await;
+    let want = counted_per_endpoint(&c, org_id).await;
+    assert_eq!(want.len(), 2, "two endpoints got deliveries: {want:?}");
+    let got = charted_per_endpoint(&store, org_id, want.keys().copied()).await;
+    assert_eq!(got, want, "each endpoint's own, before a fold");
+    fold_all(&store, &c).await;
+    assert_eq!(
+        charted_per_endpoint(&store, org_id, want.keys().copied()).await,
+        want
+    );
+
+    // The release before: the totals the org's, moves counted without the endpoint.
+    const UPGRADE: [(&str, &str); 1] = [(
+        "20261206000061",
+        include_str!("../../../../migrations/2026-12-06-000061_hours_per_endpoint/down.sql"),
+    )];
+    qualifier_testkit::sql::undo_migrations(&c, &UPGRADE).await;
+    outcomes(&c, &org, 1).await;
+    let before: i64 = qualifier_testkit::sql::one(
+        &c,
+        "SELECT sum(in_progress + succeeded + dead + skipped)::int8
+         FROM (SELECT in_progress, succeeded, dead, skipped FROM delivery_hours
+               UNION ALL SELECT in_progress, succeeded, dead, skipped FROM delivery_hour_changes) t",
+        &[],
+    )
+    .await;
+    let applied = qualifier_store::run_migrations(&app.db.database())
+        .await
+        .unwrap();
+    assert_eq!(applied.len(), 1);
+    fold_all(&store, &c).await;
+    let want = counted_per_endpoint(&c, org_id).await;
+    assert_eq!(
+        charted_per_endpoint(&store, org_id, want.keys().copied()).await,
+        want,
+        "the upgrade moved each hour's counts to their endpoints"
+    );
+    let after: i64 = qualifier_testkit::sql::one(
+        &c,
+        "SELECT sum(in_progress + succeeded + dead + skipped)::int8 FROM delivery_hours",
+        &[],
+    )
+    .await;
+    assert_eq!(after, before, "the org's sums did not move");
+    let nil: i64 = qualifier_testkit::sql::one(
+        &c,
+        "SELECT count(*) FROM delivery_hours
+         WHERE endpoint_id = '00000000-0000-0000-0000-000000000000'
+           AND (succeeded, dead, skipped, in_progress, failed_attempts) <> (0, 0, 0, 0, 0)",
+        &[],
+    )
+    .await;
+    assert_eq!(
+        nil, 0,
+        "nothing left under no endpoint in the chart's hours"
+    );
 }

@@ -136,7 +136,7 @@ async fn a_ticket_signs_in_once_and_nothing_else_does() {
         .next()
         .unwrap()
         .to_owned();
-    let (status, html) = get(&app, Some(&cookie), "/console").await;
+    let (status, html) = get(&app, Some(&cookie), "/console/webhook").await;
     assert_eq!(status, 200);
     assert!(
         html.contains("<label for=\"url\">Endpoint URL</label>"),
@@ -274,7 +274,7 @@ async fn a_form_without_the_sessions_csrf_token_changes_nothing() {
     assert_eq!(v["webhook"]["url"], "https://127.0.0.1:9443/hook");
     assert_eq!(v["webhook"]["event_types"], json!(["lead.created"]));
     // The page shows the secret only that once.
-    let (_, again) = get(&app, Some(&cookie), "/console").await;
+    let (_, again) = get(&app, Some(&cookie), "/console/webhook").await;
     assert!(!again.contains(&secret));
     // The pace: both fields with a sentence each; a refused rate is named beside its field and
     // nothing changes; a good one is saved and shown back.
@@ -295,7 +295,7 @@ async fn a_form_without_the_sessions_csrf_token_changes_nothing() {
     f.push(("ordering", "per_lead"));
     let (status, html, _) = post(&app, &cookie, "/console/webhook", &f).await;
     assert_eq!(status, 303, "saved, then back to the page: {html}");
-    let (_, html) = get(&app, Some(&cookie), "/console").await;
+    let (_, html) = get(&app, Some(&cookie), "/console/webhook").await;
     assert!(html.contains("value=\"40\""), "{html}");
     assert!(
         html.contains("<option value=\"per_lead\" selected"),
@@ -536,7 +536,7 @@ async fn a_failing_endpoint_shows_a_banner_whose_check_now_makes_a_probe_due() {
     assert_eq!(v["webhook"]["health"]["state"], "healthy");
     assert!(v["webhook"]["health"]["failing_since"].is_null());
     let cookie = sign_in(&app, &org).await;
-    let (_, html) = get(&app, Some(&cookie), "/console").await;
+    let (_, html) = get(&app, Some(&cookie), "/console/webhook").await;
     assert!(!html.contains("Check now"), "no banner while healthy");
     // As a webhook-delivery replica records it: failing for an hour, next probe in ten minutes.
     let pg = app.db.client().await;
@@ -549,7 +549,7 @@ async fn a_failing_endpoint_shows_a_banner_whose_check_now_makes_a_probe_due() {
     )
     .await
     .unwrap();
-    let (status, html) = get(&app, Some(&cookie), "/console").await;
+    let (status, html) = get(&app, Some(&cookie), "/console/webhook").await;
     assert_eq!(status, 200);
     assert!(html.contains("Your endpoint is failing"), "{html}");
     assert!(
@@ -572,7 +572,7 @@ async fn a_failing_endpoint_shows_a_banner_whose_check_now_makes_a_probe_due() {
     let csrf = csrf_of(&html);
     let (status, _, loc) = post(&app, &cookie, "/console/webhook/check", &[("csrf", &csrf)]).await;
     assert_eq!(status, 303);
-    assert_eq!(loc.as_deref(), Some("/console?done=checking"));
+    assert_eq!(loc.as_deref(), Some("/console/webhook?done=checking"));
     let due: bool = qualifier_testkit::sql::one(
         &pg,
         "SELECT next_probe_at <= now() FROM endpoint_health WHERE org_id = $1::text::uuid",
@@ -604,7 +604,7 @@ async fn a_failing_endpoint_shows_a_banner_whose_check_now_makes_a_probe_due() {
     let v = save().await;
     assert_eq!(v["webhook"]["health"]["state"], "healthy");
     assert_eq!(v["webhook"]["health"]["consecutive_failures"], 0);
-    let (_, html) = get(&app, Some(&cookie), "/console").await;
+    let (_, html) = get(&app, Some(&cookie), "/console/webhook").await;
     assert!(!html.contains("Check now"));
 }
 
@@ -905,7 +905,7 @@ async fn a_client_certificate_is_set_shown_warned_about_and_removed_on_the_webho
     )
     .await;
     let cookie = sign_in(&app, &org).await;
-    let (_, html) = get(&app, Some(&cookie), "/console").await;
+    let (_, html) = get(&app, Some(&cookie), "/console/webhook").await;
     assert!(html.contains("None: requests present no client certificate."));
     let csrf = csrf_of(&html);
     let ca = qualifier_testkit::receiver::TestCa::new("Receiver Corp client CA");
@@ -947,7 +947,7 @@ async fn a_client_certificate_is_set_shown_warned_about_and_removed_on_the_webho
         "ten days left"
     );
     assert!(!html.contains("PRIVATE KEY"), "the key is never shown");
-    let (_, html) = get(&app, Some(&cookie), "/console").await;
+    let (_, html) = get(&app, Some(&cookie), "/console/webhook").await;
     assert!(html.contains("Replace client certificate") && !html.contains("PRIVATE KEY"));
     // A year ahead: no warning.
     let (fresh, fresh_key) = ca.issue("qualifier-console", 365);
@@ -1048,10 +1048,17 @@ async fn other_endpoints_are_listed_with_their_deliveries_one_endpoint_at_a_time
         app.inbound_lead(&org, &format!("+44770090061{n}")).await;
     }
     let cookie = sign_in(&app, &org).await;
+    // The console opens on every endpoint, the primary first and marked.
     let (status, html) = get(&app, Some(&cookie), "/console").await;
     assert_eq!(status, StatusCode::OK);
-    assert!(html.contains("Other endpoints"), "{html}");
-    assert!(html.contains("Data warehouse"));
+    assert!(html.contains("<h1>Endpoints</h1>"), "{html}");
+    let primary_row = html.find("data-primary").expect("the primary is marked");
+    assert!(primary_row < html.find("Data warehouse").unwrap(), "{html}");
+    assert!(
+        html.contains("href=\"/console/webhook\""),
+        "the primary's page"
+    );
+    assert!(html.contains(&format!("href=\"/console/endpoints/{id}\"")));
     assert!(html.contains("lead.created, lead.updated"));
     assert!(html.contains(&format!("/console/deliveries?endpoint_id={id}")));
     assert!(
@@ -1080,6 +1087,47 @@ async fn other_endpoints_are_listed_with_their_deliveries_one_endpoint_at_a_time
     );
     let (_, primary) = get(&app, Some(&cookie), "/console/deliveries").await;
     assert!(ids.iter().all(|d| !primary.contains(d.as_str())));
+
+    // The chart above each list counts that list's endpoint: three deliveries each, not the
+    // org's six; the page names the endpoint by its description and links to its settings.
+    let in_chart = |page: &str| -> i64 {
+        [
+            "data-succeeded",
+            "data-dead",
+            "data-skipped",
+            "data-in-progress",
+        ]
+        .iter()
+        .map(|a| {
+            let at = page.find(&format!("{a}=\"")).unwrap() + a.len() + 2;
+            page[at..]
+                .split('"')
+                .next()
+                .unwrap()
+                .parse::<i64>()
+                .unwrap()
+        })
+        .sum()
+    };
+    let (_, theirs_list) = get(
+        &app,
+        Some(&cookie),
+        &format!("/console/deliveries?endpoint_id={id}"),
+    )
+    .await;
+    assert_eq!(in_chart(&theirs_list), 3, "{theirs_list}");
+    assert_eq!(in_chart(&primary), 3, "{primary}");
+    assert!(
+        theirs_list.contains("<strong>Data warehouse</strong>"),
+        "{theirs_list}"
+    );
+    assert!(theirs_list.contains(&format!(
+        "href=\"/console/endpoints/{id}\">Endpoint settings"
+    )));
+    assert!(
+        primary.contains("href=\"/console/webhook\">Endpoint settings"),
+        "{primary}"
+    );
 }
 
 /// Another org's endpoint id on any endpoint page or form of the console: `Endpoint not found`,

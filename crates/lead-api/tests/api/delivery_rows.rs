@@ -314,7 +314,11 @@ async fn the_history_fill_copies_every_event_and_a_newer_write_wins_in_either_or
 }
 
 /// The migrations after 0.3.0 undone, newest first, as on a database of 0.3.0.
-const SINCE_0_3_0: [(&str, &str); 15] = [
+const SINCE_0_3_0: [(&str, &str); 16] = [
+    (
+        "20261206000061",
+        include_str!("../../../../migrations/2026-12-06-000061_hours_per_endpoint/down.sql"),
+    ),
     (
         "20261205000058",
         include_str!(

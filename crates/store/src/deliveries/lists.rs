@@ -99,7 +99,7 @@ impl Store {
         //   `seq` descending) cannot give; the org ascending leaves `outbox_org_seq`, and with
         //   a lead `outbox_org_lead`.
         let one_type = f.lead_id.is_none() && f.event_types.len() == 1;
-        let endpoint = listed_endpoint(&mut conn, org_id, f).await?;
+        let endpoint = listed_endpoint(&mut conn, org_id, f.endpoint_id).await?;
         // Each event's delivery found by its whole key from the event's row: the endpoint as
         // an expression of the event's org (`coalesce($endpoint, org_id)`, the org's id naming
         // its first endpoint), so that every plan probes the key per event. As a constant, the
@@ -192,7 +192,7 @@ impl Store {
         );
         let types: Vec<&str> = f.event_types.iter().map(|t| t.as_str()).collect();
         let mut conn = self.conn().await?;
-        let endpoint = listed_endpoint(&mut conn, org_id, f).await?;
+        let endpoint = listed_endpoint(&mut conn, org_id, f.endpoint_id).await?;
         let q = diesel::sql_query(sql)
             .bind::<SqlUuid, _>(org_id)
             .bind::<Int8, _>(limit + 1)
@@ -421,7 +421,7 @@ impl Store {
             // ([`DeliveryFilter::selection`]).
             // A dry run is counted from the hourly totals where they vouch for the range, and
             // where the rows are for the rest, reading none of them out.
-            let endpoint = listed_endpoint(conn, org_id, &f).await?;
+            let endpoint = listed_endpoint(conn, org_id, f.endpoint_id).await?;
             let mut f = f;
             f.endpoint_id = Some(endpoint);
             if dry_run {
@@ -770,15 +770,15 @@ const LEAD_SEARCH: &str =
 /// The deliveries of event `$2` (one per endpoint it went to) and the event.
 const EVENT_BY_ID: &str = "outbox o JOIN deliveries d ON d.seq = o.seq AND o.event_id = $2";
 
-/// The endpoint whose deliveries a list, a count or a replay of `f` is about: the one it
+/// The endpoint whose deliveries a list, a count, a replay or a chart is about: the one it
 /// names, else the org's primary, else the org's id (the key of the deliveries recorded while
 /// it had no endpoint).
-async fn listed_endpoint(
+pub(crate) async fn listed_endpoint(
     conn: &mut diesel_async::AsyncPgConnection,
     org_id: Uuid,
-    f: &DeliveryFilter,
+    endpoint_id: Option<Uuid>,
 ) -> Result<Uuid, StoreError> {
-    if let Some(id) = f.endpoint_id {
+    if let Some(id) = endpoint_id {
         return Ok(id);
     }
     let primary =

@@ -29,6 +29,7 @@ mod logs;
 mod rows;
 
 pub use crate::partitions::{DeliveryRef, day_bounds};
+pub(crate) use lists::listed_endpoint;
 pub use lists::{DeliveryFilter, ReplayCount, replay_answer};
 pub use logs::CompactedBatch;
 pub use rows::Fill;

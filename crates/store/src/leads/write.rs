@@ -135,8 +135,8 @@ const WRITE_HEAD: &str = "WITH p(id, org_id, name, email, phone, channel, qualif
          deliveries, version, notify) AS (VALUES (";
 
 /// The events of the written row, after `l` (the written lead's id, when it was written), and
-/// their deliveries (`d`): one row per endpoint, its place in the relay's queue and its hour's
-/// count, written here rather than by a trigger on the outbox's insert, whose call cost about a
+/// their deliveries (`d`): one row per endpoint, its place in the relay's queue and its
+/// endpoint's hour's count, written here rather than by a trigger on the outbox's insert, whose call cost about a
 /// tenth of this statement (migrations/2026-12-05-000057_the_event_writes_its_deliveries).
 /// Until the outbox retires its mirror writes the delivery rows, so the events leave them to
 /// the outbox's row trigger (`deliveries_written` false) and `d` writes none. A new event's
@@ -159,11 +159,12 @@ macro_rules! events_cte {
            RETURNING seq, endpoint_id, org_id, created_at, state, due_at),
      u AS (INSERT INTO deliveries_unsent (seq, endpoint_id)
            SELECT seq, endpoint_id FROM d WHERE state = 'queued' AND due_at IS NULL),
-     h AS (INSERT INTO delivery_hour_changes (org_id, hour, succeeded, dead, skipped,
-                                              in_progress, failed_attempts, failed,
+     h AS (INSERT INTO delivery_hour_changes (org_id, endpoint_id, hour, succeeded, dead,
+                                              skipped, in_progress, failed_attempts, failed,
                                               erased_skipped)
-           SELECT org_id, date_trunc('hour', created_at, 'UTC'), 0, 0, 0, count(*), 0, 0, 0
-           FROM d GROUP BY 1, 2)"
+           SELECT org_id, endpoint_id, date_trunc('hour', created_at, 'UTC'), 0, 0, 0,
+                  count(*), 0, 0, 0
+           FROM d GROUP BY 1, 2, 3)"
     };
 }
 

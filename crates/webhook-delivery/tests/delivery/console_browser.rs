@@ -76,6 +76,13 @@ async fn an_administrator_sets_up_webhooks_and_recovers_dead_deliveries_in_the_b
         "{page}"
     );
     assert_eq!(page["secret_still_shown_after_reload"], false);
+    assert!(
+        page["url_after_rotate"]
+            .as_str()
+            .unwrap()
+            .ends_with("/console/webhook"),
+        "the page's own address, not the form's: {page}"
+    );
     // The test event arrived, marked as a test, signed with the secret from the page.
     let got = s.receiver.wait_for(before + 1, WAIT).await;
     let test = got[before..]
@@ -345,8 +352,37 @@ async fn an_administrator_adds_edits_rotates_and_deletes_an_endpoint_in_the_brow
     assert_eq!(endpoints.as_array().unwrap().len(), 2, "{endpoints}");
     let added = &endpoints[1];
     let id = added["id"].as_str().unwrap();
-    assert_eq!(page["listed"], 1, "the first page lists it: {page}");
-    assert_eq!(page["listed_id"], id);
+    assert_eq!(page["listed"], 2, "Endpoints lists both: {page}");
+    assert_eq!(
+        page["listed_ids"],
+        json!([endpoints[0]["id"], id]),
+        "the primary first: {page}"
+    );
+    assert_eq!(page["primary_marked"], json!([true, false]), "{page}");
+    assert_eq!(page["states"], json!(["healthy", "healthy"]), "{page}");
+    assert_eq!(page["deliveries_links"], json!([1, 1]), "{page}");
+    assert!(
+        page["url_after_add"]
+            .as_str()
+            .unwrap()
+            .ends_with(&format!("/console/endpoints/{id}")),
+        "the new endpoint's own page: {page}"
+    );
+    assert!(
+        page["used_link_url"]
+            .as_str()
+            .unwrap()
+            .ends_with("/console?done=link-used"),
+        "{page}"
+    );
+    assert!(
+        page["used_link_notice"]
+            .as_str()
+            .unwrap()
+            .contains("still signed in"),
+        "{page}"
+    );
+    assert_eq!(page["used_link_still_signed_in"], true, "{page}");
     assert_eq!(added["url"], warehouse.url.as_str());
     assert_eq!(added["description"], "Data warehouse");
     // The types as edited on its page; the first endpoint's settings as they were.
@@ -421,7 +457,7 @@ async fn an_administrator_adds_edits_rotates_and_deletes_an_endpoint_in_the_brow
     assert!(question.contains(warehouse.url.as_str()), "{page}");
     assert_eq!(page["after_cancel"], endpoint_page.as_str(), "{page}");
     assert_eq!(page["listed_after_cancel"], 1, "{page}");
-    assert_eq!(page["listed_after"], 0, "{page}");
+    assert_eq!(page["listed_after"], 1, "only the primary is left: {page}");
     assert_eq!(page["page_after"], 404, "{page}");
 
     // Deleted: the API no longer has it, and the next event goes to the first endpoint only.

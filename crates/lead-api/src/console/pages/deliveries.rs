@@ -3,13 +3,14 @@
 
 use maud::{Markup, html};
 use qualifier_domain::EventType;
-use qualifier_domain::health::{EndpointHealth, EndpointState};
+use qualifier_domain::health::EndpointState;
 use qualifier_domain::pace::WaitingFor;
 use qualifier_store::console::HourOfDeliveries;
 use qualifier_store::deliveries::{Delivery, DeliveryDetail};
+use qualifier_store::webhooks::WebhookStatus;
 use strum::VariantArray;
 
-use super::{Nav, Who, layout, ts};
+use super::{Nav, Who, endpoint_name, endpoint_page, layout, ts};
 use crate::inputs::DeliverySearch;
 
 /// The deliveries list's filter values as given (already validated).
@@ -30,9 +31,26 @@ pub struct DeliveriesView<'a> {
     pub next: Option<&'a str>,
     pub notice: Option<&'a str>,
     pub filter_error: Option<&'a str>,
-    /// The last 24 hours, oldest first (`Store::deliveries_by_hour`).
+    /// The last 24 hours of the listed endpoint, oldest first (`Store::deliveries_by_hour`).
     pub hours: &'a [HourOfDeliveries],
-    pub health: Option<&'a EndpointHealth>,
+    /// The org's endpoints, the primary first: the filter's choices, and the listed one's
+    /// name and health.
+    pub endpoints: &'a [WebhookStatus],
+}
+
+impl DeliveriesView<'_> {
+    /// The endpoint whose deliveries are listed, and whether it is the primary: the one the
+    /// filter names, else the primary (`None`: the named one is not the org's).
+    fn listed(&self) -> Option<(&WebhookStatus, bool)> {
+        if self.filter.endpoint_id.is_empty() {
+            return self.endpoints.first().map(|e| (e, true));
+        }
+        self.endpoints
+            .iter()
+            .enumerate()
+            .find(|(_, e)| e.webhook.id.to_string() == self.filter.endpoint_id)
+            .map(|(i, e)| (e, i == 0))
+    }
 }
 
 /// Totals of the chart's 24 hours.
@@ -136,9 +154,9 @@ pub fn day_chart(hours: &[HourOfDeliveries]) -> Markup {
 pub fn deliveries_page(who: &Who, v: &DeliveriesView) -> Markup {
     let content = html! {
         @if let Some(n) = v.notice { p.notice role="status" { (n) } }
-        (day_summary(v.hours, v.health))
+        (day_summary(v.hours, v.listed()))
         (search_form(v.search))
-        (filter_form(v.filter, v.filter_error))
+        (filter_form(v.filter, v.endpoints, v.filter_error))
         p { a href="/console/deliveries/replay-dead" { "Replay all dead" } " — shows how many first." }
         (deliveries_table(v.rows, v.search))
         @if let Some(h) = next_href(v.filter, v.next) { p { a href=(h) rel="next" { "Next page" } } }
@@ -164,12 +182,15 @@ fn next_href(filter: &DeliveryFilterForm, next: Option<&str>) -> Option<String> 
     })
 }
 
-/// The last 24 hours: the chart, its totals and the endpoint's state.
-fn day_summary(hours: &[HourOfDeliveries], health: Option<&EndpointHealth>) -> Markup {
+/// The last 24 hours of the listed endpoint: the chart, its totals and the endpoint's state.
+fn day_summary(hours: &[HourOfDeliveries], listed: Option<(&WebhookStatus, bool)>) -> Markup {
     let totals = DayTotals::of(hours);
     html! {
         figure.chart {
-            figcaption { "Last 24 hours (UTC)" }
+            figcaption {
+                "Last 24 hours (UTC)"
+                @if let Some((e, _)) = listed { " · " span data-chart-endpoint=(e.webhook.id) { (endpoint_name(&e.webhook)) } }
+            }
             (day_chart(hours))
             p.legend aria-hidden="true" {
                 span.l-succeeded { "succeeded" } span.l-dead { "dead" } span.l-skipped { "skipped" }
@@ -188,16 +209,17 @@ fn day_summary(hours: &[HourOfDeliveries], health: Option<&EndpointHealth>) -> M
                     None => "n/a (nothing finished)",
                 }
             }
-            @if let Some(h) = health {
+            @if let Some((e, primary)) = listed {
+                @let h = &e.health;
                 p data-endpoint-state=(h.state.as_str()) {
-                    "Endpoint: "
+                    "Endpoint " strong { (endpoint_name(&e.webhook)) } @if primary { " (primary)" } ": "
                     @match h.state {
                         EndpointState::Healthy => span.status.status-succeeded { "healthy" },
                         EndpointState::Failing => span.status.status-failed { "failing" },
                         EndpointState::Disabled => span.status.status-dead { "disabled" },
                     }
                     @if let Some(t) = h.failing_since { " since " (ts(t)) }
-                    " · " a href="/console" { "Webhook settings" }
+                    " · " a href=(endpoint_page(&e.webhook, primary)) { "Endpoint settings" }
                 }
             }
         }
@@ -220,7 +242,11 @@ fn search_form(search: Option<&DeliverySearch>) -> Markup {
     }
 }
 
-fn filter_form(filter: &DeliveryFilterForm, filter_error: Option<&str>) -> Markup {
+fn filter_form(
+    filter: &DeliveryFilterForm,
+    endpoints: &[WebhookStatus],
+    filter_error: Option<&str>,
+) -> Markup {
     const STATUSES: [&str; 5] = ["pending", "succeeded", "failed", "dead", "skipped"];
     html! {
         form method="get" action="/console/deliveries" {
@@ -240,9 +266,21 @@ fn filter_form(filter: &DeliveryFilterForm, filter_error: Option<&str>) -> Marku
                     }
                 }
             }
-            @if !filter.endpoint_id.is_empty() {
+            @if endpoints.len() > 1 {
+                div.field {
+                    label for="endpoint_id" { "Endpoint" }
+                    select id="endpoint_id" name="endpoint_id" {
+                        @for (i, e) in endpoints.iter().enumerate() {
+                            @let id = e.webhook.id.to_string();
+                            @let chosen = filter.endpoint_id == id || (i == 0 && filter.endpoint_id.is_empty());
+                            option value=(id) selected[chosen] {
+                                (endpoint_name(&e.webhook)) @if i == 0 { " (primary)" }
+                            }
+                        }
+                    }
+                }
+            } @else if !filter.endpoint_id.is_empty() {
                 input type="hidden" name="endpoint_id" value=(filter.endpoint_id);
-                p.meta { "Endpoint " code { (filter.endpoint_id) } " (" a href="/console/deliveries" { "the webhook's instead" } ")" }
             }
             button type="submit" { "Filter" }
             @if let Some(e) = filter_error { p.error role="alert" { (e) } }
@@ -269,7 +307,7 @@ fn deliveries_table(rows: &[Delivery], search: Option<&DeliverySearch>) -> Marku
                 thead { tr { th scope="col" { "Created" } th scope="col" { "Event" } th scope="col" { "Status" } th scope="col" { "Attempts" } th scope="col" { "Last response" } } }
                 tbody {
                     @for d in rows {
-                        tr {
+                        tr data-delivery=(d.id) {
                             td { a href=(format!("/console/deliveries/{}", d.id)) { (ts(d.created_at)) } }
                             td { (d.event_type.as_str()) }
                             td {

@@ -19,7 +19,7 @@ pub use deliveries::{
 /// Which navigation link is the current page.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Nav {
-    Webhook,
+    Endpoints,
     Tokens,
     Deliveries,
     Events,
@@ -62,7 +62,7 @@ pub fn layout(title: &str, nav: Nav, who: &Who, content: Markup) -> Markup {
                     p.crumb { "Settings · Integrations" }
                     p.org { "Organisation: " strong data-org { (who.org_name) } }
                     nav aria-label="Integrations" {
-                        (link(Nav::Webhook, "/console", "Webhook"))
+                        (link(Nav::Endpoints, "/console", "Endpoints"))
                         (link(Nav::Tokens, "/console/tokens", "API tokens"))
                         (link(Nav::Deliveries, "/console/deliveries", "Deliveries"))
                         (link(Nav::Events, "/console/events", "Event types"))
@@ -93,7 +93,7 @@ pub fn switch_page(who: &Who, target_org: &str, ticket: &str) -> Markup {
         }
         p { a href="/console" { "Stay in " (who.org_name) } }
     };
-    layout("Switch organisation?", Nav::Webhook, who, content)
+    layout("Switch organisation?", Nav::Endpoints, who, content)
 }
 
 /// A page for someone who is not (or no longer) signed in, or a refused request.
@@ -231,16 +231,15 @@ pub struct EndpointView<'a> {
     /// The saved endpoint the page is about; `None`: the form that adds one.
     pub place: Option<Place>,
     pub saved: Option<&'a WebhookStatus>,
-    /// On the first endpoint's page: the org's other endpoints.
-    pub others: &'a [WebhookStatus],
     pub form: &'a WebhookForm,
     pub notice: Option<&'a str>,
     pub secret: Option<(&'a str, &'a str)>,
 }
 
-/// An endpoint's settings (docs/console.md). The org's first endpoint is the page the console
-/// always had, `Webhook`, with the others listed below it; each other endpoint has a page of its
-/// own with the same forms, its description, its deliveries and `Delete endpoint`.
+/// An endpoint's settings (docs/console.md): the URL, event types, pace and order, the signing
+/// secret, the client certificate, a test event and a link to its deliveries. The org's first
+/// endpoint, its webhook, has no description and cannot be deleted (the v1.0 `webhook` routes
+/// name it); every other endpoint's page also has its description and `Delete endpoint…`.
 pub fn webhook_page(who: &Who, v: &EndpointView) -> Markup {
     let form = v.form;
     let first = matches!(v.place, Some(Place { id: None }));
@@ -263,9 +262,11 @@ pub fn webhook_page(who: &Who, v: &EndpointView) -> Markup {
             (secret_once(label, s, "Shown once: copy it into your receiver's configuration now. It verifies the webhook-signature header (Standard Webhooks) and X-Qualifier-Signature."))
         }
         @if let Some(e) = &form.form_error { p.error role="alert" { (e) } }
-        @if !first {
-            p { a href="/console" { "All endpoints" } }
-        }
+        p { a href="/console" { "All endpoints" } }
+        // The address of the page shown, when it answers a form posted elsewhere (a new
+        // endpoint's page answers `POST /console/endpoints`): console.js puts it in the
+        // address bar, so a reload shows the page and never posts again.
+        @if let Some(p) = &v.place { span hidden data-page-url=(p.page()) {} }
         form method="post" action=(save_to) novalidate {
             input type="hidden" name="csrf" value=(who.csrf);
             div.field {
@@ -349,11 +350,11 @@ pub fn webhook_page(who: &Who, v: &EndpointView) -> Markup {
                 }
                 p.meta { "Last saved " (ts(w.webhook.updated_at)) }
             }
+            section aria-labelledby="deliveries-h" {
+                h2 id="deliveries-h" { "Deliveries" }
+                p { a href=(format!("/console/deliveries?endpoint_id={}", w.webhook.id)) { "This endpoint's deliveries" } }
+            }
             @if !first {
-                section aria-labelledby="deliveries-h" {
-                    h2 id="deliveries-h" { "Deliveries" }
-                    p { a href=(format!("/console/deliveries?endpoint_id={}", w.webhook.id)) { "This endpoint's deliveries" } }
-                }
                 section aria-labelledby="delete-h" {
                     h2 id="delete-h" { "Delete endpoint" }
                     p { "Its deliveries still waiting end skipped (Endpoint deleted) and it gets nothing more. The org's other endpoints are not affected." }
@@ -361,9 +362,8 @@ pub fn webhook_page(who: &Who, v: &EndpointView) -> Markup {
                 }
             }
         }
-        @if first && v.saved.is_some() { (other_endpoints(v.others)) }
     };
-    layout(&title, Nav::Webhook, who, content)
+    layout(&title, Nav::Endpoints, who, content)
 }
 
 /// The question before an endpoint is deleted: it names the endpoint and what its deletion
@@ -387,43 +387,68 @@ pub fn delete_endpoint_page(who: &Who, endpoint: &Webhook) -> Markup {
         }
         p { a href=(page) { "Cancel" } }
     };
-    layout("Delete endpoint", Nav::Webhook, who, content)
+    layout("Delete endpoint", Nav::Endpoints, who, content)
 }
 
-/// The org's endpoints besides the first (this page's): each with its health, a link to its
-/// settings and one to its deliveries, and `Add endpoint`.
-fn other_endpoints(others: &[WebhookStatus]) -> Markup {
-    html! {
-        section aria-labelledby="endpoints-h" {
-            h2 id="endpoints-h" { "Other endpoints" }
-            p { "Each gets the events it is subscribed to, signed with its own secret, with its own retries, health and pace. The webhook above is your first endpoint." }
-            @if !others.is_empty() {
-                table {
-                    thead { tr { th { "Endpoint" } th { "URL" } th { "Event types" } th { "State" } th { "Deliveries" } } }
-                    tbody {
-                        @for e in others {
-                            tr data-endpoint=(e.webhook.id) {
-                                td {
-                                    a href=(format!("/console/endpoints/{}", e.webhook.id)) {
-                                        @if e.webhook.description.is_empty() { code { (e.webhook.id) } }
-                                        @else { (e.webhook.description) }
+/// An endpoint's name where the console lists or names it: its description, else its URL.
+pub fn endpoint_name(w: &Webhook) -> &str {
+    if w.description.is_empty() {
+        &w.url
+    } else {
+        &w.description
+    }
+}
+
+/// The page an endpoint's settings are on: the first endpoint's at `/console/webhook`.
+pub fn endpoint_page(w: &Webhook, primary: bool) -> String {
+    if primary {
+        Place { id: None }.page()
+    } else {
+        Place { id: Some(w.id) }.page()
+    }
+}
+
+/// The console's first page: every endpoint of the org, the first (the primary, the v1.0
+/// `webhook`) first and marked, each with its name, URL, event types, state and a link to its
+/// deliveries, and `Add endpoint`.
+pub fn endpoints_page(who: &Who, endpoints: &[WebhookStatus], notice: Option<&str>) -> Markup {
+    let content = html! {
+        @if let Some(n) = notice { p.notice role="status" { (n) } }
+        p { "Each endpoint gets the events it is subscribed to, signed with its own secret, with its own retries, health and pace." }
+        @if endpoints.is_empty() {
+            p { "No endpoint yet: " a href="/console/webhook" { "set up your webhook" } " to receive events." }
+        } @else {
+            table data-endpoints {
+                thead { tr { th scope="col" { "Endpoint" } th scope="col" { "URL" } th scope="col" { "Event types" } th scope="col" { "State" } th scope="col" { "Deliveries" } } }
+                tbody {
+                    @for (i, e) in endpoints.iter().enumerate() {
+                        @let name = endpoint_name(&e.webhook);
+                        tr data-endpoint=(e.webhook.id) data-primary[i == 0] {
+                            td {
+                                a href=(endpoint_page(&e.webhook, i == 0)) { (name) }
+                                @if i == 0 { " " span.badge { "primary" } }
+                            }
+                            td { code { (e.webhook.url) } }
+                            td { (e.webhook.event_types.iter().map(|t| t.as_str()).collect::<Vec<_>>().join(", ")) }
+                            td data-state=(if e.webhook.enabled { e.health.state.as_str() } else { "disabled" }) {
+                                @if !e.webhook.enabled { span.status.status-dead { "disabled" } }
+                                @else {
+                                    @match e.health.state {
+                                        EndpointState::Healthy => span.status.status-succeeded { "healthy" },
+                                        EndpointState::Failing => span.status.status-failed { "failing" },
+                                        EndpointState::Disabled => span.status.status-dead { "disabled" },
                                     }
                                 }
-                                td { (e.webhook.url) }
-                                td { (e.webhook.event_types.iter().map(|t| t.as_str()).collect::<Vec<_>>().join(", ")) }
-                                td {
-                                    @if !e.webhook.enabled { "disabled" }
-                                    @else { (e.health.state.as_str()) }
-                                }
-                                td { a href=(format!("/console/deliveries?endpoint_id={}", e.webhook.id)) aria-label=(format!("Deliveries to {}", e.webhook.url)) { "Deliveries" } }
                             }
+                            td { a href=(format!("/console/deliveries?endpoint_id={}", e.webhook.id)) aria-label=(format!("Deliveries to {name}")) { "Deliveries" } }
                         }
                     }
                 }
             }
-            p { a href="/console/endpoints/new" { "Add endpoint" } }
         }
-    }
+        p { a href="/console/endpoints/new" { "Add endpoint" } }
+    };
+    layout("Endpoints", Nav::Endpoints, who, content)
 }
 
 /// The endpoint's client certificate: what is shown of it (never the key), a warning in its

@@ -10,3 +10,11 @@ document.addEventListener("click", (e) => {
     () => { button.textContent = "Copy failed: select the text"; },
   );
 });
+
+// A page that answers a form posted to another address (a new endpoint's page answers the
+// form that added it) names its own address: shown in the address bar, a reload shows that
+// page instead of posting the form again.
+const here = document.querySelector("[data-page-url]");
+if (here && window.location.pathname !== here.dataset.pageUrl) {
+  history.replaceState(null, "", here.dataset.pageUrl);
+}
