@@ -2,12 +2,18 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: clients run dev-endpoint console-link test build build-all bench-smoke perf-check perf-check-short lint fmt services migrate clean-test-dbs bench bench-quick bench-disk latency receiver-kit conformance deploy-check chaos chaos-short fuzz fuzz-short topology topology-short upgrade-check upgrade-check-history soak soak-short
+.PHONY: clients run run-stack dev-endpoint console-link test build build-all bench-smoke perf-check perf-check-short lint fmt services migrate clean-test-dbs bench bench-quick bench-disk latency receiver-kit conformance deploy-check chaos chaos-short fuzz fuzz-short topology topology-short upgrade-check upgrade-check-history soak soak-short
 
 run:                ## services, migrations, both binaries, a printed dev org and token
 	@echo "make run: building first. The first build compiles every dependency (about 10 minutes on 2 cores); later ones take seconds."
 	$(CARGO) build --workspace --bins
-	@scripts/run-dev.sh
+	@$(MAKE) -s run-stack
+
+# In a terminal the stack runs as a job of its own (bash -m), which the terminal's Ctrl-C
+# reaches and make does not: the stack stops cleanly and make exits with its 0. Without job
+# control make would take the Ctrl-C too and end as an interrupted make (130).
+run-stack:          ## make run without its build: the binaries as last built
+	@if [ -t 0 ]; then bash -mc 'scripts/run-dev.sh; exit $$?'; else scripts/run-dev.sh; fi
 
 dev-endpoint:       ## one more endpoint of make run's dev org on its dev receiver, with its own secret: make dev-endpoint NAME=crm
 	@scripts/dev-endpoint.sh $(NAME)

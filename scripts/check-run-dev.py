@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """`make run` as a newcomer meets it (README, "Two commands"), checked by `make test`.
 
-Runs scripts/run-dev.sh beside the default services, on ports, a database, a topology prefix
+Runs `make run`'s stack (scripts/run-dev.sh) beside the default services, on ports, a database, a topology prefix
 and a .dev directory of its own, reads what it prints, and does what the newcomer would:
 
   - runs the printed internal change (a rename) and sees the dev receiver print
@@ -14,8 +14,9 @@ and a .dev directory of its own, reads what it prints, and does what the newcome
     (make console-link), and the link that command prints signs in, in Chromium;
   - signs in with another link and checks, for each endpoint, that the Deliveries chart counts
     what the list below it shows;
-  - stops it with Ctrl-C (SIGINT to its process group): it exits 0, and neither then nor
-    before did it print an ERROR or warn about the dev stack's plaintext connections.
+  - stops it with Ctrl-C typed in its terminal (it runs as `make -s run-stack`, what `make run`
+    runs once built, in a pseudo-terminal): make exits 0, and neither then nor before did
+    anything print an ERROR or warn about the dev stack's plaintext connections.
 
 Everything it made is removed afterwards, whatever happened.
 """
@@ -61,18 +62,31 @@ def get(url):
 
 
 class Output:
-    """run-dev.sh's output, read on a thread, line by line."""
+    """What the terminal shows, read from its master side on a thread, line by line."""
 
-    def __init__(self, proc):
+    def __init__(self, master):
         self.lines = []
         self.cond = threading.Condition()
-        threading.Thread(target=self._read, args=(proc,), daemon=True).start()
+        threading.Thread(target=self._read, args=(master,), daemon=True).start()
 
-    def _read(self, proc):
-        for line in proc.stdout:
+    def _read(self, master):
+        pending = b""
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: every process holding the terminal has gone
+                chunk = b""
+            if not chunk:
+                break
+            pending += chunk
+            *done, pending = pending.split(b"\n")
             with self.cond:
-                self.lines.append(line.rstrip("\n"))
+                self.lines += [l.decode(errors="replace").rstrip("\r") for l in done]
                 self.cond.notify_all()
+        with self.cond:
+            if pending:
+                self.lines.append(pending.decode(errors="replace").rstrip("\r"))
+            self.cond.notify_all()
 
     def until(self, pattern, seconds=120):
         deadline = time.time() + seconds
@@ -85,6 +99,26 @@ class Output:
                 if left <= 0:
                     raise AssertionError(f"no line matching {pattern!r} in:\n" + "\n".join(self.lines))
                 self.cond.wait(left)
+
+
+def in_a_terminal(argv, env):
+    """Starts `argv` as a newcomer's shell would, in a terminal of its own (a pseudo-terminal,
+    its controlling one), so that a Ctrl-C written to it reaches its foreground job as the
+    terminal delivers it. Returns the process and the terminal's master side."""
+    import pty
+    import termios
+    master, slave = pty.openpty()
+
+    import fcntl
+
+    def take_terminal():
+        os.setsid()
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+    proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdin=slave, stdout=slave, stderr=slave,
+                            preexec_fn=take_terminal, close_fds=True)
+    os.close(slave)
+    return proc, master
 
 
 def printed_command(lines, comment):
@@ -155,19 +189,15 @@ def main():
         QUALIFIER_TOPOLOGY_PREFIX=prefix,
         QUALIFIER_LOG_FORMAT="json",
     )
-    log = open(os.path.join(dev, "run-dev.stderr"), "w+")
-    proc = subprocess.Popen(
-        ["scripts/run-dev.sh"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
-        stderr=log, text=True, start_new_session=True,
-    )
-    out = Output(proc)
+    # `make run` once built, in a terminal, as a newcomer runs it.
+    proc, master = in_a_terminal(["make", "-s", "run-stack"], env)
+    out = Output(master)
     try:
         try:
             out.until(r"qualifier listen --token")
         except AssertionError:
-            log.seek(0)
             sys.exit("check-run-dev: make run printed no dev org; its last words:\n"
-                     + log.read()[-3000:])
+                     + "\n".join(out.lines)[-3000:])
         lines = list(out.lines)
 
         # The printed rename, run as pasted: the receiver shows lead.updated, signature valid.
@@ -215,14 +245,12 @@ def main():
                            capture_output=True, text=True)
         charts = charts_agree_with_lists(r.stdout.strip().splitlines()[-1])
 
-        # Ctrl-C: a clean stop.
-        os.killpg(proc.pid, signal.SIGINT)
+        # Ctrl-C, typed in its terminal: a clean stop, and make's own status 0.
+        os.write(master, b"\x03")
         code = proc.wait(timeout=60)
-        time.sleep(0.5)
-        log.seek(0)
-        printed = "\n".join(out.lines) + "\n" + log.read()
+        out.until(r"^Stopped\.$", seconds=10)
+        printed = "\n".join(out.lines)
         assert code == 0, f"Ctrl-C ended make run with {code}:\n{printed[-3000:]}"
-        assert "Stopped." in printed, printed[-2000:]
         noise = [l for l in printed.splitlines()
                  if "ERROR" in l or "plaintext" in l or "sslmode" in l]
         assert not noise, "\n".join(noise)
@@ -230,15 +258,14 @@ def main():
               f"signed copy; each chart counts its list ({charts}); a used console link names "
               "make console-link, whose link signs in; Ctrl-C stopped it quietly with 0")
     finally:
-        try:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+        if proc.poll() is None:
+            # Stopped early by a failed check: Ctrl-C as above, then nothing gentler.
+            os.write(master, b"\x03")
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+        os.close(master)
         if os.path.exists(f"{BIN}/qualifierctl"):
             # The retry queues' names carry their waits: run-dev.sh's own.
             amqp = os.environ.get("AMQP_URL", "amqp://guest:guest@127.0.0.1:5672/%2f")

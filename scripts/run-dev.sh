@@ -46,11 +46,12 @@ psql "$PGBASE/postgres" -Atqc "SELECT 1 FROM pg_database WHERE datname='$DB_NAME
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done; wait || true; }
 # Ctrl-C is how this stops: every service shuts down cleanly and the script says so and exits
-# 0 (make itself then ends as an interrupted make does, without a message).
+# 0 (`make run` runs it as a job of its own, so make exits 0 too: the Makefile, `run-stack`).
 stopped() {
   trap - EXIT INT TERM
   cleanup
-  echo "Stopped."
+  # On a line of its own: the terminal has just echoed ^C without a newline.
+  printf '\nStopped.\n'
   exit 0
 }
 trap cleanup EXIT
