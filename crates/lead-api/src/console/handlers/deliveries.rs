@@ -1,0 +1,135 @@
+//! The console's Deliveries pages: the list with its chart, one delivery, replays.
+
+use actix_web::{HttpRequest, HttpResponse, web};
+
+use super::shared::{notice_text, parse_id};
+use crate::console::errors::{ConsoleError, Result};
+use crate::console::extract::{ConsoleSession, CsrfForm, Posted};
+use crate::console::pages::{self, DeliveryFilterForm};
+use crate::console::{ok, see_other};
+use crate::inputs::{DeliveryQuery, DeliverySearch, ReplayFilter};
+use crate::state::AppState;
+
+pub(in crate::console) async fn deliveries_get(
+    s: ConsoleSession,
+    req: HttpRequest,
+    st: web::Data<AppState>,
+) -> Result<HttpResponse> {
+    // The internal API's parser; a filter it refuses is shown above the unfiltered list.
+    let (q, error) = match DeliveryQuery::parse(req.query_string()) {
+        Ok(q) => (q, None),
+        Err(e) => (
+            DeliveryQuery::parse("").map_err(ConsoleError::from)?,
+            Some(e.to_string()),
+        ),
+    };
+    let shown = DeliveryFilterForm {
+        status: q
+            .filter
+            .statuses
+            .first()
+            .map_or("", |s| s.as_str())
+            .to_owned(),
+        event_type: q
+            .filter
+            .event_types
+            .first()
+            .map_or("", |t| t.as_str())
+            .to_owned(),
+        endpoint_id: q
+            .filter
+            .endpoint_id
+            .map(|e| e.to_string())
+            .unwrap_or_default(),
+    };
+    let search = DeliverySearch::parse(req.query_string());
+    let (rows, next, error) = match &search {
+        // One page of matches: an id names one delivery, a lead a handful.
+        Some(DeliverySearch { id: Ok(id), .. }) => {
+            let rows = st.store.find_deliveries(s.org_id, *id, 100).await?;
+            (rows, None, error)
+        }
+        _ => {
+            let before = st.deliveries_cursor(&q, s.org_id).await?;
+            let (rows, next) = st
+                .store
+                .list_deliveries(s.org_id, &q.filter, before, q.limit)
+                .await?;
+            let next = next.map(|seq| st.cursors.delivery(s.org_id, seq));
+            (rows, next, error)
+        }
+    };
+    // The chart counts the list's endpoint: the one asked for, else the primary (as the list).
+    let hours = st
+        .store
+        .deliveries_by_hour(s.org_id, q.filter.endpoint_id)
+        .await?;
+    let endpoints = st.store.list_endpoints(s.org_id).await?;
+    let view = pages::DeliveriesView {
+        hours: &hours,
+        endpoints: &endpoints,
+        filter: &shown,
+        search: search.as_ref(),
+        rows: &rows,
+        next: next.as_deref(),
+        notice: notice_text(req.query_string()),
+        filter_error: error.as_deref(),
+    };
+    Ok(ok(pages::deliveries_page(&s.who(), &view)))
+}
+
+pub(in crate::console) async fn delivery_get(
+    s: ConsoleSession,
+    req: HttpRequest,
+    path: web::Path<String>,
+    st: web::Data<AppState>,
+) -> Result<HttpResponse> {
+    let id = parse_id(&path, "Delivery not found")?;
+    let d = st.store.get_delivery(s.org_id, id).await?;
+    let payload = st.store.delivery_payload(s.org_id, id).await?;
+    Ok(ok(pages::delivery_page(
+        &s.who(),
+        &d,
+        &payload,
+        notice_text(req.query_string()),
+    )))
+}
+
+pub(in crate::console) async fn delivery_replay(
+    f: CsrfForm,
+    path: web::Path<String>,
+    st: web::Data<AppState>,
+) -> Result<Posted> {
+    let id = parse_id(&path, "Delivery not found")?;
+    st.store
+        .replay_delivery(f.session.org_id, id, st.replay_rate_per_second)
+        .await?;
+    Ok(f.answer(see_other(&format!(
+        "/console/deliveries/{id}?done=replayed"
+    ))))
+}
+
+/// The count first (a dry run), then the button that replays them.
+pub(in crate::console) async fn replay_dead_get(
+    s: ConsoleSession,
+    st: web::Data<AppState>,
+) -> Result<HttpResponse> {
+    let n = st
+        .replay_matching(s.org_id, &ReplayFilter::all_dead(true))
+        .await?
+        .replayable();
+    Ok(ok(pages::replay_dead_page(
+        &s.who(),
+        n,
+        st.replay_rate_per_second,
+    )))
+}
+
+pub(in crate::console) async fn replay_dead_post(
+    f: CsrfForm,
+    st: web::Data<AppState>,
+) -> Result<Posted> {
+    st.replay_matching(f.session.org_id, &ReplayFilter::all_dead(false))
+        .await?;
+    Ok(f.answer(see_other("/console/deliveries?done=replayed-all")))
+}
