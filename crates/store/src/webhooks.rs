@@ -6,8 +6,7 @@
 
 use crate::answer::ReadToEnd;
 use diesel::{
-    ExpressionMethods, NullableExpressionMethods, OptionalExtension, QueryDsl, Queryable,
-    Selectable, SelectableHelper,
+    ExpressionMethods, OptionalExtension, QueryDsl, Queryable, Selectable, SelectableHelper,
 };
 use diesel_async::RunQueryDsl;
 use qualifier_domain::EventType;
@@ -31,8 +30,8 @@ pub(crate) struct WebhookRow {
     pub(crate) org_id: Uuid,
     description: String,
     url: String,
-    event_types: Vec<EventType>,
-    enabled: bool,
+    pub(crate) event_types: Vec<EventType>,
+    pub(crate) enabled: bool,
     secret_sealed: Vec<u8>,
     created_at: OffsetDateTime,
     updated_at: OffsetDateTime,
@@ -53,7 +52,7 @@ pub(crate) struct WebhookRow {
     unbound_allowed: Option<bool>,
 }
 
-const UNBOUND_ALLOWED: &str =
+pub(crate) const UNBOUND_ALLOWED: &str =
     "COALESCE((SELECT unbound_allowed FROM secret_format WHERE id), false)";
 
 /// The settings as the settings screen sees them: never the secret.
@@ -153,7 +152,7 @@ pub struct EndpointSettings {
 }
 
 /// The row of `at`, locked for the caller's transaction.
-async fn locked_row(
+pub(crate) async fn locked_row(
     conn: &mut diesel_async::AsyncPgConnection,
     at: EndpointRef,
 ) -> Result<Option<WebhookRow>, diesel::result::Error> {
@@ -463,7 +462,10 @@ impl Store {
         Ok(out)
     }
 
-    async fn webhook_row(&self, at: EndpointRef) -> Result<Option<WebhookRow>, StoreError> {
+    pub(crate) async fn webhook_row(
+        &self,
+        at: EndpointRef,
+    ) -> Result<Option<WebhookRow>, StoreError> {
         let mut conn = self.conn().await?;
         let Some(id) = resolve(&mut conn, at).await? else {
             return Ok(None);
@@ -556,338 +558,4 @@ impl Store {
             client_identity,
         })
     }
-
-    /// Replaces the signing secret; deliveries already queued sign with the new one. With a
-    /// `grace` window, the secret being retired is kept until then (it replaces any previous
-    /// one still in its window) and deliveries carry a Standard Webhooks signature under both.
-    /// Returns the new secret and when the previous one stops being used.
-    pub async fn rotate_webhook_secret(
-        &self,
-        at: impl Into<EndpointRef>,
-        grace: std::time::Duration,
-    ) -> Result<(String, Option<OffsetDateTime>), StoreError> {
-        let at = at.into();
-        let mut conn = self.conn().await?;
-        let id = resolve(&mut conn, at).await?.ok_or(at.missing())?;
-        let secret = new_webhook_secret();
-        let sealed = self.secret_key.seal(&secret, id);
-        let now = now_millis();
-        let expires = (!grace.is_zero()).then(|| now + grace);
-        let row = webhooks::table.filter(webhooks::id.eq(id));
-        let n = match expires {
-            // `secret_sealed` on the right is the column's old value: the secret being retired.
-            Some(until) => {
-                diesel::update(row)
-                    .set((
-                        webhooks::previous_secret_sealed.eq(webhooks::secret_sealed.nullable()),
-                        webhooks::previous_expires_at.eq(until),
-                        webhooks::secret_sealed.eq(sealed),
-                        webhooks::updated_at.eq(now),
-                    ))
-                    .execute(&mut conn)
-                    .await?
-            }
-            None => {
-                diesel::update(row)
-                    .set((
-                        webhooks::previous_secret_sealed.eq(None::<Vec<u8>>),
-                        webhooks::previous_expires_at.eq(None::<OffsetDateTime>),
-                        webhooks::secret_sealed.eq(sealed),
-                        webhooks::updated_at.eq(now),
-                    ))
-                    .execute(&mut conn)
-                    .await?
-            }
-        };
-        if n == 0 {
-            Err(at.missing())
-        } else {
-            Ok((secret, expires))
-        }
-    }
-
-    /// Gives the org's endpoint a client certificate (checked by the caller:
-    /// `qualifier_egress::client_cert::check`), replacing any other; the key is sealed like the
-    /// signing secret. Deliveries already queued present it from their next request on (each
-    /// attempt reads the webhook as it is then). A new certificate gets its own expiry notice.
-    pub async fn set_client_certificate(
-        &self,
-        at: impl Into<EndpointRef>,
-        certificate: &str,
-        private_key: &str,
-        info: &ClientCertInfo,
-    ) -> Result<Webhook, StoreError> {
-        self.write_client_certificate(at.into(), Some((certificate, private_key, info)))
-            .await
-    }
-
-    /// The one write of an endpoint's client certificate: `Some` gives it one (the key sealed
-    /// for this endpoint), `None` removes it; either way the expiry notice starts over.
-    async fn write_client_certificate(
-        &self,
-        at: EndpointRef,
-        cert: Option<(&str, &str, &ClientCertInfo)>,
-    ) -> Result<Webhook, StoreError> {
-        let mut conn = self.conn().await?;
-        let id = resolve(&mut conn, at).await?.ok_or(at.missing())?;
-        let sealed = cert.map(|(_, key, _)| self.secret_key.seal(key, id));
-        let n = diesel::update(webhooks::table.filter(webhooks::id.eq(id)))
-            .set((
-                webhooks::client_cert_pem.eq(cert.map(|(pem, _, _)| pem)),
-                webhooks::client_key_sealed.eq(sealed),
-                webhooks::client_cert_subject.eq(cert.map(|(_, _, i)| &i.subject)),
-                webhooks::client_cert_issuer.eq(cert.map(|(_, _, i)| &i.issuer)),
-                webhooks::client_cert_not_after.eq(cert.map(|(_, _, i)| i.not_after)),
-                webhooks::client_cert_warned_at.eq(None::<OffsetDateTime>),
-                webhooks::updated_at.eq(now_millis()),
-            ))
-            .execute(&mut conn)
-            .await?;
-        drop(conn);
-        self.webhook_after_update(EndpointRef::id(at.org_id, id), n, at)
-            .await
-    }
-
-    /// The endpoint as an update of `n` rows left it: not found (in the words of `asked`) when
-    /// there was none to update.
-    async fn webhook_after_update(
-        &self,
-        at: EndpointRef,
-        n: usize,
-        asked: EndpointRef,
-    ) -> Result<Webhook, StoreError> {
-        if n == 0 {
-            return Err(asked.missing());
-        }
-        self.get_webhook(at).await?.ok_or(asked.missing())
-    }
-
-    /// Removes the endpoint's client certificate; the next request goes without one.
-    pub async fn remove_client_certificate(
-        &self,
-        at: impl Into<EndpointRef>,
-    ) -> Result<Webhook, StoreError> {
-        self.write_client_certificate(at.into(), None).await
-    }
-
-    /// Client certificates within [`qualifier_domain::client_cert::EXPIRY_WARNING`] of expiring
-    /// that were not warned about yet, marked as warned in the same statement (so across
-    /// replicas each is warned about once), with an `endpoint.certificate_expiring` notice for
-    /// the operator service when `notify`. Returns how many.
-    pub async fn warn_expiring_certificates(&self, notify: bool) -> Result<usize, StoreError> {
-        #[derive(diesel::QueryableByName)]
-        struct Expiring {
-            #[diesel(sql_type = diesel::sql_types::Uuid)]
-            id: Uuid,
-            #[diesel(sql_type = diesel::sql_types::Uuid)]
-            org_id: Uuid,
-            #[diesel(sql_type = diesel::sql_types::Text)]
-            url: String,
-            #[diesel(sql_type = diesel::sql_types::Bool)]
-            enabled: bool,
-            #[diesel(sql_type = diesel::sql_types::Text)]
-            subject: String,
-            #[diesel(sql_type = diesel::sql_types::Text)]
-            issuer: String,
-            #[diesel(sql_type = diesel::sql_types::Timestamptz)]
-            not_after: OffsetDateTime,
-        }
-        let mut conn = self.conn().await?;
-        let warn_within = qualifier_domain::client_cert::EXPIRY_WARNING.whole_seconds();
-        crate::tx::transaction(&mut conn, async move |conn| {
-            let due: Vec<Expiring> = diesel::sql_query(
-                "UPDATE webhooks SET client_cert_warned_at = now()
-                 WHERE client_cert_not_after IS NOT NULL AND client_cert_warned_at IS NULL
-                   AND client_cert_not_after <= now() + make_interval(secs => $1)
-                 RETURNING id, org_id, url, enabled, client_cert_subject AS subject,
-                           client_cert_issuer AS issuer, client_cert_not_after AS not_after",
-            )
-            .bind::<diesel::sql_types::Double, _>(warn_within as f64)
-            .load(conn)
-            .await?;
-            if notify {
-                for e in &due {
-                    let info = ClientCertInfo {
-                        subject: e.subject.clone(),
-                        issuer: e.issuer.clone(),
-                        not_after: e.not_after,
-                    };
-                    let data = serde_json::json!({
-                        "endpoint_id": e.id,
-                        "url": e.url,
-                        "webhook": { "url": e.url, "enabled": e.enabled, "client_certificate": info },
-                    });
-                    crate::health::queue_notice(conn, e.org_id, "endpoint.certificate_expiring", data)
-                        .await?;
-                }
-            }
-            Ok(due.len())
-        })
-        .await
-    }
-
-    /// Removes previous secrets whose overlap window is over (housekeeping; they are already
-    /// unused). Returns how many.
-    pub async fn drop_expired_previous_secrets(&self) -> Result<usize, StoreError> {
-        let mut conn = self.conn().await?;
-        Ok(diesel::update(
-            webhooks::table.filter(webhooks::previous_expires_at.le(OffsetDateTime::now_utc())),
-        )
-        .set((
-            webhooks::previous_secret_sealed.eq(None::<Vec<u8>>),
-            webhooks::previous_expires_at.eq(None::<OffsetDateTime>),
-        ))
-        .execute(&mut conn)
-        .await?)
-    }
-
-    /// Re-seals every secret still in the legacy format (not bound to its org), current and
-    /// previous, so that each opens only for its own org; then, when none is left, records that
-    /// no unbound secret may open any more (`secret_format`), so a blob copied between orgs
-    /// never opens again (docs/reliability.md, "Strangers, quotas and pages"). Idempotent and cheap (one row per org);
-    /// `lead-api` runs it at every start and `qualifierctl migrate` when it has the key. Once
-    /// unbound secrets are refused it does nothing: re-sealing an unbound blob then would bind
-    /// a copied secret to the org it was copied to. Each row is rewritten only if unchanged
-    /// since it was read, so a concurrent rotation wins. A secret that does not open with this
-    /// key is left as it is (its deliveries fail loudly until it is rotated) and keeps unbound
-    /// secrets allowed.
-    pub async fn reseal_legacy_secrets(&self) -> Result<usize, StoreError> {
-        let mut conn = self.conn().await?;
-        let allowed: bool =
-            diesel::select(diesel::dsl::sql::<diesel::sql_types::Bool>(UNBOUND_ALLOWED))
-                .one(&mut conn)
-                .await?;
-        if !allowed {
-            return Ok(0);
-        }
-        let rows: Vec<(Uuid, Vec<u8>, Option<Vec<u8>>)> = webhooks::table
-            .select((
-                webhooks::id,
-                webhooks::secret_sealed,
-                webhooks::previous_secret_sealed,
-            ))
-            .load(&mut conn)
-            .await?;
-        let key = &self.secret_key;
-        let mut resealed = 0;
-        let mut left = 0;
-        // One column's blob re-sealed bound, if it is still the one read.
-        macro_rules! reseal {
-            ($column:expr, $id:expr, $blob:expr) => {
-                match key.open($blob, $id) {
-                    Ok(secret) => {
-                        resealed += diesel::update(
-                            webhooks::table
-                                .filter(webhooks::id.eq($id))
-                                .filter($column.eq($blob)),
-                        )
-                        .set($column.eq(key.seal(&secret, $id)))
-                        .execute(&mut conn)
-                        .await?;
-                    }
-                    Err(_) => left += 1,
-                }
-            };
-        }
-        for (id, sealed, previous) in rows {
-            if key.is_legacy(&sealed, id) {
-                reseal!(webhooks::secret_sealed, id, &sealed);
-            }
-            if let Some(prev) = previous.filter(|p| key.is_legacy(p, id)) {
-                reseal!(webhooks::previous_secret_sealed, id, &prev);
-            }
-        }
-        if left == 0 {
-            // Rows written meanwhile are sealed bound already (every seal since secrets were bound to their org is).
-            diesel::sql_query("UPDATE secret_format SET unbound_allowed = false WHERE id")
-                .execute(&mut conn)
-                .await?;
-        }
-        Ok(resealed)
-    }
-
-    /// A test event (`POST …/webhook/test`), at most [`TEST_EVENTS_PER_MINUTE`] a minute per org: an example event of `event_type` (default: the
-    /// first type the webhook is subscribed to) through the normal pipeline, marked as a test.
-    /// Returns the delivery's id.
-    pub async fn send_test_event(
-        &self,
-        at: impl Into<EndpointRef>,
-        event_type: Option<EventType>,
-    ) -> Result<Uuid, StoreError> {
-        let at = at.into();
-        let org_id = at.org_id;
-        let compress = self.compress_payloads;
-        let base = self.app_base_url.clone();
-        let mut conn = self.conn().await?;
-        crate::tx::transaction(&mut conn, async move |conn| {
-            let row = locked_row(conn, at).await?.ok_or(at.missing())?;
-            // The quota is the org's, across all of its endpoints: the org's own lock (held to
-            // the commit) makes its count and its insert one step, whichever endpoint asks. The
-            // endpoint's row lock above serialises only the tests of one endpoint.
-            diesel::sql_query("SELECT pg_advisory_xact_lock($1, hashtext($2::text))")
-                .bind::<diesel::sql_types::Integer, _>(TEST_EVENTS_LOCK)
-                .bind::<diesel::sql_types::Uuid, _>(org_id)
-                .execute(conn)
-                .await?;
-            let (enabled, subscribed) = (row.enabled, row.event_types.clone());
-            if !enabled {
-                return Err(StoreError::Conflict("Webhook is disabled".into()));
-            }
-            // At most TEST_EVENTS_PER_MINUTE per org (docs/reliability.md, "Strangers, quotas and pages"): each is a real
-            // delivery through the relay and work queue every org shares. Retry-After: until
-            // the oldest of the minute's test events leaves the window.
-            #[derive(diesel::QueryableByName)]
-            struct Window {
-                #[diesel(sql_type = diesel::sql_types::BigInt)]
-                n: i64,
-                #[diesel(sql_type = diesel::sql_types::Double)]
-                wait_s: f64,
-            }
-            let w: Window = diesel::sql_query(
-                "SELECT count(*) AS n,
-                        COALESCE(EXTRACT(EPOCH FROM min(created_at) + interval '1 minute'
-                                                    - clock_timestamp()), 0)::float8 AS wait_s
-                 FROM (SELECT created_at FROM outbox
-                       WHERE org_id = $1 AND is_test
-                         AND created_at > clock_timestamp() - interval '1 minute'
-                       ORDER BY created_at DESC LIMIT $2) recent",
-            )
-            .bind::<diesel::sql_types::Uuid, _>(org_id)
-            .bind::<diesel::sql_types::BigInt, _>(TEST_EVENTS_PER_MINUTE)
-            .one(conn)
-            .await?;
-            if w.n >= TEST_EVENTS_PER_MINUTE {
-                return Err(StoreError::RateLimited {
-                    retry_after_secs: (w.wait_s.ceil() as u64).max(1),
-                });
-            }
-            let event_type = event_type
-                .or_else(|| <[EventType]>::first(&subscribed).copied())
-                .unwrap_or(EventType::LeadCreated);
-            let env = qualifier_domain::event::example(event_type, org_id, now_millis(), &base);
-            let delivery_id = crate::outbox::insert(conn, &env, true, compress).await?;
-            // The event's insert gave a test event one delivery, to the primary endpoint
-            // (`qualifier_endpoints_of`), found by its key as every delivery by id
-            // is (`qualifier_delivery_seq`): it goes to the endpoint asked for, and
-            // so does its place in the relay's queue.
-            diesel::sql_query(
-                "WITH moved AS (UPDATE deliveries SET endpoint_id = $1
-                                WHERE seq = qualifier_delivery_seq($2, 0, 1073741824)
-                                  AND delivery_id = $2 AND endpoint_id <> $1
-                                RETURNING seq)
-                 UPDATE deliveries_unsent u SET endpoint_id = $1
-                 FROM moved m WHERE u.seq = m.seq",
-            )
-            .bind::<diesel::sql_types::Uuid, _>(row.id)
-            .bind::<diesel::sql_types::Uuid, _>(delivery_id)
-            .execute(conn)
-            .await?;
-            Ok(delivery_id)
-        })
-        .await
-    }
 }
-
-/// The class of advisory lock an org's test events take (with a hash of the org's id), so their
-/// quota counts per org under concurrency.
-const TEST_EVENTS_LOCK: i32 = 0x7e57_0001;
