@@ -337,7 +337,7 @@ async fn a_lists_time_bounds_end_its_walk_at_the_sequences_marks() {
 /// range: it walks the org's dead ones (`deliveries_org_state`, which leaves the succeeded
 /// out) and reads about what it counts. With the states as a `text[]` parameter, PostgreSQL
 /// could not prove that index's condition and walked the range's every delivery instead
-/// (`states_literal` in crates/store/src/deliveries/lists.rs).
+/// (`states_literal` in crates/store/src/deliveries/filter.rs).
 #[tokio::test(flavor = "multi_thread")]
 async fn a_dry_runs_count_walks_the_states_it_counts() {
     let db = TestDb::new().await;

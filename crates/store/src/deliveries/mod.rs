@@ -1,7 +1,9 @@
 //! The delivery log: one delivery per event (the outbox row), its status and its attempts.
 //! - `state`: every move of a delivery's state, one function each (the one home of its writes);
 //! - `attempts`: the worker's hot-path read (what an attempt starts from);
-//! - `lists`: the lists, the console's search, one delivery, replays;
+//! - `filter`: which deliveries a list, a count or a bulk replay is about, as statements;
+//! - `lists`: the lists, the console's search, one delivery;
+//! - `replays`: one delivery or a filter's matches put back to the relay, paced;
 //! - `counting`: a dry run's count, from the hourly totals where they vouch for the range;
 //! - `logs`: rewriting old attempt logs into the compact form;
 //! - `rows`: the deliveries in rows of their own, kept beside the outbox, and their history's fill.
@@ -24,14 +26,17 @@ mod attempts;
 pub mod state;
 pub use state::{Outcome, Written};
 mod counting;
+mod filter;
 mod lists;
 mod logs;
+mod replays;
 mod rows;
 
 pub use crate::partitions::{DeliveryRef, day_bounds};
+pub use filter::DeliveryFilter;
 pub(crate) use lists::listed_endpoint;
-pub use lists::{DeliveryFilter, ReplayCount, replay_answer};
 pub use logs::CompactedBatch;
+pub use replays::{ReplayCount, replay_answer};
 pub use rows::Fill;
 
 #[derive(Debug, Clone, Serialize)]
