@@ -1,0 +1,383 @@
+//! The one home of a delivery's state: every statement that moves a delivery from one state
+//! to another is in this directory, one function per move, over the conditions and the requeue
+//! written once here: an attempt's outcome in `outcomes.rs`, every wait and its end in
+//! `waits.rs`.
+//!
+//! A delivery's state is its own row's (`deliveries`, `DeliveryState` in
+//! crates/domain/src/delivery.rs): queued for the relay (due at `due_at`), paced (waiting in
+//! its row for a throttle turn, `turn_at`), out (with a worker or in a broker queue), held
+//! while its endpoint fails, waiting for an earlier delivery of its lead (`after_earlier`),
+//! and its three ends, succeeded, dead and skipped; every wait resumes at `resume_attempt`,
+//! and `retrying` says an attempt of its cycle failed. Its event's outbox row keeps the same
+//! state in seven columns, for the release before this one (`published_at`, `held_at`,
+//! `waiting_for`, `paced_at`, `replay_at`, `status`, `resume_attempt`), and the two are kept
+//! one by triggers both ways: a move written on the delivery row is written back to the
+//! outbox, one written on the outbox into the delivery row.
+//!
+//! The moves on the delivery rows (the condition `open!`, the requeue [`requeue`]):
+//!
+//! - [`Store::schedule_attempts`](crate::Store::schedule_attempts): the next attempt due at an instant (a retry's is scheduled by
+//!   its failed attempt's outcome, below, in the same statement);
+//! - [`Store::hold_delivery`](crate::Store::hold_delivery), [`release_held`], [`Store::release_stray_held`](crate::Store::release_stray_held): an outage's hold
+//!   and its end;
+//! - [`Store::wait_for_earlier`](crate::Store::wait_for_earlier), [`Store::release_next_of_lead`](crate::Store::release_next_of_lead),
+//!   [`Store::release_stray_order_waits`](crate::Store::release_stray_order_waits): the lead's order, over one condition (the SQL
+//!   function `qualifier_earlier_pending`; the first two are SQL functions too,
+//!   `qualifier_wait_for_earlier` and `qualifier_release_next`);
+//! - [`Store::record_attempts`](crate::Store::record_attempts) / [`Store::record_attempt`](crate::Store::record_attempt): an attempt's outcome, and a
+//!   retry's requeue (under [`Store::schedule_attempts`](crate::Store::schedule_attempts)'s conditions);
+//! - [`Store::mark_skipped`](crate::Store::mark_skipped), [`skip_held`]: ended without a request;
+//! - the `SET` lists of the moves made inside statements that do more than move the
+//!   delivery, each used by that one statement: waiting for a throttle turn and a new turn
+//!   ([`wait_for_turn_set`], [`new_turn`], over [`WAITING_FOR_TURN`]: `crate::pacing`) and a
+//!   replay ([`replay`]: `super::lists`).
+//!
+//! The moves still written on the outbox's columns, the next to go over: out
+//! ([`published_set`], the relay's mark in `crate::outbox`) and ended by an erasure
+//! ([`erased_set`]: `crate::erasure`). The event's insert (`crate::leads::write`) creates a
+//! delivery queued with the columns' defaults; the compaction of old logs (`super::logs`)
+//! rewrites the attempt log, not the state.
+
+use diesel::sql_types::Bool;
+use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use std::time::Duration;
+
+use crate::answer::ReadToEnd;
+
+/// A delivery that has not ended, on its own row `d`: the condition every move of a live
+/// delivery written on the delivery rows is guarded by. An erased event's delivery has always
+/// ended: its erasure ends it `skipped` (or leaves it `succeeded`), and `outbox_stays_erased`
+/// keeps it so.
+macro_rules! open {
+    () => {
+        "d.state NOT IN ('succeeded', 'dead', 'skipped')"
+    };
+}
+pub(crate) use open;
+
+/// The delivery row `d` of delivery `$id` whose event is of a day from `$lo` to `$hi` (its
+/// `seq` range: the rows' partition key, so only those days' partitions are read; a message
+/// without its `seq` passes every day, `day_bounds`' widest range, clamped to days that can be
+/// shifted), found by its key: its `seq` through `qualifier_delivery_seq` (the event's unique
+/// index for an event's first delivery, `deliveries_own_id` for another endpoint's:
+/// migrations/2026-12-05-000058_first_deliveries_found_by_their_event), then the row.
+macro_rules! delivery_in_days {
+    ($id:literal, $lo:literal, $hi:literal) => {
+        concat!(
+            "d.seq = qualifier_delivery_seq(",
+            $id,
+            ", ",
+            $lo,
+            ", ",
+            $hi,
+            ") AND d.delivery_id = ",
+            $id,
+            " AND d.seq >= greatest(",
+            $lo,
+            "::int8, 0) << 32 AND d.seq < (least(",
+            $hi,
+            "::int8, 1073741824) + 1) << 32"
+        )
+    };
+}
+pub(crate) use delivery_in_days;
+
+/// "Send it back to the relay" on the delivery row: queued, due at `at` (an SQL expression),
+/// every wait left (an outage's hold, the lead's order, a throttle turn, whose time has passed
+/// or changed). The relay publishes it once it is due.
+pub(crate) fn requeue(at: &str) -> String {
+    format!("state = 'queued', due_at = {at}, turn_at = NULL, updated_at = clock_timestamp()")
+}
+
+/// Out: published by the relay (`crate::outbox`, `relay_batch`), its events-feed position `$pos`
+/// given once (an SQL expression, in the statement's fixed text).
+macro_rules! published_set {
+    ($pos:literal) => {
+        concat!("published_at = clock_timestamp(), feed_pos = ", $pos)
+    };
+}
+pub(crate) use published_set;
+
+/// Waiting in its row for a throttle turn too far off to wait for in a worker: the turn at
+/// `$at`, sent by the relay `$ahead` seconds before it, resuming at attempt `$resume` (SQL
+/// expressions, in the statement's fixed text: `crate::pacing`, `take_turn`), on the delivery
+/// row.
+macro_rules! wait_for_turn_set {
+    ($at:literal, $ahead:literal, $resume:literal) => {
+        concat!(
+            "state = 'paced', turn_at = ",
+            $at,
+            ", due_at = ",
+            $at,
+            " - make_interval(secs => ",
+            $ahead,
+            "), resume_attempt = ",
+            $resume,
+            ", updated_at = clock_timestamp()"
+        )
+    };
+}
+pub(crate) use wait_for_turn_set;
+
+/// The deliveries to endpoint `$5` of org `$1` waiting in their rows for a throttle turn, on
+/// the delivery rows `d` (through `deliveries_org_state`). What a change of the throttle moves
+/// (`crate::pacing`, `retime`).
+pub(crate) const WAITING_FOR_TURN: &str =
+    "d.org_id = $1 AND d.state = 'paced' AND d.turn_at IS NOT NULL AND d.endpoint_id = $5";
+
+/// A new turn at `at` for a delivery waiting in its row, sent `ahead` seconds before it (SQL
+/// expressions): the `SET` list of a throttle's retiming, on the delivery row.
+pub(crate) fn new_turn(at: &str, ahead: &str) -> String {
+    format!(
+        "turn_at = {at}, due_at = {at} - make_interval(secs => {ahead}),
+         updated_at = clock_timestamp()"
+    )
+}
+
+/// A replay: pending again from the first attempt (`resume_attempt` cleared, not retrying),
+/// outside its lead's order (`replayed`), sent back to the relay due at `at` (`super::lists`),
+/// on the delivery row.
+pub(crate) fn replay(at: &str) -> String {
+    format!(
+        "retrying = false, resume_attempt = NULL, replayed = true, {}",
+        requeue(at)
+    )
+}
+
+/// Ended by its lead's erasure (`crate::erasure`): skipped with `erased` unless it had already
+/// ended as sent or skipped, every wait cleared. An event never published is still published
+/// once, so that the feed gives it a position (its delivery is over, and the worker drops the
+/// message); a replay waiting for its slot is not sent.
+macro_rules! erased_set {
+    () => {
+        "status = CASE WHEN o.status IN ('succeeded', 'skipped') THEN o.status
+                       ELSE 'skipped' END,
+         last_error = CASE WHEN o.status IN ('succeeded', 'skipped') THEN o.last_error
+                           ELSE 'erased' END,
+         held_at = NULL, waiting_for = NULL, paced_at = NULL, resume_attempt = NULL,
+         replay_at = NULL,
+         published_at = CASE WHEN o.feed_pos IS NULL THEN o.published_at
+                             ELSE coalesce(o.published_at, clock_timestamp()) END,
+         updated_at = clock_timestamp()"
+    };
+}
+pub(crate) use erased_set;
+
+/// An earlier delivery of the row `o`'s lead is not over (pending or retrying): the lead-order
+/// condition, defined once as an SQL function
+/// (migrations/2026-12-02-000042_delivery_state_in_one_place/up.sql) that the functions of the
+/// lead's order call too.
+macro_rules! earlier_pending {
+    () => {
+        "qualifier_earlier_pending(o.org_id, o.endpoint_id, o.lead_id, o.seq)"
+    };
+}
+pub(crate) use earlier_pending;
+
+/// Wakes every relay (`qualifier_outbox`, sent at the commit of `conn`'s transaction): a row
+/// was put back for it, maybe due earlier than the instant it sleeps until.
+pub(crate) async fn wake_relay(conn: &mut AsyncPgConnection) -> Result<(), diesel::result::Error> {
+    diesel::sql_query("SELECT pg_notify('qualifier_outbox', '')")
+        .execute(conn)
+        .await
+        .map(|_| ())
+}
+
+/// How often the relay looks for due rows when nothing wakes it (crates/lead-api/src/relay.rs
+/// sleeps at most this long): a row due later needs no `NOTIFY`.
+pub const RELAY_POLL: Duration = Duration::from_secs(1);
+
+/// A function's yes or no (`qualifier_wait_for_earlier`, `qualifier_release_next`).
+#[derive(diesel::QueryableByName)]
+struct Answer {
+    #[diesel(sql_type = Bool)]
+    yes: bool,
+}
+
+/// A durable outcome: whether the delivery's lead was erased by then, and whether its next
+/// attempt ([`AttemptWrite::next`]) was scheduled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Written {
+    pub erased: bool,
+    pub scheduled: bool,
+}
+
+/// What became of one outcome of a [`Store::record_attempts`](crate::Store::record_attempts) batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Durable.
+    Written(Written),
+    /// Its lead is being erased: not written; write it alone with [`Store::record_attempt`](crate::Store::record_attempt),
+    /// which waits for the erasure.
+    Locked,
+}
+
+/// Whether the delivery `d`'s event was erased, in the outcome statement: as the event's row
+/// (`e`) says in the statement's snapshot, or as the delivery's row says once locked (its
+/// `erased` mark, which every erasure sets, whatever the delivery's state was).
+/// The erasure lock the guards take is taken after the snapshot, so an erasure that committed
+/// in between is seen only in the delivery's row, which PostgreSQL reads again at its latest
+/// once it waited for it.
+macro_rules! erased_now {
+    () => {
+        "(e.erased_at IS NOT NULL OR d.erased)"
+    };
+}
+
+/// The outcome's next attempt is scheduled in the same write (`v.due`, `v.resume`): a failed
+/// attempt that will be retried goes back to the relay due at its retry's instant, as
+/// [`Store::schedule_attempts`](crate::Store::schedule_attempts) would, unless its lead was erased (it has ended), the attempt
+/// ended it, the delivery ended while the attempt was in flight (its endpoint deleted, a
+/// duplicate that succeeded: an ended delivery stays ended), or it waits for an outage or an
+/// earlier delivery of its lead (that wait resumes it). Conditions on the row as it was before
+/// the statement.
+macro_rules! scheduled {
+    () => {
+        concat!(
+            "(v.due IS NOT NULL AND NOT ",
+            erased_now!(),
+            " AND v.status NOT IN ('succeeded', 'dead', 'skipped')
+              AND d.state NOT IN ('held', 'after_earlier', 'succeeded', 'dead', 'skipped'))"
+        )
+    };
+}
+
+/// The outcome statement after its parameters: each outcome applied to its delivery's row,
+/// found by its key (the event's `seq`, which the message carries, and the delivery's own id;
+/// the primary key, whatever the plan: an equality on `seq` leaves the planner no walk of a
+/// partition's keys through a range, which a generic plan made while the day's partition was
+/// small once chose, taking a lock for every row it passed), with `$guard` as one more
+/// condition on the row; its event's row by the same `seq`. A message of a release that did not
+/// carry the `seq` names its event's one delivery, whose `seq` the event's unique index gives.
+/// Whether the event was erased: `erased_now!`. An
+/// erased event's delivery stays as its erasure left it, as `outbox_stays_erased` keeps the
+/// event's row: ended `skipped` unless this attempt succeeded, the entry without
+/// the receiver's answer, the request's headers and the signatures.
+macro_rules! record_tail {
+    ($guard:literal) => {
+        concat!(
+            ")), v AS (
+                 SELECT * FROM p, unnest(p.ids, p.statuses, p.codes, p.errs, p.entries,
+                                         $8::int8[], $9::timestamptz[], $10::int4[])
+                      AS v(id, status, code, err, entry, seq, due, resume))
+             UPDATE deliveries d SET
+                    state = CASE WHEN ",
+            erased_now!(),
+            "
+                                 THEN CASE WHEN v.status IN ('succeeded', 'skipped')
+                                           THEN v.status ELSE 'skipped' END
+                                 WHEN d.state IN ('succeeded', 'dead', 'skipped') THEN d.state::text
+                                 WHEN v.status IN ('succeeded', 'dead', 'skipped') THEN v.status
+                                 WHEN ",
+            scheduled!(),
+            " THEN 'queued'
+                                 ELSE d.state::text END::delivery_state,
+                    due_at = CASE WHEN ",
+            scheduled!(),
+            " THEN v.due ELSE d.due_at END,
+                    turn_at = CASE WHEN ",
+            scheduled!(),
+            " THEN NULL ELSE d.turn_at END,
+                    retrying = NOT ",
+            erased_now!(),
+            " AND v.status = 'failed',
+                    attempts = d.attempts + 1,
+                    failed_attempts = d.failed_attempts + (v.err IS NOT NULL)::int,
+                    last_status_code = v.code,
+                    last_error = CASE WHEN ",
+            erased_now!(),
+            " AND v.status NOT IN ('succeeded', 'skipped')
+                                      THEN 'erased' ELSE v.err END,
+                    attempt_log = d.attempt_log || jsonb_build_array(
+                        CASE WHEN ",
+            erased_now!(),
+            "
+                             THEN v.entry - 'response_body' - 'request_headers' - 'signatures'
+                                  - 'b' - 'g'
+                             ELSE v.entry END),
+                    resume_attempt = CASE WHEN ",
+            erased_now!(),
+            " THEN NULL WHEN ",
+            scheduled!(),
+            " THEN v.resume ELSE d.resume_attempt END,
+                    updated_at = clock_timestamp()
+             FROM v, outbox e
+             WHERE d.seq = coalesce(v.seq, (SELECT o.seq FROM outbox o
+                                             WHERE o.delivery_id = v.id
+                                               AND (o.seq >> 32) BETWEEN $6 AND $7))
+               AND d.delivery_id = v.id
+               AND e.seq = d.seq AND (e.seq >> 32) BETWEEN $6 AND $7",
+            $guard,
+            "
+             RETURNING d.delivery_id,
+                       e.erased_at IS NOT NULL
+                       OR d.last_error IS NOT DISTINCT FROM 'erased' AS erased,
+                       v.due IS NOT NULL AND d.state = 'queued' AS scheduled"
+        )
+    };
+}
+
+/// A batch: a row of a lead being erased is left for [`Store::record_attempt`](crate::Store::record_attempt). An erasure
+/// holds its lead's erasure lock (`crate::erasure::ERASING`) from before it locks any row; a
+/// batch takes it shared, and a lead whose lock it cannot have at once is skipped, so the batch
+/// never waits on the erasure's row locks. Shared locks among batches never conflict, and
+/// taking one writes nothing (a `FOR UPDATE … SKIP LOCKED` would write a lock record per row
+/// on the path every event takes).
+const RECORD_SKIPPING_LOCKED: &str = record_tail!(
+    "
+               AND (d.lead_id IS NULL
+                    OR pg_try_advisory_xact_lock_shared(hashtextextended(d.lead_id::text, 20)))"
+);
+/// One outcome alone: it waits for its lead's erasure to end (the erasure lock, shared) before
+/// it locks any row, then for its row as any write does.
+const RECORD_WAITING: &str = record_tail!(
+    "
+               AND (d.lead_id IS NULL
+                    OR pg_advisory_xact_lock_shared(hashtextextended(d.lead_id::text, 20))
+                       IS NOT NULL)"
+);
+
+impl crate::Store {
+    /// Retires the outbox from the deliveries' state
+    /// (migrations/2026-12-04-000048_the_outbox_retires/up.sql): true if this call did it,
+    /// false if it was done already. Its drops take the outbox's lock, waiting at most half a
+    /// second each time behind the running services, then trying again, for about two
+    /// minutes.
+    pub async fn retire_outbox(&self) -> Result<bool, crate::StoreError> {
+        use diesel_async::AsyncConnection;
+        #[derive(diesel::QueryableByName)]
+        struct Retired {
+            #[diesel(sql_type = diesel::sql_types::Bool)]
+            retired: bool,
+        }
+        let mut tries = 1u64;
+        loop {
+            let mut conn = self.conn().await?;
+            let done = conn
+                .transaction::<bool, diesel::result::Error, _>(async |conn| {
+                    diesel::sql_query("SET LOCAL lock_timeout = '500ms'")
+                        .execute(conn)
+                        .await?;
+                    let r: Retired =
+                        diesel::sql_query("SELECT qualifier_outbox_retire() AS retired")
+                            .one(conn)
+                            .await?;
+                    Ok(r.retired)
+                })
+                .await;
+            match done {
+                Ok(retired) => return Ok(retired),
+                Err(e) if tries < 240 && crate::pool::gave_way(&e) => {
+                    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+                    tries += 1;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+}
+
+// The moves, by what they answer: an attempt's outcome, and every wait and its end.
+mod outcomes;
+mod waits;
+pub(crate) use waits::{release_held, skip_endpoint, skip_held};
