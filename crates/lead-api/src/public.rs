@@ -1,7 +1,7 @@
 //! The public API, `/api/v1`, authenticated with org tokens.
 
 use actix_web::{HttpRequest, HttpResponse, http::header, web};
-use qualifier_store::outbox::FeedError;
+use qualifier_store::feed::FeedError;
 use serde_json::{Value, json};
 
 use crate::error::{ApiError, method_not_allowed};

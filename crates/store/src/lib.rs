@@ -10,6 +10,7 @@ pub mod endpoint_secrets;
 pub mod endpoints;
 pub mod erasure;
 pub mod error;
+pub mod feed;
 pub mod handoffs;
 pub mod health;
 pub mod idempotency;
