@@ -195,7 +195,7 @@ async fn leads(c: &tokio_postgres::Client, org: Uuid, first: i32, n: i32) -> Vec
 }
 
 /// A change of a lead (the read of its row and version, then the compare-and-set write with its
-/// events, `crates/store/src/leads/write.rs`) in a session planning generically, as `lead-api`'s
+/// events, `crates/store/src/leads/statement.rs`) in a session planning generically, as `lead-api`'s
 /// do by default: planned while `leads` is new and has no statistics, it still finds the row by
 /// its primary key once the org has thousands of leads, rather than walking the org's entries
 /// of `leads_org_updated`.

@@ -199,6 +199,7 @@ pub struct InternalPatch {
     pub stage: Option<Stage>,
 }
 
+mod statement;
 mod write;
 
 pub(crate) use write::lock_lead;
