@@ -398,10 +398,11 @@ const SINCE_0_3_0: [(&str, &str); 16] = [
 ];
 
 /// A delivery retrying when 0.3.0's rows are upgraded (their state cannot tell a retry from a
-/// first attempt) is `retrying` once migration 44 ran, and the two shapes agree again; the
-/// history's fill, not finished when the upgrade came, is finished by it. Events 0 and 1 are
-/// history not filled yet, 2 and 3 have the rows 0.3.0's triggers wrote; 1 and 3 retry, 0 and
-/// 2 wait for the relay (0.3.0 made them due at their creation).
+/// first attempt) is `retrying` once `2026-12-04-000044_a_retry_in_the_delivery_row` ran, and
+/// the two shapes agree again; the history's fill, not finished when the upgrade came, is
+/// finished by it. Events 0 and 1 are history not filled yet, 2 and 3 have the rows 0.3.0's
+/// triggers wrote; 1 and 3 retry, 0 and 2 wait for the relay (0.3.0 made them due at their
+/// creation).
 #[tokio::test(flavor = "multi_thread")]
 async fn the_upgrade_finishes_the_fill_and_marks_the_retries_stored_before_it() {
     let db = TestDb::following_outbox().await;

@@ -24,7 +24,7 @@ async fn a_migration_that_meets_a_writers_lock_gives_way_and_a_readers_does_not_
     let pending: bool =
         qualifier_testkit::sql::one(&c, "SELECT to_regclass('delivery_hour_cover') IS NULL", &[])
             .await;
-    assert!(pending, "migration 29 is undone");
+    assert!(pending, "the kept hours (2026-11-26-000029_delivery_hours_kept) are undone");
 
     // A reader of the outbox in a long transaction (a console export, a report, or the
     // previous version's backlog gauge, which reads the whole table): replacing the outbox's
@@ -251,7 +251,7 @@ async fn the_hourly_totals_are_counted_without_holding_writers_and_agree_with_th
         [2, 1, 0, 1, 5],
         "succeeded, dead, skipped, in progress, failed attempts"
     );
-    // Run again (done, or a database counted by the earlier migration 25): nothing added.
+    // Run again (done, or a database counted by 2026-11-25-000025_delivery_hours): nothing added.
     c.batch_execute(COUNT).await.unwrap();
     let again: i64 = qualifier_testkit::sql::one(
         &c,
