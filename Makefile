@@ -31,8 +31,10 @@ test: services      ## unit and integration tests against the local PostgreSQL a
 	$(CARGO) test --workspace --all-targets -- --ignored --test-threads=1
 	$(CARGO) test --workspace --doc
 	$(MAKE) receiver-kit
-	# `make run` as a newcomer meets it: the printed lines work, a used console link names
-	# make console-link, and its link signs in (beside the default services, removed after).
+	# `make run` as a newcomer meets it: the printed lines work from any directory, a second
+	# endpoint gets its own signed copy, each chart counts its list, a used console link
+	# names make console-link, and Ctrl-C stops it quietly with 0 (beside the default
+	# services, removed after).
 	python3 scripts/check-run-dev.py
 
 conformance:        ## schemathesis against docs/openapi.yaml on a live lead-api (no 5xx, as documented)
