@@ -144,28 +144,24 @@ impl TestDb {
     }
 
     async fn from_template(following: bool) -> TestDb {
-        let admin = admin().await;
-        let tpl = ensure_template(&admin, following).await;
-        let name = format!("qualifier_test_{}", uuid::Uuid::new_v4().simple());
-        admin
-            .batch_execute(&format!("CREATE DATABASE {name} TEMPLATE {tpl}"))
-            .await
-            .expect("create test database from template");
-        TestDb {
-            url: url_for(&name),
-            name,
-        }
+        let tpl = ensure_template(&admin().await, following).await;
+        Self::created(&format!(" TEMPLATE {tpl}")).await
     }
 
     /// A database of this test's own with no schema at all, for a driver that migrates it with
     /// another build (the upgrade check starts from the previous version's schema).
     pub async fn empty() -> TestDb {
-        let admin = admin().await;
+        Self::created("").await
+    }
+
+    /// A new database of this test's own, `CREATE DATABASE <name><how>`.
+    async fn created(how: &str) -> TestDb {
         let name = format!("qualifier_test_{}", uuid::Uuid::new_v4().simple());
-        admin
-            .batch_execute(&format!("CREATE DATABASE {name}"))
+        admin()
             .await
-            .expect("create an empty test database");
+            .batch_execute(&format!("CREATE DATABASE {name}{how}"))
+            .await
+            .expect("create a test database");
         TestDb {
             url: url_for(&name),
             name,
@@ -470,17 +466,29 @@ pub fn env_literals_in(dirs: &[&str]) -> std::collections::BTreeSet<String> {
     found
 }
 
+/// The sources every service reads variables in besides its own: the helpers that read by
+/// hand (the shared declarations, `args.rs`, reach `--help` through the arguments each binary
+/// flattens).
+const SHARED_SOURCES: [&str; 4] = [
+    "crates/config/src/lib.rs",
+    "crates/telemetry/src",
+    "crates/store/src",
+    "crates/bus/src",
+];
+
 /// `binary --help` names exactly the variables its clap command declares (`declared`), and no
-/// variable named in the sources under `dirs` is missing from it. Returns what `--help` names.
+/// variable named in its own sources (`own`) or the ones every service shares is missing from
+/// it. Returns what `--help` names.
 pub fn assert_help_covers(
     binary: &str,
     declared: Vec<String>,
-    dirs: &[&str],
+    own: &str,
 ) -> std::collections::BTreeSet<String> {
     let help = help_env_names(binary);
     let declared: std::collections::BTreeSet<String> = declared.into_iter().collect();
     assert_eq!(help, declared, "--help shows each declared variable");
-    let missing: Vec<_> = env_literals_in(dirs)
+    let dirs: Vec<&str> = std::iter::once(own).chain(SHARED_SOURCES).collect();
+    let missing: Vec<_> = env_literals_in(&dirs)
         .into_iter()
         .filter(|v| !help.contains(v))
         .collect();

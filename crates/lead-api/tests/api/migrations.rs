@@ -24,7 +24,10 @@ async fn a_migration_that_meets_a_writers_lock_gives_way_and_a_readers_does_not_
     let pending: bool =
         qualifier_testkit::sql::one(&c, "SELECT to_regclass('delivery_hour_cover') IS NULL", &[])
             .await;
-    assert!(pending, "the kept hours (2026-11-26-000029_delivery_hours_kept) are undone");
+    assert!(
+        pending,
+        "the kept hours (2026-11-26-000029_delivery_hours_kept) are undone"
+    );
 
     // A reader of the outbox in a long transaction (a console export, a report, or the
     // previous version's backlog gauge, which reads the whole table): replacing the outbox's
