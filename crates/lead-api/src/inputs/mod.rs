@@ -480,11 +480,18 @@ pub struct ReplayFilter {
 }
 
 impl ReplayFilter {
-    /// Every dead delivery of the org (the console's "Replay all dead").
+    /// Every dead delivery of the org's primary endpoint.
     pub fn all_dead(dry_run: bool) -> ReplayFilter {
+        Self::all_dead_of(None, dry_run)
+    }
+
+    /// Every dead delivery of one endpoint of the org (`None`: the primary's), the console's
+    /// "Replay all dead" under that endpoint's list.
+    pub fn all_dead_of(endpoint_id: Option<uuid::Uuid>, dry_run: bool) -> ReplayFilter {
         ReplayFilter {
             filter: DeliveryFilter {
                 statuses: vec![DeliveryStatus::Dead],
+                endpoint_id,
                 ..Default::default()
             },
             dry_run,

@@ -1009,7 +1009,7 @@ async fn a_used_link_says_how_to_get_a_new_one() {
 /// deliveries; the Deliveries page filtered by one shows that endpoint's only, and keeps the
 /// filter on its next page. Another org's endpoint shows nothing of it.
 #[tokio::test(flavor = "multi_thread")]
-async fn other_endpoints_are_listed_with_their_deliveries_one_endpoint_at_a_time() {
+async fn every_endpoint_is_listed_and_its_deliveries_chart_and_replay_are_its_own() {
     let app = app().await;
     let (org, _) = app.org().await;
     let (other, _) = app.org().await;
@@ -1128,6 +1128,70 @@ async fn other_endpoints_are_listed_with_their_deliveries_one_endpoint_at_a_time
         primary.contains("href=\"/console/webhook\">Endpoint settings"),
         "{primary}"
     );
+
+    // "Replay all dead" under an endpoint's list replays that endpoint's dead deliveries, and
+    // says whose they are; the primary's are not touched.
+    let pg = app.db.client().await;
+    pg.execute(
+        "UPDATE deliveries SET state = 'dead', due_at = NULL WHERE org_id = $1::text::uuid",
+        &[&org],
+    )
+    .await
+    .unwrap();
+    let replay = format!("/console/deliveries/replay-dead?endpoint_id={id}");
+    let (_, theirs_list) = get(
+        &app,
+        Some(&cookie),
+        &format!("/console/deliveries?endpoint_id={id}"),
+    )
+    .await;
+    assert!(
+        theirs_list.contains(&format!("href=\"{replay}\"")),
+        "{theirs_list}"
+    );
+    let (status, question) = get(&app, Some(&cookie), &replay).await;
+    assert_eq!(status, 200);
+    assert!(
+        question.contains("<strong>3</strong> dead deliveries"),
+        "{question}"
+    );
+    assert!(question.contains("Data warehouse"), "{question}");
+    let csrf = csrf_of(&question);
+    let (status, _, loc) = post(
+        &app,
+        &cookie,
+        "/console/deliveries/replay-dead",
+        &[("csrf", &csrf), ("endpoint_id", &id)],
+    )
+    .await;
+    assert_eq!(status, 303);
+    assert_eq!(
+        loc.as_deref(),
+        Some(format!("/console/deliveries?endpoint_id={id}&done=replayed-all").as_str())
+    );
+    let dead_per_endpoint: Vec<(String, i64)> = pg
+        .query(
+            "SELECT (endpoint_id = $2::text::uuid)::text, count(*) FROM deliveries
+             WHERE org_id = $1::text::uuid AND state = 'dead' GROUP BY 1 ORDER BY 1",
+            &[&org, &id],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    assert_eq!(
+        dead_per_endpoint,
+        [("false".to_owned(), 3)],
+        "the endpoint's three replayed, the primary's three still dead"
+    );
+    let (status, _) = get(
+        &app,
+        Some(&cookie),
+        "/console/deliveries/replay-dead?endpoint_id=not-an-id",
+    )
+    .await;
+    assert_eq!(status, 404);
 }
 
 /// Another org's endpoint id on any endpoint page or form of the console: `Endpoint not found`,

@@ -110,18 +110,46 @@ pub(in crate::console) async fn delivery_replay(
 }
 
 /// The count first (a dry run), then the button that replays them.
+/// The endpoint a "Replay all dead" acts on: the one the list it came from shows (its
+/// `endpoint_id`, parsed as the list parses it), else the primary. Another org's id matches
+/// no delivery: the replay's statements read the session's org only.
+fn replayed_endpoint(raw: Option<&str>) -> Result<Option<uuid::Uuid>> {
+    match raw.map(str::trim).filter(|r| !r.is_empty()) {
+        None => Ok(None),
+        Some(r) => uuid::Uuid::parse_str(r)
+            .map(Some)
+            .map_err(|_| ConsoleError::NotFound(crate::console::place::Place::ENDPOINT_NOT_FOUND)),
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct OfEndpoint {
+    endpoint_id: Option<String>,
+}
+
 pub(in crate::console) async fn replay_dead_get(
     s: ConsoleSession,
+    req: HttpRequest,
     st: web::Data<AppState>,
 ) -> Result<HttpResponse> {
+    let asked = web::Query::<OfEndpoint>::from_query(req.query_string())
+        .map(|q| q.into_inner().endpoint_id)
+        .unwrap_or(None);
+    let endpoint = replayed_endpoint(asked.as_deref())?;
     let n = st
-        .replay_matching(s.org_id, &ReplayFilter::all_dead(true))
+        .replay_matching(s.org_id, &ReplayFilter::all_dead_of(endpoint, true))
         .await?
         .replayable();
+    let endpoints = st.store.list_endpoints(s.org_id).await?;
+    let named = match endpoint {
+        None => endpoints.first(),
+        Some(id) => endpoints.iter().find(|e| e.webhook.id == id),
+    };
     Ok(ok(pages::replay_dead_page(
         &s.who(),
         n,
         st.replay_rate_per_second,
+        endpoint.zip(named.map(|e| pages::endpoint_name(&e.webhook))),
     )))
 }
 
@@ -129,7 +157,15 @@ pub(in crate::console) async fn replay_dead_post(
     f: CsrfForm,
     st: web::Data<AppState>,
 ) -> Result<Posted> {
-    st.replay_matching(f.session.org_id, &ReplayFilter::all_dead(false))
-        .await?;
-    Ok(f.answer(see_other("/console/deliveries?done=replayed-all")))
+    let endpoint = replayed_endpoint(f.form.get("endpoint_id"))?;
+    st.replay_matching(
+        f.session.org_id,
+        &ReplayFilter::all_dead_of(endpoint, false),
+    )
+    .await?;
+    let back = match endpoint {
+        None => "/console/deliveries?done=replayed-all".to_owned(),
+        Some(id) => format!("/console/deliveries?endpoint_id={id}&done=replayed-all"),
+    };
+    Ok(f.answer(see_other(&back)))
 }

@@ -157,11 +157,23 @@ pub fn deliveries_page(who: &Who, v: &DeliveriesView) -> Markup {
         (day_summary(v.hours, v.listed()))
         (search_form(v.search))
         (filter_form(v.filter, v.endpoints, v.filter_error))
-        p { a href="/console/deliveries/replay-dead" { "Replay all dead" } " — shows how many first." }
+        p { a href=(replay_dead_href(v.filter)) { "Replay all dead" } " — shows how many first." }
         (deliveries_table(v.rows, v.search))
         @if let Some(h) = next_href(v.filter, v.next) { p { a href=(h) rel="next" { "Next page" } } }
     };
     layout("Deliveries", Nav::Deliveries, who, content)
+}
+
+/// "Replay all dead" of the endpoint whose list this is.
+fn replay_dead_href(filter: &DeliveryFilterForm) -> String {
+    if filter.endpoint_id.is_empty() {
+        "/console/deliveries/replay-dead".to_owned()
+    } else {
+        format!(
+            "/console/deliveries/replay-dead?endpoint_id={}",
+            filter.endpoint_id
+        )
+    }
 }
 
 /// The next page's link: the filter as it is, and the cursor.
@@ -426,8 +438,20 @@ pub fn delivery_page(
     layout("Delivery", Nav::Deliveries, who, content)
 }
 
-pub fn replay_dead_page(who: &Who, count: usize, rate: u32) -> Markup {
+/// The question before "Replay all dead": how many of the endpoint's dead deliveries would go
+/// (`endpoint`: the endpoint the list showed, with its name; `None`: the primary's).
+pub fn replay_dead_page(
+    who: &Who,
+    count: usize,
+    rate: u32,
+    endpoint: Option<(uuid::Uuid, &str)>,
+) -> Markup {
+    let back = match endpoint {
+        Some((id, _)) => format!("/console/deliveries?endpoint_id={id}"),
+        None => "/console/deliveries".to_owned(),
+    };
     let content = html! {
+        @if let Some((_, name)) = endpoint { p { "Endpoint " strong data-replay-endpoint { (name) } } }
         @if count == 0 {
             p { "No dead deliveries: nothing to replay." }
         } @else {
@@ -439,10 +463,11 @@ pub fn replay_dead_page(who: &Who, count: usize, rate: u32) -> Markup {
             }
             form method="post" action="/console/deliveries/replay-dead" {
                 input type="hidden" name="csrf" value=(who.csrf);
+                @if let Some((id, _)) = endpoint { input type="hidden" name="endpoint_id" value=(id); }
                 button type="submit" { "Replay all dead" }
             }
         }
-        p { a href="/console/deliveries" { "Back to deliveries" } }
+        p { a href=(back) { "Back to deliveries" } }
     };
     layout("Replay all dead", Nav::Deliveries, who, content)
 }
