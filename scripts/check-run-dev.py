@@ -147,7 +147,7 @@ def sign_in_in_chromium(url):
         page = b.new_page()
         page.goto(url)
         expect(page).to_have_url(url.split("/console/")[0] + "/console")
-        expect(page.get_by_role("heading", name="Endpoints")).to_be_visible()
+        expect(page.get_by_role("heading", name="Webhook")).to_be_visible()
         b.close()
 
 
@@ -160,7 +160,7 @@ def charts_agree_with_lists(link):
     base = link.split("/console/")[0]
     page = lambda path: opener.open(base + path, timeout=10).read().decode()
     opener.open(link, timeout=10).read()
-    endpoints = re.findall(r'data-endpoint="([0-9a-f-]+)"', page("/console"))
+    endpoints = re.findall(r'data-endpoint="([0-9a-f-]+)"', page("/console/endpoints"))
     assert len(endpoints) == 2, endpoints
     seen = []
     for e in endpoints:

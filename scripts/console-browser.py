@@ -43,7 +43,7 @@ def shot(page, shots, name):
 def sign_in(page, url):
     page.goto(url)
     expect(page).to_have_url(url.split("/console/")[0] + "/console")
-    expect(page.get_by_role("heading", name="Endpoints")).to_be_visible()
+    expect(page.get_by_role("heading", name="Webhook")).to_be_visible()
 
 
 @contextlib.contextmanager
@@ -75,14 +75,6 @@ def setup(login, endpoint, shots):
         b = browser(p)
         page = b.new_context(viewport={"width": 1100, "height": 900}).new_page()
         sign_in(page, login)
-        # Endpoints first: the primary's row leads to its page (an org without an endpoint
-        # is offered it instead).
-        new_org = page.get_by_role("link", name="set up your webhook")
-        if new_org.count():
-            new_org.click()
-        else:
-            page.locator("tr[data-primary] td a").first.click()
-        expect(page.get_by_role("heading", name="Webhook")).to_be_visible()
         # Keyboard use: Tab reaches the first field, and its focus ring is visible.
         out["keyboard_reaches_url"] = False
         for _ in range(12):
@@ -256,7 +248,7 @@ def debug(login, delivery_id, shots, allowed_port, allowed_src, refused_port, re
         for name, port in [("allowed", allowed_port), ("refused", refused_port)]:
             host = b.new_context(viewport={"width": 1100, "height": 900}).new_page()
             host.goto(f"http://127.0.0.1:{port}/")
-            heading = host.frame_locator("iframe").get_by_role("heading", name="Endpoints")
+            heading = host.frame_locator("iframe").get_by_role("heading", name="Webhook")
             try:
                 expect(heading).to_be_visible(timeout=5000)
                 out[f"framed_{name}"] = True
@@ -302,7 +294,7 @@ def cross_site(login_a, login_b, port, shots):
         probe.close()
         if out["asked"]:
             switch.click()
-            expect(page.get_by_role("heading", name="Endpoints")).to_be_visible()
+            expect(page.get_by_role("heading", name="Webhook")).to_be_visible()
             out["after_click"] = page.locator("[data-org]").inner_text()
         server.shutdown()
         b.close()
@@ -313,6 +305,7 @@ def endpoints_add(login, endpoint, shots):
     """Adds a second endpoint, sends it a test event, edits its types and rotates its secret."""
     out = {}
     with signed_in(login) as page:
+        page.get_by_role("link", name="Endpoints", exact=True).click()
         page.get_by_role("link", name="Add endpoint").click()
         expect(page.get_by_role("heading", name="Add endpoint")).to_be_visible()
         page.get_by_label("Endpoint URL").fill(endpoint)
@@ -361,12 +354,12 @@ def endpoints_add(login, endpoint, shots):
         expect(rotated).to_be_visible()
         out["rotated_secret"] = rotated.inner_text().strip()
 
-        # The sign-in link again, used already, in this browser still signed in: back to the
-        # console, saying so, not the signed-out page.
-        page.goto(login)
-        out["used_link_url"] = page.url
+        # The sign-in link again, used already, in this browser still signed in: refused (401),
+        # saying the session goes on, and its link leads back to the settings, signed in.
+        out["used_link_status"] = page.goto(login).status
         out["used_link_notice"] = page.get_by_role("status").inner_text()
-        out["used_link_still_signed_in"] = page.locator("[data-org]").count() == 1
+        page.get_by_role("link", name="Back to the settings").click()
+        out["used_link_still_signed_in"] = page.get_by_role("heading", name="Webhook").count() == 1
     return out
 
 

@@ -97,8 +97,11 @@ pub(super) async fn sign_in(
         .finish())
 }
 
-/// Where a used or expired sign-in link leads a browser still signed in.
-const LINK_USED: &str = "/console?done=link-used";
+/// A used or expired sign-in link in a browser still signed in: the contract's 401 page, but
+/// saying that the session goes on, with the way back to it (not "…or your session ended").
+fn link_used(who: &pages::Who) -> HttpResponse {
+    super::page(StatusCode::UNAUTHORIZED, pages::link_used_page(who))
+}
 
 /// Exchanges a ticket for a session cookie, then sends the browser to the console. Signed in
 /// to another org already, the browser is asked first (docs/reliability.md, "Strangers, quotas and pages"): a link to another
@@ -106,9 +109,9 @@ const LINK_USED: &str = "/console?done=link-used";
 pub(super) async fn login(req: HttpRequest, st: web::Data<AppState>) -> Result<HttpResponse> {
     let q = web::Query::<LoginQuery>::from_query(req.query_string())
         .map_err(|_| ConsoleError::SignedOut)?;
-    // A link used already (or expired) in a browser still signed in leads back to the
-    // console, saying so, rather than to the page of a session that ended: the session is
-    // the browser's own, and the link adds nothing to it. Without a session it is refused.
+    // A link used already (or expired) is refused with 401 whoever opens it; in a browser
+    // still signed in the page says the session goes on and links back to it, rather than
+    // suggesting it ended. Without a session it is the usual signed-out page.
     let link = ticket_of(&st, q.ticket.as_deref());
     let current = match link {
         // A stranger's made-up link is refused before any session is read.
@@ -117,12 +120,12 @@ pub(super) async fn login(req: HttpRequest, st: web::Data<AppState>) -> Result<H
     };
     let ticket = match (link, &current) {
         (Ok(t), _) => t,
-        (Err(ConsoleError::SignedOut), Some(_)) => return Ok(see_other(LINK_USED)),
+        (Err(ConsoleError::SignedOut), Some(s)) => return Ok(link_used(&s.who())),
         (Err(e), _) => return Err(e),
     };
     if let Some(current) = current {
         let Some(target) = st.store.peek_console_ticket(ticket).await? else {
-            return Ok(see_other(LINK_USED));
+            return Ok(link_used(&current.who()));
         };
         if target.org_id != current.org_id {
             // The page's form carries the ticket as issued (signed), as the link did.

@@ -97,8 +97,9 @@ pub fn routes(cfg: &mut web::ServiceConfig, frame_ancestors: &[String]) {
                     .add((header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
                     .add((header::CACHE_CONTROL, "no-store")),
             )
-            // The console opens on the org's endpoints, each with a page of its own.
-            .route("", web::get().to(endpoints_get))
+            // The console opens on the webhook, the org's first endpoint (contract section 7);
+            // `Endpoints` lists them all, each with a page of its own.
+            .route("", web::get().to(webhook_get))
             .route("/webhook", web::get().to(webhook_get))
             .route("/login", web::get().to(login))
             .route("/login", post(login_switch))

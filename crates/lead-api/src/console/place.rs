@@ -2,7 +2,7 @@
 //! handlers share, read from the request's path by `super::extract`.
 
 /// The endpoint a settings page or action is about, from its path: the org's first endpoint
-/// (`/console/webhook…`, the v1.0 `webhook`) or one of the org's endpoints by id
+/// (`/console`, `/console/webhook…`, the v1.0 `webhook`) or one of the org's endpoints by id
 /// (`/console/endpoints/{id}…`). One set of handlers serves both. The id is
 /// only ever looked up inside the session's org ([`Place::at`]): another org's id is
 /// "Endpoint not found", as in the API.
@@ -25,7 +25,7 @@ impl Place {
     /// The page's address.
     pub fn page(&self) -> String {
         match self.id {
-            None => "/console/webhook".to_owned(),
+            None => "/console".to_owned(),
             Some(id) => format!("/console/endpoints/{id}"),
         }
     }

@@ -572,7 +572,7 @@ async fn a_failing_endpoint_shows_a_banner_whose_check_now_makes_a_probe_due() {
     let csrf = csrf_of(&html);
     let (status, _, loc) = post(&app, &cookie, "/console/webhook/check", &[("csrf", &csrf)]).await;
     assert_eq!(status, 303);
-    assert_eq!(loc.as_deref(), Some("/console/webhook?done=checking"));
+    assert_eq!(loc.as_deref(), Some("/console?done=checking"));
     let due: bool = qualifier_testkit::sql::one(
         &pg,
         "SELECT next_probe_at <= now() FROM endpoint_health WHERE org_id = $1::text::uuid",
@@ -1048,14 +1048,14 @@ async fn every_endpoint_is_listed_and_its_deliveries_chart_and_replay_are_its_ow
         app.inbound_lead(&org, &format!("+44770090061{n}")).await;
     }
     let cookie = sign_in(&app, &org).await;
-    // The console opens on every endpoint, the primary first and marked.
-    let (status, html) = get(&app, Some(&cookie), "/console").await;
+    // Endpoints lists every endpoint, the primary first and marked.
+    let (status, html) = get(&app, Some(&cookie), "/console/endpoints").await;
     assert_eq!(status, StatusCode::OK);
     assert!(html.contains("<h1>Endpoints</h1>"), "{html}");
     let primary_row = html.find("data-primary").expect("the primary is marked");
     assert!(primary_row < html.find("Data warehouse").unwrap(), "{html}");
     assert!(
-        html.contains("href=\"/console/webhook\""),
+        html[primary_row..].contains("href=\"/console\""),
         "the primary's page"
     );
     assert!(html.contains(&format!("href=\"/console/endpoints/{id}\"")));
@@ -1125,7 +1125,7 @@ async fn every_endpoint_is_listed_and_its_deliveries_chart_and_replay_are_its_ow
         "href=\"/console/endpoints/{id}\">Endpoint settings"
     )));
     assert!(
-        primary.contains("href=\"/console/webhook\">Endpoint settings"),
+        primary.contains("href=\"/console\">Endpoint settings"),
         "{primary}"
     );
 

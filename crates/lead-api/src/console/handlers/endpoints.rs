@@ -13,7 +13,7 @@ use crate::console::{ok, see_other};
 use crate::inputs::{GraceWindow, WebhookSettings};
 use crate::state::AppState;
 
-/// An endpoint's settings page ([`Place`]): the org's first at `/console/webhook`, any other
+/// An endpoint's settings page ([`Place`]): the org's first at `/console`, any other
 /// at `/console/endpoints/{id}`.
 pub(in crate::console) async fn webhook_view(
     st: &AppState,
@@ -224,7 +224,7 @@ pub(in crate::console) async fn endpoint_delete(
     st: web::Data<AppState>,
 ) -> Result<Posted> {
     st.store.delete_endpoint(place.at(f.session.org_id)).await?;
-    Ok(f.answer(see_other("/console?done=endpoint-deleted")))
+    Ok(f.answer(see_other("/console/endpoints?done=endpoint-deleted")))
 }
 
 pub(in crate::console) async fn webhook_rotate(

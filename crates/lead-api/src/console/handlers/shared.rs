@@ -20,9 +20,6 @@ pub(super) fn notice_text(q: &str) -> Option<&'static str> {
         "replayed-all" => {
             Some("Dead deliveries queued again, paced so your endpoint is not flooded.")
         }
-        "link-used" => Some(
-            "That sign-in link was used already or has expired. You are still signed in: carry on here.",
-        ),
         "endpoint-deleted" => Some(
             "Endpoint deleted. Its pending deliveries ended skipped (Endpoint deleted); it gets nothing more.",
         ),

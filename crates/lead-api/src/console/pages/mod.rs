@@ -19,6 +19,7 @@ pub use deliveries::{
 /// Which navigation link is the current page.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Nav {
+    Webhook,
     Endpoints,
     Tokens,
     Deliveries,
@@ -62,7 +63,8 @@ pub fn layout(title: &str, nav: Nav, who: &Who, content: Markup) -> Markup {
                     p.crumb { "Settings · Integrations" }
                     p.org { "Organisation: " strong data-org { (who.org_name) } }
                     nav aria-label="Integrations" {
-                        (link(Nav::Endpoints, "/console", "Endpoints"))
+                        (link(Nav::Webhook, "/console", "Webhook"))
+                        (link(Nav::Endpoints, "/console/endpoints", "Endpoints"))
                         (link(Nav::Tokens, "/console/tokens", "API tokens"))
                         (link(Nav::Deliveries, "/console/deliveries", "Deliveries"))
                         (link(Nav::Events, "/console/events", "Event types"))
@@ -93,7 +95,32 @@ pub fn switch_page(who: &Who, target_org: &str, ticket: &str) -> Markup {
         }
         p { a href="/console" { "Stay in " (who.org_name) } }
     };
-    layout("Switch organisation?", Nav::Endpoints, who, content)
+    layout("Switch organisation?", Nav::Webhook, who, content)
+}
+
+/// A sign-in link used already or expired, opened in a browser still signed in (answered 401,
+/// as every used link is): the session goes on, and the way back to it.
+pub fn link_used_page(who: &Who) -> Markup {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                title { "Link already used · Qualifier settings" }
+                link rel="stylesheet" href="/console/static/console.css";
+            }
+            body {
+                main {
+                    h1 { "Link already used" }
+                    p role="status" {
+                        "That sign-in link was used already or has expired. You are still signed in to "
+                        strong data-org { (who.org_name) } "."
+                    }
+                    p { a href="/console" { "Back to the settings" } }
+                }
+            }
+        }
+    }
 }
 
 /// A page for someone who is not (or no longer) signed in, or a refused request.
@@ -262,7 +289,7 @@ pub fn webhook_page(who: &Who, v: &EndpointView) -> Markup {
             (secret_once(label, s, "Shown once: copy it into your receiver's configuration now. It verifies the webhook-signature header (Standard Webhooks) and X-Qualifier-Signature."))
         }
         @if let Some(e) = &form.form_error { p.error role="alert" { (e) } }
-        p { a href="/console" { "All endpoints" } }
+        p { a href="/console/endpoints" { "All endpoints" } }
         // The address of the page shown, when it answers a form posted elsewhere (a new
         // endpoint's page answers `POST /console/endpoints`): console.js puts it in the
         // address bar, so a reload shows the page and never posts again.
@@ -363,7 +390,9 @@ pub fn webhook_page(who: &Who, v: &EndpointView) -> Markup {
             }
         }
     };
-    layout(&title, Nav::Endpoints, who, content)
+    // The primary's page is the navigation's `Webhook`; the others are under `Endpoints`.
+    let nav = if first { Nav::Webhook } else { Nav::Endpoints };
+    layout(&title, nav, who, content)
 }
 
 /// The question before an endpoint is deleted: it names the endpoint and what its deletion
@@ -399,7 +428,7 @@ pub fn endpoint_name(w: &Webhook) -> &str {
     }
 }
 
-/// The page an endpoint's settings are on: the first endpoint's at `/console/webhook`.
+/// The page an endpoint's settings are on: the first endpoint's at `/console`.
 pub fn endpoint_page(w: &Webhook, primary: bool) -> String {
     if primary {
         Place { id: None }.page()
@@ -408,7 +437,7 @@ pub fn endpoint_page(w: &Webhook, primary: bool) -> String {
     }
 }
 
-/// The console's first page: every endpoint of the org, the first (the primary, the v1.0
+/// Endpoints: every endpoint of the org, the first (the primary, the v1.0
 /// `webhook`) first and marked, each with its name, URL, event types, state and a link to its
 /// deliveries, and `Add endpoint`.
 pub fn endpoints_page(who: &Who, endpoints: &[WebhookStatus], notice: Option<&str>) -> Markup {
@@ -416,7 +445,7 @@ pub fn endpoints_page(who: &Who, endpoints: &[WebhookStatus], notice: Option<&st
         @if let Some(n) = notice { p.notice role="status" { (n) } }
         p { "Each endpoint gets the events it is subscribed to, signed with its own secret, with its own retries, health and pace." }
         @if endpoints.is_empty() {
-            p { "No endpoint yet: " a href="/console/webhook" { "set up your webhook" } " to receive events." }
+            p { "No endpoint yet: " a href="/console" { "set up your webhook" } " to receive events." }
         } @else {
             table data-endpoints {
                 thead { tr { th scope="col" { "Endpoint" } th scope="col" { "URL" } th scope="col" { "Event types" } th scope="col" { "State" } th scope="col" { "Deliveries" } } }
