@@ -114,12 +114,10 @@ pub(in crate::console) async fn delivery_replay(
 /// `endpoint_id`, parsed as the list parses it), else the primary. Another org's id matches
 /// no delivery: the replay's statements read the session's org only.
 fn replayed_endpoint(raw: Option<&str>) -> Result<Option<uuid::Uuid>> {
-    match raw.map(str::trim).filter(|r| !r.is_empty()) {
-        None => Ok(None),
-        Some(r) => uuid::Uuid::parse_str(r)
-            .map(Some)
-            .map_err(|_| ConsoleError::NotFound(crate::console::place::Place::ENDPOINT_NOT_FOUND)),
-    }
+    raw.map(str::trim)
+        .filter(|r| !r.is_empty())
+        .map(|r| parse_id(r, crate::console::place::Place::ENDPOINT_NOT_FOUND))
+        .transpose()
 }
 
 #[derive(serde::Deserialize)]

@@ -399,11 +399,7 @@ pub fn webhook_page(who: &Who, v: &EndpointView) -> Markup {
 /// does, and only its button deletes (the endpoint's page links here, so one click never does).
 pub fn delete_endpoint_page(who: &Who, endpoint: &Webhook) -> Markup {
     let page = format!("/console/endpoints/{}", endpoint.id);
-    let name = if endpoint.description.is_empty() {
-        endpoint.url.clone()
-    } else {
-        endpoint.description.clone()
-    };
+    let name = endpoint_name(endpoint);
     let content = html! {
         p role="status" {
             "Delete " strong { (name) } " (" code { (endpoint.url) } ")? "
