@@ -106,10 +106,11 @@ build:
 build-all:          ## every crate, test, tool and example in the dev profile: the one compile CI makes
 	$(CARGO) build --workspace --all-targets
 
-lint:               ## what CI checks besides the tests: formatting, clippy, the migration linter, the files documents name, the clients following the OpenAPI description
+lint:               ## what CI checks besides the tests: formatting, clippy, the migration linter, the one home of a delivery's state, the files documents name, the clients following the OpenAPI description
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	scripts/lint-migrations.sh
+	scripts/lint-delivery-state.sh
 	python3 scripts/check-doc-paths.py
 	scripts/generate-clients.sh --check
 

@@ -204,33 +204,12 @@ async fn reduce_events(
     // worker finds the delivery ended. The same states the outbox's mirror writes from the
     // event's row below while the outbox follows the delivery rows, which
     // then writes them once more.
-    diesel::sql_query(
-        "UPDATE deliveries d SET
-             state = CASE WHEN d.state IN ('succeeded', 'skipped') THEN d.state
-                          ELSE 'skipped' END,
-             last_error = CASE WHEN d.state IN ('succeeded', 'skipped') THEN d.last_error
-                               ELSE 'erased' END,
-             retrying = false,
-             due_at = CASE WHEN o.feed_pos IS NULL AND NOT o.is_test
-                                AND NOT EXISTS (SELECT 1 FROM event_feed f WHERE f.seq = o.seq)
-                           THEN '-infinity'::timestamptz END,
-             turn_at = NULL, resume_attempt = NULL,
-             attempt_log = coalesce(
-                 (SELECT jsonb_agg(e - 'response_body' - 'request_headers' - 'signatures' - 'b' - 'g'
-                           ORDER BY i)
-                  FROM jsonb_array_elements(d.attempt_log) WITH ORDINALITY AS t(e, i)),
-                 '[]'::jsonb),
-             erased = true,
-             updated_at = clock_timestamp()
-         FROM outbox o
-         WHERE o.seq = ANY($1) AND (o.seq >> 32) BETWEEN $2 AND $3
-           AND d.seq = o.seq",
-    )
-    .bind::<Array<Int8>, _>(&seqs)
-    .bind::<Int8, _>(seqs.iter().copied().min().unwrap_or(0) >> 32)
-    .bind::<Int8, _>(seqs.iter().copied().max().unwrap_or(0) >> 32)
-    .execute(conn)
-    .await?;
+    diesel::sql_query(crate::deliveries::state::within::ERASED)
+        .bind::<Array<Int8>, _>(&seqs)
+        .bind::<Int8, _>(seqs.iter().copied().min().unwrap_or(0) >> 32)
+        .bind::<Int8, _>(seqs.iter().copied().max().unwrap_or(0) >> 32)
+        .execute(conn)
+        .await?;
     diesel::sql_query(concat!(
             "UPDATE outbox o SET
                  payload = v.payload,

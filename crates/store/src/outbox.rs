@@ -331,15 +331,10 @@ fn merge_new(unsent: Vec<Unpublished>, due: Vec<Unpublished>) -> Vec<Unpublished
 /// it is: by a read of the feed's key, not `ON CONFLICT`, whose speculative insertion writes a
 /// second write-ahead log record for every row (the relays take turns, so nothing can insert
 /// the same position between the read and the insert).
-const MARK: &str = ")), out AS (
-         UPDATE deliveries d SET
-                state = CASE WHEN d.state IN ('succeeded', 'dead', 'skipped', 'held',
-                                              'after_earlier') THEN d.state
-                             ELSE 'out' END,
-                due_at = NULL
-         FROM unnest($1::int8[], $8::uuid[], $9::bool[]) AS v(seq, endpoint_id, due)
-         WHERE v.due AND d.seq = v.seq AND d.endpoint_id = v.endpoint_id
-           AND d.seq BETWEEN $4 AND $5),
+const MARK: &str = concat!(
+    ")), out AS (",
+    crate::deliveries::state::within::marked_out!(),
+    "),
      sent AS (
          DELETE FROM deliveries_unsent u
          USING unnest($1::int8[], $8::uuid[]) AS v(seq, endpoint_id)
@@ -351,7 +346,8 @@ const MARK: &str = ")), out AS (
               AS v(seq, pos, org_id, event_type)
          WHERE v.pos IS NOT NULL
            AND NOT EXISTS (SELECT 1 FROM event_feed f WHERE f.seq = v.seq))
-     UPDATE feed_head SET pos = p.head FROM p WHERE pos <> p.head";
+     UPDATE feed_head SET pos = p.head FROM p WHERE pos <> p.head"
+);
 /// The mark while the outbox follows the delivery rows: written on the event's row, as the
 /// release before this one writes it, and mirrored into the delivery row.
 const MARK_FOLLOWING: &str = concat!(

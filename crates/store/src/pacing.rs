@@ -95,18 +95,9 @@ impl Store {
                  SELECT at, at > clock_timestamp() + make_interval(secs => $3) AS far,
                         (EXTRACT(EPOCH FROM at - clock_timestamp()) * 1000)::float8 AS wait_ms
                  FROM turn),
-             parked AS (
-                 UPDATE deliveries d SET ",
-                crate::deliveries::state::wait_for_turn_set!("t.at", "$4", "$5"),
-                "
-                 FROM decided t
-                 WHERE t.far AND ",
-                crate::deliveries::state::delivery_in_days!("$6", "$7", "$8"),
-                " AND ",
-                crate::deliveries::state::open!(),
-                "
-                   AND d.state NOT IN ('held', 'after_earlier')
-                 RETURNING d.seq)
+             parked AS (",
+                crate::deliveries::state::within::parked_for_turn!(),
+                ")
              SELECT t.wait_ms, t.far, (SELECT count(*) FROM parked) AS parked FROM decided t"
             ),
             at.org_id,
@@ -341,21 +332,14 @@ impl Store {
         let Some(rate) = rate else {
             for (k, chunk) in seqs.chunks(RETIME_CHUNK).enumerate() {
                 let (_turn, mut conn) = step!();
-                diesel::sql_query(format!(
-                    "UPDATE deliveries d SET {}
-                     FROM unnest($2::int8[]) WITH ORDINALITY AS x(seq, i)
-                     WHERE d.seq = x.seq AND {WAITING}",
-                    crate::deliveries::state::requeue(
-                        "clock_timestamp() + make_interval(secs => ($3 + x.i - 1) / $4)"
-                    )
-                ))
-                .bind::<SqlUuid, _>(org_id)
-                .bind::<diesel::sql_types::Array<BigInt>, _>(chunk)
-                .bind::<Double, _>((k * RETIME_CHUNK) as f64)
-                .bind::<Double, _>(RELEASE_PER_SECOND)
-                .bind::<SqlUuid, _>(at.endpoint_id)
-                .execute(&mut conn)
-                .await?;
+                diesel::sql_query(crate::deliveries::state::within::unthrottled())
+                    .bind::<SqlUuid, _>(org_id)
+                    .bind::<diesel::sql_types::Array<BigInt>, _>(chunk)
+                    .bind::<Double, _>((k * RETIME_CHUNK) as f64)
+                    .bind::<Double, _>(RELEASE_PER_SECOND)
+                    .bind::<SqlUuid, _>(at.endpoint_id)
+                    .execute(&mut conn)
+                    .await?;
             }
             let (_turn, mut conn) = step!();
             diesel::sql_query("DELETE FROM endpoint_pacing WHERE endpoint_id = $1")
@@ -391,7 +375,7 @@ impl Store {
             // erasure, an outcome) holds no lock that turn-takers wait for. Both shapes' rows,
             // the event's too: the delivery rows' trigger writes it at the end of the step,
             // after the turn row is locked.
-            let turn = crate::deliveries::state::new_turn("t.at", "$3");
+            let moved = crate::deliveries::state::within::retimed();
             let sql = format!(
                 "WITH w AS (SELECT x.seq, x.i FROM unnest($4::int8[]) WITH ORDINALITY AS x(seq, i)),
                       r AS MATERIALIZED (
@@ -409,10 +393,7 @@ impl Store {
                           SELECT r.seq, GREATEST(clock_timestamp() + make_interval(secs => $2 * r.i),
                                                  anchor.at + make_interval(secs => $2 * (r.i - 1))) AS at
                           FROM r, anchor),
-                      moved AS (
-                          UPDATE deliveries d SET {turn}
-                          FROM t WHERE d.seq = t.seq AND d.endpoint_id = $5
-                          RETURNING 1)
+                      moved AS ({moved})
                  INSERT INTO endpoint_pacing AS p (org_id, endpoint_id, next_at)
                  SELECT $1, $5, GREATEST(clock_timestamp() + make_interval(secs => $2 * (n.moved + 1)),
                                      anchor.at + make_interval(secs => $2 * n.moved))

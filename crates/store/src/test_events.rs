@@ -77,18 +77,11 @@ impl Store {
             // (`qualifier_endpoints_of`), found by its key as every delivery by id
             // is (`qualifier_delivery_seq`): it goes to the endpoint asked for, and
             // so does its place in the relay's queue.
-            diesel::sql_query(
-                "WITH moved AS (UPDATE deliveries SET endpoint_id = $1
-                                WHERE seq = qualifier_delivery_seq($2, 0, 1073741824)
-                                  AND delivery_id = $2 AND endpoint_id <> $1
-                                RETURNING seq)
-                 UPDATE deliveries_unsent u SET endpoint_id = $1
-                 FROM moved m WHERE u.seq = m.seq",
-            )
-            .bind::<diesel::sql_types::Uuid, _>(row.id)
-            .bind::<diesel::sql_types::Uuid, _>(delivery_id)
-            .execute(conn)
-            .await?;
+            diesel::sql_query(crate::deliveries::state::within::TO_ENDPOINT)
+                .bind::<diesel::sql_types::Uuid, _>(row.id)
+                .bind::<diesel::sql_types::Uuid, _>(delivery_id)
+                .execute(conn)
+                .await?;
             Ok(delivery_id)
         })
         .await

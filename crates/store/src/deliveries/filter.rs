@@ -206,10 +206,11 @@ impl diesel::query_builder::QueryFragment<diesel::pg::Pg> for StatusIs {
         use diesel::sql_types::{Array, Bool, Text};
         out.push_sql("(deliveries.state::text = ANY(");
         out.push_bind_param::<Array<Text>, _>(&self.ended)?;
-        out.push_sql(
-            ") OR (deliveries.state NOT IN ('succeeded', 'dead', 'skipped') \
-             AND deliveries.retrying = ANY(",
-        );
+        out.push_sql(concat!(
+            ") OR (deliveries.state NOT IN ",
+            crate::deliveries::state::ended!(),
+            " AND deliveries.retrying = ANY("
+        ));
         out.push_bind_param::<Array<Bool>, _>(&self.retrying)?;
         out.push_sql(")))");
         Ok(())
@@ -222,7 +223,8 @@ impl diesel::query_builder::QueryFragment<diesel::pg::Pg> for StatusIs {
 pub(super) fn state_asked(states: &str, retrying: &str) -> String {
     format!(
         "d.state = ANY({states})
-         AND (d.state IN ('succeeded', 'dead', 'skipped') OR d.retrying = ANY({retrying}::bool[]))"
+         AND (d.state IN {} OR d.retrying = ANY({retrying}::bool[]))",
+        crate::deliveries::state::ended!()
     )
 }
 

@@ -56,14 +56,11 @@ impl Store {
                 .filter_map(|(seq, log)| compact_log(log, compact).map(|l| (seq, l)))
                 .unzip();
             if !seqs.is_empty() {
-                diesel::sql_query(
-                    "UPDATE deliveries d SET attempt_log = v.log
-                     FROM unnest($1::int8[], $2::jsonb[]) AS v(seq, log) WHERE d.seq = v.seq",
-                )
-                .bind::<Array<Int8>, _>(&seqs)
-                .bind::<Array<Jsonb>, _>(&logs)
-                .execute(conn)
-                .await?;
+                diesel::sql_query(super::state::within::LOGS_COMPACTED)
+                    .bind::<Array<Int8>, _>(&seqs)
+                    .bind::<Array<Jsonb>, _>(&logs)
+                    .execute(conn)
+                    .await?;
             }
             Ok(CompactedBatch {
                 through_seq,

@@ -215,11 +215,8 @@ async fn schedule_replays(
              ON CONFLICT (org_id) DO UPDATE
                  SET next_at = GREATEST(p.next_at, clock_timestamp()) + make_interval(secs => $3 * $4)
              RETURNING next_at - make_interval(secs => $3 * $4) AS first)
-         UPDATE deliveries d SET {}
-         FROM slot, unnest($2::int8[]) WITH ORDINALITY AS v(seq, i)
-         WHERE d.seq = v.seq AND d.org_id = $1 AND d.endpoint_id = $7 AND {}",
-        super::state::replay("slot.first + make_interval(secs => $3 * (v.i - 1))"),
-        state_asked("$5::text[]::delivery_state[]", "$6")
+         {}",
+        super::state::within::replayed(&state_asked("$5::text[]::delivery_state[]", "$6"))
     ))
     .bind::<diesel::sql_types::Uuid, _>(at.org_id)
     .bind::<Array<Int8>, _>(seqs)

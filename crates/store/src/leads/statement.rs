@@ -48,7 +48,8 @@ const WRITE_HEAD: &str = "WITH p(id, org_id, name, email, phone, channel, qualif
 /// row trigger sums for any state, `qualifier_event_fans_out`).
 macro_rules! events_cte {
     () => {
-        "e AS (INSERT INTO outbox (event_id, org_id, event_type, payload, delivery_id,
+        concat!(
+            "e AS (INSERT INTO outbox (event_id, org_id, event_type, payload, delivery_id,
                                   traceparent, is_test, lead_id, deliveries_written)
                SELECT v.event_id, p.org_id, v.event_type, v.payload, v.delivery_id,
                       p.traceparent, false, l.id,
@@ -57,10 +58,9 @@ macro_rules! events_cte {
                     CROSS JOIN unnest(p.event_ids, p.event_types, p.payloads, p.deliveries)
                     AS v(event_id, event_type, payload, delivery_id)
                RETURNING *),
-     d AS (INSERT INTO deliveries
-           SELECT x.* FROM e CROSS JOIN LATERAL qualifier_deliveries_made(e::outbox) x
-           WHERE e.deliveries_written
-           RETURNING seq, endpoint_id, org_id, created_at, state, due_at),
+     d AS (",
+            crate::deliveries::state::within::made_for_events!(),
+            "),
      u AS (INSERT INTO deliveries_unsent (seq, endpoint_id)
            SELECT seq, endpoint_id FROM d WHERE state = 'queued' AND due_at IS NULL),
      h AS (INSERT INTO delivery_hour_changes (org_id, endpoint_id, hour, succeeded, dead,
@@ -69,6 +69,7 @@ macro_rules! events_cte {
            SELECT org_id, endpoint_id, date_trunc('hour', created_at, 'UTC'), 0, 0, 0,
                   count(*), 0, 0, 0
            FROM d GROUP BY 1, 2, 3)"
+        )
     };
 }
 

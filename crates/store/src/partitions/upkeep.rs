@@ -438,13 +438,8 @@ async fn end_expired(
     conn: &mut AsyncPgConnection,
     name: PartitionName,
 ) -> Result<usize, StoreError> {
-    let ended = diesel::sql_query(format!(
-        "UPDATE {} d
-         SET state = 'dead', last_error = 'Event expired', due_at = NULL, resume_attempt = NULL,
-             retrying = false, updated_at = clock_timestamp()
-         FROM orgs g
-         WHERE d.org_id = g.id AND d.state NOT IN ('succeeded', 'dead', 'skipped')",
-        name.delivery_table()
+    let ended = diesel::sql_query(crate::deliveries::state::within::expired(
+        &name.delivery_table(),
     ))
     .execute(conn)
     .await?;

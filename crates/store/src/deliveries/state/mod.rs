@@ -27,16 +27,19 @@
 //! - [`Store::record_attempts`](crate::Store::record_attempts) / [`Store::record_attempt`](crate::Store::record_attempt): an attempt's outcome, and a
 //!   retry's requeue (under [`Store::schedule_attempts`](crate::Store::schedule_attempts)'s conditions);
 //! - [`Store::mark_skipped`](crate::Store::mark_skipped), [`skip_held`]: ended without a request;
-//! - the `SET` lists of the moves made inside statements that do more than move the
-//!   delivery, each used by that one statement: waiting for a throttle turn and a new turn
-//!   ([`wait_for_turn_set`], [`new_turn`], over [`WAITING_FOR_TURN`]: `crate::pacing`) and a
-//!   replay ([`replay`]: `super::lists`).
+//! - the moves made inside statements that do more than move the delivery, in
+//!   [`within`]: the event's insert (`crate::leads::statement`), the relay's mark out
+//!   (`crate::outbox`), a throttle turn and its retiming (`crate::pacing`, over the `SET`
+//!   lists [`wait_for_turn_set`] and [`new_turn`] and [`WAITING_FOR_TURN`]), a replay
+//!   ([`replay`]: `super::replays`), an erasure (`crate::erasure`), a test event's endpoint
+//!   (`crate::test_events`) and the compaction of old logs (`super::logs`), which rewrites
+//!   the attempt log, not the state.
 //!
-//! The moves still written on the outbox's columns, the next to go over: out
-//! ([`published_set`], the relay's mark in `crate::outbox`) and ended by an erasure
-//! ([`erased_set`]: `crate::erasure`). The event's insert (`crate::leads::write`) creates a
-//! delivery queued with the columns' defaults; the compaction of old logs (`super::logs`)
-//! rewrites the attempt log, not the state.
+//! No other source file writes the table: `scripts/lint-delivery-state.sh`, run by
+//! `make lint`, refuses an `UPDATE deliveries` or `INSERT INTO deliveries` outside this
+//! directory. The moves still also written on the outbox's columns, for the release before
+//! this one: out ([`published_set`], the relay's mark in `crate::outbox` while the outbox is
+//! followed) and ended by an erasure ([`erased_set`]: `crate::erasure`).
 
 use diesel::sql_types::Bool;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
@@ -44,13 +47,23 @@ use std::time::Duration;
 
 use crate::answer::ReadToEnd;
 
+/// The three states a delivery ends in, as an SQL list: sent (`succeeded`), given up
+/// (`dead`) and ended without a request (`skipped`). Every condition on whether a delivery
+/// has ended is written with it.
+macro_rules! ended {
+    () => {
+        "('succeeded', 'dead', 'skipped')"
+    };
+}
+pub(crate) use ended;
+
 /// A delivery that has not ended, on its own row `d`: the condition every move of a live
 /// delivery written on the delivery rows is guarded by. An erased event's delivery has always
 /// ended: its erasure ends it `skipped` (or leaves it `succeeded`), and `outbox_stays_erased`
 /// keeps it so.
 macro_rules! open {
     () => {
-        "d.state NOT IN ('succeeded', 'dead', 'skipped')"
+        concat!("d.state NOT IN ", $crate::deliveries::state::ended!())
     };
 }
 pub(crate) use open;
@@ -236,8 +249,12 @@ macro_rules! scheduled {
         concat!(
             "(v.due IS NOT NULL AND NOT ",
             erased_now!(),
-            " AND v.status NOT IN ('succeeded', 'dead', 'skipped')
-              AND d.state NOT IN ('held', 'after_earlier', 'succeeded', 'dead', 'skipped'))"
+            " AND v.status NOT IN ",
+            ended!(),
+            "
+              AND d.state NOT IN ('held', 'after_earlier') AND ",
+            open!(),
+            ")"
         )
     };
 }
@@ -266,8 +283,12 @@ macro_rules! record_tail {
             "
                                  THEN CASE WHEN v.status IN ('succeeded', 'skipped')
                                            THEN v.status ELSE 'skipped' END
-                                 WHEN d.state IN ('succeeded', 'dead', 'skipped') THEN d.state::text
-                                 WHEN v.status IN ('succeeded', 'dead', 'skipped') THEN v.status
+                                 WHEN d.state IN ",
+            ended!(),
+            " THEN d.state::text
+                                 WHEN v.status IN ",
+            ended!(),
+            " THEN v.status
                                  WHEN ",
             scheduled!(),
             " THEN 'queued'
@@ -380,4 +401,5 @@ impl crate::Store {
 // The moves, by what they answer: an attempt's outcome, and every wait and its end.
 mod outcomes;
 mod waits;
+pub(crate) mod within;
 pub(crate) use waits::{release_held, skip_endpoint, skip_held};
