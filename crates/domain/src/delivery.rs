@@ -141,6 +141,9 @@ named_enum! {
         /// The egress proxy (`QUALIFIER_EGRESS_PROXY`) could not be reached, or refused the
         /// tunnel: our side of the path, not the endpoint's.
         Proxy,
+        /// The endpoint's OAuth 2 token server gave no token (an error status, no answer, an
+        /// answer without `access_token`): the receiver's side, counted towards its health.
+        TokenRequest,
     }
 }
 

@@ -13,6 +13,7 @@ pub mod health;
 pub mod lead;
 pub mod netguard;
 pub mod pace;
+pub mod receiver;
 #[cfg(feature = "diesel")]
 mod sql;
 #[cfg(feature = "diesel")]

@@ -162,15 +162,7 @@ impl AppState {
         org_id: Uuid,
         s: crate::inputs::WebhookSettings,
     ) -> Result<(qualifier_store::webhooks::Webhook, Option<String>), StoreError> {
-        self.store
-            .put_webhook(
-                org_id,
-                s.url.as_str().to_owned(),
-                s.event_types,
-                s.enabled,
-                s.pace,
-            )
-            .await
+        self.store.put_webhook(org_id, s.into_endpoint()).await
     }
 }
 
@@ -183,6 +175,7 @@ impl crate::inputs::WebhookSettings {
             enabled: self.enabled,
             pace: self.pace,
             description: self.description,
+            receiver: self.receiver,
         }
     }
 }

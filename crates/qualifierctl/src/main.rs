@@ -15,7 +15,7 @@ use qualifier_domain::pace::{
 use qualifier_domain::{DeliveryStatus, EventType};
 use qualifier_egress::EgressPolicy;
 use qualifier_store::deliveries::DeliveryFilter;
-use qualifier_store::webhooks::{EndpointRef, EndpointSettings};
+use qualifier_store::webhooks::{EndpointRef, EndpointSettings, ReceiverSettings};
 use qualifier_store::{SecretKey, Store};
 use serde_json::json;
 use strum::VariantArray;
@@ -242,6 +242,15 @@ struct EndpointSettingsArgs {
     /// omitted.
     #[arg(long)]
     description: Option<String>,
+    /// The receiver's own headers, as the API takes them: a JSON list of
+    /// `{"name", "value", "secret"}` (`[]` removes them); the saved ones when omitted.
+    #[arg(long)]
+    headers: Option<String>,
+    /// The receiver's credentials, as the API takes them: a JSON object
+    /// (`{"type": "bearer", "token": "…"}`, `basic`, `oauth2_client_credentials`) or `null`;
+    /// the saved ones when omitted.
+    #[arg(long)]
+    auth: Option<String>,
     #[command(flatten)]
     allow_cidrs: AllowCidrsArgs,
 }
@@ -270,7 +279,37 @@ impl EndpointSettingsArgs {
                 ordering: self.ordering,
             },
             description: self.description.clone(),
+            receiver: self.receiver(&policy).await?,
         })
+    }
+
+    /// `--headers` and `--auth`, checked by the API's rules (an OAuth 2 token url as the
+    /// endpoint's url).
+    async fn receiver(&self, policy: &EgressPolicy) -> anyhow::Result<ReceiverSettings> {
+        use qualifier_domain::receiver::{AuthKind, auth_of, headers_of};
+        let json = |flag: &str, raw: &str| {
+            serde_json::from_str::<serde_json::Value>(raw)
+                .map_err(|e| anyhow::anyhow!("--{flag}: not JSON: {e}"))
+        };
+        let headers = match &self.headers {
+            Some(raw) => Some(
+                headers_of(&json("headers", raw)?)
+                    .map_err(|e| anyhow::anyhow!("--headers: {e}"))?,
+            ),
+            None => None,
+        };
+        let auth = match &self.auth {
+            Some(raw) => {
+                Some(auth_of(&json("auth", raw)?).map_err(|e| anyhow::anyhow!("--auth: {e}"))?)
+            }
+            None => None,
+        };
+        if let Some(Some(a)) = &auth
+            && let AuthKind::OAuth2(c) = &a.kind
+        {
+            policy.resolve(&WebhookUrl::parse(&c.token_url)?).await?;
+        }
+        Ok(ReceiverSettings { headers, auth })
     }
 }
 
@@ -401,17 +440,7 @@ async fn run(cli: Cli) -> Result<serde_json::Value> {
                     store.update_endpoint(endpoint.of(*org), settings).await?,
                     None,
                 ),
-                None => {
-                    store
-                        .put_webhook(
-                            *org,
-                            settings.url,
-                            settings.event_types,
-                            settings.enabled,
-                            settings.pace,
-                        )
-                        .await?
-                }
+                None => store.put_webhook(*org, settings).await?,
             };
             let standard = secret.as_deref().map(qualifier_signing::standard::secret);
             json!({ "webhook": webhook, "signing_secret": secret, "standard_webhooks_secret": standard })

@@ -25,6 +25,7 @@ pub mod pgconn;
 pub mod planner;
 pub mod pool;
 pub mod prepared;
+pub mod receivers;
 pub mod schema;
 pub mod secrets;
 pub mod test_events;

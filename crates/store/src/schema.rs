@@ -78,6 +78,9 @@ diesel::table! {
         client_cert_warned_at -> Nullable<Timestamptz>,
         max_per_second -> Nullable<Int8>,
         ordering -> Nullable<Text>,
+        headers -> Jsonb,
+        auth -> Nullable<Jsonb>,
+        receiver_secrets_sealed -> Nullable<Bytea>,
     }
 }
 

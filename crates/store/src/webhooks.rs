@@ -22,6 +22,9 @@ use crate::secrets::{OpenError, new_webhook_secret};
 use crate::{Store, StoreError};
 use qualifier_domain::client_cert::ClientCertInfo;
 use qualifier_domain::pace::{DeliveryOrdering, MaxPerSecond, Pace};
+use qualifier_domain::receiver::ReceiverAuth;
+
+pub use crate::receivers::{HeaderShown, ReceiverSettings};
 
 #[derive(Debug, Clone, Queryable, Selectable)]
 #[diesel(table_name = webhooks)]
@@ -44,6 +47,9 @@ pub(crate) struct WebhookRow {
     client_cert_not_after: Option<OffsetDateTime>,
     max_per_second: Option<i64>,
     ordering: Option<DeliveryOrdering>,
+    headers: serde_json::Value,
+    auth: Option<serde_json::Value>,
+    receiver_secrets_sealed: Option<Vec<u8>>,
     /// Whether the deployment may still hold secrets in the unbound format (`secret_format`),
     /// read with the row so that no process can act on a stale answer. A subselect diesel
     /// builds (not SQL text), so the statements that read webhooks stay prepared and cached.
@@ -75,6 +81,10 @@ pub struct Webhook {
     pub max_per_second: Option<MaxPerSecond>,
     /// `none`, or `per_lead`: a lead's deliveries one at a time, in event order.
     pub ordering: DeliveryOrdering,
+    /// The receiver's own headers, sent with every request; secret values shown masked.
+    pub headers: Vec<HeaderShown>,
+    /// How requests authenticate to the receiver (`null`: they do not); its secret masked.
+    pub auth: Option<serde_json::Value>,
 }
 
 impl Webhook {
@@ -107,6 +117,10 @@ pub struct WebhookForDelivery {
     pub previous_secret: Option<String>,
     /// The client certificate and its opened key, when the endpoint has one.
     pub client_identity: Option<ClientIdentity>,
+    /// The receiver's own headers, secret values opened, in their order.
+    pub receiver_headers: Vec<(String, String)>,
+    /// The receiver's credentials, opened.
+    pub receiver_auth: Option<ReceiverAuth>,
 }
 
 /// A client certificate with its opened key, as one PEM (certificate chain, then key), and a
@@ -136,6 +150,15 @@ impl std::fmt::Debug for WebhookForDelivery {
                 &self.previous_secret.as_ref().map(|_| ".."),
             )
             .field("client_identity", &self.client_identity)
+            .field(
+                "receiver_headers",
+                &self
+                    .receiver_headers
+                    .iter()
+                    .map(|(n, _)| n.as_str())
+                    .collect::<Vec<_>>(),
+            )
+            .field("receiver_auth", &self.receiver_auth)
             .finish()
     }
 }
@@ -149,6 +172,8 @@ pub struct EndpointSettings {
     pub pace: Pace,
     /// `None` keeps the saved one (empty for a new endpoint).
     pub description: Option<String>,
+    /// The receiver's headers and credentials; each part absent keeps the saved one.
+    pub receiver: ReceiverSettings,
 }
 
 /// The row of `at`, locked for the caller's transaction.
@@ -213,6 +238,8 @@ impl WebhookRow {
             },
             max_per_second: qualifier_domain::pace::stored_rate(self.max_per_second),
             ordering: self.ordering.unwrap_or_default(),
+            headers: crate::receivers::shown_headers(&self.headers),
+            auth: crate::receivers::shown_auth(self.auth.as_ref()),
         }
     }
 }
@@ -224,18 +251,8 @@ impl Store {
     pub async fn put_webhook(
         &self,
         org_id: Uuid,
-        url: String,
-        event_types: Vec<EventType>,
-        enabled: bool,
-        pace: Pace,
+        settings: EndpointSettings,
     ) -> Result<(Webhook, Option<String>), StoreError> {
-        let settings = EndpointSettings {
-            url,
-            event_types,
-            enabled,
-            pace,
-            description: None,
-        };
         self.save_endpoint(EndpointRef::primary(org_id), settings, true)
             .await
     }
@@ -297,6 +314,7 @@ impl Store {
                     enabled,
                     pace,
                     description,
+                    receiver,
                 } = settings;
                 let rate = pace.max_per_second.map(|r| i64::from(r.get()));
                 match existing {
@@ -306,6 +324,19 @@ impl Store {
                         crate::health::on_save(conn, row.key(), enabled).await?;
                         let before = row.public().pace();
                         let description = description.unwrap_or(row.description.clone());
+                        let saved = crate::receivers::Receiver::read(
+                            &row.headers,
+                            row.auth.as_ref(),
+                            row.receiver_secrets_sealed.as_deref(),
+                            |b| key.open_bound(b, row.id),
+                        )
+                        .map_err(|_| StoreError::Corrupt {
+                            what: "receiver secrets",
+                            source: qualifier_domain::FieldError::new("they do not open"),
+                        })?;
+                        let cols = saved
+                            .merged(&receiver)?
+                            .columns(|plain| key.seal(plain, row.id));
                         diesel::update(webhooks::table.filter(webhooks::id.eq(row.id)))
                             .set((
                                 webhooks::url.eq(&url),
@@ -314,6 +345,9 @@ impl Store {
                                 webhooks::max_per_second.eq(rate),
                                 webhooks::ordering.eq(pace.ordering),
                                 webhooks::description.eq(&description),
+                                webhooks::headers.eq(&cols.headers),
+                                webhooks::auth.eq(&cols.auth),
+                                webhooks::receiver_secrets_sealed.eq(&cols.sealed),
                                 webhooks::updated_at.eq(now),
                             ))
                             .execute(conn)
@@ -325,6 +359,9 @@ impl Store {
                         row.max_per_second = rate;
                         row.ordering = Some(pace.ordering);
                         row.description = description;
+                        row.headers = cols.headers;
+                        row.auth = cols.auth;
+                        row.receiver_secrets_sealed = cols.sealed;
                         row.updated_at = now;
                         return Ok((row.public(), None, rate_changed));
                     }
@@ -351,6 +388,9 @@ impl Store {
                     org_id
                 };
                 let secret = new_webhook_secret();
+                let cols = crate::receivers::Receiver::default()
+                    .merged(&receiver)?
+                    .columns(|plain| key.seal(plain, id));
                 let row = WebhookRow {
                     id,
                     org_id,
@@ -371,6 +411,9 @@ impl Store {
                     client_cert_not_after: None,
                     max_per_second: rate,
                     ordering: Some(pace.ordering),
+                    headers: cols.headers,
+                    auth: cols.auth,
+                    receiver_secrets_sealed: cols.sealed,
                     unbound_allowed: Some(false),
                 };
                 diesel::insert_into(webhooks::table)
@@ -386,6 +429,9 @@ impl Store {
                         webhooks::updated_at.eq(row.updated_at),
                         webhooks::max_per_second.eq(row.max_per_second),
                         webhooks::ordering.eq(row.ordering),
+                        webhooks::headers.eq(&row.headers),
+                        webhooks::auth.eq(&row.auth),
+                        webhooks::receiver_secrets_sealed.eq(&row.receiver_secrets_sealed),
                     ))
                     .execute(conn)
                     .await
@@ -551,11 +597,20 @@ impl Store {
             }
             _ => None,
         };
+        let (receiver_headers, receiver_auth) = crate::receivers::Receiver::read(
+            &r.headers,
+            r.auth.as_ref(),
+            r.receiver_secrets_sealed.as_deref(),
+            |b| self.secret_key.open_bound(b, r.id),
+        )?
+        .for_request();
         Ok(WebhookForDelivery {
             webhook: r.public(),
             signing_secret,
             previous_secret,
             client_identity,
+            receiver_headers,
+            receiver_auth,
         })
     }
 }

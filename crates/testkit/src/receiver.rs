@@ -96,6 +96,37 @@ struct State {
     /// While set and false, each request is recorded and then waits to be answered
     /// ([`Receiver::hold`]).
     gate: Option<tokio::sync::watch::Sender<bool>>,
+    /// When set, the hook wants a bearer token its token server issued
+    /// ([`Receiver::require_oauth`]).
+    oauth: Option<OAuthState>,
+}
+
+/// The receiver's own OAuth 2 token server (client credentials, RFC 6749 section 4.4).
+#[derive(Default)]
+struct OAuthState {
+    client_id: String,
+    client_secret: String,
+    /// The token the hook accepts now.
+    current: Option<String>,
+    issued: usize,
+    in_flight: usize,
+    most_at_once: usize,
+    /// Each token request answered with this status and `error` instead.
+    refuse: Option<(u16, String)>,
+    /// How long each token request takes.
+    delay: Duration,
+    /// The form fields of the last token request, and its `Authorization`.
+    last_form: Vec<(String, String)>,
+    last_authorization: String,
+}
+
+/// What the token server saw ([`Receiver::oauth_seen`]).
+#[derive(Debug, Clone, Default)]
+pub struct OAuthSeen {
+    pub token_requests: usize,
+    pub most_at_once: usize,
+    pub last_form: Vec<(String, String)>,
+    pub last_authorization: String,
 }
 
 pub struct Receiver {
@@ -143,11 +174,27 @@ async fn hook(
             }
             return HttpResponse::Ok().body("ok");
         }
-        let headers = req
+        let headers: HashMap<String, String> = req
             .headers()
             .iter()
             .map(|(k, v)| (k.as_str().to_owned(), v.to_str().unwrap_or("").to_owned()))
             .collect();
+        // A token it did not issue (or no longer accepts) is refused before anything else.
+        if let Some(o) = &st.oauth {
+            let want = o.current.as_ref().map(|t| format!("Bearer {t}"));
+            if headers.get("authorization") != want.as_ref() {
+                st.received.push(Received {
+                    headers,
+                    age_ms: event_age_ms(&body),
+                    body: body.to_vec(),
+                    verified_with,
+                    at: Instant::now(),
+                    accepted: false,
+                    asked_to_wait: None,
+                });
+                return HttpResponse::Unauthorized().body("token refused");
+            }
+        }
         let targeted = st
             .failing
             .iter_mut()
@@ -217,6 +264,55 @@ async fn hook(
             answer(b, "slow down")
         }
     }
+}
+
+/// The token server: client credentials in the form's body (or as basic authentication,
+/// which the test reads from [`OAuthSeen::last_authorization`]), a new token per request.
+async fn token(
+    req: HttpRequest,
+    body: web::Bytes,
+    state: web::Data<Arc<Mutex<State>>>,
+) -> HttpResponse {
+    let form: Vec<(String, String)> = url::form_urlencoded::parse(&body).into_owned().collect();
+    let field = |k: &str| form.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+    let authorization = req
+        .headers()
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_owned();
+    let delay = {
+        let mut st = state.lock().unwrap();
+        let Some(o) = st.oauth.as_mut() else {
+            return HttpResponse::NotFound().finish();
+        };
+        o.in_flight += 1;
+        o.most_at_once = o.most_at_once.max(o.in_flight);
+        o.delay
+    };
+    tokio::time::sleep(delay).await;
+    let mut st = state.lock().unwrap();
+    let o = st.oauth.as_mut().expect("set above");
+    o.in_flight -= 1;
+    o.issued += 1;
+    o.last_form = form.clone();
+    o.last_authorization = authorization.clone();
+    if let Some((code, error)) = &o.refuse {
+        return HttpResponse::build(actix_web::http::StatusCode::from_u16(*code).unwrap())
+            .json(serde_json::json!({"error": error}));
+    }
+    let in_body = field("client_id").as_deref() == Some(o.client_id.as_str())
+        && field("client_secret").as_deref() == Some(o.client_secret.as_str());
+    if field("grant_type").as_deref() != Some("client_credentials")
+        || !(in_body || authorization.starts_with("Basic "))
+    {
+        return HttpResponse::BadRequest().json(serde_json::json!({"error": "invalid_client"}));
+    }
+    let t = format!("tok-{}-{}", o.issued, uuid::Uuid::new_v4().simple());
+    o.current = Some(t.clone());
+    HttpResponse::Ok().json(serde_json::json!({
+        "access_token": t, "token_type": "Bearer", "expires_in": 3600
+    }))
 }
 
 /// A certificate authority of the test's own, for client certificates (mutual TLS).
@@ -327,6 +423,7 @@ impl Receiver {
             App::new()
                 .app_data(data.clone())
                 .route("/hooks/qualifier", web::post().to(hook))
+                .route("/oauth/token", web::post().to(token))
         })
         .workers(2)
         .disable_signals()
@@ -399,6 +496,57 @@ impl Receiver {
     /// The next answers, in order, before the standing behaviour applies again.
     pub fn script(&self, answers: Vec<Behaviour>) {
         self.state.lock().unwrap().script = answers;
+    }
+
+    /// From now on the hook wants a bearer token from this receiver's token server
+    /// ([`Self::token_url`]), which issues one to `client_id` and `client_secret`.
+    pub fn require_oauth(&self, client_id: &str, client_secret: &str) {
+        self.state.lock().unwrap().oauth = Some(OAuthState {
+            client_id: client_id.into(),
+            client_secret: client_secret.into(),
+            ..OAuthState::default()
+        });
+    }
+
+    /// The token server's url.
+    pub fn token_url(&self) -> String {
+        self.url.replace("/hooks/qualifier", "/oauth/token")
+    }
+
+    /// The hook stops accepting the token it accepts now (a revoked token): the next request
+    /// with it is answered 401.
+    pub fn revoke_token(&self) {
+        if let Some(o) = self.state.lock().unwrap().oauth.as_mut() {
+            o.current = Some(format!("revoked-{}", uuid::Uuid::new_v4().simple()));
+        }
+    }
+
+    /// Every token request answered `status` with `{"error": error}` (`None`: tokens again).
+    pub fn refuse_tokens(&self, answer: Option<(u16, &str)>) {
+        if let Some(o) = self.state.lock().unwrap().oauth.as_mut() {
+            o.refuse = answer.map(|(c, e)| (c, e.to_owned()));
+        }
+    }
+
+    /// Each token request takes this long.
+    pub fn slow_tokens(&self, delay: Duration) {
+        if let Some(o) = self.state.lock().unwrap().oauth.as_mut() {
+            o.delay = delay;
+        }
+    }
+
+    /// What the token server saw so far.
+    pub fn oauth_seen(&self) -> OAuthSeen {
+        let st = self.state.lock().unwrap();
+        st.oauth
+            .as_ref()
+            .map(|o| OAuthSeen {
+                token_requests: o.issued,
+                most_at_once: o.most_at_once,
+                last_form: o.last_form.clone(),
+                last_authorization: o.last_authorization.clone(),
+            })
+            .unwrap_or_default()
     }
 
     pub fn received(&self) -> Vec<Received> {

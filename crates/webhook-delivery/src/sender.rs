@@ -113,6 +113,8 @@ pub struct Sender {
     tunnel_tls: Option<Arc<rustls::ClientConfig>>,
     /// The transports of the client certificates in use ([`Identities`]).
     identities: Arc<std::sync::Mutex<Identities<Transport>>>,
+    /// The OAuth 2 tokens of the endpoints that use them, one per endpoint.
+    tokens: oauth::Tokens,
 }
 
 /// One transport per org with a client certificate, for the stored pair's fingerprint:
@@ -211,6 +213,7 @@ impl Sender {
             proxy,
             tunnel_tls,
             identities: Arc::new(std::sync::Mutex::new(Identities::new())),
+            tokens: oauth::Tokens::default(),
         })
     }
 
@@ -326,23 +329,94 @@ impl Sender {
             probe: job.probe,
         };
         headers = request.headers(started_at, signature, standard);
-        let client = match self.transport(job.meta.endpoint_id(), hook.client_identity.as_ref()) {
-            Ok(Transport::Direct(c)) => c,
-            Ok(Transport::Tunnel(tls)) => {
-                return self
-                    .through_proxy(&url, headers, &job.body, tls, started_at, clock)
-                    .await;
-            }
+        let endpoint = job.meta.endpoint_id();
+        let transport = match self.transport(endpoint, hook.client_identity.as_ref()) {
+            Ok(t) => t,
             Err(why) => return no_answer(why, headers),
         };
-        let mut request = client.post(url.url().clone());
-        for (k, v) in &headers {
+        // Every step of the attempt shares its one deadline: a token request, the request,
+        // and the request again after a 401.
+        let at = Started {
+            started_at,
+            clock,
+            deadline: tokio::time::Instant::from_std(clock) + self.timeout,
+        };
+        let authz = match self
+            .authorization(endpoint, hook, &transport, at, None)
+            .await
+        {
+            Ok(a) => a,
+            Err(why) => return no_answer(why, headers),
+        };
+        // A receiver that refuses an OAuth 2 token gets a new one, once, within the attempt.
+        let again = hook
+            .receiver_auth
+            .as_ref()
+            .and_then(|a| a.static_header().is_none().then(|| headers.clone()));
+        let out = Outgoing {
+            url: &url,
+            headers,
+            theirs: &hook.receiver_headers,
+            authz: authz.as_deref(),
+            body: &job.body,
+        };
+        let sent = self.post(&transport, out, at).await;
+        match (again, &sent.response) {
+            (Some(headers), Response::Status { code: 401, .. }) => {
+                let refused = authz.as_deref();
+                match self
+                    .authorization(endpoint, hook, &transport, at, refused)
+                    .await
+                {
+                    Ok(authz) => {
+                        let out = Outgoing {
+                            url: &url,
+                            headers,
+                            theirs: &hook.receiver_headers,
+                            authz: authz.as_deref(),
+                            body: &job.body,
+                        };
+                        self.post(&transport, out, at).await
+                    }
+                    Err(why) => no_answer(why, headers),
+                }
+            }
+            _ => sent,
+        }
+    }
+
+    /// One POST of a request, straight or through the egress proxy's tunnel.
+    async fn post(&self, transport: &Transport, out: Outgoing<'_>, at: Started) -> Sent {
+        let client = match transport {
+            Transport::Direct(c) => c,
+            Transport::Tunnel(tls) => return self.through_proxy(out, tls.clone(), at).await,
+        };
+        let Started {
+            started_at, clock, ..
+        } = at;
+        let mut request = client.post(out.url.url().clone()).timeout(
+            at.deadline
+                .saturating_duration_since(tokio::time::Instant::now()),
+        );
+        for (k, v) in out.headers.iter().chain(out.theirs) {
             request = request.header(k.as_str(), v.as_str());
         }
-        let sent = request.body(job.body.clone()).send().await;
+        if let Some(a) = out.authz {
+            request = request.header("Authorization", a);
+        }
+        let headers = out.headers;
+        let sent = request.body(out.body.to_vec()).send().await;
         let mut resp = match sent {
             Ok(r) => r,
-            Err(e) => return no_answer(classify(&e, self.timeout), headers),
+            Err(e) => {
+                return Sent {
+                    started_at,
+                    duration_ms: clock.elapsed().as_millis() as u64,
+                    response: Response::NoAnswer(classify(&e, self.timeout)),
+                    request_headers: headers,
+                    response_body: None,
+                };
+            }
         };
         let code = resp.status().as_u16();
         let retry_after = resp
@@ -374,18 +448,44 @@ impl Sender {
     }
 }
 
+/// When an attempt started, and the deadline every step of it shares.
+#[derive(Clone, Copy)]
+struct Started {
+    started_at: time::OffsetDateTime,
+    clock: Instant,
+    deadline: tokio::time::Instant,
+}
+
+/// One request of an attempt: our headers (what the attempt log keeps the signatures of), the
+/// receiver's own (never logged), its `Authorization`, and the body.
+struct Outgoing<'a> {
+    url: &'a WebhookUrl,
+    headers: Vec<(String, String)>,
+    theirs: &'a [(String, String)],
+    authz: Option<&'a str>,
+    body: &'a [u8],
+}
+
 impl Sender {
     /// The request through the egress proxy: the host is resolved and judged here, so a refused
     /// one never reaches the proxy, and the proxy is asked for the judged address.
     async fn through_proxy(
         &self,
-        url: &WebhookUrl,
-        headers: Vec<(String, String)>,
-        body: &[u8],
+        out: Outgoing<'_>,
         tls: Arc<rustls::ClientConfig>,
-        started_at: time::OffsetDateTime,
-        clock: Instant,
+        at: Started,
     ) -> Sent {
+        let Started {
+            started_at,
+            clock,
+            deadline,
+        } = at;
+        let url = out.url;
+        let headers = out.headers;
+        let mut wire: Vec<(String, String)> = headers.iter().chain(out.theirs).cloned().collect();
+        if let Some(a) = out.authz {
+            wire.push(("Authorization".to_owned(), a.to_owned()));
+        }
         let proxy = self.proxy.as_ref().expect("a tunnel transport has a proxy");
         let done =
             |response: Response, headers: Vec<(String, String)>, head: Option<String>| Sent {
@@ -397,7 +497,6 @@ impl Sender {
             };
         // Every step of the attempt is inside its timeout, the name's resolution included: a
         // slow name server ends the attempt as a timeout rather than holding its slot.
-        let deadline = tokio::time::Instant::from_std(clock) + self.timeout;
         let addrs = match within(deadline, self.timeout, self.policy.resolve(url)).await {
             Ok(Ok(a)) => a,
             Ok(Err(e)) => {
@@ -414,8 +513,8 @@ impl Sender {
                 proxy,
                 &addrs,
                 url,
-                &headers,
-                body.to_vec(),
+                &wire,
+                out.body.to_vec(),
                 tls,
                 connect_within,
             ),
@@ -584,5 +683,7 @@ fn classify(e: &reqwest::Error, timeout: Duration) -> NoAnswer {
     NoAnswer::new(kind, msg)
 }
 
+mod credentials;
+mod oauth;
 #[cfg(test)]
 mod tests;

@@ -16,6 +16,7 @@ use qualifier_domain::validate::{Name, body};
 use qualifier_domain::{DeliveryStatus, EventType};
 use qualifier_egress::EgressPolicy;
 use qualifier_store::deliveries::DeliveryFilter;
+use qualifier_store::webhooks::ReceiverSettings;
 use serde_json::{Map, Value};
 use strum::VariantArray;
 use uuid::Uuid;
@@ -96,6 +97,8 @@ pub struct WebhookSettings {
     pub pace: Pace,
     /// An endpoint's `description` (0-255 characters); `None`: absent, the saved one stays.
     pub description: Option<String>,
+    /// The receiver's `headers` and `auth`; each absent keeps the saved one.
+    pub receiver: ReceiverSettings,
 }
 
 /// `description`'s refusal.
@@ -176,6 +179,32 @@ async fn reachable(url: WebhookUrl, egress: &EgressPolicy) -> Result<WebhookUrl,
     Ok(url)
 }
 
+/// The body's `headers` and `auth` (docs/api.md, "Headers, authentication and filters"):
+/// each absent keeps what is saved. An OAuth 2 `token_url` is held to the endpoint url's
+/// rules, where it resolves included: the worker sends the client secret there.
+async fn receiver_of(
+    obj: &Map<String, Value>,
+    egress: &EgressPolicy,
+) -> Result<ReceiverSettings, ApiError> {
+    let headers = body::get(obj, "headers")
+        .map(qualifier_domain::receiver::headers_of)
+        .transpose()?;
+    let auth = body::get(obj, "auth")
+        .map(qualifier_domain::receiver::auth_of)
+        .transpose()?;
+    if let Some(Some(a)) = &auth
+        && let qualifier_domain::receiver::AuthKind::OAuth2(c) = &a.kind
+    {
+        let url = WebhookUrl::parse(&c.token_url)
+            .map_err(|e| unprocessable(format!("auth.token_url: {e}")))?;
+        egress
+            .resolve(&url)
+            .await
+            .map_err(|e| unprocessable(format!("auth.token_url: {e}")))?;
+    }
+    Ok(ReceiverSettings { headers, auth })
+}
+
 /// What is wrong with each field of a webhook form, for the console to show beside the field.
 #[derive(Debug, Default)]
 pub struct WebhookFieldErrors {
@@ -203,12 +232,14 @@ impl WebhookSettings {
             ordering: ordering_of(body::get(obj, "ordering"))?,
         };
         let description = description_of(body::get(obj, "description"))?;
+        let receiver = receiver_of(obj, egress).await?;
         Ok(WebhookSettings {
             url: reachable(url, egress).await?,
             event_types,
             enabled,
             pace,
             description,
+            receiver,
         })
     }
 
@@ -238,6 +269,7 @@ impl WebhookSettings {
                         ordering,
                     },
                     description,
+                    receiver: ReceiverSettings::default(),
                 })
             }
             (url, types, rate, ordering, description) => Err(WebhookFieldErrors {

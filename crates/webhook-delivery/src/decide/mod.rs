@@ -163,10 +163,14 @@ pub(crate) mod fixtures {
                 client_certificate: None,
                 max_per_second: None,
                 ordering: Default::default(),
+                headers: Vec::new(),
+                auth: None,
             },
             signing_secret: "qlf_whsec_test".into(),
             previous_secret: None,
             client_identity: None,
+            receiver_headers: Vec::new(),
+            receiver_auth: None,
         }
     }
 

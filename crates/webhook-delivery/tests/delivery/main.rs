@@ -14,6 +14,7 @@ mod hardening;
 mod health;
 mod help;
 mod pace;
+mod receivers;
 mod stack;
 mod standard;
 mod storage;
