@@ -68,6 +68,10 @@ from .public_patch import PublicPatch
 from .put_endpoint_response_200 import PutEndpointResponse200
 from .put_webhook_response_200 import PutWebhookResponse200
 from .readyz_response_200 import ReadyzResponse200
+from .receiver_auth import ReceiverAuth
+from .receiver_auth_client_auth import ReceiverAuthClientAuth
+from .receiver_auth_type import ReceiverAuthType
+from .receiver_header import ReceiverHeader
 from .release_handoff_response_200 import ReleaseHandoffResponse200
 from .replay_deliveries_body import ReplayDeliveriesBody
 from .replay_deliveries_body_status_item import ReplayDeliveriesBodyStatusItem
@@ -155,6 +159,10 @@ __all__ = (
     "PutEndpointResponse200",
     "PutWebhookResponse200",
     "ReadyzResponse200",
+    "ReceiverAuth",
+    "ReceiverAuthClientAuth",
+    "ReceiverAuthType",
+    "ReceiverHeader",
     "ReleaseHandoffResponse200",
     "ReplayDeliveriesBody",
     "ReplayDeliveriesBodyStatusItem",

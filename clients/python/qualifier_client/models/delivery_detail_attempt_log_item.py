@@ -24,7 +24,8 @@ class DeliveryDetailAttemptLogItem:
         error_kind (DeliveryDetailAttemptLogItemErrorKind | Unset): Present when the attempt got no HTTP answer (absent
             on success, on an HTTP status, and in entries recorded before kinds were kept): why, as a kind a program can
             branch on; `error` is the line for people. `tls` includes a client certificate the receiver refused; `proxy` is
-            the egress proxy failing, not the endpoint (docs/receivers.md).
+            the egress proxy failing, not the endpoint; `token_request` the endpoint's OAuth 2 token server giving no token
+            (docs/receivers.md).
         response_body (str | Unset): The first 4 KiB of the receiver's answer, read as UTF-8 with every control
             character but newline and tab removed. Absent when it answered nothing, and in entries recorded before answers
             were kept.

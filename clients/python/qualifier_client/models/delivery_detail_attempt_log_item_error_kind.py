@@ -10,6 +10,7 @@ class DeliveryDetailAttemptLogItemErrorKind(StrEnum):
     SECRET_UNREADABLE = "secret_unreadable"
     TIMEOUT = "timeout"
     TLS = "tls"
+    TOKEN_REQUEST = "token_request"
 
     def __str__(self) -> str:
         return str(self.value)

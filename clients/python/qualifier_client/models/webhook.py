@@ -13,6 +13,8 @@ from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
     from ..models.endpoint_health import EndpointHealth
+    from ..models.receiver_auth import ReceiverAuth
+    from ..models.receiver_header import ReceiverHeader
     from ..models.webhook_client_certificate_type_1 import WebhookClientCertificateType1
 
 
@@ -43,6 +45,8 @@ class Webhook:
                 occurred; a delivery waits (without spending an attempt) while an earlier delivery of its lead is pending,
                 retrying or held, and goes once that one succeeded, went dead or was skipped. Leads never wait for each other.
                 Replays and test events are sent outside the order. Anything else: 422 naming `ordering`.
+            headers (list[ReceiverHeader] | Unset):
+            auth (None | ReceiverAuth | Unset):
             client_certificate (None | Unset | WebhookClientCertificateType1): The client certificate presented to the
                 endpoint (mutual TLS), never its key; `null` when none is set.
             health (EndpointHealth | Unset): The endpoint's health (docs/delivery.md, "Endpoint health"). `failing`:
@@ -62,11 +66,14 @@ class Webhook:
     updated_at: str
     max_per_second: int | None
     ordering: Ordering
+    headers: list[ReceiverHeader] | Unset = UNSET
+    auth: None | ReceiverAuth | Unset = UNSET
     client_certificate: None | Unset | WebhookClientCertificateType1 = UNSET
     health: EndpointHealth | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.receiver_auth import ReceiverAuth  # noqa: PLC0415
         from ..models.webhook_client_certificate_type_1 import WebhookClientCertificateType1  # noqa: PLC0415
 
         id = str(self.id)
@@ -90,6 +97,21 @@ class Webhook:
         max_per_second = self.max_per_second
 
         ordering = self.ordering.value
+
+        headers: list[dict[str, Any]] | Unset = UNSET
+        if not isinstance(self.headers, Unset):
+            headers = []
+            for headers_item_data in self.headers:
+                headers_item = headers_item_data.to_dict()
+                headers.append(headers_item)
+
+        auth: dict[str, Any] | None | Unset
+        if isinstance(self.auth, Unset):
+            auth = UNSET
+        elif isinstance(self.auth, ReceiverAuth):
+            auth = self.auth.to_dict()
+        else:
+            auth = self.auth
 
         client_certificate: dict[str, Any] | None | Unset
         if isinstance(self.client_certificate, Unset):
@@ -118,6 +140,10 @@ class Webhook:
                 "ordering": ordering,
             }
         )
+        if headers is not UNSET:
+            field_dict["headers"] = headers
+        if auth is not UNSET:
+            field_dict["auth"] = auth
         if client_certificate is not UNSET:
             field_dict["client_certificate"] = client_certificate
         if health is not UNSET:
@@ -128,6 +154,8 @@ class Webhook:
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
         from ..models.endpoint_health import EndpointHealth  # noqa: PLC0415
+        from ..models.receiver_auth import ReceiverAuth  # noqa: PLC0415
+        from ..models.receiver_header import ReceiverHeader  # noqa: PLC0415
         from ..models.webhook_client_certificate_type_1 import WebhookClientCertificateType1  # noqa: PLC0415
 
         d = dict(src_dict)
@@ -158,6 +186,32 @@ class Webhook:
         max_per_second = _parse_max_per_second(d.pop("max_per_second"))
 
         ordering = Ordering(d.pop("ordering"))
+
+        _headers = d.pop("headers", UNSET)
+        headers: list[ReceiverHeader] | Unset = UNSET
+        if _headers is not UNSET:
+            headers = []
+            for headers_item_data in _headers:
+                headers_item = ReceiverHeader.from_dict(headers_item_data)
+
+                headers.append(headers_item)
+
+        def _parse_auth(data: object) -> None | ReceiverAuth | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                auth_type_1 = ReceiverAuth.from_dict(data)
+
+                return auth_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | ReceiverAuth | Unset, data)
+
+        auth = _parse_auth(d.pop("auth", UNSET))
 
         def _parse_client_certificate(data: object) -> None | Unset | WebhookClientCertificateType1:
             if data is None:
@@ -193,6 +247,8 @@ class Webhook:
             updated_at=updated_at,
             max_per_second=max_per_second,
             ordering=ordering,
+            headers=headers,
+            auth=auth,
             client_certificate=client_certificate,
             health=health,
         )

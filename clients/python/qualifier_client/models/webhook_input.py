@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
@@ -9,6 +9,11 @@ from attrs import field as _attrs_field
 from ..models.event_type import EventType
 from ..models.ordering import Ordering
 from ..types import UNSET, Unset
+
+if TYPE_CHECKING:
+    from ..models.receiver_auth import ReceiverAuth
+    from ..models.receiver_header import ReceiverHeader
+
 
 T = TypeVar("T", bound="WebhookInput")
 
@@ -33,6 +38,11 @@ class WebhookInput:
             Replays and test events are sent outside the order. Anything else: 422 naming `ordering`.
         description (str | Unset): An endpoint's note for its administrators (no control characters); absent keeps the
             saved one.
+        headers (list[ReceiverHeader] | Unset): The receiver's own headers (docs/receivers.md, "Your own headers and
+            credentials"), sent with every request to the endpoint; absent keeps the saved ones, `[]` removes them. A secret
+            value given as `********` keeps the stored one. 422 naming the header.
+        auth (None | ReceiverAuth | Unset): How requests authenticate to the receiver; absent keeps the saved auth,
+            `null` removes it. A secret given as `********` keeps the stored one. 422 naming the field.
     """
 
     url: str
@@ -41,9 +51,13 @@ class WebhookInput:
     max_per_second: int | None | Unset = UNSET
     ordering: Ordering | Unset = UNSET
     description: str | Unset = UNSET
+    headers: list[ReceiverHeader] | Unset = UNSET
+    auth: None | ReceiverAuth | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.receiver_auth import ReceiverAuth  # noqa: PLC0415
+
         url = self.url
 
         event_types = []
@@ -65,6 +79,21 @@ class WebhookInput:
 
         description = self.description
 
+        headers: list[dict[str, Any]] | Unset = UNSET
+        if not isinstance(self.headers, Unset):
+            headers = []
+            for headers_item_data in self.headers:
+                headers_item = headers_item_data.to_dict()
+                headers.append(headers_item)
+
+        auth: dict[str, Any] | None | Unset
+        if isinstance(self.auth, Unset):
+            auth = UNSET
+        elif isinstance(self.auth, ReceiverAuth):
+            auth = self.auth.to_dict()
+        else:
+            auth = self.auth
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -80,11 +109,18 @@ class WebhookInput:
             field_dict["ordering"] = ordering
         if description is not UNSET:
             field_dict["description"] = description
+        if headers is not UNSET:
+            field_dict["headers"] = headers
+        if auth is not UNSET:
+            field_dict["auth"] = auth
 
         return field_dict
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        from ..models.receiver_auth import ReceiverAuth  # noqa: PLC0415
+        from ..models.receiver_header import ReceiverHeader  # noqa: PLC0415
+
         d = dict(src_dict)
         url = d.pop("url")
 
@@ -115,6 +151,32 @@ class WebhookInput:
 
         description = d.pop("description", UNSET)
 
+        _headers = d.pop("headers", UNSET)
+        headers: list[ReceiverHeader] | Unset = UNSET
+        if _headers is not UNSET:
+            headers = []
+            for headers_item_data in _headers:
+                headers_item = ReceiverHeader.from_dict(headers_item_data)
+
+                headers.append(headers_item)
+
+        def _parse_auth(data: object) -> None | ReceiverAuth | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                auth_type_1 = ReceiverAuth.from_dict(data)
+
+                return auth_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | ReceiverAuth | Unset, data)
+
+        auth = _parse_auth(d.pop("auth", UNSET))
+
         webhook_input = cls(
             url=url,
             event_types=event_types,
@@ -122,6 +184,8 @@ class WebhookInput:
             max_per_second=max_per_second,
             ordering=ordering,
             description=description,
+            headers=headers,
+            auth=auth,
         )
 
         webhook_input.additional_properties = d

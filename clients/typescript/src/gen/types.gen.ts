@@ -324,6 +324,57 @@ export type WebhookInput = {
      * An endpoint's note for its administrators (no control characters); absent keeps the saved one.
      */
     description?: string;
+    /**
+     * The receiver's own headers (docs/receivers.md, "Your own headers and credentials"), sent with every request to the endpoint; absent keeps the saved ones, `[]` removes them. A secret value given as `********` keeps the stored one. 422 naming the header.
+     */
+    headers?: Array<ReceiverHeader>;
+    /**
+     * How requests authenticate to the receiver; absent keeps the saved auth, `null` removes it. A secret given as `********` keeps the stored one. 422 naming the field.
+     */
+    auth?: null | ReceiverAuth;
+};
+
+export type ReceiverHeader = {
+    /**
+     * An HTTP token, unique whatever its case; not Host, Content-Type, Content-Length, Transfer-Encoding, Connection, User-Agent, X-Qualifier-*, webhook-*, nor Authorization when the endpoint has `auth`.
+     */
+    name: string;
+    /**
+     * No control characters; `********` when secret, as shown.
+     */
+    value: string;
+    /**
+     * Sealed at rest and shown as `********`.
+     */
+    secret?: boolean;
+};
+
+/**
+ * `basic` (RFC 7617), `bearer`, or OAuth 2 client credentials (RFC 6749 section 4.4: the worker fetches a token from `token_url`, keeps it until `expires_in` less 30 s, and on a 401 fetches a new one and resends within the same attempt). Secrets (`password`, `token`, `client_secret`) are shown as `********`.
+ */
+export type ReceiverAuth = {
+    type: 'basic' | 'bearer' | 'oauth2_client_credentials';
+    /**
+     * basic; no `:`.
+     */
+    username?: string;
+    /**
+     * basic.
+     */
+    password?: string;
+    /**
+     * bearer; no spaces.
+     */
+    token?: string;
+    /**
+     * oauth2_client_credentials; https, held to the endpoint url's address rules.
+     */
+    token_url?: string;
+    client_id?: string;
+    client_secret?: string;
+    scope?: string | null;
+    audience?: string | null;
+    client_auth?: 'body' | 'basic';
 };
 
 /**
@@ -349,6 +400,8 @@ export type Webhook = {
     updated_at: Timestamp;
     max_per_second: MaxPerSecond;
     ordering: Ordering;
+    headers?: Array<ReceiverHeader>;
+    auth?: null | ReceiverAuth;
     /**
      * The client certificate presented to the endpoint (mutual TLS), never its key; `null` when none is set.
      */
@@ -429,9 +482,9 @@ export type DeliveryDetail = Delivery & {
         status_code: number | null;
         error: string | null;
         /**
-         * Present when the attempt got no HTTP answer (absent on success, on an HTTP status, and in entries recorded before kinds were kept): why, as a kind a program can branch on; `error` is the line for people. `tls` includes a client certificate the receiver refused; `proxy` is the egress proxy failing, not the endpoint (docs/receivers.md).
+         * Present when the attempt got no HTTP answer (absent on success, on an HTTP status, and in entries recorded before kinds were kept): why, as a kind a program can branch on; `error` is the line for people. `tls` includes a client certificate the receiver refused; `proxy` is the egress proxy failing, not the endpoint; `token_request` the endpoint's OAuth 2 token server giving no token (docs/receivers.md).
          */
-        error_kind?: 'timeout' | 'connect' | 'tls' | 'refused_address' | 'invalid_url' | 'request' | 'secret_unreadable' | 'proxy';
+        error_kind?: 'timeout' | 'connect' | 'tls' | 'refused_address' | 'invalid_url' | 'request' | 'secret_unreadable' | 'proxy' | 'token_request';
         /**
          * The first 4 KiB of the receiver's answer, read as UTF-8 with every control character but newline and tab removed. Absent when it answered nothing, and in entries recorded before answers were kept.
          */

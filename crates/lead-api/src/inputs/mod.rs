@@ -179,7 +179,7 @@ async fn reachable(url: WebhookUrl, egress: &EgressPolicy) -> Result<WebhookUrl,
     Ok(url)
 }
 
-/// The body's `headers` and `auth` (docs/api.md, "Headers, authentication and filters"):
+/// The body's `headers` and `auth` (docs/api.md, "Headers and authentication"):
 /// each absent keeps what is saved. An OAuth 2 `token_url` is held to the endpoint url's
 /// rules, where it resolves included: the worker sends the client secret there.
 async fn receiver_of(
