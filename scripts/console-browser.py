@@ -9,6 +9,7 @@ screenshot of each page into the given directory.
   console-browser.py replay <sign-in url> <screenshot dir>
   console-browser.py endpoints_add <sign-in url> <endpoint url> <screenshot dir>
   console-browser.py endpoints_delete <sign-in url> <endpoint page url> <screenshot dir>
+  console-browser.py receiver_credentials <sign-in url> <screenshot dir>
   console-browser.py debug  <sign-in url> <delivery id> <screenshot dir>
                             <allowed port> <frame sign-in url> <refused port> <frame sign-in url>
   console-browser.py cross_site <org A sign-in url> <org B sign-in url> <port> <screenshot dir>
@@ -105,7 +106,7 @@ def setup(login, endpoint, shots):
             else:
                 box.uncheck()
         page.get_by_label("Enabled").check()
-        page.get_by_role("button", name="Save").click()
+        page.get_by_role("button", name="Save", exact=True).click()
         expect(page.get_by_role("status")).to_contain_text("Saved")
         shot(page, shots, "webhook")
 
@@ -345,7 +346,7 @@ def endpoints_add(login, endpoint, shots):
         # The added page answered its POST; this is the endpoint's own address.
         out["endpoint_page"] = page.url
         page.get_by_label("lead.created", exact=True).check()
-        page.get_by_role("button", name="Save").click()
+        page.get_by_role("button", name="Save", exact=True).click()
         expect(page.get_by_role("status")).to_contain_text("Saved")
 
         page.get_by_label("Grace window").select_option("0")
@@ -394,6 +395,42 @@ def endpoints_delete(login, endpoint_page, shots):
     return out
 
 
+def receiver_credentials(login, shots):
+    """On the first endpoint's page: its own headers (one secret) and a bearer token, saved,
+    shown masked, a reserved header refused, then a test event."""
+    out = {}
+    with signed_in(login) as page:
+        form = page.locator("section[aria-labelledby=receiver-h]")
+        expect(form.get_by_role("heading", name="Headers and credentials")).to_be_visible()
+        page.get_by_label("Header 1 name").fill("X-Api-Key")
+        page.get_by_label("Header 1 value").fill("console-key-5521")
+        page.get_by_label("Header 1 is secret").check()
+        page.get_by_label("Header 2 name").fill("X-Team")
+        page.get_by_label("Header 2 value").fill("crm")
+        page.get_by_label("Authentication").select_option("bearer")
+        # Only the chosen kind's fields show.
+        out["basic_hidden"] = page.locator("fieldset[data-auth=basic]").is_hidden()
+        page.get_by_label("Token", exact=True).fill("console-token-7781")
+        page.get_by_role("button", name="Save headers and credentials").click()
+        expect(page.get_by_role("status")).to_contain_text("Headers and credentials saved")
+        out["secret_value_shown"] = page.get_by_label("Header 1 value").input_value()
+        out["plain_value_shown"] = page.get_by_label("Header 2 value").input_value()
+        out["token_shown"] = page.get_by_label("Token", exact=True).input_value()
+        out["page_has_secrets"] = any(x in page.content() for x in ("console-key-5521", "console-token-7781"))
+        shot(page, shots, "receiver-credentials")
+        # A header the sender sets is refused, naming it, and nothing changes.
+        page.get_by_label("Header 3 name").fill("Host")
+        page.get_by_label("Header 3 value").fill("evil.example")
+        with page.expect_response(lambda r: r.request.method == "POST") as posted:
+            page.get_by_role("button", name="Save headers and credentials").click()
+        out["refused_status"] = posted.value.status
+        out["refused_message"] = page.locator("#receiver-error").inner_text()
+        page.get_by_role("button", name="Send test event").click()
+        expect(page.get_by_role("heading", name="Delivery")).to_be_visible()
+        wait_for_text(page, "succeeded")
+    return out
+
+
 def main():
     if len(sys.argv) == 5 and sys.argv[1] == "setup":
         out = setup(sys.argv[2], sys.argv[3], sys.argv[4])
@@ -401,6 +438,8 @@ def main():
         out = endpoints_add(*sys.argv[2:])
     elif len(sys.argv) == 5 and sys.argv[1] == "endpoints_delete":
         out = endpoints_delete(*sys.argv[2:])
+    elif len(sys.argv) == 4 and sys.argv[1] == "receiver_credentials":
+        out = receiver_credentials(*sys.argv[2:])
     elif len(sys.argv) == 4 and sys.argv[1] == "replay":
         out = replay(sys.argv[2], sys.argv[3])
     elif len(sys.argv) == 9 and sys.argv[1] == "debug":

@@ -16,6 +16,7 @@ use crate::state::AppState;
 
 mod deliveries;
 mod endpoints;
+mod receiver;
 mod shared;
 pub(super) use deliveries::{
     deliveries_get, delivery_get, delivery_replay, replay_dead_get, replay_dead_post,
@@ -25,6 +26,7 @@ pub(super) use endpoints::{
     webhook_certificate, webhook_certificate_remove, webhook_check, webhook_get, webhook_rotate,
     webhook_save, webhook_test,
 };
+pub(super) use receiver::webhook_receiver;
 use shared::{notice_text, parse_id};
 
 pub(super) async fn css() -> HttpResponse {

@@ -150,7 +150,8 @@ fn endpoint_forms(cfg: &mut web::ServiceConfig, base: &str) {
             &at("/client-certificate/remove"),
             post(webhook_certificate_remove),
         )
-        .route(&at("/check"), post(webhook_check));
+        .route(&at("/check"), post(webhook_check))
+        .route(&at("/receiver"), post(webhook_receiver));
 }
 
 fn page(status: StatusCode, m: Markup) -> HttpResponse {

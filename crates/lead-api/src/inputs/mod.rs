@@ -182,7 +182,7 @@ async fn reachable(url: WebhookUrl, egress: &EgressPolicy) -> Result<WebhookUrl,
 /// The body's `headers` and `auth` (docs/api.md, "Headers and authentication"):
 /// each absent keeps what is saved. An OAuth 2 `token_url` is held to the endpoint url's
 /// rules, where it resolves included: the worker sends the client secret there.
-async fn receiver_of(
+pub async fn receiver_of(
     obj: &Map<String, Value>,
     egress: &EgressPolicy,
 ) -> Result<ReceiverSettings, ApiError> {

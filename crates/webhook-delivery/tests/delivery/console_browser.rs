@@ -466,3 +466,46 @@ async fn an_administrator_adds_edits_rotates_and_deletes_an_endpoint_in_the_brow
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(warehouse.received().len(), 2, "nothing after the delete");
 }
+
+/// An administrator gives the first endpoint a secret header, a plain one and a bearer token on
+/// its page: the page shows the secrets masked and never in clear, refuses a header the sender
+/// sets (422, naming it), and the test event sent from the page carries them all.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_administrator_sets_the_receivers_headers_and_token_in_the_browser() {
+    let s = Stack::start().await;
+    let shots = shots_dir().to_string_lossy().into_owned();
+    let page = browser(vec![
+        "receiver_credentials".into(),
+        s.console_link().await,
+        shots,
+    ])
+    .await;
+    assert_eq!(page["basic_hidden"], true, "{page}");
+    assert_eq!(page["secret_value_shown"], "********", "{page}");
+    assert_eq!(page["plain_value_shown"], "crm", "{page}");
+    assert_eq!(page["token_shown"], "********", "{page}");
+    assert_eq!(page["page_has_secrets"], false, "{page}");
+    assert_eq!(page["refused_status"], 422, "{page}");
+    assert!(
+        page["refused_message"].as_str().unwrap().contains("Host"),
+        "{page}"
+    );
+    // Saved as shown, the refused change not applied.
+    let hook = s.webhook().await;
+    assert_eq!(
+        hook["headers"],
+        json!([{"name": "X-Api-Key", "value": "********", "secret": true},
+               {"name": "X-Team", "value": "crm", "secret": false}])
+    );
+    assert_eq!(hook["auth"], json!({"type": "bearer", "token": "********"}));
+    let test = s
+        .receiver
+        .wait_for(1, WAIT)
+        .await
+        .into_iter()
+        .find(|g| g.header("x-qualifier-test") == "true")
+        .expect("the test event");
+    assert_eq!(test.header("x-api-key"), "console-key-5521");
+    assert_eq!(test.header("x-team"), "crm");
+    assert_eq!(test.header("authorization"), "Bearer console-token-7781");
+}

@@ -113,7 +113,7 @@ async fn shown(
 }
 
 /// A page answered 422: what was sent could not be saved.
-fn refused(mut r: HttpResponse) -> HttpResponse {
+pub(super) fn refused(mut r: HttpResponse) -> HttpResponse {
     *r.status_mut() = StatusCode::UNPROCESSABLE_ENTITY;
     r
 }

@@ -14,6 +14,9 @@ pub(super) fn notice_text(q: &str) -> Option<&'static str> {
     let n = web::Query::<Notice>::from_query(q).ok()?;
     match n.done.as_deref()? {
         "saved" => Some("Saved."),
+        "receiver" => {
+            Some("Headers and credentials saved. Every request from now on carries them.")
+        }
         "checking" => Some("Checking your endpoint now. Reload in a moment to see the result."),
         "revoked" => Some("Token revoked. Requests with it now get 401."),
         "replayed" => Some("Queued again: 5 fresh attempts under the same delivery id."),

@@ -12,6 +12,7 @@ use time::OffsetDateTime;
 use super::place::Place;
 
 mod deliveries;
+mod receiver;
 pub use deliveries::{
     DeliveriesView, DeliveryFilterForm, deliveries_page, delivery_page, replay_dead_page,
 };
@@ -172,6 +173,8 @@ pub struct WebhookForm {
     pub form_error: Option<String>,
     /// Why the client certificate form was refused (the API's 422 message).
     pub cert_error: Option<String>,
+    /// Why the headers and credentials form was refused (the API's 422 message).
+    pub receiver_error: Option<String>,
 }
 
 impl WebhookForm {
@@ -368,6 +371,7 @@ pub fn webhook_page(who: &Who, v: &EndpointView) -> Markup {
                 }
             }
             (client_certificate_section(who.csrf, &actions, w.webhook.client_certificate.as_ref(), form.cert_error.as_deref()))
+            (receiver::receiver_section(who.csrf, &actions, &w.webhook, form.receiver_error.as_deref()))
             section aria-labelledby="test-h" {
                 h2 id="test-h" { "Test" }
                 p { "Sends an example event, signed like any other, marked X-Qualifier-Test: true." }

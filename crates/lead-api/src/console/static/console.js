@@ -18,3 +18,16 @@ const here = document.querySelector("[data-page-url]");
 if (here && window.location.pathname !== here.dataset.pageUrl) {
   history.replaceState(null, "", here.dataset.pageUrl);
 }
+
+// The credentials form shows the fields of the authentication chosen. Without this file every
+// field shows, and the server reads only the chosen kind's.
+const authType = document.getElementById("auth_type");
+if (authType) {
+  const show = () => {
+    for (const set of document.querySelectorAll("fieldset[data-auth]")) {
+      set.hidden = set.dataset.auth !== authType.value;
+    }
+  };
+  authType.addEventListener("change", show);
+  show();
+}

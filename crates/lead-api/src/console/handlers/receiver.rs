@@ -1,0 +1,115 @@
+//! The form of an endpoint's receiver headers and credentials (`pages::receiver`): read into
+//! the JSON the API takes, checked by the same rules (`crate::inputs::receiver_of`), and saved
+//! with the endpoint's other settings as they are.
+
+use actix_web::web;
+use serde_json::{Map, Value, json};
+
+use super::endpoints::{refused, webhook_view};
+use crate::console::errors::{ConsoleError, Result};
+use crate::console::extract::Form;
+use crate::console::extract::{CsrfForm, Posted};
+use crate::console::pages::WebhookForm;
+use crate::console::place::Place;
+use crate::console::see_other;
+use crate::state::AppState;
+
+/// At most this many header rows are read (the API's limit, and the blank rows beside it).
+const MAX_ROWS: usize = qualifier_domain::receiver::MAX_HEADERS + 2;
+
+/// The form as the API's JSON: every row with a name is a header; the auth of the chosen type
+/// with its fields, optional ones left out when empty.
+fn as_json(form: &Form) -> Map<String, Value> {
+    let text = |k: &str| form.get(k).map(str::trim).unwrap_or("").to_owned();
+    let rows: usize = text("header_rows").parse().unwrap_or(0).min(MAX_ROWS);
+    let headers: Vec<Value> = (0..rows)
+        .filter_map(|i| {
+            let name = text(&format!("header_name_{i}"));
+            // A value is kept as typed (its spaces may matter to the receiver).
+            let value = form.get(&format!("header_value_{i}")).unwrap_or("");
+            let secret = form.get(&format!("header_secret_{i}")).is_some();
+            (!name.is_empty()).then(|| json!({"name": name, "value": value, "secret": secret}))
+        })
+        .collect();
+    let kind = text("auth_type");
+    let mut auth = Map::new();
+    let mut put = |k: &str, optional: bool| {
+        let v = text(&format!("auth_{k}"));
+        if !(optional && v.is_empty()) {
+            auth.insert(k.to_owned(), Value::String(v));
+        }
+    };
+    match kind.as_str() {
+        "basic" => {
+            put("username", false);
+            put("password", false);
+        }
+        "bearer" => put("token", false),
+        "oauth2_client_credentials" => {
+            for k in ["token_url", "client_id", "client_secret", "client_auth"] {
+                put(k, false);
+            }
+            put("scope", true);
+            put("audience", true);
+        }
+        _ => {}
+    }
+    let auth = match kind.as_str() {
+        "basic" | "bearer" | "oauth2_client_credentials" => {
+            auth.insert("type".into(), Value::String(kind));
+            Value::Object(auth)
+        }
+        _ => Value::Null,
+    };
+    let mut obj = Map::new();
+    obj.insert("headers".into(), Value::Array(headers));
+    obj.insert("auth".into(), auth);
+    obj
+}
+
+pub(in crate::console) async fn webhook_receiver(
+    f: CsrfForm,
+    place: Place,
+    st: web::Data<AppState>,
+) -> Result<Posted> {
+    let at = place.at(f.session.org_id);
+    let Some(saved) = st.store.get_webhook(at).await? else {
+        return Err(ConsoleError::NotFound(Place::ENDPOINT_NOT_FOUND));
+    };
+    let checked = crate::inputs::receiver_of(&as_json(&f.form), &st.egress).await;
+    let saved_too = match checked {
+        Ok(receiver) => {
+            let settings = qualifier_store::webhooks::EndpointSettings {
+                url: saved.url.clone(),
+                event_types: saved.event_types.clone(),
+                enabled: saved.enabled,
+                pace: saved.pace(),
+                description: None,
+                receiver,
+            };
+            match place.id {
+                None => st
+                    .store
+                    .put_webhook(f.session.org_id, settings)
+                    .await
+                    .map(|_| ()),
+                Some(_) => st.store.update_endpoint(at, settings).await.map(|_| ()),
+            }
+        }
+        Err(e) => Err(qualifier_store::StoreError::Invalid(
+            qualifier_domain::FieldError::new(e.to_string()),
+        )),
+    };
+    match saved_too {
+        Ok(_) => Ok(f.answer(see_other(&format!("{}?done=receiver", place.page())))),
+        Err(qualifier_store::StoreError::Invalid(e)) => {
+            let shown = WebhookForm {
+                receiver_error: Some(e.to_string()),
+                ..WebhookForm::of(&saved)
+            };
+            let r = webhook_view(&st, &f.session, place, Some(shown), None, None).await?;
+            Ok(f.answer(refused(r)))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
