@@ -1,0 +1,57 @@
+-- An endpoint's filter (docs/api.md, "Filters"; docs/decisions.md, "Filters where an event
+-- becomes deliveries"). `webhooks.filter` keeps the filter as it was saved (compiled by each
+-- writer: crates/domain/src/filter.rs); `orgs.filters_version` counts the changes of an org's
+-- filters, so that a lead's write, which matches its events against the filters it holds,
+-- writes nothing when they are not the org's latest and is sent again with them
+-- (crates/store/src/leads/statement.rs). `filtered` counts, per endpoint and hour, the events
+-- its filter left out, as one more column of the hourly changes the fold adds up
+-- (crates/store/src/console.rs): no row per filtered event. `outbox.filtered` lists, on an
+-- event's row, the endpoints whose filters it did not match (NULL: none, every event of an org
+-- without filters), written by whoever inserts the event.
+--
+-- Columns with constant defaults: no row is rewritten, and the release before this one, which
+-- names the columns it reads and writes, goes on as it was. Waits at most half a second for
+-- each lock; past it the migration rolls back and `qualifierctl migrate` tries it again
+-- (crates/store/src/pool.rs, `gave_way`).
+-- squawk-ignore-file require-statement-timeout, prefer-robust-stmts
+SET lock_timeout = '500ms';
+
+ALTER TABLE webhooks ADD COLUMN filter jsonb;
+ALTER TABLE outbox ADD COLUMN filtered uuid[];
+ALTER TABLE orgs ADD COLUMN filters_version bigint NOT NULL DEFAULT 0;
+ALTER TABLE delivery_hour_changes ADD COLUMN filtered bigint NOT NULL DEFAULT 0;
+ALTER TABLE delivery_hours ADD COLUMN filtered bigint NOT NULL DEFAULT 0;
+
+-- The endpoints that wanted the event `o` (enabled, subscribed to its type, not a test event)
+-- and whose filter it did not match: what `filtered` counts.
+CREATE FUNCTION qualifier_filtered_of(o outbox) RETURNS TABLE (endpoint_id uuid)
+LANGUAGE sql STABLE AS $$
+    SELECT w.id FROM webhooks w
+    WHERE o.filtered IS NOT NULL AND NOT o.is_test
+      AND w.id = ANY (o.filtered) AND w.org_id = o.org_id AND w.enabled
+      AND o.event_type = ANY (w.event_types)
+$$;
+
+-- An event's deliveries, one per endpoint (migration 58's), without those its filters left
+-- out: an endpoint other than the org's first gets no row; the org's first keeps the event's
+-- own row (its id, its feed position) but ended `skipped` for `Filtered`, due at once so that
+-- the relay still gives the event its feed position and the worker finds it ended, as an
+-- erased event's. What the lead's write and the outbox's row trigger insert.
+CREATE OR REPLACE FUNCTION qualifier_deliveries_made(o outbox) RETURNS SETOF deliveries
+LANGUAGE sql STABLE AS $$
+    SELECT d.seq, e.endpoint_id,
+           CASE WHEN e.first THEN d.delivery_id ELSE gen_random_uuid() END,
+           d.org_id, d.lead_id, d.created_at,
+           CASE WHEN f.endpoint_id IS NULL THEN d.state ELSE 'skipped' END,
+           CASE WHEN f.endpoint_id IS NOT NULL THEN '-infinity'
+                WHEN d.due_at = '-infinity' THEN NULL ELSE d.due_at END,
+           d.turn_at, d.resume_attempt, d.attempts, d.failed_attempts, d.last_status_code,
+           CASE WHEN f.endpoint_id IS NULL THEN d.last_error ELSE 'Filtered' END,
+           d.attempt_log, d.replayed, d.updated_at, d.retrying, d.erased,
+           NOT e.first
+    FROM qualifier_delivery_of(o) d
+    CROSS JOIN LATERAL qualifier_endpoints_of(o.org_id, o.event_type, o.is_test) e
+    LEFT JOIN LATERAL (SELECT x.endpoint_id FROM qualifier_filtered_of(o) x
+                       WHERE e.first AND x.endpoint_id = e.endpoint_id) f ON true
+    WHERE e.first OR o.filtered IS NULL OR e.endpoint_id <> ALL (o.filtered)
+$$;
