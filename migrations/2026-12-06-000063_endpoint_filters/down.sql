@@ -11,4 +11,5 @@ LANGUAGE sql STABLE AS $$
     FROM qualifier_delivery_of(o) d
     CROSS JOIN LATERAL qualifier_endpoints_of(o.org_id, o.event_type, o.is_test) e
 $$;
-DROP FUNCTION qualifier_filtered_of(outbox);
+DROP FUNCTION qualifier_deliveries_made(outbox, uuid[]);
+DROP FUNCTION qualifier_filtered_of(uuid, text, boolean, uuid[]);

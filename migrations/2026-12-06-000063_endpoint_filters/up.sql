@@ -22,22 +22,25 @@ ALTER TABLE orgs ADD COLUMN filters_version bigint NOT NULL DEFAULT 0;
 ALTER TABLE delivery_hour_changes ADD COLUMN filtered bigint NOT NULL DEFAULT 0;
 ALTER TABLE delivery_hours ADD COLUMN filtered bigint NOT NULL DEFAULT 0;
 
--- The endpoints that wanted the event `o` (enabled, subscribed to its type, not a test event)
--- and whose filter it did not match: what `filtered` counts.
-CREATE FUNCTION qualifier_filtered_of(o outbox) RETURNS TABLE (endpoint_id uuid)
-LANGUAGE sql STABLE AS $$
+-- The endpoints that wanted an event of org `p_org` and type `p_type` (enabled, subscribed to
+-- it, not a test event) among `p_filtered`, those its filters left out: what `filtered`
+-- counts. Plain arguments, not the event's row: a whole-row reference builds the row again
+-- (its envelope included) each time it is read, and these run for every event.
+CREATE FUNCTION qualifier_filtered_of(p_org uuid, p_type text, p_test boolean, p_filtered uuid[])
+RETURNS TABLE (endpoint_id uuid) LANGUAGE sql STABLE AS $$
     SELECT w.id FROM webhooks w
-    WHERE o.filtered IS NOT NULL AND NOT o.is_test
-      AND w.id = ANY (o.filtered) AND w.org_id = o.org_id AND w.enabled
-      AND o.event_type = ANY (w.event_types)
+    WHERE p_filtered IS NOT NULL AND NOT p_test
+      AND w.id = ANY (p_filtered) AND w.org_id = p_org AND w.enabled
+      AND p_type = ANY (w.event_types)
 $$;
 
 -- An event's deliveries, one per endpoint (migration 58's), without those its filters left
--- out: an endpoint other than the org's first gets no row; the org's first keeps the event's
--- own row (its id, its feed position) but ended `skipped` for `Filtered`, due at once so that
--- the relay still gives the event its feed position and the worker finds it ended, as an
--- erased event's. What the lead's write and the outbox's row trigger insert.
-CREATE OR REPLACE FUNCTION qualifier_deliveries_made(o outbox) RETURNS SETOF deliveries
+-- out (`p_filtered`, the event's `filtered`): an endpoint other than the org's first gets no
+-- row; the org's first keeps the event's own row (its id, its feed position) but ended
+-- `skipped` for `Filtered`, due at once so that the relay still gives the event its feed
+-- position and the worker finds it ended, as an erased event's. What the lead's write inserts
+-- (crates/store/src/deliveries/state/within.rs, `made_for_events`).
+CREATE FUNCTION qualifier_deliveries_made(o outbox, p_filtered uuid[]) RETURNS SETOF deliveries
 LANGUAGE sql STABLE AS $$
     SELECT d.seq, e.endpoint_id,
            CASE WHEN e.first THEN d.delivery_id ELSE gen_random_uuid() END,
@@ -51,7 +54,16 @@ LANGUAGE sql STABLE AS $$
            NOT e.first
     FROM qualifier_delivery_of(o) d
     CROSS JOIN LATERAL qualifier_endpoints_of(o.org_id, o.event_type, o.is_test) e
-    LEFT JOIN LATERAL (SELECT x.endpoint_id FROM qualifier_filtered_of(o) x
-                       WHERE e.first AND x.endpoint_id = e.endpoint_id) f ON true
-    WHERE e.first OR o.filtered IS NULL OR e.endpoint_id <> ALL (o.filtered)
+    LEFT JOIN LATERAL (SELECT x.endpoint_id
+                       FROM qualifier_filtered_of(o.org_id, o.event_type, o.is_test, p_filtered) x
+                       WHERE p_filtered IS NOT NULL AND e.first
+                         AND x.endpoint_id = e.endpoint_id) f ON true
+    WHERE p_filtered IS NULL OR e.first OR e.endpoint_id <> ALL (p_filtered)
+$$;
+
+-- The same for the outbox's row trigger (the outbox's inserts: handoffs, a lead's locked
+-- writes, erasures, test events) and the release before this one, which name the row only.
+CREATE OR REPLACE FUNCTION qualifier_deliveries_made(o outbox) RETURNS SETOF deliveries
+LANGUAGE sql STABLE AS $$
+    SELECT * FROM qualifier_deliveries_made(o, o.filtered)
 $$;

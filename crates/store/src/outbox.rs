@@ -81,7 +81,9 @@ const INSERT_EVENT: &str = concat!(
          SELECT $1, $2, $3, $4, $5, $6, $7, $8, string_to_array($9, ',')::uuid[]
          WHERE $7 OR coalesce((SELECT filters_version FROM orgs WHERE id = $2), 0) = $10
          RETURNING *),
-     fh AS (",
+     fh AS (INSERT INTO delivery_hour_changes (org_id, endpoint_id, hour, succeeded, dead,
+                                               skipped, in_progress, failed_attempts, failed,
+                                               erased_skipped, filtered) ",
     crate::filters::filtered_hours!(),
     ")
      SELECT count(*) AS inserted FROM e"

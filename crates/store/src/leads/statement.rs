@@ -67,12 +67,12 @@ macro_rules! events_cte {
            SELECT seq, endpoint_id FROM d WHERE state = 'queued' AND due_at IS NULL),
      h AS (INSERT INTO delivery_hour_changes (org_id, endpoint_id, hour, succeeded, dead,
                                               skipped, in_progress, failed_attempts, failed,
-                                              erased_skipped)
+                                              erased_skipped, filtered)
            SELECT org_id, endpoint_id, date_trunc('hour', created_at, 'UTC'), 0, 0,
                   count(*) FILTER (WHERE state = 'skipped'),
-                  count(*) FILTER (WHERE state <> 'skipped'), 0, 0, 0
-           FROM d GROUP BY 1, 2, 3),
-     fh AS (",
+                  count(*) FILTER (WHERE state <> 'skipped'), 0, 0, 0, 0
+           FROM d GROUP BY 1, 2, 3
+           UNION ALL ",
             crate::filters::filtered_hours!(),
             ")"
         )
@@ -106,10 +106,9 @@ macro_rules! filters_current {
 
 const INSERT_TAIL: &str = concat!(
     ")),
-     o AS (SELECT EXISTS (SELECT 1 FROM orgs x, p WHERE x.id = p.org_id) AS found,
-                  ",
-    filters_current!(),
-    " AS current),
+     o AS (SELECT x.id IS NOT NULL AS found,
+                  coalesce(x.filters_version, 0) = p.filters_version AS current
+           FROM p LEFT JOIN orgs x ON x.id = p.org_id),
      l AS (INSERT INTO leads (id, org_id, name, email, phone, channel, qualification_stage,
                               route_target, profile, external_system, external_id, external_url,
                               ai_paused, created_at, updated_at, revision)

@@ -358,3 +358,59 @@ async fn oauth2_one_token_for_many_a_new_one_on_a_401_and_a_failing_server_named
     }
     absent_from_dump(&s, CLIENT_SECRET);
 }
+
+/// A failing endpoint's probes are requests to it like any other: they carry its headers and
+/// its basic credentials, and the receiver that checks them is found healthy again.
+#[tokio::test(flavor = "multi_thread")]
+async fn probes_carry_the_headers_and_basic_credentials() {
+    let s = Stack::start_with(|c| {
+        c.health = HealthRules {
+            failing_after: 3,
+            failing_span: Duration::from_millis(200),
+            probe_min: Duration::from_millis(200),
+            probe_max: Duration::from_millis(400),
+            disable_after: Duration::from_secs(3600),
+        };
+    })
+    .await;
+    let r = Receiver::start().await;
+    let ep = endpoint(
+        &s,
+        &r,
+        json!({"headers": [{"name": "X-Api-Key", "value": KEY, "secret": true},
+                           {"name": "X-Team", "value": "crm"}],
+               "auth": {"type": "basic", "username": "crm-user", "password": "pa:ss"}}),
+    )
+    .await;
+    let id = ep["id"].as_str().unwrap().to_owned();
+    r.set_behaviour(Behaviour::Status(500));
+    for i in 0..4 {
+        s.inbound(&format!("+4477009006{i:02}")).await;
+    }
+    let path = format!("/internal/v1/orgs/{}/endpoints/{id}", s.org);
+    let deadline = std::time::Instant::now() + WAIT;
+    while s.call(Method::GET, &path, None).await["endpoint"]["health"]["state"] != "failing" {
+        assert!(std::time::Instant::now() < deadline, "never failing");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    r.set_behaviour(Behaviour::Ok);
+    let deadline = std::time::Instant::now() + WAIT;
+    let probe = loop {
+        if let Some(p) = r
+            .received()
+            .into_iter()
+            .find(|g| g.header("x-qualifier-probe") == "true")
+        {
+            break p;
+        }
+        assert!(std::time::Instant::now() < deadline, "no probe");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    // base64("crm-user:pa:ss"), written out here.
+    carries(&probe, "Basic Y3JtLXVzZXI6cGE6c3M=");
+    let deadline = std::time::Instant::now() + WAIT;
+    while s.call(Method::GET, &path, None).await["endpoint"]["health"]["state"] != "healthy" {
+        assert!(std::time::Instant::now() < deadline, "never healthy again");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
