@@ -1790,6 +1790,18 @@ export type TestEndpointFilterErrors = {
      */
     404: Error;
     /**
+     * `Request timeout`: the body had not fully arrived 10 s after the request's head. The connection is closed.
+     */
+    408: Error;
+    /**
+     * `Request body too large` (over 64 KiB).
+     */
+    413: Error;
+    /**
+     * `Content-Type must be application/json`
+     */
+    415: Error;
+    /**
      * A one-line message naming the invalid field (docs/api.md lists the messages).
      */
     422: Error;

@@ -59,6 +59,21 @@ def _parse_response(
 
         return response_404
 
+    if response.status_code == 408:
+        response_408 = Error.from_dict(response.json())
+
+        return response_408
+
+    if response.status_code == 413:
+        response_413 = Error.from_dict(response.json())
+
+        return response_413
+
+    if response.status_code == 415:
+        response_415 = Error.from_dict(response.json())
+
+        return response_415
+
     if response.status_code == 422:
         response_422 = Error.from_dict(response.json())
 
