@@ -151,8 +151,7 @@ fn endpoint_forms(cfg: &mut web::ServiceConfig, base: &str) {
             post(webhook_certificate_remove),
         )
         .route(&at("/check"), post(webhook_check))
-        .route(&at("/receiver"), post(webhook_receiver))
-        .route(&at("/filter"), post(webhook_filter));
+        .route(&at("/receiver"), post(webhook_receiver));
 }
 
 fn page(status: StatusCode, m: Markup) -> HttpResponse {

@@ -36,7 +36,7 @@ pub(super) enum RowWrite {
 const WRITE_HEAD: &str = "WITH p(id, org_id, name, email, phone, channel, qualification_stage,
          route_target, profile, external_system, external_id, external_url, ai_paused,
          created_at, updated_at, revision, traceparent, event_ids, event_types, payloads,
-         deliveries, version, notify, filters_version, filtered) AS (VALUES (";
+         deliveries, version, notify) AS (VALUES (";
 
 /// The events of the written row, after `l` (the written lead's id, when it was written), and
 /// their deliveries (`d`): one row per endpoint, its place in the relay's queue and its
@@ -50,15 +50,13 @@ macro_rules! events_cte {
     () => {
         concat!(
             "e AS (INSERT INTO outbox (event_id, org_id, event_type, payload, delivery_id,
-                                  traceparent, is_test, lead_id, deliveries_written, filtered)
+                                  traceparent, is_test, lead_id, deliveries_written)
                SELECT v.event_id, p.org_id, v.event_type, v.payload, v.delivery_id,
                       p.traceparent, false, l.id,
-                      (SELECT NOT m.to_outbox FROM deliveries_mirror m),
-                      string_to_array(v.filtered, ',')::uuid[]
+                      (SELECT NOT m.to_outbox FROM deliveries_mirror m)
                FROM p CROSS JOIN l
-                    CROSS JOIN unnest(p.event_ids, p.event_types, p.payloads, p.deliveries,
-                                      p.filtered)
-                    AS v(event_id, event_type, payload, delivery_id, filtered)
+                    CROSS JOIN unnest(p.event_ids, p.event_types, p.payloads, p.deliveries)
+                    AS v(event_id, event_type, payload, delivery_id)
                RETURNING *),
      d AS (",
             crate::deliveries::state::within::made_for_events!(),
@@ -67,14 +65,10 @@ macro_rules! events_cte {
            SELECT seq, endpoint_id FROM d WHERE state = 'queued' AND due_at IS NULL),
      h AS (INSERT INTO delivery_hour_changes (org_id, endpoint_id, hour, succeeded, dead,
                                               skipped, in_progress, failed_attempts, failed,
-                                              erased_skipped, filtered)
-           SELECT org_id, endpoint_id, date_trunc('hour', created_at, 'UTC'), 0, 0,
-                  count(*) FILTER (WHERE state = 'skipped'),
-                  count(*) FILTER (WHERE state <> 'skipped'), 0, 0, 0, 0
-           FROM d GROUP BY 1, 2, 3
-           UNION ALL ",
-            crate::filters::filtered_hours!(),
-            ")"
+                                              erased_skipped)
+           SELECT org_id, endpoint_id, date_trunc('hour', created_at, 'UTC'), 0, 0, 0,
+                  count(*), 0, 0, 0
+           FROM d GROUP BY 1, 2, 3)"
         )
     };
 }
@@ -93,29 +87,16 @@ macro_rules! wake_relay {
     };
 }
 
-/// Whether the filters the writer matched its events against (`p.filters_version`) are still
-/// the org's: else the statement writes nothing and is sent again with them read afresh
-/// (`crate::filters`). An org without a row reads as version 0 (its write then fails on the
-/// org).
-macro_rules! filters_current {
-    () => {
-        "coalesce((SELECT x.filters_version FROM orgs x, p WHERE x.id = p.org_id), 0)
-         = (SELECT filters_version FROM p)"
-    };
-}
-
 const INSERT_TAIL: &str = concat!(
     ")),
-     o AS (SELECT x.id IS NOT NULL AS found,
-                  coalesce(x.filters_version, 0) = p.filters_version AS current
-           FROM p LEFT JOIN orgs x ON x.id = p.org_id),
+     o AS (SELECT EXISTS (SELECT 1 FROM orgs x, p WHERE x.id = p.org_id) AS found),
      l AS (INSERT INTO leads (id, org_id, name, email, phone, channel, qualification_stage,
                               route_target, profile, external_system, external_id, external_url,
                               ai_paused, created_at, updated_at, revision)
            SELECT id, org_id, name, email, phone, channel, qualification_stage, route_target,
                   profile, external_system, external_id, external_url, ai_paused, created_at,
                   updated_at, revision
-           FROM p, o WHERE o.found AND o.current
+           FROM p, o WHERE o.found
              AND NOT EXISTS (SELECT FROM leads x
                              WHERE (x.org_id, x.phone) >= (p.org_id, p.phone)
                                AND (x.org_id, x.phone) <= (p.org_id, p.phone))
@@ -123,17 +104,13 @@ const INSERT_TAIL: &str = concat!(
      ",
     events_cte!(),
     "
-     SELECT count(*) AS written, (SELECT found FROM o) AS org_found,
-            (SELECT current FROM o) AS filters_current, ",
+     SELECT count(*) AS written, (SELECT found FROM o) AS org_found, ",
     wake_relay!(),
     " FROM l"
 );
 
 const UPDATE_TAIL: &str = concat!(
     ")),
-     o AS (SELECT ",
-    filters_current!(),
-    " AS current),
      l AS (UPDATE leads SET name = p.name, email = p.email, phone = p.phone,
                   channel = p.channel, qualification_stage = p.qualification_stage,
                   route_target = p.route_target, profile = p.profile,
@@ -142,13 +119,12 @@ const UPDATE_TAIL: &str = concat!(
                   updated_at = p.updated_at, revision = p.revision
            FROM p
            WHERE leads.id = p.id AND (leads.org_id = p.org_id) IS TRUE
-             AND leads.xmin::text::int8 = p.version AND (SELECT current FROM o)
+             AND leads.xmin::text::int8 = p.version
            RETURNING leads.id),
      ",
     events_cte!(),
     "
-     SELECT count(*) AS written, true AS org_found,
-            (SELECT current FROM o) AS filters_current, ",
+     SELECT count(*) AS written, true AS org_found, ",
     wake_relay!(),
     " FROM l"
 );
@@ -170,73 +146,32 @@ pub(super) async fn write_with_events(
     compress: bool,
     notify: bool,
 ) -> Result<bool, StoreError> {
-    let envelopes: Vec<Envelope> = events
-        .iter()
-        .map(|e| Envelope::new(e.event_type, org_id, lead.updated_at, e.data(lead)))
-        .collect();
-    let mut filters = crate::filters::held(org_id);
-    for _ in 0..crate::filters::ATTEMPTS {
-        let w = write_once(
-            conn, org_id, lead, &write, &envelopes, &filters, compress, notify,
-        )
-        .await?;
-        if !w.org_found {
-            return Err(StoreError::NotFound("Org not found"));
-        }
-        if w.filters_current {
-            return Ok(w.written == 1);
-        }
-        // The org's filters changed since they were read: nothing was written; again with
-        // them as they are now.
-        filters = crate::filters::reload(conn, org_id).await?;
-    }
-    Err(StoreError::Conflict(
-        "The organisation's filters kept changing during this write; try again".into(),
-    ))
-}
-
-#[derive(diesel::QueryableByName)]
-struct Written {
-    #[diesel(sql_type = diesel::sql_types::Int8)]
-    written: i64,
-    #[diesel(sql_type = diesel::sql_types::Bool)]
-    org_found: bool,
-    #[diesel(sql_type = diesel::sql_types::Bool)]
-    filters_current: bool,
-}
-
-/// One try of [`write_with_events`] with the org's filters as `filters` holds them.
-#[allow(clippy::too_many_arguments)]
-async fn write_once(
-    conn: &mut AsyncPgConnection,
-    org_id: Uuid,
-    lead: &Lead,
-    write: &RowWrite,
-    envelopes: &[Envelope],
-    filters: &crate::filters::OrgFilters,
-    compress: bool,
-    notify: bool,
-) -> Result<Written, StoreError> {
     use diesel::sql_types::{
         Array, Bool, Bytea, Int8, Jsonb, Nullable, Text, Timestamptz, Uuid as SqlUuid,
     };
     let row = LeadRow::from_lead(org_id, lead);
-    let mut event_ids = Vec::with_capacity(envelopes.len());
-    let mut types = Vec::with_capacity(envelopes.len());
-    let mut payloads = Vec::with_capacity(envelopes.len());
-    let mut deliveries = Vec::with_capacity(envelopes.len());
-    let mut filtered = Vec::with_capacity(envelopes.len());
-    for env in envelopes {
+    let mut event_ids = Vec::with_capacity(events.len());
+    let mut types = Vec::with_capacity(events.len());
+    let mut payloads = Vec::with_capacity(events.len());
+    let mut deliveries = Vec::with_capacity(events.len());
+    for e in events {
+        let env = Envelope::new(e.event_type, org_id, lead.updated_at, e.data(lead));
         event_ids.push(env.id);
-        types.push(env.event_type.as_str().to_owned());
+        types.push(e.event_type.as_str().to_owned());
         payloads.push(crate::payload::pack(env.to_bytes(), compress));
         deliveries.push(Uuid::new_v4());
-        filtered.push(crate::filters::as_text(filters.filtered(env)));
     }
     let (tail, version) = match write {
         RowWrite::Insert => (INSERT_TAIL, None),
-        RowWrite::Update { version } => (UPDATE_TAIL, Some(*version)),
+        RowWrite::Update { version } => (UPDATE_TAIL, Some(version)),
     };
+    #[derive(diesel::QueryableByName)]
+    struct Written {
+        #[diesel(sql_type = Int8)]
+        written: i64,
+        #[diesel(sql_type = Bool)]
+        org_found: bool,
+    }
     let w: Written = crate::prepared::prepared::<SqlUuid, _>(WRITE_HEAD, tail, row.id)
         .bind::<SqlUuid, _>(row.org_id)
         .bind::<Text, _>(row.name)
@@ -260,11 +195,12 @@ async fn write_once(
         .bind::<Array<SqlUuid>, _>(deliveries)
         .bind::<Nullable<Int8>, _>(version)
         .bind::<Bool, _>(notify)
-        .bind::<Int8, _>(filters.version)
-        .bind::<Array<Nullable<Text>>, _>(filtered)
         .one(conn)
         .await?;
-    Ok(w)
+    if !w.org_found {
+        return Err(StoreError::NotFound("Org not found"));
+    }
+    Ok(w.written == 1)
 }
 
 /// The lead as it is now and its row version (`xmin`, which every write of the row changes),

@@ -10,7 +10,6 @@ mod egress;
 mod endpoints;
 mod erasure;
 mod fair_share;
-mod filters;
 mod hardening;
 mod health;
 mod help;

@@ -5,15 +5,14 @@
 //! (`scripts/lint-delivery-state.sh` refuses one anywhere else in `crates/`); the statement
 //! around it stays beside the work it does, which names its parameters.
 
-/// The deliveries of the events `e` just inserted, one per endpoint that wants the event and
-/// whose filter did not leave it out (`qualifier_deliveries_made`, given the event's `filtered`
-/// apart from its row: a whole-row reference builds the row again each time it is read), each `queued` with the columns' defaults, when the event
+/// The deliveries of the events `e` just inserted, one per endpoint that wants the event
+/// (`qualifier_deliveries_made`), each `queued` with the columns' defaults, when the event
 /// writes its own (`deliveries_written`; until the outbox retires its mirror the outbox's row
 /// trigger writes them): the `d` of the lead's write (`crate::leads::statement`).
 macro_rules! made_for_events {
     () => {
         "INSERT INTO deliveries
-           SELECT x.* FROM e CROSS JOIN LATERAL qualifier_deliveries_made(e::outbox, e.filtered) x
+           SELECT x.* FROM e CROSS JOIN LATERAL qualifier_deliveries_made(e::outbox) x
            WHERE e.deliveries_written
            RETURNING seq, endpoint_id, org_id, created_at, state, due_at"
     };
