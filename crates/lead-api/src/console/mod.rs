@@ -97,7 +97,8 @@ pub fn routes(cfg: &mut web::ServiceConfig, frame_ancestors: &[String]) {
                     .add((header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
                     .add((header::CACHE_CONTROL, "no-store")),
             )
-            // The console opens on the webhook, the org's first endpoint (contract section 7);
+            // The console opens on the webhook, the org's first endpoint (docs/console.md,
+            // "Pages");
             // `Endpoints` lists them all, each with a page of its own.
             .route("", web::get().to(webhook_get))
             .route("/webhook", web::get().to(webhook_get))
