@@ -84,6 +84,16 @@ impl Worker {
             }),
             _ => None,
         };
+        // The receiver's pause is what it answered, whether or not the outcome's write
+        // commits: known to the gate first, so that a bundle sent back because a write failed
+        // (its own or a sibling part's) finds the endpoint paused rather than sends again.
+        if let After::Retry {
+            org_back_off: Some(wait),
+            ..
+        } = &step
+        {
+            self.gate.back_off(job.meta.units(), *wait);
+        }
         let (erased, scheduled) = self.record(job, record, step.status(), next).await?;
         if ends {
             self.release_next(prepared.order).await;
@@ -98,10 +108,7 @@ impl Worker {
         match step {
             After::Succeeded => Ok(()),
             After::Hold { resume_attempt } => self.hold(job, resume_attempt).await,
-            After::Retry { org_back_off, .. } => {
-                if let Some(wait) = org_back_off {
-                    self.gate.back_off(job.meta.units(), wait);
-                }
+            After::Retry { .. } => {
                 if !scheduled {
                     tracing::info!(delivery_id = %id, "delivery ended or waits while its attempt was out; nothing scheduled");
                 }

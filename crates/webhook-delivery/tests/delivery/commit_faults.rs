@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use qualifier_testkit::commit_fault::{CommitFaults, Fault};
+use qualifier_testkit::receiver::Behaviour;
 use reqwest::Method;
 use serde_json::json;
 
@@ -134,4 +135,105 @@ async fn commits_refused_under_the_relay_and_the_workers_lose_nothing() {
 #[tokio::test(flavor = "multi_thread")]
 async fn commits_cut_under_the_relay_and_the_workers_lose_nothing() {
     nothing_lost(Fault::Cut).await;
+}
+
+/// The pause the receiver asks for in [`parks_lose_nothing`]: long enough that the waits it
+/// causes are kept in the deliveries' rows (a park of 16 s or more), written in batches.
+const PAUSE_S: u64 = 20;
+
+/// Parks meet the fault. The org may have one request out; its first is held by the receiver,
+/// which answers it `429` with `Retry-After`, so every other delivery of the endpoint, waiting
+/// at the cap, is then parked for the pause in its row, the parks written together. The fault
+/// is armed before the receiver answers: the 429's schedule and the parks meet it. Afterwards
+/// every delivery arrives once the pause is over, none before it, none lost.
+async fn parks_lose_nothing(fault: Fault) {
+    let s = Stack::start_with(|c| {
+        c.org_concurrency = 1;
+        c.concurrency = 4;
+        c.timeout_ms = 60_000;
+    })
+    .await;
+    let faults = CommitFaults::install(&s.db).await;
+    s.receiver.script(vec![Behaviour::RetryAfter(429, PAUSE_S)]);
+    s.receiver.hold();
+    let made = 6;
+    for i in 0..made {
+        s.inbound(&format!("+44770090081{i}")).await;
+    }
+    // The first request is out and held; the others wait at the org's cap.
+    let first = s.receiver.wait_for(1, Duration::from_secs(30)).await;
+    assert_eq!(first.len(), 1, "the first request is out");
+
+    faults.arm(fault).await;
+    let asked_at = Instant::now();
+    s.receiver.let_go();
+    let armed_until = Instant::now() + ARMED;
+    let stop = AtomicBool::new(false);
+    let cutting = async {
+        if fault == Fault::Cut {
+            faults.cut_held(&stop).await
+        } else {
+            0
+        }
+    };
+    let (cut, ()) = tokio::join!(cutting, async {
+        tokio::time::sleep_until(armed_until.into()).await;
+        stop.store(true, Ordering::SeqCst);
+    });
+    faults.disarm().await;
+    if fault == Fault::Cut {
+        assert!(cut > 0, "no commit was held while armed");
+    }
+
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let ids: Vec<String> = loop {
+        let all = s.deliveries().await;
+        if all.len() == made && all.iter().all(|d| d["status"] == "succeeded") {
+            break all
+                .iter()
+                .map(|d| d["id"].as_str().unwrap().to_owned())
+                .collect();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "not every delivery succeeded: {:#?}",
+            all.iter()
+                .map(|d| (d["status"].clone(), d["attempts"].clone()))
+                .collect::<Vec<_>>()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let received = s.receiver.received();
+    let accepted: HashSet<&str> = received
+        .iter()
+        .filter(|r| r.accepted)
+        .map(|r| r.header("x-qualifier-delivery"))
+        .collect();
+    for id in &ids {
+        assert!(
+            accepted.contains(id.as_str()),
+            "delivery {id} never reached the receiver"
+        );
+    }
+    // Nothing was sent during the pause: the waits held through the fault.
+    let early: Vec<_> = received
+        .iter()
+        .skip(1)
+        .filter(|r| r.at < asked_at + Duration::from_secs(PAUSE_S) - Duration::from_millis(500))
+        .map(|r| r.header("x-qualifier-delivery").to_owned())
+        .collect();
+    assert!(
+        early.is_empty(),
+        "sent during the receiver's pause: {early:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn parks_under_refused_commits_lose_nothing_and_keep_the_pause() {
+    parks_lose_nothing(Fault::Refuse).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn parks_under_cut_commits_lose_nothing_and_keep_the_pause() {
+    parks_lose_nothing(Fault::Cut).await;
 }
