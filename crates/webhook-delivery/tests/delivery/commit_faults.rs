@@ -22,6 +22,64 @@ use crate::stack::Stack;
 /// How long the fault stays armed once the relay is let go.
 const ARMED: Duration = Duration::from_secs(3);
 
+/// Keeps `fault` armed for [`ARMED`], cutting every commit it holds meanwhile when it is
+/// [`Fault::Cut`] (and failing unless one was), then disarms it.
+async fn armed_for_a_while(faults: &CommitFaults, fault: Fault) {
+    let armed_until = Instant::now() + ARMED;
+    let stop = AtomicBool::new(false);
+    let cutting = async {
+        if fault == Fault::Cut {
+            faults.cut_held(&stop).await
+        } else {
+            0
+        }
+    };
+    let (cut, ()) = tokio::join!(cutting, async {
+        tokio::time::sleep_until(armed_until.into()).await;
+        stop.store(true, Ordering::SeqCst);
+    });
+    faults.disarm().await;
+    if fault == Fault::Cut {
+        assert!(cut > 0, "no commit was held while armed");
+    }
+}
+
+/// Waits until the org has `made` deliveries, every one succeeded, and checks that the
+/// receiver accepted each of them.
+async fn all_arrive(s: &Stack, made: usize) {
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let ids: Vec<String> = loop {
+        let all = s.deliveries().await;
+        if all.len() == made && all.iter().all(|d| d["status"] == "succeeded") {
+            break all
+                .iter()
+                .map(|d| d["id"].as_str().unwrap().to_owned())
+                .collect();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "not every delivery succeeded: {:#?}",
+            all.iter()
+                .map(|d| (d["status"].clone(), d["attempts"].clone()))
+                .collect::<Vec<_>>()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let received: HashSet<String> = s
+        .receiver
+        .received()
+        .iter()
+        .filter(|r| r.accepted)
+        .map(|r| r.header("x-qualifier-delivery").to_owned())
+        .collect();
+    for id in &ids {
+        assert!(
+            received.contains(id),
+            "delivery {id} never reached the receiver"
+        );
+    }
+}
+
 async fn nothing_lost(fault: Fault) {
     let s = Stack::start().await;
     // A throttle and the lead's order: turns and releases are written too.
@@ -56,56 +114,10 @@ async fn nothing_lost(fault: Fault) {
 
     faults.arm(fault).await;
     hold.batch_execute("COMMIT").await.unwrap();
-    let armed_until = Instant::now() + ARMED;
-    let stop = AtomicBool::new(false);
-    let cutting = async {
-        if fault == Fault::Cut {
-            faults.cut_held(&stop).await
-        } else {
-            0
-        }
-    };
-    let (cut, ()) = tokio::join!(cutting, async {
-        tokio::time::sleep_until(armed_until.into()).await;
-        stop.store(true, Ordering::SeqCst);
-    });
-    faults.disarm().await;
-    if fault == Fault::Cut {
-        assert!(cut > 0, "no commit was held while armed");
-    }
+    armed_for_a_while(&faults, fault).await;
 
     // Every delivery ends succeeded, and the receiver has each of them.
-    let deadline = Instant::now() + Duration::from_secs(90);
-    let ids: Vec<String> = loop {
-        let all = s.deliveries().await;
-        if all.len() == made && all.iter().all(|d| d["status"] == "succeeded") {
-            break all
-                .iter()
-                .map(|d| d["id"].as_str().unwrap().to_owned())
-                .collect();
-        }
-        assert!(
-            Instant::now() < deadline,
-            "not every delivery succeeded: {:#?}",
-            all.iter()
-                .map(|d| (d["status"].clone(), d["attempts"].clone()))
-                .collect::<Vec<_>>()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
-    let received: HashSet<String> = s
-        .receiver
-        .received()
-        .iter()
-        .filter(|r| r.accepted)
-        .map(|r| r.header("x-qualifier-delivery").to_owned())
-        .collect();
-    for id in &ids {
-        assert!(
-            received.contains(id),
-            "delivery {id} never reached the receiver"
-        );
-    }
+    all_arrive(&s, made).await;
     // Each lead's events were accepted in the order of its revisions.
     for lead in &leads {
         let mut revisions = Vec::new();
@@ -167,54 +179,10 @@ async fn parks_lose_nothing(fault: Fault) {
     faults.arm(fault).await;
     let asked_at = Instant::now();
     s.receiver.let_go();
-    let armed_until = Instant::now() + ARMED;
-    let stop = AtomicBool::new(false);
-    let cutting = async {
-        if fault == Fault::Cut {
-            faults.cut_held(&stop).await
-        } else {
-            0
-        }
-    };
-    let (cut, ()) = tokio::join!(cutting, async {
-        tokio::time::sleep_until(armed_until.into()).await;
-        stop.store(true, Ordering::SeqCst);
-    });
-    faults.disarm().await;
-    if fault == Fault::Cut {
-        assert!(cut > 0, "no commit was held while armed");
-    }
+    armed_for_a_while(&faults, fault).await;
 
-    let deadline = Instant::now() + Duration::from_secs(90);
-    let ids: Vec<String> = loop {
-        let all = s.deliveries().await;
-        if all.len() == made && all.iter().all(|d| d["status"] == "succeeded") {
-            break all
-                .iter()
-                .map(|d| d["id"].as_str().unwrap().to_owned())
-                .collect();
-        }
-        assert!(
-            Instant::now() < deadline,
-            "not every delivery succeeded: {:#?}",
-            all.iter()
-                .map(|d| (d["status"].clone(), d["attempts"].clone()))
-                .collect::<Vec<_>>()
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    };
+    all_arrive(&s, made).await;
     let received = s.receiver.received();
-    let accepted: HashSet<&str> = received
-        .iter()
-        .filter(|r| r.accepted)
-        .map(|r| r.header("x-qualifier-delivery"))
-        .collect();
-    for id in &ids {
-        assert!(
-            accepted.contains(id.as_str()),
-            "delivery {id} never reached the receiver"
-        );
-    }
     // Nothing was sent during the pause: the waits held through the fault.
     let early: Vec<_> = received
         .iter()
