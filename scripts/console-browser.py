@@ -10,6 +10,7 @@ screenshot of each page into the given directory.
   console-browser.py endpoints_add <sign-in url> <endpoint url> <screenshot dir>
   console-browser.py endpoints_delete <sign-in url> <endpoint page url> <screenshot dir>
   console-browser.py receiver_credentials <sign-in url> <screenshot dir>
+  console-browser.py filter_editor <sign-in url> <screenshot dir>
   console-browser.py debug  <sign-in url> <delivery id> <screenshot dir>
                             <allowed port> <frame sign-in url> <refused port> <frame sign-in url>
   console-browser.py cross_site <org A sign-in url> <org B sign-in url> <port> <screenshot dir>
@@ -431,6 +432,32 @@ def receiver_credentials(login, shots):
     return out
 
 
+def filter_editor(login, shots):
+    """On the first endpoint's page: a filter refused, one tested against the org's recent
+    events, then saved."""
+    out = {}
+    with signed_in(login) as page:
+        box = page.get_by_label("Filter (JSON)")
+        box.fill('{"data.lead.channel": {"$regex": "sms"}}')
+        with page.expect_response(lambda r: r.request.method == "POST") as posted:
+            page.get_by_role("button", name="Save filter").click()
+        out["refused_status"] = posted.value.status
+        out["refused_message"] = page.locator("#filter-error").inner_text()
+        page.get_by_label("Filter (JSON)").fill('{"data.lead.channel": "sms"}')
+        page.get_by_role("button", name="Test against recent events").click()
+        rows = page.locator("table[data-tested] tbody tr")
+        expect(rows.first).to_be_visible()
+        out["tested"] = [
+            {"result": r.locator("td").nth(3).inner_text(), "lead": r.locator("td").nth(2).inner_text()}
+            for r in rows.all()
+        ]
+        shot(page, shots, "filter-tested")
+        page.get_by_role("button", name="Save filter").click()
+        expect(page.get_by_role("status")).to_contain_text("Filter saved")
+        out["saved_text"] = page.get_by_label("Filter (JSON)").input_value()
+    return out
+
+
 def main():
     if len(sys.argv) == 5 and sys.argv[1] == "setup":
         out = setup(sys.argv[2], sys.argv[3], sys.argv[4])
@@ -438,6 +465,8 @@ def main():
         out = endpoints_add(*sys.argv[2:])
     elif len(sys.argv) == 5 and sys.argv[1] == "endpoints_delete":
         out = endpoints_delete(*sys.argv[2:])
+    elif len(sys.argv) == 4 and sys.argv[1] == "filter_editor":
+        out = filter_editor(*sys.argv[2:])
     elif len(sys.argv) == 4 and sys.argv[1] == "receiver_credentials":
         out = receiver_credentials(*sys.argv[2:])
     elif len(sys.argv) == 4 and sys.argv[1] == "replay":

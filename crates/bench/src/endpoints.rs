@@ -309,3 +309,59 @@ pub(crate) async fn phase(
     );
     Ok(v)
 }
+
+/// What filtering costs (docs/decisions.md, "Filters where an event becomes deliveries"): the
+/// machine's CPU per event for an org whose event three endpoints' filters leave out, against
+/// one whose event goes to one more endpoint, in alternating pairs of runs in one sitting. The
+/// first costs a match per filter and a count per endpoint; the second a delivery row, a
+/// message, a request and an outcome. Every run's org also has its webhook, which gets every
+/// event.
+pub(crate) async fn filters_phase(sink: &Sink, events: u64, pairs: u32) -> anyhow::Result<Value> {
+    let scale = Scale {
+        failing_span_ms: 1000,
+        deployed_retries: false,
+        rounds: 1,
+    };
+    let healthy = || (Answer::Ok, json!({}));
+    let left_out = || {
+        (
+            Answer::Ok,
+            json!({"filter": {"data.lead.channel": "no-such-channel"}}),
+        )
+    };
+    // Per event: the run's machine CPU per delivered request times the requests per event.
+    let per_event = |r: &Run| {
+        let delivered: u64 = r.tallies.iter().map(|t| t.delivered).sum();
+        cpu_per_request(r) * delivered as f64 / events as f64
+    };
+    let mut rows = Vec::new();
+    for pair in 0..pairs.max(1) {
+        let one_more = run(sink, events, &[healthy(), healthy()], 2, None, scale).await?;
+        let filtered = run(
+            sink,
+            events,
+            &[healthy(), left_out(), left_out(), left_out()],
+            1,
+            None,
+            scale,
+        )
+        .await?;
+        let (a, b) = (per_event(&one_more), per_event(&filtered));
+        println!(
+            "filters, pair {}: CPU ms per event with one more endpoint {a:.3}, with three filtered out {b:.3} ({:.3})",
+            pair + 1,
+            b / a
+        );
+        rows.push(json!({"one_more_endpoint_cpu_ms_per_event": r3(a),
+                         "three_filtered_cpu_ms_per_event": r3(b),
+                         "ratio": r3(b / a),
+                         "lost": one_more.tallies.iter().chain(&filtered.tallies).map(|t| t.lost).sum::<u64>()}));
+    }
+    let ratios: Vec<f64> = rows.iter().filter_map(|r| r["ratio"].as_f64()).collect();
+    let median = r3(crate::perf::median(&ratios));
+    println!(
+        "filters: three endpoints filtering an event out cost {median:.3} of one more endpoint getting it (median of {} pairs)",
+        rows.len()
+    );
+    Ok(json!({"events": events, "median_ratio": median, "pairs": rows}))
+}

@@ -84,7 +84,7 @@ struct Opts {
     #[arg(long)]
     json: Option<PathBuf>,
     /// Run one phase alone, for profiling it (`perf record -a` while it runs).
-    #[arg(long, value_parser = ["e2e", "drain", "api", "feed", "lone", "outage", "noisy", "endpoints", "erasure", "fairness", "history"])]
+    #[arg(long, value_parser = ["e2e", "drain", "api", "feed", "lone", "outage", "noisy", "endpoints", "filters", "erasure", "fairness", "history"])]
     only: Option<String>,
     /// With `--only e2e`: cause events at this many per second instead of as fast as the API
     /// takes them (commit-to-receipt latency at a chosen load); with `--only endpoints`, the
@@ -104,7 +104,7 @@ struct Opts {
     deployed_retries: bool,
     /// With `--only endpoints`: repeat its isolation runs this many times, in turn, and report
     /// the median of each round's ratios (default 1); with `--only fairness`, its idle and
-    /// loaded runs (default 3).
+    /// loaded runs (default 3); with `--only filters`, its pairs of runs (default 3).
     #[arg(long, requires = "only")]
     rounds: Option<u32>,
     /// With `--only e2e`: the org's webhook `ordering` (`per_lead`: a lead's deliveries one at
@@ -353,6 +353,7 @@ async fn run() -> anyhow::Result<()> {
                 };
                 endpoints::phase(&sink, n, o.pace.unwrap_or(200.0), scale).await?
             }
+            "filters" => endpoints::filters_phase(&sink, n, o.rounds.unwrap_or(3)).await?,
             "erasure" => erasure::phase(&sink, o.erasure_others(), o.heavy_erasures()).await?,
             "fairness" => {
                 fairness::phase(
@@ -365,7 +366,7 @@ async fn run() -> anyhow::Result<()> {
             "history" => history::phase(&sink, o.history()).await?,
             other => {
                 anyhow::bail!(
-                    "--only takes e2e, drain, api, feed, lone, outage, noisy, endpoints, erasure, fairness or history, not {other}"
+                    "--only takes e2e, drain, api, feed, lone, outage, noisy, endpoints, filters, erasure, fairness or history, not {other}"
                 )
             }
         };

@@ -8,6 +8,7 @@ mod named;
 pub mod client_cert;
 pub mod delivery;
 pub mod event;
+pub mod filter;
 pub mod handoff;
 pub mod health;
 pub mod lead;

@@ -25,6 +25,7 @@ fn r(path: &str) -> actix_web::Resource {
 fn endpoint_actions<P: EndpointPath>(cfg: &mut web::ServiceConfig, base: &str) {
     cfg.service(r(&format!("{base}/rotate-secret")).route(web::post().to(rotate_secret::<P>)))
         .service(r(&format!("{base}/test")).route(web::post().to(send_test_event::<P>)))
+        .service(r(&format!("{base}/filter-test")).route(web::post().to(filter_test::<P>)))
         .service(
             r(&format!("{base}/client-certificate"))
                 .route(web::put().to(put_client_certificate::<P>))
@@ -198,8 +199,7 @@ async fn put_webhook(
     let settings = WebhookSettings::from_json(&obj, &st.egress).await?;
     let org_id = path_id(&path, ORG_NOT_FOUND)?;
     let (webhook, secret) = st.put_webhook(org_id, settings).await?;
-    let health = st.store.endpoint_health(org_id).await?;
-    let webhook = qualifier_store::webhooks::WebhookStatus { webhook, health };
+    let webhook = st.store.with_status(org_id, webhook).await?;
     let mut out = json!({ "webhook": webhook });
     if let Some(s) = secret {
         let standard = qualifier_signing::standard::secret(&s);
@@ -283,6 +283,34 @@ async fn send_test_event<P: EndpointPath>(
     Ok(HttpResponse::Accepted().json(json!({ "delivery": delivery })))
 }
 
+/// Whether the endpoint's filter matches the envelope `event` (docs/api.md, "Filters"): what
+/// an administrator checks before saving it, against one of the org's recent events. An
+/// endpoint without a filter matches every event.
+async fn filter_test<P: EndpointPath>(
+    _: InternalAuth,
+    Object(obj): JsonObject,
+    path: P,
+    st: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let at = path.at()?;
+    let event = match obj.get("event") {
+        Some(e @ serde_json::Value::Object(_)) => e,
+        _ => {
+            return Err(ApiError::Unprocessable(
+                "event must be an event's envelope (a JSON object)".into(),
+            ));
+        }
+    };
+    let Some(hook) = st.store.get_webhook(at).await? else {
+        return Err(at.missing().into());
+    };
+    let matches = match &hook.filter {
+        None => true,
+        Some(f) => qualifier_domain::filter::Filter::parse(f)?.matches(event),
+    };
+    Ok(HttpResponse::Ok().json(json!({ "matches": matches })))
+}
+
 /// A new endpoint: 201 with its secrets, shown this once (docs/api.md, "Endpoints").
 async fn create_endpoint(
     _: InternalAuth,
@@ -296,14 +324,7 @@ async fn create_endpoint(
         .store
         .create_endpoint(org_id, settings.into_endpoint())
         .await?;
-    let health = st
-        .store
-        .endpoint_health(EndpointRef::id(org_id, endpoint.id))
-        .await?;
-    let endpoint = qualifier_store::webhooks::WebhookStatus {
-        webhook: endpoint,
-        health,
-    };
+    let endpoint = st.store.with_status(org_id, endpoint).await?;
     Ok(HttpResponse::Created().json(json!({
         "endpoint": endpoint,
         "standard_webhooks_secret": qualifier_signing::standard::secret(&secret),
@@ -349,11 +370,7 @@ async fn put_endpoint(
         .store
         .update_endpoint(at, settings.into_endpoint())
         .await?;
-    let health = st.store.endpoint_health(at).await?;
-    let endpoint = qualifier_store::webhooks::WebhookStatus {
-        webhook: endpoint,
-        health,
-    };
+    let endpoint = st.store.with_status(at.org_id, endpoint).await?;
     Ok(HttpResponse::Ok().json(json!({ "endpoint": endpoint })))
 }
 

@@ -251,6 +251,10 @@ struct EndpointSettingsArgs {
     /// the saved ones when omitted.
     #[arg(long)]
     auth: Option<String>,
+    /// The events the endpoint wants among those it subscribes to, as the API takes it: a
+    /// JSON filter (`{"data.lead.channel": "whatsapp"}`) or `null`; the saved one when omitted.
+    #[arg(long)]
+    filter: Option<String>,
     #[command(flatten)]
     allow_cidrs: AllowCidrsArgs,
 }
@@ -309,7 +313,22 @@ impl EndpointSettingsArgs {
         {
             policy.resolve(&WebhookUrl::parse(&c.token_url)?).await?;
         }
-        Ok(ReceiverSettings { headers, auth })
+        let filter = match &self.filter {
+            Some(raw) => {
+                let v = json("filter", raw)?;
+                if !v.is_null() {
+                    qualifier_domain::filter::Filter::parse(&v)
+                        .map_err(|e| anyhow::anyhow!("--filter: {e}"))?;
+                }
+                Some((!v.is_null()).then_some(v))
+            }
+            None => None,
+        };
+        Ok(ReceiverSettings {
+            headers,
+            auth,
+            filter,
+        })
     }
 }
 

@@ -330,14 +330,15 @@ impl Store {
                                   RETURNING *)
              INSERT INTO delivery_hours AS h
                  (org_id, hour, endpoint_id, succeeded, dead, skipped, in_progress,
-                  failed_attempts, failed, erased_skipped)
+                  failed_attempts, failed, erased_skipped, filtered)
              SELECT org_id, hour, endpoint_id, sum(succeeded), sum(dead), sum(skipped),
-                    sum(in_progress), sum(failed_attempts), sum(failed), sum(erased_skipped)
+                    sum(in_progress), sum(failed_attempts), sum(failed), sum(erased_skipped),
+                    sum(filtered)
              FROM (SELECT org_id, hour, endpoint_id, succeeded, dead, skipped, in_progress,
-                          failed_attempts, failed, erased_skipped FROM gone
+                          failed_attempts, failed, erased_skipped, filtered FROM gone
                    UNION ALL
                    SELECT org_id, hour, '00000000-0000-0000-0000-000000000000'::uuid,
-                          succeeded, dead, skipped, in_progress, failed_attempts, 0, 0
+                          succeeded, dead, skipped, in_progress, failed_attempts, 0, 0, 0
                    FROM gone_before) g
              GROUP BY org_id, hour, endpoint_id ORDER BY org_id, hour, endpoint_id
              ON CONFLICT (org_id, hour, endpoint_id) DO UPDATE
@@ -347,7 +348,8 @@ impl Store {
                      in_progress = h.in_progress + excluded.in_progress,
                      failed_attempts = h.failed_attempts + excluded.failed_attempts,
                      failed = h.failed + excluded.failed,
-                     erased_skipped = h.erased_skipped + excluded.erased_skipped",
+                     erased_skipped = h.erased_skipped + excluded.erased_skipped,
+                     filtered = h.filtered + excluded.filtered",
         )
         .bind::<diesel::sql_types::BigInt, _>(FOLD_LOCK)
         .execute(&mut conn)

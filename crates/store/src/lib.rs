@@ -11,6 +11,7 @@ pub mod endpoints;
 pub mod erasure;
 pub mod error;
 pub mod feed;
+pub mod filters;
 pub mod handoffs;
 pub mod health;
 pub mod idempotency;

@@ -4,7 +4,7 @@
 
 use crate::answer::ReadToEnd;
 use diesel::sql_types::{Array, Int8};
-use diesel::{ExpressionMethods, OptionalExtension, QueryableByName};
+use diesel::{OptionalExtension, QueryableByName};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use qualifier_domain::{Envelope, EventType};
 use time::OffsetDateTime;
@@ -23,30 +23,85 @@ pub async fn append(
     insert(conn, env, false, compress).await.map(|_| ())
 }
 
-/// Inserts an event; returns its delivery id.
+/// Inserts an event; returns its delivery id. The endpoints whose filters the event does not
+/// match are written on its row (`crate::filters`), unless it is a test event (which goes to
+/// the endpoint asked for); the insert is made only while the filters matched are still the
+/// org's, else it is made again with them read afresh.
 pub(crate) async fn insert(
     conn: &mut AsyncPgConnection,
     env: &Envelope,
     is_test: bool,
     compress: bool,
 ) -> Result<Uuid, diesel::result::Error> {
+    use diesel::sql_types::{Bool, Bytea, Nullable, Text, Uuid as SqlUuid};
+    #[derive(QueryableByName)]
+    struct Inserted {
+        #[diesel(sql_type = Int8)]
+        inserted: i64,
+    }
     let delivery_id = Uuid::new_v4();
-    diesel::insert_into(outbox::table)
-        .values((
-            outbox::event_id.eq(env.id),
-            outbox::org_id.eq(env.org_id),
-            outbox::event_type.eq(env.event_type),
-            outbox::payload.eq(crate::payload::pack(env.to_bytes(), compress)),
-            outbox::delivery_id.eq(delivery_id),
-            // The request's trace context, so the delivery attempt joins the same trace.
-            outbox::traceparent.eq(qualifier_telemetry::current_traceparent()),
-            outbox::is_test.eq(is_test),
-            outbox::lead_id.eq(env.data.lead_id()),
-        ))
-        .execute(conn)
-        .await?;
-    Ok(delivery_id)
+    let payload = crate::payload::pack(env.to_bytes(), compress);
+    let mut filters = crate::filters::held(env.org_id);
+    for _ in 0..crate::filters::ATTEMPTS {
+        let filtered = if is_test {
+            None
+        } else {
+            crate::filters::as_text(filters.filtered(env))
+        };
+        let done: Inserted =
+            crate::prepared::prepared::<SqlUuid, _>(INSERT_EVENT_HEAD, INSERT_EVENT_TAIL, env.id)
+                .bind::<SqlUuid, _>(env.org_id)
+                .bind::<Text, _>(env.event_type.as_str())
+                .bind::<Bytea, _>(&payload)
+                .bind::<SqlUuid, _>(delivery_id)
+                // The request's trace context, so the delivery attempt joins the same trace.
+                .bind::<Nullable<Text>, _>(qualifier_telemetry::current_traceparent())
+                .bind::<Bool, _>(is_test)
+                .bind::<Nullable<SqlUuid>, _>(Some(env.data.lead_id()))
+                .bind::<Nullable<Text>, _>(filtered)
+                .bind::<Int8, _>(filters.version)
+                .one(conn)
+                .await?;
+        if done.inserted == 1 {
+            return Ok(delivery_id);
+        }
+        filters = crate::filters::reload(conn, env.org_id).await?;
+    }
+    Err(diesel::result::Error::QueryBuilderError(
+        "the organisation's filters kept changing during this write".into(),
+    ))
 }
+
+/// [`insert`]'s statement, around its parameters: the event's row when the filters matched
+/// (`filters_version`) are the org's or it is a test event. An event that names no filtered
+/// endpoint leaves its deliveries to the outbox's row trigger, as every event did before
+/// filters; one that names some (`filtered`) writes its own here, without those endpoints,
+/// and wakes the relay as the trigger would. Its text is fixed, so each connection prepares
+/// it once.
+const INSERT_EVENT_HEAD: &str = "WITH p(event_id, org_id, event_type, payload, delivery_id,
+         traceparent, is_test, lead_id, filtered, filters_version) AS (VALUES (";
+const INSERT_EVENT_TAIL: &str = concat!(
+    ")),
+     f AS (SELECT event_id, string_to_array(filtered, ',')::uuid[] AS filtered FROM p),
+     e AS (
+         INSERT INTO outbox (event_id, org_id, event_type, payload, delivery_id, traceparent,
+                             is_test, lead_id, deliveries_written)
+         SELECT event_id, org_id, event_type, payload, delivery_id, traceparent, is_test,
+                lead_id,
+                filtered IS NOT NULL AND (SELECT NOT m.to_outbox FROM deliveries_mirror m)
+         FROM p
+         WHERE is_test
+            OR coalesce((SELECT x.filters_version FROM orgs x WHERE x.id = p.org_id), 0)
+               = p.filters_version
+         RETURNING *),
+     ",
+    crate::filters::filtered_deliveries!(),
+    "
+     SELECT count(*) AS inserted,
+            (SELECT count(pg_notify('qualifier_outbox', '')) FROM (SELECT FROM d LIMIT 1) w)
+            AS relay_woken
+     FROM e"
+);
 
 /// An outbox row the relay must publish, with the attempt its delivery resumes at (read from
 /// the delivery's own row: [`CLAIM_NEW`]).

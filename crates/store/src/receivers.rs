@@ -48,6 +48,9 @@ struct Secrets {
 pub struct ReceiverSettings {
     pub headers: Option<Vec<HeaderInput>>,
     pub auth: Option<Option<AuthInput>>,
+    /// The endpoint's filter as saved (it parsed as a `qualifier_domain::filter::Filter`),
+    /// `Some(None)` none.
+    pub filter: Option<Option<Value>>,
 }
 
 /// An endpoint's receiver settings, read whole (its secrets opened) or only as shown.
@@ -250,6 +253,7 @@ mod tests {
         ReceiverSettings {
             headers: headers.map(|h| headers_of(&h).unwrap()),
             auth: auth.map(|a| auth_of(&a).unwrap()),
+            filter: None,
         }
     }
 

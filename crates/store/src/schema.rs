@@ -6,6 +6,7 @@ diesel::table! {
         name -> Text,
         created_at -> Timestamptz,
         first_endpoint_gone -> Bool,
+        filters_version -> Int8,
     }
 }
 
@@ -81,6 +82,7 @@ diesel::table! {
         headers -> Jsonb,
         auth -> Nullable<Jsonb>,
         receiver_secrets_sealed -> Nullable<Bytea>,
+        filter -> Nullable<Jsonb>,
     }
 }
 

@@ -50,6 +50,7 @@ pub(crate) struct WebhookRow {
     headers: serde_json::Value,
     auth: Option<serde_json::Value>,
     receiver_secrets_sealed: Option<Vec<u8>>,
+    filter: Option<serde_json::Value>,
     /// Whether the deployment may still hold secrets in the unbound format (`secret_format`),
     /// read with the row so that no process can act on a stale answer. A subselect diesel
     /// builds (not SQL text), so the statements that read webhooks stay prepared and cached.
@@ -85,6 +86,8 @@ pub struct Webhook {
     pub headers: Vec<HeaderShown>,
     /// How requests authenticate to the receiver (`null`: they do not); its secret masked.
     pub auth: Option<serde_json::Value>,
+    /// The events the endpoint wants among those it subscribes to (`null`: all of them).
+    pub filter: Option<serde_json::Value>,
 }
 
 impl Webhook {
@@ -106,6 +109,8 @@ pub struct WebhookStatus {
     #[serde(flatten)]
     pub webhook: Webhook,
     pub health: qualifier_domain::health::EndpointHealth,
+    /// How many events its filter left out in the last 24 hours (by the hour).
+    pub filtered_last_24h: i64,
 }
 
 /// What a delivery attempt needs: the settings plus the opened secret, and the previous secret
@@ -240,6 +245,7 @@ impl WebhookRow {
             ordering: self.ordering.unwrap_or_default(),
             headers: crate::receivers::shown_headers(&self.headers),
             auth: crate::receivers::shown_auth(self.auth.as_ref()),
+            filter: self.filter.clone(),
         }
     }
 }
@@ -337,6 +343,13 @@ impl Store {
                         let cols = saved
                             .merged(&receiver)?
                             .columns(|plain| key.seal(plain, row.id));
+                        let filter = match &receiver.filter {
+                            Some(f) => f.clone(),
+                            None => row.filter.clone(),
+                        };
+                        if filter != row.filter {
+                            crate::filters::changed(conn, org_id).await?;
+                        }
                         diesel::update(webhooks::table.filter(webhooks::id.eq(row.id)))
                             .set((
                                 webhooks::url.eq(&url),
@@ -348,6 +361,7 @@ impl Store {
                                 webhooks::headers.eq(&cols.headers),
                                 webhooks::auth.eq(&cols.auth),
                                 webhooks::receiver_secrets_sealed.eq(&cols.sealed),
+                                webhooks::filter.eq(&filter),
                                 webhooks::updated_at.eq(now),
                             ))
                             .execute(conn)
@@ -362,6 +376,7 @@ impl Store {
                         row.headers = cols.headers;
                         row.auth = cols.auth;
                         row.receiver_secrets_sealed = cols.sealed;
+                        row.filter = filter;
                         row.updated_at = now;
                         return Ok((row.public(), None, rate_changed));
                     }
@@ -391,6 +406,10 @@ impl Store {
                 let cols = crate::receivers::Receiver::default()
                     .merged(&receiver)?
                     .columns(|plain| key.seal(plain, id));
+                let filter = receiver.filter.clone().flatten();
+                if filter.is_some() {
+                    crate::filters::changed(conn, org_id).await?;
+                }
                 let row = WebhookRow {
                     id,
                     org_id,
@@ -414,6 +433,7 @@ impl Store {
                     headers: cols.headers,
                     auth: cols.auth,
                     receiver_secrets_sealed: cols.sealed,
+                    filter,
                     unbound_allowed: Some(false),
                 };
                 diesel::insert_into(webhooks::table)
@@ -432,6 +452,7 @@ impl Store {
                         webhooks::headers.eq(&row.headers),
                         webhooks::auth.eq(&row.auth),
                         webhooks::receiver_secrets_sealed.eq(&row.receiver_secrets_sealed),
+                        webhooks::filter.eq(&row.filter),
                     ))
                     .execute(conn)
                     .await
@@ -500,9 +521,11 @@ impl Store {
         let mut out = Vec::with_capacity(rows.len());
         for r in rows {
             let health = self.endpoint_health(r.key()).await?;
+            let filtered_last_24h = self.filtered_last_24h(r.key()).await?;
             out.push(WebhookStatus {
                 webhook: r.public(),
                 health,
+                filtered_last_24h,
             });
         }
         Ok(out)
@@ -548,10 +571,30 @@ impl Store {
             return Ok(None);
         };
         let health = self.endpoint_health(row.key()).await?;
+        let filtered_last_24h = self.filtered_last_24h(row.key()).await?;
         Ok(Some(WebhookStatus {
             webhook: row.public(),
             health,
+            filtered_last_24h,
         }))
+    }
+
+    /// A saved endpoint with its health and what its filter left out (what the API answers
+    /// a save with).
+    pub async fn with_status(
+        &self,
+        org_id: Uuid,
+        webhook: Webhook,
+    ) -> Result<WebhookStatus, StoreError> {
+        let key = EndpointKey {
+            org_id,
+            endpoint_id: webhook.id,
+        };
+        Ok(WebhookStatus {
+            health: self.endpoint_health(key).await?,
+            filtered_last_24h: self.filtered_last_24h(key).await?,
+            webhook,
+        })
     }
 
     /// The settings with the opened secret, for a probe (`None` without such an endpoint).

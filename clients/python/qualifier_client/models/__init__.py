@@ -85,10 +85,15 @@ from .rotate_secret_response_200 import RotateSecretResponse200
 from .send_test_event_body import SendTestEventBody
 from .send_test_event_response_202 import SendTestEventResponse202
 from .stage import Stage
+from .test_endpoint_filter_body import TestEndpointFilterBody
+from .test_endpoint_filter_body_event import TestEndpointFilterBodyEvent
+from .test_endpoint_filter_response_200 import TestEndpointFilterResponse200
 from .token import Token
 from .webhook import Webhook
 from .webhook_client_certificate_type_1 import WebhookClientCertificateType1
+from .webhook_filter_type_0 import WebhookFilterType0
 from .webhook_input import WebhookInput
+from .webhook_input_filter_type_0 import WebhookInputFilterType0
 
 __all__ = (
     "AcceptHandoffBody",
@@ -176,8 +181,13 @@ __all__ = (
     "SendTestEventBody",
     "SendTestEventResponse202",
     "Stage",
+    "TestEndpointFilterBody",
+    "TestEndpointFilterBodyEvent",
+    "TestEndpointFilterResponse200",
     "Token",
     "Webhook",
     "WebhookClientCertificateType1",
+    "WebhookFilterType0",
     "WebhookInput",
+    "WebhookInputFilterType0",
 )

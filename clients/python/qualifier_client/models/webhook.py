@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from ..models.receiver_auth import ReceiverAuth
     from ..models.receiver_header import ReceiverHeader
     from ..models.webhook_client_certificate_type_1 import WebhookClientCertificateType1
+    from ..models.webhook_filter_type_0 import WebhookFilterType0
 
 
 T = TypeVar("T", bound="Webhook")
@@ -47,6 +48,9 @@ class Webhook:
                 Replays and test events are sent outside the order. Anything else: 422 naming `ordering`.
             headers (list[ReceiverHeader] | Unset):
             auth (None | ReceiverAuth | Unset):
+            filter_ (None | Unset | WebhookFilterType0): The endpoint's filter as saved; `null` none.
+            filtered_last_24h (int | Unset): Events the filter left out in the current hour and the 23 before it (with
+                `health`).
             client_certificate (None | Unset | WebhookClientCertificateType1): The client certificate presented to the
                 endpoint (mutual TLS), never its key; `null` when none is set.
             health (EndpointHealth | Unset): The endpoint's health (docs/delivery.md, "Endpoint health"). `failing`:
@@ -68,6 +72,8 @@ class Webhook:
     ordering: Ordering
     headers: list[ReceiverHeader] | Unset = UNSET
     auth: None | ReceiverAuth | Unset = UNSET
+    filter_: None | Unset | WebhookFilterType0 = UNSET
+    filtered_last_24h: int | Unset = UNSET
     client_certificate: None | Unset | WebhookClientCertificateType1 = UNSET
     health: EndpointHealth | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
@@ -75,6 +81,7 @@ class Webhook:
     def to_dict(self) -> dict[str, Any]:
         from ..models.receiver_auth import ReceiverAuth  # noqa: PLC0415
         from ..models.webhook_client_certificate_type_1 import WebhookClientCertificateType1  # noqa: PLC0415
+        from ..models.webhook_filter_type_0 import WebhookFilterType0  # noqa: PLC0415
 
         id = str(self.id)
 
@@ -113,6 +120,16 @@ class Webhook:
         else:
             auth = self.auth
 
+        filter_: dict[str, Any] | None | Unset
+        if isinstance(self.filter_, Unset):
+            filter_ = UNSET
+        elif isinstance(self.filter_, WebhookFilterType0):
+            filter_ = self.filter_.to_dict()
+        else:
+            filter_ = self.filter_
+
+        filtered_last_24h = self.filtered_last_24h
+
         client_certificate: dict[str, Any] | None | Unset
         if isinstance(self.client_certificate, Unset):
             client_certificate = UNSET
@@ -144,6 +161,10 @@ class Webhook:
             field_dict["headers"] = headers
         if auth is not UNSET:
             field_dict["auth"] = auth
+        if filter_ is not UNSET:
+            field_dict["filter"] = filter_
+        if filtered_last_24h is not UNSET:
+            field_dict["filtered_last_24h"] = filtered_last_24h
         if client_certificate is not UNSET:
             field_dict["client_certificate"] = client_certificate
         if health is not UNSET:
@@ -157,6 +178,7 @@ class Webhook:
         from ..models.receiver_auth import ReceiverAuth  # noqa: PLC0415
         from ..models.receiver_header import ReceiverHeader  # noqa: PLC0415
         from ..models.webhook_client_certificate_type_1 import WebhookClientCertificateType1  # noqa: PLC0415
+        from ..models.webhook_filter_type_0 import WebhookFilterType0  # noqa: PLC0415
 
         d = dict(src_dict)
         id = UUID(d.pop("id"))
@@ -213,6 +235,25 @@ class Webhook:
 
         auth = _parse_auth(d.pop("auth", UNSET))
 
+        def _parse_filter_(data: object) -> None | Unset | WebhookFilterType0:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                filter_type_0 = WebhookFilterType0.from_dict(data)
+
+                return filter_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | Unset | WebhookFilterType0, data)
+
+        filter_ = _parse_filter_(d.pop("filter", UNSET))
+
+        filtered_last_24h = d.pop("filtered_last_24h", UNSET)
+
         def _parse_client_certificate(data: object) -> None | Unset | WebhookClientCertificateType1:
             if data is None:
                 return data
@@ -249,6 +290,8 @@ class Webhook:
             ordering=ordering,
             headers=headers,
             auth=auth,
+            filter_=filter_,
+            filtered_last_24h=filtered_last_24h,
             client_certificate=client_certificate,
             health=health,
         )

@@ -13,6 +13,7 @@ from ..types import UNSET, Unset
 if TYPE_CHECKING:
     from ..models.receiver_auth import ReceiverAuth
     from ..models.receiver_header import ReceiverHeader
+    from ..models.webhook_input_filter_type_0 import WebhookInputFilterType0
 
 
 T = TypeVar("T", bound="WebhookInput")
@@ -43,6 +44,9 @@ class WebhookInput:
             value given as `********` keeps the stored one. 422 naming the header.
         auth (None | ReceiverAuth | Unset): How requests authenticate to the receiver; absent keeps the saved auth,
             `null` removes it. A secret given as `********` keeps the stored one. 422 naming the field.
+        filter_ (None | Unset | WebhookInputFilterType0): Which subscribed events the endpoint gets (docs/api.md,
+            "Filters"): `null` every one, else a JSON object of dotted paths and operators matched against the event's
+            envelope. Absent keeps the saved filter. 422 `Invalid filter at <path>: …`.
     """
 
     url: str
@@ -53,10 +57,12 @@ class WebhookInput:
     description: str | Unset = UNSET
     headers: list[ReceiverHeader] | Unset = UNSET
     auth: None | ReceiverAuth | Unset = UNSET
+    filter_: None | Unset | WebhookInputFilterType0 = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         from ..models.receiver_auth import ReceiverAuth  # noqa: PLC0415
+        from ..models.webhook_input_filter_type_0 import WebhookInputFilterType0  # noqa: PLC0415
 
         url = self.url
 
@@ -94,6 +100,14 @@ class WebhookInput:
         else:
             auth = self.auth
 
+        filter_: dict[str, Any] | None | Unset
+        if isinstance(self.filter_, Unset):
+            filter_ = UNSET
+        elif isinstance(self.filter_, WebhookInputFilterType0):
+            filter_ = self.filter_.to_dict()
+        else:
+            filter_ = self.filter_
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -113,6 +127,8 @@ class WebhookInput:
             field_dict["headers"] = headers
         if auth is not UNSET:
             field_dict["auth"] = auth
+        if filter_ is not UNSET:
+            field_dict["filter"] = filter_
 
         return field_dict
 
@@ -120,6 +136,7 @@ class WebhookInput:
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
         from ..models.receiver_auth import ReceiverAuth  # noqa: PLC0415
         from ..models.receiver_header import ReceiverHeader  # noqa: PLC0415
+        from ..models.webhook_input_filter_type_0 import WebhookInputFilterType0  # noqa: PLC0415
 
         d = dict(src_dict)
         url = d.pop("url")
@@ -177,6 +194,23 @@ class WebhookInput:
 
         auth = _parse_auth(d.pop("auth", UNSET))
 
+        def _parse_filter_(data: object) -> None | Unset | WebhookInputFilterType0:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                filter_type_0 = WebhookInputFilterType0.from_dict(data)
+
+                return filter_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | Unset | WebhookInputFilterType0, data)
+
+        filter_ = _parse_filter_(d.pop("filter", UNSET))
+
         webhook_input = cls(
             url=url,
             event_types=event_types,
@@ -186,6 +220,7 @@ class WebhookInput:
             description=description,
             headers=headers,
             auth=auth,
+            filter_=filter_,
         )
 
         webhook_input.additional_properties = d

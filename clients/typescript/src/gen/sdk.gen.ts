@@ -2,7 +2,7 @@
 
 import type { Client, ClientMeta, Options as Options2, RequestResult, TDataShape } from './client';
 import { client } from './client.gen';
-import type { AcceptHandoffData, AcceptHandoffErrors, AcceptHandoffResponses, CreateConsoleSessionData, CreateConsoleSessionErrors, CreateConsoleSessionResponses, CreateEndpointData, CreateEndpointErrors, CreateEndpointResponses, CreateHandoffData, CreateHandoffErrors, CreateHandoffResponses, CreateLeadData, CreateLeadErrors, CreateLeadResponses, CreateOrgData, CreateOrgErrors, CreateOrgResponses, CreateTokenData, CreateTokenErrors, CreateTokenResponses, DeleteEndpointData, DeleteEndpointErrors, DeleteEndpointResponses, EraseLeadData, EraseLeadErrors, EraseLeadResponses, GetDeliveryData, GetDeliveryErrors, GetDeliveryResponses, GetEndpointData, GetEndpointErrors, GetEndpointResponses, GetLeadData, GetLeadErrors, GetLeadResponses, GetWebhookData, GetWebhookErrors, GetWebhookResponses, HealthzData, HealthzResponses, InboundContactData, InboundContactErrors, InboundContactResponses, InternalEraseLeadData, InternalEraseLeadErrors, InternalEraseLeadResponses, InternalPatchLeadData, InternalPatchLeadErrors, InternalPatchLeadResponses, ListDeliveriesData, ListDeliveriesErrors, ListDeliveriesResponses, ListEndpointsData, ListEndpointsErrors, ListEndpointsResponses, ListEventsData, ListEventsErrors, ListEventsResponses, ListLeadsData, ListLeadsErrors, ListLeadsResponses, PatchLeadData, PatchLeadErrors, PatchLeadResponses, ProbeEndpointData, ProbeEndpointErrors, ProbeEndpointResponses, PutEndpointData, PutEndpointErrors, PutEndpointResponses, PutWebhookData, PutWebhookErrors, PutWebhookResponses, ReadyzData, ReadyzErrors, ReadyzResponses, ReleaseHandoffData, ReleaseHandoffErrors, ReleaseHandoffResponses, ReplayDeliveriesData, ReplayDeliveriesErrors, ReplayDeliveriesResponses, ReplayDeliveryData, ReplayDeliveryErrors, ReplayDeliveryResponses, RevokeTokenData, RevokeTokenErrors, RevokeTokenResponses, RotateEndpointSecretData, RotateEndpointSecretErrors, RotateEndpointSecretResponses, RotateSecretData, RotateSecretErrors, RotateSecretResponses, SendTestEventData, SendTestEventErrors, SendTestEventResponses } from './types.gen';
+import type { AcceptHandoffData, AcceptHandoffErrors, AcceptHandoffResponses, CreateConsoleSessionData, CreateConsoleSessionErrors, CreateConsoleSessionResponses, CreateEndpointData, CreateEndpointErrors, CreateEndpointResponses, CreateHandoffData, CreateHandoffErrors, CreateHandoffResponses, CreateLeadData, CreateLeadErrors, CreateLeadResponses, CreateOrgData, CreateOrgErrors, CreateOrgResponses, CreateTokenData, CreateTokenErrors, CreateTokenResponses, DeleteEndpointData, DeleteEndpointErrors, DeleteEndpointResponses, EraseLeadData, EraseLeadErrors, EraseLeadResponses, GetDeliveryData, GetDeliveryErrors, GetDeliveryResponses, GetEndpointData, GetEndpointErrors, GetEndpointResponses, GetLeadData, GetLeadErrors, GetLeadResponses, GetWebhookData, GetWebhookErrors, GetWebhookResponses, HealthzData, HealthzResponses, InboundContactData, InboundContactErrors, InboundContactResponses, InternalEraseLeadData, InternalEraseLeadErrors, InternalEraseLeadResponses, InternalPatchLeadData, InternalPatchLeadErrors, InternalPatchLeadResponses, ListDeliveriesData, ListDeliveriesErrors, ListDeliveriesResponses, ListEndpointsData, ListEndpointsErrors, ListEndpointsResponses, ListEventsData, ListEventsErrors, ListEventsResponses, ListLeadsData, ListLeadsErrors, ListLeadsResponses, PatchLeadData, PatchLeadErrors, PatchLeadResponses, ProbeEndpointData, ProbeEndpointErrors, ProbeEndpointResponses, PutEndpointData, PutEndpointErrors, PutEndpointResponses, PutWebhookData, PutWebhookErrors, PutWebhookResponses, ReadyzData, ReadyzErrors, ReadyzResponses, ReleaseHandoffData, ReleaseHandoffErrors, ReleaseHandoffResponses, ReplayDeliveriesData, ReplayDeliveriesErrors, ReplayDeliveriesResponses, ReplayDeliveryData, ReplayDeliveryErrors, ReplayDeliveryResponses, RevokeTokenData, RevokeTokenErrors, RevokeTokenResponses, RotateEndpointSecretData, RotateEndpointSecretErrors, RotateEndpointSecretResponses, RotateSecretData, RotateSecretErrors, RotateSecretResponses, SendTestEventData, SendTestEventErrors, SendTestEventResponses, TestEndpointFilterData, TestEndpointFilterErrors, TestEndpointFilterResponses } from './types.gen';
 
 export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends boolean = boolean, TResponse = unknown> = Options2<TData, ThrowOnError, TResponse> & {
     /**
@@ -349,6 +349,25 @@ export const probeEndpoint = <ThrowOnError extends boolean = false>(options: Opt
         }],
     url: '/internal/v1/orgs/{org}/endpoints/{endpointId}/probe',
     ...options
+});
+
+/**
+ * Whether the endpoint's saved filter matches an event's envelope.
+ *
+ * `true` for an endpoint without a filter. The same route is at `…/webhook/filter-test` for the org's primary endpoint.
+ */
+export const testEndpointFilter = <ThrowOnError extends boolean = false>(options: Options<TestEndpointFilterData, ThrowOnError>): RequestResult<TestEndpointFilterResponses, TestEndpointFilterErrors, ThrowOnError> => (options.client ?? client).post<TestEndpointFilterResponses, TestEndpointFilterErrors, ThrowOnError>({
+    security: [{
+            key: 'internalToken',
+            scheme: 'bearer',
+            type: 'http'
+        }],
+    url: '/internal/v1/orgs/{org}/endpoints/{endpointId}/filter-test',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
 });
 
 /**

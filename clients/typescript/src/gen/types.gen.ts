@@ -332,6 +332,12 @@ export type WebhookInput = {
      * How requests authenticate to the receiver; absent keeps the saved auth, `null` removes it. A secret given as `********` keeps the stored one. 422 naming the field.
      */
     auth?: null | ReceiverAuth;
+    /**
+     * Which subscribed events the endpoint gets (docs/api.md, "Filters"): `null` every one, else a JSON object of dotted paths and operators matched against the event's envelope. Absent keeps the saved filter. 422 `Invalid filter at <path>: …`.
+     */
+    filter?: {
+        [key: string]: unknown;
+    } | null;
 };
 
 export type ReceiverHeader = {
@@ -402,6 +408,16 @@ export type Webhook = {
     ordering: Ordering;
     headers?: Array<ReceiverHeader>;
     auth?: null | ReceiverAuth;
+    /**
+     * The endpoint's filter as saved; `null` none.
+     */
+    filter?: {
+        [key: string]: unknown;
+    } | null;
+    /**
+     * Events the filter left out in the current hour and the 23 before it (with `health`).
+     */
+    filtered_last_24h?: number;
     /**
      * The client certificate presented to the endpoint (mutual TLS), never its key; `null` when none is set.
      */
@@ -1736,6 +1752,81 @@ export type ProbeEndpointResponses = {
 };
 
 export type ProbeEndpointResponse = ProbeEndpointResponses[keyof ProbeEndpointResponses];
+
+export type TestEndpointFilterData = {
+    body: {
+        /**
+         * An event's envelope, as delivered or read from the feed.
+         */
+        event: {
+            [key: string]: unknown;
+        };
+    };
+    path: {
+        /**
+         * An org id; anything that is not an existing org's UUID is `Org not found`.
+         */
+        org: string;
+        /**
+         * An endpoint id of the org; anything else (another org's endpoint included) is `Endpoint not found`.
+         */
+        endpointId: string;
+    };
+    query?: never;
+    url: '/internal/v1/orgs/{org}/endpoints/{endpointId}/filter-test';
+};
+
+export type TestEndpointFilterErrors = {
+    /**
+     * `Invalid JSON body`
+     */
+    400: Error;
+    /**
+     * `Unauthorized`: the internal token is missing or wrong.
+     */
+    401: Error;
+    /**
+     * `Lead not found`, `Org not found`, `Token not found`, `Handoff not found`, `Delivery not found`, `Webhook not configured` or `Not found`.
+     */
+    404: Error;
+    /**
+     * `Request timeout`: the body had not fully arrived 10 s after the request's head. The connection is closed.
+     */
+    408: Error;
+    /**
+     * `Request body too large` (over 64 KiB).
+     */
+    413: Error;
+    /**
+     * `Content-Type must be application/json`
+     */
+    415: Error;
+    /**
+     * A one-line message naming the invalid field (docs/api.md lists the messages).
+     */
+    422: Error;
+    /**
+     * `Internal server error` (the cause is logged with the request id, never returned).
+     */
+    500: Error;
+    /**
+     * `Service unavailable`: PostgreSQL (or, for `/readyz`, RabbitMQ) cannot be reached.
+     */
+    503: Error;
+};
+
+export type TestEndpointFilterError = TestEndpointFilterErrors[keyof TestEndpointFilterErrors];
+
+export type TestEndpointFilterResponses = {
+    /**
+     * The answer.
+     */
+    200: {
+        matches: boolean;
+    };
+};
+
+export type TestEndpointFilterResponse = TestEndpointFilterResponses[keyof TestEndpointFilterResponses];
 
 export type InboundContactData = {
     body: InboundContact;

@@ -26,7 +26,7 @@ pub(super) use endpoints::{
     webhook_certificate, webhook_certificate_remove, webhook_check, webhook_get, webhook_rotate,
     webhook_save, webhook_test,
 };
-pub(super) use receiver::webhook_receiver;
+pub(super) use receiver::{webhook_filter, webhook_receiver};
 use shared::{notice_text, parse_id};
 
 pub(super) async fn css() -> HttpResponse {

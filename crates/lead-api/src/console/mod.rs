@@ -152,7 +152,8 @@ fn endpoint_forms(cfg: &mut web::ServiceConfig, base: &str) {
             post(webhook_certificate_remove),
         )
         .route(&at("/check"), post(webhook_check))
-        .route(&at("/receiver"), post(webhook_receiver));
+        .route(&at("/receiver"), post(webhook_receiver))
+        .route(&at("/filter"), post(webhook_filter));
 }
 
 fn page(status: StatusCode, m: Markup) -> HttpResponse {

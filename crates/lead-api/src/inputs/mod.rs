@@ -202,7 +202,19 @@ pub async fn receiver_of(
             .await
             .map_err(|e| unprocessable(format!("auth.token_url: {e}")))?;
     }
-    Ok(ReceiverSettings { headers, auth })
+    let filter = match body::get(obj, "filter") {
+        None => None,
+        Some(Value::Null) => Some(None),
+        Some(f) => {
+            qualifier_domain::filter::Filter::parse(f)?;
+            Some(Some(f.clone()))
+        }
+    };
+    Ok(ReceiverSettings {
+        headers,
+        auth,
+        filter,
+    })
 }
 
 /// What is wrong with each field of a webhook form, for the console to show beside the field.

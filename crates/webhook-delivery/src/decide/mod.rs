@@ -165,6 +165,7 @@ pub(crate) mod fixtures {
                 ordering: Default::default(),
                 headers: Vec::new(),
                 auth: None,
+                filter: None,
             },
             signing_secret: "qlf_whsec_test".into(),
             previous_secret: None,

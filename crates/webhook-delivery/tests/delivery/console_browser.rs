@@ -509,3 +509,47 @@ async fn an_administrator_sets_the_receivers_headers_and_token_in_the_browser() 
     assert_eq!(test.header("x-team"), "crm");
     assert_eq!(test.header("authorization"), "Bearer console-token-7781");
 }
+
+/// An administrator writes a filter for the first endpoint on its page: a bad one is refused
+/// with the API's message, a good one is tried against the org's recent events (which of them
+/// it would send), then saved, and from then on the endpoint gets only what it matches.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_administrator_tests_and_saves_a_filter_in_the_browser() {
+    let s = Stack::start().await;
+    s.inbound("+447700900711").await;
+    let body = json!({"name": "Grace Hopper", "phone": "+447700900712", "channel": "sms"});
+    s.org_call(Method::POST, "inbound", Some(body)).await;
+    s.receiver.wait_for(2, WAIT).await;
+    let shots = shots_dir().to_string_lossy().into_owned();
+    let page = browser(vec!["filter_editor".into(), s.console_link().await, shots]).await;
+    assert_eq!(page["refused_status"], 422, "{page}");
+    assert!(
+        page["refused_message"]
+            .as_str()
+            .unwrap()
+            .contains("filter.data.lead.channel.$regex"),
+        "{page}"
+    );
+    // The two recent events, newest first: the sms lead sent, the whatsapp one left out.
+    assert_eq!(
+        page["tested"],
+        json!([{"result": "Sent", "lead": "sms, qualifying"}, {"result": "Left out", "lead": "whatsapp, qualifying"}]),
+        "{page}"
+    );
+    assert!(
+        page["saved_text"].as_str().unwrap().contains("\"sms\""),
+        "{page}"
+    );
+    assert_eq!(
+        s.webhook().await["filter"],
+        json!({"data.lead.channel": "sms"})
+    );
+    // Saved: a whatsapp lead is left out, an sms one sent.
+    s.inbound("+447700900713").await;
+    let body = json!({"name": "Grace Hopper", "phone": "+447700900714", "channel": "sms"});
+    s.org_call(Method::POST, "inbound", Some(body)).await;
+    let got = s.receiver.wait_for(3, WAIT).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(s.receiver.received().len(), 3, "the whatsapp lead left out");
+    assert_eq!(got[2].json()["data"]["lead"]["channel"], "sms");
+}

@@ -10,6 +10,7 @@ mod egress;
 mod endpoints;
 mod erasure;
 mod fair_share;
+mod filters;
 mod hardening;
 mod health;
 mod help;

@@ -113,3 +113,112 @@ pub(in crate::console) async fn webhook_receiver(
         Err(e) => Err(e.into()),
     }
 }
+
+/// The org's most recent events (its first endpoint's deliveries: every event has one),
+/// against `filter`: what the filter form's test shows.
+async fn tested(
+    st: &AppState,
+    org_id: uuid::Uuid,
+    filter: Option<&qualifier_domain::filter::Filter>,
+) -> Result<Vec<crate::console::pages::TestedEvent>> {
+    const RECENT: i64 = 10;
+    let (recent, _) = st
+        .store
+        .list_deliveries(
+            org_id,
+            &qualifier_store::deliveries::DeliveryFilter::default(),
+            None,
+            RECENT,
+        )
+        .await?;
+    let mut out = Vec::with_capacity(recent.len());
+    for d in recent {
+        let body = st.store.delivery_payload(org_id, d.id).await?;
+        let event: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+        let lead = &event["data"]["lead"];
+        let summary = [&lead["channel"], &lead["qualification_stage"]]
+            .iter()
+            .filter_map(|v| v.as_str())
+            .collect::<Vec<_>>()
+            .join(", ");
+        out.push(crate::console::pages::TestedEvent {
+            event_type: d.event_type.as_str().to_owned(),
+            occurred_at: event["occurred_at"].as_str().unwrap_or("").to_owned(),
+            summary,
+            matches: filter.is_none_or(|f| f.matches(&event)),
+        });
+    }
+    Ok(out)
+}
+
+/// The filter form: `Test against recent events` shows what the typed filter would send
+/// (nothing saved); `Save filter` saves it with the endpoint's other settings as they are.
+/// Empty is no filter.
+pub(in crate::console) async fn webhook_filter(
+    f: CsrfForm,
+    place: Place,
+    st: web::Data<AppState>,
+) -> Result<Posted> {
+    let at = place.at(f.session.org_id);
+    let Some(saved) = st.store.get_webhook(at).await? else {
+        return Err(ConsoleError::NotFound(Place::ENDPOINT_NOT_FOUND));
+    };
+    let draft = f.form.get("filter").unwrap_or("").trim().to_owned();
+    let parsed = if draft.is_empty() {
+        Ok(None)
+    } else {
+        serde_json::from_str::<Value>(&draft)
+            .map_err(|e| format!("Invalid filter at filter: not JSON ({e})"))
+            .and_then(|v| {
+                qualifier_domain::filter::Filter::parse(&v)
+                    .map(|c| Some((v, c)))
+                    .map_err(|e| e.to_string())
+            })
+    };
+    let mut form = WebhookForm {
+        filter_draft: Some(draft.clone()),
+        ..WebhookForm::of(&saved)
+    };
+    let parsed = match parsed {
+        Ok(p) => p,
+        Err(e) => {
+            form.filter_error = Some(e);
+            let r = webhook_view(&st, &f.session, place, Some(form), None, None).await?;
+            return Ok(f.answer(refused(r)));
+        }
+    };
+    if f.form.get("action") == Some("test") {
+        form.filter_tested =
+            Some(tested(&st, f.session.org_id, parsed.as_ref().map(|p| &p.1)).await?);
+        let r = webhook_view(&st, &f.session, place, Some(form), None, None).await?;
+        return Ok(f.answer(r));
+    }
+    let settings = qualifier_store::webhooks::EndpointSettings {
+        url: saved.url.clone(),
+        event_types: saved.event_types.clone(),
+        enabled: saved.enabled,
+        pace: saved.pace(),
+        description: None,
+        receiver: qualifier_store::webhooks::ReceiverSettings {
+            filter: Some(parsed.map(|p| p.0)),
+            ..Default::default()
+        },
+    };
+    let result = match place.id {
+        None => st
+            .store
+            .put_webhook(f.session.org_id, settings)
+            .await
+            .map(|_| ()),
+        Some(_) => st.store.update_endpoint(at, settings).await.map(|_| ()),
+    };
+    match result {
+        Ok(()) => Ok(f.answer(see_other(&format!("{}?done=filter", place.page())))),
+        Err(qualifier_store::StoreError::Conflict(m)) => {
+            form.filter_error = Some(m);
+            let r = webhook_view(&st, &f.session, place, Some(form), None, None).await?;
+            Ok(f.answer(refused(r)))
+        }
+        Err(e) => Err(e.into()),
+    }
+}

@@ -14,6 +14,7 @@ pub(super) fn notice_text(q: &str) -> Option<&'static str> {
     let n = web::Query::<Notice>::from_query(q).ok()?;
     match n.done.as_deref()? {
         "saved" => Some("Saved."),
+        "filter" => Some("Filter saved. It applies to the events that occur from now on."),
         "receiver" => {
             Some("Headers and credentials saved. Every request from now on carries them.")
         }

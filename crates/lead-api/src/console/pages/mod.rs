@@ -16,6 +16,7 @@ mod receiver;
 pub use deliveries::{
     DeliveriesView, DeliveryFilterForm, deliveries_page, delivery_page, replay_dead_page,
 };
+pub use receiver::TestedEvent;
 
 /// Which navigation link is the current page.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -175,6 +176,11 @@ pub struct WebhookForm {
     pub cert_error: Option<String>,
     /// Why the headers and credentials form was refused (the API's 422 message).
     pub receiver_error: Option<String>,
+    /// The filter as typed (shown instead of the saved one), why it was refused, and what
+    /// its test against recent events found.
+    pub filter_draft: Option<String>,
+    pub filter_error: Option<String>,
+    pub filter_tested: Option<Vec<TestedEvent>>,
 }
 
 impl WebhookForm {
@@ -372,6 +378,13 @@ pub fn webhook_page(who: &Who, v: &EndpointView) -> Markup {
             }
             (client_certificate_section(who.csrf, &actions, w.webhook.client_certificate.as_ref(), form.cert_error.as_deref()))
             (receiver::receiver_section(who.csrf, &actions, &w.webhook, form.receiver_error.as_deref()))
+            (receiver::filter_section(who.csrf, &actions, &receiver::FilterView {
+                saved: w.webhook.filter.as_ref(),
+                filtered_last_24h: w.filtered_last_24h,
+                draft: form.filter_draft.as_deref(),
+                error: form.filter_error.as_deref(),
+                tested: form.filter_tested.as_deref(),
+            }))
             section aria-labelledby="test-h" {
                 h2 id="test-h" { "Test" }
                 p { "Sends an example event, signed like any other, marked X-Qualifier-Test: true." }

@@ -86,3 +86,70 @@ pub fn receiver_section(csrf: &str, actions: &str, w: &Webhook, error: Option<&s
         }
     }
 }
+
+/// One of the org's recent events as the filter test shows it.
+#[derive(Debug, Clone)]
+pub struct TestedEvent {
+    pub event_type: String,
+    pub occurred_at: String,
+    pub summary: String,
+    pub matches: bool,
+}
+
+/// The filter form: the saved filter (or the draft being tried), its refusal, and what a test
+/// against the org's recent events found.
+pub struct FilterView<'a> {
+    pub saved: Option<&'a Value>,
+    pub filtered_last_24h: i64,
+    pub draft: Option<&'a str>,
+    pub error: Option<&'a str>,
+    pub tested: Option<&'a [TestedEvent]>,
+}
+
+pub fn filter_section(csrf: &str, actions: &str, v: &FilterView<'_>) -> Markup {
+    let shown = match (v.draft, v.saved) {
+        (Some(d), _) => d.to_owned(),
+        (None, Some(f)) => serde_json::to_string_pretty(f).unwrap_or_default(),
+        (None, None) => String::new(),
+    };
+    html! {
+        section aria-labelledby="filter-h" {
+            h2 id="filter-h" { "Filter" }
+            p { "Among the event types above, only the events this filter matches are sent. Dotted paths into the event and operators such as " code { "$in" } ", " code { "$gte" } " and " code { "$startsWith" } "; empty for every event. Erasure notices always go." }
+            @if v.saved.is_some() {
+                p data-filtered { "Left out in the last 24 hours: " (v.filtered_last_24h) }
+            }
+            @if let Some(e) = v.error { p.error id="filter-error" role="alert" { (e) } }
+            form method="post" action=(format!("{actions}/filter")) {
+                input type="hidden" name="csrf" value=(csrf);
+                div.field {
+                    label for="filter" { "Filter (JSON)" }
+                    textarea id="filter" name="filter" rows="6" spellcheck="false"
+                        placeholder="{\"data.lead.channel\": \"whatsapp\"}"
+                        aria-describedby=[v.error.map(|_| "filter-error")] { (shown) }
+                }
+                button type="submit" name="action" value="test" { "Test against recent events" }
+                " "
+                button type="submit" name="action" value="save" { "Save filter" }
+            }
+            @if let Some(tested) = v.tested {
+                @if tested.is_empty() {
+                    p { "No recent events to test against." }
+                } @else {
+                    table data-tested {
+                        caption { "The org's recent events against this filter (not saved yet)" }
+                        thead { tr { th scope="col" { "Event" } th scope="col" { "Occurred" } th scope="col" { "Lead" } th scope="col" { "Result" } } }
+                        tbody {
+                            @for t in tested {
+                                tr data-matches=(t.matches) {
+                                    td { (t.event_type) } td { (t.occurred_at) } td { (t.summary) }
+                                    td { @if t.matches { "Sent" } @else { "Left out" } }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

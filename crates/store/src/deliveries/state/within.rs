@@ -8,7 +8,8 @@
 /// The deliveries of the events `e` just inserted, one per endpoint that wants the event
 /// (`qualifier_deliveries_made`), each `queued` with the columns' defaults, when the event
 /// writes its own (`deliveries_written`; until the outbox retires its mirror the outbox's row
-/// trigger writes them): the `d` of the lead's write (`crate::leads::statement`).
+/// trigger writes them): the `d` of the lead's write (`crate::leads::statement`) for an org
+/// without filters.
 macro_rules! made_for_events {
     () => {
         "INSERT INTO deliveries
@@ -17,7 +18,19 @@ macro_rules! made_for_events {
            RETURNING seq, endpoint_id, org_id, created_at, state, due_at"
     };
 }
+/// The same for an org with filters: none for the endpoints whose filter left the event out
+/// (`f.filtered`, beside the event: `crate::filters::filtered_deliveries`).
+macro_rules! made_for_filtered_events {
+    () => {
+        "INSERT INTO deliveries
+           SELECT x.* FROM e JOIN f USING (event_id)
+                CROSS JOIN LATERAL qualifier_deliveries_made(e::outbox, f.filtered) x
+           WHERE e.deliveries_written
+           RETURNING seq, endpoint_id, org_id, created_at, state, due_at"
+    };
+}
 pub(crate) use made_for_events;
+pub(crate) use made_for_filtered_events;
 
 /// Out: each delivery the relay claimed from `deliveries_due` (`v`: its `seq`, endpoint and
 /// whether it was due; `$4`..`$5` the batch's `seq` range), unless it ended or waits in its
