@@ -29,23 +29,23 @@ pub enum Job {
     /// Expired idempotency keys (already ignored).
     PurgeIdempotencyKeys,
     /// Outbox partitions through tomorrow ([`partition_days`] each), and the outbox's sequence in
-    /// today's numbers (`Store::roll_outbox`). First, so a new day's events have their day.
+    /// today's numbers (`Upkeep::roll_outbox`). First, so a new day's events have their day.
     RollOutbox,
     /// Events older than `QUALIFIER_EVENT_RETENTION_DAYS`, with their delivery records, a
-    /// partition (a span of days) at a time (`Store::expire_events`); a delivery still
+    /// partition (a span of days) at a time (`Upkeep::expire_events`); a delivery still
     /// unfinished then ends `dead` with `Event expired` and leaves with it.
     ExpireEvents,
     /// The indexes of an outbox partition that stopped taking new events, rebuilt once
-    /// (`Store::compact_outbox`): about 40% smaller.
+    /// (`Upkeep::compact_outbox`): about 40% smaller.
     CompactOutbox,
     /// The delivery rows' index by id on every partition, built concurrently where an upgrade
     /// left it out, and the index it replaces dropped once it is whole
-    /// (`Store::index_delivery_ids`).
+    /// (`Upkeep::index_delivery_ids`).
     IndexDeliveryIds,
     /// Operational events older than the same retention, delivered to the operator or not.
     ExpireOpsEvents,
     /// Hourly delivery totals no longer needed: past the chart's 24-hour window and behind
-    /// the dry run's cover, which retention moves forward (`Store::expire_delivery_hours`).
+    /// the dry run's cover, which retention moves forward (`Console::expire_delivery_hours`).
     ExpireChartHours,
 }
 
@@ -80,15 +80,15 @@ impl Job {
     /// `RollOutbox`, dropped by `ExpireEvents`, rebuilt by `CompactOutbox`).
     pub async fn run(self, store: &Store, retention: Duration) -> Result<usize, StoreError> {
         match self {
-            Job::DropRetiredSecrets => store.drop_expired_previous_secrets().await,
-            Job::PurgeConsoleSessions => store.purge_console(BATCH).await,
+            Job::DropRetiredSecrets => store.endpoints().drop_expired_previous_secrets().await,
+            Job::PurgeConsoleSessions => store.console().purge_console(BATCH).await,
             Job::PurgeIdempotencyKeys => store.idempotency_purge(BATCH).await,
-            Job::ExpireOpsEvents => store.expire_ops_events(retention, BATCH).await,
-            Job::ExpireChartHours => store.expire_delivery_hours().await,
-            Job::RollOutbox => store.roll_outbox(partition_days(retention)).await,
-            Job::ExpireEvents => store.expire_events(retention).await,
-            Job::CompactOutbox => store.compact_outbox().await,
-            Job::IndexDeliveryIds => store.index_delivery_ids().await,
+            Job::ExpireOpsEvents => store.upkeep().expire_ops_events(retention, BATCH).await,
+            Job::ExpireChartHours => store.console().expire_delivery_hours().await,
+            Job::RollOutbox => store.upkeep().roll_outbox(partition_days(retention)).await,
+            Job::ExpireEvents => store.upkeep().expire_events(retention).await,
+            Job::CompactOutbox => store.upkeep().compact_outbox().await,
+            Job::IndexDeliveryIds => store.upkeep().index_delivery_ids().await,
         }
     }
 }
@@ -117,23 +117,23 @@ pub async fn run(store: Store, retention: Duration, stop: CancellationToken) {
 pub const FOLD_EVERY: Duration = Duration::from_secs(1);
 
 /// Folds the changes to the hourly delivery totals every [`FOLD_EVERY`] until `stop`
-/// (`Store::fold_delivery_hours`). Not needed for correctness either (the chart and the dry run
+/// (`Console::fold_delivery_hours`). Not needed for correctness either (the chart and the dry run
 /// add the changes not folded yet); it keeps them to about a second of writes, which is what a
 /// chart view or a dry run scans. Its own loop, as the
 /// jobs above run once a minute: a minute of a busy org's writes would be a slow chart. Each
 /// tick also marks the outbox's sequence, at most once a minute
-/// (`Store::mark_outbox_sequence`).
+/// (`Upkeep::mark_outbox_sequence`).
 pub async fn fold_chart(store: Store, stop: CancellationToken) {
     let mut tick = tokio::time::interval(FOLD_EVERY);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! { _ = tick.tick() => {}, _ = stop.cancelled() => return }
-        if let Err(e) = store.fold_delivery_hours().await {
+        if let Err(e) = store.console().fold_delivery_hours().await {
             tracing::debug!(error = %qualifier_store::cause_chain(&e), "folding the chart skipped");
         }
         // The sequence's mark a minute, which the lists' time bounds read: on the same tick,
         // since it must keep up with the events, not wait for a housekeeping round.
-        if let Err(e) = store.mark_outbox_sequence().await {
+        if let Err(e) = store.upkeep().mark_outbox_sequence().await {
             tracing::debug!(error = %qualifier_store::cause_chain(&e), "marking the sequence skipped");
         }
     }
@@ -147,12 +147,12 @@ pub const FILL_BATCH: i32 = 2_000;
 const FILL_PAUSE: Duration = Duration::from_millis(20);
 
 /// Copies the delivery rows of the events stored before the outbox's triggers kept them
-/// (`Store::fill_deliveries`, crates/store/src/deliveries/rows.rs), batch after batch, until
+/// (`Deliveries::fill_deliveries`, crates/store/src/deliveries/rows.rs), batch after batch, until
 /// every replica finds the fill done; then returns. A replica that finds another's batch
 /// running, or the database away, tries again a second later.
 pub async fn fill_deliveries(store: Store, stop: CancellationToken) {
     loop {
-        let pause = match store.fill_deliveries(FILL_BATCH).await {
+        let pause = match store.deliveries().fill_deliveries(FILL_BATCH).await {
             Ok(Fill::Done) => {
                 tracing::debug!("every stored event has its delivery row");
                 return;
@@ -172,7 +172,7 @@ pub async fn fill_deliveries(store: Store, stop: CancellationToken) {
 /// (docs/reliability.md, "Hostile input"). In the background: a start must not wait for the database, and until
 /// it runs they still open.
 pub async fn reseal_legacy_secrets(store: Store) {
-    match store.reseal_legacy_secrets().await {
+    match store.endpoints().reseal_legacy_secrets().await {
         Ok(0) => {}
         Ok(n) => tracing::info!(resealed = n, "signing secrets re-sealed to their org"),
         Err(e) => {

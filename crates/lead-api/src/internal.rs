@@ -168,7 +168,7 @@ async fn create_console_session(
     st: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let org_id = path_id(&path, ORG_NOT_FOUND)?;
-    let (ticket, expires_at) = st.store.mint_console_ticket(org_id).await?;
+    let (ticket, expires_at) = st.store.console().mint_console_ticket(org_id).await?;
     let ticket = st.credentials.issue(
         crate::console::credentials::Kind::Ticket,
         &ticket,
@@ -199,7 +199,7 @@ async fn put_webhook(
     let settings = WebhookSettings::from_json(&obj, &st.egress).await?;
     let org_id = path_id(&path, ORG_NOT_FOUND)?;
     let (webhook, secret) = st.put_webhook(org_id, settings).await?;
-    let webhook = st.store.with_status(org_id, webhook).await?;
+    let webhook = st.store.endpoints().with_status(org_id, webhook).await?;
     let mut out = json!({ "webhook": webhook });
     if let Some(s) = secret {
         let standard = qualifier_signing::standard::secret(&s);
@@ -217,6 +217,7 @@ async fn get_webhook(
     let org_id = path_id(&path, ORG_NOT_FOUND)?;
     let webhook = st
         .store
+        .endpoints()
         .webhook_status(org_id)
         .await?
         .ok_or(ApiError::NotFound("Webhook not configured"))?;
@@ -235,6 +236,7 @@ async fn put_client_certificate<P: EndpointPath>(
     let input = crate::inputs::ClientCertificateInput::from_json(&obj)?;
     let webhook = st
         .store
+        .endpoints()
         .set_client_certificate(at, &input.certificate, &input.private_key, &input.info)
         .await?;
     Ok(HttpResponse::Ok().json(json!({ "client_certificate": webhook.client_certificate })))
@@ -245,7 +247,10 @@ async fn delete_client_certificate<P: EndpointPath>(
     path: P,
     st: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    st.store.remove_client_certificate(path.at()?).await?;
+    st.store
+        .endpoints()
+        .remove_client_certificate(path.at()?)
+        .await?;
     Ok(HttpResponse::NoContent().finish())
 }
 
@@ -257,7 +262,11 @@ async fn rotate_secret<P: EndpointPath>(
 ) -> Result<HttpResponse, ApiError> {
     let GraceWindow(grace) = GraceWindow::from_json(&obj)?;
     let at = path.at()?;
-    let (secret, previous_expires) = st.store.rotate_webhook_secret(at, grace).await?;
+    let (secret, previous_expires) = st
+        .store
+        .endpoints()
+        .rotate_webhook_secret(at, grace)
+        .await?;
     Ok(HttpResponse::Ok().json(json!({
         "signing_secret": secret,
         "standard_webhooks_secret": qualifier_signing::standard::secret(&secret),
@@ -274,9 +283,10 @@ async fn send_test_event<P: EndpointPath>(
 ) -> Result<HttpResponse, ApiError> {
     let event_type = test_event_type(&obj)?;
     let at = path.at()?;
-    let delivery_id = st.store.send_test_event(at, event_type).await?;
+    let delivery_id = st.store.endpoints().send_test_event(at, event_type).await?;
     let delivery = st
         .store
+        .deliveries()
         .get_delivery(at.org_id, delivery_id)
         .await?
         .delivery;
@@ -301,7 +311,7 @@ async fn filter_test<P: EndpointPath>(
             ));
         }
     };
-    let Some(hook) = st.store.get_webhook(at).await? else {
+    let Some(hook) = st.store.endpoints().get_webhook(at).await? else {
         return Err(at.missing().into());
     };
     let matches = match &hook.filter {
@@ -322,9 +332,10 @@ async fn create_endpoint(
     let org_id = path_id(&path, ORG_NOT_FOUND)?;
     let (endpoint, secret) = st
         .store
+        .endpoints()
         .create_endpoint(org_id, settings.into_endpoint())
         .await?;
-    let endpoint = st.store.with_status(org_id, endpoint).await?;
+    let endpoint = st.store.endpoints().with_status(org_id, endpoint).await?;
     Ok(HttpResponse::Created().json(json!({
         "endpoint": endpoint,
         "standard_webhooks_secret": qualifier_signing::standard::secret(&secret),
@@ -339,7 +350,7 @@ async fn list_endpoints(
     st: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let org_id = path_id(&path, ORG_NOT_FOUND)?;
-    let endpoints = st.store.list_endpoints(org_id).await?;
+    let endpoints = st.store.endpoints().list_endpoints(org_id).await?;
     Ok(HttpResponse::Ok().json(json!({ "endpoints": endpoints })))
 }
 
@@ -351,6 +362,7 @@ async fn get_endpoint(
     let at = path.at()?;
     let endpoint = st
         .store
+        .endpoints()
         .webhook_status(at)
         .await?
         .ok_or(ApiError::NotFound(ENDPOINT_NOT_FOUND))?;
@@ -368,9 +380,14 @@ async fn put_endpoint(
     let settings = WebhookSettings::from_json(&obj, &st.egress).await?;
     let endpoint = st
         .store
+        .endpoints()
         .update_endpoint(at, settings.into_endpoint())
         .await?;
-    let endpoint = st.store.with_status(at.org_id, endpoint).await?;
+    let endpoint = st
+        .store
+        .endpoints()
+        .with_status(at.org_id, endpoint)
+        .await?;
     Ok(HttpResponse::Ok().json(json!({ "endpoint": endpoint })))
 }
 
@@ -380,7 +397,7 @@ async fn delete_endpoint(
     path: ById,
     st: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    st.store.delete_endpoint(path.at()?).await?;
+    st.store.endpoints().delete_endpoint(path.at()?).await?;
     Ok(HttpResponse::NoContent().finish())
 }
 
@@ -392,10 +409,10 @@ async fn probe_endpoint(
     st: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let at = path.at()?;
-    if st.store.endpoint_key(at).await?.is_none() {
+    if st.store.endpoints().endpoint_key(at).await?.is_none() {
         return Err(ApiError::NotFound(ENDPOINT_NOT_FOUND));
     }
-    let probing = st.store.probe_now(at).await?;
+    let probing = st.store.endpoints().probe_now(at).await?;
     Ok(HttpResponse::Accepted().json(json!({ "probing": probing })))
 }
 
@@ -407,7 +424,7 @@ async fn inbound(
 ) -> Result<HttpResponse, ApiError> {
     let contact = parse_inbound(&obj)?;
     let org_id = path_id(&path, ORG_NOT_FOUND)?;
-    let (lead, created) = st.store.inbound_contact(org_id, contact).await?;
+    let (lead, created) = st.store.leads().inbound_contact(org_id, contact).await?;
     let mut res = if created {
         HttpResponse::Created()
     } else {
@@ -429,6 +446,7 @@ async fn patch_lead(
     let read = st.lead_reader.call((org_id, lead_id)).await??;
     let lead = st
         .store
+        .leads()
         .patch_lead_internal(org_id, lead_id, Some(read), patch)
         .await?;
     Ok(HttpResponse::Ok()
@@ -454,7 +472,11 @@ async fn create_handoff(
 ) -> Result<HttpResponse, ApiError> {
     let reason = handoff_reason(&obj)?;
     let (org_id, lead_id) = org_and(&path, "Lead not found")?;
-    let handoff = st.store.create_handoff(org_id, lead_id, reason).await?;
+    let handoff = st
+        .store
+        .leads()
+        .create_handoff(org_id, lead_id, reason)
+        .await?;
     Ok(HttpResponse::Created().json(json!({ "handoff": handoff })))
 }
 
@@ -468,6 +490,7 @@ async fn accept_handoff(
     let (org_id, lead_id, hid) = handoff_path(&path)?;
     let handoff = st
         .store
+        .leads()
         .accept_handoff(org_id, lead_id, hid, operator)
         .await?;
     Ok(HttpResponse::Ok().json(json!({ "handoff": handoff })))
@@ -479,7 +502,11 @@ async fn release_handoff(
     st: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let (org_id, lead_id, hid) = handoff_path(&path)?;
-    let handoff = st.store.release_handoff(org_id, lead_id, hid).await?;
+    let handoff = st
+        .store
+        .leads()
+        .release_handoff(org_id, lead_id, hid)
+        .await?;
     Ok(HttpResponse::Ok().json(json!({ "handoff": handoff })))
 }
 
@@ -494,6 +521,7 @@ async fn list_deliveries(
     let before = st.deliveries_cursor(&q, org_id).await?;
     let (rows, next) = st
         .store
+        .deliveries()
         .list_deliveries_at(org_id, &q.filter, before, q.limit)
         .await?;
     let deliveries: Vec<_> = rows.iter().map(|(_, d)| d).collect();
@@ -527,7 +555,7 @@ async fn get_delivery(
     st: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let (org_id, id) = org_and(&path, "Delivery not found")?;
-    let delivery = st.store.get_delivery(org_id, id).await?;
+    let delivery = st.store.deliveries().get_delivery(org_id, id).await?;
     Ok(HttpResponse::Ok().json(json!({ "delivery": delivery })))
 }
 
@@ -538,6 +566,7 @@ async fn replay_delivery(
 ) -> Result<HttpResponse, ApiError> {
     let (org_id, id) = org_and(&path, "Delivery not found")?;
     st.store
+        .deliveries()
         .replay_delivery(org_id, id, st.replay_rate_per_second)
         .await?;
     Ok(HttpResponse::Accepted().json(json!({ "status": "pending" })))

@@ -68,6 +68,7 @@ async fn events_feed(
     }
     let page = st
         .store
+        .leads()
         .events_feed(
             auth.org_id,
             q.after,
@@ -101,6 +102,7 @@ async fn list_leads(
     let q = LeadListQuery::parse(req.query_string(), &st.cursors, auth.org_id)?;
     let (leads, next) = st
         .store
+        .leads()
         .list_leads(
             auth.org_id,
             q.updated_since,
@@ -136,6 +138,7 @@ async fn patch_lead(
         let read = st.lead_reader.call((auth.org_id, lead_id)).await??;
         let lead = st
             .store
+            .leads()
             .patch_lead_public(
                 auth.org_id,
                 lead_id,
@@ -168,7 +171,7 @@ pub(crate) async fn erase(
     org_id: uuid::Uuid,
     lead_id: uuid::Uuid,
 ) -> Result<HttpResponse, ApiError> {
-    let erased = st.store.erase_lead(org_id, lead_id).await?;
+    let erased = st.store.leads().erase_lead(org_id, lead_id).await?;
     // Ids and counts only: the log is no place for what was just forgotten.
     tracing::info!(%org_id, %lead_id, events = erased.events, idempotency_answers = erased.idempotency_answers, "lead erased");
     Ok(HttpResponse::NoContent().finish())
@@ -188,7 +191,7 @@ async fn create_lead(
             ));
         };
         let new = parse_new_lead(&obj)?;
-        let lead = st.store.create_lead(auth.org_id, new).await?;
+        let lead = st.store.leads().create_lead(auth.org_id, new).await?;
         Ok(HttpResponse::Created()
             .insert_header((header::LOCATION, format!("/api/v1/leads/{}", lead.id)))
             .insert_header((header::ETAG, entity_tag(lead.revision)))

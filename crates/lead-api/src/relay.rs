@@ -182,7 +182,7 @@ impl Relay {
         let mut tick = tokio::time::interval(BACKLOG_SAMPLE);
         while !shutdown.is_cancelled() {
             tokio::select! { _ = tick.tick() => {}, _ = shutdown.cancelled() => return }
-            if let Ok(b) = store.outbox_backlog().await {
+            if let Ok(b) = store.upkeep().outbox_backlog().await {
                 metrics::gauge!(m::OUTBOX_BACKLOG).set(b.count as f64);
                 metrics::gauge!(m::OUTBOX_OLDEST_AGE).set(b.oldest_age_seconds);
             }
@@ -224,7 +224,7 @@ impl qualifier_bus::Session for Relay {
                     }
                     // Scheduled rows are due at their own instants: wake for the next one,
                     // and for those due soon after it in the same round.
-                    let due = self.store.next_replay_due().await.ok().flatten();
+                    let due = self.store.upkeep().next_replay_due().await.ok().flatten();
                     let nap = due.map_or(POLL, |d| d.clamp(DUE_TOGETHER, POLL));
                     tokio::select! {
                         _ = self.wake.notified() => {}

@@ -71,7 +71,7 @@ impl AppState {
         let Some(raw) = raw.filter(|r| self.cursors.is_legacy(r)) else {
             return Ok(());
         };
-        let (pos_limit, seq_limit) = self.store.legacy_cursor_limits().await?;
+        let (pos_limit, seq_limit) = self.store.leads().legacy_cursor_limits().await?;
         let existed = match at {
             LegacyCursor::Feed(p) => p <= pos_limit,
             LegacyCursor::Deliveries(s) => s <= seq_limit.saturating_add(1),
@@ -133,7 +133,7 @@ impl AppState {
             ADMIT_FLUSHERS,
             move |wanted: Vec<(Uuid, Uuid)>| {
                 let store = store.clone();
-                async move { store.get_leads_isolated(&wanted).await }
+                async move { store.leads().get_leads_isolated(&wanted).await }
             },
         )
     }
@@ -162,7 +162,10 @@ impl AppState {
         org_id: Uuid,
         s: crate::inputs::WebhookSettings,
     ) -> Result<(qualifier_store::webhooks::Webhook, Option<String>), StoreError> {
-        self.store.put_webhook(org_id, s.into_endpoint()).await
+        self.store
+            .endpoints()
+            .put_webhook(org_id, s.into_endpoint())
+            .await
     }
 }
 
@@ -189,6 +192,7 @@ impl AppState {
         r: &crate::inputs::ReplayFilter,
     ) -> Result<qualifier_store::deliveries::ReplayCount, StoreError> {
         self.store
+            .deliveries()
             .replay_matching(org_id, &r.filter, r.dry_run, self.replay_rate_per_second)
             .await
     }

@@ -423,13 +423,19 @@ async fn run(cli: Cli) -> Result<serde_json::Value> {
             // With the key, secrets sealed before they were bound to their org are re-sealed
             // now (lead-api also does it at start).
             let resealed = match cli.secret_key.secret_key {
-                Some(_) => cli.store().await?.reseal_legacy_secrets().await?,
+                Some(_) => {
+                    cli.store()
+                        .await?
+                        .endpoints()
+                        .reseal_legacy_secrets()
+                        .await?
+                }
                 None => 0,
             };
             json!({ "applied": applied, "resealed_secrets": resealed })
         }
         Command::RetireOutbox => {
-            let retired = cli.store().await?.retire_outbox().await?;
+            let retired = cli.store().await?.deliveries().retire_outbox().await?;
             json!({ "retired": retired, "outbox_follows": false })
         }
         Command::CreateOrg { name } => {
@@ -456,22 +462,30 @@ async fn run(cli: Cli) -> Result<serde_json::Value> {
             let store = cli.store().await?;
             let (webhook, secret) = match endpoint.id {
                 Some(_) => (
-                    store.update_endpoint(endpoint.of(*org), settings).await?,
+                    store
+                        .endpoints()
+                        .update_endpoint(endpoint.of(*org), settings)
+                        .await?,
                     None,
                 ),
-                None => store.put_webhook(*org, settings).await?,
+                None => store.endpoints().put_webhook(*org, settings).await?,
             };
             let standard = secret.as_deref().map(qualifier_signing::standard::secret);
             json!({ "webhook": webhook, "signing_secret": secret, "standard_webhooks_secret": standard })
         }
         Command::Endpoints { action } => match action {
             EndpointsCommand::List { org } => {
-                json!({ "endpoints": cli.store().await?.list_endpoints(*org).await? })
+                json!({ "endpoints": cli.store().await?.endpoints().list_endpoints(*org).await? })
             }
             EndpointsCommand::Create { org, settings } => {
                 cli.require_secret_key()?;
                 let settings = settings.checked().await?;
-                let (endpoint, secret) = cli.store().await?.create_endpoint(*org, settings).await?;
+                let (endpoint, secret) = cli
+                    .store()
+                    .await?
+                    .endpoints()
+                    .create_endpoint(*org, settings)
+                    .await?;
                 json!({ "endpoint": endpoint,
                         "standard_webhooks_secret": qualifier_signing::standard::secret(&secret),
                         "signing_secret": secret })
@@ -483,11 +497,12 @@ async fn run(cli: Cli) -> Result<serde_json::Value> {
             } => {
                 let settings = settings.checked().await?;
                 let at = EndpointRef::id(*org, *endpoint);
-                json!({ "endpoint": cli.store().await?.update_endpoint(at, settings).await? })
+                json!({ "endpoint": cli.store().await?.endpoints().update_endpoint(at, settings).await? })
             }
             EndpointsCommand::Delete { org, endpoint } => {
                 cli.store()
                     .await?
+                    .endpoints()
                     .delete_endpoint(EndpointRef::id(*org, *endpoint))
                     .await?;
                 json!({ "deleted": endpoint })
@@ -515,6 +530,7 @@ async fn run(cli: Cli) -> Result<serde_json::Value> {
                         time::OffsetDateTime::now_utc(),
                     )?;
                     store
+                        .endpoints()
                         .set_client_certificate(
                             endpoint.of(*org),
                             &checked.certificate_pem,
@@ -523,7 +539,12 @@ async fn run(cli: Cli) -> Result<serde_json::Value> {
                         )
                         .await?
                 }
-                _ => store.remove_client_certificate(endpoint.of(*org)).await?,
+                _ => {
+                    store
+                        .endpoints()
+                        .remove_client_certificate(endpoint.of(*org))
+                        .await?
+                }
             };
             json!({ "client_certificate": webhook.client_certificate })
         }
@@ -537,6 +558,7 @@ async fn run(cli: Cli) -> Result<serde_json::Value> {
             let (secret, expires) = cli
                 .store()
                 .await?
+                .endpoints()
                 .rotate_webhook_secret(endpoint.of(*org), grace)
                 .await?;
             json!({
@@ -558,6 +580,7 @@ async fn run(cli: Cli) -> Result<serde_json::Value> {
             let (dead, _) = cli
                 .store()
                 .await?
+                .deliveries()
                 .list_deliveries(*org, &only_dead, None, *limit)
                 .await?;
             json!({ "deliveries": dead })
@@ -570,6 +593,7 @@ async fn run(cli: Cli) -> Result<serde_json::Value> {
         } => {
             cli.store()
                 .await?
+                .deliveries()
                 .replay_delivery(*org, *delivery, rate.rate()?)
                 .await?;
             json!({ "delivery": delivery, "status": "pending" })
@@ -594,6 +618,7 @@ async fn run(cli: Cli) -> Result<serde_json::Value> {
             let count = cli
                 .store()
                 .await?
+                .deliveries()
                 .replay_matching(*org, &f, *dry_run, rate.rate()?)
                 .await?;
             let mut answer = qualifier_store::deliveries::replay_answer(count, *dry_run);
@@ -601,7 +626,7 @@ async fn run(cli: Cli) -> Result<serde_json::Value> {
             answer
         }
         Command::EraseLead { org, lead } => {
-            let erased = cli.store().await?.erase_lead(*org, *lead).await?;
+            let erased = cli.store().await?.leads().erase_lead(*org, *lead).await?;
             json!({ "lead": lead, "erased": true, "events": erased.events,
                     "idempotency_answers": erased.idempotency_answers })
         }
@@ -610,7 +635,10 @@ async fn run(cli: Cli) -> Result<serde_json::Value> {
             let started = std::time::Instant::now();
             let (mut after, mut read, mut rewritten) = (*from_seq, 0usize, 0usize);
             loop {
-                let b = store.compact_attempt_logs(after, *batch).await?;
+                let b = store
+                    .deliveries()
+                    .compact_attempt_logs(after, *batch)
+                    .await?;
                 let Some(through) = b.through_seq else { break };
                 after = through;
                 read += b.rows_read;
@@ -631,10 +659,15 @@ async fn run(cli: Cli) -> Result<serde_json::Value> {
             json!({ "operator_webhook_secret": format!("whsec_{key}") })
         }
         Command::Health { org, endpoint } => {
-            json!({ "health": cli.store().await?.endpoint_health(endpoint.of(*org)).await? })
+            json!({ "health": cli.store().await?.endpoints().endpoint_health(endpoint.of(*org)).await? })
         }
         Command::Probe { org, endpoint } => {
-            let due = cli.store().await?.probe_now(endpoint.of(*org)).await?;
+            let due = cli
+                .store()
+                .await?
+                .endpoints()
+                .probe_now(endpoint.of(*org))
+                .await?;
             json!({ "probe_requested": due, "note": if due { "a probe is due now" } else { "the endpoint is not failing" } })
         }
         Command::DeleteTopology {

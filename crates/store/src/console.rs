@@ -8,8 +8,8 @@ use diesel_async::RunQueryDsl;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
+use crate::StoreError;
 use crate::secrets::{hash_token, random_base62};
-use crate::{Store, StoreError};
 
 /// A ticket is good for ten minutes, once.
 pub const TICKET_TTL: time::Duration = time::Duration::minutes(10);
@@ -59,7 +59,7 @@ struct OrgRow {
     org_name: String,
 }
 
-impl Store {
+impl crate::facets::Console<'_> {
     /// A new sign-in ticket for `org_id` and when it expires; the ticket is returned once.
     pub async fn mint_console_ticket(
         &self,
@@ -247,7 +247,7 @@ const FOLD_LOCK: i64 = 0x5146_4844_5253; // "QFHDRS"
 /// folded into an hour already removed.
 pub const CHART_HOURS_KEPT: time::Duration = time::Duration::hours(26);
 
-impl Store {
+impl crate::facets::Console<'_> {
     /// The last 24 hours of one endpoint's deliveries (`None`: the primary's, as the list
     /// without a filter shows), hour by hour (24 entries, oldest first, the last one the hour
     /// in progress), by creation time (UTC hours), as the delivery list's `since` filter
@@ -358,7 +358,7 @@ impl Store {
 
     /// Hours no longer needed: older than [`CHART_HOURS_KEPT`] (the chart's) and older than
     /// `delivery_hour_cover.covered_from` (the dry run's; retention moves it forward as it
-    /// drops partitions, `Store::expire_events`). Index `delivery_hours_hour`: a few rows per
+    /// drops partitions, `Upkeep::expire_events`). Index `delivery_hours_hour`: a few rows per
     /// org per hour.
     pub async fn expire_delivery_hours(&self) -> Result<usize, StoreError> {
         let mut conn = self.conn().await?;

@@ -10,16 +10,16 @@ use qualifier_domain::timefmt::now_millis;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
+use crate::StoreError;
 use crate::endpoints::EndpointRef;
 use crate::endpoints::resolve;
 use crate::schema::webhooks;
 use crate::secrets::new_webhook_secret;
-use crate::{Store, StoreError};
 use qualifier_domain::client_cert::ClientCertInfo;
 
 use crate::webhooks::{UNBOUND_ALLOWED, Webhook};
 
-impl Store {
+impl crate::facets::Endpoints<'_> {
     /// Replaces the signing secret; deliveries already queued sign with the new one. With a
     /// `grace` window, the secret being retired is kept until then (it replaces any previous
     /// one still in its window) and deliveries carry a Standard Webhooks signature under both.

@@ -39,7 +39,7 @@ struct Occurred {
     occurred_at: String,
 }
 
-impl Store {
+impl crate::facets::Leads<'_> {
     /// Erases the lead `lead_id` of `org_id`, in one transaction: its row and handoffs are
     /// deleted; every stored event about it becomes its reduced envelope, and its delivery, unless
     /// it succeeded, ends skipped (the `outbox_stays_erased` trigger keeps it so
@@ -53,7 +53,7 @@ impl Store {
         let mut conn = self.conn().await?;
         crate::tx::transaction(&mut conn, async move |conn| {
             // Before any row lock: the workers' outcome batches skip the lead's rows from here
-            // on instead of waiting for them (`Store::record_attempts`).
+            // on instead of waiting for them (`Deliveries::record_attempts`).
             diesel::sql_query(ERASING)
                 .bind::<SqlUuid, _>(lead_id)
                 .execute(conn)

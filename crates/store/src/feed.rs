@@ -9,10 +9,10 @@ use diesel_async::{AsyncConnection, RunQueryDsl};
 use qualifier_domain::EventType;
 use uuid::Uuid;
 
+use crate::StoreError;
 use crate::schema::feed_head;
-use crate::{Store, StoreError};
 
-/// A feed page ([`Store::events_feed`]): the parameters, then the page's rows with a running
+/// A feed page ([`Leads::events_feed`]): the parameters, then the page's rows with a running
 /// sum of their sizes, and those within the byte budget (the first always).
 const FEED_HEAD: &str = "SELECT w.feed_pos, w.payload FROM (VALUES (";
 /// The rest of a feed page's statement, `$outbox` and `$feed` added to the conditions of the
@@ -71,14 +71,14 @@ pub enum FeedError {
     Store(#[from] StoreError),
 }
 
-/// For [`Store::events_feed`]'s transaction, which diesel begins and ends itself.
+/// For [`Leads::events_feed`]'s transaction, which diesel begins and ends itself.
 impl From<diesel::result::Error> for FeedError {
     fn from(e: diesel::result::Error) -> Self {
         FeedError::Store(e.into())
     }
 }
 
-impl Store {
+impl crate::facets::Leads<'_> {
     /// The org's events after position `after` (from the oldest kept when `None`), in feed
     /// order (the `outbox_feed` and `event_feed_org` indexes, or their `_type` pairs with a type),
     /// at most `limit`.

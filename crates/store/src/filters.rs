@@ -179,7 +179,7 @@ pub(crate) async fn changed(
     Ok(())
 }
 
-impl crate::Store {
+impl crate::facets::Endpoints<'_> {
     /// How many events `at`'s filter left out in the last 24 hours, by the hour (the current
     /// hour and the 23 before it): the folded totals and the changes not folded yet.
     pub(crate) async fn filtered_last_24h(

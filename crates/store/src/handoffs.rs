@@ -13,7 +13,7 @@ use uuid::Uuid;
 
 use crate::leads::lock_lead;
 use crate::schema::handoffs;
-use crate::{Store, StoreError, outbox};
+use crate::{StoreError, outbox};
 
 const ONE_OPEN: &str = "handoffs_one_open_per_lead";
 
@@ -65,7 +65,7 @@ async fn emit_handoff(
     Ok(())
 }
 
-impl Store {
+impl crate::facets::Leads<'_> {
     /// Opens a handoff; 409 `Handoff already open` while another is requested or accepted.
     pub async fn create_handoff(
         &self,

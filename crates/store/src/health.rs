@@ -5,7 +5,7 @@
 //!
 //! The rules that decide a new state, and what it does to held deliveries, have one home:
 //! `qualifier_domain::health` (`crates/domain/src/health.rs`), which both services apply;
-//! [`Store::change_health`] runs them under the row's lock and carries out the plan they
+//! [`Endpoints::change_health`] runs them under the row's lock and carries out the plan they
 //! return, in the same transaction. This file decides nothing.
 
 use crate::answer::ReadToEnd;
@@ -18,9 +18,9 @@ use qualifier_domain::health::{
 use time::OffsetDateTime;
 use uuid::Uuid;
 
+use crate::StoreError;
 use crate::endpoints::{EndpointKey, EndpointRef};
 use crate::schema::endpoint_health;
-use crate::{Store, StoreError};
 
 #[derive(Debug, Clone, Queryable, Selectable)]
 #[diesel(table_name = endpoint_health)]
@@ -218,7 +218,7 @@ pub(crate) async fn queue_notice(
     Ok(())
 }
 
-impl Store {
+impl crate::facets::Endpoints<'_> {
     /// The endpoint's health (healthy, with nothing to report, when it never failed, or when
     /// the org has no such endpoint).
     pub async fn endpoint_health(

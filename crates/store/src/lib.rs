@@ -10,6 +10,7 @@ pub mod endpoint_secrets;
 pub mod endpoints;
 pub mod erasure;
 pub mod error;
+pub mod facets;
 pub mod feed;
 pub mod filters;
 pub mod handoffs;
@@ -35,6 +36,7 @@ pub mod tx;
 pub mod webhooks;
 
 pub use error::{BoxError, StoreError, cause_chain};
+pub use facets::{Console, Deliveries, Endpoints, Leads, Upkeep};
 pub use pgconn::{Database, SslMode, StartError, UrlError};
 pub use pool::{
     DbPool, MIGRATIONS_DIGEST, MigrationError, PoolError, connect, connect_generic_plans,

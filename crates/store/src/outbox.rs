@@ -10,8 +10,8 @@ use qualifier_domain::{Envelope, EventType};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
+use crate::StoreError;
 use crate::schema::outbox;
-use crate::{Store, StoreError};
 
 /// Appends one event. `conn` must be inside the transaction of the change; `compress`:
 /// [`Store::compress_payloads`].
@@ -207,7 +207,7 @@ pub struct Relayed {
 ///
 /// New events locked by another transaction are skipped, not waited for: the only writer that
 /// locks an event never published (its queue's row, or its event's and delivery's rows once
-/// due) is an erasure (`Store::erase_lead`), which holds its lead's row too, so no later event
+/// due) is an erasure (`Leads::erase_lead`), which holds its lead's row too, so no later event
 /// of that lead can commit meanwhile and skipping keeps each lead's order. Waiting instead
 /// would stall every org's relay behind one org's erasure; the skipped rows are published,
 /// reduced, by the round after the erasure commits.
@@ -499,7 +499,7 @@ const CLAIM_NEW: &str = claim_head!("d.due_at = '-infinity'");
 const CLAIM_SCHEDULED: &str = claim_head!("d.due_at > '-infinity' AND d.due_at <= now()");
 const CLAIM_TAIL: &str = " FOR UPDATE OF o, d SKIP LOCKED";
 
-impl Store {
+impl crate::facets::Upkeep<'_> {
     /// How long until the next scheduled delivery is due (a replay, a retry held for an
     /// outage, a throttle's turn: the first after `-infinity` in `deliveries_due`), if any is
     /// waiting: the relay sleeps exactly that long, so paced replays leave at their slots
@@ -530,7 +530,7 @@ impl Store {
     }
 }
 
-impl Store {
+impl crate::facets::Upkeep<'_> {
     /// Operational events older than `keep`, the oldest `batch` of them, removed (index
     /// `ops_events_created`): they are kept as long as events are, never for ever.
     pub async fn expire_ops_events(
@@ -567,7 +567,7 @@ pub struct Backlog {
     pub oldest_age_seconds: f64,
 }
 
-impl Store {
+impl crate::facets::Upkeep<'_> {
     /// Reads the backlog through `deliveries_unsent` and the deliveries' `deliveries_due`
     /// index: new events' deliveries waiting since their creation, the rest since their due
     /// time. The index holds only what waits for the relay, so the read follows the backlog,

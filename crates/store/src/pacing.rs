@@ -24,9 +24,9 @@ use qualifier_domain::pace::{MaxPerSecond, SENT_AHEAD};
 use std::time::Duration;
 use uuid::Uuid;
 
+use crate::StoreError;
 use crate::endpoints::EndpointKey;
 use crate::partitions::{DeliveryRef, day_bounds};
-use crate::{Store, StoreError};
 
 /// What taking a turn came to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,7 +63,7 @@ fn secs(d: Duration) -> f64 {
     d.as_secs_f64()
 }
 
-impl Store {
+impl crate::facets::Deliveries<'_> {
     /// Takes the endpoint's next turn for `delivery`'s attempt `attempt`. When the turn is
     /// more than `wait_here` off, the delivery is parked in its row until then (same
     /// statement, so the turn is never taken without being held).
@@ -198,7 +198,7 @@ impl Store {
 /// throttle.
 const WAITING: &str = crate::deliveries::state::WAITING_FOR_TURN;
 
-/// How many waiting rows one step of [`Store::retime`] moves, in a transaction of its own.
+/// How many waiting rows one step of [`Deliveries::retime`] moves, in a transaction of its own.
 const RETIME_CHUNK: usize = 1000;
 
 /// How fast the deliveries that waited for a throttle now removed are let go (per second):
@@ -223,7 +223,7 @@ pub struct Retimer {
     running: std::sync::Mutex<std::collections::HashMap<Uuid, Option<Option<MaxPerSecond>>>>,
     /// One step of one re-timing at a time across the process.
     step: tokio::sync::Semaphore,
-    /// Woken when an endpoint's re-timing ends ([`Store::retimed`]).
+    /// Woken when an endpoint's re-timing ends ([`Deliveries::retimed`]).
     ended: tokio::sync::Notify,
 }
 
@@ -246,7 +246,7 @@ impl Retimer {
     }
 }
 
-impl Store {
+impl crate::facets::Deliveries<'_> {
     /// Re-times what waits for `at`'s throttle at `rate` in the background ([`Retimer`]): at
     /// once when nothing re-times the endpoint, else after the re-timing under way.
     pub fn retime_later(&self, at: EndpointKey, rate: Option<MaxPerSecond>) {
@@ -258,11 +258,11 @@ impl Store {
             }
             running.insert(at.endpoint_id, None);
         }
-        let store = self.clone();
+        let store = self.0.clone();
         tokio::spawn(async move {
             let mut rate = rate;
             loop {
-                if let Err(e) = store.retime(at, rate).await {
+                if let Err(e) = store.deliveries().retime(at, rate).await {
                     tracing::warn!(org_id = %at.org_id, endpoint_id = %at.endpoint_id, error = %crate::cause_chain(&e), "re-timing the deliveries waiting for the throttle failed");
                 }
                 let mut running = store.retimer.running();

@@ -30,7 +30,7 @@ pub(crate) async fn index_only(
 
 /// For the rest of the transaction, no sort: a page comes out of an index walked in its
 /// order, or not at all. A list's order is one that only the filter's own index gives
-/// ([`Store::list_deliveries_at`]), but PostgreSQL may still judge reading every match and
+/// ([`Deliveries::list_deliveries_at`]), but PostgreSQL may still judge reading every match and
 /// sorting them cheaper than walking that index, as it cannot tell that the matches it would
 /// read first are the newest. On the bench's history a busy org's list since a day was
 /// planned as a bitmap scan of its day, 7,704 rows sorted for a page of 51.

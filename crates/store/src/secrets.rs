@@ -136,7 +136,7 @@ impl SecretKey {
 
     /// Opens a secret sealed for `org_id`. A legacy secret (sealed before secrets were bound to
     /// their org, with no associated data) still opens, so deliveries keep working until
-    /// [`crate::Store::reseal_legacy_secrets`] has rewritten it; a bound one opens only for its
+    /// [`crate::Endpoints::reseal_legacy_secrets`] has rewritten it; a bound one opens only for its
     /// org.
     pub fn open(&self, sealed: &[u8], org_id: Uuid) -> Result<String, OpenError> {
         if let Some(bound) = sealed.strip_prefix(BOUND)

@@ -7,12 +7,12 @@ use qualifier_domain::EventType;
 use qualifier_domain::timefmt::now_millis;
 use uuid::Uuid;
 
+use crate::StoreError;
 use crate::endpoints::EndpointRef;
-use crate::{Store, StoreError};
 
 use crate::webhooks::{TEST_EVENTS_PER_MINUTE, locked_row};
 
-impl Store {
+impl crate::facets::Endpoints<'_> {
     /// A test event (`POST …/webhook/test`), at most [`TEST_EVENTS_PER_MINUTE`] a minute per org: an example event of `event_type` (default: the
     /// first type the webhook is subscribed to) through the normal pipeline, marked as a test.
     /// Returns the delivery's id.

@@ -15,11 +15,11 @@ use serde::Serialize;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
+use crate::StoreError;
 use crate::endpoints::resolve;
 pub use crate::endpoints::{EndpointKey, EndpointRef};
 use crate::schema::{secret_format, webhooks};
 use crate::secrets::{OpenError, new_webhook_secret};
-use crate::{Store, StoreError};
 use qualifier_domain::client_cert::ClientCertInfo;
 use qualifier_domain::pace::{DeliveryOrdering, MaxPerSecond, Pace};
 use qualifier_domain::receiver::ReceiverAuth;
@@ -250,7 +250,7 @@ impl WebhookRow {
     }
 }
 
-impl Store {
+impl crate::facets::Endpoints<'_> {
     /// Creates or replaces the org's primary endpoint (the `webhook` routes). The secret is
     /// generated on creation only and returned then (`Some`); an update keeps the existing
     /// secret and description.
@@ -462,12 +462,12 @@ impl Store {
             .await?;
         drop(conn);
         // What already waits for the throttle follows the new rate once the save has
-        // committed, a step at a time, outside this request (`Store::retime_later`): the answer
+        // committed, a step at a time, outside this request (`Deliveries::retime_later`): the answer
         // does not wait for the backlog, and the work takes one of the pool's connections per
         // step, never one per save. The save stands if it fails: what waits keeps its turns,
         // each still throttled.
         if rate_changed {
-            self.retime_later(
+            self.deliveries().retime_later(
                 EndpointKey {
                     org_id,
                     endpoint_id: webhook.id,

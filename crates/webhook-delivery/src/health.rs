@@ -75,6 +75,7 @@ impl HealthWork {
     async fn warn_expiring_certificates(&self) {
         match self
             .store
+            .endpoints()
             .warn_expiring_certificates(self.operator.is_some())
             .await
         {
@@ -91,7 +92,7 @@ impl HealthWork {
 
     async fn probe_due(&self) {
         let lease = self.probe_lease.as_millis() as i64;
-        let due = match self.store.claim_probes(lease, 16).await {
+        let due = match self.store.endpoints().claim_probes(lease, 16).await {
             Ok(d) => d,
             Err(e) => {
                 tracing::debug!(error = %qualifier_store::cause_chain(&e), "probe claim skipped");
@@ -110,6 +111,7 @@ impl HealthWork {
         let org_id = at.org_id;
         let Ok(webhook) = self
             .store
+            .endpoints()
             .webhook_for_delivery(EndpointRef::id(org_id, at.endpoint_id))
             .await
         else {
@@ -120,6 +122,7 @@ impl HealthWork {
             ProbeTarget::NotNow(step) => {
                 let _ = self
                     .store
+                    .endpoints()
                     .change_health(at, false, move |h| step.apply(h))
                     .await;
                 return;
@@ -150,7 +153,7 @@ impl HealthWork {
         };
         // A probe is a request like any other to a throttled endpoint: it takes a turn.
         if let Some(rate) = hook.webhook.max_per_second {
-            match self.store.take_probe_turn(at, rate).await {
+            match self.store.deliveries().take_probe_turn(at, rate).await {
                 // Bounded by the probe's lease: the endpoint fails, so few turns are taken.
                 Ok(wait) => tokio::time::sleep(wait.min(Duration::from_secs(5))).await,
                 Err(e) => {
@@ -167,6 +170,7 @@ impl HealthWork {
         let step = plan.health;
         match self
             .store
+            .endpoints()
             .change_health(at, notify, move |h| step.apply(h))
             .await
         {
@@ -190,6 +194,7 @@ impl HealthWork {
         let lease = decide::notice_lease(op.timeout).as_millis() as i64;
         let Ok(events) = self
             .store
+            .endpoints()
             .claim_ops_events(lease, decide::NOTICES_PER_ROUND)
             .await
         else {
@@ -213,6 +218,7 @@ impl HealthWork {
         }
         if let Err(err) = self
             .store
+            .endpoints()
             .ops_event_attempted(
                 e.id,
                 outcome.delivered,
@@ -226,13 +232,14 @@ impl HealthWork {
     }
 
     async fn sample(&self) {
-        if let Ok(counts) = self.store.endpoint_counts().await {
+        if let Ok(counts) = self.store.endpoints().endpoint_counts().await {
             for (state, n) in counts {
                 metrics::gauge!(m::WEBHOOK_ENDPOINTS, "state" => state.as_str()).set(n as f64);
             }
         }
         match self
             .store
+            .deliveries()
             .release_stray_held(decide::STRAY_HOLD_AFTER)
             .await
         {
@@ -244,6 +251,7 @@ impl HealthWork {
         }
         match self
             .store
+            .deliveries()
             .release_stray_order_waits(decide::STRAY_HOLD_AFTER)
             .await
         {

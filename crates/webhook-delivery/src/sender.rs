@@ -17,7 +17,6 @@ use qualifier_domain::delivery::{FailureKind, NoAnswer, RESPONSE_EXCERPT_BYTES, 
 use qualifier_domain::netguard::WebhookUrl;
 use qualifier_domain::timefmt;
 use qualifier_egress::{EgressError, EgressPolicy};
-use qualifier_store::health::OpsEvent;
 use qualifier_store::webhooks::WebhookForDelivery;
 
 use crate::decide::{Response, Sent};
@@ -26,29 +25,6 @@ use qualifier_store::webhooks::ClientIdentity;
 use qualifier_telemetry::metrics::{self as m, metrics};
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use rustls::pki_types::CertificateDer;
-
-/// The client for the operator's webhook (`QUALIFIER_OPERATOR_WEBHOOK_URL`): the operator's own
-/// service, configuration rather than an org's input, so no address rule; the same TLS roots as
-/// endpoints (system roots plus `QUALIFIER_WEBHOOK_CA_FILE`), no redirects, and the egress proxy
-/// when one is set (asked for the operator's host by name: it is no org's input).
-pub fn operator_client(
-    timeout: Duration,
-    extra_roots_pem: Option<&[u8]>,
-    proxy: Option<&EgressProxy>,
-) -> anyhow::Result<reqwest::Client> {
-    let mut b = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .timeout(timeout)
-        .no_proxy()
-        .user_agent("Qualifier-Webhooks/1");
-    if let Some(p) = proxy {
-        b = b.proxy(reqwest::Proxy::all(p.url().as_str())?);
-    }
-    if let Some(pem) = extra_roots_pem {
-        b = b.tls_certs_merge(reqwest::Certificate::from_pem_bundle(pem)?);
-    }
-    Ok(b.build()?)
-}
 
 /// A resolver that refuses a name unless every address it resolves to is permitted.
 struct GuardedResolver {
@@ -587,103 +563,12 @@ fn tunnel_tls(
     Ok(Arc::new(cfg))
 }
 
-/// Where operational events go: the operator's own service, and the key of its secret.
-#[derive(Clone)]
-pub struct Operator {
-    pub url: url::Url,
-    pub key: Vec<u8>,
-    pub client: reqwest::Client,
-    /// The client's whole-request timeout (named in a timed-out notice's error).
-    pub timeout: Duration,
-}
-
-/// One POST of an operational event to the operator's service, signed with Standard Webhooks
-/// headers under its secret; what it saw, for the delivery rules to read.
-pub async fn send_notice(op: &Operator, e: &OpsEvent) -> Response {
-    let id = e.id.to_string();
-    let unix = time::OffsetDateTime::now_utc().unix_timestamp();
-    let signature = qualifier_signing::standard::sign_with_key(&op.key, &id, unix, &e.payload);
-    let sent = op
-        .client
-        .post(op.url.clone())
-        .header("Content-Type", "application/json")
-        .header("webhook-id", &id)
-        .header("webhook-timestamp", unix.to_string())
-        .header("webhook-signature", signature)
-        .header("X-Qualifier-Event", &e.event_type)
-        .body(e.payload.clone())
-        .send()
-        .await;
-    match sent {
-        Ok(r) => Response::Status {
-            code: r.status().as_u16(),
-            retry_after: None,
-        },
-        Err(err) => Response::NoAnswer(classify(&err, op.timeout)),
-    }
-}
-
-/// The first error of type `T` in `e`'s cause chain. `io::Error::source` skips the error it
-/// wraps (hyper and rustls hand theirs over inside one), so each one's inner error is looked at
-/// too.
-fn find_cause<'a, T: std::error::Error + 'static>(
-    e: &'a (dyn std::error::Error + 'static),
-) -> Option<&'a T> {
-    let mut next = Some(e);
-    while let Some(err) = next {
-        if let Some(t) = err.downcast_ref::<T>() {
-            return Some(t);
-        }
-        if let Some(inner) = err
-            .downcast_ref::<std::io::Error>()
-            .and_then(|io| io.get_ref())
-            && let Some(t) = find_cause::<T>(inner)
-        {
-            return Some(t);
-        }
-        next = err.source();
-    }
-    None
-}
-
-/// The kind of a failed request, and a one-line cause for the delivery log without any secret
-/// (URLs carry no credentials) and without the address a host resolved to.
-fn classify(e: &reqwest::Error, timeout: Duration) -> NoAnswer {
-    use std::error::Error;
-    if e.is_timeout() {
-        return NoAnswer::new(
-            FailureKind::Timeout,
-            format!("timed out after {} ms", timeout.as_millis()),
-        );
-    }
-    let kind = if find_cause::<EgressError>(e).is_some() {
-        FailureKind::RefusedAddress
-    } else if find_cause::<rustls::Error>(e).is_some() {
-        FailureKind::Tls
-    } else if e.is_connect() {
-        FailureKind::Connect
-    } else {
-        FailureKind::Request
-    };
-    // A refused client certificate shows as a TLS alert: say so in the words an
-    // administrator looks for.
-    let mut msg = if kind == FailureKind::Tls {
-        "TLS handshake failed".to_owned()
-    } else if e.is_connect() {
-        "connection failed".to_owned()
-    } else {
-        "request failed".to_owned()
-    };
-    let mut src = e.source();
-    while let Some(s) = src {
-        msg.push_str(": ");
-        msg.push_str(&s.to_string());
-        src = s.source();
-    }
-    NoAnswer::new(kind, msg)
-}
-
 mod credentials;
+mod no_answer;
 mod oauth;
+mod operator;
+
+use no_answer::classify;
+pub use operator::{Operator, operator_client, send_notice};
 #[cfg(test)]
 mod tests;

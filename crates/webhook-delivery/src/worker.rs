@@ -123,7 +123,7 @@ pub struct Worker {
     /// Context reads and outcome writes, batched across concurrent attempts.
     pub contexts: Batcher<DeliveryRef, Option<DeliveryContext>>,
     /// Each answers whether the delivery's lead was erased, or hands the write back when its
-    /// lead is being erased ([`Store::record_attempts`]).
+    /// lead is being erased ([`Deliveries::record_attempts`]).
     pub outcomes: Batcher<AttemptWrite, Recorded>,
     /// What attempts' answers do to their endpoints' health: the steps of one endpoint that
     /// ended meanwhile weighed in one write ([`decide::fold_steps`]); each answers the state
@@ -147,7 +147,7 @@ impl Worker {
         let s = store.clone();
         let contexts = Batcher::spawn(128, 2, move |ids: Vec<DeliveryRef>| {
             let s = s.clone();
-            async move { s.delivery_contexts(&ids).await }
+            async move { s.deliveries().delivery_contexts(&ids).await }
         });
         let s = store.clone();
         // Gathered for `OUTCOME_LINGER`: each batch is a statement and a commit (a WAL flush).
@@ -155,7 +155,7 @@ impl Worker {
             Batcher::spawn_lingering(128, 2, OUTCOME_LINGER, move |writes: Vec<AttemptWrite>| {
                 let s = s.clone();
                 async move {
-                    let outcomes = s.record_attempts(&writes).await?;
+                    let outcomes = s.deliveries().record_attempts(&writes).await?;
                     Ok::<_, StoreError>(
                         outcomes
                             .into_iter()
@@ -190,7 +190,7 @@ impl Worker {
         let schedules =
             Batcher::spawn_lingering(128, 2, OUTCOME_LINGER, move |items: Vec<Scheduled>| {
                 let s = s.clone();
-                async move { s.schedule_attempts(&items).await }
+                async move { s.deliveries().schedule_attempts(&items).await }
             });
         Batchers {
             contexts,

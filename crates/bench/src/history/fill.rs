@@ -27,7 +27,7 @@ pub(super) async fn fill(side: &Side, n: i64) -> anyhow::Result<()> {
     let store = side_store(side)?;
     // The writes' changes to the hourly totals, folded as `lead-api` folds them every second.
     let t = Instant::now();
-    let hours = store.fold_delivery_hours().await?;
+    let hours = store.console().fold_delivery_hours().await?;
     println!(
         "      history: {hours} hourly totals folded from the writes in {:.1} s",
         t.elapsed().as_secs_f64()

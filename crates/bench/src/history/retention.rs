@@ -16,6 +16,7 @@ pub(super) async fn dry_run_matches(side: &Side) -> anyhow::Result<()> {
         ..Default::default()
     };
     let counted = side_store(side)?
+        .deliveries()
         .replay_matching(org, &f, true, 50)
         .await?
         .matched;

@@ -83,6 +83,7 @@ impl ConsoleSession {
             )
             .ok_or(ConsoleError::SignedOut)?;
         st.store
+            .console()
             .console_session(id)
             .await?
             .map(ConsoleSession)

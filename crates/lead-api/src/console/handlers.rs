@@ -72,13 +72,14 @@ pub(super) async fn sign_in(
 ) -> Result<HttpResponse> {
     let (secret, _) = st
         .store
+        .console()
         .redeem_console_ticket(ticket)
         .await?
         .ok_or(ConsoleError::SignedOut)?;
     if let Some(old) = session_cookie(req)
         && let Some(id) = session_id(st, &old)
     {
-        st.store.end_console_session(id).await?;
+        st.store.console().end_console_session(id).await?;
     }
     let cookie = st.credentials.issue(
         Kind::Session,
@@ -126,7 +127,7 @@ pub(super) async fn login(req: HttpRequest, st: web::Data<AppState>) -> Result<H
         (Err(e), _) => return Err(e),
     };
     if let Some(current) = current {
-        let Some(target) = st.store.peek_console_ticket(ticket).await? else {
+        let Some(target) = st.store.console().peek_console_ticket(ticket).await? else {
             return Ok(link_used(&current.who()));
         };
         if target.org_id != current.org_id {
@@ -173,7 +174,7 @@ pub(super) async fn logout(
     if let Some(c) = session_cookie(&req)
         && let Some(id) = session_id(&st, &c)
     {
-        st.store.end_console_session(id).await?;
+        st.store.console().end_console_session(id).await?;
     }
     let mut gone = cookie_for(st.console_secure_cookie(), String::new());
     gone.make_removal();
@@ -196,6 +197,7 @@ pub(super) async fn logout(
 pub(super) async fn events_get(s: ConsoleSession, st: web::Data<AppState>) -> Result<HttpResponse> {
     let subscribed = st
         .store
+        .endpoints()
         .get_webhook(s.org_id)
         .await?
         .map(|w| w.event_types)
@@ -211,7 +213,11 @@ pub(super) async fn events_get(s: ConsoleSession, st: web::Data<AppState>) -> Re
 /// `Send test event` for one type: sent even if the webhook is not subscribed to it.
 pub(super) async fn events_test(f: CsrfForm, st: web::Data<AppState>) -> Result<Posted> {
     let t = crate::inputs::console_test_event_type(f.form.get("event_type"))?;
-    let id = st.store.send_test_event(f.session.org_id, Some(t)).await?;
+    let id = st
+        .store
+        .endpoints()
+        .send_test_event(f.session.org_id, Some(t))
+        .await?;
     Ok(f.answer(see_other(&format!("/console/deliveries/{id}"))))
 }
 
@@ -222,7 +228,7 @@ pub(super) async fn tokens_get(
     req: HttpRequest,
     st: web::Data<AppState>,
 ) -> Result<HttpResponse> {
-    let tokens = st.store.list_tokens(s.org_id).await?;
+    let tokens = st.store.console().list_tokens(s.org_id).await?;
     Ok(ok(pages::tokens_page(
         &s.who(),
         &tokens,
@@ -237,13 +243,13 @@ pub(super) async fn tokens_create(f: CsrfForm, st: web::Data<AppState>) -> Resul
     let new = match NewToken::from_form(f.form.get("name")) {
         Ok(n) => n,
         Err(e) => {
-            let tokens = st.store.list_tokens(s.org_id).await?;
+            let tokens = st.store.console().list_tokens(s.org_id).await?;
             let page = pages::tokens_page(&s.who(), &tokens, None, Some(&e.to_string()), None);
             return Ok(f.answer(super::page(StatusCode::UNPROCESSABLE_ENTITY, page)));
         }
     };
     let (_, secret) = st.issue_token(s.org_id, new).await?;
-    let tokens = st.store.list_tokens(s.org_id).await?;
+    let tokens = st.store.console().list_tokens(s.org_id).await?;
     let page = pages::tokens_page(&s.who(), &tokens, Some(&secret), None, None);
     Ok(f.answer(ok(page)))
 }

@@ -1,4 +1,4 @@
-//! `qualifierctl compact-attempt-logs` (`Store::compact_attempt_logs`) on attempt logs stored
+//! `qualifierctl compact-attempt-logs` (`Deliveries::compact_attempt_logs`) on attempt logs stored
 //! before the compact forms: rewritten in batches that resume where the last one ended, shown
 //! exactly as before, and left alone on a second run (docs/operations.md, "Moving a deployment
 //! with history to the compact layout").
@@ -69,14 +69,16 @@ async fn old_attempt_logs_are_rewritten_compact_in_resumable_batches_and_show_th
 
     // Two rows a batch: the second batch starts after the first one's last sequence.
     let store = app.store().with_payload_compression(true);
-    let first = store.compact_attempt_logs(0, 2).await.unwrap();
+    let first = store.deliveries().compact_attempt_logs(0, 2).await.unwrap();
     assert_eq!((first.rows_read, first.rows_rewritten), (2, 2));
     let second = store
+        .deliveries()
         .compact_attempt_logs(first.through_seq.unwrap(), 2)
         .await
         .unwrap();
     assert_eq!((second.rows_read, second.rows_rewritten), (1, 1));
     let done = store
+        .deliveries()
         .compact_attempt_logs(second.through_seq.unwrap(), 2)
         .await
         .unwrap();
@@ -103,6 +105,10 @@ async fn old_attempt_logs_are_rewritten_compact_in_resumable_batches_and_show_th
     assert_eq!(shown(deliveries[0].clone()).await, before);
 
     // A second run from the start reads every row and rewrites none.
-    let again = store.compact_attempt_logs(0, 10).await.unwrap();
+    let again = store
+        .deliveries()
+        .compact_attempt_logs(0, 10)
+        .await
+        .unwrap();
     assert_eq!((again.rows_read, again.rows_rewritten), (3, 0));
 }

@@ -381,6 +381,7 @@ async fn a_cursor_older_than_retention_is_410_and_a_fresh_start_reads_what_is_ke
     .await;
     let store = app.store();
     let dropped = store
+        .upkeep()
         .expire_events(Duration::from_secs(30 * 86_400))
         .await
         .unwrap();
@@ -499,6 +500,7 @@ async fn retention_ends_unfinished_deliveries_and_refuses_expired_replays() {
     )
     .await;
     let dropped = store
+        .upkeep()
         .expire_events(Duration::from_secs(30 * 86_400))
         .await
         .unwrap();
@@ -539,9 +541,9 @@ async fn a_closed_partition_is_compacted_once_and_reads_as_before() {
     // The events as if written ten days ago, in the partition of that day.
     age_events(&c, 10, "", "true").await;
     let store = app.store();
-    assert_eq!(store.compact_outbox().await.unwrap(), 1);
+    assert_eq!(store.upkeep().compact_outbox().await.unwrap(), 1);
     assert_eq!(
-        store.compact_outbox().await.unwrap(),
+        store.upkeep().compact_outbox().await.unwrap(),
         0,
         "once is enough, and today's partition still takes events"
     );
@@ -1137,7 +1139,7 @@ async fn an_idle_relay_leaves_the_database_alone_and_wakes_for_a_scheduled_repla
     app.inbound_lead(&org, "+447700900901").await;
     wait_relayed(&app, Duration::from_secs(10)).await;
     let store = app.store();
-    assert_eq!(store.next_replay_due().await.unwrap(), None);
+    assert_eq!(store.upkeep().next_replay_due().await.unwrap(), None);
 
     // Three idle seconds: the relay's safety poll and the backlog sampler are a handful of
     // commits a second; a 5 ms poll was about 400.
@@ -1157,6 +1159,7 @@ async fn an_idle_relay_leaves_the_database_alone_and_wakes_for_a_scheduled_repla
     )
     .await;
     let due = store
+        .upkeep()
         .next_replay_due()
         .await
         .unwrap()
@@ -1191,7 +1194,7 @@ async fn an_idle_relay_leaves_the_database_alone_and_wakes_for_a_scheduled_repla
         late < Duration::from_millis(500),
         "published {late:?} after its instant"
     );
-    assert_eq!(store.next_replay_due().await.unwrap(), None);
+    assert_eq!(store.upkeep().next_replay_due().await.unwrap(), None);
 }
 
 /// The database's measure of a stored envelope (`envelope_bytes`) is the length
@@ -1271,6 +1274,7 @@ async fn a_page_reads_what_its_budget_allows_of_compressible_rows() {
     let fit = budget / 48_000 + 1;
     let store = app.store();
     let (leads, _) = store
+        .leads()
         .list_leads(org_id, None, None, 500, budget)
         .await
         .unwrap();
@@ -1280,6 +1284,7 @@ async fn a_page_reads_what_its_budget_allows_of_compressible_rows() {
         leads.len()
     );
     let page = store
+        .leads()
         .events_feed(org_id, None, None, 500, budget)
         .await
         .unwrap();

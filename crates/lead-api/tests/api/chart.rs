@@ -1,6 +1,6 @@
 //! The hourly delivery totals, kept by the outbox's triggers and a fold every second, and
 //! what reads them: the Deliveries page's 24-hour chart
-//! (`Store::deliveries_by_hour`) and a dry-run bulk replay's count. What an administrator sees
+//! (`Console::deliveries_by_hour`) and a dry-run bulk replay's count. What an administrator sees
 //! must be what the outbox holds, whatever wrote it, whenever the fold ran, and however many
 //! writers were busy at once.
 
@@ -40,6 +40,7 @@ async fn counted(c: &tokio_postgres::Client, org: Uuid) -> Hours {
 /// The chart as the console draws it, its empty hours left out.
 async fn charted(store: &qualifier_store::Store, org: Uuid) -> Hours {
     store
+        .console()
         .deliveries_by_hour(org, None)
         .await
         .unwrap()
@@ -106,7 +107,7 @@ async fn the_chart_is_what_the_outbox_holds_through_concurrent_outcomes_and_fold
         tokio::spawn(async move {
             let mut folds = 0;
             while !stop.is_cancelled() {
-                store.fold_delivery_hours().await.unwrap();
+                store.console().fold_delivery_hours().await.unwrap();
                 folds += 1;
             }
             folds
@@ -244,7 +245,7 @@ async fn the_chart_is_what_the_outbox_holds_through_concurrent_outcomes_and_fold
         .unwrap()
         .get::<_, i64>(0)
     };
-    store.expire_delivery_hours().await.unwrap();
+    store.console().expire_delivery_hours().await.unwrap();
     c.execute(
         "DELETE FROM delivery_hours WHERE hour < now() - interval '26 hours'",
         &[],
@@ -258,7 +259,7 @@ async fn the_chart_is_what_the_outbox_holds_through_concurrent_outcomes_and_fold
     )
     .await
     .unwrap();
-    store.expire_delivery_hours().await.unwrap();
+    store.console().expire_delivery_hours().await.unwrap();
     assert_eq!(stale().await, 0);
     assert_eq!(charted(&store, org_id).await, counted(&c, org_id).await);
 }
@@ -388,6 +389,7 @@ async fn a_dry_run_counts_from_the_hourly_totals_what_the_outbox_holds() {
                         let names: Vec<&str> = statuses.iter().map(|s| s.as_str()).collect();
                         let want = dead_or_so(c, org, &names, since, until).await;
                         let got = store
+                            .deliveries()
                             .replay_matching(org_id, &f, true, 50)
                             .await
                             .unwrap()
@@ -547,7 +549,7 @@ async fn a_write_begun_before_the_outbox_retires_leaves_its_delivery_to_the_mirr
     waits_for_a_lock(&c, "WITH p(id, org_id%").await;
     let retire = {
         let store = app.store();
-        tokio::spawn(async move { store.retire_outbox().await.unwrap() })
+        tokio::spawn(async move { store.deliveries().retire_outbox().await.unwrap() })
     };
     waits_for_a_lock(&c, "%qualifier_outbox_retire%").await;
     holder.batch_execute("COMMIT").await.unwrap();
@@ -676,6 +678,7 @@ async fn charted_per_endpoint(
     let mut out = BTreeMap::new();
     for e in endpoints {
         let hours: Hours = store
+            .console()
             .deliveries_by_hour(org, Some(e))
             .await
             .unwrap()

@@ -252,7 +252,7 @@ async fn the_history_fill_copies_every_event_and_a_newer_write_wins_in_either_or
     as_history(&c).await;
     let mut batches = Vec::new();
     loop {
-        match store.fill_deliveries(2).await.unwrap() {
+        match store.deliveries().fill_deliveries(2).await.unwrap() {
             Fill::Done => break,
             f => batches.push(f),
         }
@@ -310,7 +310,10 @@ async fn the_history_fill_copies_every_event_and_a_newer_write_wins_in_either_or
     outcome.await.unwrap();
     assert_eq!(state_of(&c, s[3]).await, ("succeeded".to_owned(), 1));
     assert_eq!(differ(&c).await, 0);
-    assert_eq!(store.fill_deliveries(10).await.unwrap(), Fill::Done);
+    assert_eq!(
+        store.deliveries().fill_deliveries(10).await.unwrap(),
+        Fill::Done
+    );
 }
 
 /// The migrations after 0.3.0 undone, newest first, as on a database of 0.3.0.
@@ -473,7 +476,10 @@ async fn a_move_on_a_delivery_being_published_waits_for_the_relay() {
         async move {
             go_rx.await.unwrap();
             let delivery = qualifier_store::deliveries::DeliveryRef { id, seq: Some(seq) };
-            store.mark_skipped(delivery, "webhook disabled").await
+            store
+                .deliveries()
+                .mark_skipped(delivery, "webhook disabled")
+                .await
         }
     });
     let watcher = db.client().await;
@@ -549,7 +555,13 @@ async fn a_wait_begun_on_a_message_whose_relay_died_is_not_published_again() {
         id: second.1.parse().unwrap(),
         seq: Some(second.0),
     };
-    assert!(store.wait_for_earlier(second_ref, lead, 1).await.unwrap());
+    assert!(
+        store
+            .deliveries()
+            .wait_for_earlier(second_ref, lead, 1)
+            .await
+            .unwrap()
+    );
     assert_eq!(state_of(&c, second.0).await.0, "after_earlier");
 
     // The next relay publishes the first delivery only; the second keeps waiting.
@@ -571,7 +583,13 @@ async fn a_wait_begun_on_a_message_whose_relay_died_is_not_published_again() {
         "a mark never undoes a wait"
     );
     // A second copy of the second message finds the wait begun, as before.
-    assert!(store.wait_for_earlier(second_ref, lead, 1).await.unwrap());
+    assert!(
+        store
+            .deliveries()
+            .wait_for_earlier(second_ref, lead, 1)
+            .await
+            .unwrap()
+    );
 
     // The first ends; its release sends the second to the relay, which publishes it.
     c.execute(
@@ -590,7 +608,13 @@ async fn a_wait_begun_on_a_message_whose_relay_died_is_not_published_again() {
         org_id: ORG.parse().unwrap(),
         endpoint_id: endpoint.parse().unwrap(),
     };
-    assert!(store.release_next_of_lead(primary, lead).await.unwrap());
+    assert!(
+        store
+            .deliveries()
+            .release_next_of_lead(primary, lead)
+            .await
+            .unwrap()
+    );
     let want = second.1.clone();
     let again = qualifier_store::outbox::relay_batch(&mut relay, 10, |rows| async move {
         let ids: Vec<String> = rows.iter().map(|r| r.delivery_id.to_string()).collect();
@@ -625,7 +649,7 @@ async fn the_backlog_counts_the_queue_of_new_deliveries_until_the_relay_publishe
         .await
         .unwrap();
     let store = store_on(&db);
-    let b = store.outbox_backlog().await.unwrap();
+    let b = store.upkeep().outbox_backlog().await.unwrap();
     assert_eq!(b.count, 3, "two queued, one due");
     assert!(b.oldest_age_seconds >= 59.0, "{}", b.oldest_age_seconds);
 
@@ -648,7 +672,7 @@ async fn the_backlog_counts_the_queue_of_new_deliveries_until_the_relay_publishe
         "queued",
         "a first publication writes no delivery row"
     );
-    let b = store.outbox_backlog().await.unwrap();
+    let b = store.upkeep().outbox_backlog().await.unwrap();
     assert_eq!((b.count, b.oldest_age_seconds), (0, 0.0));
 }
 
@@ -707,6 +731,7 @@ async fn an_event_whose_deliveries_ended_before_the_relay_is_still_in_the_feed()
     .published;
     assert_eq!(again, 0);
     let page = store_on(&db)
+        .leads()
         .events_feed(ORG.parse().unwrap(), None, None, 10, 1 << 20)
         .await
         .unwrap();
@@ -832,7 +857,10 @@ async fn every_delivery_is_found_by_its_id_before_and_after_housekeeping_narrows
     assert_eq!(ids.len(), 2, "one delivery an endpoint");
     let found = async |ids: &[String]| {
         for id in ids {
-            let got = store.get_delivery(org_id, id.parse().unwrap()).await;
+            let got = store
+                .deliveries()
+                .get_delivery(org_id, id.parse().unwrap())
+                .await;
             assert_eq!(got.unwrap().delivery.id.to_string(), *id);
         }
     };
@@ -851,7 +879,7 @@ async fn every_delivery_is_found_by_its_id_before_and_after_housekeeping_narrows
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
     assert_eq!(
-        store.index_delivery_ids().await.unwrap(),
+        store.upkeep().index_delivery_ids().await.unwrap(),
         0,
         "left to the other"
     );
@@ -865,7 +893,7 @@ async fn every_delivery_is_found_by_its_id_before_and_after_housekeeping_narrows
     // has passed: a failure, not a wait for a clock).
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     let (valid, old_left) = loop {
-        store.index_delivery_ids().await.unwrap();
+        store.upkeep().index_delivery_ids().await.unwrap();
         let r = c
             .query_one(
                 "SELECT (SELECT indisvalid FROM pg_index
@@ -886,7 +914,11 @@ async fn every_delivery_is_found_by_its_id_before_and_after_housekeeping_narrows
         (true, false),
         "the new index on every partition, the old one gone"
     );
-    assert_eq!(store.index_delivery_ids().await.unwrap(), 0, "nothing left");
+    assert_eq!(
+        store.upkeep().index_delivery_ids().await.unwrap(),
+        0,
+        "nothing left"
+    );
     found(&ids).await;
 
     // A move by id alone reaches each row, and only it.
@@ -895,7 +927,11 @@ async fn every_delivery_is_found_by_its_id_before_and_after_housekeeping_narrows
             id: id.parse().unwrap(),
             seq: None,
         };
-        store.mark_skipped(delivery, "test").await.unwrap();
+        store
+            .deliveries()
+            .mark_skipped(delivery, "test")
+            .await
+            .unwrap();
         let skipped: i64 = qualifier_testkit::sql::one(
             &c,
             "SELECT count(*) FROM deliveries WHERE org_id = $1::text::uuid AND state = 'skipped'",

@@ -436,7 +436,7 @@ async fn expect_status(status: u16, what: &str, r: Response) -> Response {
 pub async fn fold_all(store: &qualifier_store::Store, c: &tokio_postgres::Client) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     loop {
-        store.fold_delivery_hours().await.unwrap();
+        store.console().fold_delivery_hours().await.unwrap();
         let left: i64 =
             qualifier_testkit::sql::one(c, "SELECT count(*) FROM delivery_hour_changes", &[]).await;
         if left == 0 {

@@ -92,6 +92,7 @@ async fn a_list_reads_its_page_when_the_statistics_predate_another_orgs_burst() 
     };
     let read = reads_of(&c, async {
         let (page, next) = store
+            .deliveries()
             .list_deliveries(small, &since_day, None, 50)
             .await
             .unwrap();
@@ -111,6 +112,7 @@ async fn a_list_reads_its_page_when_the_statistics_predate_another_orgs_burst() 
     };
     let read = reads_of(&c, async {
         let (page, next) = store
+            .deliveries()
             .list_deliveries(small, &dead_since_hour, None, 50)
             .await
             .unwrap();
@@ -182,6 +184,7 @@ async fn a_list_of_some_statuses_walks_their_states_in_the_whole_lists_order() {
 
     let store = store_on(&db);
     let (all, _) = store
+        .deliveries()
         .list_deliveries(org, &DeliveryFilter::default(), None, 5000)
         .await
         .unwrap();
@@ -207,7 +210,11 @@ async fn a_list_of_some_statuses_walks_their_states_in_the_whole_lists_order() {
         let mut got = Vec::new();
         let mut before = None;
         loop {
-            let (page, next) = store.list_deliveries(org, &f, before, 3).await.unwrap();
+            let (page, next) = store
+                .deliveries()
+                .list_deliveries(org, &f, before, 3)
+                .await
+                .unwrap();
             got.extend(page.iter().map(|d| d.id));
             match next {
                 Some(n) => before = Some(n),
@@ -246,7 +253,11 @@ async fn a_list_of_some_statuses_walks_their_states_in_the_whole_lists_order() {
         ..DeliveryFilter::default()
     };
     let store = store_on(&db);
-    let (page, _) = store.list_deliveries(org, &pending, None, 5).await.unwrap();
+    let (page, _) = store
+        .deliveries()
+        .list_deliveries(org, &pending, None, 5)
+        .await
+        .unwrap();
     assert_eq!(page.len(), 5);
     drop(store);
     let after = settled(read).await;
@@ -273,7 +284,7 @@ async fn write_at(c: &tokio_postgres::Client, org: Uuid, n: i32, ago: &str) {
     .unwrap();
 }
 
-/// A mark of the sequence as lead-api writes one (`Store::mark_outbox_sequence`), `ago`
+/// A mark of the sequence as lead-api writes one (`Upkeep::mark_outbox_sequence`), `ago`
 /// before now.
 async fn mark_at(c: &tokio_postgres::Client, ago: &str) {
     c.execute(
@@ -321,7 +332,11 @@ async fn a_lists_time_bounds_end_its_walk_at_the_sequences_marks() {
             ..DeliveryFilter::default()
         };
         let read = reads_of(&c, async {
-            let (page, next) = store.list_deliveries(org, &f, None, 50).await.unwrap();
+            let (page, next) = store
+                .deliveries()
+                .list_deliveries(org, &f, None, 50)
+                .await
+                .unwrap();
             assert_eq!(page.len(), 20, "the list {what}");
             assert!(next.is_none());
         })
@@ -376,7 +391,11 @@ async fn a_dry_runs_count_walks_the_states_it_counts() {
         ..DeliveryFilter::default()
     };
     let read = table_reads_of(&c, "deliveries", async {
-        let n = store.replay_matching(org, &f, true, 10).await.unwrap();
+        let n = store
+            .deliveries()
+            .replay_matching(org, &f, true, 10)
+            .await
+            .unwrap();
         assert_eq!(n.matched, 3, "the dead deliveries counted");
     })
     .await;

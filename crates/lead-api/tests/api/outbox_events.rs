@@ -593,6 +593,7 @@ async fn a_lead_write_wakes_the_local_relay_and_notifies_only_when_it_is_not_con
     };
 
     let (_, created) = store
+        .leads()
         .inbound_contact(org, contact("+447700900001"))
         .await
         .unwrap();
@@ -611,6 +612,7 @@ async fn a_lead_write_wakes_the_local_relay_and_notifies_only_when_it_is_not_con
 
     connected.store(false, Ordering::Release);
     let (_, created) = store
+        .leads()
         .inbound_contact(org, contact("+447700900002"))
         .await
         .unwrap();

@@ -77,7 +77,7 @@ fn outcome(id: Uuid, seq: i64) -> AttemptWrite {
     }
 }
 
-/// The worker's outcome statement (`Store::record_attempts`), in a session of the worker's pool.
+/// The worker's outcome statement (`Deliveries::record_attempts`), in a session of the worker's pool.
 #[tokio::test(flavor = "multi_thread")]
 async fn an_outcome_reads_its_row_after_the_partition_grew_under_its_plan() {
     let (db, c) = database().await;
@@ -86,6 +86,7 @@ async fn an_outcome_reads_its_row_after_the_partition_grew_under_its_plan() {
     let pool = qualifier_store::connect_generic_plans(&db.database(), 1).unwrap();
     let store = store_over(pool.clone());
     store
+        .deliveries()
         .record_attempts(&[outcome(first[0].0, first[0].1)])
         .await
         .unwrap();
@@ -94,7 +95,7 @@ async fn an_outcome_reads_its_row_after_the_partition_grew_under_its_plan() {
     let batch: Vec<AttemptWrite> = grown[..8].iter().map(|&(id, s)| outcome(id, s)).collect();
     flush(&pool, &c).await;
     let before = outbox_rows_read(&c).await;
-    store.record_attempts(&batch).await.unwrap();
+    store.deliveries().record_attempts(&batch).await.unwrap();
     flush(&pool, &c).await;
     let read = outbox_rows_read(&c).await - before;
     assert!(
@@ -219,6 +220,7 @@ async fn a_lead_change_finds_its_row_by_key_after_the_org_grew_under_its_plan() 
     let expected = qualifier_domain::lead::Expected::Any;
     let first = leads(&c, org, 0, 1).await[0];
     store
+        .leads()
         .patch_lead_public(org, first, &expected, None, close())
         .await
         .unwrap();
@@ -228,6 +230,7 @@ async fn a_lead_change_finds_its_row_by_key_after_the_org_grew_under_its_plan() 
     flush(&pool, &c).await;
     let before = lead_index_pages(&c).await;
     let changed = store
+        .leads()
         .patch_lead_public(org, lead, &expected, None, close())
         .await
         .unwrap();
@@ -245,6 +248,7 @@ async fn a_lead_change_finds_its_row_by_key_after_the_org_grew_under_its_plan() 
     // The org's condition still holds: another org's token cannot change the lead.
     let other = store.create_org("Other").await.unwrap().id;
     let refused = store
+        .leads()
         .patch_lead_public(other, grown[0], &expected, None, close())
         .await;
     assert!(
@@ -269,7 +273,7 @@ async fn an_outcome_batch_skips_a_row_locked_by_an_erasure_and_writes_the_rest()
         let rows = write(&c, 8, true).await;
         let locked = rows[round % rows.len()];
         holder.batch_execute("BEGIN").await.unwrap();
-        // As an erasure does (`Store::erase_lead`): the lead's erasure lock, then its rows.
+        // As an erasure does (`Leads::erase_lead`): the lead's erasure lock, then its rows.
         let lead: String = qualifier_testkit::sql::one(
             &holder,
             "SELECT lead_id::text FROM outbox WHERE delivery_id = $1::text::uuid",
@@ -290,7 +294,7 @@ async fn an_outcome_batch_skips_a_row_locked_by_an_erasure_and_writes_the_rest()
         let batch: Vec<AttemptWrite> = rows.iter().map(|&(id, s)| outcome(id, s)).collect();
         let answers = tokio::time::timeout(
             std::time::Duration::from_secs(20),
-            store.record_attempts(&batch),
+            store.deliveries().record_attempts(&batch),
         )
         .await
         .expect("the batch waited on the locked row")
@@ -310,7 +314,7 @@ async fn an_outcome_batch_skips_a_row_locked_by_an_erasure_and_writes_the_rest()
         let alone = {
             let store = store.clone();
             let write = outcome(locked.0, locked.1);
-            tokio::spawn(async move { store.record_attempt(&write).await })
+            tokio::spawn(async move { store.deliveries().record_attempt(&write).await })
         };
         crate::helpers::until_waiting_on_locks(&c, 1).await;
         assert!(
@@ -335,7 +339,7 @@ async fn an_outcome_batch_skips_a_row_locked_by_an_erasure_and_writes_the_rest()
 
 /// A skip (the webhook read as disabled or unsubscribed by one replica) leaves a delivery that
 /// ended meanwhile as it ended: a copy of its message delivered it on another replica between
-/// the skipping replica's read and its write (`deliveries::state`, `Store::mark_skipped`).
+/// the skipping replica's read and its write (`deliveries::state`, `Deliveries::mark_skipped`).
 #[tokio::test(flavor = "multi_thread")]
 async fn a_skip_leaves_a_delivery_that_ended_meanwhile_as_it_ended() {
     let (db, c) = database().await;
@@ -344,6 +348,7 @@ async fn a_skip_leaves_a_delivery_that_ended_meanwhile_as_it_ended() {
     let store = store_over(pool);
     // The first is delivered by the other replica; the second is still open.
     store
+        .deliveries()
         .record_attempts(&[outcome(rows[0].0, rows[0].1)])
         .await
         .unwrap();
@@ -352,7 +357,11 @@ async fn a_skip_leaves_a_delivery_that_ended_meanwhile_as_it_ended() {
             id: *id,
             seq: Some(*seq),
         };
-        store.mark_skipped(at, "webhook disabled").await.unwrap();
+        store
+            .deliveries()
+            .mark_skipped(at, "webhook disabled")
+            .await
+            .unwrap();
     }
     let status = |id: Uuid| {
         let c = &c;
@@ -418,7 +427,7 @@ async fn an_outcome_that_waited_for_an_erasure_keeps_the_delivery_erased() {
     };
     let alone = {
         let store = store.clone();
-        tokio::spawn(async move { store.record_attempt(&failed).await })
+        tokio::spawn(async move { store.deliveries().record_attempt(&failed).await })
     };
     crate::helpers::until_waiting_on_locks(&c, 1).await;
     holder.batch_execute("COMMIT").await.unwrap();
@@ -469,7 +478,7 @@ async fn a_late_failed_outcome_never_reopens_an_ended_delivery() {
             attempt: 2,
             at: time::OffsetDateTime::now_utc() + time::Duration::seconds(1),
         });
-        store.record_attempts(&[failed]).await.unwrap();
+        store.deliveries().record_attempts(&[failed]).await.unwrap();
         let row = c
             .query_one(
                 "SELECT state::text, due_at IS NULL, attempts FROM deliveries WHERE seq = $1",
@@ -525,6 +534,7 @@ async fn the_lead_list_one_day_back_reads_its_page_not_the_orgs_history() {
         flush(&pool, &c).await;
         let before = leads_read(&c).await;
         let (leads, next) = store
+            .leads()
             .list_leads(org, since, after, 100, 1 << 20)
             .await
             .unwrap();
@@ -610,6 +620,7 @@ async fn every_list_reads_about_what_it_answers_under_the_generic_plan() {
         d
     };
     let first_leads = store
+        .leads()
         .list_leads(big, None, None, 100, 1 << 20)
         .await
         .unwrap()
@@ -626,7 +637,8 @@ async fn every_list_reads_about_what_it_answers_under_the_generic_plan() {
             Box::new(move || {
                 let s = s.clone();
                 Box::pin(async move {
-                    s.list_leads(big, day_ago, None, 100, 1 << 20)
+                    s.leads()
+                        .list_leads(big, day_ago, None, 100, 1 << 20)
                         .await
                         .unwrap()
                         .0
@@ -640,7 +652,8 @@ async fn every_list_reads_about_what_it_answers_under_the_generic_plan() {
             Box::new(move || {
                 let s = s.clone();
                 Box::pin(async move {
-                    s.list_leads(big, None, first_leads, 100, 1 << 20)
+                    s.leads()
+                        .list_leads(big, None, first_leads, 100, 1 << 20)
                         .await
                         .unwrap()
                         .0
@@ -683,7 +696,14 @@ async fn every_list_reads_about_what_it_answers_under_the_generic_plan() {
             name,
             Box::new(move || {
                 let (s, f) = (s.clone(), f.clone());
-                Box::pin(async move { s.list_deliveries(org, &f, None, 50).await.unwrap().0.len() })
+                Box::pin(async move {
+                    s.deliveries()
+                        .list_deliveries(org, &f, None, 50)
+                        .await
+                        .unwrap()
+                        .0
+                        .len()
+                })
             }),
         ));
     }
@@ -716,7 +736,8 @@ async fn every_list_reads_about_what_it_answers_under_the_generic_plan() {
             Box::new(move || {
                 let s = s.clone();
                 Box::pin(async move {
-                    s.events_feed(org, after, ty, 100, 1 << 20)
+                    s.leads()
+                        .events_feed(org, after, ty, 100, 1 << 20)
                         .await
                         .unwrap()
                         .payloads
@@ -751,7 +772,7 @@ async fn every_list_reads_about_what_it_answers_under_the_generic_plan() {
     assert!(over.is_empty(), "{over:#?}");
 }
 
-/// The worker's parks in rows, written together (`Store::schedule_attempts`): each open row
+/// The worker's parks in rows, written together (`Deliveries::schedule_attempts`): each open row
 /// waits for its time and its attempt, a row that ended meanwhile stays as it ended and answers
 /// false, and each answer is the one asked for, in the order asked, whatever order the rows
 /// are written in.
@@ -784,7 +805,7 @@ async fn parks_written_together_each_wait_in_their_row_and_an_ended_one_stays_en
             )
         })
         .collect();
-    let answers = store.schedule_attempts(&asked).await.unwrap();
+    let answers = store.deliveries().schedule_attempts(&asked).await.unwrap();
     assert_eq!(answers, vec![false, true, true]);
     for (i, (id, _)) in rows.iter().enumerate() {
         let r = c

@@ -413,7 +413,7 @@ mod retime {
                 app.until_waiting_on_locks(1).await;
                 let turn = tokio::time::timeout(
                     Duration::from_secs(10),
-                    store.take_probe_turn(
+                    store.deliveries().take_probe_turn(
                         qualifier_store::webhooks::EndpointKey {
                             org_id,
                             endpoint_id: org_id,

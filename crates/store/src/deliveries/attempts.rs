@@ -8,17 +8,17 @@ use diesel_async::RunQueryDsl;
 use uuid::Uuid;
 
 use super::{DeliveryContext, EndpointGlance, LeadOrder};
+use crate::StoreError;
 use crate::endpoints::EndpointKey;
 use crate::partitions::{DeliveryRef, day_bounds, in_days};
 use crate::schema::{deliveries, endpoint_health, outbox, webhooks};
 use crate::webhooks::WebhookRow;
-use crate::{Store, StoreError};
 use qualifier_domain::delivery::DeliveryState;
 use qualifier_domain::health::EndpointState;
 use qualifier_domain::pace::DeliveryOrdering;
 use time::OffsetDateTime;
 
-impl Store {
+impl crate::facets::Deliveries<'_> {
     /// What attempts need to know, for many deliveries in one round trip, in the order asked
     /// (the worker batches the reads of attempts starting at the same time): each delivery's
     /// current status (to drop duplicates of finished work) and its endpoint as it is now,
@@ -114,7 +114,7 @@ impl Store {
                     health_state,
                     failures,
                 )| {
-                    let webhook = hook.map(|r| self.open_for_delivery(r));
+                    let webhook = hook.map(|r| self.endpoints().open_for_delivery(r));
                     let health = EndpointGlance {
                         state: health_state.unwrap_or(EndpointState::Healthy),
                         consecutive_failures: failures.unwrap_or(0).max(0) as u32,

@@ -93,7 +93,7 @@ impl DeliveryFilter {
     }
 
     /// A list asked for states that are few among an org's deliveries (no `succeeded`) and for
-    /// no lead: its page walks the deliveries' index by state ([`Store::list_deliveries_at`]).
+    /// no lead: its page walks the deliveries' index by state ([`Deliveries::list_deliveries_at`]).
     pub(super) fn walks_states(&self) -> bool {
         !self.statuses.is_empty()
             && !self.statuses.contains(&DeliveryStatus::Succeeded)

@@ -10,19 +10,19 @@ use uuid::Uuid;
 
 use super::filter::{DeliveryFilter, StatusIs, events_narrowed, seq_at};
 use super::{DELIVERED_COLUMNS, Delivered, DeliveredDetail, Delivery, DeliveryDetail};
+use crate::StoreError;
 use crate::partitions::{DeliveryIs, SeqBound, UpToDay, until_day};
 use crate::planner::in_index_order;
 use crate::schema::{deliveries, outbox};
-use crate::{Store, StoreError};
 use qualifier_domain::delivery::AttemptEntry;
 
 /// The lists, the console's search and replays.
-impl Store {
+impl crate::facets::Deliveries<'_> {
     /// One page of an org's deliveries, newest first, keyset-paginated on the outbox sequence
     /// (`outbox_org_seq`, or `outbox_org_lead` with a lead): rows committed meanwhile are newer
     /// than any cursor, so a walk visits every older row exactly once. Returns the page and the
     /// sequence to continue below, `None` on the last page.
-    /// [`Store::list_deliveries_at`] without the positions.
+    /// [`Deliveries::list_deliveries_at`] without the positions.
     pub async fn list_deliveries(
         &self,
         org_id: Uuid,

@@ -7,11 +7,11 @@ use diesel_async::RunQueryDsl;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::StoreError;
 use crate::schema::deliveries;
-use crate::{Store, StoreError};
 use qualifier_domain::delivery::AttemptEntry;
 
-/// One batch of [`Store::compact_attempt_logs`].
+/// One batch of [`Deliveries::compact_attempt_logs`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct CompactedBatch {
     /// The highest sequence the batch looked at (where the next one starts); `None` when
@@ -21,7 +21,7 @@ pub struct CompactedBatch {
     pub rows_rewritten: usize,
 }
 
-impl Store {
+impl crate::facets::Deliveries<'_> {
     /// Rewrites the attempt logs of up to `batch` rows after sequence `after` into the form
     /// the worker writes now: each entry's `request_headers` replaced by its two signatures,
     /// shortened (`AttemptEntry::signatures`), and, in compact storage

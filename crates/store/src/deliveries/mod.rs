@@ -153,7 +153,7 @@ struct DeliveredDetail {
     #[diesel(sql_type = diesel::sql_types::Bool)]
     is_test: bool,
 }
-/// The state an attempt starts from (see [`Store::delivery_contexts`]).
+/// The state an attempt starts from (see [`Deliveries::delivery_contexts`]).
 #[derive(Clone)]
 pub struct DeliveryContext {
     pub status: DeliveryStatus,
@@ -205,7 +205,7 @@ impl Default for EndpointGlance {
         }
     }
 }
-/// One attempt's outcome to record with [`Store::record_attempts`]: its log entry, the
+/// One attempt's outcome to record with [`Deliveries::record_attempts`]: its log entry, the
 /// status it leads to and, for a failed attempt that will be retried, its next attempt, written
 /// in the same statement (one write settles a failed attempt).
 #[derive(Debug, Clone)]
@@ -217,7 +217,7 @@ pub struct AttemptWrite {
 }
 
 /// A delivery's next attempt, due at an instant: it waits in its row for the relay, as
-/// [`Store::schedule_attempts`] schedules one.
+/// [`Deliveries::schedule_attempts`] schedules one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NextAttempt {
     pub attempt: u32,

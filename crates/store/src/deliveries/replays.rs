@@ -10,14 +10,14 @@ use uuid::Uuid;
 
 use super::filter::{DeliveryFilter, state_asked};
 use super::lists::listed_endpoint;
+use crate::StoreError;
 use crate::endpoints::EndpointKey;
 use crate::partitions::DeliveryIs;
 use crate::planner::index_only;
 use crate::schema::{deliveries, outbox};
-use crate::{Store, StoreError};
 use qualifier_domain::delivery::DeliveryState;
 
-impl Store {
+impl crate::facets::Deliveries<'_> {
     /// Replay: a finished delivery (dead, succeeded or skipped) gets a fresh cycle of 5 attempts
     /// under the same delivery id. The row goes back to the relay (unpublished, due at the org's
     /// next replay slot), which sends it again with attempt 1; no broker access in the request.
@@ -64,7 +64,7 @@ impl Store {
                 return Err(StoreError::Conflict("Event erased".into()));
             }
             // Past retention the event leaves with its partition whatever its state
-            // (`Store::expire_events`): a replay would only hold it there.
+            // (`Upkeep::expire_events`): a replay would only hold it there.
             if oldest_kept.is_some_and(|t| created < t) {
                 return Err(StoreError::Conflict("Event expired".into()));
             }

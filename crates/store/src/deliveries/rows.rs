@@ -6,13 +6,13 @@
 //! time (migrations/2026-12-03-000043_deliveries_of_their_own/up.sql maps the outbox's columns
 //! to them, `qualifier_delivery_of`). The outbox's triggers keep it in step with every
 //! statement that writes the outbox, whichever release runs the statement; the events stored
-//! before those triggers existed are copied here, by [`Store::fill_deliveries`], in batches that
+//! before those triggers existed are copied here, by [`Deliveries::fill_deliveries`], in batches that
 //! housekeeping runs (crates/lead-api/src/housekeeping.rs, `fill_deliveries`).
 
 use diesel::sql_types::{Int4, Int8};
 
+use crate::StoreError;
 use crate::answer::ReadToEnd;
-use crate::{Store, StoreError};
 
 /// What one batch of the history's fill did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,7 +37,7 @@ struct Count {
     count: i64,
 }
 
-impl Store {
+impl crate::facets::Deliveries<'_> {
     /// One batch of the history's fill: the delivery rows of at most `batch` events stored
     /// before the outbox's triggers existed, oldest first (`qualifier_deliveries_fill`). A row
     /// the triggers wrote meanwhile is left as it is: it is newer.

@@ -14,8 +14,8 @@ use serde_json::{Map, Value};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
+use crate::StoreError;
 use crate::schema::leads;
-use crate::{Store, StoreError};
 
 const PHONE_UNIQUE: &str = "leads_org_phone";
 
@@ -204,7 +204,7 @@ mod write;
 
 pub(crate) use write::lock_lead;
 
-impl Store {
+impl crate::facets::Leads<'_> {
     pub async fn get_lead(&self, org_id: Uuid, lead_id: Uuid) -> Result<Lead, StoreError> {
         let mut conn = self.conn().await?;
         let row = leads::table
@@ -220,7 +220,7 @@ impl Store {
 
     /// Reads many leads in one statement, each `(org_id, lead_id)` answered in order, with the
     /// row version a change of it is written against. A lead of another org is not found,
-    /// exactly as in [`Store::get_lead`]: the org is matched here, per request, after the
+    /// exactly as in [`Leads::get_lead`]: the org is matched here, per request, after the
     /// shared primary-key lookup (the statement names no org, so no other index can serve it).
     pub async fn get_leads(
         &self,
@@ -249,7 +249,7 @@ impl Store {
             .collect())
     }
 
-    /// [`Store::get_leads`], but one bad row (a stored value this version cannot parse fails the
+    /// [`Leads::get_leads`], but one bad row (a stored value this version cannot parse fails the
     /// whole statement) fails only its own request: after such a failure each lead is read
     /// alone. An unreachable database fails them all, as it would each.
     pub async fn get_leads_isolated(

@@ -24,7 +24,7 @@ pub(super) enum RowWrite {
     /// plan, made on a new database, walked the org's leads through `leads_org_updated` to find
     /// the phone (docs/performance-log.md, "Fewer records an event"). Two first messages from one
     /// phone at once both pass the check; the unique index lets one in and the other's
-    /// statement fails whole with its violation, which [`Store::inbound_contact`] takes as a
+    /// statement fails whole with its violation, which [`Leads::inbound_contact`] takes as a
     /// taken phone.
     Insert,
     /// The lead as read with this row version (`xmin`); a row changed since means nothing is

@@ -15,7 +15,7 @@ use serde_json::Map;
 use uuid::Uuid;
 
 use crate::schema::leads;
-use crate::{Store, StoreError, outbox};
+use crate::{StoreError, outbox};
 
 use super::statement::{RowWrite, read_versioned, write_with_events};
 use super::{
@@ -140,7 +140,7 @@ fn fresh_lead(base: &str, c: &InboundContact) -> Result<Lead, FieldError> {
 /// round means another writer changed the same lead in between, so a few are plenty.
 const CAS_ROUNDS: usize = 4;
 
-impl Store {
+impl crate::facets::Leads<'_> {
     async fn lead_id_by_phone(
         &self,
         org_id: Uuid,
@@ -208,7 +208,7 @@ impl Store {
     /// events the change emits, all at once. `expected` is checked against the very row the
     /// write applies to, so a condition that held when read and not when written is refused
     /// ([`StoreError::Changed`]), never written. `first`: the lead as already read for this
-    /// request ([`Store::get_leads`], which matched its org), or `None` to read it here.
+    /// request ([`Leads::get_leads`], which matched its org), or `None` to read it here.
     async fn change_lead<F>(
         &self,
         org_id: Uuid,
@@ -397,7 +397,7 @@ impl Store {
         Err(StoreError::NotFound("Lead not found"))
     }
 
-    /// [`Store::inbound_contact`]'s transaction for a phone the insert found taken: `None` when
+    /// [`Leads::inbound_contact`]'s transaction for a phone the insert found taken: `None` when
     /// the lead it found is gone by the time it is locked (erased meanwhile).
     async fn inbound_known(
         conn: &mut diesel_async::AsyncPgConnection,

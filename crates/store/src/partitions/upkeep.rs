@@ -11,7 +11,7 @@ use diesel::sql_types::Int8;
 use diesel_async::{AsyncPgConnection, RunQueryDsl, SimpleAsyncConnection};
 use time::OffsetDateTime;
 
-use crate::{Store, StoreError};
+use crate::StoreError;
 
 /// How many days one outbox partition holds: a fifth of the retention, from one to seven, so a
 /// deployment keeps six or seven partitions (more only past 35 days kept) and an event is kept
@@ -23,7 +23,7 @@ pub fn partition_days(retention: Duration) -> i32 {
     (days / 5).clamp(1, 7) as i32
 }
 
-impl Store {
+impl crate::facets::Upkeep<'_> {
     /// Housekeeping's first step each round: outbox partitions of `span_days` each exist
     /// through tomorrow, and the sequence is in today's numbers once today has begun
     /// (`qualifier_outbox_roll`). Returns how many partitions it created.
@@ -46,7 +46,7 @@ impl Store {
     /// - a delivery still unfinished when its event expires (pending or failed: an endpoint's
     ///   long outage, a replay) ends `dead` with `Event expired` and leaves with the partition:
     ///   no tenant's failing endpoint or replays can keep every org's events past retention
-    ///   (a replay of an expired event is refused, `Store::replay_delivery`). The update
+    ///   (a replay of an expired event is refused, `Deliveries::replay_delivery`). The update
     ///   reads the partition's unfinished rows through `outbox_org_status`, one probe per org;
     /// - `feed_head.expired_through` is raised to the partition's highest feed position before
     ///   it goes, so a cursor from before it is told it expired;
@@ -167,7 +167,7 @@ impl Store {
     }
 }
 
-impl Store {
+impl crate::facets::Upkeep<'_> {
     /// Builds `deliveries_own_id` on each partition of the delivery rows that does not have it
     /// yet, concurrently (readers and writers go on), and attaches it; once every partition has
     /// it, drops `deliveries_delivery_id`, which it replaces
@@ -204,7 +204,7 @@ impl Store {
     }
 }
 
-impl Store {
+impl crate::facets::Upkeep<'_> {
     /// A mark of the outbox's sequence (`outbox_seq_marks`: every number handed out by now is
     /// at most the mark's), at most one a minute and only once the sequence moved past the
     /// last mark: what a time bound of a list reads in place of an index of every event's
@@ -231,7 +231,7 @@ impl Store {
     }
 }
 
-/// [`Store::index_delivery_ids`]' work, its lock held: the missing partitions' indexes (when the
+/// [`Upkeep::index_delivery_ids`]' work, its lock held: the missing partitions' indexes (when the
 /// new index is there at all), then the old index's drop once the new one is whole. Its drop
 /// locks the table for a moment; a busy round gives way (`lock_timeout`) and the next one
 /// tries again.

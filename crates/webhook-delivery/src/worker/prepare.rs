@@ -84,6 +84,7 @@ impl Worker {
                 Before::WaitForEarlier(order) => {
                     match self
                         .store
+                        .deliveries()
                         .wait_for_earlier(job.delivery(), order.lead_id, job.meta.attempt)
                         .await
                     {
@@ -105,6 +106,7 @@ impl Worker {
                     metrics::counter!(m::DELIVERIES, "outcome" => "skipped").increment(1);
                     tracing::info!(delivery_id = %job.meta.delivery_id, reason = reason.as_str(), "delivery skipped");
                     self.store
+                        .deliveries()
                         .mark_skipped(job.delivery(), reason.as_str())
                         .await
                         .map_err(NotDurable::Skip)?;
@@ -172,6 +174,7 @@ impl Worker {
                 Pacing::Take { rate, wait_here } => {
                     let turn = self
                         .store
+                        .deliveries()
                         .take_turn(
                             job.endpoint(),
                             rate,

@@ -26,6 +26,7 @@ impl Worker {
         };
         if let Err(e) = self
             .store
+            .deliveries()
             .release_next_of_lead(
                 qualifier_store::webhooks::EndpointKey {
                     org_id: order.org_id,
@@ -47,6 +48,7 @@ impl Worker {
     ) -> Result<(), NotDurable> {
         match self
             .store
+            .deliveries()
             .hold_delivery(job.delivery(), resume_attempt)
             .await
         {

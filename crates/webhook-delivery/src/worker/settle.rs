@@ -159,6 +159,7 @@ impl Worker {
             // connection, while the batches go on for the rest.
             Recorded::Skipped(write) => self
                 .store
+                .deliveries()
                 .record_attempt(&write)
                 .await
                 .map_err(NotDurable::RecordAlone)?,
@@ -210,6 +211,7 @@ pub(super) async fn weigh_health(
             let used = Arc::new(AtomicUsize::new(steps.len()));
             let took = used.clone();
             let written = store
+                .endpoints()
                 .change_health(key, notify_operator, move |h| {
                     let (plan, n) = decide::fold_steps(h, &steps);
                     took.store(n, Ordering::Relaxed);

@@ -541,7 +541,7 @@ async fn a_wait_begun_while_the_earlier_delivery_ends_is_never_left_behind() {
         .unwrap();
     let wait = {
         let store = store.clone();
-        tokio::spawn(async move { store.wait_for_earlier(d2, lead_id, 1).await })
+        tokio::spawn(async move { store.deliveries().wait_for_earlier(d2, lead_id, 1).await })
     };
     s.db.wait_for_value(
         "the wait never reached the lock",
@@ -573,16 +573,34 @@ async fn a_wait_begun_while_the_earlier_delivery_ends_is_never_left_behind() {
     )
     .await
     .unwrap();
-    assert!(store.wait_for_earlier(d2, lead_id, 1).await.unwrap());
+    assert!(
+        store
+            .deliveries()
+            .wait_for_earlier(d2, lead_id, 1)
+            .await
+            .unwrap()
+    );
     assert_eq!(held(d2.id).await, (true, false));
-    assert!(store.wait_for_earlier(d2, lead_id, 1).await.unwrap());
+    assert!(
+        store
+            .deliveries()
+            .wait_for_earlier(d2, lead_id, 1)
+            .await
+            .unwrap()
+    );
     let listed = s.delivery_in(&org, &d2.id.to_string()).await;
     assert_eq!(listed["waiting_for"], "earlier_delivery", "{listed}");
     let primary = qualifier_store::webhooks::EndpointKey {
         org_id,
         endpoint_id: org_id,
     };
-    assert!(!store.release_next_of_lead(primary, lead_id).await.unwrap());
+    assert!(
+        !store
+            .deliveries()
+            .release_next_of_lead(primary, lead_id)
+            .await
+            .unwrap()
+    );
     assert_eq!(held(d2.id).await, (true, false));
     pg.execute(
         "UPDATE deliveries SET state = 'succeeded' WHERE delivery_id = $1::text::uuid",
@@ -590,7 +608,13 @@ async fn a_wait_begun_while_the_earlier_delivery_ends_is_never_left_behind() {
     )
     .await
     .unwrap();
-    assert!(store.release_next_of_lead(primary, lead_id).await.unwrap());
+    assert!(
+        store
+            .deliveries()
+            .release_next_of_lead(primary, lead_id)
+            .await
+            .unwrap()
+    );
     assert_eq!(
         held(d2.id).await,
         (false, true),

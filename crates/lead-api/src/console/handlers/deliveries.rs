@@ -46,13 +46,18 @@ pub(in crate::console) async fn deliveries_get(
     let (rows, next, error) = match &search {
         // One page of matches: an id names one delivery, a lead a handful.
         Some(DeliverySearch { id: Ok(id), .. }) => {
-            let rows = st.store.find_deliveries(s.org_id, *id, 100).await?;
+            let rows = st
+                .store
+                .deliveries()
+                .find_deliveries(s.org_id, *id, 100)
+                .await?;
             (rows, None, error)
         }
         _ => {
             let before = st.deliveries_cursor(&q, s.org_id).await?;
             let (rows, next) = st
                 .store
+                .deliveries()
                 .list_deliveries(s.org_id, &q.filter, before, q.limit)
                 .await?;
             let next = next.map(|seq| st.cursors.delivery(s.org_id, seq));
@@ -62,9 +67,10 @@ pub(in crate::console) async fn deliveries_get(
     // The chart counts the list's endpoint: the one asked for, else the primary (as the list).
     let hours = st
         .store
+        .console()
         .deliveries_by_hour(s.org_id, q.filter.endpoint_id)
         .await?;
-    let endpoints = st.store.list_endpoints(s.org_id).await?;
+    let endpoints = st.store.endpoints().list_endpoints(s.org_id).await?;
     let view = pages::DeliveriesView {
         hours: &hours,
         endpoints: &endpoints,
@@ -85,8 +91,8 @@ pub(in crate::console) async fn delivery_get(
     st: web::Data<AppState>,
 ) -> Result<HttpResponse> {
     let id = parse_id(&path, "Delivery not found")?;
-    let d = st.store.get_delivery(s.org_id, id).await?;
-    let payload = st.store.delivery_payload(s.org_id, id).await?;
+    let d = st.store.deliveries().get_delivery(s.org_id, id).await?;
+    let payload = st.store.deliveries().delivery_payload(s.org_id, id).await?;
     Ok(ok(pages::delivery_page(
         &s.who(),
         &d,
@@ -102,6 +108,7 @@ pub(in crate::console) async fn delivery_replay(
 ) -> Result<Posted> {
     let id = parse_id(&path, "Delivery not found")?;
     st.store
+        .deliveries()
         .replay_delivery(f.session.org_id, id, st.replay_rate_per_second)
         .await?;
     Ok(f.answer(see_other(&format!(
@@ -138,7 +145,7 @@ pub(in crate::console) async fn replay_dead_get(
         .replay_matching(s.org_id, &ReplayFilter::all_dead_of(endpoint, true))
         .await?
         .replayable();
-    let endpoints = st.store.list_endpoints(s.org_id).await?;
+    let endpoints = st.store.endpoints().list_endpoints(s.org_id).await?;
     let named = match endpoint {
         None => endpoints.first(),
         Some(id) => endpoints.iter().find(|e| e.webhook.id == id),

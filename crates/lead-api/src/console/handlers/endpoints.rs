@@ -23,7 +23,11 @@ pub(in crate::console) async fn webhook_view(
     notice: Option<&str>,
     secret: Option<(&str, &str)>,
 ) -> Result<HttpResponse> {
-    let saved = st.store.webhook_status(place.at(s.org_id)).await?;
+    let saved = st
+        .store
+        .endpoints()
+        .webhook_status(place.at(s.org_id))
+        .await?;
     if place.id.is_some() && saved.is_none() {
         return Err(ConsoleError::NotFound(Place::ENDPOINT_NOT_FOUND));
     }
@@ -51,7 +55,7 @@ pub(in crate::console) async fn endpoints_get(
     req: HttpRequest,
     st: web::Data<AppState>,
 ) -> Result<HttpResponse> {
-    let endpoints = st.store.list_endpoints(s.org_id).await?;
+    let endpoints = st.store.endpoints().list_endpoints(s.org_id).await?;
     Ok(ok(pages::endpoints_page(
         &s.who(),
         &endpoints,
@@ -135,6 +139,7 @@ pub(in crate::console) async fn webhook_save(
         Some(_) => {
             let at = place.at(f.session.org_id);
             st.store
+                .endpoints()
                 .update_endpoint(at, settings.into_endpoint())
                 .await?;
             None
@@ -179,6 +184,7 @@ pub(in crate::console) async fn endpoint_create(
     };
     let created = st
         .store
+        .endpoints()
         .create_endpoint(f.session.org_id, settings.clone().into_endpoint())
         .await;
     let (endpoint, secret) = match created {
@@ -211,6 +217,7 @@ pub(in crate::console) async fn endpoint_delete_get(
 ) -> Result<HttpResponse> {
     let endpoint = st
         .store
+        .endpoints()
         .get_webhook(place.at(s.org_id))
         .await?
         .ok_or(ConsoleError::NotFound(Place::ENDPOINT_NOT_FOUND))?;
@@ -223,7 +230,10 @@ pub(in crate::console) async fn endpoint_delete(
     place: Place,
     st: web::Data<AppState>,
 ) -> Result<Posted> {
-    st.store.delete_endpoint(place.at(f.session.org_id)).await?;
+    st.store
+        .endpoints()
+        .delete_endpoint(place.at(f.session.org_id))
+        .await?;
     Ok(f.answer(see_other("/console/endpoints?done=endpoint-deleted")))
 }
 
@@ -236,6 +246,7 @@ pub(in crate::console) async fn webhook_rotate(
         .map_err(|e| ConsoleError::BadRequest(e.to_string()))?;
     let (secret, previous) = st
         .store
+        .endpoints()
         .rotate_webhook_secret(place.at(f.session.org_id), grace)
         .await?;
     let notice = match previous {
@@ -266,13 +277,14 @@ pub(in crate::console) async fn webhook_certificate(
     match crate::inputs::ClientCertificateInput::from_form(cert, key) {
         Ok(input) => {
             st.store
+                .endpoints()
                 .set_client_certificate(at, &input.certificate, &input.private_key, &input.info)
                 .await?;
             let notice = "Client certificate saved. Every request from now on presents it.";
             shown(f, &st, place, notice, None).await
         }
         Err(e) => {
-            let saved = st.store.get_webhook(at).await?;
+            let saved = st.store.endpoints().get_webhook(at).await?;
             let shown = WebhookForm {
                 cert_error: Some(e.to_string()),
                 ..saved.as_ref().map(WebhookForm::of).unwrap_or_default()
@@ -289,6 +301,7 @@ pub(in crate::console) async fn webhook_certificate_remove(
     st: web::Data<AppState>,
 ) -> Result<Posted> {
     st.store
+        .endpoints()
         .remove_client_certificate(place.at(f.session.org_id))
         .await?;
     let notice = "Client certificate removed. Requests present none from now on.";
@@ -301,7 +314,7 @@ pub(in crate::console) async fn webhook_test(
     st: web::Data<AppState>,
 ) -> Result<Posted> {
     let at = place.at(f.session.org_id);
-    let id = st.store.send_test_event(at, None).await?;
+    let id = st.store.endpoints().send_test_event(at, None).await?;
     Ok(f.answer(see_other(&format!("/console/deliveries/{id}"))))
 }
 
@@ -315,9 +328,9 @@ pub(in crate::console) async fn webhook_check(
     let at = place.at(f.session.org_id);
     // Nothing to probe is no error for the org's first endpoint (the page says so), but an id
     // that names no endpoint of the org is not found, as everywhere else.
-    if place.id.is_some() && st.store.endpoint_key(at).await?.is_none() {
+    if place.id.is_some() && st.store.endpoints().endpoint_key(at).await?.is_none() {
         return Err(ConsoleError::NotFound(Place::ENDPOINT_NOT_FOUND));
     }
-    st.store.probe_now(at).await?;
+    st.store.endpoints().probe_now(at).await?;
     Ok(f.answer(see_other(&format!("{}?done=checking", place.page()))))
 }

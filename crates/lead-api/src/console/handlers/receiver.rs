@@ -73,7 +73,7 @@ pub(in crate::console) async fn webhook_receiver(
     st: web::Data<AppState>,
 ) -> Result<Posted> {
     let at = place.at(f.session.org_id);
-    let Some(saved) = st.store.get_webhook(at).await? else {
+    let Some(saved) = st.store.endpoints().get_webhook(at).await? else {
         return Err(ConsoleError::NotFound(Place::ENDPOINT_NOT_FOUND));
     };
     let checked = crate::inputs::receiver_of(&as_json(&f.form), &st.egress).await;
@@ -90,10 +90,16 @@ pub(in crate::console) async fn webhook_receiver(
             match place.id {
                 None => st
                     .store
+                    .endpoints()
                     .put_webhook(f.session.org_id, settings)
                     .await
                     .map(|_| ()),
-                Some(_) => st.store.update_endpoint(at, settings).await.map(|_| ()),
+                Some(_) => st
+                    .store
+                    .endpoints()
+                    .update_endpoint(at, settings)
+                    .await
+                    .map(|_| ()),
             }
         }
         Err(e) => Err(qualifier_store::StoreError::Invalid(
@@ -124,6 +130,7 @@ async fn tested(
     const RECENT: i64 = 10;
     let (recent, _) = st
         .store
+        .deliveries()
         .list_deliveries(
             org_id,
             &qualifier_store::deliveries::DeliveryFilter::default(),
@@ -133,7 +140,7 @@ async fn tested(
         .await?;
     let mut out = Vec::with_capacity(recent.len());
     for d in recent {
-        let body = st.store.delivery_payload(org_id, d.id).await?;
+        let body = st.store.deliveries().delivery_payload(org_id, d.id).await?;
         let event: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
         let lead = &event["data"]["lead"];
         let summary = [&lead["channel"], &lead["qualification_stage"]]
@@ -160,7 +167,7 @@ pub(in crate::console) async fn webhook_filter(
     st: web::Data<AppState>,
 ) -> Result<Posted> {
     let at = place.at(f.session.org_id);
-    let Some(saved) = st.store.get_webhook(at).await? else {
+    let Some(saved) = st.store.endpoints().get_webhook(at).await? else {
         return Err(ConsoleError::NotFound(Place::ENDPOINT_NOT_FOUND));
     };
     let draft = f.form.get("filter").unwrap_or("").trim().to_owned();
@@ -207,10 +214,16 @@ pub(in crate::console) async fn webhook_filter(
     let result = match place.id {
         None => st
             .store
+            .endpoints()
             .put_webhook(f.session.org_id, settings)
             .await
             .map(|_| ()),
-        Some(_) => st.store.update_endpoint(at, settings).await.map(|_| ()),
+        Some(_) => st
+            .store
+            .endpoints()
+            .update_endpoint(at, settings)
+            .await
+            .map(|_| ()),
     };
     match result {
         Ok(()) => Ok(f.answer(see_other(&format!("{}?done=filter", place.page())))),

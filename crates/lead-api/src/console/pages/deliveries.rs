@@ -31,7 +31,7 @@ pub struct DeliveriesView<'a> {
     pub next: Option<&'a str>,
     pub notice: Option<&'a str>,
     pub filter_error: Option<&'a str>,
-    /// The last 24 hours of the listed endpoint, oldest first (`Store::deliveries_by_hour`).
+    /// The last 24 hours of the listed endpoint, oldest first (`Console::deliveries_by_hour`).
     pub hours: &'a [HourOfDeliveries],
     /// The org's endpoints, the primary first: the filter's choices, and the listed one's
     /// name and health.

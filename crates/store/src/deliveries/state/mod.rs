@@ -16,17 +16,17 @@
 //!
 //! The moves on the delivery rows (the condition `open!`, the requeue [`requeue`]):
 //!
-//! - [`Store::schedule_attempts`](crate::Store::schedule_attempts): the next attempt due at an instant (a retry's is scheduled by
+//! - [`Deliveries::schedule_attempts`](crate::Deliveries::schedule_attempts): the next attempt due at an instant (a retry's is scheduled by
 //!   its failed attempt's outcome, below, in the same statement);
-//! - [`Store::hold_delivery`](crate::Store::hold_delivery), [`release_held`], [`Store::release_stray_held`](crate::Store::release_stray_held): an outage's hold
+//! - [`Deliveries::hold_delivery`](crate::Deliveries::hold_delivery), [`release_held`], [`Deliveries::release_stray_held`](crate::Deliveries::release_stray_held): an outage's hold
 //!   and its end;
-//! - [`Store::wait_for_earlier`](crate::Store::wait_for_earlier), [`Store::release_next_of_lead`](crate::Store::release_next_of_lead),
-//!   [`Store::release_stray_order_waits`](crate::Store::release_stray_order_waits): the lead's order, over one condition (the SQL
+//! - [`Deliveries::wait_for_earlier`](crate::Deliveries::wait_for_earlier), [`Deliveries::release_next_of_lead`](crate::Deliveries::release_next_of_lead),
+//!   [`Deliveries::release_stray_order_waits`](crate::Deliveries::release_stray_order_waits): the lead's order, over one condition (the SQL
 //!   function `qualifier_earlier_pending`; the first two are SQL functions too,
 //!   `qualifier_wait_for_earlier` and `qualifier_release_next`);
-//! - [`Store::record_attempts`](crate::Store::record_attempts) / [`Store::record_attempt`](crate::Store::record_attempt): an attempt's outcome, and a
-//!   retry's requeue (under [`Store::schedule_attempts`](crate::Store::schedule_attempts)'s conditions);
-//! - [`Store::mark_skipped`](crate::Store::mark_skipped), [`skip_held`]: ended without a request;
+//! - [`Deliveries::record_attempts`](crate::Deliveries::record_attempts) / [`Deliveries::record_attempt`](crate::Deliveries::record_attempt): an attempt's outcome, and a
+//!   retry's requeue (under [`Deliveries::schedule_attempts`](crate::Deliveries::schedule_attempts)'s conditions);
+//! - [`Deliveries::mark_skipped`](crate::Deliveries::mark_skipped), [`skip_held`]: ended without a request;
 //! - the moves made inside statements that do more than move the delivery, in
 //!   [`within`]: the event's insert (`crate::leads::statement`), the relay's mark out
 //!   (`crate::outbox`), a throttle turn and its retiming (`crate::pacing`, over the `SET`
@@ -215,12 +215,12 @@ pub struct Written {
     pub scheduled: bool,
 }
 
-/// What became of one outcome of a [`Store::record_attempts`](crate::Store::record_attempts) batch.
+/// What became of one outcome of a [`Deliveries::record_attempts`](crate::Deliveries::record_attempts) batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
     /// Durable.
     Written(Written),
-    /// Its lead is being erased: not written; write it alone with [`Store::record_attempt`](crate::Store::record_attempt),
+    /// Its lead is being erased: not written; write it alone with [`Deliveries::record_attempt`](crate::Deliveries::record_attempt),
     /// which waits for the erasure.
     Locked,
 }
@@ -239,7 +239,7 @@ macro_rules! erased_now {
 
 /// The outcome's next attempt is scheduled in the same write (`v.due`, `v.resume`): a failed
 /// attempt that will be retried goes back to the relay due at its retry's instant, as
-/// [`Store::schedule_attempts`](crate::Store::schedule_attempts) would, unless its lead was erased (it has ended), the attempt
+/// [`Deliveries::schedule_attempts`](crate::Deliveries::schedule_attempts) would, unless its lead was erased (it has ended), the attempt
 /// ended it, the delivery ended while the attempt was in flight (its endpoint deleted, a
 /// duplicate that succeeded: an ended delivery stays ended), or it waits for an outage or an
 /// earlier delivery of its lead (that wait resumes it). Conditions on the row as it was before
@@ -338,7 +338,7 @@ macro_rules! record_tail {
     };
 }
 
-/// A batch: a row of a lead being erased is left for [`Store::record_attempt`](crate::Store::record_attempt). An erasure
+/// A batch: a row of a lead being erased is left for [`Deliveries::record_attempt`](crate::Deliveries::record_attempt). An erasure
 /// holds its lead's erasure lock (`crate::erasure::ERASING`) from before it locks any row; a
 /// batch takes it shared, and a lead whose lock it cannot have at once is skipped, so the batch
 /// never waits on the erasure's row locks. Shared locks among batches never conflict, and
@@ -358,7 +358,7 @@ const RECORD_WAITING: &str = record_tail!(
                        IS NOT NULL)"
 );
 
-impl crate::Store {
+impl crate::facets::Deliveries<'_> {
     /// Retires the outbox from the deliveries' state
     /// (migrations/2026-12-04-000048_the_outbox_retires/up.sql): true if this call did it,
     /// false if it was done already. Its drops take the outbox's lock, waiting at most half a

@@ -8,12 +8,12 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use super::{Outcome, RECORD_SKIPPING_LOCKED, RECORD_WAITING, RELAY_POLL, Written, wake_relay};
+use crate::StoreError;
 use crate::deliveries::AttemptWrite;
 use crate::partitions::{DeliveryRef, day_bounds};
-use crate::{Store, StoreError};
 use qualifier_domain::DeliveryStatus;
 
-/// A row [`Store::record_attempts`] wrote.
+/// A row [`Deliveries::record_attempts`] wrote.
 #[derive(diesel::QueryableByName)]
 struct Recorded {
     #[diesel(sql_type = diesel::sql_types::Uuid)]
@@ -24,13 +24,13 @@ struct Recorded {
     scheduled: bool,
 }
 
-impl Store {
+impl crate::facets::Deliveries<'_> {
     /// Records attempts and the statuses they lead to, many in one statement and one commit: the
     /// worker's group commit. Every outcome it answers [`Outcome::Written`] for is durable when
     /// this returns Ok.
     ///
     /// A row of a lead being erased is skipped, not waited for, and answered
-    /// [`Outcome::Locked`]: its caller writes that one alone ([`Store::record_attempt`]), so a
+    /// [`Outcome::Locked`]: its caller writes that one alone ([`Deliveries::record_attempt`]), so a
     /// batch of many orgs' outcomes never waits on one lead's erasure (docs/reliability.md,
     /// "A 2xx is a commit"), and neither does the flusher that runs it.
     ///
@@ -58,7 +58,7 @@ impl Store {
             .collect())
     }
 
-    /// One outcome [`Store::record_attempts`] found locked, written alone: it waits for the
+    /// One outcome [`Deliveries::record_attempts`] found locked, written alone: it waits for the
     /// lock like any write. Neither erased nor scheduled when its row is gone (its partition
     /// expired).
     pub async fn record_attempt(&self, write: &AttemptWrite) -> Result<Written, StoreError> {

@@ -7,12 +7,12 @@ use std::time::Duration;
 use uuid::Uuid;
 
 use super::{Answer, RELAY_POLL, requeue, wake_relay};
+use crate::StoreError;
 use crate::answer::ReadToEnd;
 use crate::endpoints::EndpointKey;
 use crate::partitions::{DeliveryRef, day_bounds};
-use crate::{Store, StoreError};
 
-impl Store {
+impl crate::facets::Deliveries<'_> {
     /// Schedules attempt `attempt` of each delivery for its `at`: the row waits for it
     /// unpublished, and the relay publishes it again from the row once it is due (the waits of
     /// retries and of long back-offs). So a waiting delivery is kept only in its row, where an
