@@ -1,4 +1,6 @@
 use super::*;
+use qualifier_domain::DeliveryStatus;
+use uuid::Uuid;
 
 #[test]
 fn the_search_field_takes_an_id_in_any_spelling_and_says_what_it_takes() {
