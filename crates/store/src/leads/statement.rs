@@ -49,6 +49,21 @@ macro_rules! write_head {
 const PLAIN_HEAD: &str = write_head!();
 const FILTERED_HEAD: &str = write_head!(", filtered");
 
+/// The rows of the written lead's events in the outbox (`e`), whichever text writes them.
+macro_rules! event_rows {
+    () => {
+        "e AS (INSERT INTO outbox (event_id, org_id, event_type, payload, delivery_id,
+                                  traceparent, is_test, lead_id, deliveries_written)
+               SELECT v.event_id, p.org_id, v.event_type, v.payload, v.delivery_id,
+                      p.traceparent, false, l.id,
+                      (SELECT NOT m.to_outbox FROM deliveries_mirror m)
+               FROM p CROSS JOIN l
+                    CROSS JOIN unnest(p.event_ids, p.event_types, p.payloads, p.deliveries)
+                    AS v(event_id, event_type, payload, delivery_id)
+               RETURNING *)"
+    };
+}
+
 /// The events of the written row, after `l` (the written lead's id, when it was written), and
 /// their deliveries (`d`): one row per endpoint, its place in the relay's queue and its
 /// endpoint's hour's count, written here rather than by a trigger on the outbox's insert, whose
@@ -66,15 +81,8 @@ const FILTERED_HEAD: &str = write_head!(", filtered");
 macro_rules! events_cte {
     (plain) => {
         concat!(
-            "e AS (INSERT INTO outbox (event_id, org_id, event_type, payload, delivery_id,
-                                  traceparent, is_test, lead_id, deliveries_written)
-               SELECT v.event_id, p.org_id, v.event_type, v.payload, v.delivery_id,
-                      p.traceparent, false, l.id,
-                      (SELECT NOT m.to_outbox FROM deliveries_mirror m)
-               FROM p CROSS JOIN l
-                    CROSS JOIN unnest(p.event_ids, p.event_types, p.payloads, p.deliveries)
-                    AS v(event_id, event_type, payload, delivery_id)
-               RETURNING *),
+            event_rows!(),
+            ",
      d AS (",
             crate::deliveries::state::within::made_for_events!(),
             "),
@@ -92,15 +100,9 @@ macro_rules! events_cte {
         concat!(
             "f AS (SELECT v.event_id, string_to_array(v.filtered, ',')::uuid[] AS filtered
            FROM p CROSS JOIN unnest(p.event_ids, p.filtered) AS v(event_id, filtered)),
-     e AS (INSERT INTO outbox (event_id, org_id, event_type, payload, delivery_id,
-                                  traceparent, is_test, lead_id, deliveries_written)
-               SELECT v.event_id, p.org_id, v.event_type, v.payload, v.delivery_id,
-                      p.traceparent, false, l.id,
-                      (SELECT NOT m.to_outbox FROM deliveries_mirror m)
-               FROM p CROSS JOIN l
-                    CROSS JOIN unnest(p.event_ids, p.event_types, p.payloads, p.deliveries)
-                    AS v(event_id, event_type, payload, delivery_id)
-               RETURNING *),
+     ",
+            event_rows!(),
+            ",
      ",
             crate::filters::filtered_deliveries!()
         )
