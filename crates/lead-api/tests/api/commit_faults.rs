@@ -280,6 +280,10 @@ commit_faults! {
         format!("/internal/v1/orgs/{}/console-sessions", w.org), None);
     put_webhook: 0, |w| w.internal(Method::PUT, format!("/internal/v1/orgs/{}/webhook", w.org),
         Some(json!({"url": "https://127.0.0.1:9443/other", "event_types": ["lead.created"]})));
+    put_webhook_filter: 0, |w| w.internal(Method::PUT,
+        format!("/internal/v1/orgs/{}/webhook", w.org),
+        Some(json!({"url": "https://127.0.0.1:9443/hook", "event_types": ["lead.created"],
+                    "filter": {"data.lead.channel": "whatsapp"}})));
     rotate_secret: 0, |w| w.internal(Method::POST,
         format!("/internal/v1/orgs/{}/webhook/rotate-secret", w.org), None);
     test_event: 1, |w| w.internal(Method::POST,
