@@ -1,9 +1,9 @@
 //! Fair share whatever the unit (docs/delivery.md, "Fairness between orgs"): the
 //! commit-to-receipt latency of other orgs, and of a quick endpoint of the slow org itself,
 //! beside an org with 1, 4 and 10 endpoints answering in 5 s (within the 10 s timeout), against
-//! the same measured traffic with those endpoints disabled; on one process and on two
-//! replicas. The loaded and idle runs take turns, round by round, and each ratio is the median
-//! of its rounds'.
+//! the same measured traffic without those endpoints (made for each loaded run and deleted
+//! after it); on one process and on two replicas. The loaded and idle runs take turns, round
+//! by round, and each ratio is the median of its rounds'.
 
 use super::*;
 use crate::services::Proc;
@@ -25,6 +25,8 @@ struct Latencies {
     sibling: Vec<f64>,
     /// Messages the workers parked during the run (every reason): the slow org's churn.
     parks: f64,
+    /// Where the machine's CPU went during the measured traffic, by process.
+    cpu: Value,
 }
 
 /// The services and endpoints of one configuration.
@@ -33,8 +35,9 @@ struct Setup {
     api: Proc,
     workers: Vec<Proc>,
     slow_org: Org,
-    /// The slow org's slow endpoints (their ids), and its quick one's sink index.
-    slow: Vec<String>,
+    /// The receivers of the slow org's slow endpoints (sink index and url), and its quick
+    /// one's sink index.
+    slow: Vec<(usize, String)>,
     sibling: usize,
     others: Vec<(Org, usize)>,
 }
@@ -68,24 +71,11 @@ async fn setup(sink: &Sink, slow: usize, replicas: usize) -> anyhow::Result<Setu
         )
         .await;
     anyhow::ensure!(hook.get("webhook").is_some(), "put webhook: {hook}");
-    let mut slow_ids = Vec::new();
-    for _ in 0..slow {
-        let (e, url) = sink.endpoint(Answer::After(SLOW));
-        let r = env
-            .internal_call(
-                Method::POST,
-                &format!("/orgs/{}/endpoints", slow_org.id),
-                json!({"url": url, "event_types": ["lead.created"], "enabled": false}),
-            )
-            .await;
-        sink.set_secret(e, r["signing_secret"].as_str().context("create endpoint")?);
-        slow_ids.push(
-            r["endpoint"]["id"]
-                .as_str()
-                .context("endpoint id")?
-                .to_owned(),
-        );
-    }
+    // The slow endpoints' receivers; the endpoints themselves are made for each loaded run
+    // ([`Setup::slow_endpoints`]).
+    let slow_sinks = (0..slow)
+        .map(|_| sink.endpoint(Answer::After(SLOW)))
+        .collect();
     let mut others = Vec::new();
     for _ in 0..OTHERS {
         let (e, url) = sink.endpoint(Answer::Ok);
@@ -98,28 +88,77 @@ async fn setup(sink: &Sink, slow: usize, replicas: usize) -> anyhow::Result<Setu
         api,
         workers,
         slow_org,
-        slow: slow_ids,
+        slow: slow_sinks,
         sibling,
         others,
     })
 }
 
 impl Setup {
-    /// The slow endpoints enabled (the loaded run) or not (idle).
-    async fn slow_enabled(&self, on: bool) -> anyhow::Result<()> {
-        for id in &self.slow {
+    /// The slow org's slow endpoints, made for a loaded run: their ids.
+    async fn slow_endpoints(&self, sink: &Sink) -> anyhow::Result<Vec<String>> {
+        let mut ids = Vec::new();
+        for (e, url) in &self.slow {
             let r = self
                 .env
                 .internal_call(
-                    Method::PUT,
-                    &format!("/orgs/{}/endpoints/{id}", self.slow_org.id),
-                    json!({"url": sink_url_of(&self.env, &self.slow_org.id, id).await?,
-                           "event_types": ["lead.created"], "enabled": on}),
+                    Method::POST,
+                    &format!("/orgs/{}/endpoints", self.slow_org.id),
+                    json!({"url": url, "event_types": ["lead.created"]}),
                 )
                 .await;
-            anyhow::ensure!(r.get("endpoint").is_some(), "put endpoint: {r}");
+            sink.set_secret(*e, r["signing_secret"].as_str().context("create endpoint")?);
+            ids.push(
+                r["endpoint"]["id"]
+                    .as_str()
+                    .context("endpoint id")?
+                    .to_owned(),
+            );
         }
-        Ok(())
+        Ok(ids)
+    }
+
+    /// Ends a loaded run's backlog: its slow endpoints deleted (which ends their waiting
+    /// deliveries at once), their attempts under way answered, and no delivery of the slow org
+    /// left open. Only disabling them left thousands of waiting deliveries to come due, be read
+    /// and skipped during the next idle run, which then measured the loaded run's tail.
+    async fn end_backlog(&self, ids: &[String]) -> anyhow::Result<()> {
+        for id in ids {
+            self.env
+                .internal_call(
+                    Method::DELETE,
+                    &format!("/orgs/{}/endpoints/{id}", self.slow_org.id),
+                    json!({}),
+                )
+                .await;
+        }
+        tokio::time::sleep(SLOW + Duration::from_secs(1)).await;
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            let mut left = 0;
+            for status in ["pending", "failed"] {
+                let open = self
+                    .env
+                    .internal_call(
+                        Method::GET,
+                        &format!(
+                            "/orgs/{}/deliveries?status={status}&limit=1",
+                            self.slow_org.id
+                        ),
+                        json!({}),
+                    )
+                    .await;
+                left += open["deliveries"].as_array().map_or(1, |d| d.len());
+            }
+            if left == 0 {
+                return Ok(());
+            }
+            anyhow::ensure!(
+                Instant::now() < deadline,
+                "the slow org's deliveries still open 2 minutes after its loaded run"
+            );
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
     }
 
     /// One measured run: (when loaded) the slow org's backlog, then `events` contacts for each
@@ -131,7 +170,11 @@ impl Setup {
         offset: u64,
         loaded: bool,
     ) -> anyhow::Result<Latencies> {
-        self.slow_enabled(loaded).await?;
+        let slow = if loaded {
+            self.slow_endpoints(sink).await?
+        } else {
+            Vec::new()
+        };
         let parks_before = self.parks().await;
         if loaded {
             produce(&self.env, &self.slow_org, BACKLOG, offset, 8, None, false).await;
@@ -139,6 +182,8 @@ impl Setup {
             tokio::time::sleep(Duration::from_millis(1500)).await;
         }
         let start = now_us();
+        let cpu_before = crate::cpu::Snapshot::take();
+        let stmts_reset = crate::stmts::reset(&self.env).await;
         let befores: Vec<usize> = self
             .others
             .iter()
@@ -179,6 +224,19 @@ impl Setup {
             patience(events),
         )
         .await;
+        let cpu = crate::cpu::report(
+            &cpu_before,
+            &crate::cpu::Snapshot::take(),
+            events * (OTHERS as u64 + 1),
+        );
+        let statements = crate::stmts::summarize(
+            match stmts_reset {
+                Ok(()) => crate::stmts::fetch(&self.env).await,
+                Err(e) => Err(e),
+            },
+            events * (OTHERS as u64 + 1),
+        );
+        let cpu = json!({"processes": cpu, "statements": statements});
         let receipts = sink.receipts();
         let mut others = Vec::new();
         for (org, e) in &self.others {
@@ -197,15 +255,14 @@ impl Setup {
         .lat_ms;
         let parks = self.parks().await - parks_before;
         if loaded {
-            // The backlog ends (a disabled endpoint's waiting deliveries are skipped) and its
-            // attempts under way answer before the next run, which must not find them.
-            self.slow_enabled(false).await?;
-            tokio::time::sleep(SLOW + Duration::from_secs(1)).await;
+            // The next run must not find the backlog.
+            self.end_backlog(&slow).await?;
         }
         Ok(Latencies {
             others,
             sibling,
             parks,
+            cpu,
         })
     }
 
@@ -218,21 +275,6 @@ impl Setup {
         }
         n
     }
-}
-
-/// The url the endpoint `id` of `org` was created with (its sink's), read back.
-async fn sink_url_of(env: &Env, org: &str, id: &str) -> anyhow::Result<String> {
-    let r = env
-        .internal_call(
-            Method::GET,
-            &format!("/orgs/{org}/endpoints/{id}"),
-            json!({}),
-        )
-        .await;
-    Ok(r["endpoint"]["url"]
-        .as_str()
-        .context("endpoint url")?
-        .to_owned())
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -261,6 +303,8 @@ pub(crate) async fn phase(sink: &Sink, events: u64, rounds: u32) -> anyhow::Resu
             let s = setup(sink, slow, replicas).await?;
             let mut ratios: HashMap<&str, Vec<f64>> = HashMap::new();
             let mut offset = 0;
+            // The last round's CPU by process, loaded and idle: what the slow org costs.
+            let mut cpu = Value::Null;
             for _ in 0..rounds.max(1) {
                 let idle = s.measure(sink, events, offset, false).await?;
                 offset += 1_000_000;
@@ -290,11 +334,16 @@ pub(crate) async fn phase(sink: &Sink, events: u64, rounds: u32) -> anyhow::Resu
                 ] {
                     ratios.entry(name).or_default().push(l / i);
                 }
-                ratios
-                    .entry("others_p99_idle_ms")
-                    .or_default()
-                    .push(pct(&idle.others, 0.99));
+                for (name, v) in [
+                    ("others_p99_idle_ms", pct(&idle.others, 0.99)),
+                    ("others_p99_loaded_ms", pct(&loaded.others, 0.99)),
+                    ("sibling_p99_idle_ms", pct(&idle.sibling, 0.99)),
+                    ("sibling_p99_loaded_ms", pct(&loaded.sibling, 0.99)),
+                ] {
+                    ratios.entry(name).or_default().push(v);
+                }
                 ratios.entry("parks").or_default().push(loaded.parks);
+                cpu = json!({"idle": idle.cpu, "loaded": loaded.cpu});
             }
             let row = json!({
                 "replicas": replicas,
@@ -304,7 +353,11 @@ pub(crate) async fn phase(sink: &Sink, events: u64, rounds: u32) -> anyhow::Resu
                 "sibling_p50_ratio": r3(median(ratios["sibling_p50"].clone())),
                 "sibling_p99_ratio": r3(median(ratios["sibling_p99"].clone())),
                 "others_p99_idle_ms": r3(median(ratios["others_p99_idle_ms"].clone())),
+                "others_p99_loaded_ms": r3(median(ratios["others_p99_loaded_ms"].clone())),
+                "sibling_p99_idle_ms": r3(median(ratios["sibling_p99_idle_ms"].clone())),
+                "sibling_p99_loaded_ms": r3(median(ratios["sibling_p99_loaded_ms"].clone())),
                 "parks_per_loaded_run": r3(median(ratios["parks"].clone())),
+                "cpu_last_round": cpu,
             });
             println!(
                 "      {replicas} process(es), {slow:>2} slow endpoints: others p50 {:.2}x p99 {:.2}x; the slow org's quick endpoint p50 {:.2}x p99 {:.2}x; {} parks a run",

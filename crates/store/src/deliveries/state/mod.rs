@@ -99,8 +99,44 @@ pub(crate) use delivery_in_days;
 /// every wait left (an outage's hold, the lead's order, a throttle turn, whose time has passed
 /// or changed). The relay publishes it once it is due.
 pub(crate) fn requeue(at: &str) -> String {
-    format!("state = 'queued', due_at = {at}, turn_at = NULL, updated_at = clock_timestamp()")
+    format!(requeue_set!("{}"), at)
 }
+
+/// [`requeue`]'s text with `$at` a literal, for a statement of fixed text.
+macro_rules! requeue_set {
+    ($at:literal) => {
+        concat!(
+            "state = 'queued', due_at = ",
+            $at,
+            ", turn_at = NULL, updated_at = clock_timestamp()"
+        )
+    };
+}
+pub(crate) use requeue_set;
+
+/// Schedules a batch of attempts, each in its row ([`Deliveries::schedule_attempts`](crate::Deliveries::schedule_attempts)):
+/// the parameters `$1` ids, `$2` their events' sequence numbers (null on an earlier release's
+/// message: found from the event's delivery id), `$3` the instants, `$4` the attempts they
+/// resume at, `$5`/`$6` the days the rows are in.
+pub(super) const SCHEDULE_HEAD: &str = "WITH p(ids, seqs, dues, resumes) AS (VALUES (";
+pub(super) const SCHEDULE_TAIL: &str = concat!(
+    ")), v AS (
+         SELECT * FROM p, unnest(p.ids, p.seqs, p.dues, p.resumes) AS v(id, seq, due, resume))
+     UPDATE deliveries d SET ",
+    requeue_set!("v.due"),
+    ", resume_attempt = v.resume
+       FROM v
+      WHERE d.seq = coalesce(v.seq, (SELECT o.seq FROM outbox o
+                                      WHERE o.delivery_id = v.id
+                                        AND (o.seq >> 32) BETWEEN $5 AND $6))
+        AND d.delivery_id = v.id
+        AND d.seq >= greatest($5::int8, 0) << 32
+        AND d.seq < (least($6::int8, 1073741824) + 1) << 32
+        AND d.state NOT IN ('held', 'after_earlier') AND ",
+    open!(),
+    "
+  RETURNING d.delivery_id"
+);
 
 /// Out: published by the relay (`crate::outbox`, `relay_batch`), its events-feed position `$pos`
 /// given once (an SQL expression, in the statement's fixed text).

@@ -139,16 +139,25 @@ impl crate::facets::Deliveries<'_> {
         let (lo, hi) = day_bounds([delivery.seq]);
         let mut conn = self.conn().await?;
         // Only a delivery still open: one that ended meanwhile (delivered by a copy of its
-        // message on another replica, dead) keeps the end it had.
-        diesel::sql_query(concat!(
-            "UPDATE deliveries d SET state = 'skipped', retrying = false, last_error = $2,
-                    updated_at = clock_timestamp()
-             WHERE ",
-            delivery_in_days!("$1", "$3", "$4"),
-            " AND ",
-            open!()
-        ))
-        .bind::<SqlUuid, _>(delivery.id)
+        // message on another replica, dead) keeps the end it had. Prepared (fixed text): an
+        // org's events that a webhook does not take end here, one per event.
+        crate::prepared::prepared::<SqlUuid, _>(
+            "WITH p(id, seq, reason) AS (VALUES (",
+            concat!(
+                "))
+                 UPDATE deliveries d SET state = 'skipped', retrying = false,
+                        last_error = p.reason, updated_at = clock_timestamp()
+                   FROM p
+                  WHERE d.seq = coalesce(p.seq, qualifier_delivery_seq(p.id, $4, $5))
+                    AND d.delivery_id = p.id
+                    AND d.seq >= greatest($4::int8, 0) << 32
+                    AND d.seq < (least($5::int8, 1073741824) + 1) << 32
+                    AND ",
+                open!()
+            ),
+            delivery.id,
+        )
+        .bind::<diesel::sql_types::Nullable<BigInt>, _>(delivery.seq)
         .bind::<diesel::sql_types::Text, _>(reason)
         .bind::<BigInt, _>(lo)
         .bind::<BigInt, _>(hi)

@@ -21,56 +21,60 @@ impl crate::facets::Deliveries<'_> {
     /// (its lead erased, its webhook disabled): nothing goes on then. Each answer in the order
     /// asked.
     ///
-    /// All in one transaction, one commit: the worker gathers the waits it parks in rows
-    /// (`webhook-delivery`'s `schedules` batcher), so that an org whose endpoints are slow,
-    /// parking hundreds of messages a second, costs the database one commit per batch rather
-    /// than one per message. The rows are updated in key order, as every batch of writes to
-    /// them is, so two batches never wait for each other in a circle. The relay is woken only
+    /// All in one statement of fixed text (prepared once per connection), one commit: the
+    /// worker gathers the waits it parks in rows (`webhook-delivery`'s `schedules` batcher), so
+    /// that an org whose endpoints are slow, parking hundreds of messages a second, costs the
+    /// database one statement per batch rather than a parse, a plan and a row lookup per
+    /// message. The rows are given in key order. The relay is woken only
     /// for a wait that ends before its next look ([`RELAY_POLL`]): it finds the others itself,
     /// and a wake per park was a relay round per park.
     pub async fn schedule_attempts(
         &self,
         items: &[(DeliveryRef, u32, time::OffsetDateTime)],
     ) -> Result<Vec<bool>, StoreError> {
-        use diesel::sql_types::Timestamptz;
+        use diesel::sql_types::{Array, Nullable, Timestamptz};
 
-        let mut order: Vec<usize> = (0..items.len()).collect();
-        order.sort_by_key(|&i| (items[i].0.seq, items[i].0.id));
-        let soon = time::OffsetDateTime::now_utc() + RELAY_POLL;
-        let items = items.to_vec();
-        let statement = format!(
-            "UPDATE deliveries d SET {}, resume_attempt = $3
-             WHERE {} AND {} AND d.state NOT IN ('held', 'after_earlier')",
-            requeue("$2"),
-            delivery_in_days!("$1", "$4", "$5"),
-            open!()
-        );
+        #[derive(diesel::QueryableByName)]
+        struct Scheduled {
+            #[diesel(sql_type = SqlUuid)]
+            delivery_id: Uuid,
+        }
+
+        let mut sorted = items.to_vec();
+        sorted.sort_by_key(|(d, ..)| (d.seq, d.id));
+        let (lo, hi) = day_bounds(sorted.iter().map(|(d, ..)| d.seq));
+        let ids: Vec<Uuid> = sorted.iter().map(|(d, ..)| d.id).collect();
+        let seqs: Vec<Option<i64>> = sorted.iter().map(|(d, ..)| d.seq).collect();
+        let dues: Vec<time::OffsetDateTime> = sorted.iter().map(|(_, _, at)| *at).collect();
+        let resumes: Vec<i32> = sorted
+            .iter()
+            .map(|(_, attempt, _)| i32::try_from(*attempt).unwrap_or(i32::MAX))
+            .collect();
         let mut conn = self.conn().await?;
-        crate::tx::transaction(&mut conn, async move |conn| {
-            let mut scheduled = vec![false; items.len()];
-            let mut wake = false;
-            for i in order {
-                let (delivery, attempt, at) = items[i];
-                let (lo, hi) = day_bounds([delivery.seq]);
-                let n = diesel::sql_query(&statement)
-                    .bind::<diesel::sql_types::Uuid, _>(delivery.id)
-                    .bind::<Timestamptz, _>(at)
-                    .bind::<Int4, _>(i32::try_from(attempt).unwrap_or(i32::MAX))
-                    .bind::<BigInt, _>(lo)
-                    .bind::<BigInt, _>(hi)
-                    .execute(conn)
-                    .await?;
-                scheduled[i] = n > 0;
-                wake |= n > 0 && at < soon;
-            }
-            if wake {
-                // The relay sleeps until the earliest instant it knows of; this one may be
-                // earlier (sent at the commit).
-                wake_relay(conn).await?;
-            }
-            Ok(scheduled)
-        })
-        .await
+        let written = crate::prepared::prepared::<Array<SqlUuid>, _>(
+            super::SCHEDULE_HEAD,
+            super::SCHEDULE_TAIL,
+            &ids,
+        )
+        .bind::<Array<Nullable<BigInt>>, _>(&seqs)
+        .bind::<Array<Timestamptz>, _>(&dues)
+        .bind::<Array<Int4>, _>(&resumes)
+        .bind::<BigInt, _>(lo)
+        .bind::<BigInt, _>(hi)
+        .load::<Scheduled>(&mut conn)
+        .await?;
+        let done: std::collections::HashSet<Uuid> =
+            written.into_iter().map(|r| r.delivery_id).collect();
+        let soon = time::OffsetDateTime::now_utc() + RELAY_POLL;
+        if items
+            .iter()
+            .any(|(d, _, at)| *at < soon && done.contains(&d.id))
+        {
+            // The relay sleeps until the earliest instant it knows of; this one may be
+            // earlier (sent at the commit).
+            wake_relay(&mut conn).await?;
+        }
+        Ok(items.iter().map(|(d, ..)| done.contains(&d.id)).collect())
     }
 
     /// Holds a delivery while its endpoint is failing: it leaves the broker (the caller acks)
