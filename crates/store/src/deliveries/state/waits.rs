@@ -90,20 +90,30 @@ impl crate::facets::Deliveries<'_> {
         let mut conn = self.conn().await?;
         // One waiting for an earlier delivery of its lead keeps waiting for it (a second copy
         // of its message); the release that ends that wait finds the outage and holds it.
-        let n = diesel::sql_query(concat!(
-            "UPDATE deliveries d
-             SET state = CASE WHEN d.state = 'after_earlier' THEN d.state ELSE 'held' END,
-                 resume_attempt = $2, due_at = NULL, updated_at = clock_timestamp()
-             WHERE ",
-            delivery_in_days!("$1", "$3", "$4"),
-            " AND ",
-            open!(),
-            "
-               AND EXISTS (SELECT 1 FROM endpoint_health h
-                           WHERE h.endpoint_id = d.endpoint_id AND h.state = 'failing'
-                           FOR SHARE)"
-        ))
-        .bind::<SqlUuid, _>(delivery.id)
+        // Prepared (fixed text), the row found by the sequence number its message carries: an
+        // org's failing endpoint holds every message of its own that arrives.
+        let n = crate::prepared::prepared::<SqlUuid, _>(
+            "WITH p(id, seq, resume) AS (VALUES (",
+            concat!(
+                "))
+                 UPDATE deliveries d
+                    SET state = CASE WHEN d.state = 'after_earlier' THEN d.state ELSE 'held' END,
+                        resume_attempt = p.resume, due_at = NULL, updated_at = clock_timestamp()
+                   FROM p
+                  WHERE d.seq = coalesce(p.seq, qualifier_delivery_seq(p.id, $4, $5))
+                    AND d.delivery_id = p.id
+                    AND d.seq >= greatest($4::int8, 0) << 32
+                    AND d.seq < (least($5::int8, 1073741824) + 1) << 32
+                    AND ",
+                open!(),
+                "
+                    AND EXISTS (SELECT 1 FROM endpoint_health h
+                                WHERE h.endpoint_id = d.endpoint_id AND h.state = 'failing'
+                                FOR SHARE)"
+            ),
+            delivery.id,
+        )
+        .bind::<diesel::sql_types::Nullable<BigInt>, _>(delivery.seq)
         .bind::<Int4, _>(i32::try_from(resume_attempt).unwrap_or(i32::MAX))
         .bind::<BigInt, _>(lo)
         .bind::<BigInt, _>(hi)
