@@ -301,7 +301,8 @@ pub(crate) async fn phase(sink: &Sink, events: u64, rounds: u32) -> anyhow::Resu
                 continue;
             }
             let s = setup(sink, slow, replicas).await?;
-            let mut ratios: HashMap<&str, Vec<f64>> = HashMap::new();
+            // Per round: each figure's loaded over idle ratio, and the p99s themselves.
+            let mut rounds_of: HashMap<String, Vec<f64>> = HashMap::new();
             let mut offset = 0;
             // The last round's CPU by process, loaded and idle: what the slow org costs.
             let mut cpu = Value::Null;
@@ -310,55 +311,34 @@ pub(crate) async fn phase(sink: &Sink, events: u64, rounds: u32) -> anyhow::Resu
                 offset += 1_000_000;
                 let loaded = s.measure(sink, events, offset, true).await?;
                 offset += 1_000_000;
-                for (name, l, i) in [
-                    (
-                        "others_p50",
-                        pct(&loaded.others, 0.5),
-                        pct(&idle.others, 0.5),
-                    ),
-                    (
-                        "others_p99",
-                        pct(&loaded.others, 0.99),
-                        pct(&idle.others, 0.99),
-                    ),
-                    (
-                        "sibling_p50",
-                        pct(&loaded.sibling, 0.5),
-                        pct(&idle.sibling, 0.5),
-                    ),
-                    (
-                        "sibling_p99",
-                        pct(&loaded.sibling, 0.99),
-                        pct(&idle.sibling, 0.99),
-                    ),
+                for (who, l, i) in [
+                    ("others", &loaded.others, &idle.others),
+                    ("sibling", &loaded.sibling, &idle.sibling),
                 ] {
-                    ratios.entry(name).or_default().push(l / i);
+                    for (p, q) in [("p50", 0.5), ("p99", 0.99)] {
+                        let (l, i) = (pct(l, q), pct(i, q));
+                        let mut push = |k: String, v| rounds_of.entry(k).or_default().push(v);
+                        push(format!("{who}_{p}_ratio"), l / i);
+                        if p == "p99" {
+                            push(format!("{who}_p99_idle_ms"), i);
+                            push(format!("{who}_p99_loaded_ms"), l);
+                        }
+                    }
                 }
-                for (name, v) in [
-                    ("others_p99_idle_ms", pct(&idle.others, 0.99)),
-                    ("others_p99_loaded_ms", pct(&loaded.others, 0.99)),
-                    ("sibling_p99_idle_ms", pct(&idle.sibling, 0.99)),
-                    ("sibling_p99_loaded_ms", pct(&loaded.sibling, 0.99)),
-                ] {
-                    ratios.entry(name).or_default().push(v);
-                }
-                ratios.entry("parks").or_default().push(loaded.parks);
+                rounds_of
+                    .entry("parks_per_loaded_run".into())
+                    .or_default()
+                    .push(loaded.parks);
                 cpu = json!({"idle": idle.cpu, "loaded": loaded.cpu});
             }
-            let row = json!({
+            let mut row = json!({
                 "replicas": replicas,
                 "slow_endpoints": slow,
-                "others_p50_ratio": r3(median(ratios["others_p50"].clone())),
-                "others_p99_ratio": r3(median(ratios["others_p99"].clone())),
-                "sibling_p50_ratio": r3(median(ratios["sibling_p50"].clone())),
-                "sibling_p99_ratio": r3(median(ratios["sibling_p99"].clone())),
-                "others_p99_idle_ms": r3(median(ratios["others_p99_idle_ms"].clone())),
-                "others_p99_loaded_ms": r3(median(ratios["others_p99_loaded_ms"].clone())),
-                "sibling_p99_idle_ms": r3(median(ratios["sibling_p99_idle_ms"].clone())),
-                "sibling_p99_loaded_ms": r3(median(ratios["sibling_p99_loaded_ms"].clone())),
-                "parks_per_loaded_run": r3(median(ratios["parks"].clone())),
                 "cpu_last_round": cpu,
             });
+            for (k, v) in rounds_of {
+                row[k] = json!(r3(median(v)));
+            }
             println!(
                 "      {replicas} process(es), {slow:>2} slow endpoints: others p50 {:.2}x p99 {:.2}x; the slow org's quick endpoint p50 {:.2}x p99 {:.2}x; {} parks a run",
                 row["others_p50_ratio"].as_f64().unwrap_or(f64::NAN),

@@ -95,6 +95,36 @@ macro_rules! delivery_in_days {
 }
 pub(crate) use delivery_in_days;
 
+/// The delivery row `d` named by the row `$p` of a statement's parameters (`$p.id`, and
+/// `$p.seq`: its event's sequence number as its message carries it, null on an earlier
+/// release's message, then found from the id) among the days `$lo` to `$hi`: one probe of the
+/// key, in those days' partitions only.
+macro_rules! carried_row {
+    ($p:literal, $lo:literal, $hi:literal) => {
+        concat!(
+            "d.seq = coalesce(",
+            $p,
+            ".seq, qualifier_delivery_seq(",
+            $p,
+            ".id, ",
+            $lo,
+            ", ",
+            $hi,
+            "))
+                    AND d.delivery_id = ",
+            $p,
+            ".id
+                    AND d.seq >= greatest(",
+            $lo,
+            "::int8, 0) << 32
+                    AND d.seq < (least(",
+            $hi,
+            "::int8, 1073741824) + 1) << 32"
+        )
+    };
+}
+pub(crate) use carried_row;
+
 /// "Send it back to the relay" on the delivery row: queued, due at `at` (an SQL expression),
 /// every wait left (an outage's hold, the lead's order, a throttle turn, whose time has passed
 /// or changed). The relay publishes it once it is due.
@@ -126,12 +156,9 @@ pub(super) const SCHEDULE_TAIL: &str = concat!(
     requeue_set!("v.due"),
     ", resume_attempt = v.resume
        FROM v
-      WHERE d.seq = coalesce(v.seq, (SELECT o.seq FROM outbox o
-                                      WHERE o.delivery_id = v.id
-                                        AND (o.seq >> 32) BETWEEN $5 AND $6))
-        AND d.delivery_id = v.id
-        AND d.seq >= greatest($5::int8, 0) << 32
-        AND d.seq < (least($6::int8, 1073741824) + 1) << 32
+      WHERE ",
+    carried_row!("v", "$5", "$6"),
+    "
         AND d.state NOT IN ('held', 'after_earlier') AND ",
     open!(),
     "

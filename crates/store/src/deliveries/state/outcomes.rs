@@ -148,11 +148,9 @@ impl crate::facets::Deliveries<'_> {
                  UPDATE deliveries d SET state = 'skipped', retrying = false,
                         last_error = p.reason, updated_at = clock_timestamp()
                    FROM p
-                  WHERE d.seq = coalesce(p.seq, qualifier_delivery_seq(p.id, $4, $5))
-                    AND d.delivery_id = p.id
-                    AND d.seq >= greatest($4::int8, 0) << 32
-                    AND d.seq < (least($5::int8, 1073741824) + 1) << 32
-                    AND ",
+                  WHERE ",
+                super::carried_row!("p", "$4", "$5"),
+                " AND ",
                 open!()
             ),
             delivery.id,
