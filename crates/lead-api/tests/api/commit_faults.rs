@@ -39,6 +39,9 @@ struct World {
     ticket: String,
     /// A client certificate and its key, not yet the endpoint's (it has another).
     fresh_pair: (String, String),
+    /// A second org whose webhook filters (`channel` is `whatsapp`): its lead writes take the
+    /// filtered statement, the first org's the plain one.
+    filtered_org: String,
 }
 
 async fn world() -> World {
@@ -118,6 +121,17 @@ async fn world() -> World {
     )
     .await;
     let fresh_pair = ca.issue("qualifier-client-next", 30);
+    let (filtered_org, _) = app.org().await;
+    app.internal_expect(
+        200,
+        Method::PUT,
+        &format!("/internal/v1/orgs/{filtered_org}/webhook"),
+        Some(
+            json!({"url": "https://127.0.0.1:9443/hook", "event_types": ["lead.created"],
+                    "filter": {"data.lead.channel": "whatsapp"}}),
+        ),
+    )
+    .await;
     World {
         app,
         org,
@@ -131,6 +145,7 @@ async fn world() -> World {
         csrf,
         ticket,
         fresh_pair,
+        filtered_org,
     }
 }
 
@@ -266,6 +281,14 @@ commit_faults! {
     public_erase: 1, |w| w.public(Method::DELETE, format!("/api/v1/leads/{}", w.lead), None);
     inbound: 1, |w| w.internal(Method::POST, format!("/internal/v1/orgs/{}/inbound", w.org),
         Some(json!({"name": "Alan", "phone": "+447700900999", "channel": "whatsapp"})));
+    // An org with a filter: an event it lets through (a delivery row) and one it leaves out
+    // (none), both from the lead write's filtered statement.
+    inbound_filtered_in: 1, |w| w.internal(Method::POST,
+        format!("/internal/v1/orgs/{}/inbound", w.filtered_org),
+        Some(json!({"name": "Alan", "phone": "+447700900998", "channel": "whatsapp"})));
+    inbound_filtered_out: 1, |w| w.internal(Method::POST,
+        format!("/internal/v1/orgs/{}/inbound", w.filtered_org),
+        Some(json!({"name": "Alan", "phone": "+447700900997", "channel": "sms"})));
     internal_patch: 1, |w| w.internal(Method::PATCH,
         format!("/internal/v1/orgs/{}/leads/{}", w.org, w.lead), Some(json!({"name": "Ada King"})));
     internal_erase: 1, |w| w.internal(Method::DELETE,
