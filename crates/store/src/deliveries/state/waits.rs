@@ -25,7 +25,10 @@ impl crate::facets::Deliveries<'_> {
     /// worker gathers the waits it parks in rows (`webhook-delivery`'s `schedules` batcher), so
     /// that an org whose endpoints are slow, parking hundreds of messages a second, costs the
     /// database one statement per batch rather than a parse, a plan and a row lookup per
-    /// message. The rows are given in key order. The relay is woken only
+    /// message. The rows are given in key order, which the join takes them in as a rule; two
+    /// batches can only wait for each other over the same deliveries (copies of one message),
+    /// and a deadlock between them rolls one back, whose messages go back to the queue. The
+    /// relay is woken only
     /// for a wait that ends before its next look ([`RELAY_POLL`]): it finds the others itself,
     /// and a wake per park was a relay round per park.
     pub async fn schedule_attempts(
