@@ -170,27 +170,6 @@ impl Env {
         Service::new("webhook-delivery", cmd)
     }
 
-    /// `qualifierctl retire-outbox` of `bin`, where it has it: how long it
-    /// took, or None for a version without it.
-    fn retire_outbox(&self, bin: &Path) -> anyhow::Result<Option<Duration>> {
-        let started = Instant::now();
-        let out = Command::new(bin.join("qualifierctl"))
-            .arg("retire-outbox")
-            .env("DATABASE_URL", &self.db_url)
-            .env("QUALIFIER_SECRET_KEY", &self.key)
-            .output()?;
-        if !out.status.success() && String::from_utf8_lossy(&out.stderr).contains("unrecognized") {
-            return Ok(None);
-        }
-        anyhow::ensure!(
-            out.status.success(),
-            "{}: retire-outbox failed: {}",
-            bin.display(),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        Ok(Some(started.elapsed()))
-    }
-
     /// `qualifierctl migrate` of `bin`: how long it took.
     fn migrate(&self, bin: &Path) -> anyhow::Result<Duration> {
         let started = Instant::now();
@@ -225,52 +204,12 @@ const COMPRESSED_ENVELOPE: &str = "get_byte(payload, 0) = 1";
 /// place of `attempt`; `AttemptEntry::stored` in `crates/domain/src/delivery.rs`).
 const COMPACT_ENTRY: &str =
     "EXISTS (SELECT 1 FROM jsonb_array_elements(d.attempt_log) e WHERE e ? 'n')";
-/// An event's row beside its delivery's, where the attempts are (the outbox's own columns stop
-/// following them once the outbox retires).
+/// An event's row beside its first delivery's, where the attempts are.
 const EVENTS_AND_DELIVERIES: &str =
     "outbox o JOIN deliveries d ON d.seq = o.seq AND d.endpoint_id = o.org_id";
 
 fn ms(d: Duration) -> f64 {
     (d.as_secs_f64() * 1000.0).round()
-}
-
-/// Where this version keeps deliveries in rows of their own beside the outbox
-/// (docs/operations.md, "Deliveries in rows of their own"): waits for the history's fill to end
-/// (the stored events' rows, copied by the new replicas' housekeeping), then counts the
-/// deliveries the two shapes disagree on, over everything the previous version and this one
-/// wrote. The seconds waited and the count; None on a schema without them.
-async fn delivery_rows_agree(db: &TestDb) -> anyhow::Result<Option<(f64, i64)>> {
-    let pg = db.client().await;
-    let has_rows: bool = qualifier_testkit::sql::try_one(
-        &pg,
-        "SELECT to_regproc('qualifier_deliveries_differ') IS NOT NULL",
-        &[],
-    )
-    .await?;
-    if !has_rows {
-        return Ok(None);
-    }
-    let waiting = Instant::now();
-    loop {
-        let done: bool = qualifier_testkit::sql::try_one(
-            &pg,
-            "SELECT done_at IS NOT NULL FROM deliveries_fill",
-            &[],
-        )
-        .await?;
-        if done {
-            break;
-        }
-        anyhow::ensure!(
-            waiting.elapsed() < Duration::from_secs(600),
-            "the delivery rows' fill did not end within 10 minutes"
-        );
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
-    let waited = waiting.elapsed().as_secs_f64();
-    let differing: i64 =
-        qualifier_testkit::sql::try_one(&pg, "SELECT qualifier_deliveries_differ()", &[]).await?;
-    Ok(Some((waited, differing)))
 }
 
 #[tokio::main]
@@ -495,8 +434,6 @@ async fn run() -> anyhow::Result<()> {
     // stored plain. The replacements run with the default, `auto`, which must keep a database
     // the previous version created plain.
     let api_ports = [(pub_a, int_a), (pub_b, int_b)];
-    let mut delivery_rows = None;
-    let mut retired = None;
     for storage in ["auto", "compressed"] {
         for (n, (api, (public_port, internal_port))) in apis.iter_mut().zip(api_ports).enumerate() {
             public_rotation
@@ -547,17 +484,6 @@ async fn run() -> anyhow::Result<()> {
                 ),
             }
             tokio::time::sleep(settle).await;
-        }
-        if storage == "auto" {
-            // Every replica on this version: the two shapes must agree now, over everything
-            // both versions wrote; then the outbox retires under traffic, the operator's step
-            // of docs/operations.md, "Deliveries in rows of their own".
-            delivery_rows = delivery_rows_agree(&db).await?;
-            retired = env.retire_outbox(&o.new_bin)?;
-            if let Some(took) = retired {
-                mark("the outbox retired from the deliveries' state", Some(took));
-                tokio::time::sleep(settle).await;
-            }
         }
         if storage == "auto" && !compact_database {
             let compact: i64 = qualifier_testkit::sql::try_one(
@@ -676,9 +602,6 @@ async fn run() -> anyhow::Result<()> {
         "attempt_logs_with_compact_entries": attempts_compact,
         "attempt_logs_with_full_entries": attempts_full,
         "longest_gap_between_deliveries_ms": ms(longest_gap),
-        "delivery_rows_filled_after_s": delivery_rows.map(|(s, _)| s),
-        "delivery_rows_differing": delivery_rows.map(|(_, n)| n),
-        "outbox_retired_in_ms": retired.map(ms),
         "timeline": timeline,
     });
     println!("{}", serde_json::to_string_pretty(&figures)?);
@@ -702,12 +625,6 @@ async fn run() -> anyhow::Result<()> {
         "{attempts_compact} attempt logs with compact entries, {attempts_full} with full ones: \
          both forms should be stored"
     );
-    if let Some((_, differing)) = delivery_rows {
-        anyhow::ensure!(
-            differing == 0,
-            "{differing} deliveries differ between the outbox and their delivery rows"
-        );
-    }
     anyhow::ensure!(
         q.failures.is_empty(),
         "{} API requests failed: {:?}",

@@ -280,7 +280,6 @@ mod tests {
             is_test: false,
             feed_pos: None,
             resume_attempt,
-            following: false,
             due,
             ready: true,
         }

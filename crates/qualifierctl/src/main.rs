@@ -157,11 +157,6 @@ enum Command {
         #[arg(long, default_value_t = 0)]
         from_seq: i64,
     },
-    /// After an upgrade from 0.3.0, once every replica runs this release: the delivery rows
-    /// alone hold the deliveries' states from then on, and the outbox's row of an event is
-    /// written once more at most (docs/operations.md, "Deliveries in rows of their own").
-    /// One-way: 0.3.0 cannot run afterwards. A new installation is retired by `migrate`.
-    RetireOutbox,
     /// Create an org and a token in one go.
     BootstrapDev {
         #[arg(long, default_value = "Dev Org")]
@@ -433,10 +428,6 @@ async fn run(cli: Cli) -> Result<serde_json::Value> {
                 None => 0,
             };
             json!({ "applied": applied, "resealed_secrets": resealed })
-        }
-        Command::RetireOutbox => {
-            let retired = cli.store().await?.deliveries().retire_outbox().await?;
-            json!({ "retired": retired, "outbox_follows": false })
         }
         Command::CreateOrg { name } => {
             let org = cli.store().await?.create_org(name).await?;

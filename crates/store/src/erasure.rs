@@ -69,9 +69,9 @@ impl crate::facets::Leads<'_> {
             let mut after = i64::MIN;
             loop {
                 // The chunk's delivery rows first (every endpoint's), then its events' rows:
-                // every move written on a delivery row locks it before its event's (the
-                // delivery rows' trigger writes the event's after it), so an erasure that locked the event first
-                // could wait for a move that waits for it.
+                // every move of a delivery locks its row first, and a move that goes on to the
+                // event's row (a relay's claim, which locks both) would otherwise wait for an
+                // erasure that waits for it.
                 diesel::sql_query(
                     "SELECT d.seq
                      FROM (SELECT o.seq FROM outbox o
@@ -200,31 +200,28 @@ async fn reduce_events(
     // The deliveries' rows, as every writer of a delivery's state (they are locked
     // already): each open delivery ended `skipped` for `erased`, its answers stripped, its
     // row marked `erased`. Due for the relay only if its event never had a feed position (in
-    // its row or in `event_feed`) and is no test event: the relay then publishes the reduced event for the feed, and the
-    // worker finds the delivery ended. The same states the outbox's mirror writes from the
-    // event's row below while the outbox follows the delivery rows, which
-    // then writes them once more.
+    // its row or in `event_feed`) and is no test event: the relay then publishes the reduced
+    // event for the feed, and the worker finds the delivery ended. The event's row below keeps
+    // the reduced envelope, the erasure's time and its attempt log (kept there for the events
+    // sent before deliveries had rows of their own) stripped of the receivers' answers.
     diesel::sql_query(crate::deliveries::state::within::ERASED)
         .bind::<Array<Int8>, _>(&seqs)
         .bind::<Int8, _>(seqs.iter().copied().min().unwrap_or(0) >> 32)
         .bind::<Int8, _>(seqs.iter().copied().max().unwrap_or(0) >> 32)
         .execute(conn)
         .await?;
-    diesel::sql_query(concat!(
-            "UPDATE outbox o SET
+    diesel::sql_query(
+        "UPDATE outbox o SET
                  payload = v.payload,
                  erased_at = $3,
                  attempt_log = coalesce(
                      (SELECT jsonb_agg(e - 'response_body' - 'request_headers' - 'signatures' - 'b' - 'g'
                                ORDER BY i)
                       FROM jsonb_array_elements(o.attempt_log) WITH ORDINALITY AS t(e, i)),
-                     '[]'::jsonb),
-                 ",
-            crate::deliveries::state::erased_set!(),
-            "
+                     '[]'::jsonb)
              FROM unnest($1::int8[], $2::bytea[]) AS v(seq, payload)
-             WHERE o.seq = v.seq"
-        ))
+             WHERE o.seq = v.seq",
+    )
         .bind::<Array<Int8>, _>(&seqs)
         .bind::<Array<Bytea>, _>(&payloads)
         .bind::<diesel::sql_types::Timestamptz, _>(now)

@@ -14,7 +14,6 @@ use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex};
 
 use crate::answer::ReadToEnd;
-use diesel::OptionalExtension;
 use diesel::sql_types::{Int8, Jsonb, Uuid as SqlUuid};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use qualifier_domain::filter::Filter;
@@ -151,27 +150,11 @@ pub(crate) fn as_text(filtered: Option<Vec<Uuid>>) -> Option<String> {
 }
 
 /// A save changed one of `org`'s filters: every writer's held filters are no longer the
-/// org's from this commit on. Refused (409) while the outbox still mirrors the delivery rows
-/// (before the upgrade's last step, `qualifierctl retire-outbox`): the release before this
-/// one writes its events' deliveries without reading filters.
+/// org's from this commit on.
 pub(crate) async fn changed(
     conn: &mut AsyncPgConnection,
     org: Uuid,
 ) -> Result<(), crate::StoreError> {
-    #[derive(diesel::QueryableByName)]
-    struct Mirror {
-        #[diesel(sql_type = diesel::sql_types::Bool)]
-        to_outbox: bool,
-    }
-    let m: Option<Mirror> = diesel::sql_query("SELECT to_outbox FROM deliveries_mirror LIMIT 1")
-        .one(conn)
-        .await
-        .optional()?;
-    if m.is_some_and(|m| m.to_outbox) {
-        return Err(crate::StoreError::Conflict(
-            "Filters wait for the upgrade's last step (qualifierctl retire-outbox)".into(),
-        ));
-    }
     diesel::sql_query("UPDATE orgs SET filters_version = filters_version + 1 WHERE id = $1")
         .bind::<SqlUuid, _>(org)
         .execute(conn)

@@ -40,7 +40,7 @@ pub use facets::{Console, Deliveries, Endpoints, Leads, Upkeep};
 pub use pgconn::{Database, SslMode, StartError, UrlError};
 pub use pool::{
     DbPool, MIGRATIONS_DIGEST, MigrationError, PoolError, connect, connect_generic_plans,
-    connect_relaxed, connect_with_timeout, run_migrations, run_migrations_keeping_outbox,
+    connect_relaxed, connect_with_timeout, run_migrations,
 };
 pub use secrets::SecretKey;
 

@@ -88,7 +88,7 @@ const INSERT_EVENT_TAIL: &str = concat!(
                              is_test, lead_id, deliveries_written)
          SELECT event_id, org_id, event_type, payload, delivery_id, traceparent, is_test,
                 lead_id,
-                filtered IS NOT NULL AND (SELECT NOT m.to_outbox FROM deliveries_mirror m)
+                filtered IS NOT NULL
          FROM p
          WHERE is_test
             OR coalesce((SELECT x.filters_version FROM orgs x WHERE x.id = p.org_id), 0)
@@ -129,10 +129,6 @@ pub struct Unpublished {
     /// The attempt a delivery held during its endpoint's outage resumes at (`None`: attempt 1,
     /// a new event or a replay).
     pub resume_attempt: Option<i32>,
-    /// Whether the outbox still follows the delivery rows (`deliveries_mirror.to_outbox`), as
-    /// the claim read it under the relays' turn: the mark is written in the shape it says.
-    #[diesel(sql_type = diesel::sql_types::Bool)]
-    pub following: bool,
     /// Claimed from `deliveries_due` (a retry, a replay, a turn, or a new event's delivery
     /// stored before `deliveries_unsent`): the mark writes its row. A delivery
     /// claimed from `deliveries_unsent` alone is not written again by the relay.
@@ -286,7 +282,6 @@ where
         for r in rows.iter_mut().filter(|r| r.ready) {
             r.payload = crate::payload::unpack_owned(std::mem::take(&mut r.payload))?;
         }
-        let following = rows.iter().any(|r| r.following);
         // What the feed's row of each holds beside its position, from the claim: the mark
         // reads no event row again.
         let orgs: Vec<Uuid> = rows.iter().map(|r| r.org_id).collect();
@@ -334,7 +329,7 @@ where
         );
         crate::prepared::prepared::<Array<Int8>, _>(
             "WITH p(seqs, positions, head) AS (VALUES (",
-            if following { MARK_FOLLOWING } else { MARK },
+            MARK,
             &seqs,
         )
         .bind::<Array<Nullable<Int8>>, _>(&positions)
@@ -403,35 +398,16 @@ const MARK: &str = concat!(
            AND NOT EXISTS (SELECT 1 FROM event_feed f WHERE f.seq = v.seq))
      UPDATE feed_head SET pos = p.head FROM p WHERE pos <> p.head"
 );
-/// The mark while the outbox follows the delivery rows: written on the event's row, as the
-/// release before this one writes it, and mirrored into the delivery row.
-const MARK_FOLLOWING: &str = concat!(
-    ")), marked AS (
-     UPDATE outbox o SET ",
-    crate::deliveries::state::published_set!("coalesce(v.pos, o.feed_pos)"),
-    "
-     FROM p, unnest(p.seqs, p.positions) AS v(seq, pos)
-     WHERE o.seq = v.seq AND (o.seq >> 32) BETWEEN $4 >> 32 AND $5 >> 32)
-     UPDATE feed_head SET pos = p.head FROM p WHERE pos <> p.head"
-);
-
 /// The relay's claim of what is due, up to `LIMIT $1`, its event's row and its delivery's
 /// (joined by the delivery's key; `(seq >> 32)` beside `seq` so that each probe of the outbox
 /// reads only its day's partition). Both rows are locked, and a pair another transaction holds
-/// either of is skipped (`relay_batch` says why): while the two shapes are kept one, a move is
-/// written on the delivery row and then on the event's, or on the event's and
-/// then on the delivery row, so each lock holds off one kind of writer, and the
-/// mark below finds both rows already its own. Locking the event's alone, a worker that got
-/// the message before the relay's commit and moved the delivery (a wait for the lead's order)
-/// held the delivery row and waited for the event's, which the relay's mark held while it
-/// waited for the delivery row: a deadlock, one of the two rolled back. The due condition is
-/// the delivery row's alone: every move of either release reaches that row in its own
-/// statement, and PostgreSQL checks the condition again on the row's latest version once it
-/// is locked, so a delivery published, or moved later by a throttle's retiming, after the
-/// claim's snapshot is left for its time. Once the outbox retires nothing but an erasure
-/// writes the event's row, and its lock still matters: a claim that waited for an erasure's
-/// delivery row reads the event's row again at its latest only if it locks it too, and so
-/// publishes the reduced envelope, not the one in its snapshot.
+/// either of is skipped (`relay_batch` says why). The due condition is the delivery row's
+/// alone: every move reaches that row in its own statement, and PostgreSQL checks the
+/// condition again on the row's latest version once it is locked, so a delivery published, or
+/// moved later by a throttle's retiming, after the claim's snapshot is left for its time. The
+/// event's row is written by nothing but an erasure, and its lock still matters: a claim that
+/// waited for an erasure's delivery row reads the event's row again at its latest only if it
+/// locks it too, and so publishes the reduced envelope, not the one in its snapshot.
 macro_rules! claim_columns {
     ($due:literal, $ready:literal) => {
         concat!(
@@ -440,8 +416,7 @@ macro_rules! claim_columns {
                     o.created_at, o.traceparent, o.is_test,
                     coalesce(o.feed_pos, (SELECT f.pos FROM event_feed f WHERE f.seq = o.seq))
                         AS feed_pos,
-                    d.resume_attempt,
-                    (SELECT m.to_outbox FROM deliveries_mirror m) AS following, ",
+                    d.resume_attempt, ",
             $due,
             " AS due, ",
             $ready,

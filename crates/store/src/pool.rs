@@ -188,22 +188,6 @@ fn build(database: &Database, max_size: usize, session: Vec<String>) -> Result<D
 /// thread through the async connection wrapper (no libpq needed); the connection is opened
 /// first, by `Database`, because the wrapper's own `establish` cannot do TLS.
 pub async fn run_migrations(database: &Database) -> Result<Vec<String>, MigrationError> {
-    migrate(database, true).await
-}
-
-/// [`run_migrations`], but a database migrated from the first migration keeps its outbox
-/// following the delivery rows, as a database upgraded from the release before this one has
-/// it until its operator retires it: for the tests of that upgrade's window.
-pub async fn run_migrations_keeping_outbox(
-    database: &Database,
-) -> Result<Vec<String>, MigrationError> {
-    migrate(database, false).await
-}
-
-async fn migrate(
-    database: &Database,
-    retire_when_fresh: bool,
-) -> Result<Vec<String>, MigrationError> {
     use diesel_async::async_connection_wrapper::AsyncConnectionWrapper;
     let mut conn = database
         .connect_diesel()
@@ -239,16 +223,6 @@ async fn migrate(
                             &mut conn,
                         )
                         .map_err(|e| MigrationError::Failed(Box::new(e)))?;
-                        // Nor can a release that reads the outbox's delivery columns ever run
-                        // here: the outbox retires from the deliveries' state at once
-                        // (migrations/2026-12-04-000048_the_outbox_retires/up.sql).
-                        if retire_when_fresh {
-                            diesel::RunQueryDsl::execute(
-                                diesel::sql_query("SELECT qualifier_outbox_retire()"),
-                                &mut conn,
-                            )
-                            .map_err(|e| MigrationError::Failed(Box::new(e)))?;
-                        }
                     }
                     let mut now: Vec<String> = applied(&mut conn)?;
                     now.retain(|v| !before.contains(v));

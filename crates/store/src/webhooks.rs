@@ -145,20 +145,6 @@ pub(crate) async fn locked_row(
         .optional()
 }
 
-/// A second endpoint's insert before the outbox retired finds the org's key still unique in
-/// the table: the release before this one may still run, and knows one webhook
-/// per org.
-fn one_per_org_until_retired(e: diesel::result::Error) -> StoreError {
-    use diesel::result::{DatabaseErrorKind, Error};
-    match e {
-        Error::DatabaseError(DatabaseErrorKind::UniqueViolation, _) => StoreError::Conflict(
-            "Several endpoints per org wait for the upgrade's last step (qualifierctl retire-outbox)"
-                .into(),
-        ),
-        other => crate::orgs::org_missing(other),
-    }
-}
-
 impl WebhookRow {
     pub(crate) fn key(&self) -> EndpointKey {
         EndpointKey {
@@ -403,7 +389,7 @@ impl crate::facets::Endpoints<'_> {
                     ))
                     .execute(conn)
                     .await
-                    .map_err(one_per_org_until_retired)?;
+                    .map_err(crate::orgs::org_missing)?;
                 Ok((row.public(), Some(secret), false))
             })
             .await?;

@@ -66,16 +66,8 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
 /// Creates the migrated template once per migration set, under an advisory lock so parallel
 /// test processes never race; built under a temporary name and renamed, so a crash half way
 /// never leaves a half-migrated template behind.
-/// `following`: the outbox still follows the delivery rows, as in a database upgraded from the
-/// release before this one until its operator retires the outbox
-/// (migrations/2026-12-04-000048_the_outbox_retires/up.sql); otherwise retired, as in a new
-/// installation.
-async fn ensure_template(admin: &tokio_postgres::Client, following: bool) -> String {
-    let tpl = if following {
-        format!("{}_following", template_name())
-    } else {
-        template_name()
-    };
+async fn ensure_template(admin: &tokio_postgres::Client) -> String {
+    let tpl = template_name();
     admin
         .execute("SELECT pg_advisory_lock(727274)", &[])
         .await
@@ -93,12 +85,9 @@ async fn ensure_template(admin: &tokio_postgres::Client, following: bool) -> Str
             .expect("create template db");
         let database = qualifier_store::Database::from_url(&url_for(&tmp), "qualifier test")
             .expect("test URL");
-        if following {
-            qualifier_store::run_migrations_keeping_outbox(&database).await
-        } else {
-            qualifier_store::run_migrations(&database).await
-        }
-        .expect("migrate template");
+        qualifier_store::run_migrations(&database)
+            .await
+            .expect("migrate template");
         admin
             .batch_execute(&format!("ALTER DATABASE {tmp} RENAME TO {tpl}"))
             .await
@@ -131,20 +120,9 @@ pub struct TestDb {
 }
 
 impl TestDb {
-    /// A database of a new installation: the outbox retired from the deliveries' state.
+    /// A database of a new installation, migrated to this release.
     pub async fn new() -> TestDb {
-        Self::from_template(false).await
-    }
-
-    /// A database in an upgrade's window: the outbox still follows the delivery rows, so that
-    /// a test can write a delivery's state in the outbox's columns as the release before this
-    /// one does, and read either shape.
-    pub async fn following_outbox() -> TestDb {
-        Self::from_template(true).await
-    }
-
-    async fn from_template(following: bool) -> TestDb {
-        let tpl = ensure_template(&admin().await, following).await;
+        let tpl = ensure_template(&admin().await).await;
         Self::created(&format!(" TEMPLATE {tpl}")).await
     }
 
@@ -222,74 +200,16 @@ impl TestDb {
     }
 }
 
-/// How many deliveries the outbox and the delivery rows disagree on
-/// (`qualifier_deliveries_differ`, migrations/2026-12-03-000043_deliveries_of_their_own); 0 on a
-/// database whose schema has no delivery rows yet, or that cannot be reached any more.
-async fn deliveries_differ(url: &str) -> i64 {
-    let Ok((client, conn)) = tokio_postgres::connect(url, NoTls).await else {
-        return 0;
-    };
-    tokio::spawn(conn);
-    let has_rows = client
-        .query_one(
-            "SELECT to_regproc('qualifier_deliveries_differ') IS NOT NULL",
-            &[],
-        )
-        .await
-        .is_ok_and(|r| r.get::<_, bool>(0));
-    if !has_rows {
-        return 0;
-    }
-    let differ: i64 = client
-        .query_one("SELECT qualifier_deliveries_differ()", &[])
-        .await
-        .map_or(0, |r| r.get(0));
-    if differ > 0 {
-        // The first few, as the outbox says and as the delivery row says, for the failure.
-        if let Ok(rows) = client
-            .query(
-                "SELECT m::text, coalesce(d::text, 'no row')
-                 FROM outbox o CROSS JOIN LATERAL qualifier_delivery_of(o) m
-                 LEFT JOIN deliveries d ON d.seq = o.seq AND d.endpoint_id = o.org_id
-                 WHERE d IS DISTINCT FROM m LIMIT 3",
-                &[],
-            )
-            .await
-        {
-            for r in rows {
-                eprintln!(
-                    "outbox says {}\n  its delivery row {}",
-                    r.get::<_, String>(0),
-                    r.get::<_, String>(1)
-                );
-            }
-        }
-    }
-    differ
-}
-
 impl Drop for TestDb {
-    /// Drops the database, and fails the test if its two shapes of the deliveries disagree:
-    /// every test that writes the outbox checks the delivery rows its triggers keep.
+    /// Drops the database, with any connections still open.
     fn drop(&mut self) {
         let name = self.name.clone();
-        let url = self.url.clone();
-        let differ = std::sync::Arc::new(std::sync::atomic::AtomicI64::new(0));
-        let found = differ.clone();
         block_on_own_runtime(async move {
-            found.store(
-                deliveries_differ(&url).await,
-                std::sync::atomic::Ordering::SeqCst,
-            );
             let admin = admin().await;
             let _ = admin
                 .batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
                 .await;
         });
-        let differ = differ.load(std::sync::atomic::Ordering::SeqCst);
-        if differ > 0 && !std::thread::panicking() {
-            panic!("{differ} deliveries differ between the outbox and their delivery rows");
-        }
     }
 }
 

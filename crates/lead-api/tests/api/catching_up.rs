@@ -17,13 +17,6 @@ async fn app() -> TestApp {
     app_on(qualifier_testkit::TestDb::new().await).await
 }
 
-/// [`app`] on a database whose outbox follows the delivery rows: for the tests that move
-/// events into the past (`age_events`) or write deliveries' states in the outbox's columns, as
-/// the release before this one does.
-async fn app_following() -> TestApp {
-    app_on(qualifier_testkit::TestDb::following_outbox().await).await
-}
-
 async fn app_on(db: qualifier_testkit::TestDb) -> TestApp {
     // The readers page as fast as they can: the rate limit is not what these tests are about.
     TestApp::spawn_on(db, |c| {
@@ -372,13 +365,13 @@ async fn a_cursor_older_than_retention_is_410_and_a_fresh_start_reads_what_is_ke
     // moved into the partition of their day, as if written then (the same low 32 bits of the
     // sequence number, the day's range above them).
     let c = app.db.client().await;
-    age_events(
-        &c,
-        40,
-        "status = 'skipped',",
-        "seq IN (SELECT seq FROM outbox ORDER BY seq LIMIT 2)",
-    )
-    .await;
+    let first_two = "seq IN (SELECT seq FROM outbox ORDER BY seq LIMIT 2)";
+    age_events(&c, 40, first_two).await;
+    c.batch_execute(&format!(
+        "UPDATE deliveries SET state = 'skipped' WHERE {first_two}"
+    ))
+    .await
+    .unwrap();
     let store = app.store();
     let dropped = store
         .upkeep()
@@ -415,11 +408,8 @@ async fn a_cursor_older_than_retention_is_410_and_a_fresh_start_reads_what_is_ke
 /// their order. Not their own low 32 bits: two events drawn on either side of midnight (the
 /// test database's sequence was set on the day its template was made, and the app's
 /// housekeeping moves it to today's numbers when it starts) can have the same ones. Their
-/// delivery rows and feed positions move with them (and, where the outbox still follows the
-/// delivery rows, its mirror writes the moved events' delivery rows again). `set` adds
-/// assignments of the outbox's columns, each ending in a comma: they reach the delivery rows
-/// only through that mirror.
-async fn age_events(c: &tokio_postgres::Client, days: i64, set: &str, filter: &str) {
+/// delivery rows and feed positions move with them.
+async fn age_events(c: &tokio_postgres::Client, days: i64, filter: &str) {
     c.batch_execute(&format!(
         "SELECT qualifier_outbox_partition(floor(extract(epoch FROM now()) / 86400)::int - {days},
                                           floor(extract(epoch FROM now()) / 86400)::int - {days} + 1);
@@ -431,7 +421,7 @@ async fn age_events(c: &tokio_postgres::Client, days: i64, set: &str, filter: &s
          UPDATE deliveries SET created_at = now() - interval '{days} days', seq = r.new
          FROM aged r WHERE deliveries.seq = r.old;
          UPDATE event_feed SET seq = r.new FROM aged r WHERE event_feed.seq = r.old;
-         UPDATE outbox SET created_at = now() - interval '{days} days', {set} seq = r.new
+         UPDATE outbox SET created_at = now() - interval '{days} days', seq = r.new
          FROM aged r WHERE outbox.seq = r.old;
          DROP TABLE aged;
          DELETE FROM deliveries d WHERE NOT EXISTS (SELECT 1 FROM outbox o WHERE o.seq = d.seq)"
@@ -447,34 +437,32 @@ async fn age_events(c: &tokio_postgres::Client, days: i64, set: &str, filter: &s
 /// endpoint with replays could keep every org's events indefinitely.
 #[tokio::test(flavor = "multi_thread")]
 async fn retention_ends_unfinished_deliveries_and_refuses_expired_replays() {
-    let app = app_following().await;
+    let app = app().await;
     let (org, token) = app.org().await;
     for i in 0..3 {
         app.inbound_lead(&org, &format!("+4477009003{i:02}")).await;
     }
     wait_relayed(&app, Duration::from_secs(20)).await;
     let c = app.db.client().await;
-    // Three events 40 days old in their day's partition: one still failing, one a replay
-    // waiting for its slot, one succeeded.
-    age_events(
-        &c,
-        40,
-        "status = CASE WHEN seq = (SELECT min(seq) FROM outbox) THEN 'failed'
-                       WHEN seq = (SELECT max(seq) FROM outbox) THEN 'succeeded'
-                       ELSE 'pending' END,
-         replay_at = CASE WHEN seq = (SELECT min(seq) FROM outbox)
-                            OR seq = (SELECT max(seq) FROM outbox) THEN NULL
-                          ELSE now() + interval '1 hour' END,
-         published_at = CASE WHEN seq = (SELECT min(seq) FROM outbox)
-                               OR seq = (SELECT max(seq) FROM outbox) THEN published_at
-                             ELSE NULL END,",
-        "true",
+    // Three events 40 days old in their day's partition: one still failing (its retry due in
+    // an hour), one a replay waiting for its slot, one succeeded.
+    age_events(&c, 40, "true").await;
+    c.batch_execute(
+        "UPDATE deliveries SET
+             state = CASE WHEN seq = (SELECT max(seq) FROM deliveries) THEN 'succeeded'
+                          ELSE 'queued' END::delivery_state,
+             retrying = seq = (SELECT min(seq) FROM deliveries),
+             replayed = seq NOT IN ((SELECT min(seq) FROM deliveries),
+                                    (SELECT max(seq) FROM deliveries)),
+             due_at = CASE WHEN seq = (SELECT max(seq) FROM deliveries) THEN NULL
+                           ELSE now() + interval '1 hour' END",
     )
-    .await;
+    .await
+    .unwrap();
     // A replay of the succeeded one: its event is past retention.
     let done: String = qualifier_testkit::sql::one(
         &c,
-        "SELECT delivery_id::text FROM outbox WHERE status = 'succeeded'",
+        "SELECT delivery_id::text FROM deliveries WHERE state = 'succeeded'",
         &[],
     )
     .await;
@@ -494,8 +482,8 @@ async fn retention_ends_unfinished_deliveries_and_refuses_expired_replays() {
         &c,
         "CREATE TABLE ended_seen (status text, last_error text);
          CREATE FUNCTION note_ended() RETURNS trigger LANGUAGE plpgsql AS $$
-         BEGIN INSERT INTO ended_seen VALUES (NEW.status, NEW.last_error); RETURN NULL; END $$;
-         CREATE TRIGGER note_ended AFTER UPDATE ON outbox FOR EACH ROW
+         BEGIN INSERT INTO ended_seen VALUES (NEW.state, NEW.last_error); RETURN NULL; END $$;
+         CREATE TRIGGER note_ended AFTER UPDATE ON deliveries FOR EACH ROW
              WHEN (NEW.last_error = 'Event expired') EXECUTE FUNCTION note_ended()",
     )
     .await;
@@ -530,7 +518,7 @@ async fn retention_ends_unfinished_deliveries_and_refuses_expired_replays() {
 /// and every event in it reads as before, through those indexes.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_closed_partition_is_compacted_once_and_reads_as_before() {
-    let app = app_following().await;
+    let app = app().await;
     let (org, token) = app.org().await;
     for i in 0..3 {
         app.inbound_lead(&org, &format!("+4477009004{i:02}")).await;
@@ -539,7 +527,7 @@ async fn a_closed_partition_is_compacted_once_and_reads_as_before() {
     let (before, _) = feed_page(&app, &token, None, 100).await;
     let c = app.db.client().await;
     // The events as if written ten days ago, in the partition of that day.
-    age_events(&c, 10, "", "true").await;
+    age_events(&c, 10, "true").await;
     let store = app.store();
     assert_eq!(store.upkeep().compact_outbox().await.unwrap(), 1);
     assert_eq!(
@@ -1129,8 +1117,7 @@ async fn commits_during(app: &TestApp, window: Duration) -> i64 {
 /// against the database every 5 ms (CHANGELOG.md, 0.1.0).
 #[tokio::test(flavor = "multi_thread")]
 async fn an_idle_relay_leaves_the_database_alone_and_wakes_for_a_scheduled_replay() {
-    // The replay is scheduled, and its publication read, in the outbox's columns.
-    let app = TestApp::spawn_on(qualifier_testkit::TestDb::following_outbox().await, |c| {
+    let app = TestApp::spawn_on(qualifier_testkit::TestDb::new().await, |c| {
         c.rate_limit_per_minute = 10_000_000;
         c.db_pool_size = 8;
     })
@@ -1151,10 +1138,10 @@ async fn an_idle_relay_leaves_the_database_alone_and_wakes_for_a_scheduled_repla
     let c = app.db.client().await;
     let scheduled: std::time::SystemTime = qualifier_testkit::sql::one(
         &c,
-        "WITH r AS (UPDATE outbox SET published_at = NULL,
-                           replay_at = clock_timestamp() + interval '1500 milliseconds'
-                     RETURNING replay_at)
-             SELECT min(replay_at) FROM r",
+        "WITH r AS (UPDATE deliveries SET state = 'queued', replayed = true,
+                           due_at = clock_timestamp() + interval '1500 milliseconds'
+                     RETURNING due_at)
+             SELECT min(due_at) FROM r",
         &[],
     )
     .await;
@@ -1168,12 +1155,14 @@ async fn an_idle_relay_leaves_the_database_alone_and_wakes_for_a_scheduled_repla
         due > Duration::from_millis(1000) && due <= Duration::from_millis(1500),
         "{due:?}"
     );
-    // Nothing else commits to wake the relay: only the scheduled instant can.
+    // Nothing else commits to wake the relay: only the scheduled instant can. Seen out by a
+    // read every 20 ms, on the database's clock: one that saw it out before its instant would
+    // fail below.
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     let published: std::time::SystemTime = loop {
         let row = c
             .query_opt(
-                "SELECT min(published_at) FROM outbox HAVING bool_and(published_at IS NOT NULL)",
+                "SELECT clock_timestamp() FROM deliveries HAVING bool_and(state = 'out')",
                 &[],
             )
             .await
@@ -1302,18 +1291,18 @@ async fn a_page_reads_what_its_budget_allows_of_compressible_rows() {
 /// before anything is sent.
 #[tokio::test(flavor = "multi_thread")]
 async fn bulk_replay_counts_expired_events_and_replays_only_the_kept_ones() {
-    let app = app_following().await;
+    let app = app().await;
     let (org, _) = app.org().await;
     for i in 0..3 {
         app.inbound_lead(&org, &format!("+4477009004{i:02}")).await;
     }
     wait_relayed(&app, Duration::from_secs(20)).await;
     let c = app.db.client().await;
-    c.batch_execute("UPDATE outbox SET status = 'dead', attempts = 5")
+    c.batch_execute("UPDATE deliveries SET state = 'dead', attempts = 5")
         .await
         .unwrap();
     // The two oldest, 40 days old (retention is 30 days here).
-    age_events(&c, 40, "", "seq < (SELECT max(seq) FROM outbox)").await;
+    age_events(&c, 40, "seq < (SELECT max(seq) FROM outbox)").await;
     let path = format!("/internal/v1/orgs/{org}/deliveries/replay");
     let replay = |dry: bool| {
         app.internal(
@@ -1339,7 +1328,10 @@ async fn bulk_replay_counts_expired_events_and_replays_only_the_kept_ones() {
     let statuses: Vec<(String, bool)> = app
         .db
         .pairs(
-            "SELECT status, created_at < now() - interval '30 days' FROM outbox ORDER BY seq",
+            "SELECT CASE WHEN state IN ('succeeded', 'dead', 'skipped') THEN state::text
+                         WHEN retrying THEN 'failed' ELSE 'pending' END,
+                    created_at < now() - interval '30 days'
+             FROM deliveries ORDER BY seq",
             &[],
         )
         .await;

@@ -1,31 +1,39 @@
-//! The hourly delivery totals, kept by the outbox's triggers and a fold every second, and
-//! what reads them: the Deliveries page's 24-hour chart
+//! The hourly delivery totals, kept by the delivery rows' writers and triggers and a fold
+//! every second, and what reads them: the Deliveries page's 24-hour chart
 //! (`Console::deliveries_by_hour`) and a dry-run bulk replay's count. What an administrator sees
-//! must be what the outbox holds, whatever wrote it, whenever the fold ran, and however many
-//! writers were busy at once.
+//! must be what the delivery rows hold, whatever wrote them, whenever the fold ran, and however
+//! many writers were busy at once.
 
 use std::collections::BTreeMap;
 
-use reqwest::Method;
-use serde_json::{Value, json};
 use uuid::Uuid;
 
-use crate::helpers::{INTERNAL_TOKEN, TestApp, fold_all, two_endpoints, waits_for_a_lock};
+use crate::helpers::{TestApp, fold_all, two_endpoints};
 
 type Hours = BTreeMap<i64, [i64; 5]>;
 
-/// The chart as the outbox itself counts it (the query the chart ran before it was kept by
-/// the writes): hours since the chart's first, by the Unix second they begin.
+/// A delivery row's status as the API shows it (`succeeded`, `dead`, `skipped`, `failed`
+/// while its cycle retries, else `pending`), as SQL over the row `d`.
+const STATUS_OF: &str = "CASE WHEN d.state IN ('succeeded', 'dead', 'skipped') THEN d.state::text
+                              WHEN d.retrying THEN 'failed' ELSE 'pending' END";
+
+/// The `SET` list that gives a delivery row the status `$2` as a worker's outcome would.
+const SET_STATUS: &str = "state = (CASE WHEN $2 IN ('pending', 'failed') THEN 'queued'
+                                        ELSE $2 END)::delivery_state,
+                          retrying = ($2 = 'failed'), updated_at = clock_timestamp()";
+
+/// The chart as the delivery rows themselves count it (the query the chart ran before it was
+/// kept by the writes): hours since the chart's first, by the Unix second they begin.
 async fn counted(c: &tokio_postgres::Client, org: Uuid) -> Hours {
     let org = org.to_string();
     c.query(
         "SELECT extract(epoch FROM date_trunc('hour', created_at, 'UTC'))::int8,
-                count(*) FILTER (WHERE status = 'succeeded'),
-                count(*) FILTER (WHERE status = 'dead'),
-                count(*) FILTER (WHERE status = 'skipped'),
-                count(*) FILTER (WHERE status IN ('pending', 'failed')),
+                count(*) FILTER (WHERE state = 'succeeded'),
+                count(*) FILTER (WHERE state = 'dead'),
+                count(*) FILTER (WHERE state = 'skipped'),
+                count(*) FILTER (WHERE state NOT IN ('succeeded', 'dead', 'skipped')),
                 sum(failed_attempts)::int8
-         FROM outbox
+         FROM deliveries
          WHERE org_id = $1::text::uuid AND created_at >= date_trunc('hour', now(), 'UTC') - interval '23 hours'
          GROUP BY 1",
         &[&org],
@@ -71,10 +79,8 @@ fn in_progress_and_others(chart: &Hours) -> (i64, i64) {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn the_chart_is_what_the_outbox_holds_through_concurrent_outcomes_and_folds() {
-    // The moves written in the outbox's columns, as the release before this one writes them,
-    // and counted by the delivery rows' triggers through the outbox's mirror.
-    let app = TestApp::spawn_following().await;
+async fn the_chart_is_what_the_delivery_rows_hold_through_concurrent_outcomes_and_folds() {
+    let app = TestApp::spawn().await;
     let (org, _) = app.org().await;
     let (other, _) = app.org().await;
     let org_id: Uuid = org.parse().unwrap();
@@ -120,9 +126,14 @@ async fn the_chart_is_what_the_outbox_holds_through_concurrent_outcomes_and_fold
         writers.push(tokio::spawn(async move {
             for round in 0..6usize {
                 for (k, seq) in mine.iter().enumerate() {
-                    let status = ["failed", "succeeded", "dead", "skipped", "pending"][(round + k) % 5];
+                    let status =
+                        ["failed", "succeeded", "dead", "skipped", "pending"][(round + k) % 5];
                     db.execute(
-                        "UPDATE outbox SET status = $2, failed_attempts = failed_attempts + 1 WHERE seq = $1",
+                        &format!(
+                            "UPDATE deliveries SET {SET_STATUS},
+                                 failed_attempts = failed_attempts + 1
+                             WHERE seq = $1"
+                        ),
                         &[seq, &status],
                     )
                     .await
@@ -130,13 +141,15 @@ async fn the_chart_is_what_the_outbox_holds_through_concurrent_outcomes_and_fold
                 }
                 // Publishing changes neither status nor failed attempts: no delta.
                 db.execute(
-                    "UPDATE outbox SET published_at = clock_timestamp() WHERE seq = ANY($1)",
+                    "UPDATE deliveries SET state = 'out' WHERE seq = ANY($1) AND state = 'queued'",
                     &[&mine],
                 )
                 .await
                 .unwrap();
                 db.execute(
-                    "UPDATE outbox SET status = 'dead' WHERE seq = ANY($1) AND status = 'failed'",
+                    "UPDATE deliveries SET state = 'dead'
+                     WHERE seq = ANY($1) AND retrying
+                       AND state NOT IN ('succeeded', 'dead', 'skipped')",
                     &[&mine],
                 )
                 .await
@@ -176,7 +189,7 @@ async fn the_chart_is_what_the_outbox_holds_through_concurrent_outcomes_and_fold
     // change is counted in the event's own hour, which the totals keep for the whole retention
     // (a dry-run bulk replay counts from them).
     c.execute(
-        "UPDATE outbox SET created_at = now() - interval '3 days' WHERE seq = $1",
+        "UPDATE deliveries SET created_at = now() - interval '3 days' WHERE seq = $1",
         &[&seqs[0]],
     )
     .await
@@ -188,18 +201,20 @@ async fn the_chart_is_what_the_outbox_holds_through_concurrent_outcomes_and_fold
          INSERT INTO delivery_hours (org_id, hour, succeeded, dead, skipped, in_progress,
                                      failed_attempts, failed, erased_skipped, endpoint_id)
          SELECT org_id, date_trunc('hour', created_at, 'UTC'),
-                count(*) FILTER (WHERE status = 'succeeded'), count(*) FILTER (WHERE status = 'dead'),
-                count(*) FILTER (WHERE status = 'skipped'),
-                count(*) FILTER (WHERE status IN ('pending', 'failed')), sum(failed_attempts),
-                count(*) FILTER (WHERE status = 'failed'),
-                count(*) FILTER (WHERE status = 'skipped' AND erased_at IS NOT NULL), org_id
-         FROM outbox GROUP BY 1, 2",
+                count(*) FILTER (WHERE state = 'succeeded'), count(*) FILTER (WHERE state = 'dead'),
+                count(*) FILTER (WHERE state = 'skipped'),
+                count(*) FILTER (WHERE state NOT IN ('succeeded', 'dead', 'skipped')),
+                sum(failed_attempts),
+                count(*) FILTER (WHERE retrying AND state NOT IN ('succeeded', 'dead', 'skipped')),
+                count(*) FILTER (WHERE state = 'skipped' AND erased), endpoint_id
+         FROM deliveries GROUP BY org_id, 2, endpoint_id",
     )
     .await
     .unwrap();
     let before_replay = charted(&store, org_id).await;
     c.execute(
-        "UPDATE outbox SET status = 'pending', failed_attempts = 9 WHERE seq = $1",
+        "UPDATE deliveries SET state = 'queued', retrying = false, failed_attempts = 9
+         WHERE seq = $1",
         &[&seqs[0]],
     )
     .await
@@ -208,7 +223,8 @@ async fn the_chart_is_what_the_outbox_holds_through_concurrent_outcomes_and_fold
     let old = c
         .query_one(
             "SELECT in_progress, failed_attempts FROM delivery_hours
-             WHERE hour = (SELECT date_trunc('hour', created_at, 'UTC') FROM outbox WHERE seq = $1)",
+             WHERE hour = (SELECT date_trunc('hour', created_at, 'UTC') FROM deliveries
+                           WHERE seq = $1)",
             &[&seqs[0]],
         )
         .await
@@ -264,7 +280,7 @@ async fn the_chart_is_what_the_outbox_holds_through_concurrent_outcomes_and_fold
     assert_eq!(charted(&store, org_id).await, counted(&c, org_id).await);
 }
 
-/// The org's deliveries a dry run should count, straight from the outbox.
+/// The org's deliveries a dry run should count, straight from the delivery rows.
 async fn dead_or_so(
     c: &tokio_postgres::Client,
     org: &str,
@@ -282,10 +298,12 @@ async fn dead_or_so(
     let (since, until) = (text(since), text(until));
     let n: i64 = qualifier_testkit::sql::one(
         c,
-        "SELECT count(*) FROM outbox
-             WHERE org_id = $1::text::uuid AND status = ANY($2) AND erased_at IS NULL
+        &format!(
+            "SELECT count(*) FROM deliveries d
+             WHERE org_id = $1::text::uuid AND {STATUS_OF} = ANY($2) AND NOT erased
                AND ($3::text IS NULL OR created_at >= $3::text::timestamptz)
-               AND ($4::text IS NULL OR created_at < $4::text::timestamptz)",
+               AND ($4::text IS NULL OR created_at < $4::text::timestamptz)"
+        ),
         &[&org, &statuses, &since, &until],
     )
     .await;
@@ -293,11 +311,9 @@ async fn dead_or_so(
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_dry_run_counts_from_the_hourly_totals_what_the_outbox_holds() {
+async fn a_dry_run_counts_from_the_hourly_totals_what_the_delivery_rows_hold() {
     use qualifier_domain::DeliveryStatus::{Dead, Failed, Skipped};
-    // The moves written in the outbox's columns, as the release before this one writes them,
-    // and counted by the delivery rows' triggers through the outbox's mirror.
-    let app = TestApp::spawn_following().await;
+    let app = TestApp::spawn().await;
     let (org, _) = app.org().await;
     let (other, _) = app.org().await;
     let org_id: Uuid = org.parse().unwrap();
@@ -341,19 +357,22 @@ async fn a_dry_run_counts_from_the_hourly_totals_what_the_outbox_holds() {
     // skipped one stays skipped, erased; a dead one becomes skipped), replays, retries that
     // died.
     for step in [
-        "UPDATE outbox SET erased_at = now(), status = 'skipped'
-         WHERE org_id = $1::text::uuid AND seq % 7 = 0 AND status IN ('skipped', 'dead')",
-        "UPDATE outbox SET status = 'pending' WHERE org_id = $1::text::uuid AND seq % 5 = 0
-         AND status = 'dead' AND erased_at IS NULL",
-        "UPDATE outbox SET status = 'dead' WHERE org_id = $1::text::uuid AND seq % 3 = 0
-         AND status = 'failed'",
+        "WITH e AS (UPDATE deliveries SET erased = true, state = 'skipped'
+                    WHERE org_id = $1::text::uuid AND seq % 7 = 0
+                      AND state IN ('skipped', 'dead')
+                    RETURNING seq)
+         UPDATE outbox o SET erased_at = now() FROM e WHERE o.seq = e.seq",
+        "UPDATE deliveries SET state = 'queued', retrying = false
+         WHERE org_id = $1::text::uuid AND seq % 5 = 0 AND state = 'dead' AND NOT erased",
+        "UPDATE deliveries SET state = 'dead' WHERE org_id = $1::text::uuid AND seq % 3 = 0
+         AND retrying AND state NOT IN ('succeeded', 'dead', 'skipped')",
     ] {
         c.execute(step, &[&org]).await.unwrap();
         fold_all(&store, &c).await;
     }
     c.execute(
-        "UPDATE outbox SET status = 'failed' WHERE org_id = $1::text::uuid AND seq % 11 = 0
-         AND status = 'pending'",
+        "UPDATE deliveries SET retrying = true WHERE org_id = $1::text::uuid AND seq % 11 = 0
+         AND NOT retrying AND state NOT IN ('succeeded', 'dead', 'skipped')",
         &[&org],
     )
     .await
@@ -520,124 +539,6 @@ async fn each_new_delivery_is_counted_once_whoever_wrote_its_event() {
     let counts: Vec<(i64, i64)> = charts.values().map(in_progress_and_others).collect();
     assert_eq!(counts, [(6, 0), (6, 0)], "{charts:?}");
     assert_eq!(charts, counted_per_endpoint(&c, org_id).await);
-}
-
-/// A lead's write whose statement began before the outbox's retirement (its locks taken, its
-/// snapshot read) and waits for the lead's row, which the test holds: the retirement waits
-/// for it, and the event's one delivery is the mirror's, queued once and counted once.
-#[tokio::test(flavor = "multi_thread")]
-async fn a_write_begun_before_the_outbox_retires_leaves_its_delivery_to_the_mirror() {
-    let app = TestApp::spawn_following().await;
-    let (org, token) = app.org().await;
-    let lead = app.inbound_lead(&org, "+447700600001").await;
-    let (c, holder) = (app.db.client().await, app.db.client().await);
-    let lead_id = lead["id"].as_str().unwrap();
-    holder
-        .batch_execute(&format!(
-            "BEGIN; SELECT 1 FROM leads WHERE id = '{lead_id}' FOR UPDATE"
-        ))
-        .await
-        .unwrap();
-    let url = format!("{}/api/v1/leads/{lead_id}", app.public);
-    let close = in_flight(
-        &app,
-        Method::PATCH,
-        url,
-        &token,
-        json!({"status": "closed"}),
-    );
-    waits_for_a_lock(&c, "WITH p(id, org_id%").await;
-    let retire = {
-        let store = app.store();
-        tokio::spawn(async move { store.deliveries().retire_outbox().await.unwrap() })
-    };
-    waits_for_a_lock(&c, "%qualifier_outbox_retire%").await;
-    holder.batch_execute("COMMIT").await.unwrap();
-    assert_eq!(close.await.unwrap(), 200);
-    assert!(retire.await.unwrap(), "the outbox retired after the close");
-    fanned_out_once(
-        &app,
-        &org,
-        &[
-            ("lead.created", Some(false)),
-            ("lead.stage_changed", Some(false)),
-        ],
-    )
-    .await;
-}
-
-/// A lead's write that arrives while the outbox's retirement holds its locks uncommitted
-/// queues behind it, and once it runs it writes its event's delivery itself, queued once and
-/// counted once.
-#[tokio::test(flavor = "multi_thread")]
-async fn a_write_queued_behind_the_outbox_retirement_writes_its_own_delivery() {
-    let app = TestApp::spawn_following().await;
-    let (org, _) = app.org().await;
-    app.inbound_lead(&org, "+447700600001").await;
-    let (c, retiring) = (app.db.client().await, app.db.client().await);
-    retiring
-        .batch_execute("BEGIN; SELECT qualifier_outbox_retire()")
-        .await
-        .unwrap();
-    let url = format!("{}/internal/v1/orgs/{org}/inbound", app.internal);
-    let contact = json!({"name": "Grace", "phone": "+447700600002", "channel": "sms"});
-    let inbound = in_flight(&app, Method::POST, url, INTERNAL_TOKEN, contact);
-    waits_for_a_lock(&c, "WITH p(id, org_id%").await;
-    retiring.batch_execute("COMMIT").await.unwrap();
-    assert_eq!(inbound.await.unwrap(), 201);
-    fanned_out_once(
-        &app,
-        &org,
-        &[("lead.created", Some(false)), ("lead.created", Some(true))],
-    )
-    .await;
-}
-
-/// A request sent on a task of its own, so that the test can hold what it waits for; its status.
-fn in_flight(
-    app: &TestApp,
-    method: Method,
-    url: String,
-    token: &str,
-    body: Value,
-) -> tokio::task::JoinHandle<reqwest::StatusCode> {
-    let request = qualifier_testkit::authorized(&app.http, method, url, token, Some(body));
-    tokio::spawn(async move { request.send().await.unwrap().status() })
-}
-
-/// Checks that each of `org`'s events, of the types and marks `expected` in order, has one
-/// delivery (the org has no webhook: its one endpoint is the org), queued for the relay once,
-/// and that the chart, once folded, counts each in progress once and nothing else.
-async fn fanned_out_once(app: &TestApp, org: &str, expected: &[(&str, Option<bool>)]) {
-    let c = app.db.client().await;
-    let rows: Vec<(String, Option<bool>, i64, i64)> = c
-        .query(
-            "SELECT o.event_type, o.deliveries_written,
-                    (SELECT count(*) FROM deliveries d WHERE d.seq = o.seq),
-                    (SELECT count(*) FROM deliveries_unsent u WHERE u.seq = o.seq)
-             FROM outbox o WHERE o.org_id = $1::text::uuid ORDER BY o.seq",
-            &[&org],
-        )
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3)))
-        .collect();
-    let events: Vec<(&str, Option<bool>)> = rows.iter().map(|r| (r.0.as_str(), r.1)).collect();
-    assert_eq!(
-        events, expected,
-        "which writer wrote each event's deliveries"
-    );
-    assert!(
-        rows.iter().all(|r| r.2 == 1 && r.3 <= 1),
-        "one delivery an event, queued at most once: {rows:?}"
-    );
-    let store = app.store();
-    fold_all(&store, &c).await;
-    let chart = charted(&store, org.parse().unwrap()).await;
-    let (in_progress, others) = in_progress_and_others(&chart);
-    let n = expected.len() as i64;
-    assert_eq!((in_progress, others), (n, 0), "{chart:?}");
 }
 
 /// Each endpoint's last 24 hours as its delivery rows count them, by endpoint id.

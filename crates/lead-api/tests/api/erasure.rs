@@ -290,11 +290,7 @@ async fn an_erasure_racing_a_handoff_move_leaves_no_snapshot() {
 /// is refused, and a bulk replay neither counts nor sends erased events.
 #[tokio::test(flavor = "multi_thread")]
 async fn an_erased_event_is_never_replayed() {
-    // Written in the outbox's columns below, as the release before this one writes them.
-    let app = TestApp::spawn_on(qualifier_testkit::TestDb::following_outbox().await, |c| {
-        c.replay_rate_per_second = 1
-    })
-    .await;
+    let app = TestApp::spawn_with(|c| c.replay_rate_per_second = 1).await;
     let (org, token) = app.org().await;
     let lead = app.inbound_lead(&org, "+447700900556").await;
     let id = lead["id"].as_str().unwrap().to_owned();
@@ -313,8 +309,9 @@ async fn an_erased_event_is_never_replayed() {
         .await;
     let delivery: String = qualifier_testkit::sql::one(
         &c,
-        "UPDATE outbox SET status = 'dead', attempts = 5 WHERE lead_id = $1::text::uuid
-             RETURNING delivery_id::text",
+        "UPDATE deliveries SET state = 'dead', attempts = 5, updated_at = clock_timestamp()
+         WHERE lead_id = $1::text::uuid
+         RETURNING delivery_id::text",
         &[&id],
     )
     .await;
@@ -330,15 +327,18 @@ async fn an_erased_event_is_never_replayed() {
     assert_eq!(erase(&app, &token, &id).await.status(), 204);
     let row = c
         .query_one(
-            "SELECT status, replay_at IS NULL, published_at IS NOT NULL, last_error
-             FROM outbox WHERE delivery_id = $1::text::uuid",
+            "SELECT state::text, due_at IS NULL, erased, last_error
+             FROM deliveries WHERE delivery_id = $1::text::uuid",
             &[&delivery],
         )
         .await
         .unwrap();
     assert_eq!(row.get::<_, String>(0), "skipped");
-    assert!(row.get::<_, bool>(1), "the replay's slot is given up");
-    assert!(row.get::<_, bool>(2), "nothing left for the relay");
+    assert!(
+        row.get::<_, bool>(1),
+        "the replay's slot is given up: nothing left for the relay"
+    );
+    assert!(row.get::<_, bool>(2));
     assert_eq!(row.get::<_, Option<String>>(3).as_deref(), Some("erased"));
 
     assert_eq!(
@@ -347,26 +347,23 @@ async fn an_erased_event_is_never_replayed() {
     );
     let r = app.internal(Method::POST, &dead, Some(dry)).await;
     assert_eq!(r.json::<Value>().await.unwrap()["matched"], 0);
-    // Whoever writes the row later cannot bring it back: the database keeps it erased.
+    // Whoever writes the event's row later cannot put a receiver's answer back in it: the
+    // database keeps it erased.
     c.execute(
-        "UPDATE outbox SET status = 'pending', replay_at = now(), published_at = NULL,
-                attempt_log = '[{\"response_body\": \"x\"}]'
-         WHERE delivery_id = $1::text::uuid",
-        &[&delivery],
+        "UPDATE outbox SET attempt_log = '[{\"response_body\": \"x\"}]'
+         WHERE lead_id = $1::text::uuid",
+        &[&id],
     )
     .await
     .unwrap();
-    let row = c
-        .query_one(
-            "SELECT status, replay_at IS NULL, published_at IS NOT NULL, attempt_log::text
-             FROM outbox WHERE delivery_id = $1::text::uuid",
-            &[&delivery],
-        )
-        .await
-        .unwrap();
-    assert_eq!(row.get::<_, String>(0), "skipped");
-    assert!(row.get::<_, bool>(1) && row.get::<_, bool>(2));
-    assert_eq!(row.get::<_, String>(3), "[{}]");
+    let log: String = qualifier_testkit::sql::one(
+        &c,
+        "SELECT attempt_log::text FROM outbox WHERE lead_id = $1::text::uuid
+                AND event_type = 'lead.created'",
+        &[&id],
+    )
+    .await;
+    assert_eq!(log, "[{}]");
     let d = app
         .internal(
             Method::GET,

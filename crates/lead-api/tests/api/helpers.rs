@@ -85,13 +85,6 @@ impl TestApp {
         Self::spawn_on(TestDb::new().await, tweak).await
     }
 
-    /// An app on a database in an upgrade's window, whose outbox still follows the delivery
-    /// rows (`TestDb::following_outbox`): for a test that writes a delivery's state in the
-    /// outbox's columns, as the release before this one does.
-    pub async fn spawn_following() -> TestApp {
-        Self::spawn_on(TestDb::following_outbox().await, |_| {}).await
-    }
-
     pub async fn spawn_on(db: TestDb, tweak: impl FnOnce(&mut ApiConfig)) -> TestApp {
         qualifier_testkit::init_test_logging();
         let topo = TestTopology::new(vec![50, 50, 50, 50]);

@@ -55,8 +55,7 @@ macro_rules! event_rows {
         "e AS (INSERT INTO outbox (event_id, org_id, event_type, payload, delivery_id,
                                   traceparent, is_test, lead_id, deliveries_written)
                SELECT v.event_id, p.org_id, v.event_type, v.payload, v.delivery_id,
-                      p.traceparent, false, l.id,
-                      (SELECT NOT m.to_outbox FROM deliveries_mirror m)
+                      p.traceparent, false, l.id, true
                FROM p CROSS JOIN l
                     CROSS JOIN unnest(p.event_ids, p.event_types, p.payloads, p.deliveries)
                     AS v(event_id, event_type, payload, delivery_id)
@@ -67,11 +66,10 @@ macro_rules! event_rows {
 /// The events of the written row, after `l` (the written lead's id, when it was written), and
 /// their deliveries (`d`): one row per endpoint, its place in the relay's queue and its
 /// endpoint's hour's count, written here rather than by a trigger on the outbox's insert, whose
-/// call costs about a tenth of this statement. Until the outbox retires its mirror writes the
-/// delivery rows, so the events leave them to the outbox's row trigger (`deliveries_written`
-/// false) and `d` writes none. A new event's deliveries are all `queued` with nothing sent, so
-/// each counts one `in_progress` (what the row trigger sums for any state,
-/// `qualifier_event_fans_out`).
+/// call costs about a tenth of this statement: the events say so (`deliveries_written`), and
+/// the outbox's row trigger, which fans out the events of every other writer, passes them by.
+/// A new event's deliveries are all `queued` with nothing sent, so each counts one
+/// `in_progress` (what the row trigger sums for any state, `qualifier_event_fans_out`).
 ///
 /// Two texts: an org without filters writes exactly what it wrote before filters existed, so
 /// that filters cost it no node of the plan (each node is set up and torn down at every

@@ -14,7 +14,6 @@ fn row(seq: i64, endpoint: u128, due: bool) -> Unpublished {
         is_test: false,
         feed_pos: None,
         resume_attempt: None,
-        following: false,
         due,
         ready: true,
     }

@@ -430,10 +430,8 @@ async fn drop_stray_delivery_partitions(conn: &mut AsyncPgConnection) -> Result<
 /// Ends every unfinished delivery of `table` (an outbox partition past retention): `dead`
 /// with `Event expired`, nothing held, nothing left for the relay to publish. Written on the
 /// delivery partition of the same days, found through its `deliveries_org_state` index org by
-/// org, so the cost follows the unfinished deliveries, not the partition's size; and, while the
-/// outbox follows the delivery rows, on the event's rows too, through the
-/// partition's `(org_id, status, …)` index: a statement on a partition named directly runs
-/// neither table's triggers. Returns how many it ended.
+/// org, so the cost follows the unfinished deliveries, not the partition's size: a statement on
+/// a partition named directly runs none of the table's triggers. Returns how many it ended.
 async fn end_expired(
     conn: &mut AsyncPgConnection,
     name: PartitionName,
@@ -450,19 +448,6 @@ async fn end_expired(
         .bind::<Int8, _>(name.upper())
         .execute(conn)
         .await?;
-    diesel::sql_query(format!(
-        "UPDATE {} o
-         SET status = 'dead', last_error = 'Event expired', held_at = NULL,
-             resume_attempt = NULL, replay_at = NULL,
-             published_at = coalesce(o.published_at, clock_timestamp()),
-             updated_at = clock_timestamp()
-         FROM orgs g
-         WHERE o.org_id = g.id AND o.status IN ('pending', 'failed')
-           AND (SELECT m.to_outbox FROM deliveries_mirror m)",
-        name.table()
-    ))
-    .execute(conn)
-    .await?;
     Ok(ended)
 }
 

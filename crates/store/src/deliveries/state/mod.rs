@@ -8,11 +8,8 @@
 //! its row for a throttle turn, `turn_at`), out (with a worker or in a broker queue), held
 //! while its endpoint fails, waiting for an earlier delivery of its lead (`after_earlier`),
 //! and its three ends, succeeded, dead and skipped; every wait resumes at `resume_attempt`,
-//! and `retrying` says an attempt of its cycle failed. Its event's outbox row keeps the same
-//! state in seven columns, for the release before this one (`published_at`, `held_at`,
-//! `waiting_for`, `paced_at`, `replay_at`, `status`, `resume_attempt`), and the two are kept
-//! one by triggers both ways: a move written on the delivery row is written back to the
-//! outbox, one written on the outbox into the delivery row.
+//! and `retrying` says an attempt of its cycle failed. The event's outbox row holds the event
+//! only: no statement of this release writes a delivery's state there.
 //!
 //! The moves on the delivery rows (the condition `open!`, the requeue [`requeue`]):
 //!
@@ -37,15 +34,11 @@
 //!
 //! No other source file writes the table: `scripts/lint-delivery-state.sh`, run by
 //! `make lint`, refuses an `UPDATE deliveries` or `INSERT INTO deliveries` outside this
-//! directory. The moves still also written on the outbox's columns, for the release before
-//! this one: out ([`published_set`], the relay's mark in `crate::outbox` while the outbox is
-//! followed) and ended by an erasure ([`erased_set`]: `crate::erasure`).
+//! directory.
 
 use diesel::sql_types::Bool;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use std::time::Duration;
-
-use crate::answer::ReadToEnd;
 
 /// The three states a delivery ends in, as an SQL list: sent (`succeeded`), given up
 /// (`dead`) and ended without a request (`skipped`). Every condition on whether a delivery
@@ -165,15 +158,6 @@ pub(super) const SCHEDULE_TAIL: &str = concat!(
   RETURNING d.delivery_id"
 );
 
-/// Out: published by the relay (`crate::outbox`, `relay_batch`), its events-feed position `$pos`
-/// given once (an SQL expression, in the statement's fixed text).
-macro_rules! published_set {
-    ($pos:literal) => {
-        concat!("published_at = clock_timestamp(), feed_pos = ", $pos)
-    };
-}
-pub(crate) use published_set;
-
 /// Waiting in its row for a throttle turn too far off to wait for in a worker: the turn at
 /// `$at`, sent by the relay `$ahead` seconds before it, resuming at attempt `$resume` (SQL
 /// expressions, in the statement's fixed text: `crate::pacing`, `take_turn`), on the delivery
@@ -219,25 +203,6 @@ pub(crate) fn replay(at: &str) -> String {
         requeue(at)
     )
 }
-
-/// Ended by its lead's erasure (`crate::erasure`): skipped with `erased` unless it had already
-/// ended as sent or skipped, every wait cleared. An event never published is still published
-/// once, so that the feed gives it a position (its delivery is over, and the worker drops the
-/// message); a replay waiting for its slot is not sent.
-macro_rules! erased_set {
-    () => {
-        "status = CASE WHEN o.status IN ('succeeded', 'skipped') THEN o.status
-                       ELSE 'skipped' END,
-         last_error = CASE WHEN o.status IN ('succeeded', 'skipped') THEN o.last_error
-                           ELSE 'erased' END,
-         held_at = NULL, waiting_for = NULL, paced_at = NULL, resume_attempt = NULL,
-         replay_at = NULL,
-         published_at = CASE WHEN o.feed_pos IS NULL THEN o.published_at
-                             ELSE coalesce(o.published_at, clock_timestamp()) END,
-         updated_at = clock_timestamp()"
-    };
-}
-pub(crate) use erased_set;
 
 /// An earlier delivery of the row `o`'s lead is not over (pending or retrying): the lead-order
 /// condition, defined once as an SQL function
@@ -420,46 +385,6 @@ const RECORD_WAITING: &str = record_tail!(
                     OR pg_advisory_xact_lock_shared(hashtextextended(d.lead_id::text, 20))
                        IS NOT NULL)"
 );
-
-impl crate::facets::Deliveries<'_> {
-    /// Retires the outbox from the deliveries' state
-    /// (migrations/2026-12-04-000048_the_outbox_retires/up.sql): true if this call did it,
-    /// false if it was done already. Its drops take the outbox's lock, waiting at most half a
-    /// second each time behind the running services, then trying again, for about two
-    /// minutes.
-    pub async fn retire_outbox(&self) -> Result<bool, crate::StoreError> {
-        use diesel_async::AsyncConnection;
-        #[derive(diesel::QueryableByName)]
-        struct Retired {
-            #[diesel(sql_type = diesel::sql_types::Bool)]
-            retired: bool,
-        }
-        let mut tries = 1u64;
-        loop {
-            let mut conn = self.conn().await?;
-            let done = conn
-                .transaction::<bool, diesel::result::Error, _>(async |conn| {
-                    diesel::sql_query("SET LOCAL lock_timeout = '500ms'")
-                        .execute(conn)
-                        .await?;
-                    let r: Retired =
-                        diesel::sql_query("SELECT qualifier_outbox_retire() AS retired")
-                            .one(conn)
-                            .await?;
-                    Ok(r.retired)
-                })
-                .await;
-            match done {
-                Ok(retired) => return Ok(retired),
-                Err(e) if tries < 240 && crate::pool::gave_way(&e) => {
-                    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
-                    tries += 1;
-                }
-                Err(e) => return Err(e.into()),
-            }
-        }
-    }
-}
 
 // The moves, by what they answer: an attempt's outcome, and every wait and its end.
 mod outcomes;

@@ -6,15 +6,12 @@
 //! around it stays beside the work it does, which names its parameters.
 
 /// The deliveries of the events `e` just inserted, one per endpoint that wants the event
-/// (`qualifier_deliveries_made`), each `queued` with the columns' defaults, when the event
-/// writes its own (`deliveries_written`; until the outbox retires its mirror the outbox's row
-/// trigger writes them): the `d` of the lead's write (`crate::leads::statement`) for an org
-/// without filters.
+/// (`qualifier_deliveries_made`), each `queued` with the columns' defaults: the `d` of the
+/// lead's write (`crate::leads::statement`) for an org without filters.
 macro_rules! made_for_events {
     () => {
         "INSERT INTO deliveries
            SELECT x.* FROM e CROSS JOIN LATERAL qualifier_deliveries_made(e::outbox) x
-           WHERE e.deliveries_written
            RETURNING seq, endpoint_id, org_id, created_at, state, due_at"
     };
 }
