@@ -360,33 +360,21 @@ pub fn previous_values(before: &Lead, after: &Lead) -> Map<String, Value> {
             out.insert(name.to_owned(), was);
         }
     };
-    field("name", before.name != after.name, json(&before.name));
-    field("email", before.email != after.email, json(&before.email));
-    field("phone", before.phone != after.phone, json(&before.phone));
-    field(
-        "channel",
-        before.channel != after.channel,
-        json(&before.channel),
-    );
-    field(
-        "qualification_stage",
-        before.qualification_stage != after.qualification_stage,
-        json(&before.qualification_stage),
-    );
-    field(
-        "route_target",
-        before.route_target != after.route_target,
-        json(&before.route_target),
-    );
-    field(
-        "external_ref",
-        before.external_ref != after.external_ref,
-        json(&before.external_ref),
-    );
-    field(
-        "ai_paused",
-        before.ai_paused != after.ai_paused,
-        json(&before.ai_paused),
+    // Each field by its own name in the envelope: the struct's field names are the API's.
+    macro_rules! fields {
+        ($($f:ident),*) => {
+            $(field(stringify!($f), before.$f != after.$f, json(&before.$f));)*
+        };
+    }
+    fields!(
+        name,
+        email,
+        phone,
+        channel,
+        qualification_stage,
+        route_target,
+        external_ref,
+        ai_paused
     );
     if before.profile != after.profile {
         let mut keys = Map::new();

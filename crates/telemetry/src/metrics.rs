@@ -62,42 +62,54 @@ const E2E_BUCKETS: &[f64] = &[
 
 fn describe() {
     use ::metrics::{describe_counter, describe_gauge, describe_histogram};
-    describe_gauge!(BUILD_INFO, "1, labelled with the running build's version");
     ::metrics::gauge!(BUILD_INFO, "version" => VERSION).set(1.0);
-    describe_counter!(HTTP_REQUESTS, "HTTP requests by route, method and status");
-    describe_histogram!(HTTP_DURATION, "HTTP request latency in seconds");
-    describe_counter!(RATE_LIMITED, "requests refused by the per-token rate limit");
-    describe_gauge!(
-        OUTBOX_BACKLOG,
-        "committed events not yet published to RabbitMQ"
-    );
-    describe_gauge!(
-        OUTBOX_OLDEST_AGE,
-        "age in seconds of the oldest unpublished event"
-    );
-    describe_counter!(OUTBOX_PUBLISHED, "events published by the outbox relay");
-    describe_counter!(DELIVERIES, "finished delivery attempts by outcome");
-    describe_histogram!(
-        ATTEMPT_DURATION,
-        "duration of one webhook HTTP attempt in seconds"
-    );
-    describe_histogram!(
-        EVENT_TO_DELIVERY,
-        "seconds from an event's commit to its 2xx"
-    );
-    describe_gauge!(
-        QUEUE_DEPTH,
-        "messages ready in the work, retry and dead queues"
-    );
-    describe_counter!(
-        PARKED,
-        "messages parked without using an attempt, by reason"
-    );
-    describe_gauge!(IN_FLIGHT, "webhook attempts in flight in this process");
-    describe_gauge!(
-        WAITING_FOR_SLOT,
-        "messages waiting in this process for an attempt slot"
-    );
+    for (name, help) in [
+        (BUILD_INFO, "1, labelled with the running build's version"),
+        (
+            OUTBOX_BACKLOG,
+            "committed events not yet published to RabbitMQ",
+        ),
+        (
+            OUTBOX_OLDEST_AGE,
+            "age in seconds of the oldest unpublished event",
+        ),
+        (
+            QUEUE_DEPTH,
+            "messages ready in the work, retry and dead queues",
+        ),
+        (IN_FLIGHT, "webhook attempts in flight in this process"),
+        (
+            WAITING_FOR_SLOT,
+            "messages waiting in this process for an attempt slot",
+        ),
+    ] {
+        describe_gauge!(name, help);
+    }
+    for (name, help) in [
+        (HTTP_REQUESTS, "HTTP requests by route, method and status"),
+        (RATE_LIMITED, "requests refused by the per-token rate limit"),
+        (OUTBOX_PUBLISHED, "events published by the outbox relay"),
+        (DELIVERIES, "finished delivery attempts by outcome"),
+        (
+            PARKED,
+            "messages parked without using an attempt, by reason",
+        ),
+    ] {
+        describe_counter!(name, help);
+    }
+    for (name, help) in [
+        (HTTP_DURATION, "HTTP request latency in seconds"),
+        (
+            ATTEMPT_DURATION,
+            "duration of one webhook HTTP attempt in seconds",
+        ),
+        (
+            EVENT_TO_DELIVERY,
+            "seconds from an event's commit to its 2xx",
+        ),
+    ] {
+        describe_histogram!(name, help);
+    }
 }
 
 static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();

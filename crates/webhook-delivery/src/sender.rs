@@ -329,14 +329,16 @@ impl Sender {
             .receiver_auth
             .as_ref()
             .and_then(|a| a.static_header().is_none().then(|| headers.clone()));
-        let out = Outgoing {
+        let outgoing = |headers, authz| Outgoing {
             url: &url,
             headers,
             theirs: &hook.receiver_headers,
-            authz: authz.as_deref(),
+            authz,
             body: &job.body,
         };
-        let sent = self.post(&transport, out, at).await;
+        let sent = self
+            .post(&transport, outgoing(headers, authz.as_deref()), at)
+            .await;
         match (again, &sent.response) {
             (Some(headers), Response::Status { code: 401, .. }) => {
                 let refused = authz.as_deref();
@@ -345,14 +347,8 @@ impl Sender {
                     .await
                 {
                     Ok(authz) => {
-                        let out = Outgoing {
-                            url: &url,
-                            headers,
-                            theirs: &hook.receiver_headers,
-                            authz: authz.as_deref(),
-                            body: &job.body,
-                        };
-                        self.post(&transport, out, at).await
+                        self.post(&transport, outgoing(headers, authz.as_deref()), at)
+                            .await
                     }
                     Err(why) => no_answer(why, headers),
                 }

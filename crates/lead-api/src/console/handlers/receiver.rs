@@ -78,30 +78,7 @@ pub(in crate::console) async fn webhook_receiver(
     };
     let checked = crate::inputs::receiver_of(&as_json(&f.form), &st.egress).await;
     let saved_too = match checked {
-        Ok(receiver) => {
-            let settings = qualifier_store::webhooks::EndpointSettings {
-                url: saved.url.clone(),
-                event_types: saved.event_types.clone(),
-                enabled: saved.enabled,
-                pace: saved.pace(),
-                description: None,
-                receiver,
-            };
-            match place.id {
-                None => st
-                    .store
-                    .endpoints()
-                    .put_webhook(f.session.org_id, settings)
-                    .await
-                    .map(|_| ()),
-                Some(_) => st
-                    .store
-                    .endpoints()
-                    .update_endpoint(at, settings)
-                    .await
-                    .map(|_| ()),
-            }
-        }
+        Ok(receiver) => save_receiver(&st, f.session.org_id, &place, &saved, receiver).await,
         Err(e) => Err(qualifier_store::StoreError::Invalid(
             qualifier_domain::FieldError::new(e.to_string()),
         )),
@@ -200,31 +177,11 @@ pub(in crate::console) async fn webhook_filter(
         let r = webhook_view(&st, &f.session, place, Some(form), None, None).await?;
         return Ok(f.answer(r));
     }
-    let settings = qualifier_store::webhooks::EndpointSettings {
-        url: saved.url.clone(),
-        event_types: saved.event_types.clone(),
-        enabled: saved.enabled,
-        pace: saved.pace(),
-        description: None,
-        receiver: qualifier_store::webhooks::ReceiverSettings {
-            filter: Some(parsed.map(|p| p.0)),
-            ..Default::default()
-        },
+    let receiver = qualifier_store::webhooks::ReceiverSettings {
+        filter: Some(parsed.map(|p| p.0)),
+        ..Default::default()
     };
-    let result = match place.id {
-        None => st
-            .store
-            .endpoints()
-            .put_webhook(f.session.org_id, settings)
-            .await
-            .map(|_| ()),
-        Some(_) => st
-            .store
-            .endpoints()
-            .update_endpoint(at, settings)
-            .await
-            .map(|_| ()),
-    };
+    let result = save_receiver(&st, f.session.org_id, &place, &saved, receiver).await;
     match result {
         Ok(()) => Ok(f.answer(see_other(&format!("{}?done=filter", place.page())))),
         Err(qualifier_store::StoreError::Conflict(m)) => {
@@ -233,5 +190,32 @@ pub(in crate::console) async fn webhook_filter(
             Ok(f.answer(refused(r)))
         }
         Err(e) => Err(e.into()),
+    }
+}
+
+/// Saves `receiver` on the endpoint at `place`, its other settings as `saved` holds them: the
+/// org's webhook (its primary) when the place names no endpoint, else the endpoint named.
+async fn save_receiver(
+    st: &AppState,
+    org: uuid::Uuid,
+    place: &Place,
+    saved: &qualifier_store::webhooks::Webhook,
+    receiver: qualifier_store::webhooks::ReceiverSettings,
+) -> std::result::Result<(), qualifier_store::StoreError> {
+    let settings = qualifier_store::webhooks::EndpointSettings {
+        url: saved.url.clone(),
+        event_types: saved.event_types.clone(),
+        enabled: saved.enabled,
+        pace: saved.pace(),
+        description: None,
+        receiver,
+    };
+    let endpoints = st.store.endpoints();
+    match place.id {
+        None => endpoints.put_webhook(org, settings).await.map(|_| ()),
+        Some(_) => endpoints
+            .update_endpoint(place.at(org), settings)
+            .await
+            .map(|_| ()),
     }
 }
