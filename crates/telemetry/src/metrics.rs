@@ -62,53 +62,82 @@ const E2E_BUCKETS: &[f64] = &[
 
 fn describe() {
     use ::metrics::{describe_counter, describe_gauge, describe_histogram};
+    enum Kind {
+        Gauge,
+        Counter,
+        Histogram,
+    }
+    use Kind::{Counter, Gauge, Histogram};
     ::metrics::gauge!(BUILD_INFO, "version" => VERSION).set(1.0);
-    for (name, help) in [
-        (BUILD_INFO, "1, labelled with the running build's version"),
+    for (kind, name, help) in [
         (
+            Gauge,
+            BUILD_INFO,
+            "1, labelled with the running build's version",
+        ),
+        (
+            Gauge,
             OUTBOX_BACKLOG,
             "committed events not yet published to RabbitMQ",
         ),
         (
+            Gauge,
             OUTBOX_OLDEST_AGE,
             "age in seconds of the oldest unpublished event",
         ),
         (
+            Gauge,
             QUEUE_DEPTH,
             "messages ready in the work, retry and dead queues",
         ),
-        (IN_FLIGHT, "webhook attempts in flight in this process"),
         (
+            Gauge,
+            IN_FLIGHT,
+            "webhook attempts in flight in this process",
+        ),
+        (
+            Gauge,
             WAITING_FOR_SLOT,
             "messages waiting in this process for an attempt slot",
         ),
-    ] {
-        describe_gauge!(name, help);
-    }
-    for (name, help) in [
-        (HTTP_REQUESTS, "HTTP requests by route, method and status"),
-        (RATE_LIMITED, "requests refused by the per-token rate limit"),
-        (OUTBOX_PUBLISHED, "events published by the outbox relay"),
-        (DELIVERIES, "finished delivery attempts by outcome"),
         (
+            Counter,
+            HTTP_REQUESTS,
+            "HTTP requests by route, method and status",
+        ),
+        (
+            Counter,
+            RATE_LIMITED,
+            "requests refused by the per-token rate limit",
+        ),
+        (
+            Counter,
+            OUTBOX_PUBLISHED,
+            "events published by the outbox relay",
+        ),
+        (Counter, DELIVERIES, "finished delivery attempts by outcome"),
+        (
+            Counter,
             PARKED,
             "messages parked without using an attempt, by reason",
         ),
-    ] {
-        describe_counter!(name, help);
-    }
-    for (name, help) in [
-        (HTTP_DURATION, "HTTP request latency in seconds"),
+        (Histogram, HTTP_DURATION, "HTTP request latency in seconds"),
         (
+            Histogram,
             ATTEMPT_DURATION,
             "duration of one webhook HTTP attempt in seconds",
         ),
         (
+            Histogram,
             EVENT_TO_DELIVERY,
             "seconds from an event's commit to its 2xx",
         ),
     ] {
-        describe_histogram!(name, help);
+        match kind {
+            Gauge => describe_gauge!(name, help),
+            Counter => describe_counter!(name, help),
+            Histogram => describe_histogram!(name, help),
+        }
     }
 }
 
