@@ -9,9 +9,10 @@
 //! - the receiver answering 500s, hanging past the attempt timeout, or dropping connections.
 //!
 //! With `--endpoints 3` or more, the second endpoint's receiver answers one request in six 429
-//! with `Retry-After: 2` throughout: no delivery may reach it again before that pause ends,
-//! whatever carried it (a redelivery, a bundle put back), but for the attempt in flight when a
-//! worker was killed or the database restarted (`sent_before_retry_after`, must be 0).
+//! with `Retry-After: 2` throughout (never the same delivery twice: a 429 spends an attempt, and
+//! the counter alone must not spend a delivery's five): no delivery may reach it again before
+//! that pause ends, whatever carried it (a redelivery, a bundle put back), but for the attempt in
+//! flight when a worker was killed or the database restarted (`sent_before_retry_after`, must be 0).
 //!
 //! The outbox is the list of committed events (an event exists if and only if its change
 //! committed). At the end: sent, committed, delivered, lost (must be 0) and duplicates (each

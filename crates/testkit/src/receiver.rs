@@ -52,7 +52,10 @@ pub enum Behaviour {
     /// This status (429 or 503, say) with `Retry-After: <seconds>`.
     RetryAfter(u16, u64),
     /// Every `n`th request (counted from the first) 429 with `Retry-After: <seconds>`, the
-    /// others 200 at once: a receiver that asks for a pause now and then.
+    /// others 200 at once: a receiver that asks for a pause now and then. A delivery it paused
+    /// once is not the one it pauses again (the pause passes to the next request): a rate
+    /// limiter answers the load, not one delivery, and five pauses of the same delivery would
+    /// spend its whole attempt budget by the counter's arithmetic alone.
     RetryAfterEvery(u32, u64),
 }
 
@@ -93,6 +96,11 @@ struct State {
     answer_body: Option<(Vec<u8>, &'static str)>,
     /// Requests answered so far (what [`Behaviour::RetryAfterEvery`] counts).
     served: u64,
+    /// [`Behaviour::RetryAfterEvery`]: a pause is due and goes to the next request of a
+    /// delivery not paused before.
+    pause_owed: bool,
+    /// The deliveries [`Behaviour::RetryAfterEvery`] has paused.
+    paused: std::collections::HashSet<String>,
     /// While set and false, each request is recorded and then waits to be answered
     /// ([`Receiver::hold`]).
     gate: Option<tokio::sync::watch::Sender<bool>>,
@@ -212,12 +220,22 @@ async fn hook(
         };
         st.served += 1;
         let behaviour = match behaviour {
-            Behaviour::RetryAfterEvery(n, secs)
-                if st.served.is_multiple_of(u64::from(n.max(1))) =>
-            {
-                Behaviour::RetryAfter(429, secs)
+            Behaviour::RetryAfterEvery(n, secs) => {
+                if st.served.is_multiple_of(u64::from(n.max(1))) {
+                    st.pause_owed = true;
+                }
+                let delivery = headers
+                    .get("x-qualifier-delivery")
+                    .cloned()
+                    .unwrap_or_default();
+                if st.pause_owed && !st.paused.contains(&delivery) {
+                    st.pause_owed = false;
+                    st.paused.insert(delivery);
+                    Behaviour::RetryAfter(429, secs)
+                } else {
+                    Behaviour::Ok
+                }
             }
-            Behaviour::RetryAfterEvery(..) => Behaviour::Ok,
             b => b,
         };
         st.received.push(Received {
