@@ -7,6 +7,7 @@ mod named;
 
 pub mod client_cert;
 pub mod delivery;
+pub mod destination;
 pub mod event;
 pub mod filter;
 pub mod handoff;

@@ -21,6 +21,9 @@ pub enum EgressError {
     Unresolvable,
     #[error("url must resolve only to public addresses")]
     NotPublic,
+    /// A destination's plain (unencrypted) protocol to an address outside the allow-list.
+    #[error("url must use TLS (amqps://) to reach a public address")]
+    NeedsTls,
 }
 
 /// The allow-list a deployment configured; empty in production.
@@ -46,10 +49,21 @@ impl EgressPolicy {
     /// Every address the endpoint resolves to, all of them permitted; one bad answer refuses the
     /// whole endpoint (a resolver could otherwise round-robin us into a private network).
     pub async fn resolve(&self, url: &WebhookUrl) -> Result<Vec<SocketAddr>, EgressError> {
-        let port = url.port();
-        let addrs: Vec<SocketAddr> = match url.ip_literal() {
+        self.resolve_host(url.host_str(), url.ip_literal(), url.port())
+            .await
+    }
+
+    /// [`Self::resolve`] for a host and port (`literal`: the host is that address). What a
+    /// destination other than `https` connects to is judged by the same rules.
+    pub async fn resolve_host(
+        &self,
+        host: &str,
+        literal: Option<IpAddr>,
+        port: u16,
+    ) -> Result<Vec<SocketAddr>, EgressError> {
+        let addrs: Vec<SocketAddr> = match literal.or_else(|| host.parse().ok()) {
             Some(ip) => vec![SocketAddr::new(ip, port)],
-            None => tokio::net::lookup_host((url.host_str(), port))
+            None => tokio::net::lookup_host((host, port))
                 .await
                 .map_err(|_| EgressError::Unresolvable)?
                 .collect(),
@@ -59,6 +73,29 @@ impl EgressPolicy {
         }
         self.check(&addrs)?;
         Ok(addrs)
+    }
+
+    /// Where an `amqp` destination connects: its host's addresses, every one permitted, and a
+    /// plain `amqp://` only to addresses the allow-list names (a development broker); a public
+    /// broker is reached over TLS, or its credentials and our events would cross the internet
+    /// in clear.
+    pub async fn resolve_amqp(
+        &self,
+        a: &qualifier_domain::destination::AmqpAddress,
+    ) -> Result<Vec<SocketAddr>, EgressError> {
+        let addrs = self.resolve_host(&a.host, None, a.port).await?;
+        if !a.tls && !addrs.iter().all(|s| self.allowed_by_list(s.ip())) {
+            return Err(EgressError::NeedsTls);
+        }
+        Ok(addrs)
+    }
+
+    fn allowed_by_list(&self, ip: IpAddr) -> bool {
+        let ip = match ip {
+            IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(ip),
+            v4 => v4,
+        };
+        self.allow.iter().any(|net| net.contains(&ip))
     }
 
     /// Every one of `addrs` permitted; one bad answer refuses the whole endpoint.

@@ -173,7 +173,7 @@ impl crate::inputs::WebhookSettings {
     /// What the store saves an endpoint with.
     pub fn into_endpoint(self) -> qualifier_store::webhooks::EndpointSettings {
         qualifier_store::webhooks::EndpointSettings {
-            url: self.url.as_str().to_owned(),
+            url: self.url.map(|u| u.as_str().to_owned()).unwrap_or_default(),
             event_types: self.event_types,
             enabled: self.enabled,
             pace: self.pace,

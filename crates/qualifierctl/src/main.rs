@@ -216,8 +216,9 @@ impl EndpointArg {
 /// An endpoint's settings, as `set-webhook` and `endpoints create|update` take them.
 #[derive(clap::Args)]
 struct EndpointSettingsArgs {
-    #[arg(long)]
-    url: String,
+    /// Where an `https` endpoint's requests go; omitted with another `--destination`.
+    #[arg(long, required_unless_present = "destination")]
+    url: Option<String>,
     /// Comma-separated event types; all of them when omitted.
     #[arg(long, value_delimiter = ',')]
     events: Vec<EventType>,
@@ -250,6 +251,11 @@ struct EndpointSettingsArgs {
     /// JSON filter (`{"data.lead.channel": "whatsapp"}`) or `null`; the saved one when omitted.
     #[arg(long)]
     filter: Option<String>,
+    /// Where the endpoint sends, as the API takes it (docs/destinations.md): a JSON object,
+    /// `{"type": "amqp", "url": "amqps://user:password@host/vhost", "exchange": "…",
+    /// "routing_key": "…"}`; `https` (to `--url`) when omitted.
+    #[arg(long)]
+    destination: Option<String>,
     #[command(flatten)]
     allow_cidrs: AllowCidrsArgs,
 }
@@ -257,16 +263,27 @@ struct EndpointSettingsArgs {
 impl EndpointSettingsArgs {
     /// The settings, the url checked against the egress policy now (as the API checks it).
     async fn checked(&self) -> anyhow::Result<EndpointSettings> {
-        let url = WebhookUrl::parse(&self.url)?;
         let policy = EgressPolicy::new(self.allow_cidrs.cidrs()?);
-        policy.resolve(&url).await?;
+        let destination = self.destination(&policy).await?;
+        let url = match (&self.url, &destination.destination) {
+            (Some(raw), None) => {
+                let url = WebhookUrl::parse(raw)?;
+                policy.resolve(&url).await?;
+                url.as_str().to_owned()
+            }
+            (None, Some(_)) => String::new(),
+            (Some(_), Some(_)) => anyhow::bail!("--url: not with a --destination other than https"),
+            (None, None) => anyhow::bail!("--url: required for an https endpoint"),
+        };
         if let Some(d) = &self.description
             && (d.chars().count() > 255 || d.chars().any(char::is_control))
         {
             anyhow::bail!("--description: at most 255 characters, no control characters");
         }
+        let mut receiver = self.receiver(&policy).await?;
+        receiver.destination = Some(destination);
         Ok(EndpointSettings {
-            url: url.as_str().to_owned(),
+            url,
             event_types: if self.events.is_empty() {
                 EventType::VARIANTS.to_vec()
             } else {
@@ -278,8 +295,33 @@ impl EndpointSettingsArgs {
                 ordering: self.ordering,
             },
             description: self.description.clone(),
-            receiver: self.receiver(&policy).await?,
+            receiver,
         })
+    }
+
+    /// `--destination`, checked by the API's rules (a broker's host as the endpoint's url).
+    async fn destination(
+        &self,
+        policy: &EgressPolicy,
+    ) -> anyhow::Result<qualifier_domain::destination::DestinationInput> {
+        use qualifier_domain::destination::{Destination, DestinationInput, address};
+        let Some(raw) = &self.destination else {
+            return Ok(DestinationInput {
+                destination: None,
+                secret: None,
+            });
+        };
+        let v: serde_json::Value = serde_json::from_str(raw)
+            .map_err(|e| anyhow::anyhow!("--destination: not JSON: {e}"))?;
+        let d = DestinationInput::parse(&v).map_err(|e| anyhow::anyhow!("--destination: {e}"))?;
+        if let Some(Destination::Amqp(a)) = &d.destination {
+            let at = address(&a.url).map_err(|e| anyhow::anyhow!("--destination: {e}"))?;
+            policy
+                .resolve_amqp(&at)
+                .await
+                .map_err(|e| anyhow::anyhow!("--destination: destination.{e}"))?;
+        }
+        Ok(d)
     }
 
     /// `--headers` and `--auth`, checked by the API's rules (an OAuth 2 token url as the
@@ -323,6 +365,7 @@ impl EndpointSettingsArgs {
             headers,
             auth,
             filter,
+            destination: None,
         })
     }
 }

@@ -45,6 +45,33 @@ fn replay_needs_exactly_one_of_a_delivery_or_all_dead() {
 }
 
 #[test]
+fn an_endpoint_takes_a_url_or_a_destination_checked_before_the_database() {
+    let org = "0190a0b0-0000-7000-8000-000000000001";
+    let key = qualifier_store::SecretKey::generate_base64();
+    let create = |more: &[&str]| {
+        let mut args = vec!["endpoints", "create", "--org", org];
+        args.extend_from_slice(more);
+        let out = Command::new(env!("CARGO_BIN_EXE_qualifierctl"))
+            .args(&args)
+            .env_remove("DATABASE_URL")
+            .env("QUALIFIER_SECRET_KEY", &key)
+            .output()
+            .expect("qualifierctl runs");
+        assert!(!out.status.success());
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    assert!(create(&[]).contains("--url"));
+    let plain = r#"{"type": "amqp", "url": "amqp://u:p@8.8.8.8/", "exchange": "x"}"#;
+    let refused = create(&["--destination", plain]);
+    assert!(refused.contains("must use TLS"), "{refused}");
+    let tls = r#"{"type": "amqp", "url": "amqps://u:p@8.8.8.8/", "exchange": "x"}"#;
+    let both = create(&["--url", "https://example.com/h", "--destination", tls]);
+    assert!(both.contains("--url"), "{both}");
+    let kafka = create(&["--destination", r#"{"type": "kafka"}"#]);
+    assert!(kafka.contains("destination.type"), "{kafka}");
+}
+
+#[test]
 fn a_command_needing_the_database_says_so_without_it() {
     let org = "0190a0b0-0000-7000-8000-000000000001";
     let out = ctl(&["replay", "--org", org, "--all-dead", "--dry-run"]);

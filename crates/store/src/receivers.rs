@@ -5,6 +5,7 @@
 //! endpoint as its signing secret is. A page or an answer reads the first two and shows each
 //! secret as [`MASK`]; only a request's sender opens the third.
 
+use qualifier_domain::destination::{Destination, DestinationInput, OpenDestination};
 use qualifier_domain::receiver::{
     AuthInput, AuthKind, HeaderInput, MASK, ReceiverAuth, SecretInput, refused_name,
 };
@@ -33,13 +34,16 @@ struct StoredHeader {
     secret: bool,
 }
 
-/// The sealed part: each secret header's value by its name, and the auth's one secret.
+/// The sealed part: each secret header's value by its name, the auth's one secret, and the
+/// destination's.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 struct Secrets {
     #[serde(default)]
     headers: Vec<(String, String)>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     auth: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    destination: Option<String>,
 }
 
 /// What a save changes of the receiver's settings: `None` keeps what is saved (a client that
@@ -51,6 +55,8 @@ pub struct ReceiverSettings {
     /// The endpoint's filter as saved (it parsed as a `qualifier_domain::filter::Filter`),
     /// `Some(None)` none.
     pub filter: Option<Option<Value>>,
+    /// Where the endpoint sends (`destination: None` in it: to its `url`).
+    pub destination: Option<DestinationInput>,
 }
 
 /// An endpoint's receiver settings, read whole (its secrets opened) or only as shown.
@@ -58,6 +64,7 @@ pub struct ReceiverSettings {
 pub(crate) struct Receiver {
     headers: Vec<StoredHeader>,
     auth: Option<AuthKind>,
+    destination: Option<Destination>,
     secrets: Secrets,
 }
 
@@ -65,7 +72,16 @@ pub(crate) struct Receiver {
 pub(crate) struct ReceiverColumns {
     pub(crate) headers: Value,
     pub(crate) auth: Option<Value>,
+    pub(crate) destination: Option<Value>,
     pub(crate) sealed: Option<Vec<u8>>,
+}
+
+/// What a request needs of the receiver's settings, secrets opened: its headers in their order,
+/// its credentials, and where it goes when not to the endpoint's url.
+pub(crate) struct ForRequest {
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) auth: Option<ReceiverAuth>,
+    pub(crate) destination: Option<OpenDestination>,
 }
 
 fn invalid(m: impl Into<String>) -> StoreError {
@@ -93,6 +109,13 @@ pub(crate) fn shown_auth(column: Option<&Value>) -> Option<Value> {
     column.and_then(AuthKind::from_stored).map(|k| k.shown())
 }
 
+/// The destination as shown (its secret masked), from the `destination` column alone.
+pub(crate) fn shown_destination(column: Option<&Value>) -> Value {
+    column
+        .and_then(Destination::from_stored)
+        .map_or_else(qualifier_domain::destination::https_shown, |d| d.shown())
+}
+
 fn stored_headers(column: &Value) -> Vec<StoredHeader> {
     serde_json::from_value(column.clone()).unwrap_or_default()
 }
@@ -100,18 +123,17 @@ fn stored_headers(column: &Value) -> Vec<StoredHeader> {
 impl Receiver {
     /// The settings of a row, its secrets opened with `open` (`sealed` absent: none).
     pub(crate) fn read(
-        headers: &Value,
-        auth: Option<&Value>,
-        sealed: Option<&[u8]>,
+        columns: Stored<'_>,
         open: impl Fn(&[u8]) -> Result<String, OpenError>,
     ) -> Result<Receiver, OpenError> {
-        let secrets = match sealed {
+        let secrets = match columns.sealed {
             Some(s) => serde_json::from_str(&open(s)?).map_err(|_| OpenError::WrongKey)?,
             None => Secrets::default(),
         };
         Ok(Receiver {
-            headers: stored_headers(headers),
-            auth: auth.and_then(AuthKind::from_stored),
+            headers: stored_headers(columns.headers),
+            auth: columns.auth.and_then(AuthKind::from_stored),
+            destination: columns.destination.and_then(Destination::from_stored),
             secrets,
         })
     }
@@ -195,11 +217,61 @@ impl Receiver {
         {
             return Err(invalid(why));
         }
+        let destination = match &change.destination {
+            None => {
+                secrets.destination = self.secrets.destination.clone();
+                self.destination.clone()
+            }
+            Some(given) => {
+                secrets.destination = match (&given.destination, &given.secret) {
+                    (None, _) | (_, None) => None,
+                    (Some(_), Some(SecretInput::New(s))) => Some(s.clone()),
+                    (Some(d), Some(SecretInput::Keep)) => {
+                        let same_kind = self
+                            .destination
+                            .as_ref()
+                            .is_some_and(|saved| saved.type_name() == d.type_name());
+                        match (&self.secrets.destination, same_kind) {
+                            (Some(s), true) => Some(s.clone()),
+                            _ => {
+                                return Err(invalid(format!(
+                                    "destination.url: {MASK} keeps a saved password, and there \
+                                     is none"
+                                )));
+                            }
+                        }
+                    }
+                };
+                given.destination.clone()
+            }
+        };
+        // Headers and credentials are a web server's: an endpoint that sends elsewhere has
+        // none. Given with such a destination, they are refused; saved ones go with the switch.
+        let (headers, auth) = if destination.is_some() {
+            let given_headers = change.headers.as_ref().is_some_and(|h| !h.is_empty());
+            let given_auth = matches!(change.auth, Some(Some(_)));
+            if given_headers || given_auth {
+                return Err(invalid(
+                    "headers and auth apply only to an https destination",
+                ));
+            }
+            secrets.headers.clear();
+            secrets.auth = None;
+            (Vec::new(), None)
+        } else {
+            (headers, auth)
+        };
         Ok(Receiver {
             headers,
             auth,
+            destination,
             secrets,
         })
+    }
+
+    /// Whether the endpoint sends somewhere other than its url.
+    pub(crate) fn has_destination(&self) -> bool {
+        self.destination.is_some()
     }
 
     /// The columns to write, the secrets sealed with `seal` (none: no sealed column).
@@ -209,16 +281,18 @@ impl Receiver {
         ReceiverColumns {
             headers: serde_json::to_value(&self.headers).expect("strings serialise"),
             auth: self.auth.as_ref().map(AuthKind::stored),
+            destination: self.destination.as_ref().map(Destination::stored),
             sealed,
         }
     }
 
-    /// What a request adds: the receiver's headers in their order, secret values opened, and
-    /// its credentials.
-    pub(crate) fn for_request(self) -> (Vec<(String, String)>, Option<ReceiverAuth>) {
+    /// What a request adds: the receiver's headers in their order, secret values opened, its
+    /// credentials, and its destination with its secret.
+    pub(crate) fn for_request(self) -> ForRequest {
         let Receiver {
             headers,
             auth,
+            destination,
             secrets,
         } = self;
         let headers = headers
@@ -239,8 +313,24 @@ impl Receiver {
             (Some(kind), Some(secret)) => Some(ReceiverAuth { kind, secret }),
             _ => None,
         };
-        (headers, auth)
+        ForRequest {
+            headers,
+            auth,
+            destination: destination.map(|destination| OpenDestination {
+                destination,
+                secret: secrets.destination,
+            }),
+        }
     }
+}
+
+/// The columns of a row a [`Receiver`] is read from.
+#[derive(Clone, Copy)]
+pub(crate) struct Stored<'a> {
+    pub(crate) headers: &'a Value,
+    pub(crate) auth: Option<&'a Value>,
+    pub(crate) destination: Option<&'a Value>,
+    pub(crate) sealed: Option<&'a [u8]>,
 }
 
 #[cfg(test)]
@@ -253,7 +343,14 @@ mod tests {
         ReceiverSettings {
             headers: headers.map(|h| headers_of(&h).unwrap()),
             auth: auth.map(|a| auth_of(&a).unwrap()),
-            filter: None,
+            ..ReceiverSettings::default()
+        }
+    }
+
+    fn to(destination: Value) -> ReceiverSettings {
+        ReceiverSettings {
+            destination: Some(DestinationInput::parse(&destination).unwrap()),
+            ..ReceiverSettings::default()
         }
     }
 
@@ -261,10 +358,83 @@ mod tests {
     /// (the store's key seals for real: tests/api/receivers.rs reads `pg_dump`).
     fn round_trip(r: &Receiver) -> Receiver {
         let c = r.columns(|s| s.as_bytes().to_vec());
-        Receiver::read(&c.headers, c.auth.as_ref(), c.sealed.as_deref(), |b| {
-            Ok(String::from_utf8(b.to_vec()).unwrap())
-        })
-        .unwrap()
+        let stored = Stored {
+            headers: &c.headers,
+            auth: c.auth.as_ref(),
+            destination: c.destination.as_ref(),
+            sealed: c.sealed.as_deref(),
+        };
+        Receiver::read(stored, |b| Ok(String::from_utf8(b.to_vec()).unwrap())).unwrap()
+    }
+
+    #[test]
+    fn a_destinations_password_is_sealed_shown_masked_and_kept_by_the_mask() {
+        let amqp = |url: &str| {
+            to(json!({"type": "amqp", "url": url, "exchange": "crm", "routing_key": "k"}))
+        };
+        let saved = round_trip(
+            &Receiver::default()
+                .merged(&amqp("amqps://sync:pw1@broker.example.com/v"))
+                .unwrap(),
+        );
+        let c = saved.columns(|s| s.as_bytes().to_vec());
+        assert!(!c.destination.as_ref().unwrap().to_string().contains("pw1"));
+        let shown = shown_destination(c.destination.as_ref());
+        assert_eq!(shown["url"], "amqps://sync:********@broker.example.com/v");
+        // The mask back keeps the password; a save without `destination` keeps all of it.
+        let kept = round_trip(
+            &saved
+                .clone()
+                .merged(&amqp(shown["url"].as_str().unwrap()))
+                .unwrap(),
+        );
+        assert_eq!(
+            kept.for_request().destination.unwrap().secret.as_deref(),
+            Some("pw1")
+        );
+        assert_eq!(
+            round_trip(&saved.clone().merged(&change(None, None)).unwrap()),
+            saved
+        );
+        // Back to https: the destination and its secret go.
+        let https = round_trip(&saved.clone().merged(&to(json!({"type": "https"}))).unwrap());
+        assert!(https.clone().for_request().destination.is_none());
+        assert_eq!(
+            shown_destination(
+                https
+                    .columns(|s| s.as_bytes().to_vec())
+                    .destination
+                    .as_ref()
+            ),
+            json!({"type": "https"})
+        );
+        // A mask with no password saved is refused, naming the field.
+        let e = Receiver::default()
+            .merged(&amqp("amqp://u:********@h"))
+            .unwrap_err();
+        assert!(e.to_string().contains("destination.url"), "{e}");
+    }
+
+    #[test]
+    fn headers_and_auth_are_an_https_destinations_only() {
+        let with_headers = Receiver::default()
+            .merged(&change(
+                Some(json!([{"name": "X-Team", "value": "crm"}])),
+                Some(json!({"type": "bearer", "token": "t"})),
+            ))
+            .unwrap();
+        let mut both = to(json!({"type": "amqp", "url": "amqp://h", "exchange": "x"}));
+        both.headers = Some(headers_of(&json!([{"name": "X-Team", "value": "crm"}])).unwrap());
+        let e = with_headers.clone().merged(&both).unwrap_err();
+        assert!(e.to_string().contains("https destination"), "{e}");
+        // Switched without them, the saved ones go.
+        let switched = with_headers
+            .merged(&to(
+                json!({"type": "amqp", "url": "amqp://h", "exchange": "x"}),
+            ))
+            .unwrap();
+        let r = round_trip(&switched).for_request();
+        assert!(r.headers.is_empty() && r.auth.is_none() && r.destination.is_some());
     }
 
     #[test]
@@ -283,7 +453,7 @@ mod tests {
         assert_eq!(shown[0].value, MASK);
         assert_eq!(shown[1].value, "crm");
         assert_eq!(shown_auth(c.auth.as_ref()).unwrap()["password"], MASK);
-        let (headers, auth) = round_trip(&r).for_request();
+        let ForRequest { headers, auth, .. } = round_trip(&r).for_request();
         assert_eq!(
             headers,
             vec![
@@ -312,7 +482,11 @@ mod tests {
                 Some(json!({"type": "bearer", "token": MASK})),
             ))
             .unwrap();
-        let (h, a) = round_trip(&kept).for_request();
+        let ForRequest {
+            headers: h,
+            auth: a,
+            ..
+        } = round_trip(&kept).for_request();
         assert_eq!(h, vec![("x-key".into(), "k1".into())]);
         assert_eq!(a.unwrap().secret, "t1");
         // Fields left out keep what is saved.
@@ -339,7 +513,7 @@ mod tests {
         assert!(e.to_string().contains("auth.password"), "{e}");
         // `null` removes the auth and its secret.
         let none = round_trip(&saved.merged(&change(None, Some(Value::Null))).unwrap());
-        assert!(none.for_request().1.is_none());
+        assert!(none.for_request().auth.is_none());
     }
 
     #[test]

@@ -83,6 +83,7 @@ diesel::table! {
         auth -> Nullable<Jsonb>,
         receiver_secrets_sealed -> Nullable<Bytea>,
         filter -> Nullable<Jsonb>,
+        destination -> Nullable<Jsonb>,
     }
 }
 

@@ -53,6 +53,7 @@ pub(crate) struct WebhookRow {
     auth: Option<serde_json::Value>,
     receiver_secrets_sealed: Option<Vec<u8>>,
     filter: Option<serde_json::Value>,
+    destination: Option<serde_json::Value>,
     /// Whether the deployment may still hold secrets in the unbound format (`secret_format`),
     /// read with the row so that no process can act on a stale answer. A subselect diesel
     /// builds (not SQL text), so the statements that read webhooks stay prepared and cached.
@@ -69,6 +70,9 @@ pub(crate) const UNBOUND_ALLOWED: &str =
 pub struct Webhook {
     pub id: Uuid,
     pub description: String,
+    /// Where an `https` endpoint's requests go; empty (shown `null`) for an endpoint with
+    /// another destination.
+    #[serde(serialize_with = "empty_as_null")]
     pub url: String,
     pub event_types: Vec<EventType>,
     pub enabled: bool,
@@ -90,9 +94,38 @@ pub struct Webhook {
     pub auth: Option<serde_json::Value>,
     /// The events the endpoint wants among those it subscribes to (`null`: all of them).
     pub filter: Option<serde_json::Value>,
+    /// Where the endpoint sends: `{"type": "https"}` (to `url`) or another destination, its
+    /// secret masked (docs/destinations.md).
+    pub destination: serde_json::Value,
+}
+
+fn empty_as_null<S: serde::Serializer>(url: &str, s: S) -> Result<S::Ok, S::Error> {
+    if url.is_empty() {
+        s.serialize_none()
+    } else {
+        s.serialize_str(url)
+    }
 }
 
 impl Webhook {
+    /// Where the endpoint sends, in one line for a page: its url, or its destination's type,
+    /// address (password masked) and exchange.
+    pub fn target(&self) -> std::borrow::Cow<'_, str> {
+        if !self.url.is_empty() {
+            return self.url.as_str().into();
+        }
+        let d = &self.destination;
+        let text = |k: &str| d.get(k).and_then(serde_json::Value::as_str).unwrap_or("");
+        format!(
+            "{}: {} exchange {:?} key {:?}",
+            text("type"),
+            text("url"),
+            text("exchange"),
+            text("routing_key")
+        )
+        .into()
+    }
+
     /// The throttle and the ordering.
     pub fn pace(&self) -> Pace {
         Pace {
@@ -145,7 +178,30 @@ pub(crate) async fn locked_row(
         .optional()
 }
 
+/// The url an endpoint is saved with: none (empty) when it has another destination, and one it
+/// must have when it has not (the API's parsing refuses the other cases first; this holds the
+/// store to it whatever the caller).
+fn url_for(receiver: &crate::receivers::Receiver, url: String) -> Result<String, StoreError> {
+    match (receiver.has_destination(), url.is_empty()) {
+        (true, _) => Ok(String::new()),
+        (false, false) => Ok(url),
+        (false, true) => Err(StoreError::Invalid(qualifier_domain::FieldError::new(
+            "url must be an absolute https URL",
+        ))),
+    }
+}
+
 impl WebhookRow {
+    /// The columns the receiver's settings are read from.
+    pub(crate) fn receiver_columns(&self) -> crate::receivers::Stored<'_> {
+        crate::receivers::Stored {
+            headers: &self.headers,
+            auth: self.auth.as_ref(),
+            destination: self.destination.as_ref(),
+            sealed: self.receiver_secrets_sealed.as_deref(),
+        }
+    }
+
     pub(crate) fn key(&self) -> EndpointKey {
         EndpointKey {
             org_id: self.org_id,
@@ -179,6 +235,7 @@ impl WebhookRow {
             headers: crate::receivers::shown_headers(&self.headers),
             auth: crate::receivers::shown_auth(self.auth.as_ref()),
             filter: self.filter.clone(),
+            destination: crate::receivers::shown_destination(self.destination.as_ref()),
         }
     }
 }
@@ -263,19 +320,16 @@ impl crate::facets::Endpoints<'_> {
                         crate::health::on_save(conn, row.key(), enabled).await?;
                         let before = row.public().pace();
                         let description = description.unwrap_or(row.description.clone());
-                        let saved = crate::receivers::Receiver::read(
-                            &row.headers,
-                            row.auth.as_ref(),
-                            row.receiver_secrets_sealed.as_deref(),
-                            |b| key.open_bound(b, row.id),
-                        )
+                        let saved = crate::receivers::Receiver::read(row.receiver_columns(), |b| {
+                            key.open_bound(b, row.id)
+                        })
                         .map_err(|_| StoreError::Corrupt {
                             what: "receiver secrets",
                             source: qualifier_domain::FieldError::new("they do not open"),
                         })?;
-                        let cols = saved
-                            .merged(&receiver)?
-                            .columns(|plain| key.seal(plain, row.id));
+                        let merged = saved.merged(&receiver)?;
+                        let url = url_for(&merged, url)?;
+                        let cols = merged.columns(|plain| key.seal(plain, row.id));
                         let filter = match &receiver.filter {
                             Some(f) => f.clone(),
                             None => row.filter.clone(),
@@ -295,6 +349,7 @@ impl crate::facets::Endpoints<'_> {
                                 webhooks::auth.eq(&cols.auth),
                                 webhooks::receiver_secrets_sealed.eq(&cols.sealed),
                                 webhooks::filter.eq(&filter),
+                                webhooks::destination.eq(&cols.destination),
                                 webhooks::updated_at.eq(now),
                             ))
                             .execute(conn)
@@ -309,6 +364,7 @@ impl crate::facets::Endpoints<'_> {
                         row.headers = cols.headers;
                         row.auth = cols.auth;
                         row.receiver_secrets_sealed = cols.sealed;
+                        row.destination = cols.destination;
                         row.filter = filter;
                         row.updated_at = now;
                         return Ok((row.public(), None, rate_changed));
@@ -336,9 +392,9 @@ impl crate::facets::Endpoints<'_> {
                     org_id
                 };
                 let secret = new_webhook_secret();
-                let cols = crate::receivers::Receiver::default()
-                    .merged(&receiver)?
-                    .columns(|plain| key.seal(plain, id));
+                let merged = crate::receivers::Receiver::default().merged(&receiver)?;
+                let url = url_for(&merged, url)?;
+                let cols = merged.columns(|plain| key.seal(plain, id));
                 let filter = receiver.filter.clone().flatten();
                 if filter.is_some() {
                     crate::filters::changed(conn, org_id).await?;
@@ -367,6 +423,7 @@ impl crate::facets::Endpoints<'_> {
                     auth: cols.auth,
                     receiver_secrets_sealed: cols.sealed,
                     filter,
+                    destination: cols.destination,
                     unbound_allowed: Some(false),
                 };
                 diesel::insert_into(webhooks::table)
@@ -386,6 +443,7 @@ impl crate::facets::Endpoints<'_> {
                         webhooks::auth.eq(&row.auth),
                         webhooks::receiver_secrets_sealed.eq(&row.receiver_secrets_sealed),
                         webhooks::filter.eq(&row.filter),
+                        webhooks::destination.eq(&row.destination),
                     ))
                     .execute(conn)
                     .await

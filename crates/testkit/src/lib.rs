@@ -11,6 +11,7 @@ pub mod proxy;
 pub mod receiver;
 pub mod sql;
 pub mod telemetry;
+pub mod their_broker;
 
 use std::path::Path;
 

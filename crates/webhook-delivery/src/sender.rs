@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use qualifier_domain::delivery::{FailureKind, NoAnswer, RESPONSE_EXCERPT_BYTES, response_excerpt};
+use qualifier_domain::destination::{Destination, OpenDestination};
 use qualifier_domain::netguard::WebhookUrl;
 use qualifier_domain::timefmt;
 use qualifier_egress::{EgressError, EgressPolicy};
@@ -91,6 +92,8 @@ pub struct Sender {
     identities: Arc<std::sync::Mutex<Identities<Transport>>>,
     /// The OAuth 2 tokens of the endpoints that use them, one per endpoint.
     tokens: oauth::Tokens,
+    /// The connections to the `amqp` destinations in use, one per endpoint.
+    amqp: amqp::Links,
 }
 
 /// One transport per org with a client certificate, for the stored pair's fingerprint:
@@ -190,6 +193,7 @@ impl Sender {
             tunnel_tls,
             identities: Arc::new(std::sync::Mutex::new(Identities::new())),
             tokens: oauth::Tokens::default(),
+            amqp: amqp::Links::default(),
         })
     }
 
@@ -261,7 +265,6 @@ impl Sender {
     pub async fn send(&self, job: &DeliveryJob, hook: &WebhookForDelivery) -> Sent {
         let started_at = timefmt::now_millis();
         let clock = Instant::now();
-        let mut headers: Vec<(String, String)> = Vec::new();
         let no_answer = |why: NoAnswer, headers: Vec<(String, String)>| Sent {
             started_at,
             duration_ms: clock.elapsed().as_millis() as u64,
@@ -269,6 +272,29 @@ impl Sender {
             request_headers: headers,
             response_body: None,
         };
+        let signature = qualifier_signing::sign(&hook.signing_secret, &job.body);
+        // Standard Webhooks: the same delivery id and instant (whole seconds), the same key.
+        let id = job.meta.delivery_id.to_string();
+        let unix = started_at.unix_timestamp();
+        // During a rotation's overlap window, the new secret's entry first, then the previous.
+        let secrets: Vec<&str> = std::iter::once(hook.signing_secret.as_str())
+            .chain(hook.previous_secret.as_deref())
+            .collect();
+        let standard = qualifier_signing::standard::header(&secrets, &id, unix, &job.body);
+        // One list for the request and for the attempt log (which keeps the signatures and
+        // rebuilds the rest from the same function), so the log shows what was sent.
+        let request = qualifier_domain::delivery::Request {
+            event_type: job.meta.event_type.as_str(),
+            delivery_id: &id,
+            test: job.meta.test,
+            probe: job.probe,
+        };
+        let headers = request.headers(started_at, signature, standard);
+        if let Some(to) = &hook.destination {
+            return self
+                .to_destination(job, to, headers, started_at, clock)
+                .await;
+        }
         let url = match WebhookUrl::parse(&hook.webhook.url) {
             Ok(u) => u,
             Err(e) => {
@@ -287,24 +313,6 @@ impl Sender {
                 headers,
             );
         }
-        let signature = qualifier_signing::sign(&hook.signing_secret, &job.body);
-        // Standard Webhooks: the same delivery id and instant (whole seconds), the same key.
-        let id = job.meta.delivery_id.to_string();
-        let unix = started_at.unix_timestamp();
-        // During a rotation's overlap window, the new secret's entry first, then the previous.
-        let secrets: Vec<&str> = std::iter::once(hook.signing_secret.as_str())
-            .chain(hook.previous_secret.as_deref())
-            .collect();
-        let standard = qualifier_signing::standard::header(&secrets, &id, unix, &job.body);
-        // One list for the request and for the attempt log (which keeps the signatures and
-        // rebuilds the rest from the same function), so the log shows what was sent.
-        let request = qualifier_domain::delivery::Request {
-            event_type: job.meta.event_type.as_str(),
-            delivery_id: &id,
-            test: job.meta.test,
-            probe: job.probe,
-        };
-        headers = request.headers(started_at, signature, standard);
         let endpoint = job.meta.endpoint_id();
         let transport = match self.transport(endpoint, hook.client_identity.as_ref()) {
             Ok(t) => t,
@@ -354,6 +362,56 @@ impl Sender {
                 }
             }
             _ => sent,
+        }
+    }
+
+    /// An attempt to a destination other than `https`: the same body and headers, handed to
+    /// that destination's sender; its answer is recorded where a webhook's response is.
+    async fn to_destination(
+        &self,
+        job: &DeliveryJob,
+        to: &OpenDestination,
+        headers: Vec<(String, String)>,
+        started_at: time::OffsetDateTime,
+        clock: Instant,
+    ) -> Sent {
+        let deadline = tokio::time::Instant::from_std(clock) + self.timeout;
+        let outcome = match &to.destination {
+            Destination::Amqp(a) => {
+                let roots = self
+                    .extra_roots_pem
+                    .as_deref()
+                    .and_then(|p| std::str::from_utf8(p).ok());
+                let msg = amqp::Message {
+                    body: &job.body,
+                    headers: &headers,
+                    delivery_id: job.meta.delivery_id.to_string(),
+                    event_type: job.meta.event_type.as_str(),
+                    timestamp: u64::try_from(started_at.unix_timestamp()).unwrap_or_default(),
+                };
+                self.amqp
+                    .publish(
+                        job.meta.endpoint_id(),
+                        a,
+                        to.secret.as_deref(),
+                        msg,
+                        &self.policy,
+                        roots,
+                        deadline,
+                        self.timeout,
+                    )
+                    .await
+            }
+        };
+        Sent {
+            started_at,
+            duration_ms: clock.elapsed().as_millis() as u64,
+            response: match outcome {
+                Ok(answer) => Response::Accepted { answer },
+                Err(why) => Response::NoAnswer(why),
+            },
+            request_headers: headers,
+            response_body: None,
         }
     }
 
@@ -559,6 +617,7 @@ fn tunnel_tls(
     Ok(Arc::new(cfg))
 }
 
+mod amqp;
 mod credentials;
 mod no_answer;
 mod oauth;

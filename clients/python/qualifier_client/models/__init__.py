@@ -16,6 +16,8 @@ from .delivery_detail_attempt_log_item import DeliveryDetailAttemptLogItem
 from .delivery_detail_attempt_log_item_error_kind import DeliveryDetailAttemptLogItemErrorKind
 from .delivery_status import DeliveryStatus
 from .delivery_waiting_for import DeliveryWaitingFor
+from .destination import Destination
+from .destination_type import DestinationType
 from .endpoint_health import EndpointHealth
 from .endpoint_health_state import EndpointHealthState
 from .erased_event import ErasedEvent
@@ -112,6 +114,8 @@ __all__ = (
     "DeliveryDetailAttemptLogItemErrorKind",
     "DeliveryStatus",
     "DeliveryWaitingFor",
+    "Destination",
+    "DestinationType",
     "EndpointHealth",
     "EndpointHealthState",
     "ErasedEvent",

@@ -12,6 +12,7 @@ from ..models.ordering import Ordering
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
+    from ..models.destination import Destination
     from ..models.endpoint_health import EndpointHealth
     from ..models.receiver_auth import ReceiverAuth
     from ..models.receiver_header import ReceiverHeader
@@ -30,7 +31,14 @@ class Webhook:
         Attributes:
             id (UUID):
             description (str):
-            url (str):
+            url (None | str): `null` for a destination other than `https`.
+            destination (Destination): Where the endpoint sends (docs/destinations.md). `https` (the default when absent):
+                to `url`. `amqp`: each delivery published persistent to a RabbitMQ exchange of the receiver's with publisher
+                confirms, the webhook's body bytes, the signature and delivery headers as AMQP headers, the delivery id as the
+                message id; success is the broker's confirm. The url's host is held to the endpoint url's address rules, and
+                `amqp://` (without TLS) is refused outside `QUALIFIER_WEBHOOK_ALLOW_CIDRS`. The password is sealed at rest and
+                shown as `********`; sent back so, it keeps the stored one. Headers and `auth` are for `https` only. 422 naming
+                the field.
             event_types (list[EventType]):
             enabled (bool):
             created_at (str): UTC, millisecond precision.
@@ -63,7 +71,8 @@ class Webhook:
 
     id: UUID
     description: str
-    url: str
+    url: None | str
+    destination: Destination
     event_types: list[EventType]
     enabled: bool
     created_at: str
@@ -87,7 +96,10 @@ class Webhook:
 
         description = self.description
 
+        url: None | str
         url = self.url
+
+        destination = self.destination.to_dict()
 
         event_types = []
         for event_types_item_data in self.event_types:
@@ -149,6 +161,7 @@ class Webhook:
                 "id": id,
                 "description": description,
                 "url": url,
+                "destination": destination,
                 "event_types": event_types,
                 "enabled": enabled,
                 "created_at": created_at,
@@ -174,6 +187,7 @@ class Webhook:
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        from ..models.destination import Destination  # noqa: PLC0415
         from ..models.endpoint_health import EndpointHealth  # noqa: PLC0415
         from ..models.receiver_auth import ReceiverAuth  # noqa: PLC0415
         from ..models.receiver_header import ReceiverHeader  # noqa: PLC0415
@@ -185,7 +199,14 @@ class Webhook:
 
         description = d.pop("description")
 
-        url = d.pop("url")
+        def _parse_url(data: object) -> None | str:
+            if data is None:
+                return data
+            return cast(None | str, data)
+
+        url = _parse_url(d.pop("url"))
+
+        destination = Destination.from_dict(d.pop("destination"))
 
         event_types = []
         _event_types = d.pop("event_types")
@@ -282,6 +303,7 @@ class Webhook:
             id=id,
             description=description,
             url=url,
+            destination=destination,
             event_types=event_types,
             enabled=enabled,
             created_at=created_at,

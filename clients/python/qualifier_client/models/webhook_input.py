@@ -11,6 +11,7 @@ from ..models.ordering import Ordering
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
+    from ..models.destination import Destination
     from ..models.receiver_auth import ReceiverAuth
     from ..models.receiver_header import ReceiverHeader
     from ..models.webhook_input_filter_type_0 import WebhookInputFilterType0
@@ -23,9 +24,10 @@ T = TypeVar("T", bound="WebhookInput")
 class WebhookInput:
     """
     Attributes:
-        url (str): https only; every resolved address must be public.
         event_types (list[EventType]):
-        enabled (bool):
+        url (None | str | Unset): https only; every resolved address must be public. Required for an `https` destination
+            (the default), absent or `null` for any other.
+        enabled (bool | Unset):
         max_per_second (int | None | Unset): A throttle (docs/delivery.md, "Throttle and order"): the endpoint receives
             at most this many requests in any one-second window, plus one, across every webhook-delivery replica
             (deliveries, replays, test events and probes together). Waiting for it spends no attempt, is not a failure and
@@ -47,29 +49,41 @@ class WebhookInput:
         filter_ (None | Unset | WebhookInputFilterType0): Which subscribed events the endpoint gets (docs/api.md,
             "Filters"): `null` every one, else a JSON object of dotted paths and operators matched against the event's
             envelope. Absent keeps the saved filter. 422 `Invalid filter at <path>: …`.
+        destination (Destination | Unset): Where the endpoint sends (docs/destinations.md). `https` (the default when
+            absent): to `url`. `amqp`: each delivery published persistent to a RabbitMQ exchange of the receiver's with
+            publisher confirms, the webhook's body bytes, the signature and delivery headers as AMQP headers, the delivery
+            id as the message id; success is the broker's confirm. The url's host is held to the endpoint url's address
+            rules, and `amqp://` (without TLS) is refused outside `QUALIFIER_WEBHOOK_ALLOW_CIDRS`. The password is sealed at
+            rest and shown as `********`; sent back so, it keeps the stored one. Headers and `auth` are for `https` only.
+            422 naming the field.
     """
 
-    url: str
     event_types: list[EventType]
-    enabled: bool
+    url: None | str | Unset = UNSET
+    enabled: bool | Unset = UNSET
     max_per_second: int | None | Unset = UNSET
     ordering: Ordering | Unset = UNSET
     description: str | Unset = UNSET
     headers: list[ReceiverHeader] | Unset = UNSET
     auth: None | ReceiverAuth | Unset = UNSET
     filter_: None | Unset | WebhookInputFilterType0 = UNSET
+    destination: Destination | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         from ..models.receiver_auth import ReceiverAuth  # noqa: PLC0415
         from ..models.webhook_input_filter_type_0 import WebhookInputFilterType0  # noqa: PLC0415
 
-        url = self.url
-
         event_types = []
         for event_types_item_data in self.event_types:
             event_types_item = event_types_item_data.value
             event_types.append(event_types_item)
+
+        url: None | str | Unset
+        if isinstance(self.url, Unset):
+            url = UNSET
+        else:
+            url = self.url
 
         enabled = self.enabled
 
@@ -108,15 +122,21 @@ class WebhookInput:
         else:
             filter_ = self.filter_
 
+        destination: dict[str, Any] | Unset = UNSET
+        if not isinstance(self.destination, Unset):
+            destination = self.destination.to_dict()
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
             {
-                "url": url,
                 "event_types": event_types,
-                "enabled": enabled,
             }
         )
+        if url is not UNSET:
+            field_dict["url"] = url
+        if enabled is not UNSET:
+            field_dict["enabled"] = enabled
         if max_per_second is not UNSET:
             field_dict["max_per_second"] = max_per_second
         if ordering is not UNSET:
@@ -129,18 +149,19 @@ class WebhookInput:
             field_dict["auth"] = auth
         if filter_ is not UNSET:
             field_dict["filter"] = filter_
+        if destination is not UNSET:
+            field_dict["destination"] = destination
 
         return field_dict
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        from ..models.destination import Destination  # noqa: PLC0415
         from ..models.receiver_auth import ReceiverAuth  # noqa: PLC0415
         from ..models.receiver_header import ReceiverHeader  # noqa: PLC0415
         from ..models.webhook_input_filter_type_0 import WebhookInputFilterType0  # noqa: PLC0415
 
         d = dict(src_dict)
-        url = d.pop("url")
-
         event_types = []
         _event_types = d.pop("event_types")
         for event_types_item_data in _event_types:
@@ -148,7 +169,16 @@ class WebhookInput:
 
             event_types.append(event_types_item)
 
-        enabled = d.pop("enabled")
+        def _parse_url(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        url = _parse_url(d.pop("url", UNSET))
+
+        enabled = d.pop("enabled", UNSET)
 
         def _parse_max_per_second(data: object) -> int | None | Unset:
             if data is None:
@@ -211,9 +241,16 @@ class WebhookInput:
 
         filter_ = _parse_filter_(d.pop("filter", UNSET))
 
+        _destination = d.pop("destination", UNSET)
+        destination: Destination | Unset
+        if isinstance(_destination, Unset):
+            destination = UNSET
+        else:
+            destination = Destination.from_dict(_destination)
+
         webhook_input = cls(
-            url=url,
             event_types=event_types,
+            url=url,
             enabled=enabled,
             max_per_second=max_per_second,
             ordering=ordering,
@@ -221,6 +258,7 @@ class WebhookInput:
             headers=headers,
             auth=auth,
             filter_=filter_,
+            destination=destination,
         )
 
         webhook_input.additional_properties = d

@@ -313,11 +313,11 @@ export type EventType = 'lead.created' | 'lead.updated' | 'lead.stage_changed' |
 
 export type WebhookInput = {
     /**
-     * https only; every resolved address must be public.
+     * https only; every resolved address must be public. Required for an `https` destination (the default), absent or `null` for any other.
      */
-    url: string;
+    url?: string | null;
     event_types: Array<EventType>;
-    enabled: boolean;
+    enabled?: boolean;
     max_per_second?: MaxPerSecond;
     ordering?: Ordering;
     /**
@@ -338,6 +338,26 @@ export type WebhookInput = {
     filter?: {
         [key: string]: unknown;
     } | null;
+    destination?: Destination;
+};
+
+/**
+ * Where the endpoint sends (docs/destinations.md). `https` (the default when absent): to `url`. `amqp`: each delivery published persistent to a RabbitMQ exchange of the receiver's with publisher confirms, the webhook's body bytes, the signature and delivery headers as AMQP headers, the delivery id as the message id; success is the broker's confirm. The url's host is held to the endpoint url's address rules, and `amqp://` (without TLS) is refused outside `QUALIFIER_WEBHOOK_ALLOW_CIDRS`. The password is sealed at rest and shown as `********`; sent back so, it keeps the stored one. Headers and `auth` are for `https` only. 422 naming the field.
+ */
+export type Destination = {
+    type: 'https' | 'amqp';
+    /**
+     * amqp: `amqp[s]://user:password@host[:port][/vhost]`, no query; port 1024-65535.
+     */
+    url?: string;
+    /**
+     * amqp: printable ASCII; empty is the broker's default exchange.
+     */
+    exchange?: string;
+    /**
+     * amqp.
+     */
+    routing_key?: string;
 };
 
 export type ReceiverHeader = {
@@ -399,7 +419,11 @@ export type Ordering = 'none' | 'per_lead';
 export type Webhook = {
     id: string;
     description: string;
-    url: string;
+    /**
+     * `null` for a destination other than `https`.
+     */
+    url: string | null;
+    destination: Destination;
     event_types: Array<EventType>;
     enabled: boolean;
     created_at: Timestamp;

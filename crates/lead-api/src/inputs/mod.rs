@@ -9,6 +9,7 @@
 use std::time::Duration;
 
 use qualifier_domain::EventType;
+use qualifier_domain::destination::{Destination, DestinationInput};
 use qualifier_domain::netguard::WebhookUrl;
 use qualifier_domain::pace::{
     DeliveryOrdering, MAX_PER_SECOND_MESSAGE, MaxPerSecond, ORDERING_MESSAGE, Pace,
@@ -90,7 +91,8 @@ pub fn subscription_of(obj: &Map<String, Value>) -> Result<Vec<EventType>, ApiEr
 /// The org's webhook as an administrator sets it (internal API `PUT`, console form).
 #[derive(Debug, Clone)]
 pub struct WebhookSettings {
-    pub url: WebhookUrl,
+    /// `None` for an endpoint with another destination (`receiver.destination` says where).
+    pub url: Option<WebhookUrl>,
     pub event_types: Vec<EventType>,
     pub enabled: bool,
     /// The throttle and the ordering (absent: no throttle, `none`).
@@ -210,10 +212,25 @@ pub async fn receiver_of(
             Some(Some(f.clone()))
         }
     };
+    let destination = match body::get(obj, "destination") {
+        None => None,
+        Some(v) => {
+            let d = DestinationInput::parse(v)?;
+            if let Some(Destination::Amqp(a)) = &d.destination {
+                let address = qualifier_domain::destination::address(&a.url)?;
+                egress
+                    .resolve_amqp(&address)
+                    .await
+                    .map_err(|e| unprocessable(format!("destination.{e}")))?;
+            }
+            Some(d)
+        }
+    };
     Ok(ReceiverSettings {
         headers,
         auth,
         filter,
+        destination,
     })
 }
 
@@ -236,7 +253,21 @@ impl WebhookSettings {
         obj: &Map<String, Value>,
         egress: &EgressPolicy,
     ) -> Result<WebhookSettings, ApiError> {
-        let url = WebhookUrl::parse(body::required_string(obj, "url")?)?;
+        // With another destination there is no url; without, `url` is required.
+        let elsewhere = match body::get(obj, "destination") {
+            Some(v) => DestinationInput::parse(v)?.destination,
+            None => None,
+        };
+        let url = match &elsewhere {
+            None => Some(WebhookUrl::parse(body::required_string(obj, "url")?)?),
+            Some(_) if body::get(obj, "url").is_none_or(Value::is_null) => None,
+            Some(d) => {
+                return Err(unprocessable(format!(
+                    "url must be null for an {} destination",
+                    d.type_name()
+                )));
+            }
+        };
         let event_types = subscription_of(obj)?;
         let enabled = body::boolean(obj, "enabled")?.unwrap_or(true);
         let pace = Pace {
@@ -244,9 +275,18 @@ impl WebhookSettings {
             ordering: ordering_of(body::get(obj, "ordering"))?,
         };
         let description = description_of(body::get(obj, "description"))?;
-        let receiver = receiver_of(obj, egress).await?;
+        let mut receiver = receiver_of(obj, egress).await?;
+        // A save through the API says where the endpoint sends: absent is `https`.
+        receiver.destination.get_or_insert(DestinationInput {
+            destination: None,
+            secret: None,
+        });
+        let url = match url {
+            Some(u) => Some(reachable(u, egress).await?),
+            None => None,
+        };
         Ok(WebhookSettings {
-            url: reachable(url, egress).await?,
+            url,
             event_types,
             enabled,
             pace,
@@ -273,7 +313,7 @@ impl WebhookSettings {
         match (url, types, rate, ordering, description) {
             (Ok(url), Ok(event_types), Ok(max_per_second), Ok(ordering), Ok(description)) => {
                 Ok(WebhookSettings {
-                    url,
+                    url: Some(url),
                     event_types,
                     enabled,
                     pace: Pace {

@@ -2,6 +2,7 @@
 //! signing secret, the previous one while its window lasts, the client certificate's key, the
 //! receiver's own headers and credentials), never printed.
 
+use qualifier_domain::destination::OpenDestination;
 use qualifier_domain::receiver::ReceiverAuth;
 use time::OffsetDateTime;
 
@@ -22,6 +23,8 @@ pub struct WebhookForDelivery {
     pub receiver_headers: Vec<(String, String)>,
     /// The receiver's credentials, opened.
     pub receiver_auth: Option<ReceiverAuth>,
+    /// Where the deliveries go when not to the url, its secret opened.
+    pub destination: Option<OpenDestination>,
 }
 
 /// A client certificate with its opened key, as one PEM (certificate chain, then key), and a
@@ -60,6 +63,7 @@ impl std::fmt::Debug for WebhookForDelivery {
                     .collect::<Vec<_>>(),
             )
             .field("receiver_auth", &self.receiver_auth)
+            .field("destination", &self.destination)
             .finish()
     }
 }
@@ -108,20 +112,18 @@ impl crate::facets::Endpoints<'_> {
             }
             _ => None,
         };
-        let (receiver_headers, receiver_auth) = crate::receivers::Receiver::read(
-            &r.headers,
-            r.auth.as_ref(),
-            r.receiver_secrets_sealed.as_deref(),
-            |b| self.secret_key.open_bound(b, r.id),
-        )?
+        let receiver = crate::receivers::Receiver::read(r.receiver_columns(), |b| {
+            self.secret_key.open_bound(b, r.id)
+        })?
         .for_request();
         Ok(WebhookForDelivery {
             webhook: r.public(),
             signing_secret,
             previous_secret,
             client_identity,
-            receiver_headers,
-            receiver_auth,
+            receiver_headers: receiver.headers,
+            receiver_auth: receiver.auth,
+            destination: receiver.destination,
         })
     }
 }

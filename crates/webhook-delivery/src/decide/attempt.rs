@@ -129,6 +129,9 @@ pub enum Response {
         code: u16,
         retry_after: Option<String>,
     },
+    /// A destination other than `https` took the delivery (a broker's confirm, a stored
+    /// object): its service's answer, in the delivery log's words.
+    Accepted { answer: String },
     /// Timeout, connection or TLS error, or a refused address.
     NoAnswer(NoAnswer),
 }
@@ -207,7 +210,7 @@ pub(crate) fn after_attempt(
     now_ms: i64,
 ) -> (AttemptEntry, After) {
     let (status_code, error, error_kind, retry_after) = match read(&sent.response) {
-        Reading::Success { code } => (Some(code), None, None, None),
+        Reading::Success { code } => (code, None, None, None),
         Reading::Failure {
             code,
             error,
@@ -224,7 +227,10 @@ pub(crate) fn after_attempt(
         status_code,
         error,
         error_kind,
-        response_body: sent.response_body.clone(),
+        response_body: match &sent.response {
+            Response::Accepted { answer } => Some(answer.clone()),
+            _ => sent.response_body.clone(),
+        },
         // Only what differs per attempt: every other header follows from the delivery
         // (`AttemptEntry::for_display` rebuilds them).
         request_headers: Vec::new(),

@@ -74,8 +74,8 @@ pub fn due_at(not_before_ms: Option<i64>, now_ms: i64, wait_ms: u64) -> i64 {
 /// How an answer reads, for an attempt, a probe and an operator notice alike.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Reading {
-    /// A 2xx.
-    Success { code: u16 },
+    /// A 2xx (`code`), or a destination's acceptance (no status).
+    Success { code: Option<u16> },
     /// Anything else: the error in the delivery log's words; `back_off` when the answer was a
     /// 429 or 503 with a `Retry-After` we honour (a pause, not a sign of an outage); `gone` for
     /// a 410.
@@ -93,8 +93,9 @@ pub(crate) enum Reading {
 pub(crate) fn read(response: &Response) -> Reading {
     match response {
         Response::Status { code, .. } if (200..300).contains(code) => {
-            Reading::Success { code: *code }
+            Reading::Success { code: Some(*code) }
         }
+        Response::Accepted { .. } => Reading::Success { code: None },
         Response::Status { code, retry_after } => Reading::Failure {
             code: Some(*code),
             error: if (300..400).contains(code) {
@@ -166,12 +167,14 @@ pub(crate) mod fixtures {
                 headers: Vec::new(),
                 auth: None,
                 filter: None,
+                destination: serde_json::json!({"type": "https"}),
             },
             signing_secret: "qlf_whsec_test".into(),
             previous_secret: None,
             client_identity: None,
             receiver_headers: Vec::new(),
             receiver_auth: None,
+            destination: None,
         }
     }
 
@@ -244,7 +247,10 @@ mod tests {
             code,
             retry_after: ra.map(str::to_owned),
         };
-        assert_eq!(read(&status(204, None)), Reading::Success { code: 204 });
+        assert_eq!(
+            read(&status(204, None)),
+            Reading::Success { code: Some(204) }
+        );
         let Reading::Failure { back_off, gone, .. } = read(&status(429, Some("3"))) else {
             panic!("a 429 fails")
         };

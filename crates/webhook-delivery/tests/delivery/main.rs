@@ -6,6 +6,7 @@ mod commit_faults;
 mod console_browser;
 mod crash;
 mod delivery;
+mod destinations;
 mod egress;
 mod endpoints;
 mod erasure;

@@ -150,11 +150,12 @@ pub(in crate::console) async fn replay_dead_get(
         None => endpoints.first(),
         Some(id) => endpoints.iter().find(|e| e.webhook.id == id),
     };
+    let name = named.map(|e| pages::endpoint_name(&e.webhook));
     Ok(ok(pages::replay_dead_page(
         &s.who(),
         n,
         st.replay_rate_per_second,
-        endpoint.zip(named.map(|e| pages::endpoint_name(&e.webhook))),
+        endpoint.zip(name.as_deref()),
     )))
 }
 

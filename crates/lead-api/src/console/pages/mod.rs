@@ -211,7 +211,11 @@ impl WebhookForm {
     /// Settings that were valid but not saved (the endpoint limit), shown as sent.
     pub fn of_settings(s: &crate::inputs::WebhookSettings) -> Self {
         WebhookForm {
-            url: s.url.as_str().to_owned(),
+            url: s
+                .url
+                .as_ref()
+                .map(|u| u.as_str().to_owned())
+                .unwrap_or_default(),
             event_types: s.event_types.clone(),
             enabled: s.enabled,
             description: s.description.clone().unwrap_or_default(),
@@ -419,7 +423,7 @@ pub fn delete_endpoint_page(who: &Who, endpoint: &Webhook) -> Markup {
     let name = endpoint_name(endpoint);
     let content = html! {
         p role="status" {
-            "Delete " strong { (name) } " (" code { (endpoint.url) } ")? "
+            "Delete " strong { (name) } " (" code { (endpoint.target()) } ")? "
             "Its deliveries still waiting end skipped (Endpoint deleted) and it gets nothing more. "
             "This cannot be undone."
         }
@@ -432,12 +436,13 @@ pub fn delete_endpoint_page(who: &Who, endpoint: &Webhook) -> Markup {
     layout("Delete endpoint", Nav::Endpoints, who, content)
 }
 
-/// An endpoint's name where the console lists or names it: its description, else its URL.
-pub fn endpoint_name(w: &Webhook) -> &str {
+/// An endpoint's name where the console lists or names it: its description, else where it
+/// sends.
+pub fn endpoint_name(w: &Webhook) -> std::borrow::Cow<'_, str> {
     if w.description.is_empty() {
-        &w.url
+        w.target()
     } else {
-        &w.description
+        w.description.as_str().into()
     }
 }
 
@@ -470,7 +475,7 @@ pub fn endpoints_page(who: &Who, endpoints: &[WebhookStatus], notice: Option<&st
                                 a href=(endpoint_page(&e.webhook, i == 0)) { (name) }
                                 @if i == 0 { " " span.badge { "primary" } }
                             }
-                            td { code { (e.webhook.url) } }
+                            td { code { (e.webhook.target()) } }
                             td { (e.webhook.event_types.iter().map(|t| t.as_str()).collect::<Vec<_>>().join(", ")) }
                             td data-state=(if e.webhook.enabled { e.health.state.as_str() } else { "disabled" }) {
                                 @if !e.webhook.enabled { span.status.status-dead { "disabled" } }

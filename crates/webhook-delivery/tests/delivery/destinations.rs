@@ -1,0 +1,315 @@
+//! Destinations beyond HTTPS (docs/destinations.md): an endpoint whose receiver is a RabbitMQ
+//! exchange of its own, on the test broker under the test's prefix with a user of its own. The
+//! events it subscribes to arrive as persistent messages with the webhook's body bytes, signed,
+//! its delivery id as the message id; a refusing broker retries and dead-letters, or fails the
+//! endpoint's health until it takes messages again; a lead's order holds; an erasure goes too;
+//! the password never appears in clear.
+
+use std::time::Duration;
+
+use qualifier_testkit::their_broker::{Taken, TheirBroker};
+use reqwest::Method;
+use serde_json::{Value, json};
+use webhook_delivery::decide::HealthRules;
+
+use crate::stack::Stack;
+
+const WAIT: Duration = Duration::from_secs(20);
+
+/// `POST …/endpoints` sending to `broker` with `more` fields: the answer's status and body.
+async fn create(s: &Stack, broker: &TheirBroker, exchange: &str, more: Value) -> (u16, Value) {
+    let mut body = json!({
+        "destination": {"type": "amqp", "url": broker.url(), "exchange": exchange,
+                        "routing_key": broker.routing_key},
+    });
+    for (k, v) in more.as_object().unwrap() {
+        body[k] = v.clone();
+    }
+    let r = s
+        .request(
+            Method::POST,
+            &format!("/internal/v1/orgs/{}/endpoints", s.org),
+            Some(body),
+        )
+        .await;
+    let status = r.status().as_u16();
+    (status, r.json().await.unwrap_or(Value::Null))
+}
+
+/// A delivery of the endpoint, found by its event's type.
+async fn delivery_of(s: &Stack, endpoint: &str, event_type: &str) -> Value {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let listed = s
+            .org_call(
+                Method::GET,
+                &format!("deliveries?endpoint_id={endpoint}&event_type={event_type}"),
+                None,
+            )
+            .await;
+        if let Some(d) = listed["deliveries"].as_array().and_then(|a| a.first()) {
+            return d.clone();
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no {event_type} delivery"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn signed_by(m: &Taken, secret: &str) {
+    assert!(
+        qualifier_signing::verify(secret, &m.body, m.header("x-qualifier-signature")),
+        "signed with the endpoint's secret: {:?}",
+        m.headers
+    );
+    assert_eq!(m.header("x-qualifier-delivery"), m.message_id);
+    assert_eq!(m.header("webhook-id"), m.message_id);
+    assert_eq!(m.content_type, "application/json");
+    assert!(m.persistent, "published persistent");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_amqp_destination_takes_its_events_in_order_signed_and_its_password_stays_sealed() {
+    let s = Stack::start().await;
+    let broker = TheirBroker::new(&s.topo.prefix).await;
+    let (status, created) = create(
+        &s,
+        &broker,
+        &broker.exchange,
+        json!({"event_types": ["lead.created", "lead.updated", "lead.erased"],
+               "ordering": "per_lead"}),
+    )
+    .await;
+    assert_eq!(status, 201, "{created}");
+    let secret = created["signing_secret"].as_str().unwrap().to_owned();
+    let ep = created["endpoint"].clone();
+    let id = ep["id"].as_str().unwrap().to_owned();
+    // No url; the password masked in the answer and when read back, and nowhere in clear.
+    let read = s
+        .call(
+            Method::GET,
+            &format!("/internal/v1/orgs/{}/endpoints/{id}", s.org),
+            None,
+        )
+        .await["endpoint"]
+        .clone();
+    for shown in [&ep, &read] {
+        assert_eq!(shown["url"], Value::Null);
+        assert_eq!(shown["destination"]["type"], "amqp");
+        let url = shown["destination"]["url"].as_str().unwrap();
+        assert!(url.contains(":********@"), "{url}");
+        assert!(!url.contains(&broker.password));
+    }
+    let dump = std::process::Command::new("pg_dump")
+        .args(["--data-only", "--no-owner", &s.db.url])
+        .output()
+        .unwrap();
+    let dump = String::from_utf8(dump.stdout).unwrap();
+    let hex: String = broker
+        .password
+        .bytes()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert!(!dump.contains(&broker.password) && !dump.contains(&hex));
+
+    // A lead created then renamed four times: five messages, in the events' order; the stage
+    // change it is not subscribed to never comes.
+    let lead = s.inbound("+447700900801").await;
+    let lead_id = lead["id"].as_str().unwrap().to_owned();
+    for n in 1..=4 {
+        let body = json!({"name": format!("Ada {n}")});
+        s.org_call(Method::PATCH, &format!("leads/{lead_id}"), Some(body))
+            .await;
+    }
+    s.close_lead(&lead_id, None).await;
+    let got = broker.wait_for(5, WAIT).await;
+    // The primary webhook took the stage change: everything before it was sent as well.
+    s.receiver.wait_for(6, WAIT).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let got: Vec<Taken> = got.into_iter().chain(broker.take_all().await).collect();
+    let types: Vec<&str> = got.iter().map(|m| m.kind.as_str()).collect();
+    assert_eq!(
+        types,
+        [
+            "lead.created",
+            "lead.updated",
+            "lead.updated",
+            "lead.updated",
+            "lead.updated"
+        ]
+    );
+    let names: Vec<String> = got[1..]
+        .iter()
+        .map(|m| {
+            m.json()["data"]["lead"]["name"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(
+        names,
+        ["Ada 1", "Ada 2", "Ada 3", "Ada 4"],
+        "per-lead order"
+    );
+    for m in &got {
+        signed_by(m, &secret);
+    }
+    // The webhook's body bytes: what the primary webhook received for the same event.
+    let created_at_crm = s
+        .receiver
+        .received()
+        .into_iter()
+        .find(|g| g.header("x-qualifier-event") == "lead.created")
+        .unwrap();
+    assert_eq!(got[0].body, created_at_crm.body);
+    assert_eq!(got[0].header("x-qualifier-event"), "lead.created");
+    // The delivery log records the broker's answer.
+    let d = delivery_of(&s, &id, "lead.created").await;
+    let d = s
+        .wait_status(d["id"].as_str().unwrap(), "succeeded", WAIT)
+        .await;
+    assert_eq!(d["id"].as_str().unwrap(), got[0].message_id);
+    assert_eq!(
+        d["attempt_log"][0]["response_body"],
+        "confirmed by the broker"
+    );
+
+    // Erasure sends `lead.erased` to the destination too.
+    assert_eq!(s.erase(&lead_id).await, 204);
+    let erased = broker.wait_for(1, WAIT).await;
+    assert_eq!(erased.len(), 1);
+    assert_eq!(erased[0].kind, "lead.erased");
+    signed_by(&erased[0], &secret);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_refusing_broker_retries_then_dead_letters_naming_what_it_said() {
+    let s = Stack::start().await;
+    let broker = TheirBroker::new(&s.topo.prefix).await;
+    let missing = format!("{}.nowhere", s.topo.prefix);
+    let (status, created) = create(
+        &s,
+        &broker,
+        &missing,
+        json!({"event_types": ["lead.created"]}),
+    )
+    .await;
+    assert_eq!(status, 201, "{created}");
+    let id = created["endpoint"]["id"].as_str().unwrap().to_owned();
+    s.inbound("+447700900802").await;
+    let d = delivery_of(&s, &id, "lead.created").await;
+    let d = s.wait_status(d["id"].as_str().unwrap(), "dead", WAIT).await;
+    assert_eq!(d["attempts"], 5);
+    let last = d["last_error"].as_str().unwrap();
+    assert!(
+        last.contains("NOT_FOUND") && last.contains("nowhere"),
+        "the broker's refusal: {last}"
+    );
+    assert!(!last.contains("127.0.0.1"), "never an address: {last}");
+    assert!(broker.take_all().await.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_destination_that_refuses_fails_its_health_and_recovers_by_itself() {
+    let s = Stack::start_with(|c| {
+        c.health = HealthRules {
+            failing_after: 3,
+            failing_span: Duration::from_millis(200),
+            probe_min: Duration::from_millis(200),
+            probe_max: Duration::from_millis(400),
+            disable_after: Duration::from_secs(3600),
+        };
+    })
+    .await;
+    // The exchange does not exist yet: every message is refused.
+    let broker = TheirBroker::named(&s.topo.prefix);
+    let exchange = broker.exchange.clone();
+    let (status, created) = create(
+        &s,
+        &broker,
+        &exchange,
+        json!({"event_types": ["lead.created"]}),
+    )
+    .await;
+    assert_eq!(status, 201, "{created}");
+    let id = created["endpoint"]["id"].as_str().unwrap().to_owned();
+    let path = format!("/internal/v1/orgs/{}/endpoints/{id}", s.org);
+    s.inbound("+447700900803").await;
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let h = s.call(Method::GET, &path, None).await["endpoint"]["health"].clone();
+        if h["state"] == "failing" {
+            assert!(
+                h["last_error"].as_str().unwrap().contains("NOT_FOUND"),
+                "{h}"
+            );
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "never failing: {h}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // The receiver creates its exchange: a probe finds it, and what waited is delivered.
+    broker.declare().await;
+    let d = delivery_of(&s, &id, "lead.created").await;
+    s.wait_status(d["id"].as_str().unwrap(), "succeeded", WAIT)
+        .await;
+    let got = broker.wait_for(2, WAIT).await;
+    assert!(
+        got.iter()
+            .any(|m| m.kind == "lead.created" && m.header("x-qualifier-test").is_empty())
+    );
+    let h = s.call(Method::GET, &path, None).await["endpoint"]["health"].clone();
+    assert_eq!(h["state"], "healthy", "{h}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_destination_is_refused_with_the_field_named() {
+    let s = Stack::start().await;
+    let post = |body: Value| {
+        let s = &s;
+        async move {
+            let r = s
+                .request(
+                    Method::POST,
+                    &format!("/internal/v1/orgs/{}/endpoints", s.org),
+                    Some(body),
+                )
+                .await;
+            let status = r.status().as_u16();
+            (status, r.json::<Value>().await.unwrap())
+        }
+    };
+    let amqp = |url: &str| {
+        json!({"event_types": ["lead.created"],
+               "destination": {"type": "amqp", "url": url, "exchange": "x"}})
+    };
+    for (body, field) in [
+        (amqp("https://example.com"), "destination.url"),
+        // A private address, and a public one over plain AMQP.
+        (
+            amqp("amqp://u:p@10.0.0.1:5672/"),
+            "destination.url must resolve",
+        ),
+        (
+            amqp("amqp://u:p@8.8.8.8:5672/"),
+            "destination.url must use TLS",
+        ),
+        (
+            json!({"event_types": ["lead.created"], "url": "https://example.com/h",
+                   "destination": {"type": "amqp", "url": "amqps://h.example.com", "exchange": "x"}}),
+            "url must be null",
+        ),
+        (
+            json!({"event_types": ["lead.created"], "destination": {"type": "kafka"}}),
+            "destination.type",
+        ),
+        (json!({"event_types": ["lead.created"]}), "url"),
+    ] {
+        let (status, answer) = post(body.clone()).await;
+        assert_eq!(status, 422, "{body}: {answer}");
+        assert!(answer.to_string().contains(field), "{body}: {answer}");
+    }
+}
