@@ -7,6 +7,7 @@ screenshot of each page into the given directory.
 
   console-browser.py setup  <sign-in url> <endpoint url> <screenshot dir>
   console-browser.py replay <sign-in url> <screenshot dir>
+  console-browser.py destination_amqp <sign-in url> <broker url> <exchange> <screenshot dir>
   console-browser.py endpoints_add <sign-in url> <endpoint url> <screenshot dir>
   console-browser.py endpoints_delete <sign-in url> <endpoint page url> <screenshot dir>
   console-browser.py receiver_credentials <sign-in url> <screenshot dir>
@@ -432,6 +433,39 @@ def receiver_credentials(login, shots):
     return out
 
 
+def destination_amqp(login, broker_url, exchange, shots):
+    """Adds an endpoint that sends to a RabbitMQ exchange: a plain amqp:// url to a public
+    address refused beside its field, then the broker's url saved, shown with its password
+    masked, and a test event confirmed by the broker."""
+    out = {}
+    with signed_in(login) as page:
+        page.get_by_role("link", name="Endpoints", exact=True).click()
+        page.get_by_role("link", name="Add endpoint").click()
+        page.get_by_label("Description").fill("CRM queue")
+        page.get_by_label("AMQP", exact=False).check()
+        page.get_by_label("Broker URL").fill("amqp://u:p@8.8.8.8/")
+        page.get_by_label("Exchange", exact=True).fill(exchange)
+        page.get_by_label("Routing key").fill("leads")
+        with page.expect_response(lambda r: r.request.method == "POST") as posted:
+            page.get_by_role("button", name="Add endpoint").click()
+        out["refused_status"] = posted.value.status
+        out["refused_message"] = page.locator("#destination-error").inner_text()
+        page.get_by_label("Broker URL").fill(broker_url)
+        page.get_by_role("button", name="Add endpoint").click()
+        expect(page.get_by_role("heading", name="Endpoint: CRM queue")).to_be_visible()
+        out["url_shown"] = page.get_by_label("Broker URL").input_value()
+        out["amqp_checked"] = page.get_by_label("AMQP", exact=False).is_checked()
+        out["page_has_password"] = broker_url.split(":")[2].split("@")[0] in page.content()
+        shot(page, shots, "endpoint-amqp")
+        page.get_by_role("button", name="Send test event").click()
+        expect(page.get_by_role("heading", name="Delivery")).to_be_visible()
+        wait_for_text(page, "succeeded")
+        out["broker_answer_shown"] = "confirmed by the broker" in page.content()
+        page.get_by_role("link", name="Endpoints", exact=True).click()
+        out["listed_target"] = page.locator("tr[data-endpoint]").nth(1).locator("td").nth(1).inner_text()
+    return out
+
+
 def filter_editor(login, shots):
     """On the first endpoint's page: a filter refused, one tested against the org's recent
     events, then saved."""
@@ -465,6 +499,8 @@ def main():
         out = endpoints_add(*sys.argv[2:])
     elif len(sys.argv) == 5 and sys.argv[1] == "endpoints_delete":
         out = endpoints_delete(*sys.argv[2:])
+    elif len(sys.argv) == 6 and sys.argv[1] == "destination_amqp":
+        out = destination_amqp(*sys.argv[2:])
     elif len(sys.argv) == 4 and sys.argv[1] == "filter_editor":
         out = filter_editor(*sys.argv[2:])
     elif len(sys.argv) == 4 and sys.argv[1] == "receiver_credentials":

@@ -214,17 +214,7 @@ pub async fn receiver_of(
     };
     let destination = match body::get(obj, "destination") {
         None => None,
-        Some(v) => {
-            let d = DestinationInput::parse(v)?;
-            if let Some(Destination::Amqp(a)) = &d.destination {
-                let address = qualifier_domain::destination::address(&a.url)?;
-                egress
-                    .resolve_amqp(&address)
-                    .await
-                    .map_err(|e| unprocessable(format!("destination.{e}")))?;
-            }
-            Some(d)
-        }
+        Some(v) => Some(destination_of(v, egress).await?),
     };
     Ok(ReceiverSettings {
         headers,
@@ -232,6 +222,28 @@ pub async fn receiver_of(
         filter,
         destination,
     })
+}
+
+/// Where a form's endpoint sends: its url field, or another destination as the API's JSON.
+pub enum FormTarget<'a> {
+    Url(&'a str),
+    Elsewhere(&'a Value),
+}
+
+/// A `destination`, its address held to the endpoint url's rules where it resolves.
+pub async fn destination_of(
+    v: &Value,
+    egress: &EgressPolicy,
+) -> Result<DestinationInput, ApiError> {
+    let d = DestinationInput::parse(v)?;
+    if let Some(Destination::Amqp(a)) = &d.destination {
+        let address = qualifier_domain::destination::address(&a.url)?;
+        egress
+            .resolve_amqp(&address)
+            .await
+            .map_err(|e| unprocessable(format!("destination.{e}")))?;
+    }
+    Ok(d)
 }
 
 /// What is wrong with each field of a webhook form, for the console to show beside the field.
@@ -242,6 +254,7 @@ pub struct WebhookFieldErrors {
     pub max_per_second: Option<String>,
     pub ordering: Option<String>,
     pub description: Option<String>,
+    pub destination: Option<String>,
 }
 
 impl WebhookSettings {
@@ -298,38 +311,57 @@ impl WebhookSettings {
     /// A form's fields (the url trimmed, every checked type, the box, the description where
     /// the page has one): every problem at once.
     pub async fn from_form(
-        url: &str,
+        to: FormTarget<'_>,
         event_types: &[&str],
         enabled: bool,
         pace: (Option<&str>, Option<&str>),
         description: Option<&str>,
         egress: &EgressPolicy,
     ) -> Result<WebhookSettings, WebhookFieldErrors> {
-        let url = public_endpoint(url, egress).await;
+        // With another destination the url field is not read.
+        let (url, destination) = match to {
+            FormTarget::Url(url) => (
+                public_endpoint(url, egress).await.map(Some),
+                Ok(DestinationInput {
+                    destination: None,
+                    secret: None,
+                }),
+            ),
+            FormTarget::Elsewhere(d) => (Ok(None), destination_of(d, egress).await),
+        };
         let types = subscription(event_types.iter().map(|t| Some(*t)));
         let (rate, ordering) = pace_from_form(pace.0, pace.1);
         let text = description.map(|d| Value::String(d.trim().to_owned()));
         let description = description_of(text.as_ref()).map_err(|_| DESCRIPTION_MESSAGE);
-        match (url, types, rate, ordering, description) {
-            (Ok(url), Ok(event_types), Ok(max_per_second), Ok(ordering), Ok(description)) => {
-                Ok(WebhookSettings {
-                    url: Some(url),
-                    event_types,
-                    enabled,
-                    pace: Pace {
-                        max_per_second,
-                        ordering,
-                    },
-                    description,
-                    receiver: ReceiverSettings::default(),
-                })
-            }
-            (url, types, rate, ordering, description) => Err(WebhookFieldErrors {
+        match (url, types, rate, ordering, description, destination) {
+            (
+                Ok(url),
+                Ok(event_types),
+                Ok(max_per_second),
+                Ok(ordering),
+                Ok(description),
+                Ok(destination),
+            ) => Ok(WebhookSettings {
+                url,
+                event_types,
+                enabled,
+                pace: Pace {
+                    max_per_second,
+                    ordering,
+                },
+                description,
+                receiver: ReceiverSettings {
+                    destination: Some(destination),
+                    ..ReceiverSettings::default()
+                },
+            }),
+            (url, types, rate, ordering, description, destination) => Err(WebhookFieldErrors {
                 url: url.err().map(|e| e.to_string()),
                 event_types: types.err().map(|e| e.to_string()),
                 max_per_second: rate.err().map(str::to_owned),
                 ordering: ordering.err().map(str::to_owned),
                 description: description.err().map(str::to_owned),
+                destination: destination.err().map(|e| e.to_string()),
             }),
         }
     }

@@ -510,6 +510,51 @@ async fn an_administrator_sets_the_receivers_headers_and_token_in_the_browser() 
     assert_eq!(test.header("authorization"), "Bearer console-token-7781");
 }
 
+/// An administrator adds an endpoint that sends to the receiver's RabbitMQ exchange: a plain
+/// `amqp://` url to a public address is refused beside the field, the broker's url is saved
+/// and shown with its password masked, and a test event is confirmed by the broker.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_administrator_sends_an_endpoint_to_a_rabbitmq_exchange_in_the_browser() {
+    let s = Stack::start().await;
+    let broker = qualifier_testkit::their_broker::TheirBroker::new(&s.topo.prefix).await;
+    let shots = shots_dir().to_string_lossy().into_owned();
+    let page = browser(vec![
+        "destination_amqp".into(),
+        s.console_link().await,
+        broker.url(),
+        broker.exchange.clone(),
+        shots,
+    ])
+    .await;
+    assert_eq!(page["refused_status"], 422, "{page}");
+    assert!(
+        page["refused_message"]
+            .as_str()
+            .unwrap()
+            .contains("must use TLS"),
+        "{page}"
+    );
+    assert_eq!(page["amqp_checked"], true, "{page}");
+    assert!(
+        page["url_shown"].as_str().unwrap().contains(":********@"),
+        "{page}"
+    );
+    assert_eq!(page["page_has_password"], false, "{page}");
+    assert_eq!(page["broker_answer_shown"], true, "{page}");
+    assert!(
+        page["listed_target"].as_str().unwrap().starts_with("amqp:"),
+        "{page}"
+    );
+    // The test event is on the receiver's queue, signed like any delivery.
+    let got = broker.wait_for(1, WAIT).await;
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].header("x-qualifier-test"), "true");
+    let endpoints = s.org_call(Method::GET, "endpoints", None).await;
+    let saved = &endpoints["endpoints"][1];
+    assert_eq!(saved["destination"]["exchange"], broker.exchange.as_str());
+    assert_eq!(saved["url"], Value::Null);
+}
+
 /// An administrator writes a filter for the first endpoint on its page: a bad one is refused
 /// with the API's message, a good one is tried against the org's recent events (which of them
 /// it would send), then saved, and from then on the endpoint gets only what it matches.

@@ -10,7 +10,7 @@ use crate::console::extract::{ConsoleSession, CsrfForm, Posted};
 use crate::console::pages::{self, WebhookForm};
 use crate::console::place::Place;
 use crate::console::{ok, see_other};
-use crate::inputs::{GraceWindow, WebhookSettings};
+use crate::inputs::{FormTarget, GraceWindow, WebhookSettings};
 use crate::state::AppState;
 
 /// An endpoint's settings page ([`Place`]): the org's first at `/console`, any other
@@ -86,10 +86,19 @@ async fn settings_of(
     let ordering = f.form.get("ordering");
     let text = description.then(|| f.form.get("description").unwrap_or(""));
     let pace = (rate, ordering);
-    WebhookSettings::from_form(url, &types, enabled, pace, text, &st.egress)
+    let amqp = pages::AmqpFields::of_form(|k| f.form.get(k));
+    let elsewhere = (f.form.get("destination_type") == Some("amqp")).then(|| amqp.as_json());
+    let to = match &elsewhere {
+        Some(d) => FormTarget::Elsewhere(d),
+        None => FormTarget::Url(url),
+    };
+    WebhookSettings::from_form(to, &types, enabled, pace, text, &st.egress)
         .await
         .map_err(|errors| WebhookForm {
             url: url.to_owned(),
+            destination_type: if elsewhere.is_some() { "amqp" } else { "https" }.to_owned(),
+            amqp,
+            destination_error: errors.destination,
             event_types: types.iter().filter_map(|t| t.parse().ok()).collect(),
             enabled,
             description: text.unwrap_or("").to_owned(),

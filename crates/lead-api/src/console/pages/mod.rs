@@ -159,6 +159,10 @@ pub fn secret_once(label: &str, secret: &str, note: &str) -> Markup {
 #[derive(Default)]
 pub struct WebhookForm {
     pub url: String,
+    /// `https` (to the url) or `amqp` (to [`Self::amqp`]).
+    pub destination_type: String,
+    pub amqp: AmqpFields,
+    pub destination_error: Option<String>,
     pub event_types: Vec<EventType>,
     pub enabled: bool,
     /// An endpoint's description (shown on the pages of endpoints other than the first).
@@ -183,10 +187,50 @@ pub struct WebhookForm {
     pub filter_tested: Option<Vec<TestedEvent>>,
 }
 
+/// An `amqp` destination's fields as the form shows and sends them (the url's password as
+/// `********` when one is saved, which keeps it).
+#[derive(Default, Clone)]
+pub struct AmqpFields {
+    pub url: String,
+    pub exchange: String,
+    pub routing_key: String,
+}
+
+impl AmqpFields {
+    /// From a form's fields.
+    pub fn of_form<'a>(get: impl Fn(&str) -> Option<&'a str>) -> Self {
+        let text = |k: &str| get(k).unwrap_or("").trim().to_owned();
+        AmqpFields {
+            url: text("amqp_url"),
+            exchange: text("amqp_exchange"),
+            routing_key: text("amqp_routing_key"),
+        }
+    }
+
+    /// From a saved endpoint's `destination` as shown.
+    fn of_shown(d: &serde_json::Value) -> Self {
+        let text = |k: &str| d.get(k).and_then(|v| v.as_str()).unwrap_or("").to_owned();
+        AmqpFields {
+            url: text("url"),
+            exchange: text("exchange"),
+            routing_key: text("routing_key"),
+        }
+    }
+
+    /// The API's `destination` for them.
+    pub fn as_json(&self) -> serde_json::Value {
+        serde_json::json!({"type": "amqp", "url": self.url, "exchange": self.exchange,
+                           "routing_key": self.routing_key})
+    }
+}
+
 impl WebhookForm {
     pub fn of(w: &Webhook) -> Self {
+        let kind = w.destination.get("type").and_then(|t| t.as_str());
         WebhookForm {
             url: w.url.clone(),
+            destination_type: kind.unwrap_or("https").to_owned(),
+            amqp: AmqpFields::of_shown(&w.destination),
             event_types: w.event_types.clone(),
             enabled: w.enabled,
             description: w.description.clone(),
@@ -316,6 +360,7 @@ pub fn webhook_page(who: &Who, v: &EndpointView) -> Markup {
                     aria-invalid=[form.url_error.as_ref().map(|_| "true")];
                 @if let Some(e) = &form.url_error { p.error id="url-error" { (e) } }
             }
+            (destination_fields(form))
             @if !first {
                 div.field {
                     label for="description" { "Description" }
@@ -414,6 +459,40 @@ pub fn webhook_page(who: &Who, v: &EndpointView) -> Markup {
     // The primary's page is the navigation's `Webhook`; the others are under `Endpoints`.
     let nav = if first { Nav::Webhook } else { Nav::Endpoints };
     layout(&title, nav, who, content)
+}
+
+/// Where the endpoint sends: its URL (above) or a RabbitMQ exchange of the receiver's, with
+/// the broker's address, exchange and routing key (docs/destinations.md).
+fn destination_fields(form: &WebhookForm) -> Markup {
+    let amqp = form.destination_type == "amqp";
+    html! {
+        fieldset data-destination aria-describedby=[form.destination_error.as_ref().map(|_| "destination-error")] {
+            legend { "Destination" }
+            div.check {
+                input type="radio" id="destination-https" name="destination_type" value="https" checked[!amqp];
+                label for="destination-https" { "HTTPS: a signed request to the URL above" }
+            }
+            div.check {
+                input type="radio" id="destination-amqp" name="destination_type" value="amqp" checked[amqp];
+                label for="destination-amqp" { "AMQP: a signed message on your RabbitMQ exchange (the URL above is not used)" }
+            }
+            div.field {
+                label for="amqp_url" { "Broker URL" }
+                input type="text" id="amqp_url" name="amqp_url" value=(form.amqp.url)
+                    placeholder="amqps://user:password@broker.example.com/vhost" autocomplete="off";
+            }
+            div.field {
+                label for="amqp_exchange" { "Exchange" }
+                input type="text" id="amqp_exchange" name="amqp_exchange" value=(form.amqp.exchange) placeholder="crm.events";
+            }
+            div.field {
+                label for="amqp_routing_key" { "Routing key" }
+                input type="text" id="amqp_routing_key" name="amqp_routing_key" value=(form.amqp.routing_key) placeholder="leads";
+            }
+            p.hint { "The password is stored sealed and shown as ********; leave it so to keep it. Each delivery is a persistent message confirmed by your broker; what the broker answered shows in the deliveries as a response does." }
+            @if let Some(e) = &form.destination_error { p.error id="destination-error" role="alert" { (e) } }
+        }
+    }
 }
 
 /// The question before an endpoint is deleted: it names the endpoint and what its deletion
