@@ -14,13 +14,78 @@ use crate::FieldError;
 use crate::receiver::{MASK, SecretInput};
 
 /// The types an endpoint's `destination.type` may name, in the order messages list them.
-pub const TYPES: [&str; 2] = ["https", "amqp"];
+pub const TYPES: [&str; 5] = ["https", "amqp", "sqs", "eventbridge", "s3"];
 
 /// A destination other than `https`, as stored and shown: no secret in it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "lowercase")]
 pub enum Destination {
     Amqp(Amqp),
+    Sqs(Sqs),
+    #[serde(rename = "eventbridge")]
+    EventBridge(EventBridge),
+    S3(S3),
+}
+
+/// Where an AWS destination's requests go and as whom: the region, a compatible service's
+/// address when not AWS's own (`endpoint_url`), and whether credentials of the endpoint's own
+/// are sealed beside it (else the worker's own AWS environment signs).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AwsAccount {
+    pub region: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint_url: Option<String>,
+    #[serde(default)]
+    pub has_credentials: bool,
+}
+
+/// An Amazon SQS queue (standard or FIFO: a FIFO queue's url ends in `.fifo`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sqs {
+    pub queue_url: String,
+    #[serde(flatten)]
+    pub account: AwsAccount,
+}
+
+/// An Amazon EventBridge bus: one `PutEvents` entry per delivery.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EventBridge {
+    pub event_bus: String,
+    /// The entries' `Source` (`qualifier` when not given).
+    pub source: String,
+    #[serde(flatten)]
+    pub account: AwsAccount,
+}
+
+/// An Amazon S3 bucket: one object per delivery under `prefix`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct S3 {
+    pub bucket: String,
+    #[serde(default)]
+    pub prefix: String,
+    #[serde(flatten)]
+    pub account: AwsAccount,
+}
+
+/// An AWS destination's credentials, as sealed.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AwsCredentials {
+    pub access_key_id: String,
+    pub secret_access_key: String,
+}
+
+/// Never prints the secret.
+impl std::fmt::Debug for AwsCredentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AwsCredentials(..)")
+    }
+}
+
+impl Sqs {
+    /// A FIFO queue takes a group id and a deduplication id with each message.
+    pub fn fifo(&self) -> bool {
+        self.queue_url.ends_with(".fifo")
+    }
 }
 
 /// A RabbitMQ (AMQP 0-9-1) broker of the receiver's: each delivery is one persistent message
@@ -119,6 +184,23 @@ impl DestinationInput {
         let fields: &[&str] = match kind {
             "https" => &["type"],
             "amqp" => &["type", "url", "exchange", "routing_key"],
+            "sqs" => &["type", "queue_url", "region", "endpoint_url", "credentials"],
+            "eventbridge" => &[
+                "type",
+                "event_bus",
+                "source",
+                "region",
+                "endpoint_url",
+                "credentials",
+            ],
+            "s3" => &[
+                "type",
+                "bucket",
+                "prefix",
+                "region",
+                "endpoint_url",
+                "credentials",
+            ],
             _ => return Err(type_message()),
         };
         if let Some(extra) = obj.keys().find(|k| !fields.contains(&k.as_str())) {
@@ -131,6 +213,7 @@ impl DestinationInput {
                 destination: None,
                 secret: None,
             }),
+            "sqs" | "eventbridge" | "s3" => aws(kind, obj),
             _ => {
                 let raw = obj
                     .get("url")
@@ -149,6 +232,178 @@ impl DestinationInput {
             }
         }
     }
+}
+
+/// An AWS destination's fields.
+fn aws(kind: &str, obj: &Map<String, Value>) -> Result<DestinationInput, FieldError> {
+    let (account, secret) = account(obj)?;
+    let destination = match kind {
+        "sqs" => {
+            let q = obj.get("queue_url").and_then(Value::as_str).unwrap_or("");
+            let u = crate::netguard::WebhookUrl::parse(q).map_err(|_| {
+                invalid("destination.queue_url must be an absolute https URL of a queue")
+            })?;
+            if u.url().path().trim_matches('/').is_empty() {
+                return Err(invalid(
+                    "destination.queue_url must be an absolute https URL of a queue",
+                ));
+            }
+            Destination::Sqs(Sqs {
+                queue_url: u.as_str().to_owned(),
+                account,
+            })
+        }
+        "eventbridge" => {
+            let bus = text_field(obj, "event_bus", 1600, true)?;
+            let source = match text_field(obj, "source", 256, false)? {
+                s if s.is_empty() => "qualifier".to_owned(),
+                s if s.starts_with("aws.") => {
+                    return Err(invalid("destination.source must not start with aws."));
+                }
+                s => s,
+            };
+            Destination::EventBridge(EventBridge {
+                event_bus: bus,
+                source,
+                account,
+            })
+        }
+        _ => {
+            let bucket = obj.get("bucket").and_then(Value::as_str).unwrap_or("");
+            let ok = (3..=63).contains(&bucket.len())
+                && bucket.bytes().all(|b| {
+                    b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'.' || b == b'-'
+                })
+                && !bucket.starts_with(['.', '-'])
+                && !bucket.ends_with(['.', '-']);
+            if !ok {
+                return Err(invalid(
+                    "destination.bucket must be a bucket name: 3 to 63 lowercase letters, digits, . or -",
+                ));
+            }
+            let prefix = text_field(obj, "prefix", 512, false)?;
+            if prefix.starts_with('/') {
+                return Err(invalid("destination.prefix must not start with /"));
+            }
+            Destination::S3(S3 {
+                bucket: bucket.to_owned(),
+                prefix,
+                account,
+            })
+        }
+    };
+    Ok(DestinationInput {
+        destination: Some(destination),
+        secret,
+    })
+}
+
+/// A text field of at most `max` printable ASCII characters (empty when absent and not
+/// `required`).
+fn text_field(
+    obj: &Map<String, Value>,
+    field: &str,
+    max: usize,
+    required: bool,
+) -> Result<String, FieldError> {
+    let message = || {
+        invalid(format!(
+            "destination.{field} must be a{} string of at most {max} printable ASCII characters",
+            if required { " non-empty" } else { "" }
+        ))
+    };
+    match obj.get(field) {
+        None | Some(Value::Null) if !required => Ok(String::new()),
+        Some(Value::String(s))
+            if s.len() <= max
+                && !(required && s.is_empty())
+                && s.bytes().all(|b| (0x20..0x7f).contains(&b)) =>
+        {
+            Ok(s.clone())
+        }
+        _ => Err(message()),
+    }
+}
+
+/// `region`, `endpoint_url` and `credentials` of an AWS destination; the credentials as the
+/// secret ([`MASK`] in both fields keeps the saved ones).
+fn account(obj: &Map<String, Value>) -> Result<(AwsAccount, Option<SecretInput>), FieldError> {
+    let region = obj.get("region").and_then(Value::as_str).unwrap_or("");
+    let region_ok = (1..=32).contains(&region.len())
+        && region
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && region.contains('-');
+    if !region_ok {
+        return Err(invalid(
+            "destination.region must be an AWS region such as eu-west-1",
+        ));
+    }
+    let endpoint_url = match obj.get("endpoint_url") {
+        None | Some(Value::Null) => None,
+        Some(v) => {
+            let raw = v.as_str().unwrap_or("");
+            let u = crate::netguard::WebhookUrl::parse(raw)
+                .map_err(|e| invalid(format!("destination.endpoint_{e}")))?;
+            Some(u.as_str().trim_end_matches('/').to_owned())
+        }
+    };
+    let secret = match obj.get("credentials") {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(c)) => {
+            let part = |k: &str| {
+                c.get(k)
+                    .and_then(Value::as_str)
+                    .filter(|s| {
+                        !s.is_empty()
+                            && s.len() <= 256
+                            && s.bytes().all(|b| (0x21..0x7f).contains(&b))
+                    })
+                    .ok_or_else(|| {
+                        invalid(format!(
+                            "destination.credentials.{k} must be a non-empty string"
+                        ))
+                    })
+            };
+            let (id, key) = (part("access_key_id")?, part("secret_access_key")?);
+            if let Some(extra) = c
+                .keys()
+                .find(|k| !["access_key_id", "secret_access_key"].contains(&k.as_str()))
+            {
+                return Err(invalid(format!(
+                    "destination.credentials.{extra} is not a field of credentials"
+                )));
+            }
+            Some(match (id == MASK, key == MASK) {
+                (true, true) => SecretInput::Keep,
+                (false, false) => SecretInput::New(
+                    serde_json::to_string(&AwsCredentials {
+                        access_key_id: id.to_owned(),
+                        secret_access_key: key.to_owned(),
+                    })
+                    .expect("strings serialise"),
+                ),
+                _ => {
+                    return Err(invalid(
+                        "destination.credentials: send both new, or both as ******** to keep them",
+                    ));
+                }
+            })
+        }
+        Some(_) => {
+            return Err(invalid(
+                "destination.credentials must be an object with access_key_id and secret_access_key",
+            ));
+        }
+    };
+    Ok((
+        AwsAccount {
+            region: region.to_owned(),
+            endpoint_url,
+            has_credentials: secret.is_some(),
+        },
+        secret,
+    ))
 }
 
 const AMQP_URL_MESSAGE: &str = "destination.url must be an amqp:// or amqps:// URL with a host";
@@ -246,6 +501,19 @@ impl Destination {
     pub fn type_name(&self) -> &'static str {
         match self {
             Destination::Amqp(_) => "amqp",
+            Destination::Sqs(_) => "sqs",
+            Destination::EventBridge(_) => "eventbridge",
+            Destination::S3(_) => "s3",
+        }
+    }
+
+    /// An AWS destination's account, `None` for the others.
+    pub fn aws_account(&self) -> Option<&AwsAccount> {
+        match self {
+            Destination::Amqp(_) => None,
+            Destination::Sqs(d) => Some(&d.account),
+            Destination::EventBridge(d) => Some(&d.account),
+            Destination::S3(d) => Some(&d.account),
         }
     }
 
@@ -262,15 +530,29 @@ impl Destination {
     /// As pages and answers show it: an `amqp` url's password as [`MASK`] when it has one.
     pub fn shown(&self) -> Value {
         let mut v = self.stored();
-        let Destination::Amqp(a) = self;
         if let Some(o) = v.as_object_mut() {
             o.remove("has_password");
+            o.remove("has_credentials");
         }
-        if a.has_password
-            && let Ok(mut u) = url::Url::parse(&a.url)
-            && u.set_password(Some(MASK)).is_ok()
-        {
-            v["url"] = Value::String(u.to_string());
+        match self {
+            Destination::Amqp(a) => {
+                if a.has_password
+                    && let Ok(mut u) = url::Url::parse(&a.url)
+                    && u.set_password(Some(MASK)).is_ok()
+                {
+                    v["url"] = Value::String(u.to_string());
+                }
+            }
+            _ => {
+                let shown = self
+                    .aws_account()
+                    .is_some_and(|a| a.has_credentials)
+                    .then(|| serde_json::json!({"access_key_id": MASK, "secret_access_key": MASK}));
+                v["credentials"] = shown.unwrap_or(Value::Null);
+                if v.get("endpoint_url").is_none() {
+                    v["endpoint_url"] = Value::Null;
+                }
+            }
         }
         v
     }
@@ -339,8 +621,8 @@ mod tests {
         let cases = [
             (json!("amqp"), "destination must be an object"),
             (
-                json!({"type": "sqs"}),
-                "destination.type must be one of: https, amqp",
+                json!({"type": "kafka"}),
+                "destination.type must be one of: https, amqp, sqs, eventbridge, s3",
             ),
             (json!({"type": 1}), "destination.type"),
             (
@@ -404,6 +686,111 @@ mod tests {
         assert!(d.shown().get("has_password").is_none());
         let no_password = amqp("amqp://u@h").unwrap().destination.unwrap();
         assert_eq!(no_password.shown()["url"], "amqp://u@h");
+    }
+
+    #[test]
+    fn aws_destinations_keep_their_credentials_apart_and_show_them_masked() {
+        let d = DestinationInput::parse(&json!({"type": "sqs", "region": "eu-west-1",
+            "queue_url": "https://sqs.eu-west-1.amazonaws.com/123456789012/leads.fifo",
+            "credentials": {"access_key_id": "AKIDEXAMPLE", "secret_access_key": "s3cr3t"}}))
+        .unwrap();
+        let Some(SecretInput::New(secret)) = &d.secret else {
+            panic!("credentials are the secret")
+        };
+        let creds: AwsCredentials = serde_json::from_str(secret).unwrap();
+        assert_eq!(creds.access_key_id, "AKIDEXAMPLE");
+        let dest = d.destination.unwrap();
+        let Destination::Sqs(q) = &dest else {
+            panic!("sqs")
+        };
+        assert!(q.fifo());
+        let stored = dest.stored().to_string();
+        assert!(!stored.contains("s3cr3t") && !stored.contains("AKIDEXAMPLE"));
+        let shown = dest.shown();
+        assert_eq!(shown["credentials"]["secret_access_key"], MASK);
+        assert_eq!(shown["endpoint_url"], Value::Null);
+        assert_eq!(shown["region"], "eu-west-1");
+        assert!(shown.get("has_credentials").is_none());
+        assert_eq!(Destination::from_stored(&dest.stored()), Some(dest.clone()));
+        // The masks back keep them; no credentials: the worker's own environment.
+        let mut again = shown.clone();
+        again["endpoint_url"] = Value::Null;
+        assert_eq!(
+            DestinationInput::parse(&again).unwrap().secret,
+            Some(SecretInput::Keep)
+        );
+        let bare = DestinationInput::parse(&json!({"type": "s3", "region": "us-east-1",
+            "bucket": "crm-events", "prefix": "qualifier/"}))
+        .unwrap();
+        assert_eq!(bare.secret, None);
+        assert_eq!(
+            bare.destination.unwrap().shown()["credentials"],
+            Value::Null
+        );
+        let eb = DestinationInput::parse(&json!({"type": "eventbridge", "region": "us-east-1",
+            "event_bus": "crm", "endpoint_url": "https://events.example.com:4443/"}))
+        .unwrap()
+        .destination
+        .unwrap();
+        let Destination::EventBridge(e) = eb else {
+            panic!("eventbridge")
+        };
+        assert_eq!(e.source, "qualifier");
+        assert_eq!(
+            e.account.endpoint_url.as_deref(),
+            Some("https://events.example.com:4443")
+        );
+    }
+
+    #[test]
+    fn aws_refusals_name_their_field() {
+        let cases = [
+            (
+                json!({"type": "sqs", "region": "eu-west-1", "queue_url": "http://q/1"}),
+                "destination.queue_url",
+            ),
+            (
+                json!({"type": "sqs", "region": "EU", "queue_url": "https://q.example.com/1/q"}),
+                "destination.region",
+            ),
+            (
+                json!({"type": "s3", "region": "eu-west-1", "bucket": "A_b"}),
+                "destination.bucket",
+            ),
+            (
+                json!({"type": "s3", "region": "eu-west-1", "bucket": "abc", "prefix": "/x"}),
+                "destination.prefix",
+            ),
+            (
+                json!({"type": "eventbridge", "region": "eu-west-1"}),
+                "destination.event_bus",
+            ),
+            (
+                json!({"type": "eventbridge", "region": "eu-west-1", "event_bus": "b", "source": "aws.s3"}),
+                "destination.source",
+            ),
+            (
+                json!({"type": "s3", "region": "eu-west-1", "bucket": "abc", "endpoint_url": "http://x"}),
+                "destination.endpoint_url",
+            ),
+            (
+                json!({"type": "s3", "region": "eu-west-1", "bucket": "abc", "credentials": {"access_key_id": "a"}}),
+                "destination.credentials.secret_access_key",
+            ),
+            (
+                json!({"type": "s3", "region": "eu-west-1", "bucket": "abc",
+                    "credentials": {"access_key_id": MASK, "secret_access_key": "new"}}),
+                "both",
+            ),
+            (
+                json!({"type": "s3", "region": "eu-west-1", "bucket": "abc", "queue_url": "x"}),
+                "destination.queue_url is not a field of an s3",
+            ),
+        ];
+        for (v, expected) in cases {
+            let e = DestinationInput::parse(&v).unwrap_err();
+            assert!(e.message().contains(expected), "{v}: {e}");
+        }
     }
 
     impl Amqp {

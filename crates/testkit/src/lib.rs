@@ -6,6 +6,7 @@
 
 pub mod commit_fault;
 pub mod local;
+pub mod moto;
 pub mod procs;
 pub mod proxy;
 pub mod receiver;

@@ -333,6 +333,31 @@ async fn token(
     }))
 }
 
+/// One certificate per test binary for `localhost` and `127.0.0.1`: every receiver can then be
+/// trusted through any receiver's CA file (a test with two orgs has two receivers and one
+/// worker), and so can any other server of the test's that presents it (moto's, for the AWS
+/// destinations). Its DER, its key's DER, and both as PEM.
+fn server_certificate_parts() -> &'static (Vec<u8>, Vec<u8>, String, String) {
+    static CERT: std::sync::OnceLock<(Vec<u8>, Vec<u8>, String, String)> =
+        std::sync::OnceLock::new();
+    CERT.get_or_init(|| {
+        let ck = rcgen::generate_simple_self_signed(vec!["localhost".into(), "127.0.0.1".into()])
+            .expect("cert");
+        (
+            ck.cert.der().to_vec(),
+            ck.signing_key.serialize_der(),
+            ck.cert.pem(),
+            ck.signing_key.serialize_pem(),
+        )
+    })
+}
+
+/// The receivers' certificate and its key, PEM (see [`server_certificate_parts`]).
+pub fn server_certificate() -> (&'static str, &'static str) {
+    let (_, _, cert, key) = server_certificate_parts();
+    (cert, key)
+}
+
 /// A certificate authority of the test's own, for client certificates (mutual TLS).
 pub struct TestCa {
     params: rcgen::CertificateParams,
@@ -396,19 +421,7 @@ impl Receiver {
     /// `None`.
     pub async fn start_with_client_ca(client_ca: Option<&str>) -> Receiver {
         let _ = rustls::crypto::ring::default_provider().install_default();
-        // One certificate per test binary: every receiver can then be trusted through any
-        // receiver's CA file (a test with two orgs has two receivers and one worker).
-        static CERT: std::sync::OnceLock<(Vec<u8>, Vec<u8>, String)> = std::sync::OnceLock::new();
-        let (cert, key, pem) = CERT.get_or_init(|| {
-            let ck =
-                rcgen::generate_simple_self_signed(vec!["localhost".into(), "127.0.0.1".into()])
-                    .expect("cert");
-            (
-                ck.cert.der().to_vec(),
-                ck.signing_key.serialize_der(),
-                ck.cert.pem(),
-            )
-        });
+        let (cert, key, pem, _) = server_certificate_parts();
         let cert_der = rustls::pki_types::CertificateDer::from(cert.clone());
         let key_der = rustls::pki_types::PrivateKeyDer::Pkcs8(key.clone().into());
         let builder = rustls::ServerConfig::builder();

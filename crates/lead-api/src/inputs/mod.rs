@@ -236,12 +236,26 @@ pub async fn destination_of(
     egress: &EgressPolicy,
 ) -> Result<DestinationInput, ApiError> {
     let d = DestinationInput::parse(v)?;
-    if let Some(Destination::Amqp(a)) = &d.destination {
-        let address = qualifier_domain::destination::address(&a.url)?;
-        egress
-            .resolve_amqp(&address)
-            .await
-            .map_err(|e| unprocessable(format!("destination.{e}")))?;
+    match &d.destination {
+        Some(Destination::Amqp(a)) => {
+            let address = qualifier_domain::destination::address(&a.url)?;
+            egress
+                .resolve_amqp(&address)
+                .await
+                .map_err(|e| unprocessable(format!("destination.{e}")))?;
+        }
+        // AWS's own endpoints are named by the region; a compatible service's address is
+        // the org's choice and held to a webhook url's rules.
+        Some(other) => {
+            if let Some(raw) = other.aws_account().and_then(|a| a.endpoint_url.as_deref()) {
+                let url = WebhookUrl::parse(raw)?;
+                egress
+                    .resolve(&url)
+                    .await
+                    .map_err(|e| unprocessable(format!("destination.endpoint_{e}")))?;
+            }
+        }
+        None => {}
     }
     Ok(d)
 }

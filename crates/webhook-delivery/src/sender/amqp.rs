@@ -24,6 +24,8 @@ use qualifier_domain::destination::{Amqp, AmqpAddress};
 use qualifier_egress::EgressPolicy;
 use uuid::Uuid;
 
+use super::DestinationMessage;
+
 /// A link unused this long is closed (a destination that stopped receiving, an endpoint
 /// deleted or moved), so a process holds connections only for the destinations in use.
 const IDLE: Duration = Duration::from_secs(300);
@@ -49,15 +51,6 @@ struct Link {
     channel: Channel,
 }
 
-/// What an attempt publishes.
-pub(crate) struct Message<'a> {
-    pub(crate) body: &'a [u8],
-    pub(crate) headers: &'a [(String, String)],
-    pub(crate) delivery_id: String,
-    pub(crate) event_type: &'a str,
-    pub(crate) timestamp: u64,
-}
-
 /// What the broker said: the attempt's answer to record, or why it failed.
 pub(crate) type Outcome = Result<String, NoAnswer>;
 
@@ -70,7 +63,7 @@ impl Links {
         endpoint: Uuid,
         to: &Amqp,
         password: Option<&str>,
-        msg: Message<'_>,
+        msg: DestinationMessage<'_>,
         policy: &EgressPolicy,
         extra_roots_pem: Option<&str>,
         deadline: tokio::time::Instant,
@@ -228,7 +221,7 @@ fn uri(a: &AmqpAddress, password: Option<&str>) -> AMQPUri {
 /// The message's properties: persistent, JSON, its id the delivery's (the same on every
 /// attempt and replay, for a receiver's deduplication), the event type as its `type`, and the
 /// request's headers but `Content-Type` (a property of its own).
-pub(crate) fn properties(msg: &Message<'_>) -> BasicProperties {
+pub(crate) fn properties(msg: &DestinationMessage<'_>) -> BasicProperties {
     let mut table = FieldTable::default();
     for (k, v) in msg.headers {
         if k.eq_ignore_ascii_case("content-type") {
@@ -245,11 +238,11 @@ pub(crate) fn properties(msg: &Message<'_>) -> BasicProperties {
         .with_message_id(msg.delivery_id.as_str().into())
         .with_type(msg.event_type.into())
         .with_app_id("qualifier".into())
-        .with_timestamp(msg.timestamp)
+        .with_timestamp(u64::try_from(msg.attempted_at.unix_timestamp()).unwrap_or_default())
         .with_headers(table)
 }
 
-async fn publish(channel: &Channel, to: &Amqp, msg: Message<'_>) -> Outcome {
+async fn publish(channel: &Channel, to: &Amqp, msg: DestinationMessage<'_>) -> Outcome {
     let confirm = channel
         .basic_publish(
             to.exchange.as_str().into(),
@@ -327,12 +320,15 @@ mod tests {
             ("X-Qualifier-Signature".to_owned(), "sha256=ab".to_owned()),
             ("webhook-id".to_owned(), "d-1".to_owned()),
         ];
-        let p = properties(&Message {
+        let p = properties(&DestinationMessage {
             body: b"{}",
             headers: &headers,
             delivery_id: "d-1".into(),
+            event_id: "e-1".into(),
+            org_id: "o-1".into(),
             event_type: "lead.created",
-            timestamp: 1_800_000_000,
+            occurred_at: time::OffsetDateTime::UNIX_EPOCH,
+            attempted_at: time::OffsetDateTime::UNIX_EPOCH,
         });
         assert_eq!(p.delivery_mode(), &Some(2));
         assert_eq!(p.message_id().as_ref().map(|m| m.as_str()), Some("d-1"));

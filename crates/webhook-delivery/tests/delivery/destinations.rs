@@ -313,3 +313,282 @@ async fn a_destination_is_refused_with_the_field_named() {
         assert!(answer.to_string().contains(field), "{body}: {answer}");
     }
 }
+
+mod aws {
+    //! The AWS destinations against moto's server over HTTPS (crates/testkit/src/moto.rs):
+    //! an SQS FIFO queue takes a lead's events in order, grouped by the lead and deduplicated
+    //! by the delivery; S3 keeps one object per delivery under the org and the event's day;
+    //! EventBridge takes the envelope as the entry's detail; a missing queue or bucket retries
+    //! then dead-letters with AWS's error code; a missing queue fails the endpoint's health
+    //! until it exists; the credentials never appear in clear.
+
+    use super::*;
+    use qualifier_testkit::moto::{Moto, REGION};
+
+    const AWS_SECRET: &str = "moto-secret-key-4417";
+
+    fn account(moto: &Moto) -> Value {
+        json!({"region": REGION, "endpoint_url": moto.url,
+               "credentials": {"access_key_id": "AKIDQUALIFIERTEST", "secret_access_key": AWS_SECRET}})
+    }
+
+    async fn create_to(s: &Stack, destination: Value, more: Value) -> Value {
+        let mut body = json!({"destination": destination});
+        for (k, v) in more.as_object().unwrap() {
+            body[k] = v.clone();
+        }
+        let r = s
+            .request(
+                Method::POST,
+                &format!("/internal/v1/orgs/{}/endpoints", s.org),
+                Some(body),
+            )
+            .await;
+        assert_eq!(r.status(), 201);
+        r.json().await.unwrap()
+    }
+
+    fn with(mut d: Value, account: Value) -> Value {
+        for (k, v) in account.as_object().unwrap() {
+            d[k] = v.clone();
+        }
+        d
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn an_sqs_fifo_queue_takes_a_leads_events_in_order_grouped_and_deduplicated() {
+        let s = Stack::start().await;
+        let moto = Moto::start().await;
+        let queue = moto.create_queue("crm-leads.fifo").await;
+        let created = create_to(
+            &s,
+            with(json!({"type": "sqs", "queue_url": queue}), account(&moto)),
+            json!({"event_types": ["lead.created", "lead.updated", "lead.erased"],
+                   "ordering": "per_lead"}),
+        )
+        .await;
+        let secret = created["signing_secret"].as_str().unwrap().to_owned();
+        let ep = &created["endpoint"];
+        assert_eq!(ep["url"], Value::Null);
+        assert_eq!(
+            ep["destination"]["credentials"],
+            json!({"access_key_id": "********", "secret_access_key": "********"})
+        );
+        let dump = std::process::Command::new("pg_dump")
+            .args(["--data-only", "--no-owner", &s.db.url])
+            .output()
+            .unwrap();
+        let dump = String::from_utf8(dump.stdout).unwrap();
+        assert!(!dump.contains(AWS_SECRET) && !dump.contains("AKIDQUALIFIERTEST"));
+
+        let lead = s.inbound("+447700900811").await;
+        let lead_id = lead["id"].as_str().unwrap().to_owned();
+        for n in 1..=4 {
+            let body = json!({"name": format!("Ada {n}")});
+            s.org_call(Method::PATCH, &format!("leads/{lead_id}"), Some(body))
+                .await;
+        }
+        let got = moto.wait_messages(&queue, 5, WAIT).await;
+        let names: Vec<String> = got
+            .iter()
+            .map(|m| {
+                let v: Value = serde_json::from_str(&m.body).unwrap();
+                v["data"]["lead"]["name"].as_str().unwrap().to_owned()
+            })
+            .collect();
+        assert_eq!(names.len(), 5, "{got:?}");
+        assert_eq!(
+            &names[1..],
+            ["Ada 1", "Ada 2", "Ada 3", "Ada 4"],
+            "per-lead order"
+        );
+        for m in &got {
+            assert_eq!(m.group_id.as_deref(), Some(lead_id.as_str()));
+            let delivery = &m.attributes["X-Qualifier-Delivery"];
+            assert_eq!(m.deduplication_id.as_ref(), Some(delivery));
+            assert!(qualifier_signing::verify(
+                &secret,
+                m.body.as_bytes(),
+                &m.attributes["X-Qualifier-Signature"]
+            ));
+        }
+        // The webhook's body bytes, as the primary received them.
+        s.receiver.wait_for(5, WAIT).await;
+        let at_crm = s
+            .receiver
+            .received()
+            .into_iter()
+            .find(|g| g.header("x-qualifier-event") == "lead.created")
+            .unwrap();
+        assert_eq!(got[0].body.as_bytes(), at_crm.body.as_slice());
+        let id = ep["id"].as_str().unwrap();
+        let d = delivery_of(&s, id, "lead.created").await;
+        let d = s
+            .wait_status(d["id"].as_str().unwrap(), "succeeded", WAIT)
+            .await;
+        assert!(
+            d["attempt_log"][0]["response_body"]
+                .as_str()
+                .unwrap()
+                .starts_with("MessageId "),
+            "{d}"
+        );
+        assert_eq!(s.erase(&lead_id).await, 204);
+        let erased = moto.wait_messages(&queue, 1, WAIT).await;
+        assert_eq!(erased[0].attributes["X-Qualifier-Event"], "lead.erased");
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn s3_keeps_an_object_per_delivery_and_eventbridge_takes_the_envelope() {
+        let s = Stack::start().await;
+        let moto = Moto::start().await;
+        moto.create_bucket("crm-events").await;
+        let seen = moto.create_bus_into_queue("crm", "qualifier").await;
+        let to_s3 = create_to(
+            &s,
+            with(
+                json!({"type": "s3", "bucket": "crm-events", "prefix": "qualifier/"}),
+                account(&moto),
+            ),
+            json!({"event_types": ["lead.created"]}),
+        )
+        .await;
+        let s3_secret = to_s3["signing_secret"].as_str().unwrap().to_owned();
+        create_to(
+            &s,
+            with(
+                json!({"type": "eventbridge", "event_bus": "crm"}),
+                account(&moto),
+            ),
+            json!({"event_types": ["lead.created"]}),
+        )
+        .await;
+        s.inbound("+447700900812").await;
+        let at_crm = s.receiver.wait_for(1, WAIT).await.remove(0);
+        let envelope = at_crm.json();
+
+        let deadline = tokio::time::Instant::now() + WAIT;
+        let objects = loop {
+            let o = moto.objects("crm-events").await;
+            if !o.is_empty() || tokio::time::Instant::now() > deadline {
+                break o;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        assert_eq!(objects.len(), 1);
+        let o = &objects[0];
+        let day = &envelope["occurred_at"].as_str().unwrap()[..10].replace('-', "/");
+        assert_eq!(
+            o.key,
+            format!(
+                "qualifier/{}/{day}/{}.json",
+                s.org,
+                envelope["id"].as_str().unwrap()
+            )
+        );
+        assert_eq!(o.body, at_crm.body, "the webhook's body bytes");
+        assert_eq!(o.content_type, "application/json");
+        assert!(qualifier_signing::verify(
+            &s3_secret,
+            &o.body,
+            &o.metadata["x-qualifier-signature"]
+        ));
+        assert_eq!(o.metadata["x-qualifier-event"], "lead.created");
+
+        let events = moto.wait_messages(&seen, 1, WAIT).await;
+        assert_eq!(events.len(), 1);
+        let event: Value = serde_json::from_str(&events[0].body).unwrap();
+        assert_eq!(event["detail-type"], "lead.created");
+        assert_eq!(event["source"], "qualifier");
+        assert_eq!(event["detail"], envelope, "the envelope as the detail");
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_missing_queue_or_bucket_retries_then_dead_letters_with_the_aws_error() {
+        let s = Stack::start().await;
+        let moto = Moto::start().await;
+        let queue = create_to(
+            &s,
+            with(
+                json!({"type": "sqs", "queue_url": moto.queue_url("nowhere")}),
+                account(&moto),
+            ),
+            json!({"event_types": ["lead.created"]}),
+        )
+        .await;
+        let bucket = create_to(
+            &s,
+            with(
+                json!({"type": "s3", "bucket": "no-such-bucket"}),
+                account(&moto),
+            ),
+            json!({"event_types": ["lead.created"]}),
+        )
+        .await;
+        s.inbound("+447700900813").await;
+        for (ep, code) in [(queue, "QueueDoesNotExist"), (bucket, "NoSuchBucket")] {
+            let id = ep["endpoint"]["id"].as_str().unwrap();
+            let d = delivery_of(&s, id, "lead.created").await;
+            let d = s.wait_status(d["id"].as_str().unwrap(), "dead", WAIT).await;
+            assert_eq!(d["attempts"], 5);
+            let last = d["last_error"].as_str().unwrap();
+            assert!(last.contains(code), "{code}: {last}");
+            assert!(!last.contains(AWS_SECRET));
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_missing_queue_fails_the_endpoints_health_until_it_exists() {
+        let s = Stack::start_with(|c| {
+            c.health = HealthRules {
+                failing_after: 3,
+                failing_span: Duration::from_millis(200),
+                probe_min: Duration::from_millis(200),
+                probe_max: Duration::from_millis(400),
+                disable_after: Duration::from_secs(3600),
+            };
+        })
+        .await;
+        let moto = Moto::start().await;
+        let created = create_to(
+            &s,
+            with(
+                json!({"type": "sqs", "queue_url": moto.queue_url("later")}),
+                account(&moto),
+            ),
+            json!({"event_types": ["lead.created"]}),
+        )
+        .await;
+        let id = created["endpoint"]["id"].as_str().unwrap().to_owned();
+        let path = format!("/internal/v1/orgs/{}/endpoints/{id}", s.org);
+        s.inbound("+447700900814").await;
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            let h = s.call(Method::GET, &path, None).await["endpoint"]["health"].clone();
+            if h["state"] == "failing" {
+                assert!(
+                    h["last_error"]
+                        .as_str()
+                        .unwrap()
+                        .contains("QueueDoesNotExist"),
+                    "{h}"
+                );
+                break;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "never failing: {h}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let queue = moto.create_queue("later").await;
+        let d = delivery_of(&s, &id, "lead.created").await;
+        s.wait_status(d["id"].as_str().unwrap(), "succeeded", WAIT)
+            .await;
+        let got = moto.wait_messages(&queue, 2, WAIT).await;
+        assert!(
+            got.iter()
+                .any(|m| m.attributes["X-Qualifier-Event"] == "lead.created"
+                    && !m.attributes.contains_key("X-Qualifier-Test"))
+        );
+        let h = s.call(Method::GET, &path, None).await["endpoint"]["health"].clone();
+        assert_eq!(h["state"], "healthy", "{h}");
+    }
+}
