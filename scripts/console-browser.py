@@ -7,7 +7,7 @@ screenshot of each page into the given directory.
 
   console-browser.py setup  <sign-in url> <endpoint url> <screenshot dir>
   console-browser.py replay <sign-in url> <screenshot dir>
-  console-browser.py destination_amqp <sign-in url> <broker url> <exchange> <screenshot dir>
+  console-browser.py destination_amqp <sign-in url> <broker url> <exchange> <queue url> <service url> <screenshot dir>
   console-browser.py endpoints_add <sign-in url> <endpoint url> <screenshot dir>
   console-browser.py endpoints_delete <sign-in url> <endpoint page url> <screenshot dir>
   console-browser.py receiver_credentials <sign-in url> <screenshot dir>
@@ -433,16 +433,20 @@ def receiver_credentials(login, shots):
     return out
 
 
-def destination_amqp(login, broker_url, exchange, shots):
+AMQP_CHOICE = "AMQP: a signed message on your RabbitMQ exchange (the URL above is not used)"
+
+
+def destination_amqp(login, broker_url, exchange, queue_url, service_url, shots):
     """Adds an endpoint that sends to a RabbitMQ exchange: a plain amqp:// url to a public
     address refused beside its field, then the broker's url saved, shown with its password
-    masked, and a test event confirmed by the broker."""
+    masked, and a test event confirmed by the broker. Then one that sends to an SQS queue (an
+    AWS-compatible service's address), its keys masked, and a test event AWS took."""
     out = {}
     with signed_in(login) as page:
         page.get_by_role("link", name="Endpoints", exact=True).click()
         page.get_by_role("link", name="Add endpoint").click()
         page.get_by_label("Description").fill("CRM queue")
-        page.get_by_label("AMQP", exact=False).check()
+        page.get_by_label(AMQP_CHOICE).check()
         page.get_by_label("Broker URL").fill("amqp://u:p@8.8.8.8/")
         page.get_by_label("Exchange", exact=True).fill(exchange)
         page.get_by_label("Routing key").fill("leads")
@@ -454,7 +458,7 @@ def destination_amqp(login, broker_url, exchange, shots):
         page.get_by_role("button", name="Add endpoint").click()
         expect(page.get_by_role("heading", name="Endpoint: CRM queue")).to_be_visible()
         out["url_shown"] = page.get_by_label("Broker URL").input_value()
-        out["amqp_checked"] = page.get_by_label("AMQP", exact=False).is_checked()
+        out["amqp_checked"] = page.get_by_label(AMQP_CHOICE).is_checked()
         out["page_has_password"] = broker_url.split(":")[2].split("@")[0] in page.content()
         shot(page, shots, "endpoint-amqp")
         page.get_by_role("button", name="Send test event").click()
@@ -463,6 +467,25 @@ def destination_amqp(login, broker_url, exchange, shots):
         out["broker_answer_shown"] = "confirmed by the broker" in page.content()
         page.get_by_role("link", name="Endpoints", exact=True).click()
         out["listed_target"] = page.locator("tr[data-endpoint]").nth(1).locator("td").nth(1).inner_text()
+
+        page.get_by_role("link", name="Add endpoint").click()
+        page.get_by_label("Description").fill("CRM SQS")
+        page.get_by_label("Amazon SQS", exact=True).check()
+        page.get_by_label("Queue URL (SQS)").fill(queue_url)
+        page.get_by_label("Region", exact=True).fill("us-east-1")
+        page.get_by_label("Service address (optional, an AWS-compatible service)").fill(service_url)
+        page.get_by_label("Access key ID (optional: else the worker's own AWS credentials)").fill("AKIDCONSOLE")
+        page.get_by_label("Secret access key").fill("console-aws-secret-2290")
+        page.get_by_role("button", name="Add endpoint").click()
+        expect(page.get_by_role("heading", name="Endpoint: CRM SQS")).to_be_visible()
+        out["sqs_checked"] = page.get_by_label("Amazon SQS", exact=True).is_checked()
+        out["sqs_key_shown"] = page.get_by_label("Secret access key").input_value()
+        out["sqs_page_has_secret"] = "console-aws-secret-2290" in page.content()
+        shot(page, shots, "endpoint-sqs")
+        page.get_by_role("button", name="Send test event").click()
+        expect(page.get_by_role("heading", name="Delivery")).to_be_visible()
+        wait_for_text(page, "succeeded")
+        out["sqs_answer_shown"] = "MessageId " in page.content()
     return out
 
 
@@ -499,7 +522,7 @@ def main():
         out = endpoints_add(*sys.argv[2:])
     elif len(sys.argv) == 5 and sys.argv[1] == "endpoints_delete":
         out = endpoints_delete(*sys.argv[2:])
-    elif len(sys.argv) == 6 and sys.argv[1] == "destination_amqp":
+    elif len(sys.argv) == 8 and sys.argv[1] == "destination_amqp":
         out = destination_amqp(*sys.argv[2:])
     elif len(sys.argv) == 4 and sys.argv[1] == "filter_editor":
         out = filter_editor(*sys.argv[2:])

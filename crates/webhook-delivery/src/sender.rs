@@ -376,6 +376,19 @@ impl Sender {
         clock: Instant,
     ) -> Sent {
         let deadline = tokio::time::Instant::from_std(clock) + self.timeout;
+        // A deployment that leaves only through its proxy must not reach a broker or AWS
+        // around it: until these types can be tunnelled, their attempts fail as the proxy's
+        // (ours to mend, never the endpoint's health).
+        if self.proxy.is_some() {
+            let why = NoAnswer::new(
+                FailureKind::Proxy,
+                format!(
+                    "{} destinations are not sent through QUALIFIER_EGRESS_PROXY",
+                    to.destination.type_name()
+                ),
+            );
+            return Sent::without_request(started_at, why);
+        }
         let msg = DestinationMessage {
             body: &job.body,
             headers: &headers,
@@ -429,12 +442,6 @@ impl Sender {
         to: &OpenDestination,
         msg: &DestinationMessage<'_>,
     ) -> aws::Outcome {
-        if self.proxy.is_some() {
-            return Err(NoAnswer::new(
-                FailureKind::Proxy,
-                "AWS destinations are not sent through QUALIFIER_EGRESS_PROXY",
-            ));
-        }
         let Some(mut req) = aws::request_for(d, msg) else {
             return Err(NoAnswer::new(
                 FailureKind::InvalidUrl,

@@ -17,6 +17,7 @@ from .delivery_detail_attempt_log_item_error_kind import DeliveryDetailAttemptLo
 from .delivery_status import DeliveryStatus
 from .delivery_waiting_for import DeliveryWaitingFor
 from .destination import Destination
+from .destination_credentials_type_1 import DestinationCredentialsType1
 from .destination_type import DestinationType
 from .endpoint_health import EndpointHealth
 from .endpoint_health_state import EndpointHealthState
@@ -115,6 +116,7 @@ __all__ = (
     "DeliveryStatus",
     "DeliveryWaitingFor",
     "Destination",
+    "DestinationCredentialsType1",
     "DestinationType",
     "EndpointHealth",
     "EndpointHealthState",

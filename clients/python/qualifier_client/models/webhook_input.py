@@ -50,12 +50,15 @@ class WebhookInput:
             "Filters"): `null` every one, else a JSON object of dotted paths and operators matched against the event's
             envelope. Absent keeps the saved filter. 422 `Invalid filter at <path>: …`.
         destination (Destination | Unset): Where the endpoint sends (docs/destinations.md). `https` (the default when
-            absent): to `url`. `amqp`: each delivery published persistent to a RabbitMQ exchange of the receiver's with
-            publisher confirms, the webhook's body bytes, the signature and delivery headers as AMQP headers, the delivery
-            id as the message id; success is the broker's confirm. The url's host is held to the endpoint url's address
-            rules, and `amqp://` (without TLS) is refused outside `QUALIFIER_WEBHOOK_ALLOW_CIDRS`. The password is sealed at
-            rest and shown as `********`; sent back so, it keeps the stored one. Headers and `auth` are for `https` only.
-            422 naming the field.
+            absent): to `url`. `amqp`: a persistent message on a RabbitMQ exchange of the receiver's, confirmed by the
+            broker. `sqs`: `SendMessage` to a queue (a FIFO queue, whose url ends in `.fifo`, groups by the lead and
+            deduplicates by the delivery id). `eventbridge`: `PutEvents` with the envelope as `Detail` and the event type as
+            `DetailType`. `s3`: one object per delivery at `{prefix}{org_id}/{yyyy}/{mm}/{dd}/{event_id}.json`. Every type
+            carries the webhook's body bytes and the signature and delivery headers (as AMQP headers, message attributes or
+            object metadata; EventBridge: the envelope only). Addresses (`url`, `endpoint_url`) are held to the endpoint
+            url's rules; `amqp://` without TLS is refused outside `QUALIFIER_WEBHOOK_ALLOW_CIDRS`. Secrets (the amqp url's
+            password, the AWS `credentials`) are sealed at rest and shown as `********`; sent back so, they keep the stored
+            ones. Headers and `auth` are for `https` only. 422 naming the field.
     """
 
     event_types: list[EventType]

@@ -312,10 +312,10 @@ export type WebhookInput = {
     destination?: Destination;
 };
 /**
- * Where the endpoint sends (docs/destinations.md). `https` (the default when absent): to `url`. `amqp`: each delivery published persistent to a RabbitMQ exchange of the receiver's with publisher confirms, the webhook's body bytes, the signature and delivery headers as AMQP headers, the delivery id as the message id; success is the broker's confirm. The url's host is held to the endpoint url's address rules, and `amqp://` (without TLS) is refused outside `QUALIFIER_WEBHOOK_ALLOW_CIDRS`. The password is sealed at rest and shown as `********`; sent back so, it keeps the stored one. Headers and `auth` are for `https` only. 422 naming the field.
+ * Where the endpoint sends (docs/destinations.md). `https` (the default when absent): to `url`. `amqp`: a persistent message on a RabbitMQ exchange of the receiver's, confirmed by the broker. `sqs`: `SendMessage` to a queue (a FIFO queue, whose url ends in `.fifo`, groups by the lead and deduplicates by the delivery id). `eventbridge`: `PutEvents` with the envelope as `Detail` and the event type as `DetailType`. `s3`: one object per delivery at `{prefix}{org_id}/{yyyy}/{mm}/{dd}/{event_id}.json`. Every type carries the webhook's body bytes and the signature and delivery headers (as AMQP headers, message attributes or object metadata; EventBridge: the envelope only). Addresses (`url`, `endpoint_url`) are held to the endpoint url's rules; `amqp://` without TLS is refused outside `QUALIFIER_WEBHOOK_ALLOW_CIDRS`. Secrets (the amqp url's password, the AWS `credentials`) are sealed at rest and shown as `********`; sent back so, they keep the stored ones. Headers and `auth` are for `https` only. 422 naming the field.
  */
 export type Destination = {
-    type: 'https' | 'amqp';
+    type: 'https' | 'amqp' | 'sqs' | 'eventbridge' | 's3';
     /**
      * amqp: `amqp[s]://user:password@host[:port][/vhost]`, no query; port 1024-65535.
      */
@@ -328,6 +328,41 @@ export type Destination = {
      * amqp.
      */
     routing_key?: string;
+    /**
+     * sqs: the queue's https url.
+     */
+    queue_url?: string;
+    /**
+     * eventbridge: the bus's name or ARN.
+     */
+    event_bus?: string;
+    /**
+     * eventbridge: the entries' Source; not `aws.`…
+     */
+    source?: string;
+    /**
+     * s3.
+     */
+    bucket?: string;
+    /**
+     * s3: the keys' prefix; not starting with `/`.
+     */
+    prefix?: string;
+    /**
+     * sqs, eventbridge, s3: the AWS region (eu-west-1).
+     */
+    region?: string;
+    /**
+     * sqs, eventbridge, s3: an AWS-compatible service's https address; `null`: AWS's own for the region.
+     */
+    endpoint_url?: string | null;
+    /**
+     * sqs, eventbridge, s3: the endpoint's own keys; `null`: the worker's AWS environment.
+     */
+    credentials?: null | {
+        access_key_id: string;
+        secret_access_key: string;
+    };
 };
 export type ReceiverHeader = {
     /**

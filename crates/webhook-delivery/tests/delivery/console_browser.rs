@@ -512,20 +512,32 @@ async fn an_administrator_sets_the_receivers_headers_and_token_in_the_browser() 
 
 /// An administrator adds an endpoint that sends to the receiver's RabbitMQ exchange: a plain
 /// `amqp://` url to a public address is refused beside the field, the broker's url is saved
-/// and shown with its password masked, and a test event is confirmed by the broker.
+/// and shown with its password masked, and a test event is confirmed by the broker. Then one
+/// that sends to an SQS queue (moto over HTTPS), its keys masked, and a test event AWS took.
 #[tokio::test(flavor = "multi_thread")]
 async fn an_administrator_sends_an_endpoint_to_a_rabbitmq_exchange_in_the_browser() {
     let s = Stack::start().await;
     let broker = qualifier_testkit::their_broker::TheirBroker::new(&s.topo.prefix).await;
+    let moto = qualifier_testkit::moto::Moto::start().await;
+    let queue = moto.create_queue("console-leads").await;
     let shots = shots_dir().to_string_lossy().into_owned();
     let page = browser(vec![
         "destination_amqp".into(),
         s.console_link().await,
         broker.url(),
         broker.exchange.clone(),
+        queue.clone(),
+        moto.url.clone(),
         shots,
     ])
     .await;
+    assert_eq!(page["sqs_checked"], true, "{page}");
+    assert_eq!(page["sqs_key_shown"], "********", "{page}");
+    assert_eq!(page["sqs_page_has_secret"], false, "{page}");
+    assert_eq!(page["sqs_answer_shown"], true, "{page}");
+    let on_queue = moto.wait_messages(&queue, 1, WAIT).await;
+    assert_eq!(on_queue.len(), 1);
+    assert_eq!(on_queue[0].attributes["X-Qualifier-Test"], "true");
     assert_eq!(page["refused_status"], 422, "{page}");
     assert!(
         page["refused_message"]

@@ -483,3 +483,60 @@ fn the_deployed_proxy_refuses_tunnels_to_private_addresses_and_other_ports() {
         assert!(status != 403 && status != 0, "{tried}: {status}");
     }
 }
+
+/// Behind the egress proxy, a destination that cannot be tunnelled yet (a broker) is never
+/// reached around the proxy: its attempt fails as the proxy's, which leaves the endpoint's
+/// health alone, and nothing arrives at the broker.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_destination_behind_the_proxy_is_never_reached_around_it() {
+    let squid = Squid::start();
+    let proxy = proxy_config(&squid);
+    let s = Stack::start_with(move |c| {
+        c.egress_proxy = Some(proxy);
+    })
+    .await;
+    let broker = qualifier_testkit::their_broker::TheirBroker::new(&s.topo.prefix).await;
+    let r = s
+        .request(
+            reqwest::Method::POST,
+            &format!("/internal/v1/orgs/{}/endpoints", s.org),
+            Some(serde_json::json!({"event_types": ["lead.created"],
+                "destination": {"type": "amqp", "url": broker.url(),
+                                "exchange": broker.exchange, "routing_key": broker.routing_key}})),
+        )
+        .await;
+    assert_eq!(r.status(), 201);
+    let id = r.json::<Value>().await.unwrap()["endpoint"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    s.inbound("+31640000009").await;
+    let path = format!("deliveries?endpoint_id={id}");
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let d = loop {
+        let listed = s.org_call(reqwest::Method::GET, &path, None).await;
+        if let Some(d) = listed["deliveries"].as_array().and_then(|a| a.first())
+            && d["attempts"].as_i64().unwrap_or(0) >= 1
+        {
+            break s.delivery_in(&s.org, d["id"].as_str().unwrap()).await;
+        }
+        assert!(Instant::now() < deadline, "never attempted: {listed}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(d["attempt_log"][0]["error_kind"], "proxy", "{d}");
+    assert!(
+        d["last_error"]
+            .as_str()
+            .unwrap()
+            .contains("not sent through QUALIFIER_EGRESS_PROXY"),
+        "{d}"
+    );
+    let endpoint = s
+        .org_call(reqwest::Method::GET, &format!("endpoints/{id}"), None)
+        .await;
+    assert_eq!(endpoint["endpoint"]["health"]["consecutive_failures"], 0);
+    assert!(
+        broker.take_all().await.is_empty(),
+        "nothing around the proxy"
+    );
+}

@@ -86,8 +86,9 @@ async fn settings_of(
     let ordering = f.form.get("ordering");
     let text = description.then(|| f.form.get("description").unwrap_or(""));
     let pace = (rate, ordering);
-    let amqp = pages::AmqpFields::of_form(|k| f.form.get(k));
-    let elsewhere = (f.form.get("destination_type") == Some("amqp")).then(|| amqp.as_json());
+    let fields = pages::DestinationFields::of_form(|k| f.form.get(k));
+    let kind = f.form.get("destination_type").unwrap_or("https");
+    let elsewhere = (kind != "https").then(|| fields.as_json(kind));
     let to = match &elsewhere {
         Some(d) => FormTarget::Elsewhere(d),
         None => FormTarget::Url(url),
@@ -96,8 +97,8 @@ async fn settings_of(
         .await
         .map_err(|errors| WebhookForm {
             url: url.to_owned(),
-            destination_type: if elsewhere.is_some() { "amqp" } else { "https" }.to_owned(),
-            amqp,
+            destination_type: kind.to_owned(),
+            elsewhere: fields,
             destination_error: errors.destination,
             event_types: types.iter().filter_map(|t| t.parse().ok()).collect(),
             enabled,
