@@ -32,6 +32,7 @@
 mod api;
 mod ceilings;
 mod cpu;
+mod destinations;
 mod e2e;
 mod endpoints;
 mod erasure;
@@ -84,7 +85,7 @@ struct Opts {
     #[arg(long)]
     json: Option<PathBuf>,
     /// Run one phase alone, for profiling it (`perf record -a` while it runs).
-    #[arg(long, value_parser = ["e2e", "drain", "api", "feed", "lone", "outage", "noisy", "endpoints", "filters", "erasure", "fairness", "history"])]
+    #[arg(long, value_parser = ["e2e", "drain", "api", "feed", "lone", "outage", "noisy", "endpoints", "filters", "erasure", "fairness", "history", "destinations"])]
     only: Option<String>,
     /// With `--only e2e`: cause events at this many per second instead of as fast as the API
     /// takes them (commit-to-receipt latency at a chosen load); with `--only endpoints`, the
@@ -364,9 +365,10 @@ async fn run() -> anyhow::Result<()> {
                 .await?
             }
             "history" => history::phase(&sink, o.history()).await?,
+            "destinations" => destinations::phase(&sink, o.events.unwrap_or(5000)).await?,
             other => {
                 anyhow::bail!(
-                    "--only takes e2e, drain, api, feed, lone, outage, noisy, endpoints, filters, erasure, fairness or history, not {other}"
+                    "--only takes e2e, drain, api, feed, lone, outage, noisy, endpoints, filters, erasure, fairness, history or destinations, not {other}"
                 )
             }
         };

@@ -131,24 +131,36 @@ impl Moto {
 
     /// Takes up to ten messages off the queue (deleting them), in the order it gives them.
     pub async fn receive(&self, queue_url: &str) -> Vec<SqsMessage> {
+        self.receive_deleting(queue_url, true).await
+    }
+
+    /// Up to ten messages, hidden for an hour instead of deleted (a count of many is quicker
+    /// without a delete per message).
+    pub async fn receive_hiding(&self, queue_url: &str) -> Vec<SqsMessage> {
+        self.receive_deleting(queue_url, false).await
+    }
+
+    async fn receive_deleting(&self, queue_url: &str, delete: bool) -> Vec<SqsMessage> {
         let v = self
             .call(
                 "sqs",
                 "AmazonSQS.ReceiveMessage",
                 "1.0",
-                json!({"QueueUrl": queue_url, "MaxNumberOfMessages": 10,
+                json!({"QueueUrl": queue_url, "MaxNumberOfMessages": 10, "VisibilityTimeout": 3600,
                        "AttributeNames": ["All"], "MessageAttributeNames": ["All"]}),
             )
             .await;
         let mut out = Vec::new();
         for m in v["Messages"].as_array().cloned().unwrap_or_default() {
-            self.call(
-                "sqs",
-                "AmazonSQS.DeleteMessage",
-                "1.0",
-                json!({"QueueUrl": queue_url, "ReceiptHandle": m["ReceiptHandle"]}),
-            )
-            .await;
+            if delete {
+                self.call(
+                    "sqs",
+                    "AmazonSQS.DeleteMessage",
+                    "1.0",
+                    json!({"QueueUrl": queue_url, "ReceiptHandle": m["ReceiptHandle"]}),
+                )
+                .await;
+            }
             let text = |v: &Value| v.as_str().map(str::to_owned);
             out.push(SqsMessage {
                 body: text(&m["Body"]).unwrap_or_default(),
@@ -165,6 +177,22 @@ impl Moto {
             });
         }
         out
+    }
+
+    /// How many messages wait in the queue (SQS's approximate count; exact on moto).
+    pub async fn queue_depth(&self, queue_url: &str) -> u64 {
+        let v = self
+            .call(
+                "sqs",
+                "AmazonSQS.GetQueueAttributes",
+                "1.0",
+                json!({"QueueUrl": queue_url, "AttributeNames": ["ApproximateNumberOfMessages"]}),
+            )
+            .await;
+        v["Attributes"]["ApproximateNumberOfMessages"]
+            .as_str()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0)
     }
 
     /// Takes messages until there are `n` or `within` has passed.

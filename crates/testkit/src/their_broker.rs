@@ -128,6 +128,24 @@ impl TheirBroker {
         u.to_string()
     }
 
+    /// How many messages wait in the queue.
+    pub async fn depth(&self) -> u32 {
+        let (conn, ch) = channel().await;
+        let q = ch
+            .queue_declare(
+                self.queue.as_str().into(),
+                QueueDeclareOptions {
+                    passive: true,
+                    ..QueueDeclareOptions::default()
+                },
+                FieldTable::default(),
+            )
+            .await
+            .unwrap();
+        let _ = conn.close(200, "ok".into()).await;
+        q.message_count()
+    }
+
     /// Every message waiting in the queue, taken off it in order.
     pub async fn take_all(&self) -> Vec<Taken> {
         let (conn, ch) = channel().await;
