@@ -10,7 +10,6 @@ use std::time::Duration;
 use qualifier_testkit::their_broker::{Taken, TheirBroker};
 use reqwest::Method;
 use serde_json::{Value, json};
-use webhook_delivery::decide::HealthRules;
 
 use crate::stack::Stack;
 
@@ -214,16 +213,7 @@ async fn a_refusing_broker_retries_then_dead_letters_naming_what_it_said() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_destination_that_refuses_fails_its_health_and_recovers_by_itself() {
-    let s = Stack::start_with(|c| {
-        c.health = HealthRules {
-            failing_after: 3,
-            failing_span: Duration::from_millis(200),
-            probe_min: Duration::from_millis(200),
-            probe_max: Duration::from_millis(400),
-            disable_after: Duration::from_secs(3600),
-        };
-    })
-    .await;
+    let s = Stack::with_quick_health().await;
     // The exchange does not exist yet: every message is refused.
     let broker = TheirBroker::named(&s.topo.prefix);
     let exchange = broker.exchange.clone();
@@ -238,19 +228,11 @@ async fn a_destination_that_refuses_fails_its_health_and_recovers_by_itself() {
     let id = created["endpoint"]["id"].as_str().unwrap().to_owned();
     let path = format!("/internal/v1/orgs/{}/endpoints/{id}", s.org);
     s.inbound("+447700900803").await;
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        let h = s.call(Method::GET, &path, None).await["endpoint"]["health"].clone();
-        if h["state"] == "failing" {
-            assert!(
-                h["last_error"].as_str().unwrap().contains("NOT_FOUND"),
-                "{h}"
-            );
-            break;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "never failing: {h}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let h = s.wait_failing(&path, WAIT).await;
+    assert!(
+        h["last_error"].as_str().unwrap().contains("NOT_FOUND"),
+        "{h}"
+    );
     // The receiver creates its exchange: a probe finds it, and what waited is delivered.
     broker.declare().await;
     let d = delivery_of(&s, &id, "lead.created").await;
@@ -539,16 +521,7 @@ mod aws {
 
     #[tokio::test(flavor = "multi_thread")]
     async fn a_missing_queue_fails_the_endpoints_health_until_it_exists() {
-        let s = Stack::start_with(|c| {
-            c.health = HealthRules {
-                failing_after: 3,
-                failing_span: Duration::from_millis(200),
-                probe_min: Duration::from_millis(200),
-                probe_max: Duration::from_millis(400),
-                disable_after: Duration::from_secs(3600),
-            };
-        })
-        .await;
+        let s = Stack::with_quick_health().await;
         let moto = Moto::start().await;
         let created = create_to(
             &s,
@@ -562,22 +535,14 @@ mod aws {
         let id = created["endpoint"]["id"].as_str().unwrap().to_owned();
         let path = format!("/internal/v1/orgs/{}/endpoints/{id}", s.org);
         s.inbound("+447700900814").await;
-        let deadline = tokio::time::Instant::now() + WAIT;
-        loop {
-            let h = s.call(Method::GET, &path, None).await["endpoint"]["health"].clone();
-            if h["state"] == "failing" {
-                assert!(
-                    h["last_error"]
-                        .as_str()
-                        .unwrap()
-                        .contains("QueueDoesNotExist"),
-                    "{h}"
-                );
-                break;
-            }
-            assert!(tokio::time::Instant::now() < deadline, "never failing: {h}");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        let h = s.wait_failing(&path, WAIT).await;
+        assert!(
+            h["last_error"]
+                .as_str()
+                .unwrap()
+                .contains("QueueDoesNotExist"),
+            "{h}"
+        );
         let queue = moto.create_queue("later").await;
         let d = delivery_of(&s, &id, "lead.created").await;
         s.wait_status(d["id"].as_str().unwrap(), "succeeded", WAIT)

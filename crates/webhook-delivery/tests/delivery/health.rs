@@ -17,13 +17,7 @@ use crate::standard::python_verifies;
 const OPERATOR_SECRET: &str = "operator-secret-for-the-health-tests";
 
 fn rules(disable_after: Duration) -> HealthRules {
-    HealthRules {
-        failing_after: 3,
-        failing_span: Duration::from_millis(200),
-        probe_min: Duration::from_millis(200),
-        probe_max: Duration::from_millis(400),
-        disable_after,
-    }
+    crate::stack::quick_health(disable_after)
 }
 
 async fn health(s: &Stack, org: &str) -> Value {

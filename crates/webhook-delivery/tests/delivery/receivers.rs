@@ -9,7 +9,6 @@ use std::time::Duration;
 use qualifier_testkit::receiver::{Behaviour, Received, Receiver};
 use reqwest::Method;
 use serde_json::{Value, json};
-use webhook_delivery::decide::HealthRules;
 
 use crate::stack::Stack;
 
@@ -17,21 +16,6 @@ const WAIT: Duration = Duration::from_secs(20);
 const KEY: &str = "key-sekrit-4471";
 const TOKEN: &str = "bearer-sekrit-9921";
 const CLIENT_SECRET: &str = "oauth-sekrit-3310";
-
-/// A stack whose endpoints are found failing after three failures within 200 ms, and probed
-/// every 200-400 ms then: health in the tests' time scale.
-async fn stack_with_quick_health() -> Stack {
-    Stack::start_with(|c| {
-        c.health = HealthRules {
-            failing_after: 3,
-            failing_span: Duration::from_millis(200),
-            probe_min: Duration::from_millis(200),
-            probe_max: Duration::from_millis(400),
-            disable_after: Duration::from_secs(3600),
-        };
-    })
-    .await
-}
 
 /// `POST …/endpoints` with `body` (the receiver's url and `lead.created` added): the answer.
 async fn create(s: &Stack, receiver: &Receiver, mut body: Value) -> reqwest::Response {
@@ -267,7 +251,7 @@ async fn bad_headers_and_credentials_are_refused_naming_them() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn oauth2_one_token_for_many_a_new_one_on_a_401_and_a_failing_server_named() {
-    let s = stack_with_quick_health().await;
+    let s = Stack::with_quick_health().await;
     let r = Receiver::start().await;
     r.require_oauth("crm-app", CLIENT_SECRET);
     // Slow enough that every delivery in flight finds the first fetch still running.
@@ -369,7 +353,7 @@ async fn oauth2_one_token_for_many_a_new_one_on_a_401_and_a_failing_server_named
 /// its basic credentials, and the receiver that checks them is found healthy again.
 #[tokio::test(flavor = "multi_thread")]
 async fn probes_carry_the_headers_and_basic_credentials() {
-    let s = stack_with_quick_health().await;
+    let s = Stack::with_quick_health().await;
     let r = Receiver::start().await;
     let ep = endpoint(
         &s,

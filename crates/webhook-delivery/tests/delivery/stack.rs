@@ -69,7 +69,38 @@ pub fn delivery_config(
     }
 }
 
+/// Endpoint health in the tests' time scale: failing after three failures within 200 ms, probed
+/// every 200 to 400 ms, disabled after `disable_after`.
+pub fn quick_health(disable_after: std::time::Duration) -> webhook_delivery::decide::HealthRules {
+    webhook_delivery::decide::HealthRules {
+        failing_after: 3,
+        failing_span: std::time::Duration::from_millis(200),
+        probe_min: std::time::Duration::from_millis(200),
+        probe_max: std::time::Duration::from_millis(400),
+        disable_after,
+    }
+}
+
 impl Stack {
+    /// A stack with [`quick_health`] (disabled after an hour: never, in a test).
+    pub async fn with_quick_health() -> Stack {
+        Self::start_with(|c| c.health = quick_health(std::time::Duration::from_secs(3600))).await
+    }
+
+    /// Polls the endpoint at `path` (below `/internal/v1`) until its health is `failing`: that
+    /// health.
+    pub async fn wait_failing(&self, path: &str, within: std::time::Duration) -> Value {
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            let h = self.call(Method::GET, path, None).await["endpoint"]["health"].clone();
+            if h["state"] == "failing" {
+                return h;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "never failing: {h}");
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    }
+
     pub async fn start() -> Stack {
         Self::start_with(|_| {}).await
     }
