@@ -90,6 +90,35 @@ impl EgressPolicy {
         Ok(addrs)
     }
 
+    /// A destination's addresses under the same rules, as when it is saved (the API, the
+    /// console, `qualifierctl`): an `amqp` broker by [`Self::resolve_amqp`], an AWS type's
+    /// `endpoint_url` by [`Self::resolve`] (AWS's own endpoints are named by the region). The
+    /// refusal names the field.
+    pub async fn check_destination(
+        &self,
+        d: &qualifier_domain::destination::Destination,
+    ) -> Result<(), String> {
+        use qualifier_domain::destination::{Destination, address};
+        match d {
+            Destination::Amqp(a) => {
+                let at = address(&a.url).map_err(|e| e.to_string())?;
+                self.resolve_amqp(&at)
+                    .await
+                    .map_err(|e| format!("destination.{e}"))?;
+            }
+            other => {
+                if let Some(raw) = other.aws_account().and_then(|a| a.endpoint_url.as_deref()) {
+                    let url =
+                        WebhookUrl::parse(raw).map_err(|e| format!("destination.endpoint_{e}"))?;
+                    self.resolve(&url)
+                        .await
+                        .map_err(|e| format!("destination.endpoint_{e}"))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn allowed_by_list(&self, ip: IpAddr) -> bool {
         let ip = match ip {
             IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(ip),

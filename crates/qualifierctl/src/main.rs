@@ -304,7 +304,7 @@ impl EndpointSettingsArgs {
         &self,
         policy: &EgressPolicy,
     ) -> anyhow::Result<qualifier_domain::destination::DestinationInput> {
-        use qualifier_domain::destination::{Destination, DestinationInput, address};
+        use qualifier_domain::destination::DestinationInput;
         let Some(raw) = &self.destination else {
             return Ok(DestinationInput {
                 destination: None,
@@ -314,23 +314,11 @@ impl EndpointSettingsArgs {
         let v: serde_json::Value = serde_json::from_str(raw)
             .map_err(|e| anyhow::anyhow!("--destination: not JSON: {e}"))?;
         let d = DestinationInput::parse(&v).map_err(|e| anyhow::anyhow!("--destination: {e}"))?;
-        match &d.destination {
-            Some(Destination::Amqp(a)) => {
-                let at = address(&a.url).map_err(|e| anyhow::anyhow!("--destination: {e}"))?;
-                policy
-                    .resolve_amqp(&at)
-                    .await
-                    .map_err(|e| anyhow::anyhow!("--destination: destination.{e}"))?;
-            }
-            Some(other) => {
-                if let Some(raw) = other.aws_account().and_then(|a| a.endpoint_url.as_deref()) {
-                    policy
-                        .resolve(&WebhookUrl::parse(raw)?)
-                        .await
-                        .map_err(|e| anyhow::anyhow!("--destination: destination.endpoint_{e}"))?;
-                }
-            }
-            None => {}
+        if let Some(to) = &d.destination {
+            policy
+                .check_destination(to)
+                .await
+                .map_err(|e| anyhow::anyhow!("--destination: {e}"))?;
         }
         Ok(d)
     }

@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use qualifier_domain::EventType;
-use qualifier_domain::destination::{Destination, DestinationInput};
+use qualifier_domain::destination::DestinationInput;
 use qualifier_domain::netguard::WebhookUrl;
 use qualifier_domain::pace::{
     DeliveryOrdering, MAX_PER_SECOND_MESSAGE, MaxPerSecond, ORDERING_MESSAGE, Pace,
@@ -236,26 +236,8 @@ pub async fn destination_of(
     egress: &EgressPolicy,
 ) -> Result<DestinationInput, ApiError> {
     let d = DestinationInput::parse(v)?;
-    match &d.destination {
-        Some(Destination::Amqp(a)) => {
-            let address = qualifier_domain::destination::address(&a.url)?;
-            egress
-                .resolve_amqp(&address)
-                .await
-                .map_err(|e| unprocessable(format!("destination.{e}")))?;
-        }
-        // AWS's own endpoints are named by the region; a compatible service's address is
-        // the org's choice and held to a webhook url's rules.
-        Some(other) => {
-            if let Some(raw) = other.aws_account().and_then(|a| a.endpoint_url.as_deref()) {
-                let url = WebhookUrl::parse(raw)?;
-                egress
-                    .resolve(&url)
-                    .await
-                    .map_err(|e| unprocessable(format!("destination.endpoint_{e}")))?;
-            }
-        }
-        None => {}
+    if let Some(to) = &d.destination {
+        egress.check_destination(to).await.map_err(unprocessable)?;
     }
     Ok(d)
 }

@@ -101,17 +101,7 @@ async fn an_amqp_destination_takes_its_events_in_order_signed_and_its_password_s
         assert!(url.contains(":********@"), "{url}");
         assert!(!url.contains(&broker.password));
     }
-    let dump = std::process::Command::new("pg_dump")
-        .args(["--data-only", "--no-owner", &s.db.url])
-        .output()
-        .unwrap();
-    let dump = String::from_utf8(dump.stdout).unwrap();
-    let hex: String = broker
-        .password
-        .bytes()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    assert!(!dump.contains(&broker.password) && !dump.contains(&hex));
+    s.absent_from_dump(&broker.password);
 
     // A lead created then renamed four times: five messages, in the events' order; the stage
     // change it is not subscribed to never comes.
@@ -309,12 +299,13 @@ mod aws {
 
     const AWS_SECRET: &str = "moto-secret-key-4417";
 
-    fn account(moto: &Moto) -> Value {
-        json!({"region": REGION, "endpoint_url": moto.url,
-               "credentials": {"access_key_id": "AKIDQUALIFIERTEST", "secret_access_key": AWS_SECRET}})
-    }
-
-    async fn create_to(s: &Stack, destination: Value, more: Value) -> Value {
+    /// `POST …/endpoints` to `destination` on `moto` (its region, address and keys added),
+    /// with `more` fields: the answer (201).
+    async fn create_to(s: &Stack, moto: &Moto, mut destination: Value, more: Value) -> Value {
+        destination["region"] = json!(REGION);
+        destination["endpoint_url"] = json!(moto.url);
+        destination["credentials"] =
+            json!({"access_key_id": "AKIDQUALIFIERTEST", "secret_access_key": AWS_SECRET});
         let mut body = json!({"destination": destination});
         for (k, v) in more.as_object().unwrap() {
             body[k] = v.clone();
@@ -330,13 +321,6 @@ mod aws {
         r.json().await.unwrap()
     }
 
-    fn with(mut d: Value, account: Value) -> Value {
-        for (k, v) in account.as_object().unwrap() {
-            d[k] = v.clone();
-        }
-        d
-    }
-
     #[tokio::test(flavor = "multi_thread")]
     async fn an_sqs_fifo_queue_takes_a_leads_events_in_order_grouped_and_deduplicated() {
         let s = Stack::start().await;
@@ -344,7 +328,8 @@ mod aws {
         let queue = moto.create_queue("crm-leads.fifo").await;
         let created = create_to(
             &s,
-            with(json!({"type": "sqs", "queue_url": queue}), account(&moto)),
+            &moto,
+            json!({"type": "sqs", "queue_url": queue}),
             json!({"event_types": ["lead.created", "lead.updated", "lead.erased"],
                    "ordering": "per_lead"}),
         )
@@ -356,12 +341,8 @@ mod aws {
             ep["destination"]["credentials"],
             json!({"access_key_id": "********", "secret_access_key": "********"})
         );
-        let dump = std::process::Command::new("pg_dump")
-            .args(["--data-only", "--no-owner", &s.db.url])
-            .output()
-            .unwrap();
-        let dump = String::from_utf8(dump.stdout).unwrap();
-        assert!(!dump.contains(AWS_SECRET) && !dump.contains("AKIDQUALIFIERTEST"));
+        s.absent_from_dump(AWS_SECRET);
+        s.absent_from_dump("AKIDQUALIFIERTEST");
 
         let lead = s.inbound("+447700900811").await;
         let lead_id = lead["id"].as_str().unwrap().to_owned();
@@ -428,20 +409,16 @@ mod aws {
         let seen = moto.create_bus_into_queue("crm", "qualifier").await;
         let to_s3 = create_to(
             &s,
-            with(
-                json!({"type": "s3", "bucket": "crm-events", "prefix": "qualifier/"}),
-                account(&moto),
-            ),
+            &moto,
+            json!({"type": "s3", "bucket": "crm-events", "prefix": "qualifier/"}),
             json!({"event_types": ["lead.created"]}),
         )
         .await;
         let s3_secret = to_s3["signing_secret"].as_str().unwrap().to_owned();
         create_to(
             &s,
-            with(
-                json!({"type": "eventbridge", "event_bus": "crm"}),
-                account(&moto),
-            ),
+            &moto,
+            json!({"type": "eventbridge", "event_bus": "crm"}),
             json!({"event_types": ["lead.created"]}),
         )
         .await;
@@ -491,19 +468,15 @@ mod aws {
         let moto = Moto::start().await;
         let queue = create_to(
             &s,
-            with(
-                json!({"type": "sqs", "queue_url": moto.queue_url("nowhere")}),
-                account(&moto),
-            ),
+            &moto,
+            json!({"type": "sqs", "queue_url": moto.queue_url("nowhere")}),
             json!({"event_types": ["lead.created"]}),
         )
         .await;
         let bucket = create_to(
             &s,
-            with(
-                json!({"type": "s3", "bucket": "no-such-bucket"}),
-                account(&moto),
-            ),
+            &moto,
+            json!({"type": "s3", "bucket": "no-such-bucket"}),
             json!({"event_types": ["lead.created"]}),
         )
         .await;
@@ -525,10 +498,8 @@ mod aws {
         let moto = Moto::start().await;
         let created = create_to(
             &s,
-            with(
-                json!({"type": "sqs", "queue_url": moto.queue_url("later")}),
-                account(&moto),
-            ),
+            &moto,
+            json!({"type": "sqs", "queue_url": moto.queue_url("later")}),
             json!({"event_types": ["lead.created"]}),
         )
         .await;

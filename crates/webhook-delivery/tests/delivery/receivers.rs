@@ -47,26 +47,6 @@ async fn put(s: &Stack, id: &str, body: Value) -> reqwest::Response {
     .await
 }
 
-/// The test database as `pg_dump --data-only` writes it.
-fn dump(s: &Stack) -> String {
-    let out = std::process::Command::new("pg_dump")
-        .args(["--data-only", "--no-owner", &s.db.url])
-        .output()
-        .expect("pg_dump runs");
-    assert!(out.status.success());
-    String::from_utf8(out.stdout).unwrap()
-}
-
-/// `secret` nowhere in the dump: not as text, not as the hex of its bytes (bytea).
-fn absent_from_dump(s: &Stack, secret: &str) {
-    let d = dump(s);
-    let hex: String = secret.bytes().map(|b| format!("{b:02x}")).collect();
-    assert!(
-        !d.contains(secret) && !d.contains(&hex),
-        "{secret} in clear in pg_dump"
-    );
-}
-
 fn carries(g: &Received, authorization: &str) {
     assert_eq!(g.header("x-api-key"), KEY, "the secret header's value");
     assert_eq!(g.header("x-team"), "crm");
@@ -167,7 +147,7 @@ async fn headers_and_credentials_go_with_every_request_and_secrets_stay_sealed()
     carries(&got[4], "Basic Y3JtLXVzZXI6cGE6c3M=");
 
     for secret in [KEY, TOKEN, "pa:ss"] {
-        absent_from_dump(&s, secret);
+        s.absent_from_dump(secret);
     }
     // Leaving the fields out keeps them.
     let kept = put(
@@ -346,7 +326,7 @@ async fn oauth2_one_token_for_many_a_new_one_on_a_401_and_a_failing_server_named
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    absent_from_dump(&s, CLIENT_SECRET);
+    s.absent_from_dump(CLIENT_SECRET);
 }
 
 /// A failing endpoint's probes are requests to it like any other: they carry its headers and

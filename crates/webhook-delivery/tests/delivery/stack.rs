@@ -101,6 +101,22 @@ impl Stack {
         }
     }
 
+    /// Fails if `secret` is in the test database as `pg_dump --data-only` writes it, as text or
+    /// as the hex of its bytes (bytea).
+    pub fn absent_from_dump(&self, secret: &str) {
+        let out = std::process::Command::new("pg_dump")
+            .args(["--data-only", "--no-owner", &self.db.url])
+            .output()
+            .expect("pg_dump runs");
+        assert!(out.status.success());
+        let d = String::from_utf8(out.stdout).unwrap();
+        let hex: String = secret.bytes().map(|b| format!("{b:02x}")).collect();
+        assert!(
+            !d.contains(secret) && !d.contains(&hex),
+            "{secret} in clear in pg_dump"
+        );
+    }
+
     pub async fn start() -> Stack {
         Self::start_with(|_| {}).await
     }
