@@ -87,8 +87,7 @@ async fn settings_of(
     let text = description.then(|| f.form.get("description").unwrap_or(""));
     let pace = (rate, ordering);
     let fields = pages::DestinationFields::of_form(|k| f.form.get(k));
-    let kind = f.form.get("destination_type").unwrap_or("https");
-    let elsewhere = (kind != "https").then(|| fields.as_json(kind));
+    let elsewhere = (fields.kind != "https").then(|| fields.as_json(&fields.kind));
     let to = match &elsewhere {
         Some(d) => FormTarget::Elsewhere(d),
         None => FormTarget::Url(url),
@@ -97,8 +96,7 @@ async fn settings_of(
         .await
         .map_err(|errors| WebhookForm {
             url: url.to_owned(),
-            destination_type: kind.to_owned(),
-            elsewhere: fields,
+            destination: fields,
             destination_error: errors.destination,
             event_types: types.iter().filter_map(|t| t.parse().ok()).collect(),
             enabled,
