@@ -49,8 +49,77 @@ fn scope(service: &str) -> String {
     )
 }
 
+/// An access key of a user moto's IAM knows.
+#[derive(Debug, Clone)]
+pub struct AccessKey {
+    pub id: String,
+    pub secret: String,
+}
+
+/// The text of the first `<tag>` in an XML answer.
+fn xml_text(xml: &str, tag: &str) -> String {
+    xml.split(&format!("<{tag}>"))
+        .nth(1)
+        .and_then(|s| s.split(&format!("</{tag}>")).next())
+        .unwrap_or_default()
+        .to_owned()
+}
+
 impl Moto {
     pub async fn start() -> Moto {
+        Self::start_with(&[]).await
+    }
+
+    /// moto as AWS is: every request's signature checked and every action held to the
+    /// caller's IAM policy. It has two buckets, `allowed` and `denied`, and one user whose key
+    /// may put objects into `allowed` only: that key. The test's own calls are unsigned, so
+    /// this makes them all before moto starts to check (its first five actions are free).
+    pub async fn enforcing_iam(allowed: &str, denied: &str) -> (Moto, AccessKey) {
+        let m = Self::start_with(&[("INITIAL_NO_AUTH_ACTION_COUNT", "5")]).await;
+        let iam = |form: Vec<(&str, String)>| {
+            let mut form = form;
+            form.push(("Version", "2010-05-08".to_owned()));
+            let body = url::form_urlencoded::Serializer::new(String::new())
+                .extend_pairs(form)
+                .finish();
+            m.http
+                .post(format!("{}/", m.url))
+                .header("authorization", scope("iam"))
+                .header("content-type", "application/x-www-form-urlencoded")
+                .body(body)
+                .send()
+        };
+        let user = || ("UserName", "qualifier-worker".to_owned());
+        let r = iam(vec![("Action", "CreateUser".into()), user()])
+            .await
+            .unwrap();
+        assert!(r.status().is_success(), "create user: {}", r.status());
+        let r = iam(vec![("Action", "CreateAccessKey".into()), user()])
+            .await
+            .unwrap();
+        let xml = r.text().await.unwrap();
+        let key = AccessKey {
+            id: xml_text(&xml, "AccessKeyId"),
+            secret: xml_text(&xml, "SecretAccessKey"),
+        };
+        assert!(!key.secret.is_empty(), "create access key: {xml}");
+        let policy = json!({"Version": "2012-10-17", "Statement": [{"Effect": "Allow",
+            "Action": "s3:PutObject", "Resource": format!("arn:aws:s3:::{allowed}/*")}]});
+        let r = iam(vec![
+            ("Action", "PutUserPolicy".into()),
+            user(),
+            ("PolicyName", "put-into-allowed".into()),
+            ("PolicyDocument", policy.to_string()),
+        ])
+        .await
+        .unwrap();
+        assert!(r.status().is_success(), "put user policy: {}", r.status());
+        m.create_bucket(allowed).await;
+        m.create_bucket(denied).await;
+        (m, key)
+    }
+
+    async fn start_with(env: &[(&str, &str)]) -> Moto {
         let (cert, key) = crate::receiver::server_certificate();
         let files =
             std::env::temp_dir().join(format!("qualifier-moto-{}", uuid::Uuid::new_v4().simple()));
@@ -65,6 +134,7 @@ impl Moto {
             .arg(port.to_string())
             .arg(files.join("cert.pem"))
             .arg(files.join("key.pem"))
+            .envs(env.iter().copied())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()
@@ -129,18 +199,10 @@ impl Moto {
         format!("{}/{ACCOUNT}/{name}", self.url)
     }
 
-    /// Takes up to ten messages off the queue (deleting them), in the order it gives them.
+    /// Takes up to ten messages off the queue (deleting them, in one batch), in the order it
+    /// gives them. A queue kept short is also what keeps moto quick: it counts the messages a
+    /// queue holds on every send.
     pub async fn receive(&self, queue_url: &str) -> Vec<SqsMessage> {
-        self.receive_deleting(queue_url, true).await
-    }
-
-    /// Up to ten messages, hidden for an hour instead of deleted (a count of many is quicker
-    /// without a delete per message).
-    pub async fn receive_hiding(&self, queue_url: &str) -> Vec<SqsMessage> {
-        self.receive_deleting(queue_url, false).await
-    }
-
-    async fn receive_deleting(&self, queue_url: &str, delete: bool) -> Vec<SqsMessage> {
         let v = self
             .call(
                 "sqs",
@@ -150,19 +212,25 @@ impl Moto {
                        "AttributeNames": ["All"], "MessageAttributeNames": ["All"]}),
             )
             .await;
-        let mut out = Vec::new();
-        for m in v["Messages"].as_array().cloned().unwrap_or_default() {
-            if delete {
-                self.call(
-                    "sqs",
-                    "AmazonSQS.DeleteMessage",
-                    "1.0",
-                    json!({"QueueUrl": queue_url, "ReceiptHandle": m["ReceiptHandle"]}),
-                )
-                .await;
-            }
-            let text = |v: &Value| v.as_str().map(str::to_owned);
-            out.push(SqsMessage {
+        let messages = v["Messages"].as_array().cloned().unwrap_or_default();
+        if !messages.is_empty() {
+            let entries: Vec<Value> = messages
+                .iter()
+                .enumerate()
+                .map(|(i, m)| json!({"Id": i.to_string(), "ReceiptHandle": m["ReceiptHandle"]}))
+                .collect();
+            self.call(
+                "sqs",
+                "AmazonSQS.DeleteMessageBatch",
+                "1.0",
+                json!({"QueueUrl": queue_url, "Entries": entries}),
+            )
+            .await;
+        }
+        let text = |v: &Value| v.as_str().map(str::to_owned);
+        messages
+            .iter()
+            .map(|m| SqsMessage {
                 body: text(&m["Body"]).unwrap_or_default(),
                 attributes: m["MessageAttributes"]
                     .as_object()
@@ -174,25 +242,8 @@ impl Moto {
                     .unwrap_or_default(),
                 group_id: text(&m["Attributes"]["MessageGroupId"]),
                 deduplication_id: text(&m["Attributes"]["MessageDeduplicationId"]),
-            });
-        }
-        out
-    }
-
-    /// How many messages wait in the queue (SQS's approximate count; exact on moto).
-    pub async fn queue_depth(&self, queue_url: &str) -> u64 {
-        let v = self
-            .call(
-                "sqs",
-                "AmazonSQS.GetQueueAttributes",
-                "1.0",
-                json!({"QueueUrl": queue_url, "AttributeNames": ["ApproximateNumberOfMessages"]}),
-            )
-            .await;
-        v["Attributes"]["ApproximateNumberOfMessages"]
-            .as_str()
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(0)
+            })
+            .collect()
     }
 
     /// Takes messages until there are `n` or `within` has passed.

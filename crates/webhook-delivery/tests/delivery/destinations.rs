@@ -24,13 +24,7 @@ async fn create(s: &Stack, broker: &TheirBroker, exchange: &str, more: Value) ->
     for (k, v) in more.as_object().unwrap() {
         body[k] = v.clone();
     }
-    let r = s
-        .request(
-            Method::POST,
-            &format!("/internal/v1/orgs/{}/endpoints", s.org),
-            Some(body),
-        )
-        .await;
+    let r = s.org_request(Method::POST, "endpoints", Some(body)).await;
     let status = r.status().as_u16();
     (status, r.json().await.unwrap_or(Value::Null))
 }
@@ -87,11 +81,7 @@ async fn an_amqp_destination_takes_its_events_in_order_signed_and_its_password_s
     let id = ep["id"].as_str().unwrap().to_owned();
     // No url; the password masked in the answer and when read back, and nowhere in clear.
     let read = s
-        .call(
-            Method::GET,
-            &format!("/internal/v1/orgs/{}/endpoints/{id}", s.org),
-            None,
-        )
+        .org_call(Method::GET, &format!("endpoints/{id}"), None)
         .await["endpoint"]
         .clone();
     for shown in [&ep, &read] {
@@ -243,13 +233,7 @@ async fn a_destination_is_refused_with_the_field_named() {
     let post = |body: Value| {
         let s = &s;
         async move {
-            let r = s
-                .request(
-                    Method::POST,
-                    &format!("/internal/v1/orgs/{}/endpoints", s.org),
-                    Some(body),
-                )
-                .await;
+            let r = s.org_request(Method::POST, "endpoints", Some(body)).await;
             let status = r.status().as_u16();
             (status, r.json::<Value>().await.unwrap())
         }
@@ -291,32 +275,29 @@ mod aws {
     //! an SQS FIFO queue takes a lead's events in order, grouped by the lead and deduplicated
     //! by the delivery; S3 keeps one object per delivery under the org and the event's day;
     //! EventBridge takes the envelope as the entry's detail; a missing queue or bucket retries
-    //! then dead-letters with AWS's error code; a missing queue fails the endpoint's health
-    //! until it exists; the credentials never appear in clear.
+    //! then dead-letters with AWS's error code, and so does a bucket the key's IAM policy
+    //! denies (moto checking signatures and policies as AWS does); a missing queue fails the
+    //! endpoint's health until it exists; the credentials never appear in clear.
 
     use super::*;
     use qualifier_testkit::moto::{Moto, REGION};
 
     const AWS_SECRET: &str = "moto-secret-key-4417";
 
-    /// `POST …/endpoints` to `destination` on `moto` (its region, address and keys added),
-    /// with `more` fields: the answer (201).
+    /// `POST …/endpoints` to `destination` on `moto` (its region, address and, unless it has
+    /// its own, keys added), with `more` fields: the answer (201).
     async fn create_to(s: &Stack, moto: &Moto, mut destination: Value, more: Value) -> Value {
         destination["region"] = json!(REGION);
         destination["endpoint_url"] = json!(moto.url);
-        destination["credentials"] =
-            json!({"access_key_id": "AKIDQUALIFIERTEST", "secret_access_key": AWS_SECRET});
+        if destination["credentials"].is_null() {
+            destination["credentials"] =
+                json!({"access_key_id": "AKIDQUALIFIERTEST", "secret_access_key": AWS_SECRET});
+        }
         let mut body = json!({"destination": destination});
         for (k, v) in more.as_object().unwrap() {
             body[k] = v.clone();
         }
-        let r = s
-            .request(
-                Method::POST,
-                &format!("/internal/v1/orgs/{}/endpoints", s.org),
-                Some(body),
-            )
-            .await;
+        let r = s.org_request(Method::POST, "endpoints", Some(body)).await;
         assert_eq!(r.status(), 201);
         r.json().await.unwrap()
     }
@@ -490,6 +471,44 @@ mod aws {
             assert!(last.contains(code), "{code}: {last}");
             assert!(!last.contains(AWS_SECRET));
         }
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_denied_bucket_retries_then_dead_letters_and_an_allowed_one_takes_the_object() {
+        // moto checks each request's signature and the key's IAM policy, as AWS does: the key
+        // may put objects into one bucket and not the other.
+        let s = Stack::start().await;
+        let (moto, key) = Moto::enforcing_iam("crm-allowed", "crm-denied").await;
+        let credentials =
+            json!({"access_key_id": key.id.clone(), "secret_access_key": key.secret.clone()});
+        let mut endpoints = Vec::new();
+        for bucket in ["crm-allowed", "crm-denied"] {
+            let created = create_to(
+                &s,
+                &moto,
+                json!({"type": "s3", "bucket": bucket, "credentials": credentials}),
+                json!({"event_types": ["lead.created"]}),
+            )
+            .await;
+            endpoints.push(created["endpoint"]["id"].as_str().unwrap().to_owned());
+        }
+        s.inbound("+447700900815").await;
+        let allowed = delivery_of(&s, &endpoints[0], "lead.created").await;
+        let allowed = s
+            .wait_status(allowed["id"].as_str().unwrap(), "succeeded", WAIT)
+            .await;
+        assert_eq!(
+            allowed["attempts"], 1,
+            "our signature is the one AWS computes"
+        );
+        let denied = delivery_of(&s, &endpoints[1], "lead.created").await;
+        let denied = s
+            .wait_status(denied["id"].as_str().unwrap(), "dead", WAIT)
+            .await;
+        assert_eq!(denied["attempts"], 5);
+        let last = denied["last_error"].as_str().unwrap();
+        assert!(last.contains("AccessDenied"), "{last}");
+        assert!(!last.contains(&key.secret));
     }
 
     #[tokio::test(flavor = "multi_thread")]

@@ -497,9 +497,9 @@ async fn a_destination_behind_the_proxy_is_never_reached_around_it() {
     .await;
     let broker = qualifier_testkit::their_broker::TheirBroker::new(&s.topo.prefix).await;
     let r = s
-        .request(
+        .org_request(
             reqwest::Method::POST,
-            &format!("/internal/v1/orgs/{}/endpoints", s.org),
+            "endpoints",
             Some(serde_json::json!({"event_types": ["lead.created"],
                 "destination": {"type": "amqp", "url": broker.url(),
                                 "exchange": broker.exchange, "routing_key": broker.routing_key}})),

@@ -22,9 +22,9 @@ pub(crate) async fn add_endpoint(
     description: &str,
 ) -> String {
     let r = s
-        .request(
+        .org_request(
             Method::POST,
-            &format!("/internal/v1/orgs/{}/endpoints", s.org),
+            "endpoints",
             Some(json!({"url": receiver.url, "event_types": types, "description": description})),
         )
         .await;
@@ -126,9 +126,9 @@ async fn the_eleventh_is_refused_another_orgs_id_is_not_found_and_webhook_is_the
         ids.push(add_endpoint(&s, &r, &["lead.created"], &format!("copy {n}")).await);
     }
     let eleventh = s
-        .request(
+        .org_request(
             Method::POST,
-            &format!("/internal/v1/orgs/{}/endpoints", s.org),
+            "endpoints",
             Some(json!({"url": r.url, "event_types": ["lead.created"]})),
         )
         .await;
@@ -234,11 +234,7 @@ async fn a_deleted_endpoint_has_its_pending_deliveries_skipped_and_gets_nothing_
     assert_eq!(d["last_error"], "Endpoint deleted");
     assert_eq!(d["endpoint_id"], id.as_str(), "its history stays");
     let gone = s
-        .request(
-            Method::GET,
-            &format!("/internal/v1/orgs/{}/endpoints/{id}", s.org),
-            None,
-        )
+        .org_request(Method::GET, &format!("endpoints/{id}"), None)
         .await;
     assert_eq!(gone.status(), 404);
 

@@ -182,3 +182,142 @@ async fn a_bundle_put_back_after_a_crash_never_repeats_an_answered_part() {
         "nothing sent to the primary before its Retry-After"
     );
 }
+
+/// An address that takes connections and never says a word (a broker or an AWS endpoint that
+/// hangs): the connections it has taken so far.
+struct Silent {
+    port: u16,
+    taken: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Silent {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl Silent {
+    async fn start() -> Silent {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let taken = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let count = taken.clone();
+        let task = tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((socket, _)) = listener.accept().await {
+                count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                held.push(socket);
+            }
+        });
+        Silent { port, taken, task }
+    }
+
+    fn taken(&self) -> usize {
+        self.taken.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// An `amqp` destination on it.
+    fn amqp(&self) -> serde_json::Value {
+        serde_json::json!({"type": "amqp", "url": format!("amqp://guest:guest@127.0.0.1:{}/", self.port),
+                           "exchange": "leads", "routing_key": "crm"})
+    }
+
+    /// An `sqs` destination whose AWS endpoint is it.
+    fn sqs(&self) -> serde_json::Value {
+        let at = format!("https://127.0.0.1:{}", self.port);
+        serde_json::json!({"type": "sqs", "queue_url": format!("{at}/123456789012/leads"),
+                           "region": "us-east-1", "endpoint_url": at,
+                           "credentials": {"access_key_id": "AKIDFAIR", "secret_access_key": "fair"}})
+    }
+}
+
+/// A new endpoint of the stack's org sending `lead.created` to `destination`.
+async fn add_destination(s: &Stack, destination: serde_json::Value) {
+    let r = s
+        .org_request(
+            reqwest::Method::POST,
+            "endpoints",
+            Some(serde_json::json!({"destination": destination, "event_types": ["lead.created"]})),
+        )
+        .await;
+    assert_eq!(r.status(), 201, "{}", r.text().await.unwrap_or_default());
+}
+
+/// Waits until `held()` reaches `n` (or the wait ends): its last value.
+async fn wait_until(held: impl Fn() -> usize, n: usize) -> usize {
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        let now = held();
+        if now >= n || std::time::Instant::now() >= deadline {
+            return now;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_org_whose_destinations_hang_holds_its_cap_and_another_org_flows() {
+    // A's endpoints: its webhook, held, and an AMQP exchange and an SQS queue whose addresses
+    // never answer; each attempt waits a minute.
+    let s = Stack::start_with(|c| {
+        c.org_concurrency = 2;
+        c.concurrency = 8;
+        c.timeout_ms = 60_000;
+    })
+    .await;
+    let (broker, queue) = (Silent::start().await, Silent::start().await);
+    add_destination(&s, broker.amqp()).await;
+    add_destination(&s, queue.sqs()).await;
+    s.receiver.hold();
+    let b = SecondOrg::add(&s).await;
+    for i in 0..6 {
+        s.inbound(&format!("+4477009035{i:02}")).await;
+    }
+    let held_by_a = || broker.taken() + queue.taken() + s.receiver.received().len();
+    assert_eq!(wait_until(held_by_a, 2).await, 2, "A's cap reached");
+    // B's event, made after all of A's: it finds a slot while A's destinations hang.
+    b.inbound(&s, "+447700903600").await;
+    assert_eq!(
+        b.receiver.wait_for(1, WAIT).await.len(),
+        1,
+        "B arrived while A's destinations hang"
+    );
+    assert_eq!(
+        held_by_a(),
+        2,
+        "A never held more than its cap, whatever its endpoints' types"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hanging_destination_leaves_its_org_a_slot_for_a_webhook_beside_it() {
+    let s = Stack::start_with(|c| {
+        c.org_concurrency = 2;
+        c.concurrency = 8;
+        c.timeout_ms = 60_000;
+    })
+    .await;
+    let broker = Silent::start().await;
+    add_destination(&s, broker.amqp()).await;
+    for i in 0..4 {
+        s.inbound(&format!("+4477009037{i:02}")).await;
+    }
+    // Each event goes to both: the exchange's connection hangs in its handshake, and every
+    // other delivery to it waits behind that one (one link per endpoint), never both slots.
+    assert_eq!(
+        wait_until(|| broker.taken(), 1).await,
+        1,
+        "the handshake hangs"
+    );
+    assert_eq!(
+        s.receiver.wait_for(4, WAIT).await.len(),
+        4,
+        "the webhook gets all four while the exchange hangs"
+    );
+    assert_eq!(
+        broker.taken(),
+        1,
+        "one connection at a time to the exchange"
+    );
+}

@@ -16,9 +16,9 @@ const WAIT: Duration = Duration::from_secs(20);
 /// An endpoint on `r` for `types` with `filter`; its id.
 async fn filtered(s: &Stack, r: &Receiver, types: Value, filter: Value) -> String {
     let res = s
-        .request(
+        .org_request(
             Method::POST,
-            &format!("/internal/v1/orgs/{}/endpoints", s.org),
+            "endpoints",
             Some(json!({"url": r.url, "event_types": types, "filter": filter})),
         )
         .await;
@@ -175,9 +175,9 @@ async fn exactly_the_matching_events_are_delivered_and_the_others_make_no_row() 
 
     // A new filter applies from the next event on, though this process held the old one.
     let put = s
-        .request(
+        .org_request(
             Method::PUT,
-            &format!("/internal/v1/orgs/{}/endpoints/{wa_id}", s.org),
+            &format!("endpoints/{wa_id}"),
             Some(json!({"url": wa.url, "event_types": ["lead.created"],
                         "filter": {"data.lead.channel": "sms"}})),
         )
@@ -191,9 +191,9 @@ async fn exactly_the_matching_events_are_delivered_and_the_others_make_no_row() 
     assert_eq!(got[4].json()["data"]["lead"]["channel"], "sms");
     // `null` removes it: every subscribed event again.
     let put = s
-        .request(
+        .org_request(
             Method::PUT,
-            &format!("/internal/v1/orgs/{}/endpoints/{wa_id}", s.org),
+            &format!("endpoints/{wa_id}"),
             Some(json!({"url": wa.url, "event_types": ["lead.created"], "filter": null})),
         )
         .await;
@@ -251,9 +251,9 @@ async fn no_broker_message_carries_an_event_the_filter_left_out() {
 async fn the_primary_records_what_its_filter_left_out_as_skipped_and_the_feed_keeps_it() {
     let s = Stack::start().await;
     let put = s
-        .request(
+        .org_request(
             Method::PUT,
-            &format!("/internal/v1/orgs/{}/webhook", s.org),
+            "webhook",
             Some(
                 json!({"url": s.receiver.url, "event_types": ["lead.created"],
                         "filter": {"data.lead.channel": "whatsapp"}}),
@@ -314,9 +314,9 @@ async fn bad_filters_are_refused_naming_the_path() {
         (json!({"a": "x".repeat(5000)}), "4096 bytes"),
     ] {
         let res = s
-            .request(
+            .org_request(
                 Method::POST,
-                &format!("/internal/v1/orgs/{}/endpoints", s.org),
+                "endpoints",
                 Some(json!({"url": r.url, "event_types": ["lead.created"], "filter": filter})),
             )
             .await;

@@ -21,12 +21,7 @@ const CLIENT_SECRET: &str = "oauth-sekrit-3310";
 async fn create(s: &Stack, receiver: &Receiver, mut body: Value) -> reqwest::Response {
     body["url"] = json!(receiver.url);
     body["event_types"] = json!(["lead.created"]);
-    s.request(
-        Method::POST,
-        &format!("/internal/v1/orgs/{}/endpoints", s.org),
-        Some(body),
-    )
-    .await
+    s.org_request(Method::POST, "endpoints", Some(body)).await
 }
 
 /// The endpoint created with `body`; the receiver verifies with its secret.
@@ -39,12 +34,8 @@ async fn endpoint(s: &Stack, receiver: &Receiver, body: Value) -> Value {
 }
 
 async fn put(s: &Stack, id: &str, body: Value) -> reqwest::Response {
-    s.request(
-        Method::PUT,
-        &format!("/internal/v1/orgs/{}/endpoints/{id}", s.org),
-        Some(body),
-    )
-    .await
+    s.org_request(Method::PUT, &format!("endpoints/{id}"), Some(body))
+        .await
 }
 
 fn carries(g: &Received, authorization: &str) {
@@ -73,11 +64,7 @@ async fn headers_and_credentials_go_with_every_request_and_secrets_stay_sealed()
     let id = ep["id"].as_str().unwrap().to_owned();
     // Masked in the answer and when read back.
     let read = s
-        .call(
-            Method::GET,
-            &format!("/internal/v1/orgs/{}/endpoints/{id}", s.org),
-            None,
-        )
+        .org_call(Method::GET, &format!("endpoints/{id}"), None)
         .await["endpoint"]
         .clone();
     for shown in [&ep, &read] {
@@ -109,11 +96,7 @@ async fn headers_and_credentials_go_with_every_request_and_secrets_stay_sealed()
 
     // A replay, a test event.
     let replayed = s
-        .request(
-            Method::POST,
-            &format!("/internal/v1/orgs/{}/deliveries/{delivery}/replay", s.org),
-            None,
-        )
+        .org_request(Method::POST, &format!("deliveries/{delivery}/replay"), None)
         .await;
     assert!(replayed.status().is_success());
     s.org_call(Method::POST, &format!("endpoints/{id}/test"), None)

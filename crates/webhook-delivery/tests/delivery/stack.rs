@@ -190,6 +190,17 @@ impl Stack {
         self.call(method, &path, body).await
     }
 
+    /// [`Stack::request`] on a path below this stack's org, `rest` after `/internal/v1/orgs/{org}/`.
+    pub async fn org_request(
+        &self,
+        method: Method,
+        rest: &str,
+        body: Option<Value>,
+    ) -> reqwest::Response {
+        let path = format!("/internal/v1/orgs/{}/{rest}", self.org);
+        self.request(method, &path, body).await
+    }
+
     /// A request to the internal API (`path` from `/internal/…`), answered whatever its status.
     pub async fn request(
         &self,
