@@ -255,8 +255,7 @@ async fn listen_forwards_signed_events_skips_none_while_the_receiver_is_down_and
 #[tokio::test(flavor = "multi_thread")]
 async fn the_cli_prints_the_apis_json_and_its_errors() {
     let app = TestApp::spawn().await;
-    let (org, token) = app.org().await;
-    let lead = app.inbound_lead(&org, "+447700900201").await;
+    let (_, token, lead) = app.org_with_lead("+447700900201").await;
     let id = lead["id"].as_str().unwrap();
     let run = |args: &[&str]| {
         let out = qualifier(&app, &token).args(args).output().unwrap();

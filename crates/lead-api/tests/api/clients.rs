@@ -32,8 +32,7 @@ fn client_envs() -> (String, String) {
 /// An org with two leads whose lead.created events are both in the feed; (token, the lead the
 /// example works on).
 async fn org_with_two_leads(app: &TestApp) -> (String, String) {
-    let (org, token) = app.org().await;
-    let lead = app.inbound_lead(&org, "+447700900301").await;
+    let (org, token, lead) = app.org_with_lead("+447700900301").await;
     app.inbound_lead(&org, "+447700900302").await;
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     loop {

@@ -66,9 +66,8 @@ async fn erase(app: &TestApp, token: &str, lead: &str) -> reqwest::Response {
 #[tokio::test(flavor = "multi_thread")]
 async fn only_the_orgs_own_lead_is_erased_and_only_once() {
     let app = TestApp::spawn().await;
-    let (org, token) = app.org().await;
     let (other_org, other) = app.org().await;
-    let lead = app.inbound_lead(&org, "+447700900555").await;
+    let (org, token, lead) = app.org_with_lead("+447700900555").await;
     let id = lead["id"].as_str().unwrap();
 
     // Another org's token, another org's path, ids that are not ids: 404, and nothing changes.
@@ -291,8 +290,7 @@ async fn an_erasure_racing_a_handoff_move_leaves_no_snapshot() {
 #[tokio::test(flavor = "multi_thread")]
 async fn an_erased_event_is_never_replayed() {
     let app = TestApp::spawn_with(|c| c.replay_rate_per_second = 1).await;
-    let (org, token) = app.org().await;
-    let lead = app.inbound_lead(&org, "+447700900556").await;
+    let (org, token, lead) = app.org_with_lead("+447700900556").await;
     let id = lead["id"].as_str().unwrap().to_owned();
     let c = app.db.client().await;
     // The relay publishes it (no worker here), then it ends dead as if every attempt failed.

@@ -245,8 +245,7 @@ async fn a_statement_past_the_timeout_answers_503_with_retry_after() {
         c.statement_timeout = Duration::from_millis(400);
     })
     .await;
-    let (org, token) = app.org().await;
-    let lead = app.inbound_lead(&org, "+447700900777").await;
+    let (org, token, lead) = app.org_with_lead("+447700900777").await;
     let id = lead["id"].as_str().unwrap().to_owned();
     let cookie = sign_in(&app, &org).await;
     let mut locker = app.db.client().await;
@@ -303,8 +302,7 @@ async fn a_lock_timeout_answers_503_too() {
         c.database = c.database.with_setting("lock_timeout", "300");
     })
     .await;
-    let (org, token) = app.org().await;
-    let lead = app.inbound_lead(&org, "+447700900778").await;
+    let (_, token, lead) = app.org_with_lead("+447700900778").await;
     let id = lead["id"].as_str().unwrap().to_owned();
     let mut locker = app.db.client().await;
     let tx = locker.transaction().await.unwrap();

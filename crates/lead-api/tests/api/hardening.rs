@@ -225,8 +225,7 @@ fn text_fields(
 #[tokio::test(flavor = "multi_thread")]
 async fn control_characters_in_any_text_field_are_a_422_naming_it() {
     let app = TestApp::spawn().await;
-    let (org, token) = app.org().await;
-    let lead = app.inbound_lead(&org, "+447700900123").await;
+    let (org, token, lead) = app.org_with_lead("+447700900123").await;
     let lead_id = lead["id"].as_str().unwrap().to_owned();
     let handoff = app.open_handoff(&org, &lead_id).await;
     let before = app.outbox().await.len();
@@ -279,8 +278,7 @@ async fn control_characters_in_any_text_field_are_a_422_naming_it() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_body_that_never_finishes_gets_408_within_ten_seconds() {
     let app = TestApp::spawn().await;
-    let (org, token) = app.org().await;
-    let lead = app.inbound_lead(&org, "+447700900123").await;
+    let (_, token, lead) = app.org_with_lead("+447700900123").await;
     let addr = app.public.trim_start_matches("http://").to_owned();
     let mut sock = tokio::net::TcpStream::connect(&addr).await.unwrap();
     let head = format!(
@@ -505,8 +503,7 @@ async fn strangers_hold_at_most_two_database_connections() {
         })
         .await,
     );
-    let (org, token) = app.org().await;
-    let lead = app.inbound_lead(&org, "+447700900555").await;
+    let (_, token, lead) = app.org_with_lead("+447700900555").await;
     let lead_path = format!("/api/v1/leads/{}", lead["id"].as_str().unwrap());
     let gets = |n: usize| {
         let (app, token, path) = (app.clone(), token.clone(), lead_path.clone());

@@ -239,6 +239,13 @@ impl TestApp {
         (org_id, token)
     }
 
+    /// A new org, its token and a lead of it that arrived through an inbound channel.
+    pub async fn org_with_lead(&self, phone: &str) -> (String, String, Value) {
+        let (org, token) = self.org().await;
+        let lead = self.inbound_lead(&org, phone).await;
+        (org, token, lead)
+    }
+
     /// A lead that arrived through an inbound channel (emits lead.created).
     pub async fn inbound_lead(&self, org_id: &str, phone: &str) -> Value {
         let r = self.internal_expect(201, Method::POST,

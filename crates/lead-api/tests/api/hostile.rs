@@ -94,8 +94,7 @@ async fn assert_contract_answer(what: &str, r: reqwest::Response) {
 #[tokio::test(flavor = "multi_thread")]
 async fn generated_bodies_never_get_a_5xx_on_any_route() {
     let app = TestApp::spawn().await;
-    let (org, token) = app.org().await;
-    let lead = app.inbound_lead(&org, "+447700900999").await;
+    let (org, token, lead) = app.org_with_lead("+447700900999").await;
     let lead_id = lead["id"].as_str().unwrap().to_owned();
     let handoff = app.open_handoff(&org, &lead_id).await;
 

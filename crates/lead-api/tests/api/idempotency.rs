@@ -55,8 +55,7 @@ async fn a_repeated_post_creates_one_lead_and_answers_the_same() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_repeated_close_emits_one_event_and_another_body_is_refused() {
     let app = TestApp::spawn().await;
-    let (org, token) = app.org().await;
-    let lead = app.inbound_lead(&org, "+447700900322").await;
+    let (_, token, lead) = app.org_with_lead("+447700900322").await;
     let path = format!("/api/v1/leads/{}", lead["id"].as_str().unwrap());
     let close = json!({"status": "closed"});
     for _ in 0..3 {

@@ -93,9 +93,8 @@ async fn org_and_token_shapes() {
 #[tokio::test(flavor = "multi_thread")]
 async fn inbound_validates_and_scopes_to_the_org() {
     let app = TestApp::spawn().await;
-    let (org_a, _) = app.org().await;
     let (org_b, token_b) = app.org().await;
-    let a = app.inbound_lead(&org_a, "+447700900123").await;
+    let (org_a, _, a) = app.org_with_lead("+447700900123").await;
     // The same phone in another org is another contact.
     let b = app.inbound_lead(&org_b, "+447700900123").await;
     assert_ne!(a["id"], b["id"]);

@@ -86,8 +86,7 @@ async fn a_database_migrate_created_stores_compact_by_default() {
     // The test database is built by `run_migrations` from the first migration, as
     // `qualifierctl migrate` builds a new deployment's.
     let app = crate::helpers::TestApp::spawn_with(|c| c.compress_payloads = None).await;
-    let (org, token) = app.org().await;
-    let lead = app.inbound_lead(&org, "+447700900401").await;
+    let (_, token, lead) = app.org_with_lead("+447700900401").await;
     app.public_expect(
         200,
         reqwest::Method::PATCH,

@@ -36,8 +36,7 @@ fn uuid_of(v: &Value) {
 #[tokio::test(flavor = "multi_thread")]
 async fn inbound_creates_with_lead_created_and_updates_with_lead_updated() {
     let app = TestApp::spawn().await;
-    let (org, _) = app.org().await;
-    let lead = app.inbound_lead(&org, "+447700900123").await;
+    let (org, _, lead) = app.org_with_lead("+447700900123").await;
     let rows = app.outbox().await;
     assert_eq!(rows.len(), 1);
     let (t, env, bytes) = &rows[0];
@@ -95,8 +94,7 @@ async fn inbound_creates_with_lead_created_and_updates_with_lead_updated() {
 #[tokio::test(flavor = "multi_thread")]
 async fn closing_emits_stage_changed_once_and_write_back_emits_nothing() {
     let app = TestApp::spawn().await;
-    let (org, token) = app.org().await;
-    let lead = app.inbound_lead(&org, "+447700900123").await;
+    let (org, token, lead) = app.org_with_lead("+447700900123").await;
     let path = format!("/api/v1/leads/{}", lead["id"].as_str().unwrap());
 
     for body in [
@@ -157,8 +155,7 @@ async fn closing_emits_stage_changed_once_and_write_back_emits_nothing() {
 #[tokio::test(flavor = "multi_thread")]
 async fn agent_updates_emit_updated_stage_changed_and_qualified() {
     let app = TestApp::spawn().await;
-    let (org, _) = app.org().await;
-    let lead = app.inbound_lead(&org, "+447700900123").await;
+    let (org, _, lead) = app.org_with_lead("+447700900123").await;
     let path = format!(
         "/internal/v1/orgs/{org}/leads/{}",
         lead["id"].as_str().unwrap()
@@ -257,8 +254,7 @@ async fn agent_updates_emit_updated_stage_changed_and_qualified() {
 #[tokio::test(flavor = "multi_thread")]
 async fn handoff_state_machine_and_its_events() {
     let app = TestApp::spawn().await;
-    let (org, _) = app.org().await;
-    let lead = app.inbound_lead(&org, "+447700900123").await;
+    let (org, _, lead) = app.org_with_lead("+447700900123").await;
     let base = format!(
         "/internal/v1/orgs/{org}/leads/{}/handoffs",
         lead["id"].as_str().unwrap()
@@ -360,8 +356,7 @@ async fn handoff_state_machine_and_its_events() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_failed_change_writes_no_event() {
     let app = TestApp::spawn().await;
-    let (org, _) = app.org().await;
-    let a = app.inbound_lead(&org, "+447700900123").await;
+    let (org, _, a) = app.org_with_lead("+447700900123").await;
     app.inbound_lead(&org, "+447700900999").await;
     let path = format!(
         "/internal/v1/orgs/{org}/leads/{}",
@@ -399,8 +394,7 @@ async fn a_failed_change_writes_no_event() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_changes_of_one_lead_lose_nothing_and_emit_once_each() {
     let app = std::sync::Arc::new(TestApp::spawn().await);
-    let (org, token) = app.org().await;
-    let lead = app.inbound_lead(&org, "+447700900777").await;
+    let (org, token, lead) = app.org_with_lead("+447700900777").await;
     let id = lead["id"].as_str().unwrap().to_owned();
     let writers: Vec<_> = (0..16)
         .map(|i| {

@@ -8,8 +8,7 @@ use crate::helpers::{TestApp, error_of, failure_log_line};
 #[tokio::test(flavor = "multi_thread")]
 async fn get_returns_the_callers_lead_with_headers() {
     let app = TestApp::spawn().await;
-    let (org, token) = app.org().await;
-    let lead = app.inbound_lead(&org, "+447700900123").await;
+    let (_, token, lead) = app.org_with_lead("+447700900123").await;
     let id = lead["id"].as_str().unwrap();
     let r = app
         .public_expect(
@@ -42,8 +41,7 @@ async fn get_returns_the_callers_lead_with_headers() {
 #[tokio::test(flavor = "multi_thread")]
 async fn unauthorized_for_missing_malformed_unknown_tokens() {
     let app = TestApp::spawn().await;
-    let (org, _token) = app.org().await;
-    let lead = app.inbound_lead(&org, "+447700900123").await;
+    let (_, _token, lead) = app.org_with_lead("+447700900123").await;
     let path = format!(
         "{}/api/v1/leads/{}",
         app.public,
@@ -71,9 +69,8 @@ async fn unauthorized_for_missing_malformed_unknown_tokens() {
 #[tokio::test(flavor = "multi_thread")]
 async fn another_orgs_lead_and_bad_ids_are_not_found() {
     let app = TestApp::spawn().await;
-    let (org_a, _) = app.org().await;
     let (_org_b, token_b) = app.org().await;
-    let lead = app.inbound_lead(&org_a, "+447700900123").await;
+    let (_, _, lead) = app.org_with_lead("+447700900123").await;
     let id = lead["id"].as_str().unwrap();
     assert_eq!(
         app.public_error(Method::GET, &format!("/api/v1/leads/{id}"), &token_b, None)
@@ -163,8 +160,7 @@ async fn raw_patch(
 #[tokio::test(flavor = "multi_thread")]
 async fn patch_error_table_rows() {
     let app = TestApp::spawn().await;
-    let (org, token) = app.org().await;
-    let lead = app.inbound_lead(&org, "+447700900123").await;
+    let (_, token, lead) = app.org_with_lead("+447700900123").await;
     let id = lead["id"].as_str().unwrap();
     let json_ct = Some("application/json");
 
@@ -380,8 +376,7 @@ async fn request_id_is_echoed_or_generated() {
 #[tokio::test(flavor = "multi_thread")]
 async fn patch_applies_write_back_fields_and_ignores_unknown_ones() {
     let app = TestApp::spawn().await;
-    let (org, token) = app.org().await;
-    let lead = app.inbound_lead(&org, "+447700900123").await;
+    let (_, token, lead) = app.org_with_lead("+447700900123").await;
     let id = lead["id"].as_str().unwrap();
     let l = app.public_json(200, Method::PATCH,
             &format!("/api/v1/leads/{id}"),
@@ -462,8 +457,7 @@ async fn post_creates_with_location_and_refuses_a_duplicate_phone() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_revoked_token_is_refused_at_once() {
     let app = TestApp::spawn().await;
-    let (org, token) = app.org().await;
-    let lead = app.inbound_lead(&org, "+447700900123").await;
+    let (org, token, lead) = app.org_with_lead("+447700900123").await;
     let path = format!("/api/v1/leads/{}", lead["id"].as_str().unwrap());
     assert_eq!(
         app.public(Method::GET, &path, &token, None).await.status(),
@@ -554,8 +548,7 @@ async fn an_unreachable_database_is_503_with_retry_after_and_no_details() {
 #[tokio::test(flavor = "multi_thread")]
 async fn an_unexpected_database_error_is_an_opaque_500() {
     let app = TestApp::spawn().await;
-    let (org, token) = app.org().await;
-    let lead = app.inbound_lead(&org, "+447700900123").await;
+    let (_, token, lead) = app.org_with_lead("+447700900123").await;
     // Break the schema under the running service: the query fails with an SQL error.
     app.db
         .client()
@@ -576,8 +569,7 @@ async fn an_unexpected_database_error_is_an_opaque_500() {
 #[tokio::test(flavor = "multi_thread")]
 async fn an_opaque_500_logs_its_whole_cause_chain_with_the_request_id() {
     let app = TestApp::spawn().await;
-    let (org, token) = app.org().await;
-    let lead = app.inbound_lead(&org, "+447700900123").await;
+    let (_, token, lead) = app.org_with_lead("+447700900123").await;
     app.db
         .client()
         .await
@@ -603,8 +595,7 @@ async fn an_opaque_500_logs_its_whole_cause_chain_with_the_request_id() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_stored_stage_that_does_not_parse_is_an_error_not_a_default() {
     let app = TestApp::spawn().await;
-    let (org, token) = app.org().await;
-    let lead = app.inbound_lead(&org, "+447700900123").await;
+    let (_, token, lead) = app.org_with_lead("+447700900123").await;
     let id = lead["id"].as_str().unwrap();
     // Only a hand edit (or a newer version's row) can do this: the CHECK is lifted for it.
     app.db
@@ -635,8 +626,7 @@ async fn a_stored_stage_that_does_not_parse_is_an_error_not_a_default() {
 #[tokio::test(flavor = "multi_thread")]
 async fn an_unreadable_lead_does_not_fail_the_reads_batched_with_it() {
     let app = TestApp::spawn().await;
-    let (org, token) = app.org().await;
-    let bad = app.inbound_lead(&org, "+447700900124").await;
+    let (org, token, bad) = app.org_with_lead("+447700900124").await;
     let good = app.inbound_lead(&org, "+447700900125").await;
     app.db
         .client()

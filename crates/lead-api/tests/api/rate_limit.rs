@@ -120,9 +120,8 @@ async fn two_instances_on_one_database_admit_no_more_than_one_bucket() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_refused_get_shows_nothing_of_an_existing_lead() {
     let app = TestApp::spawn().await;
-    let (org, token) = app.org().await;
     let (_, other) = app.org().await;
-    let lead = app.inbound_lead(&org, "+447700900555").await;
+    let (_, token, lead) = app.org_with_lead("+447700900555").await;
     let path = format!("/api/v1/leads/{}", lead["id"].as_str().unwrap());
     assert_eq!(
         app.public_error(Method::GET, &path, &other, None).await,
@@ -247,9 +246,8 @@ async fn one_batch_takes_exactly_what_the_bucket_holds() {
 #[tokio::test(flavor = "multi_thread")]
 async fn concurrent_reads_by_two_orgs_never_cross() {
     let app = TestApp::spawn().await;
-    let (org, token) = app.org().await;
     let (other_org, other) = app.org().await;
-    let lead = app.inbound_lead(&org, "+447700900556").await;
+    let (_, token, lead) = app.org_with_lead("+447700900556").await;
     let theirs = app.inbound_lead(&other_org, "+447700900557").await;
     let http = client();
     let mut tasks = Vec::new();

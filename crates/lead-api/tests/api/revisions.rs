@@ -275,8 +275,7 @@ async fn concurrent_writers_get_distinct_revisions_in_commit_order() {
         c.db_pool_size = 8;
     })
     .await;
-    let (org, token) = app.org().await;
-    let lead = app.inbound_lead(&org, "+447700900777").await;
+    let (org, token, lead) = app.org_with_lead("+447700900777").await;
     let id = lead["id"].as_str().unwrap().to_owned();
     const ROUNDS: usize = 12;
     let mut tasks = Vec::new();

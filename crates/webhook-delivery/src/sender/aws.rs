@@ -57,10 +57,17 @@ fn carried<'a>(msg: &'a DestinationMessage<'_>) -> impl Iterator<Item = &'a (Str
         .filter(|(k, _)| !k.eq_ignore_ascii_case("content-type"))
 }
 
-fn json_request(base: String, target: &str, version: &str, body: Value) -> Request {
+/// A request of AWS's JSON protocol to `service` (`sqs`, `events`) of `account`.
+fn json_request(
+    account: &AwsAccount,
+    service: &'static str,
+    target: &str,
+    version: &str,
+    body: Value,
+) -> Request {
     Request {
         method: reqwest::Method::POST,
-        base,
+        base: base(account, service),
         path: "/".to_owned(),
         headers: vec![
             (
@@ -70,8 +77,8 @@ fn json_request(base: String, target: &str, version: &str, body: Value) -> Reque
             ("x-amz-target".to_owned(), target.to_owned()),
         ],
         body: serde_json::to_vec(&body).expect("JSON serialises"),
-        service: "",
-        region: String::new(),
+        service,
+        region: account.region.clone(),
     }
 }
 
@@ -91,15 +98,7 @@ pub(crate) fn sqs(d: &Sqs, msg: &DestinationMessage<'_>) -> Request {
         body["MessageGroupId"] = json!(lead_of(msg.body).unwrap_or_else(|| msg.org_id.clone()));
         body["MessageDeduplicationId"] = json!(msg.delivery_id);
     }
-    let mut r = json_request(
-        base(&d.account, "sqs"),
-        "AmazonSQS.SendMessage",
-        "1.0",
-        body,
-    );
-    r.service = "sqs";
-    r.region = d.account.region.clone();
-    r
+    json_request(&d.account, "sqs", "AmazonSQS.SendMessage", "1.0", body)
 }
 
 /// `PutEvents` with one entry: the envelope as `Detail`, the event type as `DetailType`.
@@ -110,15 +109,7 @@ pub(crate) fn eventbridge(d: &EventBridge, msg: &DestinationMessage<'_>) -> Requ
         "Detail": String::from_utf8_lossy(msg.body),
         "EventBusName": d.event_bus,
     }]});
-    let mut r = json_request(
-        base(&d.account, "events"),
-        "AWSEvents.PutEvents",
-        "1.1",
-        body,
-    );
-    r.service = "events";
-    r.region = d.account.region.clone();
-    r
+    json_request(&d.account, "events", "AWSEvents.PutEvents", "1.1", body)
 }
 
 /// Characters left as they are in a path segment (RFC 3986 unreserved).
@@ -406,15 +397,14 @@ mod tests {
     /// The signatures botocore (the AWS SDK for Python) computes for the same requests.
     #[test]
     fn signatures_match_the_aws_sdks() {
-        let mut r = json_request(
-            "https://sqs.eu-west-1.amazonaws.com".into(),
-            "AmazonSQS.SendMessage",
-            "1.0",
-            Value::Null,
-        );
+        let account = AwsAccount {
+            region: "eu-west-1".into(),
+            endpoint_url: None,
+            has_credentials: true,
+        };
+        let mut r = json_request(&account, "sqs", "AmazonSQS.SendMessage", "1.0", Value::Null);
+        assert_eq!(r.base, "https://sqs.eu-west-1.amazonaws.com");
         r.body = br#"{"QueueUrl":"https://q/1","MessageBody":"{}"}"#.to_vec();
-        r.service = "sqs";
-        r.region = "eu-west-1".into();
         sign(&mut r, &signer(), at());
         assert_eq!(
             signature(&r),

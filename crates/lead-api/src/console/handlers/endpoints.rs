@@ -130,6 +130,18 @@ pub(super) fn refused(mut r: HttpResponse) -> HttpResponse {
     r
 }
 
+/// The endpoint's page again with `form` (what was submitted, with the message of what was
+/// refused), answered 422.
+pub(super) async fn refuse(
+    f: CsrfForm,
+    st: &AppState,
+    place: Place,
+    form: WebhookForm,
+) -> Result<Posted> {
+    let r = webhook_view(st, &f.session, place, Some(form), None, None).await?;
+    Ok(f.answer(refused(r)))
+}
+
 pub(in crate::console) async fn webhook_save(
     f: CsrfForm,
     place: Place,
@@ -138,8 +150,7 @@ pub(in crate::console) async fn webhook_save(
     let settings = match settings_of(&f, &st, place.id.is_some()).await {
         Ok(s) => s,
         Err(shown) => {
-            let r = webhook_view(&st, &f.session, place, Some(shown), None, None).await?;
-            return Ok(f.answer(refused(r)));
+            return refuse(f, &st, place, shown).await;
         }
     };
     let secret = match place.id {
@@ -297,8 +308,7 @@ pub(in crate::console) async fn webhook_certificate(
                 cert_error: Some(e.to_string()),
                 ..saved.as_ref().map(WebhookForm::of).unwrap_or_default()
             };
-            let r = webhook_view(&st, &f.session, place, Some(shown), None, None).await?;
-            Ok(f.answer(refused(r)))
+            refuse(f, &st, place, shown).await
         }
     }
 }

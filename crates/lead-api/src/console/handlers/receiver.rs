@@ -5,7 +5,7 @@
 use actix_web::web;
 use serde_json::{Map, Value, json};
 
-use super::endpoints::{refused, webhook_view};
+use super::endpoints::{refuse, webhook_view};
 use crate::console::errors::{ConsoleError, Result};
 use crate::console::extract::Form;
 use crate::console::extract::{CsrfForm, Posted};
@@ -90,8 +90,7 @@ pub(in crate::console) async fn webhook_receiver(
                 receiver_error: Some(e.to_string()),
                 ..WebhookForm::of(&saved)
             };
-            let r = webhook_view(&st, &f.session, place, Some(shown), None, None).await?;
-            Ok(f.answer(refused(r)))
+            refuse(f, &st, place, shown).await
         }
         Err(e) => Err(e.into()),
     }
@@ -167,8 +166,7 @@ pub(in crate::console) async fn webhook_filter(
         Ok(p) => p,
         Err(e) => {
             form.filter_error = Some(e);
-            let r = webhook_view(&st, &f.session, place, Some(form), None, None).await?;
-            return Ok(f.answer(refused(r)));
+            return refuse(f, &st, place, form).await;
         }
     };
     if f.form.get("action") == Some("test") {
@@ -186,8 +184,7 @@ pub(in crate::console) async fn webhook_filter(
         Ok(()) => Ok(f.answer(see_other(&format!("{}?done=filter", place.page())))),
         Err(qualifier_store::StoreError::Conflict(m)) => {
             form.filter_error = Some(m);
-            let r = webhook_view(&st, &f.session, place, Some(form), None, None).await?;
-            Ok(f.answer(refused(r)))
+            refuse(f, &st, place, form).await
         }
         Err(e) => Err(e.into()),
     }
