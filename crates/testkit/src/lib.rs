@@ -122,6 +122,15 @@ pub struct TestDb {
 }
 
 impl TestDb {
+    /// The database as `pg_dump --data-only` writes it: where a secret must never be in clear.
+    pub fn data_dump(&self) -> String {
+        let out = output_of(
+            std::process::Command::new("pg_dump").args(["--data-only", "--no-owner", &self.url]),
+            "pg_dump",
+        );
+        String::from_utf8(out).unwrap()
+    }
+
     /// A database of a new installation, migrated to this release.
     pub async fn new() -> TestDb {
         let tpl = ensure_template(&admin().await).await;
@@ -224,6 +233,20 @@ pub fn exit_on_error<E: std::fmt::Display>(tool: &str, result: Result<(), E>) {
         eprintln!("{tool}: FAILED: {e:#}");
         std::process::exit(1);
     }
+}
+
+/// Runs `cmd` to its end: its standard output; a panic with its standard error, named `what`,
+/// if it fails.
+pub fn output_of(cmd: &mut std::process::Command, what: &str) -> Vec<u8> {
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("{what} does not run: {e}"));
+    assert!(
+        out.status.success(),
+        "{what}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
 }
 
 pub fn free_port() -> u16 {

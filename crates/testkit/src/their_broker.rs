@@ -56,14 +56,9 @@ async fn channel() -> (Connection, Channel) {
 }
 
 fn rabbitmqctl(args: &[&str]) {
-    let out = std::process::Command::new("rabbitmqctl")
-        .args(args)
-        .output()
-        .expect("rabbitmqctl runs");
-    assert!(
-        out.status.success(),
-        "rabbitmqctl {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
+    crate::output_of(
+        std::process::Command::new("rabbitmqctl").args(args),
+        &format!("rabbitmqctl {args:?}"),
     );
 }
 

@@ -12,16 +12,8 @@ use crate::helpers::TestApp;
 /// (the venv's python, the Node project) with both clients installed.
 fn client_envs() -> (String, String) {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/client-envs.sh");
-    let out = Command::new("bash")
-        .arg(script)
-        .output()
-        .expect("bash runs");
-    assert!(
-        out.status.success(),
-        "client-envs.sh: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8(out.stdout).unwrap();
+    let out = qualifier_testkit::output_of(Command::new("bash").arg(script), "client-envs.sh");
+    let text = String::from_utf8(out).unwrap();
     let mut lines = text.lines();
     (
         lines.next().unwrap().to_owned(),

@@ -22,20 +22,6 @@ const LATER_AREA: &str = "Forgetmeshire";
 const EXT_ID: &str = "crm-forgetme-4242";
 const EXT_URL: &str = "https://crm.example/contacts/forgetme-4242";
 
-/// The test database as `pg_dump --data-only` writes it.
-fn dump(url: &str) -> String {
-    let out = std::process::Command::new("pg_dump")
-        .args(["--data-only", "--no-owner", url])
-        .output()
-        .expect("pg_dump runs");
-    assert!(
-        out.status.success(),
-        "pg_dump: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
 /// Where `needle` appears in the dump: as text (text and jsonb columns) or as the hex of its
 /// bytes (how pg_dump writes bytea, such as the stored envelopes).
 fn traces(dump: &str, needle: &str) -> Vec<String> {
@@ -140,7 +126,7 @@ async fn an_erased_contact_is_nowhere_in_the_database_and_the_crm_is_told() {
         .count();
     assert_eq!(sent_before, 1);
     // Everything the contact went through is in the database now.
-    let before = dump(&s.db.url);
+    let before = s.db.data_dump();
     for needle in [
         NAME, EMAIL, PHONE, BUDGET, AREA, LATER_AREA, EXT_ID, EXT_URL,
     ] {
@@ -195,7 +181,7 @@ async fn an_erased_contact_is_nowhere_in_the_database_and_the_crm_is_told() {
     );
 
     // Nothing in the database names the contact any more.
-    let after = dump(&s.db.url);
+    let after = s.db.data_dump();
     for needle in [
         NAME, EMAIL, PHONE, BUDGET, AREA, LATER_AREA, EXT_ID, EXT_URL,
     ] {

@@ -104,12 +104,7 @@ impl Stack {
     /// Fails if `secret` is in the test database as `pg_dump --data-only` writes it, as text or
     /// as the hex of its bytes (bytea).
     pub fn absent_from_dump(&self, secret: &str) {
-        let out = std::process::Command::new("pg_dump")
-            .args(["--data-only", "--no-owner", &self.db.url])
-            .output()
-            .expect("pg_dump runs");
-        assert!(out.status.success());
-        let d = String::from_utf8(out.stdout).unwrap();
+        let d = self.db.data_dump();
         let hex: String = secret.bytes().map(|b| format!("{b:02x}")).collect();
         assert!(
             !d.contains(secret) && !d.contains(&hex),
@@ -167,14 +162,7 @@ impl Stack {
             token: String::new(),
             secret: String::new(),
         };
-        let r = s
-            .call(
-                Method::POST,
-                "/internal/v1/orgs",
-                Some(json!({"name": "Acme"})),
-            )
-            .await;
-        s.org = r["org"]["id"].as_str().unwrap().to_owned();
+        s.org = s.new_org("Acme").await;
         let r = s.org_call(Method::POST, "tokens", None).await;
         s.token = r["secret"].as_str().unwrap().to_owned();
         let url = s.receiver.url.clone();
@@ -182,6 +170,15 @@ impl Stack {
         s.secret = r["signing_secret"].as_str().unwrap().to_owned();
         s.receiver.set_secrets(vec![s.secret.clone()]);
         s
+    }
+
+    /// A new org named `name`, without tokens or webhook: its id.
+    pub async fn new_org(&self, name: &str) -> String {
+        let body = json!({ "name": name });
+        let r = self
+            .call(Method::POST, "/internal/v1/orgs", Some(body))
+            .await;
+        r["org"]["id"].as_str().unwrap().to_owned()
     }
 
     /// [`Stack::call`] on a path below this stack's org, `rest` after `/internal/v1/orgs/{org}/`.
@@ -428,14 +425,7 @@ pub struct SecondOrg {
 impl SecondOrg {
     pub async fn add(s: &Stack) -> SecondOrg {
         let receiver = Receiver::start().await;
-        let r = s
-            .call(
-                Method::POST,
-                "/internal/v1/orgs",
-                Some(json!({"name": "Beta"})),
-            )
-            .await;
-        let org = r["org"]["id"].as_str().unwrap().to_owned();
+        let org = s.new_org("Beta").await;
         let r = s
             .call(
                 Method::PUT,

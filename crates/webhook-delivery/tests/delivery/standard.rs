@@ -186,24 +186,14 @@ async fn a_test_event_arrives_signed_marked_and_in_the_delivery_log() {
         r.json::<Value>().await.unwrap()["error"],
         "Webhook is disabled"
     );
-    let other = s
-        .call(
+    let other = s.new_org("Bare").await;
+    let r = s
+        .request(
             Method::POST,
-            "/internal/v1/orgs",
-            Some(json!({"name": "Bare"})),
+            &format!("/internal/v1/orgs/{other}/webhook/test"),
+            None,
         )
         .await;
-    let r = s
-        .http
-        .post(format!(
-            "{}/internal/v1/orgs/{}/webhook/test",
-            s.internal,
-            other["org"]["id"].as_str().unwrap()
-        ))
-        .bearer_auth(crate::stack::INTERNAL_TOKEN)
-        .send()
-        .await
-        .unwrap();
     assert_eq!(r.status(), 404);
     assert_eq!(
         r.json::<Value>().await.unwrap()["error"],
