@@ -102,11 +102,7 @@ pub async fn phase(sink: &Sink, others: i64, heavy_sizes: Heavy) -> anyhow::Resu
         "      erasing a lead with {} events in an org keeping {} Idempotency-Key answers: {} ms (slowest {heavy_max:.1})",
         heavy_sizes.events,
         heavy_sizes.answers,
-        heavy
-            .iter()
-            .map(|m| format!("{m:.1}"))
-            .collect::<Vec<_>>()
-            .join(", ")
+        crate::perf::listed(heavy.iter(), 1)
     );
     println!(
         "      another org's commit-to-receipt p99: {p99_quiet:.1} ms quiet, {p99_erasing:.1} ms during the erasures ({samples} events)"

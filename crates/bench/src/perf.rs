@@ -25,6 +25,12 @@ struct Run {
 }
 
 /// The median of a few values (the mean of the middle two for an even count).
+/// `values` with `places` decimals, separated by commas: a line's list of pairs or runs.
+pub(crate) fn listed<'a>(values: impl Iterator<Item = &'a f64>, places: usize) -> String {
+    let shown: Vec<String> = values.map(|v| format!("{v:.places$}")).collect();
+    shown.join(", ")
+}
+
 pub(crate) fn median(values: &[f64]) -> f64 {
     let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
     if v.is_empty() {
@@ -182,19 +188,11 @@ pub(crate) async fn against(
     println!();
     println!(
         "  median CPU per event ratio (this / other): {cpu_ratio:.3}   (pairs: {})",
-        cpu_ratios
-            .iter()
-            .map(|r| format!("{r:.3}"))
-            .collect::<Vec<_>>()
-            .join(", ")
+        listed(cpu_ratios.iter(), 3)
     );
     println!(
         "  median delivered rate ratio (this / other): {rate_ratio:.3}   (pairs: {})",
-        rate_ratios
-            .iter()
-            .map(|r| format!("{r:.3}"))
-            .collect::<Vec<_>>()
-            .join(", ")
+        listed(rate_ratios.iter(), 3)
     );
     let (bp_mine, bp_theirs) = (by_process(&mine), by_process(&theirs));
     println!(

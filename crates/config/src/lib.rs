@@ -183,6 +183,15 @@ pub fn env_names(cmd: &clap::Command) -> Vec<String> {
         .collect()
 }
 
+/// What a service's start gave, or, when it failed, the reason on standard error and exit
+/// status 1 (an orchestrator restarts it; nothing half-started keeps running).
+pub fn started_or_exit<T, E: std::fmt::Display>(service: &str, started: Result<T, E>) -> T {
+    started.unwrap_or_else(|e| {
+        eprintln!("{service} failed to start: {e}");
+        std::process::exit(1);
+    })
+}
+
 /// Resolves on SIGTERM (orchestrators) or Ctrl-C (developers).
 pub async fn shutdown_signal() {
     use tokio::signal::unix::{SignalKind, signal};

@@ -6,13 +6,7 @@ use lead_api::config::{ApiArgs, ApiConfig};
 async fn main() {
     let (cfg, telemetry) =
         qualifier_telemetry::service_start::<ApiArgs, _>("lead-api", ApiConfig::from_args);
-    let api = match lead_api::start(cfg).await {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("lead-api failed to start: {e}");
-            std::process::exit(1);
-        }
-    };
+    let api = qualifier_config::started_or_exit("lead-api", lead_api::start(cfg).await);
     qualifier_config::shutdown_signal().await;
     tracing::info!("shutting down: finishing in-flight requests");
     api.stop(true).await;

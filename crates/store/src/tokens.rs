@@ -7,7 +7,7 @@
 
 use crate::answer::ReadToEnd;
 use diesel::sql_types::{Array, Bytea, Double, Integer, Uuid as SqlUuid};
-use diesel::{ExpressionMethods, OptionalExtension, QueryDsl, QueryableByName};
+use diesel::{ExpressionMethods, QueryDsl, QueryableByName};
 use diesel_async::RunQueryDsl;
 use qualifier_domain::FieldError;
 use qualifier_domain::timefmt::now_millis;
@@ -128,14 +128,7 @@ impl Store {
         let hash = hash_token(&secret);
         crate::tx::transaction(&mut conn, async move |conn| {
             // The org's row lock makes the count and the insert one step across replicas.
-            crate::schema::orgs::table
-                .filter(crate::schema::orgs::id.eq(org_id))
-                .select(crate::schema::orgs::id)
-                .for_update()
-                .first_row::<Uuid>(conn)
-                .await
-                .optional()?
-                .ok_or(StoreError::NotFound("Org not found"))?;
+            crate::orgs::lock_org(conn, org_id).await?;
             let live: i64 = api_tokens::table
                 .filter(api_tokens::org_id.eq(org_id))
                 .filter(api_tokens::revoked_at.is_null())

@@ -296,26 +296,26 @@ impl Moto {
         url
     }
 
-    pub async fn create_bucket(&self, name: &str) {
-        let r = self
-            .http
-            .put(format!("{}/{name}", self.url))
-            .header("authorization", scope("s3"))
+    /// An S3 request (`path` after the address, path-style), unsigned.
+    async fn s3(&self, method: reqwest::Method, path: &str) -> reqwest::Response {
+        let url = format!("{}/{path}", self.url);
+        let rb = self.http.request(method, url);
+        rb.header("authorization", scope("s3"))
             .send()
             .await
-            .unwrap();
+            .unwrap()
+    }
+
+    pub async fn create_bucket(&self, name: &str) {
+        let r = self.s3(reqwest::Method::PUT, name).await;
         assert!(r.status().is_success(), "create bucket: {}", r.status());
     }
 
     /// Every object in the bucket, read back.
     pub async fn objects(&self, bucket: &str) -> Vec<S3Object> {
         let list = self
-            .http
-            .get(format!("{}/{bucket}?list-type=2", self.url))
-            .header("authorization", scope("s3"))
-            .send()
+            .s3(reqwest::Method::GET, &format!("{bucket}?list-type=2"))
             .await
-            .unwrap()
             .text()
             .await
             .unwrap();
@@ -327,12 +327,8 @@ impl Moto {
         let mut out = Vec::new();
         for key in keys {
             let r = self
-                .http
-                .get(format!("{}/{bucket}/{key}", self.url))
-                .header("authorization", scope("s3"))
-                .send()
-                .await
-                .unwrap();
+                .s3(reqwest::Method::GET, &format!("{bucket}/{key}"))
+                .await;
             let headers = r.headers().clone();
             let metadata = headers
                 .iter()

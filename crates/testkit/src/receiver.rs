@@ -161,12 +161,7 @@ async fn hook(
 ) -> HttpResponse {
     let behaviour = {
         let mut st = state.lock().unwrap();
-        let sig = req
-            .headers()
-            .get("x-qualifier-signature")
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-            .to_owned();
+        let sig = header_of(&req, "x-qualifier-signature");
         let verified_with = st
             .secrets
             .iter()
@@ -293,12 +288,7 @@ async fn token(
 ) -> HttpResponse {
     let form: Vec<(String, String)> = url::form_urlencoded::parse(&body).into_owned().collect();
     let field = |k: &str| form.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
-    let authorization = req
-        .headers()
-        .get("authorization")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_owned();
+    let authorization = header_of(&req, "authorization");
     let delay = {
         let mut st = state.lock().unwrap();
         let Some(o) = st.oauth.as_mut() else {
@@ -353,6 +343,12 @@ fn server_certificate_parts() -> &'static (Vec<u8>, Vec<u8>, String, String) {
 }
 
 /// The receivers' certificate and its key, PEM (see [`server_certificate_parts`]).
+/// A request header's value as text (empty when absent or not text).
+fn header_of(req: &HttpRequest, name: &str) -> String {
+    let value = req.headers().get(name).and_then(|v| v.to_str().ok());
+    value.unwrap_or("").to_owned()
+}
+
 pub fn server_certificate() -> (&'static str, &'static str) {
     let (_, _, cert, key) = server_certificate_parts();
     (cert, key)
@@ -582,6 +578,13 @@ impl Receiver {
 
     pub fn received(&self) -> Vec<Received> {
         self.state.lock().unwrap().received.clone()
+    }
+
+    /// The requests that carried delivery `id` (`X-Qualifier-Delivery`): one per attempt.
+    pub fn attempts_of(&self, id: &str) -> usize {
+        let st = self.state.lock().unwrap();
+        let of = |r: &&Received| r.header("x-qualifier-delivery") == id;
+        st.received.iter().filter(of).count()
     }
 
     /// Waits until at least `n` requests arrived (or the timeout passed) and returns them all.

@@ -55,6 +55,24 @@ async fn channel() -> (Connection, Channel) {
     (conn, ch)
 }
 
+/// How many messages wait in `queue` on the test broker (a passive declare: it must exist).
+pub async fn queue_depth(queue: &str) -> u32 {
+    let (conn, ch) = channel().await;
+    let q = ch
+        .queue_declare(
+            queue.into(),
+            QueueDeclareOptions {
+                passive: true,
+                ..QueueDeclareOptions::default()
+            },
+            FieldTable::default(),
+        )
+        .await
+        .unwrap();
+    let _ = conn.close(200, "ok".into()).await;
+    q.message_count()
+}
+
 fn rabbitmqctl(args: &[&str]) {
     crate::output_of(
         std::process::Command::new("rabbitmqctl").args(args),
@@ -125,20 +143,7 @@ impl TheirBroker {
 
     /// How many messages wait in the queue.
     pub async fn depth(&self) -> u32 {
-        let (conn, ch) = channel().await;
-        let q = ch
-            .queue_declare(
-                self.queue.as_str().into(),
-                QueueDeclareOptions {
-                    passive: true,
-                    ..QueueDeclareOptions::default()
-                },
-                FieldTable::default(),
-            )
-            .await
-            .unwrap();
-        let _ = conn.close(200, "ok".into()).await;
-        q.message_count()
+        queue_depth(&self.queue).await
     }
 
     /// Every message waiting in the queue, taken off it in order.

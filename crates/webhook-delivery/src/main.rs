@@ -8,13 +8,8 @@ async fn main() {
         "webhook-delivery",
         DeliveryConfig::from_args,
     );
-    let running = match webhook_delivery::start(cfg).await {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("webhook-delivery failed to start: {e}");
-            std::process::exit(1);
-        }
-    };
+    let running =
+        qualifier_config::started_or_exit("webhook-delivery", webhook_delivery::start(cfg).await);
     qualifier_config::shutdown_signal().await;
     tracing::info!("shutting down: draining in-flight deliveries");
     running.stop().await;

@@ -115,11 +115,7 @@ async fn exchange(
         .await
         .map_err(|e| request_failed(&e))?;
     let code = resp.status().as_u16();
-    let retry_after = resp
-        .headers()
-        .get(http::header::RETRY_AFTER)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
+    let retry_after = crate::sender::header_text(resp.headers(), http::header::RETRY_AFTER);
     let mut body = resp.into_body();
     let mut head = Vec::new();
     // The start of the answer for the attempt log; the rest is not waited for.

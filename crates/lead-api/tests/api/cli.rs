@@ -326,33 +326,26 @@ async fn the_cli_prints_the_apis_json_and_its_errors() {
     assert!(ok && out.lines().count() == 1);
 
     // Wrong token, wrong URL, unknown lead: the message says which.
-    let out = qualifier(&app, "qlf_org_notarealtokennotarealtokennotarealtok")
-        .args(["events"])
-        .output()
-        .unwrap();
-    let err = String::from_utf8(out.stderr).unwrap();
-    assert!(
-        !out.status.success() && err.contains("Unauthorized") && err.contains("--token"),
-        "{err}"
-    );
-    let out = qualifier(&app, &token)
-        .args(["listen", "--forward-to", "localhost:4242"])
-        .output()
-        .unwrap();
-    let err = String::from_utf8(out.stderr).unwrap();
-    assert!(
-        !out.status.success() && err.contains("--forward-to"),
-        "{err}"
-    );
-    let out = qualifier(&app, &token)
-        .args(["--api-url", "http://127.0.0.1:1", "events"])
-        .output()
-        .unwrap();
-    let err = String::from_utf8(out.stderr).unwrap();
-    assert!(
-        !out.status.success() && err.contains("cannot reach the API"),
-        "{err}"
-    );
+    let wrong_token = "qlf_org_notarealtokennotarealtokennotarealtok";
+    let cases: [(&str, &[&str], &[&str]); 3] = [
+        (wrong_token, &["events"], &["Unauthorized", "--token"]),
+        (
+            &token,
+            &["listen", "--forward-to", "localhost:4242"],
+            &["--forward-to"],
+        ),
+        (
+            &token,
+            &["--api-url", "http://127.0.0.1:1", "events"],
+            &["cannot reach the API"],
+        ),
+    ];
+    for (token, args, says) in cases {
+        let out = qualifier(&app, token).args(args).output().unwrap();
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert!(!out.status.success(), "{args:?} succeeded");
+        assert!(says.iter().all(|w| err.contains(w)), "{args:?}: {err}");
+    }
     let (ok, _, err) = run(&["leads", "get", "00000000-0000-0000-0000-000000000000"]);
     assert!(!ok && err.contains("Lead not found"), "{err}");
 }

@@ -53,14 +53,7 @@ async fn world() -> World {
     })
     .await;
     let (org, token) = app.org().await;
-    let token_id = app
-        .internal_json(
-            201,
-            Method::POST,
-            &format!("/internal/v1/orgs/{org}/tokens"),
-            Some(json!({"name": "second"})),
-        )
-        .await["token"]["id"]
+    let token_id = app.new_token(&org, "second").await["token"]["id"]
         .as_str()
         .unwrap()
         .to_owned();

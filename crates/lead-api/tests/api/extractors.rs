@@ -13,57 +13,31 @@ const ZERO: &str = "00000000-0000-0000-0000-000000000000";
 async fn internal_auth_refuses_every_internal_route_without_the_token() {
     let app = app().await;
     let (org, _) = app.org().await;
+    let at = |rest: &str| format!("/internal/v1/orgs/{org}/{rest}");
     let routes = [
         (Method::POST, "/internal/v1/orgs".to_owned()),
-        (Method::POST, format!("/internal/v1/orgs/{org}/tokens")),
+        (Method::POST, at("tokens")),
+        (Method::DELETE, at(&format!("tokens/{ZERO}"))),
+        (Method::POST, at("console-sessions")),
+        (Method::PUT, at("webhook")),
+        (Method::GET, at("webhook")),
+        (Method::POST, at("webhook/rotate-secret")),
+        (Method::POST, at("webhook/test")),
+        (Method::POST, at("inbound")),
+        (Method::PATCH, at(&format!("leads/{ZERO}"))),
+        (Method::POST, at(&format!("leads/{ZERO}/handoffs"))),
         (
-            Method::DELETE,
-            format!("/internal/v1/orgs/{org}/tokens/{ZERO}"),
+            Method::POST,
+            at(&format!("leads/{ZERO}/handoffs/{ZERO}/accept")),
         ),
         (
             Method::POST,
-            format!("/internal/v1/orgs/{org}/console-sessions"),
+            at(&format!("leads/{ZERO}/handoffs/{ZERO}/release")),
         ),
-        (Method::PUT, format!("/internal/v1/orgs/{org}/webhook")),
-        (Method::GET, format!("/internal/v1/orgs/{org}/webhook")),
-        (
-            Method::POST,
-            format!("/internal/v1/orgs/{org}/webhook/rotate-secret"),
-        ),
-        (
-            Method::POST,
-            format!("/internal/v1/orgs/{org}/webhook/test"),
-        ),
-        (Method::POST, format!("/internal/v1/orgs/{org}/inbound")),
-        (
-            Method::PATCH,
-            format!("/internal/v1/orgs/{org}/leads/{ZERO}"),
-        ),
-        (
-            Method::POST,
-            format!("/internal/v1/orgs/{org}/leads/{ZERO}/handoffs"),
-        ),
-        (
-            Method::POST,
-            format!("/internal/v1/orgs/{org}/leads/{ZERO}/handoffs/{ZERO}/accept"),
-        ),
-        (
-            Method::POST,
-            format!("/internal/v1/orgs/{org}/leads/{ZERO}/handoffs/{ZERO}/release"),
-        ),
-        (Method::GET, format!("/internal/v1/orgs/{org}/deliveries")),
-        (
-            Method::POST,
-            format!("/internal/v1/orgs/{org}/deliveries/replay"),
-        ),
-        (
-            Method::GET,
-            format!("/internal/v1/orgs/{org}/deliveries/{ZERO}"),
-        ),
-        (
-            Method::POST,
-            format!("/internal/v1/orgs/{org}/deliveries/{ZERO}/replay"),
-        ),
+        (Method::GET, at("deliveries")),
+        (Method::POST, at("deliveries/replay")),
+        (Method::GET, at(&format!("deliveries/{ZERO}"))),
+        (Method::POST, at(&format!("deliveries/{ZERO}/replay"))),
     ];
     for (method, path) in routes {
         for token in [None, Some("wrong-token-0123456789"), Some("")] {

@@ -250,12 +250,7 @@ async fn a_statement_past_the_timeout_answers_503_with_retry_after() {
     let cookie = sign_in(&app, &org).await;
     let mut locker = app.db.client().await;
     let tx = locker.transaction().await.unwrap();
-    tx.execute(
-        "SELECT 1 FROM leads WHERE id = $1::text::uuid FOR UPDATE",
-        &[&id],
-    )
-    .await
-    .unwrap();
+    lock_lead(&tx, &id).await;
     tx.batch_execute("LOCK TABLE console_sessions IN ACCESS EXCLUSIVE MODE")
         .await
         .unwrap();
@@ -306,12 +301,7 @@ async fn a_lock_timeout_answers_503_too() {
     let id = lead["id"].as_str().unwrap().to_owned();
     let mut locker = app.db.client().await;
     let tx = locker.transaction().await.unwrap();
-    tx.execute(
-        "SELECT 1 FROM leads WHERE id = $1::text::uuid FOR UPDATE",
-        &[&id],
-    )
-    .await
-    .unwrap();
+    lock_lead(&tx, &id).await;
     let path = format!("/api/v1/leads/{id}");
     let patch = || {
         app.public(
@@ -328,4 +318,10 @@ async fn a_lock_timeout_answers_503_too() {
     assert_eq!(body["error"], "Service unavailable");
     tx.rollback().await.unwrap();
     assert_eq!(patch().await.status(), StatusCode::OK);
+}
+
+/// Takes lead `id`'s row lock in `tx`: every write to the lead waits until `tx` ends.
+async fn lock_lead(tx: &tokio_postgres::Transaction<'_>, id: &str) {
+    let lock = "SELECT 1 FROM leads WHERE id = $1::text::uuid FOR UPDATE";
+    tx.execute(lock, &[&id]).await.unwrap();
 }

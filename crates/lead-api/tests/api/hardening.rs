@@ -47,6 +47,9 @@ fn text_fields(
 ) -> Vec<(Method, String, Value, &'static str)> {
     let v = value;
     let lead_path = format!("/internal/v1/orgs/{org}/leads/{lead}");
+    let patch = |body: Value, field| (Method::PATCH, lead_path.clone(), body, field);
+    let inbound_path = format!("/internal/v1/orgs/{org}/inbound");
+    let inbound = |body: Value, field| (Method::POST, inbound_path.clone(), body, field);
     vec![
         // Public API.
         (
@@ -152,61 +155,28 @@ fn text_fields(
             json!({"url": "https://hooks.example.com/", "event_types": [v]}),
             "event_types",
         ),
-        (
-            Method::POST,
-            format!("/internal/v1/orgs/{org}/inbound"),
+        inbound(
             json!({"name": v, "phone": "+447700900112", "channel": "sms"}),
             "name",
         ),
-        (
-            Method::POST,
-            format!("/internal/v1/orgs/{org}/inbound"),
+        inbound(
             json!({"name": "B", "phone": "+447700900112", "channel": "sms", "email": v}),
             "email",
         ),
-        (
-            Method::POST,
-            format!("/internal/v1/orgs/{org}/inbound"),
+        inbound(
             json!({"name": "B", "phone": "+447700900112", "channel": v}),
             "channel",
         ),
-        (
-            Method::POST,
-            format!("/internal/v1/orgs/{org}/inbound"),
+        inbound(
             json!({"name": "B", "phone": "+447700900112", "channel": "sms", "profile": {"budget": v}}),
             "profile.budget",
         ),
-        (Method::PATCH, lead_path.clone(), json!({"name": v}), "name"),
-        (
-            Method::PATCH,
-            lead_path.clone(),
-            json!({"email": v}),
-            "email",
-        ),
-        (
-            Method::PATCH,
-            lead_path.clone(),
-            json!({"phone": v}),
-            "phone",
-        ),
-        (
-            Method::PATCH,
-            lead_path.clone(),
-            json!({"route_target": v}),
-            "route_target",
-        ),
-        (
-            Method::PATCH,
-            lead_path.clone(),
-            json!({"qualification_stage": v}),
-            "qualification_stage",
-        ),
-        (
-            Method::PATCH,
-            lead_path.clone(),
-            json!({"profile": {"area": v}}),
-            "profile.area",
-        ),
+        patch(json!({"name": v}), "name"),
+        patch(json!({"email": v}), "email"),
+        patch(json!({"phone": v}), "phone"),
+        patch(json!({"route_target": v}), "route_target"),
+        patch(json!({"qualification_stage": v}), "qualification_stage"),
+        patch(json!({"profile": {"area": v}}), "profile.area"),
         (
             Method::POST,
             format!("{lead_path}/handoffs"),

@@ -225,18 +225,18 @@ impl TestApp {
             .as_str()
             .unwrap()
             .to_owned();
-        let token = self
-            .internal_json(
-                201,
-                Method::POST,
-                &format!("/internal/v1/orgs/{org_id}/tokens"),
-                Some(json!({"name": "crm"})),
-            )
-            .await["secret"]
+        let token = self.new_token(&org_id, "crm").await["secret"]
             .as_str()
             .unwrap()
             .to_owned();
         (org_id, token)
+    }
+
+    /// `POST …/tokens` for `org` named `name` (201): the answer, with `token` and `secret`.
+    pub async fn new_token(&self, org: &str, name: &str) -> Value {
+        let path = format!("/internal/v1/orgs/{org}/tokens");
+        let body = Some(json!({ "name": name }));
+        self.internal_json(201, Method::POST, &path, body).await
     }
 
     /// A new org, its token and a lead of it that arrived through an inbound channel.

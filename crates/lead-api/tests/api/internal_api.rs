@@ -52,14 +52,7 @@ async fn org_and_token_shapes() {
     assert_eq!(org["name"], "Acme Homes");
     assert_eq!(org.as_object().unwrap().len(), 3);
     let id = org["id"].as_str().unwrap();
-    let v = app
-        .internal_json(
-            201,
-            Method::POST,
-            &format!("/internal/v1/orgs/{id}/tokens"),
-            Some(json!({"name": "hubspot"})),
-        )
-        .await;
+    let v = app.new_token(id, "hubspot").await;
     assert_eq!(v["token"]["name"], "hubspot");
     assert!(v["token"].get("secret").is_none());
     assert!(v["secret"].as_str().unwrap().starts_with("qlf_org_"));

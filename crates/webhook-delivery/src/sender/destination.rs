@@ -143,11 +143,7 @@ impl Sender {
             .await
             .map_err(|e| classify(&e, self.timeout))?;
         let status = resp.status().as_u16();
-        let etag = resp
-            .headers()
-            .get(reqwest::header::ETAG)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
+        let etag = super::header_text(resp.headers(), reqwest::header::ETAG);
         let mut body = Vec::new();
         while body.len() < RESPONSE_READ_LIMIT {
             match resp.chunk().await {

@@ -72,18 +72,12 @@ async fn a_bulk_replay_resends_every_dead_delivery_at_the_configured_pace() {
     for i in 0..N {
         s.inbound(&format!("+4477009008{i:02}")).await;
     }
-    let deadline = Instant::now() + WAIT;
-    let dead: Vec<String> = loop {
-        let ds = s.deliveries().await;
-        if ds.len() == N && ds.iter().all(|d| d["status"] == "dead") {
-            break ds
-                .iter()
-                .map(|d| d["id"].as_str().unwrap().to_owned())
-                .collect();
-        }
-        assert!(Instant::now() < deadline, "not all dead: {ds:?}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let dead: Vec<String> = s
+        .wait_all_in(&s.org, Some(N), "dead", WAIT)
+        .await
+        .iter()
+        .map(|d| d["id"].as_str().unwrap().to_owned())
+        .collect();
     s.receiver.set_behaviour(Behaviour::Ok);
     let before = s.receiver.received().len();
     assert_eq!(before, N * 5, "five attempts each");

@@ -47,24 +47,12 @@ async fn armed_for_a_while(faults: &CommitFaults, fault: Fault) {
 /// Waits until the org has `made` deliveries, every one succeeded, and checks that the
 /// receiver accepted each of them.
 async fn all_arrive(s: &Stack, made: usize) {
-    let deadline = Instant::now() + Duration::from_secs(90);
-    let ids: Vec<String> = loop {
-        let all = s.deliveries().await;
-        if all.len() == made && all.iter().all(|d| d["status"] == "succeeded") {
-            break all
-                .iter()
-                .map(|d| d["id"].as_str().unwrap().to_owned())
-                .collect();
-        }
-        assert!(
-            Instant::now() < deadline,
-            "not every delivery succeeded: {:#?}",
-            all.iter()
-                .map(|d| (d["status"].clone(), d["attempts"].clone()))
-                .collect::<Vec<_>>()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    let ids: Vec<String> = s
+        .wait_all_in(&s.org, Some(made), "succeeded", Duration::from_secs(90))
+        .await
+        .iter()
+        .map(|d| d["id"].as_str().unwrap().to_owned())
+        .collect();
     let received: HashSet<String> = s
         .receiver
         .received()

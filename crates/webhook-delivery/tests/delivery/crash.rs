@@ -291,18 +291,7 @@ async fn a_worker_killed_with_a_bundle_in_hand_loses_none_of_its_deliveries() {
     worker.kill9();
 
     let _worker = spawn_delivery(&s);
-    let deadline = std::time::Instant::now() + WAIT;
-    let all = loop {
-        let all = s.deliveries().await;
-        if all.len() == N && all.iter().all(|d| d["status"] == "succeeded") {
-            break all;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "not all delivered after the restart: {all:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    let all = s.wait_all_in(&s.org, Some(N), "succeeded", WAIT).await;
     let got = s.receiver.received();
     let by_id: HashSet<&str> = got
         .iter()

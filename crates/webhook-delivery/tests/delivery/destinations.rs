@@ -80,10 +80,7 @@ async fn an_amqp_destination_takes_its_events_in_order_signed_and_its_password_s
     let ep = created["endpoint"].clone();
     let id = ep["id"].as_str().unwrap().to_owned();
     // No url; the password masked in the answer and when read back, and nowhere in clear.
-    let read = s
-        .org_call(Method::GET, &format!("endpoints/{id}"), None)
-        .await["endpoint"]
-        .clone();
+    let read = s.endpoint(&id).await;
     for shown in [&ep, &read] {
         assert_eq!(shown["url"], Value::Null);
         assert_eq!(shown["destination"]["type"], "amqp");
@@ -297,9 +294,18 @@ mod aws {
         for (k, v) in more.as_object().unwrap() {
             body[k] = v.clone();
         }
-        let r = s.org_request(Method::POST, "endpoints", Some(body)).await;
-        assert_eq!(r.status(), 201);
-        r.json().await.unwrap()
+        s.create_endpoint(body).await
+    }
+
+    /// [`create_to`] for `lead.created` only.
+    async fn for_new_leads(s: &Stack, moto: &Moto, destination: Value) -> Value {
+        create_to(
+            s,
+            moto,
+            destination,
+            json!({"event_types": ["lead.created"]}),
+        )
+        .await
     }
 
     #[tokio::test(flavor = "multi_thread")]
@@ -388,19 +394,17 @@ mod aws {
         let moto = Moto::start().await;
         moto.create_bucket("crm-events").await;
         let seen = moto.create_bus_into_queue("crm", "qualifier").await;
-        let to_s3 = create_to(
+        let to_s3 = for_new_leads(
             &s,
             &moto,
             json!({"type": "s3", "bucket": "crm-events", "prefix": "qualifier/"}),
-            json!({"event_types": ["lead.created"]}),
         )
         .await;
         let s3_secret = to_s3["signing_secret"].as_str().unwrap().to_owned();
-        create_to(
+        for_new_leads(
             &s,
             &moto,
             json!({"type": "eventbridge", "event_bus": "crm"}),
-            json!({"event_types": ["lead.created"]}),
         )
         .await;
         s.inbound("+447700900812").await;
@@ -447,20 +451,14 @@ mod aws {
     async fn a_missing_queue_or_bucket_retries_then_dead_letters_with_the_aws_error() {
         let s = Stack::start().await;
         let moto = Moto::start().await;
-        let queue = create_to(
+        let queue = for_new_leads(
             &s,
             &moto,
             json!({"type": "sqs", "queue_url": moto.queue_url("nowhere")}),
-            json!({"event_types": ["lead.created"]}),
         )
         .await;
-        let bucket = create_to(
-            &s,
-            &moto,
-            json!({"type": "s3", "bucket": "no-such-bucket"}),
-            json!({"event_types": ["lead.created"]}),
-        )
-        .await;
+        let bucket =
+            for_new_leads(&s, &moto, json!({"type": "s3", "bucket": "no-such-bucket"})).await;
         s.inbound("+447700900813").await;
         for (ep, code) in [(queue, "QueueDoesNotExist"), (bucket, "NoSuchBucket")] {
             let id = ep["endpoint"]["id"].as_str().unwrap();
@@ -483,11 +481,10 @@ mod aws {
             json!({"access_key_id": key.id.clone(), "secret_access_key": key.secret.clone()});
         let mut endpoints = Vec::new();
         for bucket in ["crm-allowed", "crm-denied"] {
-            let created = create_to(
+            let created = for_new_leads(
                 &s,
                 &moto,
                 json!({"type": "s3", "bucket": bucket, "credentials": credentials}),
-                json!({"event_types": ["lead.created"]}),
             )
             .await;
             endpoints.push(created["endpoint"]["id"].as_str().unwrap().to_owned());
@@ -515,11 +512,10 @@ mod aws {
     async fn a_missing_queue_fails_the_endpoints_health_until_it_exists() {
         let s = Stack::with_quick_health().await;
         let moto = Moto::start().await;
-        let created = create_to(
+        let created = for_new_leads(
             &s,
             &moto,
             json!({"type": "sqs", "queue_url": moto.queue_url("later")}),
-            json!({"event_types": ["lead.created"]}),
         )
         .await;
         let id = created["endpoint"]["id"].as_str().unwrap().to_owned();

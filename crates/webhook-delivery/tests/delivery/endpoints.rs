@@ -22,14 +22,10 @@ pub(crate) async fn add_endpoint(
     description: &str,
 ) -> String {
     let r = s
-        .org_request(
-            Method::POST,
-            "endpoints",
-            Some(json!({"url": receiver.url, "event_types": types, "description": description})),
+        .create_endpoint(
+            json!({"url": receiver.url, "event_types": types, "description": description}),
         )
         .await;
-    assert_eq!(r.status(), 201);
-    let r: Value = r.json().await.unwrap();
     let secret = r["signing_secret"].as_str().unwrap().to_owned();
     assert!(
         r["standard_webhooks_secret"]
@@ -187,19 +183,13 @@ async fn the_eleventh_is_refused_another_orgs_id_is_not_found_and_webhook_is_the
     }
 
     // `PUT /webhook` changes the primary only; `GET /webhook` shows it.
-    let before = s
-        .org_call(Method::GET, &format!("endpoints/{}", ids[0]), None)
-        .await["endpoint"]
-        .clone();
+    let before = s.endpoint(&ids[0]).await;
     s.put_webhook(json!({"url": r.url, "event_types": ["lead.qualified"], "enabled": true}))
         .await;
     let hook = s.webhook().await;
     assert_eq!(hook["id"], s.org.as_str());
     assert_eq!(hook["event_types"], json!(["lead.qualified"]));
-    let after = s
-        .org_call(Method::GET, &format!("endpoints/{}", ids[0]), None)
-        .await["endpoint"]
-        .clone();
+    let after = s.endpoint(&ids[0]).await;
     assert_eq!(before, after, "another endpoint is untouched");
     // A rotation through `webhook` is the primary's: the other endpoint still signs with its
     // own secret (the receiver verifies with it only).

@@ -17,6 +17,16 @@ async fn add_endpoint(s: &Stack, receiver: &Receiver) -> String {
     crate::endpoints::add_endpoint(s, receiver, &["lead.created"], "fair share").await
 }
 
+/// A stack of 8 slots, 2 an org, whose attempts may hang for a minute (longer than a test).
+async fn two_slots_an_org() -> Stack {
+    Stack::start_with(|c| {
+        c.org_concurrency = 2;
+        c.concurrency = 8;
+        c.timeout_ms = 60_000;
+    })
+    .await
+}
+
 /// Requests received by all of `receivers` together.
 fn received(receivers: &[&Receiver]) -> usize {
     receivers.iter().map(|r| r.received().len()).sum()
@@ -24,13 +34,8 @@ fn received(receivers: &[&Receiver]) -> usize {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_org_with_four_hanging_endpoints_holds_its_cap_and_another_org_flows() {
-    // 8 slots, 2 an org; A's four endpoints hold every request until the test lets them go.
-    let s = Stack::start_with(|c| {
-        c.org_concurrency = 2;
-        c.concurrency = 8;
-        c.timeout_ms = 60_000;
-    })
-    .await;
+    // A's four endpoints hold every request until the test lets them go.
+    let s = two_slots_an_org().await;
     let others = [
         Receiver::start().await,
         Receiver::start().await,
@@ -71,12 +76,7 @@ async fn an_org_with_four_hanging_endpoints_holds_its_cap_and_another_org_flows(
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_hanging_endpoint_leaves_its_org_a_slot_for_a_sibling() {
-    let s = Stack::start_with(|c| {
-        c.org_concurrency = 2;
-        c.concurrency = 8;
-        c.timeout_ms = 60_000;
-    })
-    .await;
+    let s = two_slots_an_org().await;
     let sibling = Receiver::start().await;
     add_endpoint(&s, &sibling).await;
     s.receiver.hold();
@@ -234,14 +234,8 @@ impl Silent {
 
 /// A new endpoint of the stack's org sending `lead.created` to `destination`.
 async fn add_destination(s: &Stack, destination: serde_json::Value) {
-    let r = s
-        .org_request(
-            reqwest::Method::POST,
-            "endpoints",
-            Some(serde_json::json!({"destination": destination, "event_types": ["lead.created"]})),
-        )
-        .await;
-    assert_eq!(r.status(), 201, "{}", r.text().await.unwrap_or_default());
+    let body = serde_json::json!({"destination": destination, "event_types": ["lead.created"]});
+    s.create_endpoint(body).await;
 }
 
 /// Waits until `held()` reaches `n` (or the wait ends): its last value.
@@ -260,12 +254,7 @@ async fn wait_until(held: impl Fn() -> usize, n: usize) -> usize {
 async fn an_org_whose_destinations_hang_holds_its_cap_and_another_org_flows() {
     // A's endpoints: its webhook, held, and an AMQP exchange and an SQS queue whose addresses
     // never answer; each attempt waits a minute.
-    let s = Stack::start_with(|c| {
-        c.org_concurrency = 2;
-        c.concurrency = 8;
-        c.timeout_ms = 60_000;
-    })
-    .await;
+    let s = two_slots_an_org().await;
     let (broker, queue) = (Silent::start().await, Silent::start().await);
     add_destination(&s, broker.amqp()).await;
     add_destination(&s, queue.sqs()).await;
@@ -292,12 +281,7 @@ async fn an_org_whose_destinations_hang_holds_its_cap_and_another_org_flows() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_hanging_destination_leaves_its_org_a_slot_for_a_webhook_beside_it() {
-    let s = Stack::start_with(|c| {
-        c.org_concurrency = 2;
-        c.concurrency = 8;
-        c.timeout_ms = 60_000;
-    })
-    .await;
+    let s = two_slots_an_org().await;
     let broker = Silent::start().await;
     add_destination(&s, broker.amqp()).await;
     for i in 0..4 {

@@ -15,15 +15,9 @@ const WAIT: Duration = Duration::from_secs(20);
 
 /// An endpoint on `r` for `types` with `filter`; its id.
 async fn filtered(s: &Stack, r: &Receiver, types: Value, filter: Value) -> String {
-    let res = s
-        .org_request(
-            Method::POST,
-            "endpoints",
-            Some(json!({"url": r.url, "event_types": types, "filter": filter})),
-        )
+    let v = s
+        .create_endpoint(json!({"url": r.url, "event_types": types, "filter": filter}))
         .await;
-    assert_eq!(res.status(), 201);
-    let v: Value = res.json().await.unwrap();
     r.set_secrets(vec![v["signing_secret"].as_str().unwrap().to_owned()]);
     assert_eq!(v["endpoint"]["filter"], filter);
     v["endpoint"]["id"].as_str().unwrap().to_owned()
@@ -47,12 +41,6 @@ async fn rows_of(s: &Stack, id: &str) -> i64 {
     .await
     .unwrap()
     .get(0)
-}
-
-async fn endpoint(s: &Stack, id: &str) -> Value {
-    s.org_call(Method::GET, &format!("endpoints/{id}"), None)
-        .await["endpoint"]
-        .clone()
 }
 
 /// Takes every message waiting in `queue` off it: the deliveries they carry (a bundle's
@@ -143,8 +131,8 @@ async fn exactly_the_matching_events_are_delivered_and_the_others_make_no_row() 
     assert_eq!(rows_of(&s, &wa_id).await, 3);
     assert_eq!(rows_of(&s, &urgent_id).await, 2);
     // Counted without a row each.
-    assert_eq!(endpoint(&s, &wa_id).await["filtered_last_24h"], 3);
-    assert_eq!(endpoint(&s, &urgent_id).await["filtered_last_24h"], 1);
+    assert_eq!(s.endpoint(&wa_id).await["filtered_last_24h"], 3);
+    assert_eq!(s.endpoint(&urgent_id).await["filtered_last_24h"], 1);
 
     // An erasure's notice reaches the endpoint whatever its filter: it may hold the contact.
     assert_eq!(s.erase(&whatsapp[0]).await, 204);

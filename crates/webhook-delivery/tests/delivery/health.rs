@@ -42,18 +42,6 @@ async fn wait_state(s: &Stack, org: &str, want: &str, timeout: Duration) -> Valu
     }
 }
 
-async fn deliveries_of(s: &Stack, org: &str) -> Vec<Value> {
-    s.call(
-        Method::GET,
-        &format!("/internal/v1/orgs/{org}/deliveries?limit=500"),
-        None,
-    )
-    .await["deliveries"]
-        .as_array()
-        .unwrap()
-        .clone()
-}
-
 fn probes(r: &Receiver) -> usize {
     r.received()
         .iter()
@@ -117,7 +105,7 @@ async fn an_outage_longer_than_the_retry_schedule_ends_with_everything_delivered
     // Much longer than the whole retry schedule (4 x 100 ms): nothing goes dead, and after
     // the first moments no attempt is spent.
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let before = deliveries_of(&s, &s.org).await;
+    let before = s.deliveries_in(&s.org).await;
     assert_eq!(before.len(), 20);
     for d in &before {
         assert!(
@@ -129,7 +117,7 @@ async fn an_outage_longer_than_the_retry_schedule_ends_with_everything_delivered
         |ds: &[Value]| -> i64 { ds.iter().map(|d| d["attempts"].as_i64().unwrap()).sum() };
     let spent = attempts(&before);
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let after = deliveries_of(&s, &s.org).await;
+    let after = s.deliveries_in(&s.org).await;
     assert_eq!(attempts(&after), spent, "no attempt while failing");
     assert!(
         before.iter().all(|d| d["attempts"].as_i64().unwrap() <= 3),
@@ -151,15 +139,9 @@ async fn an_outage_longer_than_the_retry_schedule_ends_with_everything_delivered
     }
     // Back: no call, no replay. Everything arrives under its own delivery id.
     s.receiver.set_behaviour(Behaviour::Ok);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let done = loop {
-        let ds = deliveries_of(&s, &s.org).await;
-        if ds.iter().all(|d| d["status"] == "succeeded") {
-            break ds;
-        }
-        assert!(Instant::now() < deadline, "not all delivered: {ds:?}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let done = s
+        .wait_all_in(&s.org, None, "succeeded", Duration::from_secs(20))
+        .await;
     let accepted: HashSet<String> = s
         .receiver
         .received()
@@ -217,7 +199,7 @@ async fn a_410_disables_at_once_and_the_disable_timer_disables_a_failing_endpoin
     assert!(h["disabled_reason"].as_str().unwrap().contains("410"));
     let hook = s.webhook().await;
     assert_eq!(hook["enabled"], false);
-    let ds = deliveries_of(&s, &s.org).await;
+    let ds = s.deliveries_in(&s.org).await;
     let id = ds[0]["id"].as_str().unwrap().to_owned();
     s.wait_status(&id, "skipped", Duration::from_secs(10)).await;
     assert_eq!(s.receiver.received().len(), 1, "nothing after the 410");
@@ -238,15 +220,8 @@ async fn a_410_disables_at_once_and_the_disable_timer_disables_a_failing_endpoin
             .unwrap()
             .starts_with("failing since")
     );
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let ds = deliveries_of(&s, &b.org).await;
-        if ds.len() == 5 && ds.iter().all(|d| d["status"] == "skipped") {
-            break;
-        }
-        assert!(Instant::now() < deadline, "not all skipped: {ds:?}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    s.wait_all_in(&b.org, Some(5), "skipped", Duration::from_secs(10))
+        .await;
     b.receiver.set_behaviour(Behaviour::Ok);
     let r = s
         .call(
@@ -265,18 +240,8 @@ async fn a_410_disables_at_once_and_the_disable_timer_disables_a_failing_endpoin
         )
         .await;
     assert_eq!(r["matched"], 5);
-    let deadline = Instant::now() + Duration::from_secs(15);
-    loop {
-        let ds = deliveries_of(&s, &b.org).await;
-        if ds.iter().all(|d| d["status"] == "succeeded") {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "not delivered after replay: {ds:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    s.wait_all_in(&b.org, None, "succeeded", Duration::from_secs(15))
+        .await;
     let deadline = Instant::now() + Duration::from_secs(10);
     while operator_events(&op).len() < 3 && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -321,30 +286,10 @@ async fn two_replicas_probe_a_hanging_endpoint_one_at_a_time() {
     // One state, whichever replica is asked through the database.
     assert_eq!(health(&s, &s.org).await["state"], "failing");
     s.receiver.set_behaviour(Behaviour::Ok);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let ds = deliveries_of(&s, &s.org).await;
-        if ds.iter().all(|d| d["status"] == "succeeded") {
-            break;
-        }
-        assert!(Instant::now() < deadline, "not delivered: {ds:?}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    s.wait_all_in(&s.org, None, "succeeded", Duration::from_secs(20))
+        .await;
     second.stop().await;
     s.stop_delivery().await;
-}
-
-/// Waits until every delivery of `org` has `status`.
-async fn wait_all(s: &Stack, org: &str, status: &str, timeout: Duration) {
-    let deadline = Instant::now() + timeout;
-    loop {
-        let ds = deliveries_of(s, org).await;
-        if ds.iter().all(|d| d["status"] == status) {
-            return;
-        }
-        assert!(Instant::now() < deadline, "not all {status}: {ds:?}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 /// A stack with the operator's receiver and these health settings.
@@ -397,7 +342,7 @@ async fn saving_the_webhook_while_its_endpoint_fails_spends_no_attempt() {
     }
     wait_state(&s, &s.org, "failing", Duration::from_secs(15)).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let before = deliveries_of(&s, &s.org).await;
+    let before = s.deliveries_in(&s.org).await;
     let probed = probes(&s.receiver);
 
     let saved = put_webhook(&s, &s.org, &s.receiver.url, true).await;
@@ -408,7 +353,7 @@ async fn saving_the_webhook_while_its_endpoint_fails_spends_no_attempt() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     tokio::time::sleep(Duration::from_secs(4)).await;
-    let after = deliveries_of(&s, &s.org).await;
+    let after = s.deliveries_in(&s.org).await;
     assert_eq!(
         attempts_of(&after),
         attempts_of(&before),
@@ -425,7 +370,8 @@ async fn saving_the_webhook_while_its_endpoint_fails_spends_no_attempt() {
     // The endpoint is back: a save probes at once and the answer releases everything.
     s.receiver.set_behaviour(Behaviour::Ok);
     put_webhook(&s, &s.org, &s.receiver.url, true).await;
-    wait_all(&s, &s.org, "succeeded", Duration::from_secs(6)).await;
+    s.wait_all_in(&s.org, None, "succeeded", Duration::from_secs(6))
+        .await;
 }
 
 /// A probe answered `429` with `Retry-After: 2` waits two seconds before the next one; the
@@ -477,7 +423,8 @@ async fn probes_answered_with_retry_after_are_spaced_by_it_and_the_disable_timer
             "probes {gap:?} apart, under the 2 s asked for"
         );
     }
-    wait_all(&s, &s.org, "skipped", Duration::from_secs(10)).await;
+    s.wait_all_in(&s.org, None, "skipped", Duration::from_secs(10))
+        .await;
     println!(
         "failing since {}, disabled: {}",
         failing["failing_since"], h["disabled_reason"]
@@ -499,7 +446,8 @@ async fn disabling_a_failing_endpoint_skips_what_waited_and_tells_the_operator()
     let r = put_webhook(&s, &s.org, &s.receiver.url, false).await;
     assert_eq!(r["webhook"]["health"]["state"], "disabled", "{r}");
     assert_eq!(r["webhook"]["enabled"], false);
-    wait_all(&s, &s.org, "skipped", Duration::from_secs(10)).await;
+    s.wait_all_in(&s.org, None, "skipped", Duration::from_secs(10))
+        .await;
     let deadline = Instant::now() + Duration::from_secs(10);
     while operator_events(&op).len() < 2 && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(50)).await;

@@ -352,12 +352,7 @@ async fn a_delivery_waiting_for_its_lead_says_so_and_replays_and_test_events_go_
     let lead = s.inbound("+31644000001").await;
     let id = lead["id"].as_str().unwrap().to_owned();
     s.receiver.wait_for(1, Duration::from_secs(10)).await;
-    s.call(
-        Method::PATCH,
-        &format!("/internal/v1/orgs/{org}/leads/{id}"),
-        Some(json!({"name": "Grace Hopper"})),
-    )
-    .await;
+    s.rename_lead(&id, "Grace Hopper").await;
     let deadline = Instant::now() + Duration::from_secs(10);
     let waiting = loop {
         let ds = s.deliveries().await;
@@ -489,12 +484,7 @@ async fn a_wait_begun_while_the_earlier_delivery_ends_is_never_left_behind() {
         .as_str()
         .unwrap()
         .to_owned();
-    s.call(
-        Method::PATCH,
-        &format!("/internal/v1/orgs/{org}/leads/{lead}"),
-        Some(json!({"name": "Grace Hopper"})),
-    )
-    .await;
+    s.rename_lead(&lead, "Grace Hopper").await;
     let pg = s.db.client().await;
     let lead_id: uuid::Uuid = lead.parse().unwrap();
     let rows = pg
@@ -658,12 +648,7 @@ async fn a_request_waiting_for_its_turn_is_not_sent_after_its_leads_erasure() {
         .await
     };
     let before = turn_row().await;
-    s.org_call(
-        Method::PATCH,
-        &format!("leads/{id}"),
-        Some(json!({"name": "Ada Forgetme"})),
-    )
-    .await;
+    s.rename_lead(&id, "Ada Forgetme").await;
     // The barrier: the rename's delivery took the turn 950 ms off and waits for it here.
     let deadline = Instant::now() + Duration::from_secs(30);
     while turn_row().await <= before {

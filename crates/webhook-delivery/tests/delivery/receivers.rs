@@ -63,10 +63,7 @@ async fn headers_and_credentials_go_with_every_request_and_secrets_stay_sealed()
     .await;
     let id = ep["id"].as_str().unwrap().to_owned();
     // Masked in the answer and when read back.
-    let read = s
-        .org_call(Method::GET, &format!("endpoints/{id}"), None)
-        .await["endpoint"]
-        .clone();
+    let read = s.endpoint(&id).await;
     for shown in [&ep, &read] {
         assert_eq!(
             shown["headers"],
@@ -166,47 +163,39 @@ async fn bad_headers_and_credentials_are_refused_naming_them() {
     ] {
         refused(json!({"headers": [{"name": name, "value": "x"}]}), name).await;
     }
-    refused(
-        json!({"headers": [{"name": "X-Evil", "value": "a\r\nX-Injected: 1"}]}),
-        "X-Evil",
-    )
-    .await;
-    refused(
-        json!({"headers": [{"name": "Bad Name", "value": "x"}]}),
-        "Bad Name",
-    )
-    .await;
-    refused(
-        json!({"headers": [{"name": "Authorization", "value": "Token t"}],
-               "auth": {"type": "bearer", "token": "t"}}),
-        "Authorization",
-    )
-    .await;
-    refused(
-        json!({"headers": [{"name": "X-Key", "value": "********", "secret": true}]}),
-        "X-Key",
-    )
-    .await;
-    refused(
-        json!({"auth": {"type": "bearer", "token": "********"}}),
-        "auth.token",
-    )
-    .await;
-    // A token url on a private address: the client secret would go there.
-    refused(
-        json!({"auth": {"type": "oauth2_client_credentials",
-                        "token_url": "https://10.1.2.3/token", "client_id": "c",
-                        "client_secret": "s"}}),
-        "auth.token_url",
-    )
-    .await;
-    refused(
-        json!({"auth": {"type": "oauth2_client_credentials",
-                        "token_url": "http://auth.example.com/token", "client_id": "c",
-                        "client_secret": "s"}}),
-        "auth.token_url",
-    )
-    .await;
+    let oauth_to = |token_url: &str| {
+        json!({"auth": {"type": "oauth2_client_credentials", "token_url": token_url,
+                        "client_id": "c", "client_secret": "s"}})
+    };
+    let cases = [
+        (
+            json!({"headers": [{"name": "X-Evil", "value": "a\r\nX-Injected: 1"}]}),
+            "X-Evil",
+        ),
+        (
+            json!({"headers": [{"name": "Bad Name", "value": "x"}]}),
+            "Bad Name",
+        ),
+        (
+            json!({"headers": [{"name": "Authorization", "value": "Token t"}],
+                   "auth": {"type": "bearer", "token": "t"}}),
+            "Authorization",
+        ),
+        (
+            json!({"headers": [{"name": "X-Key", "value": "********", "secret": true}]}),
+            "X-Key",
+        ),
+        (
+            json!({"auth": {"type": "bearer", "token": "********"}}),
+            "auth.token",
+        ),
+        // A token url on a private address: the client secret would go there.
+        (oauth_to("https://10.1.2.3/token"), "auth.token_url"),
+        (oauth_to("http://auth.example.com/token"), "auth.token_url"),
+    ];
+    for (body, names) in cases {
+        refused(body, names).await;
+    }
     // Nothing was created.
     let list = s.org_call(Method::GET, "endpoints", None).await;
     assert_eq!(list["endpoints"].as_array().unwrap().len(), 1);

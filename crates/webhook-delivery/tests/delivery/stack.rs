@@ -4,7 +4,7 @@ use lead_api::{ApiConfig, RunningApi};
 use qualifier_store::SecretKey;
 use qualifier_testkit::receiver::Receiver;
 use qualifier_testkit::{TestDb, TestTopology, amqp_url};
-use reqwest::{Client, Method};
+use reqwest::{Client, Method, Response};
 use serde_json::{Value, json};
 use webhook_delivery::{DeliveryConfig, RunningDelivery};
 
@@ -181,30 +181,47 @@ impl Stack {
         r["org"]["id"].as_str().unwrap().to_owned()
     }
 
-    /// [`Stack::call`] on a path below this stack's org, `rest` after `/internal/v1/orgs/{org}/`.
-    pub async fn org_call(&self, method: Method, rest: &str, body: Option<Value>) -> Value {
-        let path = format!("/internal/v1/orgs/{}/{rest}", self.org);
-        self.call(method, &path, body).await
+    /// A path below this stack's org: `rest` after `/internal/v1/orgs/{org}/`.
+    fn org_path(&self, rest: &str) -> String {
+        format!("/internal/v1/orgs/{}/{rest}", self.org)
     }
 
-    /// [`Stack::request`] on a path below this stack's org, `rest` after `/internal/v1/orgs/{org}/`.
-    pub async fn org_request(
-        &self,
-        method: Method,
-        rest: &str,
-        body: Option<Value>,
-    ) -> reqwest::Response {
-        let path = format!("/internal/v1/orgs/{}/{rest}", self.org);
-        self.request(method, &path, body).await
+    /// [`Stack::call`] on a path below this stack's org ([`Stack::org_path`]).
+    pub async fn org_call(&self, method: Method, rest: &str, body: Option<Value>) -> Value {
+        self.call(method, &self.org_path(rest), body).await
+    }
+
+    /// [`Stack::request`] on a path below this stack's org ([`Stack::org_path`]).
+    pub async fn org_request(&self, m: Method, rest: &str, body: Option<Value>) -> Response {
+        self.request(m, &self.org_path(rest), body).await
+    }
+
+    /// Renames lead `id` of the stack's org (`PATCH …/leads/{id}`): a `lead.updated` event.
+    pub async fn rename_lead(&self, id: &str, name: &str) -> Value {
+        let body = json!({ "name": name });
+        self.org_call(Method::PATCH, &format!("leads/{id}"), Some(body))
+            .await
+    }
+
+    /// The endpoint `id` of the stack's org as `GET …/endpoints/{id}` shows it.
+    pub async fn endpoint(&self, id: &str) -> Value {
+        let path = format!("endpoints/{id}");
+        self.org_call(Method::GET, &path, None).await["endpoint"].clone()
+    }
+
+    /// `POST …/endpoints` with `body`, which must be created (201): the answer.
+    pub async fn create_endpoint(&self, body: Value) -> Value {
+        let r = self
+            .org_request(Method::POST, "endpoints", Some(body))
+            .await;
+        let status = r.status();
+        let answer: Value = r.json().await.unwrap_or(Value::Null);
+        assert_eq!(status, 201, "{answer}");
+        answer
     }
 
     /// A request to the internal API (`path` from `/internal/…`), answered whatever its status.
-    pub async fn request(
-        &self,
-        method: Method,
-        path: &str,
-        body: Option<Value>,
-    ) -> reqwest::Response {
+    pub async fn request(&self, method: Method, path: &str, body: Option<Value>) -> Response {
         let url = format!("{}{path}", self.internal);
         qualifier_testkit::authorized(&self.http, method, url, INTERNAL_TOKEN, body)
             .send()
@@ -297,10 +314,38 @@ impl Stack {
     }
 
     pub async fn deliveries(&self) -> Vec<Value> {
-        let v = self
-            .org_call(Method::GET, "deliveries?limit=500", None)
-            .await;
+        self.deliveries_in(&self.org).await
+    }
+
+    /// The deliveries of `org` (the stack's own or a second org's), newest first.
+    pub async fn deliveries_in(&self, org: &str) -> Vec<Value> {
+        let path = format!("/internal/v1/orgs/{org}/deliveries?limit=500");
+        let v = self.call(Method::GET, &path, None).await;
         v["deliveries"].as_array().unwrap().clone()
+    }
+
+    /// Waits until `org` has `n` deliveries (any number when `None`) and every one has
+    /// `status`: them.
+    pub async fn wait_all_in(
+        &self,
+        org: &str,
+        n: Option<usize>,
+        status: &str,
+        within: Duration,
+    ) -> Vec<Value> {
+        let deadline = std::time::Instant::now() + within;
+        loop {
+            let ds = self.deliveries_in(org).await;
+            if n.is_none_or(|n| ds.len() == n) && ds.iter().all(|d| d["status"] == status) {
+                return ds;
+            }
+            let seen: Vec<_> = ds.iter().map(|d| (&d["status"], &d["attempts"])).collect();
+            assert!(
+                std::time::Instant::now() < deadline,
+                "not all {status}: {seen:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
     }
 
     /// One delivery of `org` (the stack's own or a second org's), as the internal API shows it.
@@ -358,25 +403,7 @@ impl Stack {
     }
 
     pub async fn queue_depth(&self, queue: &str) -> u32 {
-        use qualifier_bus::lapin::options::QueueDeclareOptions;
-        let conn = qualifier_bus::connect(&amqp_url(), "qualifier test")
-            .await
-            .unwrap();
-        let ch = conn.create_channel().await.unwrap();
-        let q = ch
-            .queue_declare(
-                queue.into(),
-                QueueDeclareOptions {
-                    passive: true,
-                    ..Default::default()
-                },
-                Default::default(),
-            )
-            .await
-            .unwrap();
-        let n = q.message_count();
-        let _ = conn.close(200, "ok".into()).await;
-        n
+        qualifier_testkit::their_broker::queue_depth(queue).await
     }
 
     /// Takes the first message of `queue` off it: its message id and its body.

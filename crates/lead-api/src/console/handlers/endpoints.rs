@@ -125,6 +125,15 @@ async fn shown(
 }
 
 /// A page answered 422: what was sent could not be saved.
+/// The endpoint at `at` as saved; not found when the org has none there.
+pub(super) async fn saved_at(
+    st: &AppState,
+    at: qualifier_store::endpoints::EndpointRef,
+) -> Result<qualifier_store::webhooks::Webhook> {
+    let saved = st.store.endpoints().get_webhook(at).await?;
+    saved.ok_or(ConsoleError::NotFound(Place::ENDPOINT_NOT_FOUND))
+}
+
 pub(super) fn refused(mut r: HttpResponse) -> HttpResponse {
     *r.status_mut() = StatusCode::UNPROCESSABLE_ENTITY;
     r
@@ -234,12 +243,7 @@ pub(in crate::console) async fn endpoint_delete_get(
     place: Place,
     st: web::Data<AppState>,
 ) -> Result<HttpResponse> {
-    let endpoint = st
-        .store
-        .endpoints()
-        .get_webhook(place.at(s.org_id))
-        .await?
-        .ok_or(ConsoleError::NotFound(Place::ENDPOINT_NOT_FOUND))?;
+    let endpoint = saved_at(&st, place.at(s.org_id)).await?;
     Ok(ok(pages::delete_endpoint_page(&s.who(), &endpoint)))
 }
 

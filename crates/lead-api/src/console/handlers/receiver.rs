@@ -5,8 +5,8 @@
 use actix_web::web;
 use serde_json::{Map, Value, json};
 
-use super::endpoints::{refuse, webhook_view};
-use crate::console::errors::{ConsoleError, Result};
+use super::endpoints::{refuse, saved_at, webhook_view};
+use crate::console::errors::Result;
 use crate::console::extract::Form;
 use crate::console::extract::{CsrfForm, Posted};
 use crate::console::pages::WebhookForm;
@@ -73,9 +73,7 @@ pub(in crate::console) async fn webhook_receiver(
     st: web::Data<AppState>,
 ) -> Result<Posted> {
     let at = place.at(f.session.org_id);
-    let Some(saved) = st.store.endpoints().get_webhook(at).await? else {
-        return Err(ConsoleError::NotFound(Place::ENDPOINT_NOT_FOUND));
-    };
+    let saved = saved_at(&st, at).await?;
     let checked = crate::inputs::receiver_of(&as_json(&f.form), &st.egress).await;
     let saved_too = match checked {
         Ok(receiver) => save_receiver(&st, f.session.org_id, &place, &saved, receiver).await,
@@ -143,9 +141,7 @@ pub(in crate::console) async fn webhook_filter(
     st: web::Data<AppState>,
 ) -> Result<Posted> {
     let at = place.at(f.session.org_id);
-    let Some(saved) = st.store.endpoints().get_webhook(at).await? else {
-        return Err(ConsoleError::NotFound(Place::ENDPOINT_NOT_FOUND));
-    };
+    let saved = saved_at(&st, at).await?;
     let draft = f.form.get("filter").unwrap_or("").trim().to_owned();
     let parsed = if draft.is_empty() {
         Ok(None)
