@@ -30,11 +30,26 @@ pub struct Received {
 }
 
 impl Received {
+    fn now(
+        headers: HashMap<String, String>,
+        body: &[u8],
+        verified_with: Option<usize>,
+        accepted: bool,
+        asked_to_wait: Option<u64>,
+    ) -> Received {
+        Received {
+            headers,
+            age_ms: event_age_ms(body),
+            body: body.to_vec(),
+            verified_with,
+            at: Instant::now(),
+            accepted,
+            asked_to_wait,
+        }
+    }
+
     pub fn header(&self, name: &str) -> &str {
-        self.headers
-            .get(&name.to_ascii_lowercase())
-            .map(String::as_str)
-            .unwrap_or("")
+        header_in(&self.headers, name)
     }
     pub fn json(&self) -> serde_json::Value {
         serde_json::from_slice(&self.body).expect("receiver got JSON")
@@ -186,15 +201,8 @@ async fn hook(
         if let Some(o) = &st.oauth {
             let want = o.current.as_ref().map(|t| format!("Bearer {t}"));
             if headers.get("authorization") != want.as_ref() {
-                st.received.push(Received {
-                    headers,
-                    age_ms: event_age_ms(&body),
-                    body: body.to_vec(),
-                    verified_with,
-                    at: Instant::now(),
-                    accepted: false,
-                    asked_to_wait: None,
-                });
+                let refused = Received::now(headers, &body, verified_with, false, None);
+                st.received.push(refused);
                 return HttpResponse::Unauthorized().body("token refused");
             }
         }
@@ -233,18 +241,13 @@ async fn hook(
             }
             b => b,
         };
-        st.received.push(Received {
-            headers,
-            age_ms: event_age_ms(&body),
-            body: body.to_vec(),
-            verified_with,
-            at: Instant::now(),
-            accepted: behaviour == Behaviour::Ok,
-            asked_to_wait: match behaviour {
-                Behaviour::RetryAfter(_, secs) => Some(secs),
-                _ => None,
-            },
-        });
+        let asked_to_wait = match behaviour {
+            Behaviour::RetryAfter(_, secs) => Some(secs),
+            _ => None,
+        };
+        let accepted = behaviour == Behaviour::Ok;
+        let got = Received::now(headers, &body, verified_with, accepted, asked_to_wait);
+        st.received.push(got);
         (
             behaviour,
             st.answer_body.clone(),
@@ -343,6 +346,12 @@ fn server_certificate_parts() -> &'static (Vec<u8>, Vec<u8>, String, String) {
 }
 
 /// The receivers' certificate and its key, PEM (see [`server_certificate_parts`]).
+/// The header `name` (any case) of headers kept by lowercased name; empty when absent.
+pub(crate) fn header_in<'a>(headers: &'a HashMap<String, String>, name: &str) -> &'a str {
+    let value = headers.get(&name.to_ascii_lowercase());
+    value.map_or("", String::as_str)
+}
+
 /// A request header's value as text (empty when absent or not text).
 fn header_of(req: &HttpRequest, name: &str) -> String {
     let value = req.headers().get(name).and_then(|v| v.to_str().ok());

@@ -1,7 +1,7 @@
 //! One value read back from the database: what a test, a bench phase or a chaos check counts or
 //! looks up, written as one call instead of a statement, its wait and its first column.
 
-use tokio_postgres::Client;
+pub use tokio_postgres::Client;
 use tokio_postgres::types::{FromSqlOwned, ToSql};
 
 /// The first column of the one row `sql` returns; panics when it fails, as a test should.

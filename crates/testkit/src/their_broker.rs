@@ -2,7 +2,7 @@
 //! exchange and a queue bound to it, named after the test's topology prefix, and a user of its
 //! own with a password (`rabbitmqctl`), all removed on drop.
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 use std::time::Duration;
 
 use qualifier_bus::lapin::options::{
@@ -23,15 +23,12 @@ pub struct Taken {
     pub persistent: bool,
     pub body: Vec<u8>,
     /// Its headers, names lowercased, every value as text.
-    pub headers: BTreeMap<String, String>,
+    pub headers: HashMap<String, String>,
 }
 
 impl Taken {
     pub fn header(&self, name: &str) -> &str {
-        self.headers
-            .get(&name.to_ascii_lowercase())
-            .map(String::as_str)
-            .unwrap_or("")
+        crate::receiver::header_in(&self.headers, name)
     }
     pub fn json(&self) -> serde_json::Value {
         serde_json::from_slice(&self.body).expect("a JSON body")

@@ -22,27 +22,29 @@ const SET_STATUS: &str = "state = (CASE WHEN $2 IN ('pending', 'failed') THEN 'q
                                         ELSE $2 END)::delivery_state,
                           retrying = ($2 = 'failed'), updated_at = clock_timestamp()";
 
+/// An org's last 24 hours by hour, as its delivery rows count them: the hour's first Unix
+/// second, then succeeded, dead, skipped, open and failed attempts.
+const HOUR_COUNTS: &str = "extract(epoch FROM date_trunc('hour', created_at, 'UTC'))::int8,
+        count(*) FILTER (WHERE state = 'succeeded'),
+        count(*) FILTER (WHERE state = 'dead'),
+        count(*) FILTER (WHERE state = 'skipped'),
+        count(*) FILTER (WHERE state NOT IN ('succeeded', 'dead', 'skipped')),
+        sum(failed_attempts)::int8
+    FROM deliveries
+    WHERE org_id = $1::text::uuid
+      AND created_at >= date_trunc('hour', now(), 'UTC') - interval '23 hours'";
+
 /// The chart as the delivery rows themselves count it (the query the chart ran before it was
 /// kept by the writes): hours since the chart's first, by the Unix second they begin.
 async fn counted(c: &tokio_postgres::Client, org: Uuid) -> Hours {
     let org = org.to_string();
-    c.query(
-        "SELECT extract(epoch FROM date_trunc('hour', created_at, 'UTC'))::int8,
-                count(*) FILTER (WHERE state = 'succeeded'),
-                count(*) FILTER (WHERE state = 'dead'),
-                count(*) FILTER (WHERE state = 'skipped'),
-                count(*) FILTER (WHERE state NOT IN ('succeeded', 'dead', 'skipped')),
-                sum(failed_attempts)::int8
-         FROM deliveries
-         WHERE org_id = $1::text::uuid AND created_at >= date_trunc('hour', now(), 'UTC') - interval '23 hours'
-         GROUP BY 1",
-        &[&org],
-    )
-    .await
-    .unwrap()
-    .iter()
-    .map(|r| (r.get(0), [r.get(1), r.get(2), r.get(3), r.get(4), r.get(5)]))
-    .collect()
+    let sql = format!("SELECT {HOUR_COUNTS} GROUP BY 1");
+    c.query(&sql, &[&org])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), [r.get(1), r.get(2), r.get(3), r.get(4), r.get(5)]))
+        .collect()
 }
 
 /// The chart as the console draws it, its empty hours left out.
@@ -546,17 +548,7 @@ async fn counted_per_endpoint(c: &tokio_postgres::Client, org: Uuid) -> BTreeMap
     let mut out: BTreeMap<Uuid, Hours> = BTreeMap::new();
     for r in c
         .query(
-            "SELECT endpoint_id::text,
-                    extract(epoch FROM date_trunc('hour', created_at, 'UTC'))::int8,
-                    count(*) FILTER (WHERE state = 'succeeded'),
-                    count(*) FILTER (WHERE state = 'dead'),
-                    count(*) FILTER (WHERE state = 'skipped'),
-                    count(*) FILTER (WHERE state NOT IN ('succeeded', 'dead', 'skipped')),
-                    sum(failed_attempts)::int8
-             FROM deliveries
-             WHERE org_id = $1::text::uuid
-               AND created_at >= date_trunc('hour', now(), 'UTC') - interval '23 hours'
-             GROUP BY 1, 2",
+            &format!("SELECT endpoint_id::text, {HOUR_COUNTS} GROUP BY 1, 2"),
             &[&org.to_string()],
         )
         .await

@@ -60,13 +60,7 @@ async fn internal_auth_refuses_every_internal_route_without_the_token() {
         }
     }
     // The org is untouched: no token, webhook or test delivery was made by any of them.
-    app.internal_expect(
-        404,
-        Method::GET,
-        &format!("/internal/v1/orgs/{org}/webhook"),
-        None,
-    )
-    .await;
+    no_webhook(&app, &org).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -165,11 +159,11 @@ async fn csrf_form_refuses_every_action_without_the_sessions_token() {
     let (status, html) = get(&app, Some(&cookie), "/console/tokens").await;
     assert_eq!(status, StatusCode::OK);
     assert!(!html.contains("Shown once"));
-    app.internal_expect(
-        404,
-        Method::GET,
-        &format!("/internal/v1/orgs/{org}/webhook"),
-        None,
-    )
-    .await;
+    no_webhook(&app, &org).await;
+}
+
+/// The org still has no webhook (nothing a refused request did made one).
+async fn no_webhook(app: &crate::helpers::TestApp, org: &str) {
+    let path = format!("/internal/v1/orgs/{org}/webhook");
+    app.internal_expect(404, Method::GET, &path, None).await;
 }

@@ -542,12 +542,7 @@ async fn a_wait_begun_while_the_earlier_delivery_ends_is_never_left_behind() {
     )
     .await;
     // Meanwhile the earlier delivery ends, then the lock goes.
-    pg.execute(
-        "UPDATE deliveries SET state = 'succeeded' WHERE delivery_id = $1::text::uuid",
-        &[&d1],
-    )
-    .await
-    .unwrap();
+    set_state(&pg, &d1, "succeeded").await;
     holder.batch_execute("COMMIT").await.unwrap();
     assert!(
         !wait.await.unwrap().unwrap(),
@@ -557,27 +552,14 @@ async fn a_wait_begun_while_the_earlier_delivery_ends_is_never_left_behind() {
 
     // The earlier delivery pending again: the wait begins, a second copy of the message finds
     // it waiting, nothing is released while the earlier one is pending, and its end releases it.
-    pg.execute(
-        "UPDATE deliveries SET state = 'out' WHERE delivery_id = $1::text::uuid",
-        &[&d1],
-    )
-    .await
-    .unwrap();
-    assert!(
-        store
-            .deliveries()
-            .wait_for_earlier(d2, lead_id, 1)
-            .await
-            .unwrap()
-    );
+    set_state(&pg, &d1, "out").await;
+    let waits_for_earlier = async || {
+        let deliveries = store.deliveries();
+        deliveries.wait_for_earlier(d2, lead_id, 1).await.unwrap()
+    };
+    assert!(waits_for_earlier().await);
     assert_eq!(held(d2.id).await, (true, false));
-    assert!(
-        store
-            .deliveries()
-            .wait_for_earlier(d2, lead_id, 1)
-            .await
-            .unwrap()
-    );
+    assert!(waits_for_earlier().await);
     let listed = s.delivery_in(&org, &d2.id.to_string()).await;
     assert_eq!(listed["waiting_for"], "earlier_delivery", "{listed}");
     let primary = qualifier_store::webhooks::EndpointKey {
@@ -592,12 +574,7 @@ async fn a_wait_begun_while_the_earlier_delivery_ends_is_never_left_behind() {
             .unwrap()
     );
     assert_eq!(held(d2.id).await, (true, false));
-    pg.execute(
-        "UPDATE deliveries SET state = 'succeeded' WHERE delivery_id = $1::text::uuid",
-        &[&d1],
-    )
-    .await
-    .unwrap();
+    set_state(&pg, &d1, "succeeded").await;
     assert!(
         store
             .deliveries()
@@ -707,4 +684,10 @@ async fn a_request_waiting_for_its_turn_is_not_sent_after_its_leads_erasure() {
         took < Duration::from_millis(900),
         "the erasure took {took:?}, past the forced wait: the interleaving was not forced"
     );
+}
+
+/// Puts delivery `id` in `state` behind the worker's back: the interleaving a test forces.
+async fn set_state(pg: &qualifier_testkit::sql::Client, id: &str, state: &str) {
+    let sql = format!("UPDATE deliveries SET state = '{state}' WHERE delivery_id = $1::text::uuid");
+    pg.execute(&sql, &[&id]).await.unwrap();
 }
