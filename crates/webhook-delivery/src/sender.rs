@@ -398,7 +398,7 @@ impl Sender {
             }
         };
         let code = resp.status().as_u16();
-        let retry_after = header_text(resp.headers(), reqwest::header::RETRY_AFTER);
+        let retry_after = message::header_text(resp.headers(), reqwest::header::RETRY_AFTER);
         // Read a little of the body so the connection can be reused (stop at the limit or an
         // error), keeping its start for the attempt log.
         let mut read = 0;
@@ -566,23 +566,13 @@ mod amqp;
 mod aws;
 mod credentials;
 mod destination;
+pub(crate) mod message;
 mod no_answer;
 mod oauth;
 mod operator;
 
 use no_answer::classify;
 pub use operator::{Operator, operator_client, send_notice};
-
-/// A response header's value, when it is text.
-pub(crate) fn header_text(
-    headers: &reqwest::header::HeaderMap,
-    name: reqwest::header::HeaderName,
-) -> Option<String> {
-    headers
-        .get(name)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned)
-}
 
 #[cfg(test)]
 mod tests;

@@ -115,7 +115,8 @@ async fn exchange(
         .await
         .map_err(|e| request_failed(&e))?;
     let code = resp.status().as_u16();
-    let retry_after = crate::sender::header_text(resp.headers(), http::header::RETRY_AFTER);
+    let retry_after =
+        crate::sender::message::header_text(resp.headers(), http::header::RETRY_AFTER);
     let mut body = resp.into_body();
     let mut head = Vec::new();
     // The start of the answer for the attempt log; the rest is not waited for.

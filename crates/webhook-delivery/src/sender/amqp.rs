@@ -24,7 +24,7 @@ use qualifier_domain::destination::{Amqp, AmqpAddress};
 use qualifier_egress::EgressPolicy;
 use uuid::Uuid;
 
-use super::destination::DestinationMessage;
+use super::message::DestinationMessage;
 
 /// A link unused this long is closed (a destination that stopped receiving, an endpoint
 /// deleted or moved), so a process holds connections only for the destinations in use.

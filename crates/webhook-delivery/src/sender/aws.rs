@@ -13,7 +13,7 @@ use qualifier_domain::destination::{
 use ring::{digest, hmac};
 use serde_json::{Value, json};
 
-use super::destination::DestinationMessage;
+use super::message::DestinationMessage;
 
 /// One signed request to an AWS service.
 #[derive(Debug)]

@@ -9,23 +9,9 @@ use qualifier_domain::delivery::{FailureKind, NoAnswer};
 use qualifier_domain::destination::{Destination, OpenDestination};
 use qualifier_domain::netguard::WebhookUrl;
 
+use super::message::DestinationMessage;
 use super::{DeliveryJob, RESPONSE_READ_LIMIT, Sender, aws, classify, within};
 use crate::decide::{Response, Sent};
-
-/// A delivery as a destination other than `https` takes it: the body and our headers (the
-/// signatures included), and what names and files it.
-pub(crate) struct DestinationMessage<'a> {
-    pub(crate) body: &'a [u8],
-    pub(crate) headers: &'a [(String, String)],
-    pub(crate) delivery_id: String,
-    pub(crate) event_id: String,
-    pub(crate) org_id: String,
-    pub(crate) event_type: &'a str,
-    /// The event's `occurred_at` (an S3 object's date).
-    pub(crate) occurred_at: time::OffsetDateTime,
-    /// The attempt's start (what a signature is dated).
-    pub(crate) attempted_at: time::OffsetDateTime,
-}
 
 /// The envelope's `occurred_at`.
 fn occurred_at(body: &[u8]) -> Option<time::OffsetDateTime> {
@@ -143,7 +129,7 @@ impl Sender {
             .await
             .map_err(|e| classify(&e, self.timeout))?;
         let status = resp.status().as_u16();
-        let etag = super::header_text(resp.headers(), reqwest::header::ETAG);
+        let etag = super::message::header_text(resp.headers(), reqwest::header::ETAG);
         let mut body = Vec::new();
         while body.len() < RESPONSE_READ_LIMIT {
             match resp.chunk().await {
