@@ -414,6 +414,12 @@ fn amqp_url(raw: &str) -> Result<(String, Option<SecretInput>), FieldError> {
     if raw.len() > 2048 {
         return Err(invalid("destination.url must be at most 2048 characters"));
     }
+    // As a webhook's url (`WebhookUrl::parse`): the parser would keep an encoded one.
+    if raw.trim().chars().any(char::is_control) {
+        return Err(invalid(
+            "destination.url must not contain control characters",
+        ));
+    }
     let mut u = url::Url::parse(raw.trim()).map_err(|_| invalid(AMQP_URL_MESSAGE))?;
     if !matches!(u.scheme(), "amqp" | "amqps") || u.host_str().is_none_or(str::is_empty) {
         return Err(invalid(AMQP_URL_MESSAGE));

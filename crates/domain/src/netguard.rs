@@ -21,6 +21,11 @@ impl WebhookUrl {
         if raw.len() > 2048 {
             return Err(FieldError::new("url must be at most 2048 characters"));
         }
+        // The URL parser would percent-encode a control character in the path and keep it;
+        // one in what a receiver typed is a mistake or an attack, never an address.
+        if raw.trim().chars().any(char::is_control) {
+            return Err(FieldError::new("url must not contain control characters"));
+        }
         let u = url::Url::parse(raw.trim()).map_err(|_| not_https())?;
         if u.scheme() != "https" || u.host().is_none() {
             return Err(not_https());
@@ -169,6 +174,13 @@ mod tests {
         assert!(WebhookUrl::parse("/relative").is_err());
         assert!(WebhookUrl::parse("https://user:pw@x.example").is_err());
         assert!(WebhookUrl::parse(&format!("https://x.example/{}", "a".repeat(2100))).is_err());
+        // A control character anywhere is refused, not encoded and kept; a pasted url's
+        // surrounding whitespace is not part of it.
+        for c in ['\u{0}', '\u{1b}', '\u{7f}', '\u{85}', '\n'] {
+            let e = WebhookUrl::parse(&format!("https://x.example/a{c}b")).unwrap_err();
+            assert!(e.to_string().contains("control characters"), "{e}");
+        }
+        assert!(WebhookUrl::parse("  https://x.example/a\n").is_ok());
     }
 
     #[test]

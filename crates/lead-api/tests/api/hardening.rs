@@ -50,7 +50,73 @@ fn text_fields(
     let patch = |body: Value, field| (Method::PATCH, lead_path.clone(), body, field);
     let inbound_path = format!("/internal/v1/orgs/{org}/inbound");
     let inbound = |body: Value, field| (Method::POST, inbound_path.clone(), body, field);
-    vec![
+    let endpoints_path = format!("/internal/v1/orgs/{org}/endpoints");
+    // An endpoint whose destination has `v` in one field, every other field valid.
+    let to = |destination: Value, field| {
+        let body = json!({"destination": destination, "event_types": ["lead.created"]});
+        (Method::POST, endpoints_path.clone(), body, field)
+    };
+    let broker = "amqps://crm:pw@broker.example.com/leads";
+    let queue = "https://sqs.eu-west-1.amazonaws.com/123456789012/leads";
+    let aws = |kind: &str, more: Value| {
+        let mut d = json!({"type": kind, "region": "eu-west-1"});
+        for (k, x) in more.as_object().unwrap() {
+            d[k] = x.clone();
+        }
+        d
+    };
+    let mut rows = vec![
+        // Destinations: every field a receiver types in.
+        to(
+            json!({"type": "amqp", "url": format!("{broker}{v}"), "exchange": "x", "routing_key": "k"}),
+            "destination.url",
+        ),
+        to(
+            json!({"type": "amqp", "url": broker, "exchange": v, "routing_key": "k"}),
+            "destination.exchange",
+        ),
+        to(
+            json!({"type": "amqp", "url": broker, "exchange": "x", "routing_key": v}),
+            "destination.routing_key",
+        ),
+        to(
+            aws("sqs", json!({"queue_url": format!("{queue}{v}")})),
+            "destination.queue_url",
+        ),
+        to(
+            json!({"type": "sqs", "queue_url": queue, "region": format!("eu-west-1{v}")}),
+            "destination.region",
+        ),
+        to(
+            aws(
+                "sqs",
+                json!({"queue_url": queue, "endpoint_url": format!("https://sqs.example.com/{v}")}),
+            ),
+            "destination.endpoint_url",
+        ),
+        to(
+            aws(
+                "sqs",
+                json!({"queue_url": queue,
+                              "credentials": {"access_key_id": v, "secret_access_key": "s"}}),
+            ),
+            "destination.credentials",
+        ),
+        to(
+            aws("eventbridge", json!({"event_bus": v})),
+            "destination.event_bus",
+        ),
+        to(
+            aws("eventbridge", json!({"event_bus": "crm", "source": v})),
+            "destination.source",
+        ),
+        to(aws("s3", json!({"bucket": v})), "destination.bucket"),
+        to(
+            aws("s3", json!({"bucket": "crm-events", "prefix": v})),
+            "destination.prefix",
+        ),
+    ];
+    rows.extend(vec![
         // Public API.
         (
             Method::POST,
@@ -189,7 +255,8 @@ fn text_fields(
             json!({"operator": v}),
             "operator",
         ),
-    ]
+    ]);
+    rows
 }
 
 #[tokio::test(flavor = "multi_thread")]
