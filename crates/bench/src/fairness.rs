@@ -11,7 +11,15 @@ use anyhow::Context;
 use reqwest::Method;
 
 /// How long a slow endpoint takes to answer, within [`TIMEOUT_MS`].
-const SLOW: Duration = Duration::from_secs(5);
+/// How long the slow endpoints take to answer. `QUALIFIER_BENCH_FAIRNESS_SLOW_MS=0` makes them
+/// quick: the same volume from the org without its slowness, which tells what the machine's
+/// load moves in the figures from what the slowness does.
+fn slow_answer() -> Duration {
+    std::env::var("QUALIFIER_BENCH_FAIRNESS_SLOW_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map_or(Duration::from_secs(5), Duration::from_millis)
+}
 const TIMEOUT_MS: u64 = 10_000;
 /// The slow org's events before the measured ones (each to every slow endpoint).
 const BACKLOG: u64 = 24;
@@ -74,7 +82,7 @@ async fn setup(sink: &Sink, slow: usize, replicas: usize) -> anyhow::Result<Setu
     // The slow endpoints' receivers; the endpoints themselves are made for each loaded run
     // ([`Setup::slow_endpoints`]).
     let slow_sinks = (0..slow)
-        .map(|_| sink.endpoint(Answer::After(SLOW)))
+        .map(|_| sink.endpoint(Answer::After(slow_answer())))
         .collect();
     let mut others = Vec::new();
     for _ in 0..OTHERS {
@@ -132,7 +140,7 @@ impl Setup {
                 )
                 .await;
         }
-        tokio::time::sleep(SLOW + Duration::from_secs(1)).await;
+        tokio::time::sleep(slow_answer() + Duration::from_secs(1)).await;
         let deadline = Instant::now() + Duration::from_secs(120);
         loop {
             let mut left = 0;
@@ -356,7 +364,7 @@ pub(crate) async fn phase(sink: &Sink, events: u64, rounds: u32) -> anyhow::Resu
     }
     Ok(json!({
         "settings": {"concurrency": 64, "org_concurrency": 16, "timeout_ms": TIMEOUT_MS,
-                     "slow_answer_ms": SLOW.as_millis() as u64, "backlog_events": BACKLOG,
+                     "slow_answer_ms": slow_answer().as_millis() as u64, "backlog_events": BACKLOG,
                      "other_orgs": OTHERS, "events_per_org": events, "rounds": rounds.max(1)},
         "runs": table,
     }))
