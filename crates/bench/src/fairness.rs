@@ -10,10 +10,10 @@ use crate::services::Proc;
 use anyhow::Context;
 use reqwest::Method;
 
-/// How long a slow endpoint takes to answer, within [`TIMEOUT_MS`].
-/// How long the slow endpoints take to answer. `QUALIFIER_BENCH_FAIRNESS_SLOW_MS=0` makes them
-/// quick: the same volume from the org without its slowness, which tells what the machine's
-/// load moves in the figures from what the slowness does.
+/// How long the slow endpoints take to answer: 5 s, within [`TIMEOUT_MS`].
+/// `QUALIFIER_BENCH_FAIRNESS_SLOW_MS=0` makes them quick: the same volume from the org without
+/// its slowness, which tells what the machine's load moves in the figures from what the
+/// slowness does.
 fn slow_answer() -> Duration {
     std::env::var("QUALIFIER_BENCH_FAIRNESS_SLOW_MS")
         .ok()
