@@ -4,6 +4,13 @@
 //! the same measured traffic without those endpoints (made for each loaded run and deleted
 //! after it); on one process and on two replicas. The loaded and idle runs take turns, round
 //! by round, and each ratio is the median of its rounds'.
+//!
+//! The slow endpoints take the slow org's backlog, contacts through one channel (their filter),
+//! enough to keep every one of them at its share of the org's cap for the whole measured run:
+//! what the run adds to the idle one is the slowness, not more traffic. With
+//! `QUALIFIER_BENCH_FAIRNESS_STREAM=1` they take every new contact of the org instead, the
+//! measured ones too (about 20 a second to each), and the loaded run carries that much more
+//! work than the idle one: a measure of the machine's room for the slow org's volume as well.
 
 use super::*;
 use crate::services::Proc;
@@ -21,8 +28,18 @@ fn slow_answer() -> Duration {
         .map_or(Duration::from_secs(5), Duration::from_millis)
 }
 const TIMEOUT_MS: u64 = 10_000;
-/// The slow org's events before the measured ones (each to every slow endpoint).
-const BACKLOG: u64 = 24;
+/// The slow org's events before the measured ones (each to every slow endpoint): at 5 s an
+/// answer and 16 requests at once for the org, 100 keep even a lone slow endpoint busy for
+/// about 30 s, past the end of a measured run (15 s at 20 events a second for 300 events).
+const BACKLOG: u64 = 100;
+/// The channel of the backlog's contacts, which the slow endpoints' filter takes.
+const BACKLOG_CHANNEL: &str = "whatsapp";
+
+/// Whether the slow endpoints take every new contact of the org, the measured ones too
+/// (`QUALIFIER_BENCH_FAIRNESS_STREAM=1`; the module's comment).
+fn streaming() -> bool {
+    std::env::var("QUALIFIER_BENCH_FAIRNESS_STREAM").is_ok_and(|v| v == "1")
+}
 /// Orgs beside the slow one, each with one quick endpoint.
 const OTHERS: usize = 3;
 
@@ -67,7 +84,7 @@ async fn setup(sink: &Sink, slow: usize, replicas: usize) -> anyhow::Result<Setu
         workers.push(env.start_delivery(&settings).await?);
     }
     // The slow org: its webhook is the quick endpoint, for stage changes; its slow endpoints
-    // take its new contacts.
+    // take its contacts of one channel (the backlog), or every new one when streaming.
     let (sibling, url) = sink.endpoint(Answer::Ok);
     let slow_org = env.org(&url, 4).await?;
     sink.set_secret(sibling, &slow_org.secret);
@@ -106,13 +123,18 @@ impl Setup {
     /// The slow org's slow endpoints, made for a loaded run: their ids.
     async fn slow_endpoints(&self, sink: &Sink) -> anyhow::Result<Vec<String>> {
         let mut ids = Vec::new();
+        let filter = if streaming() {
+            Value::Null
+        } else {
+            json!({"data.lead.channel": BACKLOG_CHANNEL})
+        };
         for (e, url) in &self.slow {
             let r = self
                 .env
                 .internal_call(
                     Method::POST,
                     &format!("/orgs/{}/endpoints", self.slow_org.id),
-                    json!({"url": url, "event_types": ["lead.created"]}),
+                    json!({"url": url, "event_types": ["lead.created"], "filter": filter}),
                 )
                 .await;
             sink.set_secret(*e, r["signing_secret"].as_str().context("create endpoint")?);
@@ -185,7 +207,25 @@ impl Setup {
         };
         let parks_before = self.parks().await;
         if loaded {
-            produce(&self.env, &self.slow_org, BACKLOG, offset, 8, None, false).await;
+            let (channel, backlog) = if streaming() {
+                ("sms", 24)
+            } else {
+                (BACKLOG_CHANNEL, BACKLOG)
+            };
+            let pacing = Pacing {
+                concurrency: 8,
+                per_s: None,
+            };
+            produce_on(
+                &self.env,
+                &self.slow_org,
+                channel,
+                backlog,
+                offset,
+                pacing,
+                false,
+            )
+            .await;
             // Its first attempts are out and hanging before the measured events come.
             tokio::time::sleep(Duration::from_millis(1500)).await;
         }
@@ -364,7 +404,9 @@ pub(crate) async fn phase(sink: &Sink, events: u64, rounds: u32) -> anyhow::Resu
     }
     Ok(json!({
         "settings": {"concurrency": 64, "org_concurrency": 16, "timeout_ms": TIMEOUT_MS,
-                     "slow_answer_ms": slow_answer().as_millis() as u64, "backlog_events": BACKLOG,
+                     "slow_answer_ms": slow_answer().as_millis() as u64,
+                     "backlog_events": if streaming() { 24 } else { BACKLOG },
+                     "slow_endpoints_take_measured_contacts": streaming(),
                      "other_orgs": OTHERS, "events_per_org": events, "rounds": rounds.max(1)},
         "runs": table,
     }))

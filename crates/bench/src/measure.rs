@@ -16,6 +16,31 @@ pub(crate) async fn produce(
     pace_per_s: Option<f64>,
     close: bool,
 ) -> u64 {
+    let pacing = Pacing {
+        concurrency,
+        per_s: pace_per_s,
+    };
+    produce_on(env, org, "sms", iterations, offset, pacing, close).await
+}
+
+/// How a producer spreads its changes: at most `concurrency` at once, about `per_s` a second.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Pacing {
+    pub(crate) concurrency: usize,
+    pub(crate) per_s: Option<f64>,
+}
+
+/// [`produce`], the contacts coming through `channel` (which endpoint filters can tell apart).
+pub(crate) async fn produce_on(
+    env: &Env,
+    org: &Org,
+    channel: &'static str,
+    iterations: u64,
+    offset: u64,
+    pacing: Pacing,
+    close: bool,
+) -> u64 {
+    let (concurrency, pace_per_s) = (pacing.concurrency, pacing.per_s);
     let (http, internal, public) = (env.http.clone(), env.internal.clone(), env.public.clone());
     let (org_id, tokens) = (org.id.clone(), Arc::new(org.tokens.clone()));
     load::run_n(iterations, concurrency, pace_per_s, move |i| {
@@ -27,7 +52,7 @@ pub(crate) async fn produce(
             tokens.clone(),
         );
         async move {
-            let body = json!({"name": "Bench Lead", "phone": format!("+4477{:08}", offset + i), "channel": "sms"});
+            let body = json!({"name": "Bench Lead", "phone": format!("+4477{:08}", offset + i), "channel": channel});
             let Ok(r) = http
                 .post(format!("{internal}/internal/v1/orgs/{org_id}/inbound"))
                 .bearer_auth(INTERNAL_TOKEN)

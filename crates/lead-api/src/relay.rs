@@ -83,8 +83,8 @@ fn bundled(row: &Unpublished) -> bool {
 }
 
 /// A batch's messages, as bodies and headers: each bundled row's part in its org's bundles
-/// (at most `bundle_max` parts each, in the batch's order), every other row alone. Returns
-/// the singles' row indexes and the bundles' bodies with their part counts.
+/// (at most `bundle_max` parts each, in the batch's order; a bundle may hold one), every other
+/// row alone. Returns the singles' row indexes and the bundles' bodies with their part counts.
 fn plan_messages(rows: &[Unpublished], bundle_max: usize) -> (Vec<usize>, Vec<(Vec<u8>, usize)>) {
     let mut singles = Vec::new();
     // Each org's bundled rows, the orgs in the order their first one came (a batch may hold
@@ -104,12 +104,11 @@ fn plan_messages(rows: &[Unpublished], bundle_max: usize) -> (Vec<usize>, Vec<(V
     }
     let mut bundles = Vec::new();
     for idx in orgs {
+        // A chunk of one is a bundle too: every new delivery goes to the bundles' queue, and
+        // the work queue keeps what comes back (parks expiring, retries and waits coming due,
+        // replays), which can come a thousand at once when a slow org's parks expire together.
+        // A new delivery behind them waited until the worker had read them all.
         for chunk in idx.chunks(bundle_max) {
-            if let [one] = chunk {
-                // A bundle of one costs what a message costs and reads as an older release's.
-                singles.push(*one);
-                continue;
-            }
             let metas: Vec<DeliveryMeta> = chunk.iter().map(|&i| meta_of(&rows[i])).collect();
             let body = qualifier_bus::bundle::encode(
                 metas
@@ -308,12 +307,16 @@ mod tests {
         ];
         let (singles, bundles) = plan_messages(&rows, 3);
         let bodies: Vec<Vec<i64>> = bundles.iter().map(|(b, _)| seqs_of(b)).collect();
-        assert_eq!(bodies, vec![vec![1, 3, 6], vec![2, 7]]);
-        assert_eq!(bundles.iter().map(|(_, n)| *n).collect::<Vec<_>>(), [3, 2]);
-        // The last of a's bundled rows is a bundle of one: sent as a message of its own.
+        // The last of a's new rows is a bundle of one: a new delivery never travels in the
+        // work queue, where what comes back waits.
+        assert_eq!(bodies, vec![vec![1, 3, 6], vec![8], vec![2, 7]]);
+        assert_eq!(
+            bundles.iter().map(|(_, n)| *n).collect::<Vec<_>>(),
+            [3, 1, 2]
+        );
         let mut alone: Vec<i64> = singles.iter().map(|&i| rows[i].seq).collect();
         alone.sort();
-        assert_eq!(alone, vec![4, 5, 8]);
+        assert_eq!(alone, vec![4, 5]);
         // Every row goes exactly once, its envelope unchanged.
         let part = &qualifier_bus::bundle::decode(&bundles[0].0).unwrap()[1];
         assert_eq!(part.body, rows[2].payload);

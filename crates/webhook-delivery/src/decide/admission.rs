@@ -35,7 +35,8 @@ pub(crate) const WAIT_HERE_MIN: Duration = MIN_PARK;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Hold {
     /// The org holds its share of this process's attempt slots; `typical_ms` is how long its
-    /// attempts usually take (unknown before the first one ends).
+    /// attempts usually take, or before the first one ends, how long the oldest has run (the
+    /// least their duration can be; unknown while they are [`SETTLE_PARK`] young).
     /// `settling`: no attempt has ended yet and the first started under [`SETTLE_PARK`] ago.
     /// `may_wait`: its endpoint is quick, or not known yet (`settling`), so a slot it may take
     /// comes round soon (one of its own attempts ending, or one beyond the newcomers' reserve):
@@ -205,8 +206,12 @@ pub(super) fn admit(ep: &EndpointSlots, p: &Slots) -> Result<(), Hold> {
     } else {
         let settling =
             ep.typical.is_none() && ep.first_started_ago.is_some_and(|a| a < SETTLE_PARK);
+        // Before any attempt has ended, the oldest one's age is the least their duration can
+        // be: a hanging endpoint's overflow then waits that long a turn, instead of coming
+        // back after the shortest park until the first answer, a thousand messages at once.
+        let lasted = ep.typical.or(ep.first_started_ago.filter(|_| !settling));
         Err(Hold::AtCap {
-            typical_ms: ep.typical.map(|d| d.as_millis() as u64),
+            typical_ms: lasted.map(|d| d.as_millis() as u64),
             settling,
             may_wait: quick || settling,
             turns_ahead: (ep.parked_ahead / ep.share(p.cap)) as u32,

@@ -305,3 +305,72 @@ async fn a_hanging_destination_leaves_its_org_a_slot_for_a_webhook_beside_it() {
         "one connection at a time to the exchange"
     );
 }
+
+/// What comes back to the work queue (parks expiring, waits coming due) can come thousands at
+/// once when a slow org's parks expire together; a new delivery of another org does not wait
+/// behind them: it travels on the bundles' queue, which the worker reads beside the work queue.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_new_delivery_does_not_wait_behind_thousands_coming_back() {
+    use qualifier_bus::{DeliveryMeta, Outgoing, Publisher};
+    let mut s = Stack::start().await;
+    // A's one delivery, sent and ended.
+    s.inbound("+447700903400").await;
+    let done = s.wait_all_in(&s.org, Some(1), "succeeded", WAIT).await;
+    let d = &done[0];
+    s.stop_delivery().await;
+    // A thousand copies of it come back to the work queue while no worker runs: the worker
+    // takes them a prefetch window at a time.
+    const BACK: u32 = 1_000;
+    let uuid = |v: &serde_json::Value| v.as_str().unwrap().parse::<uuid::Uuid>().unwrap();
+    let meta = DeliveryMeta {
+        delivery_id: uuid(&d["id"]),
+        event_id: uuid(&d["event_id"]),
+        org_id: s.org.parse().unwrap(),
+        event_type: qualifier_domain::EventType::LeadCreated,
+        attempt: 1,
+        occurred_at_ms: None,
+        traceparent: None,
+        not_before_ms: None,
+        test: false,
+        seq: None,
+        endpoint_id: Some(uuid(&d["endpoint_id"])),
+    };
+    let topology = s.topo.topology();
+    let work = topology.work_queue();
+    let conn = qualifier_bus::connect(&qualifier_testkit::amqp_url(), "qualifier test")
+        .await
+        .unwrap();
+    let publisher = Publisher::new(&conn).await.unwrap();
+    let body = b"{}".to_vec();
+    let copies: Vec<Outgoing<'_>> = (0..BACK)
+        .map(|_| Outgoing {
+            exchange: "",
+            routing_key: work.as_str(),
+            body: &body,
+            headers: meta.headers(),
+            message_id: None,
+            content_type: "application/json",
+        })
+        .collect();
+    publisher.publish_all(&copies).await.unwrap();
+    let _ = conn.close(200, "ok".into()).await;
+    // B's new event after them all, then the worker.
+    let b = SecondOrg::add(&s).await;
+    b.inbound(&s, "+447700903401").await;
+    assert_eq!(
+        s.queue_depth(&work).await,
+        BACK,
+        "B's delivery is not among them"
+    );
+    let worker = spawn_delivery_with(&s, &[]);
+    assert_eq!(b.receiver.wait_for(1, WAIT).await.len(), 1);
+    let left = s.queue_depth(&work).await;
+    assert!(
+        left >= BACK / 2,
+        "B arrived with {left} of the {BACK} still waiting, not after them"
+    );
+    // The copies are read and dropped (its row says it ended), never sent again.
+    s.wait_queue_depth(&work, 0, WAIT).await;
+    assert_eq!(s.receiver.received().len(), 1, "A's delivery was sent once");
+    drop(worker);
+}

@@ -96,6 +96,15 @@ fn an_org_whose_first_attempts_are_young_parks_briefly_then_as_before() {
     };
     let hold = admit(&old, &slots(16, false)).unwrap_err();
     assert_eq!(park_wait(hold, timeout), MIN_PARK);
+    // Its first attempt has run 4 s without an answer: its attempts last at least that, so
+    // its overflow waits that long a turn, behind the turns already parked.
+    let hanging = EndpointSlots {
+        first_started_ago: Some(Duration::from_secs(4)),
+        parked_ahead: 32,
+        ..org(16, None)
+    };
+    let hold = admit(&hanging, &slots(16, false)).unwrap_err();
+    assert_eq!(park_wait(hold, timeout), Duration::from_secs(4) * 3);
     // Once an attempt has ended its typical duration decides, young or not.
     let known = EndpointSlots {
         first_started_ago: Some(Duration::from_millis(20)),
