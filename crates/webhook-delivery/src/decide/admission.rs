@@ -325,33 +325,49 @@ pub struct ParkPlan {
     pub org_waits: Option<Duration>,
     /// Why the message is held, as the plan was made from it.
     pub hold: Hold,
+    /// How long it waits in the delivery's row (`None`: in its park queue).
+    pub row_wait_ms: Option<u64>,
 }
 
 /// A park at least this long waits in the delivery's row rather than in a park queue (a
 /// receiver's `Retry-After`, a long back-off): what waits that long is kept where an erasure
 /// reaches it. Shorter parks (an org at its in-flight cap) stay in the broker, where they cost
-/// no database write and last seconds.
+/// no database write and last seconds, unless the message is deep in its endpoint's backlog
+/// ([`park`]).
 pub(crate) const PARK_IN_ROW_FROM_MS: u64 = 16_000;
 
 impl ParkPlan {
     /// When the park waits in the delivery's row: the instant (Unix ms) its attempt is due.
     /// `None`: it waits in its park queue.
     pub fn in_row_until(&self, now_ms: i64) -> Option<i64> {
-        let wait = PARK_TIERS_MS[self.tier];
-        (wait >= PARK_IN_ROW_FROM_MS).then(|| super::due_at(self.not_before_ms, now_ms, wait))
+        self.row_wait_ms
+            .map(|wait| super::due_at(self.not_before_ms, now_ms, wait))
     }
 }
 
-/// Where and how long a held message is parked (once per wait: [`park_wait`]).
-fn park(hold: Hold, attempt_timeout: Duration, now_ms: i64) -> ParkPlan {
-    let tier = tier_for(&PARK_TIERS_MS, park_wait(hold, attempt_timeout));
+/// Where and how long a held message is parked (once per wait: [`park_wait`]). `spread`
+/// (0-999, from the delivery's id) places a message deep in its endpoint's backlog within its
+/// wait: such a backlog parks together (its messages arrive together), and a park queue
+/// would send it back together, a thousand messages in a few hundred milliseconds, which the
+/// workers' other orgs then wait beside. In its row, each comes due at its own instant between
+/// the wait and twice it, a hundred or so a second.
+fn park(hold: Hold, attempt_timeout: Duration, now_ms: i64, spread: u64) -> ParkPlan {
+    let wait = park_wait(hold, attempt_timeout);
+    let tier = tier_for(&PARK_TIERS_MS, wait);
+    let deep = matches!(hold, Hold::AtCap { turns_ahead, .. } if turns_ahead >= MAX_TURNS_AHEAD);
+    let row_wait_ms = if deep {
+        Some(wait.as_millis() as u64 * (1_000 + spread % 1_000) / 1_000)
+    } else {
+        Some(PARK_TIERS_MS[tier]).filter(|w| *w >= PARK_IN_ROW_FROM_MS)
+    };
     ParkPlan {
         reason: hold.label(),
         tier,
         not_before_ms: carried_not_before(hold, now_ms),
         org_waits: matches!(hold, Hold::AtCap { .. })
-            .then(|| Duration::from_millis(PARK_TIERS_MS[tier])),
+            .then(|| Duration::from_millis(row_wait_ms.unwrap_or(PARK_TIERS_MS[tier]))),
         hold,
+        row_wait_ms,
     }
 }
 
@@ -399,7 +415,8 @@ pub fn plan_admission(
             }
         }
     };
-    let otherwise = park(held, process.attempt_timeout, now_ms);
+    let spread = (meta.delivery_id.as_u128() % 1_000) as u64;
+    let otherwise = park(held, process.attempt_timeout, now_ms, spread);
     match wait_here(held) {
         Some(limit) => Admission::WaitHere { limit, otherwise },
         None => Admission::Park(otherwise),

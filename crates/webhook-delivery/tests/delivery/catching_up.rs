@@ -13,8 +13,9 @@ use crate::stack::Stack;
 
 const WAIT: Duration = Duration::from_secs(30);
 
-async fn feed(s: &Stack) -> (String, Vec<Value>) {
-    let raw = s.feed(500).await;
+/// The feed once it holds `n` events.
+async fn feed(s: &Stack, n: usize) -> (String, Vec<Value>) {
+    let raw = s.feed_holding(500, n).await;
     let v: Value = serde_json::from_str(&raw).unwrap();
     (raw, v["events"].as_array().unwrap().clone())
 }
@@ -30,7 +31,7 @@ async fn the_feed_holds_each_delivered_body_byte_for_byte_and_no_test_event() {
     let got = s.receiver.wait_for(4, WAIT).await;
     assert_eq!(got.len(), 4, "{test}");
 
-    let (raw, events) = feed(&s).await;
+    let (raw, events) = feed(&s, 3).await;
     let mut real = 0;
     for g in &got {
         let body = std::str::from_utf8(&g.body).unwrap();

@@ -219,7 +219,7 @@ async fn an_erased_contact_is_nowhere_in_the_database_and_the_crm_is_told() {
     assert_eq!(r.json::<Value>().await.unwrap()["error"], "Event erased");
 
     // The feed: the reduced envelopes, then lead.erased.
-    let feed: Value = serde_json::from_str(&s.feed(100).await).unwrap();
+    let feed: Value = serde_json::from_str(&s.feed_holding(100, 5).await).unwrap();
     let events = feed["events"].as_array().unwrap();
     let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
     assert_eq!(

@@ -167,7 +167,7 @@ async fn an_outage_longer_than_the_retry_schedule_ends_with_everything_delivered
         done.iter()
             .all(|d| !probe_ids.contains(d["id"].as_str().unwrap()))
     );
-    let feed: Value = serde_json::from_str(&s.feed(500).await).unwrap();
+    let feed: Value = serde_json::from_str(&s.feed_holding(500, 20).await).unwrap();
     assert_eq!(
         feed["events"].as_array().unwrap().len(),
         20,

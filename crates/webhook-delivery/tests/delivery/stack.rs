@@ -274,6 +274,23 @@ impl Stack {
         qualifier_testkit::text_200(self.http.get(url).bearer_auth(&self.token)).await
     }
 
+    /// The feed's first page once it holds at least `n` events. An event's feed position is
+    /// given in the relay's commit after the broker confirmed its messages, so a receiver can
+    /// hold a delivery a moment before the feed shows its event.
+    pub async fn feed_holding(&self, limit: u32, n: usize) -> String {
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let raw = self.feed(limit).await;
+            let v: Value = serde_json::from_str(&raw).unwrap();
+            if v["events"].as_array().map_or(0, |e| e.len()) >= n
+                || std::time::Instant::now() > deadline
+            {
+                return raw;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
     /// `DELETE /api/v1/leads/{id}` (erasure) with the org's token: its status.
     pub async fn erase(&self, id: &str) -> reqwest::StatusCode {
         self.http

@@ -56,7 +56,7 @@ async fn compressed_envelopes_reach_receivers_the_feed_the_console_and_erasure_a
     }
 
     // The feed holds each body byte for byte.
-    let raw = s.feed(100).await;
+    let raw = s.feed_holding(100, got.len()).await;
     for g in &got {
         assert!(raw.contains(std::str::from_utf8(&g.body).unwrap()), "{raw}");
     }

@@ -319,12 +319,14 @@ fn a_long_park_waits_in_the_row_and_a_short_one_in_the_broker() {
         Hold::BackingOff { for_ms: 2_000 },
         Duration::from_secs(10),
         NOW,
+        0,
     );
     assert_eq!(short.in_row_until(NOW), None, "{short:?}");
     let long = park(
         Hold::BackingOff { for_ms: 120_000 },
         Duration::from_secs(10),
         NOW,
+        0,
     );
     assert!(PARK_TIERS_MS[long.tier] >= PARK_IN_ROW_FROM_MS, "{long:?}");
     // Due when the receiver's pause ends, not after the park queue's shorter delay.
@@ -426,4 +428,46 @@ fn an_endpoint_goes_to_the_background_at_its_first_failure_and_back_at_its_first
     assert_eq!(lane(1), Lane::Background);
     assert_eq!(lane(u32::MAX), Lane::Background);
     assert!(BACKGROUND_WAIT_MAX <= MIN_PARK / 10, "a wait, not a park");
+}
+
+#[test]
+fn a_backlog_parked_together_comes_due_spread_over_its_wait() {
+    let timeout = Duration::from_secs(10);
+    let deep = Hold::AtCap {
+        typical_ms: Some(5_000),
+        settling: false,
+        may_wait: false,
+        turns_ahead: MAX_TURNS_AHEAD,
+    };
+    // A thousand messages of one endpoint, deep in its backlog, parked in the same instant:
+    // each waits in its row, due between the wait (nine of its attempts' time) and twice it.
+    let dues: Vec<i64> = (0..1_000)
+        .map(|spread| park(deep, timeout, NOW, spread).in_row_until(NOW).unwrap())
+        .collect();
+    let wait = 45_000;
+    assert!(
+        dues.iter()
+            .all(|d| (NOW + wait..NOW + 2 * wait).contains(d))
+    );
+    let mut distinct = dues.clone();
+    distinct.sort();
+    distinct.dedup();
+    assert_eq!(distinct.len(), 1_000, "no two come due in the same instant");
+    // In every tenth of the span about a tenth of them: no burst.
+    for tenth in 0..10 {
+        let from = NOW + wait + tenth * wait / 10;
+        let n = dues
+            .iter()
+            .filter(|d| (from..from + wait / 10).contains(*d))
+            .count();
+        assert!((80..=120).contains(&n), "{n} in tenth {tenth}");
+    }
+    // A message with few turns ahead still parks in the broker, briefly.
+    let shallow = Hold::AtCap {
+        typical_ms: Some(5_000),
+        settling: false,
+        may_wait: false,
+        turns_ahead: 1,
+    };
+    assert_eq!(park(shallow, timeout, NOW, 500).in_row_until(NOW), None);
 }
