@@ -257,10 +257,15 @@ pub(super) fn wait_here(hold: Hold) -> Option<Duration> {
 /// - At its cap: about one of its attempts' time (a slot has freed by then), between
 ///   [`MIN_PARK`] and the attempt timeout; [`MIN_PARK`] until one attempt has ended, and
 ///   [`SETTLE_PARK`] while its first attempts are younger than that.
-/// - At its cap behind its own parked messages: one attempt's time per cap's worth ahead of
-///   it (about when its turn comes), up to [`MAX_TURNS_AHEAD`] more. A slow org's burst of a
-///   thousand otherwise hopped through the broker every second, each message, and that churn
-///   took the CPU its neighbours deliver with (the noisy-neighbour benchmark, docs/performance.md).
+/// - At its cap behind its own parked messages: one attempt's time per turn of its slots ahead
+///   of it (about when its turn comes), up to [`MAX_TURNS_AHEAD`] more; deeper, half its place
+///   (it looks again halfway, with the duration as it is then), up to [`MAX_TURNS_WAITED`].
+///   A slow org's burst of a thousand otherwise hopped through the broker every second, each
+///   message, and that churn took the CPU its neighbours deliver with (the noisy-neighbour
+///   benchmark, docs/performance.md); coming back every [`MAX_TURNS_AHEAD`] turns, a message
+///   thousands deep still came back dozens of times before its turn, each a row written and a
+///   claim by the relay, inside other orgs' deliveries (docs/performance.md, "Fairness
+///   whatever the unit").
 pub(crate) fn park_wait(hold: Hold, attempt_timeout: Duration) -> Duration {
     match hold {
         Hold::BackingOff { for_ms } => Duration::from_millis(for_ms),
@@ -274,14 +279,26 @@ pub(crate) fn park_wait(hold: Hold, attempt_timeout: Duration) -> Duration {
                 .map_or(MIN_PARK, Duration::from_millis)
                 .min(attempt_timeout)
                 .max(MIN_PARK)
-                * (1 + turns_ahead.min(MAX_TURNS_AHEAD))
+                * (1 + turns_waited(turns_ahead))
         }
     }
 }
 
-/// The most turns of its slots a parked message waits out in one park: a slow endpoint that
-/// speeds up is noticed within this many of its old attempt durations.
+/// The turns of its slots a parked message waits out, `turns_ahead` of them ahead of it: all
+/// of them up to [`MAX_TURNS_AHEAD`], half of them deeper, at most [`MAX_TURNS_WAITED`].
+fn turns_waited(turns_ahead: u32) -> u32 {
+    (turns_ahead / 2)
+        .max(turns_ahead.min(MAX_TURNS_AHEAD))
+        .min(MAX_TURNS_WAITED)
+}
+
+/// The turns of its slots a parked message waits out in full: up to here its turn is near.
 pub(crate) const MAX_TURNS_AHEAD: u32 = 8;
+
+/// The most turns of its slots a parked message waits out in one park: a slow endpoint that
+/// speeds up is noticed within this many of its old attempt durations (at 5 s an attempt,
+/// under three minutes) by its deepest waiting messages, sooner by the others.
+pub(crate) const MAX_TURNS_WAITED: u32 = 32;
 
 /// The pause a parked message carries in its `not-before` header, so that whichever replica
 /// takes it next honours the receiver's `Retry-After` too (its own gate may not know of it).

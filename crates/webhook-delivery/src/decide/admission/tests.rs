@@ -262,8 +262,8 @@ fn a_held_message_waits_once_per_wait() {
         "a hanging endpoint: one timeout"
     );
     assert_eq!(at_cap(Some(60_000)), timeout);
-    // Behind three cap's worths of its own parked messages: its turn, four attempts away,
-    // and never more than nine.
+    // Behind three turns of its own parked messages: its turn, four attempts away. Deeper,
+    // half its place (it looks again halfway), and never more than 33 attempts' time.
     let behind = |typical_ms, turns_ahead| {
         park_wait(
             Hold::AtCap {
@@ -277,7 +277,10 @@ fn a_held_message_waits_once_per_wait() {
     };
     assert_eq!(behind(Some(2_000), 3), Duration::from_secs(8));
     assert_eq!(behind(None, 3), MIN_PARK * 4);
-    assert_eq!(behind(Some(10_000), 500), timeout * 9);
+    assert_eq!(behind(Some(2_000), 8), Duration::from_secs(18));
+    assert_eq!(behind(Some(2_000), 12), Duration::from_secs(18));
+    assert_eq!(behind(Some(2_000), 40), Duration::from_secs(42));
+    assert_eq!(behind(Some(10_000), 500), timeout * 33);
     let short = Duration::from_millis(500);
     assert_eq!(
         park_wait(
