@@ -322,18 +322,19 @@ async fn a_new_delivery_does_not_wait_behind_thousands_coming_back() {
     // takes them a prefetch window at a time.
     const BACK: u32 = 1_000;
     let uuid = |v: &serde_json::Value| v.as_str().unwrap().parse::<uuid::Uuid>().unwrap();
+    // Named by its delivery id alone (no `seq`), as a message of an earlier release names it.
     let meta = DeliveryMeta {
+        seq: None,
+        endpoint_id: Some(uuid(&d["endpoint_id"])),
         delivery_id: uuid(&d["id"]),
         event_id: uuid(&d["event_id"]),
         org_id: s.org.parse().unwrap(),
         event_type: qualifier_domain::EventType::LeadCreated,
         attempt: 1,
-        occurred_at_ms: None,
-        traceparent: None,
-        not_before_ms: None,
         test: false,
-        seq: None,
-        endpoint_id: Some(uuid(&d["endpoint_id"])),
+        traceparent: None,
+        occurred_at_ms: None,
+        not_before_ms: None,
     };
     let topology = s.topo.topology();
     let work = topology.work_queue();
