@@ -40,6 +40,16 @@ const BACKLOG_CHANNEL: &str = "whatsapp";
 fn streaming() -> bool {
     std::env::var("QUALIFIER_BENCH_FAIRNESS_STREAM").is_ok_and(|v| v == "1")
 }
+
+/// The slow org's backlog: the channel of its contacts and how many. When streaming, 24 of
+/// the measured channel, ahead of the measured contacts that follow them to the same endpoints.
+fn backlog() -> (&'static str, u64) {
+    if streaming() {
+        ("sms", 24)
+    } else {
+        (BACKLOG_CHANNEL, BACKLOG)
+    }
+}
 /// Orgs beside the slow one, each with one quick endpoint.
 const OTHERS: usize = 3;
 
@@ -207,11 +217,7 @@ impl Setup {
         };
         let parks_before = self.parks().await;
         if loaded {
-            let (channel, backlog) = if streaming() {
-                ("sms", 24)
-            } else {
-                (BACKLOG_CHANNEL, BACKLOG)
-            };
+            let (channel, backlog) = backlog();
             let pacing = Pacing {
                 concurrency: 8,
                 per_s: None,
@@ -405,7 +411,7 @@ pub(crate) async fn phase(sink: &Sink, events: u64, rounds: u32) -> anyhow::Resu
     Ok(json!({
         "settings": {"concurrency": 64, "org_concurrency": 16, "timeout_ms": TIMEOUT_MS,
                      "slow_answer_ms": slow_answer().as_millis() as u64,
-                     "backlog_events": if streaming() { 24 } else { BACKLOG },
+                     "backlog_events": backlog().1,
                      "slow_endpoints_take_measured_contacts": streaming(),
                      "other_orgs": OTHERS, "events_per_org": events, "rounds": rounds.max(1)},
         "runs": table,

@@ -255,8 +255,9 @@ pub(super) fn wait_here(hold: Hold) -> Option<Duration> {
 /// org back costs the shared queue one hop per message, not one per second.
 /// - Backing off: the rest of the pause the receiver asked for.
 /// - At its cap: about one of its attempts' time (a slot has freed by then), between
-///   [`MIN_PARK`] and the attempt timeout; [`MIN_PARK`] until one attempt has ended, and
-///   [`SETTLE_PARK`] while its first attempts are younger than that.
+///   [`MIN_PARK`] and the attempt timeout; until one attempt has ended, the oldest one's age
+///   (at least [`MIN_PARK`]), and [`SETTLE_PARK`] while its first attempts are younger than
+///   that.
 /// - At its cap behind its own parked messages: one attempt's time per turn of its slots ahead
 ///   of it (about when its turn comes), up to [`MAX_TURNS_AHEAD`] more; deeper, half its place
 ///   (it looks again halfway, with the duration as it is then), up to [`MAX_TURNS_WAITED`].
