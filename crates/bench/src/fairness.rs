@@ -29,9 +29,10 @@ fn slow_answer() -> Duration {
 }
 const TIMEOUT_MS: u64 = 10_000;
 /// The slow org's events before the measured ones (each to every slow endpoint): at 5 s an
-/// answer and 16 requests at once for the org, 100 keep even a lone slow endpoint busy for
-/// about 30 s, past the end of a measured run (15 s at 20 events a second for 300 events).
-const BACKLOG: u64 = 100;
+/// answer and 16 requests at once for the org on each process, 240 keep even a lone slow
+/// endpoint busy for about 40 s on two processes (75 s on one), past the end of a measured run
+/// (30 s at 20 events a second for 600 events).
+const BACKLOG: u64 = 240;
 /// The channel of the backlog's contacts, which the slow endpoints' filter takes.
 const BACKLOG_CHANNEL: &str = "whatsapp";
 
