@@ -121,6 +121,24 @@ fn plan_messages(rows: &[Unpublished], bundle_max: usize) -> (Vec<usize>, Vec<(V
     (singles, bundles)
 }
 
+/// The rows as the debug lines name them: `delivery#attempt`, and with `changed` the event's
+/// change time (`@` Unix milliseconds), which `scripts/delivery-steps.py` times from.
+fn labels(rows: &[Unpublished], changed: bool) -> Vec<String> {
+    rows.iter()
+        .map(|r| {
+            let label = format!("{}#{}", r.delivery_id, r.start_attempt());
+            if changed {
+                format!(
+                    "{label}@{}",
+                    r.created_at.unix_timestamp_nanos() / 1_000_000
+                )
+            } else {
+                label
+            }
+        })
+        .collect()
+}
+
 impl Relay {
     /// Publishes batches until the outbox is empty; returns how many rows it published.
     async fn drain(&self, publisher: &Publisher) -> Result<usize, StoreError> {
@@ -132,6 +150,11 @@ impl Relay {
             let mut conn = self.store.pool.get().await.map_err(StoreError::from_pool)?;
             let (exchange, bundle_queue) = (&exchange, &bundle_queue);
             let batch = relay_batch(&mut conn, BATCH, |rows| async move {
+                // With the publish below and the worker's lines, where each delivery's time
+                // goes from its event's change (scripts/delivery-steps.py).
+                if tracing::enabled!(tracing::Level::DEBUG) {
+                    tracing::debug!(deliveries = ?labels(&rows, true), "claimed");
+                }
                 let (singles, bundles) = plan_messages(&rows, bundle_max);
                 let mut msgs: Vec<Outgoing<'_>> = singles
                     .iter()
@@ -158,11 +181,7 @@ impl Relay {
                 }));
                 let published = publisher.publish_all(&msgs).await;
                 if published.is_ok() && tracing::enabled!(tracing::Level::DEBUG) {
-                    let ids: Vec<String> = rows
-                        .iter()
-                        .map(|r| format!("{}#{}", r.delivery_id, r.start_attempt()))
-                        .collect();
-                    tracing::debug!(deliveries = ?ids, "published, not yet marked");
+                    tracing::debug!(deliveries = ?labels(&rows, false), "published, not yet marked");
                 }
                 published
             })
@@ -282,6 +301,20 @@ mod tests {
             due,
             ready: true,
         }
+    }
+
+    #[test]
+    fn the_debug_lines_name_each_delivery_its_attempt_and_its_change_time() {
+        let mut r = row(1, Uuid::new_v4(), false, Some(3));
+        r.created_at = time::OffsetDateTime::from_unix_timestamp(1_800_000_000).unwrap()
+            + time::Duration::milliseconds(250);
+        let id = r.delivery_id;
+        // scripts/delivery-steps.py reads `id#attempt@milliseconds`.
+        assert_eq!(
+            labels(std::slice::from_ref(&r), true),
+            [format!("{id}#3@1800000000250")]
+        );
+        assert_eq!(labels(&[r], false), [format!("{id}#3")]);
     }
 
     fn seqs_of(body: &[u8]) -> Vec<i64> {

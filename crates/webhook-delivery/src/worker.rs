@@ -246,6 +246,7 @@ impl Worker {
         };
         let sent = match &prepared.go {
             Go::Send(hook) => {
+                tracing::debug!("sending");
                 let sent = self.sender.send(job, hook).await;
                 self.gate.observe(
                     job.meta.units(),
@@ -321,8 +322,9 @@ impl Worker {
         if let Some(t) = qualifier_telemetry::trace_id(&span) {
             span.record("trace_id", t);
         }
-        // Each message's arrival and every way it ends without a request are logged at debug:
-        // what a delivery left `out` is traced with (the chaos run keeps these logs).
+        // Each message's arrival, its admission, its request's start and every way it ends
+        // without a request are logged at debug: what a delivery left `out` is traced with (the
+        // chaos run keeps these logs), and where its time went (scripts/delivery-steps.py).
         tracing::debug!(parent: &span, redelivered, "message received");
         // Another copy of this delivery under way here: after its attempt, the row says
         // whether this one is due.
@@ -354,6 +356,7 @@ impl Worker {
                 }
             }
         };
+        tracing::debug!(parent: &span, "admitted");
         let in_flight = metrics::gauge!(m::IN_FLIGHT);
         in_flight.increment(1.0);
         let result =
