@@ -30,6 +30,9 @@ pub const QUEUE_DEPTH: &str = "qualifier_queue_depth";
 /// Messages parked without an attempt, by `reason`: at_cap (the org's in-flight cap) or
 /// backing_off (the receiver's `Retry-After`).
 pub const PARKED: &str = "qualifier_delivery_parked_total";
+/// Deliveries parked in their rows at their endpoint's share and called forward by a slot of
+/// that endpoint freed in this process (`webhook-delivery`'s gate, `call_forward`).
+pub const CALLED_FORWARD: &str = "qualifier_delivery_called_forward_total";
 /// Attempts in flight in this process.
 pub const IN_FLIGHT: &str = "qualifier_delivery_in_flight";
 /// Gauge: messages of quick orgs waiting in this process for a slot instead of parking.

@@ -21,7 +21,7 @@
 //! of shared state.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -30,6 +30,7 @@ use tokio::sync::Notify;
 
 use qualifier_bus::DeliveryMeta;
 use qualifier_domain::units::{EndpointId, EndpointOf, OrgId};
+use uuid::Uuid;
 
 use crate::decide::{self, Admission, EndpointSlots, InOrg, Lane, Neighbour, ParkPlan, Process};
 
@@ -42,6 +43,19 @@ const FORGET_AFTER: Duration = Duration::from_secs(600);
 
 /// The forgetting is looked at once the maps hold more endpoints than this.
 const FORGET_ABOVE: usize = 1024;
+
+/// The most messages parked in their rows one endpoint keeps to call forward: beyond that the
+/// oldest are let go, and come back at their own due times.
+const CALLABLE_MAX: usize = 4096;
+
+/// A delivery parked in its row, kept to call forward: its id, its event's sequence number
+/// (as its message carried it) and when it is due back on its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InRow {
+    pub id: Uuid,
+    pub seq: Option<i64>,
+    due: Instant,
+}
 
 /// What one endpoint holds and is known by, in this process.
 struct EndpointState {
@@ -58,6 +72,8 @@ struct EndpointState {
     waiting_here: usize,
     /// When each of its messages parked at its share is due back (earliest first).
     parked: BinaryHeap<Reverse<Instant>>,
+    /// Those parked in their rows, oldest first ([`OrgGate::call_forward`]).
+    in_rows: VecDeque<InRow>,
     /// Its attempts in a row here that were not answered 2xx (reset by one that was).
     failed_in_a_row: u32,
 }
@@ -73,6 +89,7 @@ impl EndpointState {
             last_seen: now,
             waiting_here: 0,
             parked: BinaryHeap::new(),
+            in_rows: VecDeque::new(),
             failed_in_a_row: 0,
         }
     }
@@ -443,14 +460,61 @@ impl OrgGate {
     }
 
     /// A message of `of` was parked at its share for `wait`: other orgs yield idle slots to
-    /// its org meanwhile, and its siblings the slots below its share.
-    pub fn waiting(&self, of: EndpointOf, wait: Duration) {
+    /// its org meanwhile, and its siblings the slots below its share. `in_row`: the delivery
+    /// it carries (id and event's sequence number) when it waits in its row, which the
+    /// endpoint's next freed slot may call forward.
+    pub fn waiting(&self, of: EndpointOf, wait: Duration, in_row: Option<(Uuid, Option<i64>)>) {
         let now = (self.clock)();
         let mut st = self.lock();
         let e = st.endpoint(of, now);
         let until = now + wait;
         e.waiting_until = Some(e.waiting_until.map_or(until, |t| t.max(until)));
         e.parked.push(Reverse(until));
+        if let Some((id, seq)) = in_row {
+            if e.in_rows.len() >= CALLABLE_MAX {
+                e.in_rows.pop_front();
+            }
+            let due = until;
+            e.in_rows.push_back(InRow { id, seq, due });
+        }
+    }
+
+    /// After an attempt of `of` ended here (its slot freed): the endpoint's delivery parked in
+    /// its row the longest, to be made due now, unless a message of it waits in the process or
+    /// one parked comes back within [`decide::MIN_PARK`] to take the slot. Its wait leaves the
+    /// parked ones, so later parks count their turns without it. A backlog so comes back one
+    /// delivery per freed slot, however wrong the wait it parked for (a guess, before any
+    /// attempt has ended), where coming back at that wait it found its slots taken and parked
+    /// again, each message once more (docs/delivery.md, "Fairness between orgs"). Per process:
+    /// what a replica that stopped parked comes back at its own due time.
+    pub fn call_forward(&self, of: EndpointOf) -> Option<InRow> {
+        let now = (self.clock)();
+        let mut st = self.lock();
+        let e = st.endpoints.get_mut(&of.endpoint)?;
+        if e.waiting_here > 0 {
+            return None;
+        }
+        // What came back on its own is no longer waiting (nor is what is due now).
+        while e.in_rows.front().is_some_and(|r| r.due <= now) {
+            e.in_rows.pop_front();
+        }
+        if e.in_rows.is_empty() {
+            return None;
+        }
+        let soon = now + decide::MIN_PARK;
+        if e.parked
+            .iter()
+            .any(|Reverse(due)| *due > now && *due <= soon)
+        {
+            return None;
+        }
+        let called = e.in_rows.pop_front()?;
+        let mut parked = std::mem::take(&mut e.parked).into_vec();
+        if let Some(i) = parked.iter().position(|Reverse(d)| *d == called.due) {
+            parked.swap_remove(i);
+        }
+        e.parked = parked.into();
+        Some(called)
     }
 
     /// One attempt to `of` took `took` (feeds the typical duration the park rule uses) and was

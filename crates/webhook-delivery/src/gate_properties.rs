@@ -210,12 +210,15 @@ impl Sim {
             }
             | Admission::Park(plan) => {
                 let wait = PARK_TIERS_MS[plan.tier];
+                let in_row = plan.in_row_until(self.now_ms());
                 if let Some(w) = plan.org_waits {
-                    self.gate.waiting(of, w);
+                    // As the worker does: a park in its row is one a freed slot may call.
+                    let callable = in_row.map(|_| (Uuid::from_u128(d as u128 + 1), None));
+                    self.gate.waiting(of, w, callable);
                     let until = self.waiting_until.entry(of.endpoint.0).or_default();
                     *until = (*until).max(t + w.as_millis() as u64);
                 }
-                match plan.in_row_until(self.now_ms()) {
+                match in_row {
                     Some(at_ms) => {
                         let at = (at_ms - self.base_ms).max(0) as u64;
                         let del = &mut self.deliveries[d];
@@ -283,6 +286,19 @@ impl Sim {
         drop(self.in_flight.remove(&d));
         let t = self.t;
         let of = self.deliveries[d].of;
+        // The freed slot calls the endpoint's longest-parked row forward, as the worker does;
+        // the row moves only if it still waits for a later instant.
+        if let Some(called) = self.gate.call_forward(of) {
+            let c = called.id.as_u128() as usize - 1;
+            let row = &mut self.deliveries[c];
+            if !row.ended
+                && row.state == DeliveryState::Queued
+                && row.due.is_some_and(|due| due > t)
+            {
+                row.due = Some(t);
+                self.at(t, Ev::Publish(c));
+            }
+        }
         self.gate.observe(of, Duration::from_millis(took), ok);
         let del = &mut self.deliveries[d];
         del.state = DeliveryState::Out;

@@ -122,12 +122,14 @@ pub async fn start(cfg: DeliveryConfig) -> anyhow::Result<RunningDelivery> {
         outcomes,
         health_writes,
         schedules,
+        calls,
     } = Worker::batchers(&store, notify_operator);
     let worker = Arc::new(Worker {
         contexts,
         outcomes,
         health_writes,
         schedules,
+        calls,
         store: store.clone(),
         sender,
         topology: Topology::new(cfg.topology_prefix.clone(), cfg.retry_delays_ms.clone()),

@@ -132,6 +132,9 @@ pub struct Worker {
     /// The waits parked in delivery rows (a long park at an org's cap, a long `Retry-After`),
     /// written together: each answers whether its row was still open to schedule.
     pub schedules: Batcher<Scheduled, bool>,
+    /// Parked deliveries called forward as their endpoint's slots free, written together:
+    /// each answers whether its row still waited ([`Deliveries::call_forward`]).
+    pub calls: Batcher<DeliveryRef, bool>,
     /// The endpoint-health settings (docs/delivery.md, "Endpoint health").
     pub health: decide::HealthRules,
     /// Whether state changes queue an operational event (an operator webhook is configured).
@@ -192,11 +195,28 @@ impl Worker {
                 let s = s.clone();
                 async move { s.deliveries().schedule_attempts(&items).await }
             });
+        let s = store.clone();
+        // Gathered as the parks are: a slow org's endpoints free a slot each every few
+        // seconds, and several calls go in one statement.
+        let calls =
+            Batcher::spawn_lingering(128, 1, OUTCOME_LINGER, move |items: Vec<DeliveryRef>| {
+                let s = s.clone();
+                async move {
+                    let called: std::collections::HashSet<uuid::Uuid> = s
+                        .deliveries()
+                        .call_forward(&items)
+                        .await?
+                        .into_iter()
+                        .collect();
+                    Ok::<_, StoreError>(items.iter().map(|d| called.contains(&d.id)).collect())
+                }
+            });
         Batchers {
             contexts,
             outcomes,
             health_writes,
             schedules,
+            calls,
         }
     }
 }
@@ -213,6 +233,7 @@ pub struct Batchers {
     pub outcomes: Batcher<AttemptWrite, Recorded>,
     pub health_writes: Batcher<HealthWrite, Option<EndpointState>>,
     pub schedules: Batcher<Scheduled, bool>,
+    pub calls: Batcher<DeliveryRef, bool>,
 }
 
 fn parse_job(d: &Delivery) -> Result<DeliveryJob, MetaError> {
@@ -270,10 +291,14 @@ impl Worker {
     ) -> Result<(), NotDurable> {
         metrics::counter!(m::PARKED, "reason" => plan.reason).increment(1);
         tracing::debug!(delivery_id = %job.meta.delivery_id, reason = plan.reason, "parked by the gate");
+        let in_row = plan.in_row_until(unix_ms());
         if let Some(wait) = plan.org_waits {
-            self.gate.waiting(job.meta.units(), wait);
+            // Parked at its share in its row: the endpoint's next freed slot here may call it
+            // forward (`OrgGate::call_forward`).
+            let callable = in_row.map(|_| (job.meta.delivery_id, job.meta.seq));
+            self.gate.waiting(job.meta.units(), wait, callable);
         }
-        if let Some(at) = plan.in_row_until(unix_ms()) {
+        if let Some(at) = in_row {
             return self
                 .schedule(job, job.meta.attempt, at)
                 .await
@@ -288,6 +313,27 @@ impl Worker {
             .publish_all(&[job_message(&held, "", &queue)])
             .await
             .map_err(NotDurable::Publish)
+    }
+
+    /// The slot an attempt of `of` freed goes to the delivery of the endpoint parked longest in
+    /// its row, when the gate says so ([`crate::gate::OrgGate::call_forward`]): its row is made
+    /// due now, after the attempt's own outcome and before its ack (the slot is free already).
+    /// A call that fails only leaves the delivery to come back at its own due time.
+    async fn call_forward(&self, of: qualifier_domain::units::EndpointOf) {
+        let Some(called) = self.gate.call_forward(of) else {
+            return;
+        };
+        let d = DeliveryRef {
+            id: called.id,
+            seq: called.seq,
+        };
+        match self.calls.call(d).await {
+            Ok(true) => metrics::counter!(m::CALLED_FORWARD).increment(1),
+            Ok(false) => {}
+            Err(e) => {
+                tracing::warn!(delivery_id = %called.id, error = %e, "calling a parked delivery forward failed; it comes back at its own due time");
+            }
+        }
     }
 
     /// A message of one delivery: its attempt, then its ack (or its return to the queue).
@@ -363,6 +409,7 @@ impl Worker {
             tracing::Instrument::instrument(self.deliver_attempt(publisher, job), span).await;
         in_flight.decrement(1.0);
         drop(permit);
+        self.call_forward(job.meta.units()).await;
         result
     }
 

@@ -826,3 +826,70 @@ async fn parks_written_together_each_wait_in_their_row_and_an_ended_one_stays_en
         }
     }
 }
+
+/// Parked rows called forward by a freed slot (`Deliveries::call_forward`): a row still
+/// waiting for a later instant becomes due now and keeps the attempt it resumes at; one that
+/// ended, or is already due, is left as it is and not answered.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_parked_row_called_forward_is_due_now_and_an_ended_or_due_one_stays() {
+    let (db, c) = database().await;
+    let rows = write(&c, 3, true).await;
+    let pool = qualifier_store::connect_generic_plans(&db.database(), 1).unwrap();
+    let store = store_over(pool);
+    let later = time::OffsetDateTime::now_utc() + time::Duration::minutes(5);
+    let refs: Vec<DeliveryRef> = rows
+        .iter()
+        .map(|(id, seq)| DeliveryRef {
+            id: *id,
+            seq: Some(*seq),
+        })
+        .collect();
+    let parked: Vec<_> = refs.iter().map(|d| (*d, 2, later)).collect();
+    assert_eq!(
+        store.deliveries().schedule_attempts(&parked).await.unwrap(),
+        vec![true; 3]
+    );
+    // The last one ended while the first was being called.
+    c.batch_execute(&format!(
+        "UPDATE deliveries SET state = 'skipped', due_at = NULL WHERE delivery_id = '{}'",
+        rows[2].0
+    ))
+    .await
+    .unwrap();
+    let called = store
+        .deliveries()
+        .call_forward(&[refs[2], refs[0]])
+        .await
+        .unwrap();
+    assert_eq!(called, vec![rows[0].0]);
+    let row = |id: uuid::Uuid| {
+        let c = &c;
+        async move {
+            let r = c
+                .query_one(
+                    "SELECT state::text, resume_attempt, due_at <= clock_timestamp()
+                     FROM deliveries WHERE delivery_id = $1::text::uuid",
+                    &[&id.to_string()],
+                )
+                .await
+                .unwrap();
+            let row: (String, Option<i32>, Option<bool>) = (r.get(0), r.get(1), r.get(2));
+            row
+        }
+    };
+    assert_eq!(row(rows[0].0).await, ("queued".into(), Some(2), Some(true)));
+    assert_eq!(
+        row(rows[1].0).await,
+        ("queued".into(), Some(2), Some(false))
+    );
+    assert_eq!(row(rows[2].0).await, ("skipped".into(), Some(2), None));
+    // Called again: already due, so nothing moves.
+    assert!(
+        store
+            .deliveries()
+            .call_forward(&refs[..1])
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}

@@ -206,10 +206,19 @@ pub(super) fn admit(ep: &EndpointSlots, p: &Slots) -> Result<(), Hold> {
     } else {
         let settling =
             ep.typical.is_none() && ep.first_started_ago.is_some_and(|a| a < SETTLE_PARK);
-        // Before any attempt has ended, the oldest one's age is the least their duration can
-        // be: a hanging endpoint's overflow then waits that long a turn, instead of coming
-        // back after the shortest park until the first answer, a thousand messages at once.
-        let lasted = ep.typical.or(ep.first_started_ago.filter(|_| !settling));
+        // Before any attempt has ended (and past the settle time), its duration is guessed at
+        // half the timeout, or the oldest attempt's age once that is longer (the least the
+        // duration can be). A guess too short sent a burst's overflow back before any slot
+        // had freed, each message to park again: the age of a first attempt is a fraction of
+        // a second when a burst parks, and a backlog of a thousand came back within the
+        // minute, once more each. A guess too long costs nothing: each attempt that ends
+        // calls the endpoint's longest-parked delivery forward (`crate::gate`,
+        // `call_forward`), and the duration is known from then on.
+        let lasted = ep.typical.or_else(|| {
+            ep.first_started_ago
+                .filter(|_| !settling)
+                .map(|age| age.max(p.attempt_timeout / 2))
+        });
         Err(Hold::AtCap {
             typical_ms: lasted.map(|d| d.as_millis() as u64),
             settling,
@@ -259,14 +268,15 @@ pub(super) fn wait_here(hold: Hold) -> Option<Duration> {
 ///   (at least [`MIN_PARK`]), and [`SETTLE_PARK`] while its first attempts are younger than
 ///   that.
 /// - At its cap behind its own parked messages: one attempt's time per turn of its slots ahead
-///   of it (about when its turn comes), up to [`MAX_TURNS_AHEAD`] more; deeper, half its place
-///   (it looks again halfway, with the duration as it is then), up to [`MAX_TURNS_WAITED`].
-///   A slow org's burst of a thousand otherwise hopped through the broker every second, each
-///   message, and that churn took the CPU its neighbours deliver with (the noisy-neighbour
-///   benchmark, docs/performance.md); coming back every [`MAX_TURNS_AHEAD`] turns, a message
-///   thousands deep still came back dozens of times before its turn, each a row written and a
-///   claim by the relay, inside other orgs' deliveries (docs/performance.md, "Fairness
-///   whatever the unit").
+///   of it (about when its turn comes), up to [`MAX_TURNS_WAITED`] turns. A slow org's burst
+///   of a thousand otherwise hopped through the broker every second, each message, and that
+///   churn took the CPU its neighbours deliver with (the noisy-neighbour benchmark,
+///   docs/performance.md). A message that deep waits in its row ([`park`]), and the
+///   endpoint's freed slots call it forward when its turn comes sooner (`crate::gate`,
+///   `call_forward`): its wait is the latest it comes back, not its turn. A wait of half its
+///   place, to look again halfway, brought every deep message back once more before its turn,
+///   each a row written and a claim by the relay, inside other orgs' deliveries
+///   (docs/performance.md, "Fairness whatever the unit").
 pub(crate) fn park_wait(hold: Hold, attempt_timeout: Duration) -> Duration {
     match hold {
         Hold::BackingOff { for_ms } => Duration::from_millis(for_ms),
@@ -286,19 +296,19 @@ pub(crate) fn park_wait(hold: Hold, attempt_timeout: Duration) -> Duration {
 }
 
 /// The turns of its slots a parked message waits out, `turns_ahead` of them ahead of it: all
-/// of them up to [`MAX_TURNS_AHEAD`], half of them deeper, at most [`MAX_TURNS_WAITED`].
+/// of them, at most [`MAX_TURNS_WAITED`].
 fn turns_waited(turns_ahead: u32) -> u32 {
-    (turns_ahead / 2)
-        .max(turns_ahead.min(MAX_TURNS_AHEAD))
-        .min(MAX_TURNS_WAITED)
+    turns_ahead.min(MAX_TURNS_WAITED)
 }
 
-/// The turns of its slots a parked message waits out in full: up to here its turn is near.
+/// Turns of its slots ahead of it from which a parked message waits in its row, where the
+/// endpoint's freed slots can call it forward: up to here its turn is near, and it waits in
+/// the broker.
 pub(crate) const MAX_TURNS_AHEAD: u32 = 8;
 
-/// The most turns of its slots a parked message waits out in one park: a slow endpoint that
-/// speeds up is noticed within this many of its old attempt durations (at 5 s an attempt,
-/// under three minutes) by its deepest waiting messages, sooner by the others.
+/// The most turns of its slots a parked message waits out in one park: what a deep message
+/// not called forward comes back after at the latest (at 5 s an attempt, under three
+/// minutes), to park again with the duration as it is then.
 pub(crate) const MAX_TURNS_WAITED: u32 = 32;
 
 /// The pause a parked message carries in its `not-before` header, so that whichever replica

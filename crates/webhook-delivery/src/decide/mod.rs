@@ -28,6 +28,7 @@ mod pace;
 
 // Named one by one, not `*`: a reader (and `farm-studio walk`) follows each name from its
 // caller to the one file that defines it.
+pub(crate) use admission::MIN_PARK;
 pub use admission::{
     Admission, BACKGROUND_WAIT_MAX, EndpointSlots, Hold, InOrg, Lane, Neighbour, ParkPlan, Process,
     SETTLE_PARK, lane, plan_admission,

@@ -44,7 +44,7 @@ fn under_contention_the_cap_counts_slots_per_org_and_frees_them_on_drop() {
     // 4 slots, 2 per org: with another org waiting, nobody goes beyond its cap.
     let gate = OrgGate::new(2, 4, T);
     let (a, b, c) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
-    gate.waiting(only(c), Duration::from_secs(5));
+    gate.waiting(only(c), Duration::from_secs(5), None);
     let p1 = enter(&gate, a).unwrap();
     let _p2 = enter(&gate, a).unwrap();
     assert!(at_cap(enter(&gate, a)));
@@ -74,7 +74,7 @@ fn an_org_waiting_elsewhere_keeps_the_slots_it_lacks_free() {
     let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
     gate.observe(only(a), Duration::from_millis(20), true);
     let _a: Vec<_> = (0..4).map(|_| enter(&gate, a).unwrap()).collect();
-    gate.waiting(only(b), Duration::from_secs(5));
+    gate.waiting(only(b), Duration::from_secs(5), None);
     // 4 free: the reserve's 2 and the 2 that b, waiting with none in flight, lacks.
     assert!(at_cap(enter(&gate, a)), "b waits, so a borrows no further");
     let _b: Vec<_> = (0..2)
@@ -95,9 +95,9 @@ fn an_org_behind_its_own_parked_messages_is_told_how_many_turns_ahead() {
     };
     assert_eq!(turns(enter(&gate, a)), 0);
     for _ in 0..5 {
-        gate.waiting(only(a), Duration::from_secs(5));
+        gate.waiting(only(a), Duration::from_secs(5), None);
     }
-    gate.waiting(only(a), Duration::from_millis(30));
+    gate.waiting(only(a), Duration::from_millis(30), None);
     assert_eq!(turns(enter(&gate, a)), 3, "six parked, two slots");
     std::thread::sleep(Duration::from_millis(40));
     assert_eq!(turns(enter(&gate, a)), 2, "one came back");
@@ -358,7 +358,7 @@ fn above_its_share_an_endpoint_leaves_what_a_waiting_sibling_lacks() {
     gate.know([a, b]);
     let mut held: Vec<_> = (0..7).map(|_| enter_to(&gate, a).unwrap()).collect();
     // b's message was parked meanwhile (say the org was full): it waits with none.
-    gate.waiting(b, Duration::from_secs(5));
+    gate.waiting(b, Duration::from_secs(5), None);
     held.truncate(3);
     // 3 of the org's 8 in flight, all a's; a's share is 4, b lacks 4.
     let a4 = enter_to(&gate, a).expect("a below its share");
@@ -383,4 +383,63 @@ fn a_receivers_pause_holds_its_endpoint_not_its_siblings() {
     gate.observe(a, Duration::from_millis(5), false);
     assert_eq!(gate.lane(a.endpoint), Lane::Background);
     assert_eq!(gate.lane(b.endpoint), Lane::Foreground);
+}
+
+#[test]
+fn a_freed_slot_calls_the_longest_parked_row_forward_unless_something_else_will_take_it() {
+    let base = Instant::now();
+    let clock = Arc::new(std::sync::Mutex::new(base));
+    let read = clock.clone();
+    let gate = OrgGate::with_clock(1, 4, T, Arc::new(move || *read.lock().unwrap()));
+    let advance = |by: Duration| *clock.lock().unwrap() += by;
+    let a = Uuid::new_v4();
+    let of = only(a);
+    let slot = enter(&gate, a).unwrap();
+    let (first, second, third) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
+    gate.waiting(of, Duration::from_secs(30), Some((first, Some(7))));
+    gate.waiting(of, Duration::from_secs(40), Some((second, None)));
+    drop(slot);
+    let called = gate.call_forward(of).expect("the row parked longest");
+    assert_eq!((called.id, called.seq), (first, Some(7)));
+    // A message parked in the broker and back within a second takes the next slot.
+    gate.waiting(of, Duration::from_millis(500), None);
+    assert!(
+        gate.call_forward(of).is_none(),
+        "a message coming back takes it"
+    );
+    advance(Duration::from_secs(1));
+    assert_eq!(gate.call_forward(of).map(|c| c.id), Some(second));
+    assert!(gate.call_forward(of).is_none(), "nothing left to call");
+    // A row whose own due time has passed came back by itself: it is not called.
+    gate.waiting(of, Duration::from_secs(2), Some((third, None)));
+    advance(Duration::from_secs(3));
+    assert!(gate.call_forward(of).is_none());
+    // Another endpoint's freed slot calls none of this one's rows.
+    gate.waiting(of, Duration::from_secs(30), Some((third, None)));
+    assert!(gate.call_forward(only(Uuid::new_v4())).is_none());
+    assert_eq!(gate.call_forward(of).map(|c| c.id), Some(third));
+}
+
+#[test]
+fn a_called_row_no_longer_counts_among_the_turns_ahead() {
+    let gate = OrgGate::new(1, 4, T);
+    let a = Uuid::new_v4();
+    let of = only(a);
+    // Slow (over half the timeout): it keeps to its cap of one.
+    gate.observe(of, Duration::from_secs(6), true);
+    let _slot = enter(&gate, a).unwrap();
+    for _ in 0..3 {
+        gate.waiting(of, Duration::from_secs(60), Some((Uuid::new_v4(), None)));
+    }
+    let turns = |gate: &Arc<OrgGate>| match enter(gate, a) {
+        Err(Hold::AtCap { turns_ahead, .. }) => turns_ahead,
+        other => panic!("at its cap: {:?}", other.map(|_| ())),
+    };
+    assert_eq!(turns(&gate), 3);
+    gate.call_forward(of).expect("one called");
+    assert_eq!(
+        turns(&gate),
+        2,
+        "the called one goes ahead of the parked ones"
+    );
 }

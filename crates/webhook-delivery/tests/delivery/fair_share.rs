@@ -74,6 +74,56 @@ async fn an_org_with_four_hanging_endpoints_holds_its_cap_and_another_org_flows(
     assert_eq!(received(&a), 24, "every delivery of A arrives once let go");
 }
 
+/// A backlog parked in its rows behind a hanging endpoint, each for a turn guessed before any
+/// attempt had ended (half the 60 s timeout a turn: 30 s and more), flows as soon as the
+/// endpoint answers: each attempt that ends calls the next parked delivery forward, so the
+/// backlog does not wait out the guess.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_backlog_parked_in_its_rows_is_called_forward_as_its_endpoints_slots_free() {
+    let s = two_slots_an_org().await;
+    s.receiver.hold();
+    for i in 0..12 {
+        s.inbound(&format!("+4477009035{i:02}")).await;
+    }
+    assert_eq!(s.receiver.wait_for(2, WAIT).await.len(), 2, "the org's cap");
+    // The other ten wait in their rows, due 30 s from now at the soonest.
+    let db = s.db.client().await;
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        let parked: i64 = db
+            .query_one(
+                "SELECT count(*) FROM deliveries
+                 WHERE state = 'queued' AND due_at > now() + interval '20 seconds'",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        if parked == 10 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{parked} of 10 parked in their rows"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let let_go = std::time::Instant::now();
+    s.receiver.let_go();
+    let got = s.receiver.wait_for(12, Duration::from_secs(20)).await;
+    assert_eq!(
+        got.len(),
+        12,
+        "the backlog came in {:?}, not at its parked due times",
+        let_go.elapsed()
+    );
+    let ids: std::collections::HashSet<_> = got
+        .iter()
+        .map(|r| r.header("x-qualifier-delivery"))
+        .collect();
+    assert_eq!(ids.len(), 12, "each delivery once");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_hanging_endpoint_leaves_its_org_a_slot_for_a_sibling() {
     let s = two_slots_an_org().await;

@@ -14,7 +14,8 @@
 //! The moves on the delivery rows (the condition `open!`, the requeue [`requeue`]):
 //!
 //! - [`Deliveries::schedule_attempts`](crate::Deliveries::schedule_attempts): the next attempt due at an instant (a retry's is scheduled by
-//!   its failed attempt's outcome, below, in the same statement);
+//!   its failed attempt's outcome, below, in the same statement), and
+//!   [`Deliveries::call_forward`](crate::Deliveries::call_forward): a parked one made due now;
 //! - [`Deliveries::hold_delivery`](crate::Deliveries::hold_delivery), [`release_held`], [`Deliveries::release_stray_held`](crate::Deliveries::release_stray_held): an outage's hold
 //!   and its end;
 //! - [`Deliveries::wait_for_earlier`](crate::Deliveries::wait_for_earlier), [`Deliveries::release_next_of_lead`](crate::Deliveries::release_next_of_lead),
@@ -155,6 +156,24 @@ pub(super) const SCHEDULE_TAIL: &str = concat!(
         AND d.state NOT IN ('held', 'after_earlier') AND ",
     open!(),
     "
+  RETURNING d.delivery_id"
+);
+
+/// Called forward ([`Deliveries::call_forward`](crate::Deliveries::call_forward)): the
+/// parameters `$1` ids, `$2` their events' sequence numbers, `$3`/`$4` the days the rows are
+/// in. Only a row still `queued` for a later instant moves (parked at its share, or a retry's
+/// wait: both are sent by the relay as they are once due), to now; nothing else of the row
+/// changes, so it resumes at the attempt it was parked at.
+pub(super) const CALL_FORWARD_HEAD: &str = "WITH p(ids, seqs) AS (VALUES (";
+pub(super) const CALL_FORWARD_TAIL: &str = concat!(
+    ")), v AS (
+         SELECT * FROM p, unnest(p.ids, p.seqs) AS v(id, seq))
+     UPDATE deliveries d SET due_at = clock_timestamp(), updated_at = clock_timestamp()
+       FROM v
+      WHERE ",
+    carried_row!("v", "$3", "$4"),
+    "
+        AND d.state = 'queued' AND d.due_at > clock_timestamp()
   RETURNING d.delivery_id"
 );
 

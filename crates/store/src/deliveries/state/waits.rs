@@ -80,6 +80,45 @@ impl crate::facets::Deliveries<'_> {
         Ok(items.iter().map(|(d, ..)| done.contains(&d.id)).collect())
     }
 
+    /// Calls parked deliveries forward: each still waiting in its row for a later instant
+    /// (parked at its endpoint's share, `queued` and due after now) is made due now, and the
+    /// relay is woken to publish it. The worker calls one forward each time an attempt of its
+    /// endpoint ends (`webhook-delivery`'s gate, `OrgGate::call_forward`), so a backlog parked
+    /// in its rows comes back one delivery per freed slot, instead of each message coming back
+    /// at a guessed instant and parking again when its slot is still taken. One that moved
+    /// meanwhile (published at its own due time, ended, held) is left as it is. The ids of
+    /// those called, in no order.
+    pub async fn call_forward(&self, items: &[DeliveryRef]) -> Result<Vec<Uuid>, StoreError> {
+        use diesel::sql_types::{Array, Nullable};
+
+        #[derive(diesel::QueryableByName)]
+        struct Called {
+            #[diesel(sql_type = SqlUuid)]
+            delivery_id: Uuid,
+        }
+
+        let mut sorted = items.to_vec();
+        sorted.sort_by_key(|d| (d.seq, d.id));
+        let (lo, hi) = day_bounds(sorted.iter().map(|d| d.seq));
+        let ids: Vec<Uuid> = sorted.iter().map(|d| d.id).collect();
+        let seqs: Vec<Option<i64>> = sorted.iter().map(|d| d.seq).collect();
+        let mut conn = self.conn().await?;
+        let called = crate::prepared::prepared::<Array<SqlUuid>, _>(
+            super::CALL_FORWARD_HEAD,
+            super::CALL_FORWARD_TAIL,
+            &ids,
+        )
+        .bind::<Array<Nullable<BigInt>>, _>(&seqs)
+        .bind::<BigInt, _>(lo)
+        .bind::<BigInt, _>(hi)
+        .load::<Called>(&mut conn)
+        .await?;
+        if !called.is_empty() {
+            wake_relay(&mut conn).await?;
+        }
+        Ok(called.into_iter().map(|c| c.delivery_id).collect())
+    }
+
     /// Holds a delivery while its endpoint is failing: it leaves the broker (the caller acks)
     /// and waits in its row, to resume at `resume_attempt`. False when the endpoint is no longer
     /// failing or the delivery already ended: the caller must not ack then. The health row is

@@ -88,23 +88,31 @@ fn an_org_whose_first_attempts_are_young_parks_briefly_then_as_before() {
     let timeout = Duration::from_secs(10);
     assert_eq!(park_wait(hold, timeout), SETTLE_PARK);
     assert_eq!(park_tier(&[100, 1_000, 4_000], SETTLE_PARK), 0);
-    // Its first attempt has run past the settle time without ending: maybe a hanging
-    // endpoint, so its overflow waits as long as before.
+    // Its first attempt has run past the settle time without ending: maybe a slow endpoint,
+    // whose duration is guessed at half the timeout a turn (a slot that frees sooner calls
+    // its parked messages forward: `crate::gate`).
     let old = EndpointSlots {
         first_started_ago: Some(SETTLE_PARK * 3),
         ..org(16, None)
     };
     let hold = admit(&old, &slots(16, false)).unwrap_err();
-    assert_eq!(park_wait(hold, timeout), MIN_PARK);
-    // Its first attempt has run 4 s without an answer: its attempts last at least that, so
-    // its overflow waits that long a turn, behind the turns already parked.
+    assert_eq!(park_wait(hold, timeout), timeout / 2);
+    // Its first attempt has run 4 s without an answer: still half the timeout a turn, behind
+    // the turns already parked.
     let hanging = EndpointSlots {
         first_started_ago: Some(Duration::from_secs(4)),
         parked_ahead: 32,
         ..org(16, None)
     };
     let hold = admit(&hanging, &slots(16, false)).unwrap_err();
-    assert_eq!(park_wait(hold, timeout), Duration::from_secs(4) * 3);
+    assert_eq!(park_wait(hold, timeout), timeout / 2 * 3);
+    // Past half the timeout, the age: its attempts last at least that.
+    let older = EndpointSlots {
+        first_started_ago: Some(Duration::from_secs(7)),
+        ..org(16, None)
+    };
+    let hold = admit(&older, &slots(16, false)).unwrap_err();
+    assert_eq!(park_wait(hold, timeout), Duration::from_secs(7));
     // Once an attempt has ended its typical duration decides, young or not.
     let known = EndpointSlots {
         first_started_ago: Some(Duration::from_millis(20)),
@@ -262,8 +270,9 @@ fn a_held_message_waits_once_per_wait() {
         "a hanging endpoint: one timeout"
     );
     assert_eq!(at_cap(Some(60_000)), timeout);
-    // Behind three turns of its own parked messages: its turn, four attempts away. Deeper,
-    // half its place (it looks again halfway), and never more than 33 attempts' time.
+    // Behind three turns of its own parked messages: its turn, four attempts away; deeper
+    // too (its endpoint's freed slots call it forward sooner), never more than 33 attempts'
+    // time.
     let behind = |typical_ms, turns_ahead| {
         park_wait(
             Hold::AtCap {
@@ -278,8 +287,8 @@ fn a_held_message_waits_once_per_wait() {
     assert_eq!(behind(Some(2_000), 3), Duration::from_secs(8));
     assert_eq!(behind(None, 3), MIN_PARK * 4);
     assert_eq!(behind(Some(2_000), 8), Duration::from_secs(18));
-    assert_eq!(behind(Some(2_000), 12), Duration::from_secs(18));
-    assert_eq!(behind(Some(2_000), 40), Duration::from_secs(42));
+    assert_eq!(behind(Some(2_000), 12), Duration::from_secs(26));
+    assert_eq!(behind(Some(2_000), 40), Duration::from_secs(66));
     assert_eq!(behind(Some(10_000), 500), timeout * 33);
     let short = Duration::from_millis(500);
     assert_eq!(
